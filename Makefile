@@ -1,0 +1,31 @@
+# Two commands on a fresh machine: `make lock` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+ENVGEN := $(BIN)/envgen
+STAMP  := $(VENV)/.installed
+
+.PHONY: lock check diff status test test-network lint demo bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+lock: $(STAMP)  ## re-lock every env in env-templates/ (ARGS="a5 --update-all" to pass options)
+	$(ENVGEN) lock $(ARGS)
+
+test: $(STAMP)  ## the offline test suite
+	$(BIN)/python -m pytest $(ARGS)
+
+test-network: $(STAMP)  ## tests that need PyPI
+	$(BIN)/python -m pytest -m network $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check generator tests benchmarks
+	$(BIN)/ruff format --check generator tests benchmarks
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,8 @@
+"""envgen: compile a version matrix into pinned, reproducible, verified environments."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("envgen")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0"

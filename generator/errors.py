@@ -1,0 +1,67 @@
+"""The one error tree of envgen; each class carries the exit code the CLI uses."""
+
+from __future__ import annotations
+
+
+class EnvgenError(Exception):
+    """Root of every error envgen reports to a user (never a bug)."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class InputError(EnvgenError):
+    """Bad input: a matrix, a channel file, a lock or the command line."""
+
+    exit_code = 2
+
+
+class ResolutionError(EnvgenError):
+    """Resolution failed: a conflict, an unreachable index or remote, a missing ref."""
+
+    exit_code = 3
+
+
+class VerificationError(EnvgenError):
+    """A lock did not verify: stale, tampered, failed to install or to import."""
+
+    exit_code = 4
+
+
+class ToolError(EnvgenError):
+    """An external tool (git, uv, pip, a build) failed."""
+
+    exit_code = 5
+
+
+class Problem:
+    """One problem found in an input file: where (file, line, key path) and what."""
+
+    __slots__ = ("file", "line", "key", "message")
+
+    def __init__(self, file: str, key: str, message: str, line: int | None = None) -> None:
+        self.file, self.key, self.message, self.line = file, key, message, line
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"Problem({self})"
+
+
+class MatrixError(InputError):
+    """Every problem found in a matrix or channel file, reported at once."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        body = "\n".join(f"  {p}" for p in problems)
+        super().__init__(f"invalid input ({count}):\n{body}", hint="fix the keys named above and run again")

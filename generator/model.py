@@ -1,0 +1,279 @@
+"""The data envgen works on: a Matrix (what is wanted) and a Lock (what was resolved); frozen, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# conda subdir -> machine name used in wheel tags and `platform_machine` markers.
+PLATFORMS: dict[str, str] = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
+
+# How a source's requirements are read: a file path inside the tree, or this word for PEP 621 dependencies.
+PYPROJECT = "pyproject"
+
+# Levels of hardware an import check needs; "none" runs anywhere.
+NEEDS = ("none", "cann", "npu")
+
+Env = tuple[tuple[str, str], ...]
+
+
+def env_dict(env: Env) -> dict[str, str]:
+    return dict(env)
+
+
+# --- inputs: channels/ ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A conda channel named in channels/*.toml."""
+
+    name: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Index:
+    """A PEP 503 pip index named in channels/*.toml.
+
+    `url` is as written: it may carry `${VAR}` references or credentials and is expanded only when used;
+    nothing written to disk carries it unredacted. An explicit index serves only the packages that name it.
+    """
+
+    name: str
+    url: str
+    explicit: bool = False
+    trusted_host: str | None = None
+
+
+# --- inputs: env-templates/<env>.toml ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cann:
+    """CANN, a system toolkit rather than a package: a version or "pending", and where its env script is."""
+
+    version: str
+    set_env: str
+    note: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.version == "pending"
+
+
+@dataclass(frozen=True)
+class PipPackage:
+    """One pip requirement of the matrix.
+
+    `specifier` is a PEP 440 specifier set; "" means unpinned but locked to whatever resolves.
+    `index` maps platform -> index name for a package pinned to an explicit index (empty: default indexes).
+    `pending` holds the note of a package not yet published: it is recorded, never resolved.
+    `url` + `sha256` lock a privately shipped wheel as given.
+    """
+
+    name: str
+    specifier: str = ""
+    extras: tuple[str, ...] = ()
+    marker: str | None = None
+    index: tuple[tuple[str, str], ...] = ()
+    pending: str | None = None
+    url: str | None = None
+    sha256: str | None = None
+
+    def index_for(self, platform: str) -> str | None:
+        return dict(self.index).get(platform)
+
+    @property
+    def requirement(self) -> str:
+        """The PEP 508 string of this package (without any URL)."""
+        extras = f"[{','.join(self.extras)}]" if self.extras else ""
+        marker = f" ; {self.marker}" if self.marker else ""
+        return f"{self.name}{extras}{self.specifier}{marker}"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A git source: where, which ref, and how it installs.
+
+    `requirements` names the files whose requirements enter the resolution (paths in the tree, or PYPROJECT).
+    `distribution` is the name it installs as, so requirements on it are satisfied by the source itself.
+    `origin` is set for a source discovered inside another source's requirement file ("verl:file:line").
+    """
+
+    name: str
+    url: str
+    ref: str
+    distribution: str
+    cherry_picks: tuple[str, ...] = ()
+    editable: bool = True
+    pythonpath: bool = False
+    env: Env = ()
+    build_isolation: bool = True
+    needs_cann: bool = False
+    build_index: str | None = None
+    requirements: tuple[str, ...] = ()
+    origin: str | None = None
+
+
+@dataclass(frozen=True)
+class Override:
+    """A deliberate replacement of upstream requirements on `name` by `requirement`, with its reason."""
+
+    name: str
+    requirement: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named, optional set of activation variables (e.g. the HCCL whitelist for the checkpoint engine)."""
+
+    name: str
+    description: str
+    env: Env
+
+
+@dataclass(frozen=True)
+class ImportCheck:
+    """A smoke import after install: module, the distribution whose version is compared, what it needs."""
+
+    module: str
+    distribution: str | None = None
+    version: str | None = None
+    needs: str = "none"
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A whole environment template, validated and normalised. Sources are in install order."""
+
+    name: str
+    description: str
+    path: str
+    platforms: tuple[str, ...]
+    python: str
+    glibc: str
+    cann: Cann
+    channels: tuple[Channel, ...]
+    conda_specs: tuple[str, ...]
+    indexes: tuple[Index, ...]
+    packages: tuple[PipPackage, ...]
+    sources: tuple[Source, ...]
+    overrides: tuple[Override, ...] = ()
+    activation_env: Env = ()
+    profiles: tuple[Profile, ...] = ()
+    checks: tuple[ImportCheck, ...] = ()
+
+    def index(self, name: str) -> Index:
+        return next(i for i in self.indexes if i.name == name)
+
+    @property
+    def default_indexes(self) -> tuple[Index, ...]:
+        """Indexes every package may come from, first one first (uv's first-index strategy)."""
+        return tuple(i for i in self.indexes if not i.explicit)
+
+
+# --- outputs: locks/<env>.yml and locks/<env>.sources.toml ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a requirement came from: the matrix (file + key) or a source's file and line."""
+
+    file: str
+    key: str | None = None
+    line: int | None = None
+    source: str | None = None
+
+    def __str__(self) -> str:
+        if self.source:
+            return f"source {self.source}: {self.file}:{self.line}" if self.line else f"source {self.source}: {self.file}"
+        return f"{self.file}: {self.key}" if self.key else self.file
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A PEP 508 requirement string and where it came from."""
+
+    text: str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class CondaEntry:
+    """A locked conda package for one platform."""
+
+    name: str
+    version: str
+    build: str
+    platform: str
+    url: str
+    md5: str
+    sha256: str
+    depends: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class PipEntry:
+    """A locked pip artifact for one platform: one wheel (or an sdist, flagged) pinned by URL and sha256."""
+
+    name: str
+    version: str
+    platform: str
+    url: str
+    sha256: str
+    depends: tuple[tuple[str, str], ...] = ()
+    index: str | None = None
+    sdist: bool = False
+
+
+@dataclass(frozen=True)
+class LockedSource:
+    """A source pinned to a commit, with the requirements read from its tree at that commit."""
+
+    source: Source
+    commit: str
+    requirements: tuple[Requirement, ...] = ()
+    digest: str = ""
+
+
+@dataclass(frozen=True)
+class AppliedOverride:
+    """An override as applied: the upstream requirements it replaced."""
+
+    override: Override
+    replaced: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Something the matrix wants that has no public release yet (torch_npu, CANN)."""
+
+    name: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Lock:
+    """Everything resolved for one env. Tuples are kept in canonical order (see lockfile.py)."""
+
+    env: str
+    platforms: tuple[str, ...]
+    input_hash: str
+    conda: tuple[CondaEntry, ...]
+    pip: tuple[PipEntry, ...]
+    sources: tuple[LockedSource, ...]
+    overrides: tuple[AppliedOverride, ...] = ()
+    pending: tuple[Pending, ...] = ()
+    channels: tuple[Channel, ...] = ()
+    indexes: tuple[Index, ...] = field(default=())
+    cann: Cann | None = None
+    activation_env: Env = ()
+    profiles: tuple[Profile, ...] = ()
+    checks: tuple[ImportCheck, ...] = ()
+
+    def conda_for(self, platform: str) -> tuple[CondaEntry, ...]:
+        return tuple(e for e in self.conda if e.platform == platform)
+
+    def pip_for(self, platform: str) -> tuple[PipEntry, ...]:
+        return tuple(e for e in self.pip if e.platform == platform)
