@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 lock: $(STAMP)  ## re-lock every env in env-templates/ (ARGS="a5 --update-all" to pass options)
 	$(ENVGEN) lock $(ARGS)
 
+diff: $(STAMP)  ## what changed in locks/ since git HEAD (REV=origin/main for another revision)
+	$(ENVGEN) diff --git $(or $(REV),HEAD) $(ARGS)
+
 test: $(STAMP)  ## the offline test suite
 	$(BIN)/python -m pytest $(ARGS)
 

@@ -163,6 +163,8 @@ class Matrix:
     activation_env: Env = ()
     profiles: tuple[Profile, ...] = ()
     checks: tuple[ImportCheck, ...] = ()
+    # Free-form notes of [env.notes] (name -> text), sorted by name.
+    notes: tuple[tuple[str, str], ...] = ()
 
     def index(self, name: str) -> Index:
         return next(i for i in self.indexes if i.name == name)
@@ -197,6 +199,8 @@ class Requirement:
 
     text: str
     origin: Origin
+    # A `-c` line of a requirement file: it limits versions but requires nothing.
+    constraint: bool = False
 
 
 @dataclass(frozen=True)
@@ -235,6 +239,11 @@ class LockedSource:
     commit: str
     requirements: tuple[Requirement, ...] = ()
     digest: str = ""
+    # `git rev-parse HEAD^{tree}` after the cherry-picks: what the recipe verifies (HEAD itself differs from
+    # `commit` once commits are picked on top). "" when unknown: the recipe then verifies `commit` only.
+    tree: str = ""
+    # The commit each cherry-pick produced on top of `commit`, in order; the last one is the installed tree.
+    picked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -271,6 +280,9 @@ class Lock:
     activation_env: Env = ()
     profiles: tuple[Profile, ...] = ()
     checks: tuple[ImportCheck, ...] = ()
+    # The digests behind input_hash, by component ("matrix", "channel:<name>", "source:<name>", ...), so a
+    # stale lock can say what changed.
+    inputs: tuple[tuple[str, str], ...] = ()
 
     def conda_for(self, platform: str) -> tuple[CondaEntry, ...]:
         return tuple(e for e in self.conda if e.platform == platform)

@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
+
+if TYPE_CHECKING:
+    from generator.model import Matrix
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,14 @@ class Project:
 
     def install_sh(self, env: str) -> Path:
         return self.locks_dir / f"{env}.install.sh"
+
+    def channel(self, name: str) -> Path:
+        return self.channels_dir / f"{name}.toml"
+
+    def channel_files(self, matrix: Matrix) -> dict[str, Path]:
+        """The channel and index files a matrix uses, by name."""
+        names = [c.name for c in matrix.channels] + [i.name for i in matrix.indexes]
+        return {name: self.channel(name) for name in sorted(names)}
 
     def envs(self) -> list[str]:
         """Every env with a template, sorted."""

@@ -1,0 +1,131 @@
+"""Time lock_pypi against a bare `uv pip compile` of the same inputs (same platform, warm cache, median).
+
+    .venv/bin/python benchmarks/bench_pypi.py [--network] [--repeats N] [--platform linux-aarch64]
+
+Without --network the inputs are fixture packages on a loopback index; with it, the A5 PyPI set on PyPI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import uv
+
+from generator._proc import run
+from generator.fixtures.http import serve_directory
+from generator.fixtures.wheels import FixtureDist, build_index
+from generator.model import Cann, Index, Matrix, PipPackage
+from generator.pylock import uv_python_platform
+from generator.pypi import access_index, gather_inputs, lock_pypi, uv_environment
+
+PYTHON = "3.11"
+A5_PACKAGES = (
+    PipPackage("torch", "==2.10.0"),
+    PipPackage("transformers", "==4.57.6"),
+    PipPackage("ray", extras=("default",)),
+    PipPackage("tensordict"),
+    PipPackage("torchdata"),
+    PipPackage("qwen-vl-utils"),
+    PipPackage("mbridge"),
+)
+ARCHES = ("cp311-cp311-manylinux_2_28_aarch64", "cp311-cp311-manylinux_2_28_x86_64")
+
+
+def fixture_dists(count: int = 30) -> list[FixtureDist]:
+    """A chain of pure and platform packages with markers and extras, about the shape of a real set."""
+    dists = [FixtureDist("top", "1.0", requires=tuple(f"lib{i}>=1" for i in range(count)))]
+    for i in range(count):
+        requires = (f"lib{i + 1}[x]" if i + 1 < count else "leaf",)
+        requires += ("gpu-only ; platform_machine == 'x86_64'",) if i % 5 == 0 else ()
+        tags = ARCHES if i % 3 == 0 else ("py3-none-any",)
+        dists += [FixtureDist(f"lib{i}", v, requires=requires, tags=tags) for v in ("1.0", "1.1", "2.0")]
+    return [*dists, FixtureDist("leaf", "1.0"), FixtureDist("gpu-only", "1.0")]
+
+
+def matrix_for(index_url: str, packages: tuple[PipPackage, ...]) -> Matrix:
+    return Matrix(
+        name="bench",
+        description="bench_pypi",
+        path="benchmarks/bench_pypi.py",
+        platforms=("linux-aarch64", "linux-64"),
+        python=PYTHON,
+        glibc="2.28",
+        cann=Cann("pending", "/usr/local/Ascend/cann/set_env.sh"),
+        channels=(),
+        conda_specs=(),
+        indexes=(Index("pypi", index_url),),
+        packages=packages,
+        sources=(),
+    )
+
+
+@contextmanager
+def inputs(network: bool, work: Path) -> Iterator[Matrix]:
+    if network:
+        yield matrix_for("https://pypi.org/simple", A5_PACKAGES)
+        return
+    build_index(work / "index", fixture_dists())
+    with serve_directory(work / "index") as base:
+        yield matrix_for(f"{base}/simple", (PipPackage("top", "==1.0"),))
+
+
+def bare_compile(matrix: Matrix, platform: str, cache: Path, work: Path) -> None:
+    """`uv pip compile` of the same requirements on the same index, platform and cache, nothing more."""
+    requirements = gather_inputs(matrix, platform, (), os.environ).requirements
+    (work / "requirements.in").write_text("".join(f"{r.text}\n" for r in requirements))
+    index = access_index(matrix.indexes[0], os.environ)
+    cmd = [uv.find_uv_bin(), "pip", "compile", "requirements.in", "--no-config", "--default-index", index.url]
+    cmd += ["--python-version", PYTHON, "--python-platform", uv_python_platform(platform, matrix.glibc)]
+    cmd += ["--format", "pylock.toml", "--output-file", "pylock.bare.toml", "--no-python-downloads"]
+    run(cmd, cwd=work, env=uv_environment([index], cache, os.environ))
+
+
+def median_seconds(jobs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median wall time of each job; runs are interleaved so network and machine noise hit both alike."""
+    for job in jobs.values():
+        job()  # warm the caches first: every timed run is warm
+    times: dict[str, list[float]] = {name: [] for name in jobs}
+    for _ in range(repeats):
+        for name, job in jobs.items():
+            start = time.perf_counter()
+            job()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--network", action="store_true", help="the A5 PyPI set on pypi.org")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--platform", default="linux-aarch64", choices=("linux-aarch64", "linux-64"))
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-pypi-") as tmp:
+        work, cache = Path(tmp), Path(tmp) / "cache"
+        with inputs(args.network, work) as matrix:
+            locked = lock_pypi(matrix, args.platform, PYTHON, (), cache=cache)
+            medians = median_seconds(
+                {
+                    "ours": lambda: lock_pypi(matrix, args.platform, PYTHON, (), cache=cache),
+                    "bare": lambda: bare_compile(matrix, args.platform, cache, work),
+                },
+                args.repeats,
+            )
+    ours, bare = medians["ours"], medians["bare"]
+    what = "A5 PyPI set on pypi.org" if args.network else "fixture index on 127.0.0.1"
+    print(f"{what}, {args.platform}, {len(locked.entries)} packages, warm cache, median of {args.repeats}")
+    print(f"  lock_pypi            {ours:7.3f} s")
+    print(f"  bare uv pip compile  {bare:7.3f} s")
+    print(f"  overhead ratio       {ours / bare:7.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

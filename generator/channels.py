@@ -1,0 +1,70 @@
+"""channels/<name>.toml -> the named conda channels (Channel) and pip indexes (Index) matrices refer to."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from generator.errors import InputError, MatrixError, Problem
+from generator.model import Channel, Index
+from generator.tomlinput import check_keys, get_bool, get_str, read_toml
+
+KINDS = ("conda", "pip")
+_KEYS = {"conda": ("kind", "url"), "pip": ("kind", "url", "trusted_host", "explicit")}
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?")
+
+
+def load_channels(channels_dir: Path) -> dict[str, Channel | Index]:
+    """Every channel file in `channels_dir`, by name (the file stem); MatrixError lists every problem."""
+    channels, problems = read_channels(channels_dir)
+    if problems:
+        raise MatrixError(problems)
+    return channels
+
+
+def read_channels(channels_dir: Path) -> tuple[dict[str, Channel | Index], list[Problem]]:
+    """The channels that are valid, and the problems of those that are not (a bad file yields no entry)."""
+    if not channels_dir.is_dir():
+        raise InputError(
+            f"no channels directory at {channels_dir}",
+            hint='create it with one <name>.toml per conda channel or pip index (kind = "conda" | "pip")',
+        )
+    channels: dict[str, Channel | Index] = {}
+    problems: list[Problem] = []
+    for path in sorted(channels_dir.glob("*.toml")):
+        channel, found = read_channel(path)
+        problems.extend(found)
+        if channel is not None:
+            channels[channel.name] = channel
+    return channels, problems
+
+
+def read_channel(path: Path) -> tuple[Channel | Index | None, list[Problem]]:
+    """One channel file: the Channel or Index it declares, or None with its problems."""
+    data, problems = read_toml(path)
+    if problems.items:
+        return None, problems.items
+    name = path.stem
+    if not _NAME.fullmatch(name):
+        problems.add((), f"channel name '{name}' (the file name) must be letters, digits, '.', '_' or '-'")
+    kind = get_str(problems, data, ("kind",))
+    if "kind" not in data:
+        problems.add(("kind",), 'missing required key (kind = "conda" or kind = "pip")')
+    elif kind is not None and kind not in KINDS:
+        problems.add(("kind",), f"'{kind}' is not a kind; expected one of: {', '.join(KINDS)}")
+        kind = None
+    allowed = _KEYS.get(kind or "pip", _KEYS["pip"])
+    check_keys(problems, (), data, allowed, required=("url",))
+    url = get_str(problems, data, ("url",))
+    if url is not None and any(char.isspace() for char in url):
+        problems.add(("url",), "must not contain whitespace")
+    trusted_host = get_str(problems, data, ("trusted_host",))
+    if trusted_host is not None and not _HOST.fullmatch(trusted_host):
+        problems.add(("trusted_host",), f"'{trusted_host}' is not a host name (host or host:port)")
+    explicit = get_bool(problems, data, ("explicit",), default=False)
+    if problems.items or kind is None or url is None:
+        return None, problems.items
+    if kind == "conda":
+        return Channel(name=name, url=url.rstrip("/")), []
+    return Index(name=name, url=url, explicit=explicit, trusted_host=trusted_host), []

@@ -1,0 +1,28 @@
+"""Session-wide test setup: no machine pip/uv configuration leaks into a test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _clean_tool_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Clear PIP_* / UV_* / CONDA_* and point envgen's cache at a per-session temporary directory."""
+    for name in list(os.environ):
+        if name.startswith(("PIP_", "UV_", "CONDA_", "ENVGEN_", "GIT_CONFIG")):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("UV_NO_CONFIG", "1")
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(_session_cache(tmp_path_factory)))
+
+
+_cache: dict[str, Path] = {}
+
+
+def _session_cache(factory: pytest.TempPathFactory) -> Path:
+    if "dir" not in _cache:
+        _cache["dir"] = factory.mktemp("envgen-cache")
+    return _cache["dir"]

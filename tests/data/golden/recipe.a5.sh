@@ -1,0 +1,296 @@
+#!/bin/sh
+# locks/a5.install.sh: installs the git sources of env a5 into a conda env or venv.
+# Rendered by `envgen lock` from locks/a5.yml and locks/a5.sources.toml: never edit it;
+# change env-templates/ and re-lock. Run it with --help for what it does.
+set -eu
+
+ENVGEN_ENV=a5
+PICK_NAME=envgen
+PICK_EMAIL=envgen@localhost
+PICK_DATE=2000-01-01T00:00:00+00:00
+
+usage() {
+	cat <<'ENVGEN_USAGE_END'
+Usage: sh locks/a5.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--skip-cann]
+
+Installs the git sources of env a5 at their locked commits, in order, each with
+`python -m pip install --no-deps` of the env's own python, then writes activation hooks
+(etc/conda/activate.d/envgen-a5.sh and deactivate.d/; in a venv also a block in bin/activate).
+Install the locked packages first: `envgen install a5 --prefix DIR` does both steps, or
+`conda-lock install -p DIR locks/a5.yml` then this script. Running it again changes nothing.
+
+Options:
+  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)
+  --src DIR       where the sources are cloned (default: <prefix>/src)
+  --profile NAME  also set an optional activation profile (repeatable):
+                    checkpoint-engine: HCCL whitelist
+                    quiet-transformers: filter transformers' warnings
+  --skip-cann     skip the sources that need CANN (vllm-ascend): the env is then incomplete
+  -h, --help      show this help
+
+Sources, in install order:
+  vllm: https://github.com/vllm-project/vllm.git v0.23.0 = aaaaaaaaaaaa (editable)
+  vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0 = 0123456789ab (editable, needs CANN, 1 cherry-picks)
+  mindspeed: https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567 = 0123456789ab (editable, on PYTHONPATH)
+  transferqueue: https://github.com/Ascend/TransferQueue.git main = ffffffffffff (plain)
+
+Environment:
+  ASCEND_SET_ENV  CANN's set_env.sh (default: /usr/local/Ascend/cann/set_env.sh)
+ENVGEN_USAGE_END
+}
+
+say() { printf '[%s] %s\n' "$ENVGEN_ENV" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# A value as a single-quoted sh word, for the hooks this script writes.
+quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# Replace $2 by $1 only when they differ, so a second run leaves every file untouched.
+replace() { if cmp -s "$1" "$2"; then rm -f "$1"; else mv "$1" "$2"; fi; }
+
+add_profile() {
+	if ! known_profile "$1"; then
+		die "unknown profile $1 (known: $KNOWN_PROFILES)"
+	fi
+	case " $profiles " in
+		*" $1 "*) ;;
+		*) profiles="$profiles $1" ;;
+	esac
+}
+
+has_profile() { case " $profiles " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# fetch DIR URL SHA DEPTH: one commit by sha; servers refusing unadvertised shas get a full fetch instead.
+fetch() {
+	if git -C "$1" fetch -q --depth "$4" "$2" "$3" 2>/dev/null; then
+		return 0
+	fi
+	say "$2 refused a fetch of $3 by sha; fetching all its branches and tags"
+	unshallow=
+	if [ -f "$1/.git/shallow" ]; then unshallow=--unshallow; fi
+	git -C "$1" fetch -q $unshallow --tags "$2" '+refs/heads/*:refs/remotes/origin/*' \
+		|| die "cannot fetch from $2 into $1: check the URL is reachable (git config url.<base>.insteadOf for mirrors)"
+	git -C "$1" cat-file -e "$3^{commit}" 2>/dev/null \
+		|| die "commit $3 is no longer at $2 (force-pushed away?): re-lock with envgen lock --update"
+}
+
+# checkout NAME URL COMMIT TREE HEAD [PICK...]: the source at its locked commit plus cherry-picks, verified
+# against the tree and final HEAD the lock recorded (either may be empty: then it is not checked).
+checkout() {
+	name=$1 url=$2 commit=$3 tree=$4 final=$5
+	shift 5
+	dir=$src/$name
+	want="$commit $tree $final $*"
+	if [ -d "$dir/.git" ]; then
+		locked=$(git -C "$dir" rev-parse -q --verify refs/envgen/locked 2>/dev/null || true)
+		head=$(git -C "$dir" rev-parse -q --verify HEAD 2>/dev/null || true)
+		if [ -n "$locked" ] && [ "$head" = "$locked" ] \
+			&& [ "$(cat "$dir/.git/envgen-locked" 2>/dev/null || true)" = "$want" ]; then
+			say "$name: already at $commit"
+			return 0
+		fi
+		if [ -n "$head" ] && { [ "$head" != "$locked" ] \
+			|| [ -n "$(git -C "$dir" status --porcelain --untracked-files=no)" ]; }; then
+			die "$dir holds other work (HEAD $head is not what this script checked out, or files changed):" \
+				"move it away or pass --src DIR"
+		fi
+	elif [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
+		die "$dir exists and is not a git checkout: move it away or pass --src DIR"
+	else
+		git init -q "$dir"
+	fi
+	say "$name: fetching $commit from $url"
+	fetch "$dir" "$url" "$commit" 1
+	git -C "$dir" -c advice.detachedHead=false checkout -q --detach "$commit"
+	head=$(git -C "$dir" rev-parse HEAD)
+	[ "$head" = "$commit" ] || die "$name: HEAD of $dir is $head after checking out $commit"
+	for pick in "$@"; do
+		say "$name: cherry-picking $pick"
+		fetch "$dir" "$url" "$pick" 2
+		GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
+			git -C "$dir" cherry-pick --no-gpg-sign "$pick" >/dev/null \
+			|| die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
+				"re-lock (envgen lock) to re-verify the picks"
+	done
+	if [ -n "$tree" ]; then
+		got=$(git -C "$dir" rev-parse 'HEAD^{tree}')
+		[ "$got" = "$tree" ] \
+			|| die "$name: the tree in $dir is $got, the lock recorded $tree:" \
+				"$url changed under the lock; re-lock (envgen lock)"
+	fi
+	if [ -n "$final" ]; then
+		got=$(git -C "$dir" rev-parse HEAD)
+		[ "$got" = "$final" ] || die "$name: HEAD of $dir is $got after the cherry-picks, the lock recorded $final"
+	fi
+	git -C "$dir" update-ref refs/envgen/locked HEAD
+	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
+}
+
+# installed NAME DISTRIBUTION KEY: this source was installed from this checkout with these settings.
+installed() {
+	[ "$(cat "$state/$1.installed" 2>/dev/null || true)" = "$3 $src/$1" ] \
+		&& "$python" -c 'import importlib.metadata, sys; importlib.metadata.distribution(sys.argv[1])' "$2" 2>/dev/null
+}
+
+mark_installed() { printf '%s\n' "$2 $src/$1" >"$state/$1.installed"; }
+
+# use_cann NAME: source CANN's environment once, before the first source that needs it.
+use_cann() {
+	if [ "$cann_sourced" = 1 ]; then return 0; fi
+	[ -f "$cann_set_env" ] || die "source $1 needs CANN, but $cann_set_env does not exist:" \
+		"install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh, or pass --skip-cann"
+	say "sourcing CANN's environment: $cann_set_env"
+	set +u
+	. "$cann_set_env"
+	set -u
+	cann_sourced=1
+}
+
+# save_var NAME: write the hook lines keeping NAME's old value (once) for deactivate.d.
+save_var() {
+	case " $hook_vars " in
+		*" $1 "*) return 0 ;;
+	esac
+	hook_vars="$hook_vars $1"
+	old=${hook_prefix}$1
+	printf 'if [ -n "${%s+x}" ]; then export %s="$%s"; else unset %s; fi\n' "$1" "$old" "$1" "$old"
+}
+
+export_var() {
+	save_var "$1"
+	printf 'export %s=%s\n' "$1" "$(quote "$2")"
+}
+
+deactivate_hook() {
+	printf '%s\n' "# envgen $ENVGEN_ENV: restores what activate.d/envgen-$ENVGEN_ENV.sh changed; written by install.sh."
+	for var in $hook_vars; do
+		old=${hook_prefix}$var
+		printf 'if [ -n "${%s+x}" ]; then export %s="$%s"; unset %s; else unset %s; fi\n' \
+			"$old" "$var" "$old" "$old" "$var"
+	done
+}
+
+KNOWN_PROFILES='checkpoint-engine quiet-transformers'
+known_profile() {
+	case $1 in
+		checkpoint-engine|quiet-transformers) return 0 ;;
+	esac
+	return 1
+}
+
+prefix=${CONDA_PREFIX:-${VIRTUAL_ENV:-}}
+src=
+profiles=
+skip_cann=0
+while [ $# -gt 0 ]; do
+	case $1 in
+		--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;
+		--prefix=*) prefix=${1#*=}; shift ;;
+		--src) [ $# -ge 2 ] || die "--src needs a directory"; src=$2; shift 2 ;;
+		--src=*) src=${1#*=}; shift ;;
+		--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;
+		--profile=*) add_profile "${1#*=}"; shift ;;
+		--skip-cann) skip_cann=1; shift ;;
+		-h | --help) usage; exit 0 ;;
+		*) die "unknown argument $1 (see --help)" ;;
+	esac
+done
+
+[ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or activate a conda env or venv"
+[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install a5 --prefix DIR)"
+prefix=$(cd "$prefix" && pwd -P)
+python=$prefix/bin/python
+[ -x "$python" ] || die "no python at $python: install the locked packages into $prefix first"
+src=${src:-$prefix/src}
+mkdir -p "$src"
+src=$(cd "$src" && pwd -P)
+state=$prefix/etc/envgen/$ENVGEN_ENV
+mkdir -p "$state"
+cann_set_env=${ASCEND_SET_ENV:-/usr/local/Ascend/cann/set_env.sh}
+cann_sourced=0
+pythonpath=
+if [ "$skip_cann" = 0 ] && [ ! -f "$cann_set_env" ]; then
+	die "source vllm-ascend needs CANN, but $cann_set_env does not exist: install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh, or pass --skip-cann"
+fi
+say "installing into $prefix (sources in $src)"
+
+# 1. vllm: https://github.com/vllm-project/vllm.git v0.23.0
+checkout vllm https://github.com/vllm-project/vllm.git aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb ''
+if installed vllm vllm d23d5cb24467212c; then
+	say "vllm: already installed at aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+else
+	say "vllm: pip install"
+	env VLLM_TARGET_DEVICE=empty "$python" -m pip install --no-deps -e "$src"/vllm
+	mark_installed vllm d23d5cb24467212c
+fi
+
+# 2. vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0
+if [ "$skip_cann" = 1 ]; then
+	say "vllm-ascend: skipped (needs CANN; --skip-cann)"
+else
+	checkout vllm-ascend https://github.com/vllm-project/vllm-ascend.git 0123456789abcdef0123456789abcdef01234567 cccccccccccccccccccccccccccccccccccccccc dddddddddddddddddddddddddddddddddddddddd 89abcdef0123456789abcdef0123456789abcdef
+	use_cann vllm-ascend
+	if installed vllm-ascend vllm_ascend c6d408dcea2eb952; then
+		say "vllm-ascend: already installed at 0123456789abcdef0123456789abcdef01234567"
+	else
+		say "vllm-ascend: pip install"
+		env SOC_VERSION=ascend950dt_9582 "$python" -m pip install --no-deps --no-build-isolation --extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ --trusted-host triton-ascend.osinfra.cn -e "$src"/vllm-ascend
+		mark_installed vllm-ascend c6d408dcea2eb952
+	fi
+fi
+
+# 3. mindspeed: https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567
+checkout mindspeed https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567 eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee ''
+if installed mindspeed mindspeed 913598b8ec82c7ac; then
+	say "mindspeed: already installed at 0123456789abcdef0123456789abcdef01234567"
+else
+	say "mindspeed: pip install"
+	"$python" -m pip install --no-deps -e "$src"/mindspeed
+	mark_installed mindspeed 913598b8ec82c7ac
+fi
+pythonpath=${pythonpath:+$pythonpath:}"$src"/mindspeed
+
+# 4. transferqueue: https://github.com/Ascend/TransferQueue.git main (from verl:requirements-npu.txt:7)
+checkout transferqueue https://github.com/Ascend/TransferQueue.git ffffffffffffffffffffffffffffffffffffffff '' ''
+if installed transferqueue TransferQueue bbeba45f402f1196; then
+	say "transferqueue: already installed at ffffffffffffffffffffffffffffffffffffffff"
+else
+	say "transferqueue: pip install"
+	"$python" -m pip install --no-deps "$src"/transferqueue
+	mark_installed transferqueue bbeba45f402f1196
+fi
+
+# Activation hooks: PYTHONPATH, CANN, the env's variables and the chosen profiles.
+hook_prefix=_ENVGEN_A5_OLD_
+hook_vars=
+activate_hook() {
+	printf '%s\n' '# envgen a5: activation hook written by install.sh; rerun that to change it.'
+	if [ -f "$cann_set_env" ]; then
+		printf '. %s\n' "$(quote "$cann_set_env")"
+	fi
+	if [ -n "$pythonpath" ]; then
+		save_var PYTHONPATH
+		printf 'export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\n' "$(quote "$pythonpath")"
+	fi
+	export_var TOKENIZERS_PARALLELISM false
+	if has_profile checkpoint-engine; then
+		export_var HCCL_WHITELIST_DISABLE 0
+		export_var HCCL_WHITELIST_FILE /path/to/whitelist.json
+	fi
+	if has_profile quiet-transformers; then
+		export_var TRANSFORMERS_VERBOSITY error
+	fi
+}
+
+hooks=$prefix/etc/conda
+mkdir -p "$hooks/activate.d" "$hooks/deactivate.d"
+activate=$hooks/activate.d/envgen-$ENVGEN_ENV.sh
+{ activate_hook >"$activate.tmp"; deactivate_hook >"$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp"; }
+replace "$activate.tmp" "$activate"
+replace "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp" "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh"
+if [ -f "$prefix/pyvenv.cfg" ] && [ -f "$prefix/bin/activate" ]; then
+	sed '/^# >>> envgen a5 >>>$/,/^# <<< envgen a5 <<<$/d' "$prefix/bin/activate" >"$prefix/bin/activate.tmp"
+	{ printf '%s\n' '# >>> envgen a5 >>>'; printf '. %s\n' "$(quote "$activate")"; printf '%s\n' '# <<< envgen a5 <<<'; } >>"$prefix/bin/activate.tmp"
+	replace "$prefix/bin/activate.tmp" "$prefix/bin/activate"
+fi
+say "done: reactivate the env to pick up $activate"

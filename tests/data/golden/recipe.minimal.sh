@@ -1,0 +1,229 @@
+#!/bin/sh
+# locks/tiny.install.sh: installs the git sources of env tiny into a conda env or venv.
+# Rendered by `envgen lock` from locks/tiny.yml and locks/tiny.sources.toml: never edit it;
+# change env-templates/ and re-lock. Run it with --help for what it does.
+set -eu
+
+ENVGEN_ENV=tiny
+PICK_NAME=envgen
+PICK_EMAIL=envgen@localhost
+PICK_DATE=2000-01-01T00:00:00+00:00
+
+usage() {
+	cat <<'ENVGEN_USAGE_END'
+Usage: sh locks/tiny.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--skip-cann]
+
+Installs the git sources of env tiny at their locked commits, in order, each with
+`python -m pip install --no-deps` of the env's own python, then writes activation hooks
+(etc/conda/activate.d/envgen-tiny.sh and deactivate.d/; in a venv also a block in bin/activate).
+Install the locked packages first: `envgen install tiny --prefix DIR` does both steps, or
+`conda-lock install -p DIR locks/tiny.yml` then this script. Running it again changes nothing.
+
+Options:
+  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)
+  --src DIR       where the sources are cloned (default: <prefix>/src)
+  --profile NAME  also set an optional activation profile (repeatable):
+                    (this env defines none)
+  --skip-cann     skip the sources that need CANN (none in this env)
+  -h, --help      show this help
+
+Sources, in install order:
+  (none)
+
+Environment:
+  ASCEND_SET_ENV  CANN's set_env.sh (default: /usr/local/Ascend/cann/set_env.sh)
+ENVGEN_USAGE_END
+}
+
+say() { printf '[%s] %s\n' "$ENVGEN_ENV" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# A value as a single-quoted sh word, for the hooks this script writes.
+quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# Replace $2 by $1 only when they differ, so a second run leaves every file untouched.
+replace() { if cmp -s "$1" "$2"; then rm -f "$1"; else mv "$1" "$2"; fi; }
+
+add_profile() {
+	if ! known_profile "$1"; then
+		die "unknown profile $1 (known: $KNOWN_PROFILES)"
+	fi
+	case " $profiles " in
+		*" $1 "*) ;;
+		*) profiles="$profiles $1" ;;
+	esac
+}
+
+has_profile() { case " $profiles " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# fetch DIR URL SHA DEPTH: one commit by sha; servers refusing unadvertised shas get a full fetch instead.
+fetch() {
+	if git -C "$1" fetch -q --depth "$4" "$2" "$3" 2>/dev/null; then
+		return 0
+	fi
+	say "$2 refused a fetch of $3 by sha; fetching all its branches and tags"
+	unshallow=
+	if [ -f "$1/.git/shallow" ]; then unshallow=--unshallow; fi
+	git -C "$1" fetch -q $unshallow --tags "$2" '+refs/heads/*:refs/remotes/origin/*' \
+		|| die "cannot fetch from $2 into $1: check the URL is reachable (git config url.<base>.insteadOf for mirrors)"
+	git -C "$1" cat-file -e "$3^{commit}" 2>/dev/null \
+		|| die "commit $3 is no longer at $2 (force-pushed away?): re-lock with envgen lock --update"
+}
+
+# checkout NAME URL COMMIT TREE HEAD [PICK...]: the source at its locked commit plus cherry-picks, verified
+# against the tree and final HEAD the lock recorded (either may be empty: then it is not checked).
+checkout() {
+	name=$1 url=$2 commit=$3 tree=$4 final=$5
+	shift 5
+	dir=$src/$name
+	want="$commit $tree $final $*"
+	if [ -d "$dir/.git" ]; then
+		locked=$(git -C "$dir" rev-parse -q --verify refs/envgen/locked 2>/dev/null || true)
+		head=$(git -C "$dir" rev-parse -q --verify HEAD 2>/dev/null || true)
+		if [ -n "$locked" ] && [ "$head" = "$locked" ] \
+			&& [ "$(cat "$dir/.git/envgen-locked" 2>/dev/null || true)" = "$want" ]; then
+			say "$name: already at $commit"
+			return 0
+		fi
+		if [ -n "$head" ] && { [ "$head" != "$locked" ] \
+			|| [ -n "$(git -C "$dir" status --porcelain --untracked-files=no)" ]; }; then
+			die "$dir holds other work (HEAD $head is not what this script checked out, or files changed):" \
+				"move it away or pass --src DIR"
+		fi
+	elif [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
+		die "$dir exists and is not a git checkout: move it away or pass --src DIR"
+	else
+		git init -q "$dir"
+	fi
+	say "$name: fetching $commit from $url"
+	fetch "$dir" "$url" "$commit" 1
+	git -C "$dir" -c advice.detachedHead=false checkout -q --detach "$commit"
+	head=$(git -C "$dir" rev-parse HEAD)
+	[ "$head" = "$commit" ] || die "$name: HEAD of $dir is $head after checking out $commit"
+	for pick in "$@"; do
+		say "$name: cherry-picking $pick"
+		fetch "$dir" "$url" "$pick" 2
+		GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
+			git -C "$dir" cherry-pick --no-gpg-sign "$pick" >/dev/null \
+			|| die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
+				"re-lock (envgen lock) to re-verify the picks"
+	done
+	if [ -n "$tree" ]; then
+		got=$(git -C "$dir" rev-parse 'HEAD^{tree}')
+		[ "$got" = "$tree" ] \
+			|| die "$name: the tree in $dir is $got, the lock recorded $tree:" \
+				"$url changed under the lock; re-lock (envgen lock)"
+	fi
+	if [ -n "$final" ]; then
+		got=$(git -C "$dir" rev-parse HEAD)
+		[ "$got" = "$final" ] || die "$name: HEAD of $dir is $got after the cherry-picks, the lock recorded $final"
+	fi
+	git -C "$dir" update-ref refs/envgen/locked HEAD
+	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
+}
+
+# installed NAME DISTRIBUTION KEY: this source was installed from this checkout with these settings.
+installed() {
+	[ "$(cat "$state/$1.installed" 2>/dev/null || true)" = "$3 $src/$1" ] \
+		&& "$python" -c 'import importlib.metadata, sys; importlib.metadata.distribution(sys.argv[1])' "$2" 2>/dev/null
+}
+
+mark_installed() { printf '%s\n' "$2 $src/$1" >"$state/$1.installed"; }
+
+# use_cann NAME: source CANN's environment once, before the first source that needs it.
+use_cann() {
+	if [ "$cann_sourced" = 1 ]; then return 0; fi
+	[ -f "$cann_set_env" ] || die "source $1 needs CANN, but $cann_set_env does not exist:" \
+		"install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh, or pass --skip-cann"
+	say "sourcing CANN's environment: $cann_set_env"
+	set +u
+	. "$cann_set_env"
+	set -u
+	cann_sourced=1
+}
+
+# save_var NAME: write the hook lines keeping NAME's old value (once) for deactivate.d.
+save_var() {
+	case " $hook_vars " in
+		*" $1 "*) return 0 ;;
+	esac
+	hook_vars="$hook_vars $1"
+	old=${hook_prefix}$1
+	printf 'if [ -n "${%s+x}" ]; then export %s="$%s"; else unset %s; fi\n' "$1" "$old" "$1" "$old"
+}
+
+export_var() {
+	save_var "$1"
+	printf 'export %s=%s\n' "$1" "$(quote "$2")"
+}
+
+deactivate_hook() {
+	printf '%s\n' "# envgen $ENVGEN_ENV: restores what activate.d/envgen-$ENVGEN_ENV.sh changed; written by install.sh."
+	for var in $hook_vars; do
+		old=${hook_prefix}$var
+		printf 'if [ -n "${%s+x}" ]; then export %s="$%s"; unset %s; else unset %s; fi\n' \
+			"$old" "$var" "$old" "$old" "$var"
+	done
+}
+
+KNOWN_PROFILES='(none)'
+known_profile() {
+	return 1
+}
+
+prefix=${CONDA_PREFIX:-${VIRTUAL_ENV:-}}
+src=
+profiles=
+skip_cann=0
+while [ $# -gt 0 ]; do
+	case $1 in
+		--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;
+		--prefix=*) prefix=${1#*=}; shift ;;
+		--src) [ $# -ge 2 ] || die "--src needs a directory"; src=$2; shift 2 ;;
+		--src=*) src=${1#*=}; shift ;;
+		--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;
+		--profile=*) add_profile "${1#*=}"; shift ;;
+		--skip-cann) skip_cann=1; shift ;;
+		-h | --help) usage; exit 0 ;;
+		*) die "unknown argument $1 (see --help)" ;;
+	esac
+done
+
+[ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or activate a conda env or venv"
+[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install tiny --prefix DIR)"
+prefix=$(cd "$prefix" && pwd -P)
+python=$prefix/bin/python
+[ -x "$python" ] || die "no python at $python: install the locked packages into $prefix first"
+src=${src:-$prefix/src}
+mkdir -p "$src"
+src=$(cd "$src" && pwd -P)
+state=$prefix/etc/envgen/$ENVGEN_ENV
+mkdir -p "$state"
+cann_set_env=${ASCEND_SET_ENV:-/usr/local/Ascend/cann/set_env.sh}
+cann_sourced=0
+pythonpath=
+say "installing into $prefix (sources in $src)"
+
+# Activation hooks: PYTHONPATH, CANN, the env's variables and the chosen profiles.
+hook_prefix=_ENVGEN_TINY_OLD_
+hook_vars=
+activate_hook() {
+	printf '%s\n' '# envgen tiny: activation hook written by install.sh; rerun that to change it.'
+	if [ -n "$pythonpath" ]; then
+		save_var PYTHONPATH
+		printf 'export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\n' "$(quote "$pythonpath")"
+	fi
+}
+
+hooks=$prefix/etc/conda
+mkdir -p "$hooks/activate.d" "$hooks/deactivate.d"
+activate=$hooks/activate.d/envgen-$ENVGEN_ENV.sh
+{ activate_hook >"$activate.tmp"; deactivate_hook >"$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp"; }
+replace "$activate.tmp" "$activate"
+replace "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp" "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh"
+if [ -f "$prefix/pyvenv.cfg" ] && [ -f "$prefix/bin/activate" ]; then
+	sed '/^# >>> envgen tiny >>>$/,/^# <<< envgen tiny <<<$/d' "$prefix/bin/activate" >"$prefix/bin/activate.tmp"
+	{ printf '%s\n' '# >>> envgen tiny >>>'; printf '. %s\n' "$(quote "$activate")"; printf '%s\n' '# <<< envgen tiny <<<'; } >>"$prefix/bin/activate.tmp"
+	replace "$prefix/bin/activate.tmp" "$prefix/bin/activate"
+fi
+say "done: reactivate the env to pick up $activate"

@@ -1,0 +1,176 @@
+"""solve_conda and install_conda against a channel of real packages served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import socket
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from generator.conda import install_conda, python_version, solve_conda, virtual_packages
+from generator.errors import InputError, ResolutionError, VerificationError
+from generator.fixtures.condapkgs import CondaPackage, PackageFile, demo_packages, package_bytes, write_channel
+from generator.fixtures.http import serve_directory
+from generator.model import Cann, Channel, Matrix
+
+
+@pytest.fixture(scope="module")
+def packages() -> tuple[CondaPackage, ...]:
+    return demo_packages()
+
+
+@pytest.fixture(scope="module")
+def channel_url(tmp_path_factory: pytest.TempPathFactory, packages: tuple[CondaPackage, ...]) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("conda-served")
+    write_channel(root / "demo", packages)
+    with serve_directory(root) as base:
+        yield f"{base}/demo"
+
+
+def matrix(channel: str, specs: tuple[str, ...] = ("python 3.11.*", "pip"), glibc: str = "2.28") -> Matrix:
+    return Matrix(
+        name="demo",
+        description="conda fixture",
+        path="env-templates/demo.toml",
+        platforms=("linux-64", "linux-aarch64"),
+        python="3.11",
+        glibc=glibc,
+        cann=Cann(version="pending", set_env="/usr/local/Ascend/cann/set_env.sh"),
+        channels=(Channel("demo", channel),),
+        conda_specs=specs,
+        indexes=(),
+        packages=(),
+        sources=(),
+    )
+
+
+@pytest.mark.parametrize("platform", ["linux-64", "linux-aarch64"])
+def test_solve_for_each_platform_from_this_host(channel_url: str, platform: str, tmp_path: Path) -> None:
+    entries = solve_conda(matrix(channel_url), platform, cache=tmp_path)
+
+    by_name = {e.name: e for e in entries}
+    assert sorted(by_name) == ["demo-data", "libdemo", "pip", "python"]
+    assert [e.name for e in entries] == sorted(by_name)
+    assert {e.platform for e in entries} == {platform}
+    # libdemo 2.0 needs __glibc >=2.34: the 2.28 floor keeps 1.0
+    assert by_name["libdemo"].version == "1.0"
+    assert by_name["libdemo"].url == f"{channel_url}/{platform}/libdemo-1.0-h0_0.tar.bz2"
+    assert by_name["pip"].url == f"{channel_url}/noarch/pip-24.0-pyhd8ed1ab_0.conda"
+    assert by_name["pip"].depends == (("python", ">=3.8"),)
+    assert by_name["python"].depends == (("__glibc", ">=2.17"), ("demo-data", ""), ("libdemo", ">=1.0"))
+    assert python_version(entries) == "3.11.9"
+
+
+def test_hashes_are_those_of_the_served_bytes(channel_url: str, tmp_path: Path) -> None:
+    for entry in solve_conda(matrix(channel_url), "linux-aarch64", cache=tmp_path):
+        with urllib.request.urlopen(entry.url) as response:
+            data = response.read()
+        assert hashlib.sha256(data).hexdigest() == entry.sha256
+        assert hashlib.md5(data).hexdigest() == entry.md5
+
+
+def test_newer_glibc_floor_picks_the_newer_build(channel_url: str, tmp_path: Path) -> None:
+    entries = solve_conda(matrix(channel_url, glibc="2.34"), "linux-64", cache=tmp_path)
+    assert {e.name: e.version for e in entries}["libdemo"] == "2.0"
+
+
+def test_virtual_packages_are_explicit_per_platform() -> None:
+    assert virtual_packages(matrix("unused"), "linux-aarch64") == (
+        "__archspec=1=aarch64",
+        "__glibc=2.28=0",
+        "__linux=5.10=0",
+        "__unix=0=0",
+    )
+    assert virtual_packages(matrix("unused", glibc="2.31"), "linux-64")[:2] == ("__archspec=1=x86_64", "__glibc=2.31=0")
+
+
+def test_unknown_platform_is_an_input_error(channel_url: str, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="'osx-arm64'"):
+        solve_conda(matrix(channel_url), "osx-arm64", cache=tmp_path)
+
+
+def test_unsatisfiable_spec_names_platform_and_spec(channel_url: str, tmp_path: Path) -> None:
+    with pytest.raises(ResolutionError) as info:
+        solve_conda(matrix(channel_url, specs=("python 3.12.*", "pip")), "linux-aarch64", cache=tmp_path)
+    message = str(info.value)
+    assert "linux-aarch64" in message
+    assert "python 3.12.*" in message
+    assert info.value.exit_code == 3
+
+
+def test_only_too_new_candidates_is_unsatisfiable(channel_url: str, tmp_path: Path) -> None:
+    with pytest.raises(ResolutionError, match="libdemo >=2"):
+        solve_conda(matrix(channel_url, specs=("libdemo >=2",)), "linux-64", cache=tmp_path)
+
+
+def test_unreachable_channel_names_the_url(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/conda-forge"
+    with pytest.raises(ResolutionError) as info:
+        solve_conda(matrix(url), "linux-64", cache=tmp_path)
+    assert url in str(info.value)
+    assert "linux-64" in str(info.value)
+
+
+def test_python_version_needs_exactly_one_python(channel_url: str, tmp_path: Path) -> None:
+    entries = solve_conda(matrix(channel_url, specs=("demo-data",)), "linux-64", cache=tmp_path)
+    with pytest.raises(ResolutionError, match="no python package"):
+        python_version(entries)
+
+
+def _prefix_files(prefix: Path) -> set[str]:
+    return {str(p.relative_to(prefix)) for p in prefix.rglob("*") if p.is_file()}
+
+
+def test_install_creates_a_prefix_over_http(channel_url: str, tmp_path: Path) -> None:
+    entries = solve_conda(matrix(channel_url), "linux-64", cache=tmp_path / "cache")
+    prefix = tmp_path / "env"
+
+    install_conda(entries, prefix, cache=tmp_path / "cache")
+
+    files = _prefix_files(prefix)
+    assert {"bin/python", "lib/libdemo.txt", "share/demo-data/README"} <= files
+    # noarch: python payloads land in the prefix's site-packages for the locked python
+    assert (prefix / "lib/python3.11/site-packages/pip/__init__.py").read_text() == '__version__ = "24.0"\n'
+    assert (prefix / "lib/libdemo.txt").read_text() == "libdemo 1.0 for linux-64\n"
+    assert (prefix / "bin/python").stat().st_mode & 0o111
+    records = {json.loads(p.read_text())["name"] for p in (prefix / "conda-meta").glob("*.json")}
+    assert records == {"demo-data", "libdemo", "pip", "python"}
+
+
+def test_install_fails_when_a_served_artifact_was_tampered(tmp_path: Path, packages: tuple[CondaPackage, ...]) -> None:
+    write_channel(tmp_path / "served" / "demo", packages)
+    with serve_directory(tmp_path / "served") as base:
+        url = f"{base}/demo"
+        entries = solve_conda(matrix(url), "linux-64", cache=tmp_path / "cache")
+        # Same name, version and build, a valid archive, other bytes: only the hash check can tell.
+        libdemo = next(p for p in packages if p.name == "libdemo" and p.version == "1.0" and p.subdir == "linux-64")
+        evil = dataclasses.replace(libdemo, files=(PackageFile("lib/libdemo.txt", b"tampered\n"),))
+        (tmp_path / "served/demo/linux-64" / libdemo.filename).write_bytes(package_bytes(evil))
+
+        with pytest.raises(VerificationError) as info:
+            install_conda(entries, tmp_path / "env", cache=tmp_path / "fresh-cache")
+
+    assert "libdemo-1.0-h0_0.tar.bz2" in str(info.value)
+    assert info.value.exit_code == 4
+    assert not (tmp_path / "env/lib/libdemo.txt").exists()
+
+
+def test_install_rejects_entries_of_two_platforms(channel_url: str, tmp_path: Path) -> None:
+    both = solve_conda(matrix(channel_url), "linux-64", cache=tmp_path) + solve_conda(
+        matrix(channel_url), "linux-aarch64", cache=tmp_path
+    )
+    with pytest.raises(InputError, match="one platform"):
+        install_conda(both, tmp_path / "env", cache=tmp_path)
+
+
+def test_packages_are_reproducible(packages: tuple[CondaPackage, ...]) -> None:
+    for pkg in packages:
+        assert package_bytes(pkg) == package_bytes(pkg)

@@ -1,0 +1,143 @@
+"""`envgen diff` end to end: lock files written by lockfile.py, `REV:path` read with real git, exit codes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from generator.cli import cli
+from generator.fixtures.gitrepos import GitRepo
+from generator.lockfile import write_lock
+from generator.model import Lock
+from generator.paths import Project
+
+_spec = importlib.util.spec_from_file_location("diff_cases", Path(__file__).parents[1] / "unit" / "test_diff.py")
+assert _spec and _spec.loader
+cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cases)
+
+GOLDEN = Path(__file__).parents[1] / "data" / "golden"
+RECIPE = "#!/usr/bin/env bash\nset -euo pipefail\n"
+
+
+def put(root: Path, lock: Lock) -> None:
+    (root / "locks").mkdir(exist_ok=True)
+    write_lock(Project(root), lock.env, lock, RECIPE)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitRepo]:
+    """A git repository whose HEAD holds the old lock and whose work tree holds the bumped one."""
+    old, new = cases.bump()
+    repo = GitRepo.create(tmp_path / "project", {"README": "envgen project\n"})
+    put(repo.path, old)
+    repo.git("add", "locks")
+    repo.commit({}, "lock a5")
+    put(repo.path, new)
+    monkeypatch.chdir(repo.path)
+    yield repo
+
+
+def envgen(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize(("fmt", "golden"), [("text", "diff.txt"), ("markdown", "diff.md"), ("json", "diff.json")])
+def test_rev_path_against_work_tree_matches_golden(repo: GitRepo, fmt: str, golden: str) -> None:
+    result = envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--format", fmt)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (GOLDEN / golden).read_text(encoding="utf-8")
+
+
+def test_git_mode_compares_every_changed_lock(repo: GitRepo) -> None:
+    result = envgen("diff", "--git", "--format", "text")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (GOLDEN / "diff.txt").read_text(encoding="utf-8")
+
+
+def test_git_mode_skips_unchanged_locks_and_reports_added_ones(repo: GitRepo) -> None:
+    repo.git("add", "locks")
+    repo.commit({}, "bump a5")
+    other = cases.make_lock(env="a2a3")
+    put(repo.path, other)
+    data = json.loads(envgen("diff", "--git", "HEAD", "--format", "json").stdout)
+    assert [d["env"] for d in data["diffs"]] == ["a2a3"]
+    (diff,) = data["diffs"]
+    assert diff["old_label"] == "HEAD: none" and diff["new_label"] == "locks/a2a3.yml"
+    assert {p["kind"] for p in diff["packages"]} == {"added"}
+    assert {s["name"] for s in diff["sources"]} == {"mindspeed", "vllm-ascend"}
+
+
+def test_two_revisions(repo: GitRepo) -> None:
+    repo.git("add", "locks")
+    repo.commit({}, "bump a5")
+    result = envgen("diff", "HEAD~1:locks/a5.yml", "HEAD:locks/a5.yml", "--format", "json")
+    data = json.loads(result.stdout)
+    assert data["diffs"][0]["summary"] == {"upgraded": 6, "sources changed": 1}
+    assert envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--exit-code").exit_code == 0
+
+
+def test_exit_code(repo: GitRepo) -> None:
+    assert envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--exit-code").exit_code == 1
+    same = envgen("diff", "locks/a5.yml", "locks/a5.yml", "--exit-code")
+    assert same.exit_code == 0 and same.stdout == "no lock changes\n"
+    assert envgen("diff", "--git", "--exit-code", "--format", "markdown").exit_code == 1
+
+
+def test_yml_without_its_sources_toml_compares_packages(repo: GitRepo, tmp_path: Path) -> None:
+    lone = tmp_path / "old.yml"
+    lone.write_text(repo.git("show", "HEAD:locks/a5.yml") + "\n", encoding="utf-8")
+    data = json.loads(envgen("diff", str(lone), "locks/a5.yml", "--format", "json").stdout)
+    (diff,) = data["diffs"]
+    assert diff["summary"] == {"upgraded": 6} and diff["sources"] == []
+
+
+def test_a_rebuilt_artifact_is_flagged_through_the_files(repo: GitRepo) -> None:
+    old = cases.make_lock()
+    rebuilt = tuple(replace(e, sha256="ee" * 32) if e.name == "torch" else e for e in old.pip)
+    put(repo.path, replace(old, pip=rebuilt))
+    result = envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--exit-code")
+    assert result.exit_code == 1
+    assert "WARNING: same version, different artifact: pip torch 2.10.0 on linux-64" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("locks/nope.yml", "locks/a5.yml"), "no lock file at"),
+        (("NOPE:locks/a5.yml", "locks/a5.yml"), "unknown git revision 'NOPE'"),
+        (("HEAD:locks/gone.yml", "locks/a5.yml"), "locks/gone.yml does not exist at revision HEAD"),
+        (("--", "--output=x:locks/a5.yml", "locks/a5.yml"), "'--output=x' is not a git revision"),
+    ],
+)
+def test_bad_inputs_exit_2_naming_what(repo: GitRepo, args: tuple[str, ...], message: str) -> None:
+    result = CliRunner().invoke(cli, ["diff", *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_git_mode_with_a_bad_rev(repo: GitRepo) -> None:
+    result = CliRunner().invoke(cli, ["diff", "--git", "no-such-branch"])
+    assert result.exit_code == 2 and "unknown git revision 'no-such-branch'" in result.stderr
+
+
+def test_rev_path_outside_a_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["diff", "HEAD:locks/a5.yml", "HEAD:locks/a5.yml"])
+    assert result.exit_code == 2 and "not inside a git repository" in result.stderr
+
+
+def test_git_mode_reports_a_deleted_lock(repo: GitRepo) -> None:
+    for name in ("a5.yml", "a5.sources.toml", "a5.install.sh"):
+        (repo.path / "locks" / name).unlink()
+    data = json.loads(envgen("diff", "--git", "--format", "json").stdout)
+    (diff,) = data["diffs"]
+    assert (diff["old_label"], diff["new_label"]) == ("HEAD:locks/a5.yml", "deleted")
+    assert {p["kind"] for p in diff["packages"]} == {"removed"}
+    assert diff["platforms_removed"] == ["linux-64", "linux-aarch64"]

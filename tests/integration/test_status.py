@@ -1,0 +1,308 @@
+"""`envgen status` end to end: a project on disk, real git remotes that move, a PEP 503 index on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+from click.testing import CliRunner, Result
+
+from generator.cli import cli
+from generator.conda import virtual_packages
+from generator.errors import InputError
+from generator.fixtures.gitrepos import GitRepo
+from generator.fixtures.http import serve_directory
+from generator.lockfile import input_digests, input_hash, write_lock
+from generator.matrix import load_matrix
+from generator.model import Lock, LockedSource, Pending, PipEntry
+from generator.paths import Project
+from generator.status import expand_url, fetch_filenames, newest_version, stale_reasons
+
+MATRIX = """\
+schema = 1
+
+[env]
+name = "demo"
+description = "a small env for status tests"
+platforms = ["linux-64"]
+python = "3.11"
+
+[system]
+glibc = "2.28"
+
+[system.cann]
+version = "pending"
+note = "no public version yet"
+set_env = "/usr/local/Ascend/cann/set_env.sh"
+
+[conda]
+channels = ["conda-forge"]
+specs = ["python 3.11.*"]
+
+[pip]
+indexes = ["pypi"]
+
+[pip.packages]
+mbridge = {{}}
+transformers = {{ version = "==4.57.6" }}
+
+[sources.tool]
+url = "{tool}"
+ref = "releases/v1"
+distribution = "tool"
+
+[sources.pinned]
+url = "{pinned}"
+ref = "{pinned_commit}"
+distribution = "pinned"
+"""
+
+
+class Demo:
+    """A project with one env `demo`: a moving-branch source, a pinned one, and a served index."""
+
+    def __init__(self, root: Path, index_url: str) -> None:
+        self.root = root
+        self.tool = GitRepo.create(root.parent / "remotes" / "tool", {"tool.py": "v = 1\n"})
+        self.tool.branch("releases/v1")
+        self.pinned = GitRepo.create(root.parent / "remotes" / "pinned", {"pinned.py": "v = 1\n"})
+        (root / "env-templates").mkdir(parents=True)
+        (root / "channels").mkdir()
+        (root / "channels" / "conda-forge.toml").write_text('kind = "conda"\nurl = "https://conda.example.org/cf"\n')
+        (root / "channels" / "pypi.toml").write_text(f'kind = "pip"\nurl = "{index_url}/simple"\n')
+        self.template.write_text(
+            MATRIX.format(tool=self.tool.url, pinned=self.pinned.url, pinned_commit=self.pinned.rev())
+        )
+
+    @property
+    def project(self) -> Project:
+        return Project(self.root)
+
+    @property
+    def template(self) -> Path:
+        return self.root / "env-templates" / "demo.toml"
+
+    def lock(self) -> Lock:
+        """Write a lock whose inputs are the current ones, sources pinned to what their refs name now."""
+        matrix = load_matrix(self.template, self.project.channels_dir)
+        sources = tuple(
+            LockedSource(s, self.tool.rev("releases/v1") if s.name == "tool" else self.pinned.rev(), digest=s.name)
+            for s in matrix.sources
+        )
+        inputs = input_digests(
+            self.template,
+            self.project.channel_files(matrix),
+            sources,
+            {p: virtual_packages(matrix, p) for p in matrix.platforms},
+        )
+        wheel = "https://files.example.org/{0}-{1}-py3-none-any.whl"
+        lock = Lock(
+            env="demo",
+            platforms=matrix.platforms,
+            input_hash=input_hash(inputs),
+            conda=(),
+            pip=(
+                PipEntry("mbridge", "0.13.0", "linux-64", wheel.format("mbridge", "0.13.0"), "a" * 64),
+                PipEntry("transformers", "4.57.6", "linux-64", wheel.format("transformers", "4.57.6"), "b" * 64),
+            ),
+            sources=sources,
+            pending=(Pending("CANN", "no public version yet"),),
+            channels=matrix.channels,
+            indexes=matrix.indexes,
+            cann=matrix.cann,
+            inputs=inputs,
+        )
+        (self.root / "locks").mkdir(exist_ok=True)
+        write_lock(self.project, "demo", lock, "#!/usr/bin/env bash\n")
+        return lock
+
+    def status(self, *args: str) -> Result:
+        return CliRunner().invoke(cli, ["status", "--root", str(self.root), *args], catch_exceptions=False)
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[str]:
+    """A PEP 503 index: mbridge 0.13.0 and 0.15.1 (and a 0.16.0rc1 pre-release that must not count)."""
+    page = tmp_path / "index" / "simple" / "mbridge"
+    page.mkdir(parents=True)
+    files = ["mbridge-0.13.0-py3-none-any.whl", "mbridge-0.15.1.tar.gz", "mbridge-0.16.0rc1-py3-none-any.whl"]
+    links = "".join(f'<a href="../../files/{f}#sha256={"0" * 64}">{f}</a><br>\n' for f in files)
+    (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+    with serve_directory(tmp_path / "index") as url:
+        yield url
+
+
+@pytest.fixture
+def demo(tmp_path: Path, index: str) -> Demo:
+    return Demo(tmp_path / "project", index)
+
+
+def test_no_lock_yet(demo: Demo) -> None:
+    result = demo.status()
+    assert result.exit_code == 1
+    assert result.stdout == "demo: no lock yet\n"
+
+
+def test_fresh_lock_without_drift(demo: Demo) -> None:
+    lock = demo.lock()
+    result = demo.status()
+    assert result.exit_code == 0, result.output
+    tool = lock.sources[0].commit[:7] if lock.sources[0].source.name == "tool" else lock.sources[1].commit[:7]
+    assert result.stdout == (
+        "demo: fresh\n"
+        "  upstream:\n"
+        f"    tool releases/v1: up to date at {tool}\n"
+        "  still pending:\n"
+        "    CANN: no public version yet\n"
+    )
+
+
+def test_stale_lock_names_the_edited_matrix(demo: Demo) -> None:
+    demo.lock()
+    demo.template.write_text(demo.template.read_text().replace('version = "==4.57.6"', 'version = "==4.57.7"'))
+    result = demo.status()
+    assert result.exit_code == 1
+    assert "demo: stale\n  matrix env-templates/demo.toml changed\n" in result.stdout
+
+
+def test_stale_lock_names_the_edited_channel(demo: Demo) -> None:
+    demo.lock()
+    (demo.root / "channels" / "conda-forge.toml").write_text('kind = "conda"\nurl = "https://mirror.example.org/cf"\n')
+    report = json.loads(demo.status("--json").stdout)[0]
+    assert report["fresh"] is False and report["reasons"] == ["channel conda-forge changed"]
+
+
+def test_drifted_branch(demo: Demo) -> None:
+    lock = demo.lock()
+    locked = next(s.commit for s in lock.sources if s.source.name == "tool")
+    moved = demo.tool.commit({"tool.py": "v = 2\n"}, "fix", branch="releases/v1")
+    result = demo.status()
+    assert result.exit_code == 1
+    assert "demo: fresh (1 source drifted)\n" in result.stdout
+    assert f"    tool releases/v1: locked {locked[:7]}, upstream now {moved[:7]}\n" in result.stdout
+    drift = json.loads(demo.status("--json").stdout)[0]["drift"]
+    assert drift == [
+        {
+            "name": "tool",
+            "url": demo.tool.url,
+            "ref": "releases/v1",
+            "locked": locked,
+            "upstream": moved,
+            "drifted": True,
+            "error": None,
+        }
+    ]
+
+
+def test_mirror_config_is_honoured(demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock names a canonical URL that does not exist; git's insteadOf sends ls-remote to the mirror."""
+    lock = demo.lock()
+    canonical = "https://github.com/example/tool.git"
+    sources = tuple(
+        replace(s, source=replace(s.source, url=canonical)) if s.source.name == "tool" else s for s in lock.sources
+    )
+    write_lock(demo.project, "demo", replace(lock, sources=sources), "#!/usr/bin/env bash\n")
+    config = tmp_path / "gitconfig"
+    config.write_text(f'[url "{demo.tool.url}"]\n\tinsteadOf = {canonical}\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    moved = demo.tool.commit({"tool.py": "v = 3\n"}, "fix", branch="releases/v1")
+    (drift,) = json.loads(demo.status("--json").stdout)[0]["drift"]
+    assert (drift["url"], drift["upstream"], drift["error"]) == (canonical, moved, None)
+
+
+def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -> None:
+    lock = demo.lock()
+    gone = (tmp_path / "gone").as_uri()
+    sources = tuple(
+        replace(s, source=replace(s.source, url=gone)) if s.source.name == "tool" else s for s in lock.sources
+    )
+    write_lock(demo.project, "demo", replace(lock, sources=sources), "#!/usr/bin/env bash\n")
+    result = demo.status()
+    assert result.exit_code == 1
+    assert "demo: fresh (1 remote unreachable)\n" in result.stdout
+    assert f"    tool releases/v1: upstream unreachable (source tool: cannot reach git remote {gone}:)" in result.stdout
+
+
+def test_outdated_unpinned_packages(demo: Demo) -> None:
+    demo.lock()
+    result = demo.status("--outdated")
+    assert result.exit_code == 0, result.output
+    assert "  unpinned packages:\n    mbridge: locked 0.13.0; newer 0.15.1 on pypi\n" in result.stdout
+    (item,) = json.loads(demo.status("--outdated", "--json").stdout)[0]["outdated"]
+    assert item == {"name": "mbridge", "locked": ["0.13.0"], "newest": "0.15.1", "index": "pypi", "error": None}
+
+
+class _Pep691(BaseHTTPRequestHandler):
+    """A PEP 691 JSON simple page for mbridge (one yanked file that must not count); 404 for anything else."""
+
+    def do_GET(self) -> None:
+        if self.path != "/simple/mbridge/":
+            self.send_error(404)
+            return
+        files = [
+            {"filename": "mbridge-0.15.1-py3-none-any.whl", "url": "x", "hashes": {}},
+            {"filename": "mbridge-0.20.0-py3-none-any.whl", "url": "y", "hashes": {}, "yanked": "broken"},
+        ]
+        body = json.dumps({"meta": {"api-version": "1.0"}, "name": "mbridge", "files": files}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_pep691_json_pages_are_read() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Pep691)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/simple"
+        session = requests.Session()
+        assert fetch_filenames(session, base, "MBridge") == ["mbridge-0.15.1-py3-none-any.whl"]
+        assert fetch_filenames(session, base, "absent") is None
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_index_urls_expand_variables_and_name_missing_ones() -> None:
+    assert (
+        expand_url("https://${USER_}:${TOKEN_}@idx/simple", {"USER_": "u", "TOKEN_": "t"}) == "https://u:t@idx/simple"
+    )
+    with pytest.raises(InputError, match=r"needs \$\{TOKEN_\}, which is not set"):
+        expand_url("https://${TOKEN_}@idx/simple", {})
+
+
+def test_stale_reasons_name_each_component() -> None:
+    recorded = [("matrix", "1"), ("channel:pypi", "2"), ("channel:old", "3"), ("schema", "1")]
+    current = [("matrix", "1"), ("channel:pypi", "9"), ("channel:new", "4"), ("schema", "2")]
+    assert stale_reasons(recorded, current, "env-templates/a5.toml") == (
+        "channel new added",
+        "channel old removed",
+        "channel pypi changed",
+        "lock schema (envgen was upgraded) changed",
+    )
+    assert stale_reasons(recorded, recorded, "env-templates/a5.toml") == ()
+
+
+def test_newest_version_prefers_final_releases() -> None:
+    names = ["x-1.0.tar.gz", "x-1.2-py3-none-any.whl", "x-2.0rc1-py3-none-any.whl", "x-junk.zip", "README"]
+    assert newest_version(names) == "1.2"
+    assert newest_version(names, allow_prereleases=True) == "2.0rc1"
+    assert newest_version(["x-2.0rc1.tar.gz"]) == "2.0rc1"
+    assert newest_version([]) is None
+
+
+@pytest.mark.network
+def test_pypi_answers_with_versions() -> None:
+    files = fetch_filenames(requests.Session(), "https://pypi.org/simple", "packaging")
+    assert files and newest_version(files) is not None

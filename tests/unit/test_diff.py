@@ -1,0 +1,288 @@
+"""diff_locks and its renderings, on Locks built in memory; the bump's renderings are golden files."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.diff import MARKER, LockDiff, compare_url, diff_locks, render_json, render_markdown, render_text
+from generator.model import (
+    AppliedOverride,
+    CondaEntry,
+    Lock,
+    LockedSource,
+    Override,
+    Pending,
+    PipEntry,
+    Source,
+)
+
+GOLDEN = Path(__file__).parents[1] / "data" / "golden"
+WORKFLOW = Path(__file__).parents[2] / ".github" / "workflows" / "lock-diff.yml"
+PLATFORMS = ("linux-64", "linux-aarch64")
+VLLM_ASCEND = "https://github.com/vllm-project/vllm-ascend.git"
+MINDSPEED = "https://gitcode.com/Ascend/MindSpeed.git"
+OLD_COMMIT = "50e87d6" + "a" * 33
+NEW_COMMIT = "1a2b3c4" + "b" * 33
+
+
+def digest(text: str, algorithm: str = "sha256") -> str:
+    return hashlib.new(algorithm, text.encode()).hexdigest()
+
+
+def conda(name: str, version: str, platform: str, build: str = "h0_0") -> CondaEntry:
+    file = f"{name}-{version}-{build}.conda"
+    url = f"https://conda.anaconda.org/conda-forge/{platform}/{file}"
+    return CondaEntry(name, version, build, platform, url, md5=digest(file, "md5"), sha256=digest(file))
+
+
+def pip(name: str, version: str, platform: str, tag: str = "py3-none-any") -> PipEntry:
+    file = f"{name}-{version}-{tag}.whl"
+    return PipEntry(name, version, platform, f"https://files.example.org/{file}", sha256=digest(file))
+
+
+def source(name: str, url: str, ref: str, commit: str, cherry_picks: tuple[str, ...] = ()) -> LockedSource:
+    return LockedSource(Source(name, url, ref, name.replace("-", "_"), cherry_picks=cherry_picks), commit)
+
+
+def make_lock(
+    python: str = "3.11.8",
+    transformers: str = "4.57.5",
+    mbridge: str = "0.13.0",
+    vllm_ascend: str = OLD_COMMIT,
+    **changes: object,
+) -> Lock:
+    lock = Lock(
+        env="a5",
+        platforms=PLATFORMS,
+        input_hash="0" * 64,
+        conda=tuple(
+            entry
+            for platform in PLATFORMS
+            for entry in (conda("pip", "24.2", platform), conda("python", python, platform))
+        ),
+        pip=tuple(
+            entry
+            for platform in PLATFORMS
+            for entry in (
+                pip("mbridge", mbridge, platform),
+                pip("torch", "2.10.0", platform),
+                pip("transformers", transformers, platform),
+            )
+        ),
+        sources=(
+            source("mindspeed", MINDSPEED, "0c6c0ceaa523a96032dee1539a52032155e6404e", "0c6c0ce" + "0" * 33),
+            source("vllm-ascend", VLLM_ASCEND, "releases/v0.23.0", vllm_ascend),
+        ),
+        pending=(Pending("torch-npu", "commercial release due Q2"),),
+    )
+    return dataclasses.replace(lock, **changes)  # type: ignore[arg-type]
+
+
+def bump() -> tuple[Lock, Lock]:
+    """One conda package, two pip packages and one source commit bumped."""
+    new = make_lock(python="3.11.9", transformers="4.57.6", mbridge="0.15.1", vllm_ascend=NEW_COMMIT)
+    return make_lock(), new
+
+
+def diff_bump() -> LockDiff:
+    old, new = bump()
+    return diff_locks(old, new, labels=("HEAD:locks/a5.yml", "locks/a5.yml"))
+
+
+@pytest.mark.parametrize(
+    ("render", "name"), [(render_text, "diff.txt"), (render_markdown, "diff.md"), (render_json, "diff.json")]
+)
+def test_bump_renders_as_golden(render: Callable[[list[LockDiff]], str], name: str) -> None:
+    text = render([diff_bump()])
+    golden = GOLDEN / name
+    if os.environ.get("REGEN_GOLDEN") == "1":
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_bump_lists_each_change_with_its_direction() -> None:
+    diff = diff_bump()
+    got = {(c.platform, c.manager, c.name, c.kind, c.old_version, c.new_version) for c in diff.packages}
+    want = set()
+    for platform in PLATFORMS:
+        want |= {
+            (platform, "conda", "python", "upgraded", "3.11.8", "3.11.9"),
+            (platform, "pip", "mbridge", "upgraded", "0.13.0", "0.15.1"),
+            (platform, "pip", "transformers", "upgraded", "4.57.5", "4.57.6"),
+        }
+    assert got == want
+    (moved,) = diff.sources
+    assert (moved.name, moved.old_short, moved.new_short) == ("vllm-ascend", "50e87d6", "1a2b3c4")
+    assert moved.compare_url == f"https://github.com/vllm-project/vllm-ascend/compare/{OLD_COMMIT}...{NEW_COMMIT}"
+    assert diff.summary() == {"upgraded": 6, "sources changed": 1}
+    assert not diff.loud and not diff.empty
+
+
+def test_identical_locks_give_an_empty_diff() -> None:
+    diff = diff_locks(make_lock(), make_lock())
+    assert diff.empty
+    assert json.loads(render_json([diff]))["changed"] is False
+
+
+def test_versions_order_by_each_managers_rules() -> None:
+    # String order would call 2024.10 older than 2024.9, and 2.0.0rc1 newer than 2.0.0.
+    old = make_lock(python="3.11.10", transformers="5.0.0", mbridge="0.15.1")
+    new = make_lock(python="3.11.9", transformers="5.0.0rc1", mbridge="0.15.1")
+    diff = diff_locks(
+        dataclasses.replace(old, conda=old.conda + (conda("tzdata", "2024.9", "linux-64"),)),
+        dataclasses.replace(new, conda=new.conda + (conda("tzdata", "2024.10", "linux-64"),)),
+    )
+    kinds = {(c.platform, c.name): c.kind for c in diff.packages}
+    assert kinds[("linux-64", "python")] == "downgraded"
+    assert kinds[("linux-64", "transformers")] == "downgraded"
+    assert kinds[("linux-64", "tzdata")] == "upgraded"
+
+
+def test_same_version_with_another_hash_is_flagged_loudly() -> None:
+    old = make_lock()
+    pip_new = tuple(
+        dataclasses.replace(e, sha256="ee" * 32) if e.name == "torch" and e.platform == "linux-aarch64" else e
+        for e in old.pip
+    )
+    conda_new = tuple(
+        dataclasses.replace(e, build="h1_1", sha256="ff" * 32) if e.name == "pip" and e.platform == "linux-64" else e
+        for e in old.conda
+    )
+    diff = diff_locks(old, dataclasses.replace(old, pip=pip_new, conda=conda_new))
+    assert [(c.platform, c.manager, c.name, c.kind) for c in diff.loud] == [
+        ("linux-64", "conda", "pip", "rebuilt"),
+        ("linux-aarch64", "pip", "torch", "replaced"),
+    ]
+    text = render_text([diff])
+    assert "WARNING: same version, different artifact: pip torch 2.10.0 on linux-aarch64" in text
+    torch = next(e for e in old.pip if e.name == "torch")
+    assert f"sha256 {torch.sha256[:7]} -> eeeeeee" in text
+    markdown = render_markdown([diff])
+    assert "> [!WARNING]" in markdown and "**replaced** ⚠️" in markdown
+    assert json.loads(render_json([diff]))["diffs"][0]["warnings"][1].startswith("pip torch 2.10.0 on linux-aarch64")
+
+
+def test_added_removed_packages_and_platforms() -> None:
+    old = make_lock()
+    new = dataclasses.replace(
+        old,
+        platforms=("linux-aarch64", "osx-arm64"),
+        conda=old.conda_for("linux-aarch64") + (conda("python", "3.11.8", "osx-arm64"),),
+        pip=tuple(e for e in old.pip_for("linux-aarch64") if e.name != "mbridge")
+        + (pip("ray", "2.40.0", "linux-aarch64"),),
+    )
+    diff = diff_locks(old, new)
+    assert diff.platforms_added == ("osx-arm64",) and diff.platforms_removed == ("linux-64",)
+    kinds = {(c.platform, c.name, c.kind) for c in diff.packages}
+    assert ("linux-aarch64", "ray", "added") in kinds
+    assert ("linux-aarch64", "mbridge", "removed") in kinds
+    assert ("osx-arm64", "python", "added") in kinds
+    assert ("linux-64", "torch", "removed") in kinds
+
+
+def test_pip_names_compare_normalised() -> None:
+    old = make_lock()
+    new = dataclasses.replace(old, pip=tuple(dataclasses.replace(e, name=e.name.capitalize()) for e in old.pip))
+    assert diff_locks(old, new).empty
+
+
+def test_moved_branch_ref_change_and_cherry_picks() -> None:
+    old = make_lock()
+    new_sources = (
+        source("mindspeed", MINDSPEED, "master", "9f8e7d6" + "c" * 33, cherry_picks=("abc1234",)),
+        source("vllm-ascend", VLLM_ASCEND, "releases/v0.24.0", NEW_COMMIT),
+        source("verl", "https://github.com/verl-project/verl.git", "HEAD", "7" * 40),
+    )
+    diff = diff_locks(old, dataclasses.replace(old, sources=new_sources))
+    by_name = {s.name: s for s in diff.sources}
+    assert by_name["verl"].kind == "added"
+    assert by_name["mindspeed"].cherry_picks_added == ("abc1234",)
+    assert by_name["mindspeed"].compare_url == (
+        f"https://gitcode.com/Ascend/MindSpeed/compare/{'0c6c0ce' + '0' * 33}...{'9f8e7d6' + 'c' * 33}"
+    )
+    assert (by_name["vllm-ascend"].old_ref, by_name["vllm-ascend"].new_ref) == ("releases/v0.23.0", "releases/v0.24.0")
+    text = render_text([diff])
+    assert "vllm-ascend  releases/v0.23.0 -> releases/v0.24.0: 50e87d6 -> 1a2b3c4" in text
+    assert "cherry-pick added abc1234" in text
+
+
+def test_source_moved_to_another_repository_has_no_compare_link() -> None:
+    old = make_lock()
+    fork = source("vllm-ascend", "https://github.com/someone/vllm-ascend.git", "releases/v0.23.0", NEW_COMMIT)
+    diff = diff_locks(old, dataclasses.replace(old, sources=(old.sources[0], fork)))
+    (change,) = diff.sources
+    assert change.compare_url is None
+    assert "url https://github.com/vllm-project/vllm-ascend.git -> https://github.com/someone/vllm-ascend.git" in (
+        render_text([diff])
+    )
+
+
+def test_overrides_pending_and_inputs() -> None:
+    override = AppliedOverride(Override("numpy", "numpy<2", "torch 2.10 wheels need numpy 1"))
+    old = make_lock(inputs=(("matrix", "1" * 64), ("channel:pypi", "2" * 64)))
+    new = make_lock(
+        overrides=(override,),
+        pending=(Pending("torch-npu", "due Q3"), Pending("cann", "no public version")),
+        inputs=(("matrix", "3" * 64), ("channel:pypi", "2" * 64)),
+    )
+    items = {(i.section, i.name, i.kind) for i in diff_locks(old, new).items}
+    assert items == {
+        ("override", "numpy", "added"),
+        ("pending", "torch-npu", "changed"),
+        ("pending", "cann", "added"),
+        ("input", "matrix", "changed"),
+    }
+
+
+def test_credentials_never_appear_in_renderings() -> None:
+    old = make_lock()
+    secret = dataclasses.replace(
+        old.pip[0], url="https://user:s3cret@private.example.org/mbridge-0.14.0-py3-none-any.whl", version="0.14.0"
+    )
+    diff = diff_locks(old, dataclasses.replace(old, pip=(secret,) + old.pip[1:]))
+    for render in (render_text, render_markdown, render_json):
+        assert "s3cret" not in render([diff])
+
+
+@pytest.mark.parametrize(
+    ("url", "link"),
+    [
+        ("https://github.com/o/r.git", "https://github.com/o/r/compare/a...b"),
+        ("git@github.com:o/r.git", "https://github.com/o/r/compare/a...b"),
+        ("https://gitcode.com/Ascend/MindSpeed", "https://gitcode.com/Ascend/MindSpeed/compare/a...b"),
+        ("https://gitlab.com/o/r.git", None),
+        ("file:///tmp/repo", None),
+    ],
+)
+def test_compare_url(url: str, link: str | None) -> None:
+    assert compare_url(url, "a", "b") == link
+
+
+def test_no_changes_render() -> None:
+    assert render_text([]) == "no lock changes\n"
+    assert render_markdown([]).startswith(MARKER)
+    assert json.loads(render_json([])) == {"changed": False, "diffs": []}
+
+
+def test_workflow_runs_the_diff_and_updates_one_marked_comment() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    # YAML 1.1 reads the key `on` as True.
+    trigger = workflow.get("on", workflow.get(True))
+    assert trigger["pull_request"]["paths"] == ["locks/**"]
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["fetch-depth"] == 0
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert "pip install -e ." in runs
+    assert "envgen diff --git origin/${{ github.base_ref }} --format markdown" in runs
+    script = next(s for s in steps if s.get("uses", "").startswith("actions/github-script"))["with"]["script"]
+    assert MARKER in script and "updateComment" in script and "createComment" in script

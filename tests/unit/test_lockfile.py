@@ -1,0 +1,476 @@
+"""lockfile.py: rendering and parsing mirror each other, output is canonical, writes are all or nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+from pathlib import Path
+
+import filelock
+import pytest
+from conda_lock.lockfile import parse_conda_lock_file
+
+from generator.errors import InputError
+from generator.lockfile import (
+    LOCK_SCHEMA,
+    env_lock,
+    input_digests,
+    input_hash,
+    parse_lock,
+    parse_lock_yml,
+    parse_sources_toml,
+    read_lock,
+    render_lock_yml,
+    render_sources_toml,
+    write_lock,
+)
+from generator.model import (
+    AppliedOverride,
+    Cann,
+    Channel,
+    CondaEntry,
+    ImportCheck,
+    Index,
+    Lock,
+    LockedSource,
+    Origin,
+    Override,
+    Pending,
+    PipEntry,
+    Profile,
+    Requirement,
+    Source,
+)
+from generator.paths import Project
+
+PLATFORMS = ("linux-aarch64", "linux-64")
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def conda_entry(name: str, platform: str, depends: tuple[tuple[str, str], ...] = ()) -> CondaEntry:
+    subdir = "noarch" if name == "pip" else platform
+    return CondaEntry(
+        name=name,
+        version="3.11.9" if name == "python" else "24.0",
+        build="h0_0",
+        platform=platform,
+        url=f"https://conda.example.org/forge/{subdir}/{name}-1-h0_0.conda",
+        md5=hashlib.md5(f"{name}{platform}".encode()).hexdigest(),
+        sha256=_sha(f"{name}{platform}"),
+        depends=depends,
+    )
+
+
+def pip_entry(name: str, platform: str, index: str | None = None, sdist: bool = False) -> PipEntry:
+    machine = "aarch64" if platform == "linux-aarch64" else "x86_64"
+    file = f"{name}-1.0.tar.gz" if sdist else f"{name}-1.0-cp311-cp311-manylinux_2_28_{machine}.whl"
+    return PipEntry(
+        name=name,
+        version="1.0",
+        platform=platform,
+        url=f"https://files.example.org/{file}",
+        sha256=_sha(f"{name}{platform}pip"),
+        depends=(("numpy", ">=1.26"),) if name == "torch" else (),
+        index=index,
+        sdist=sdist,
+    )
+
+
+def sample_lock() -> Lock:
+    verl = Source(
+        name="verl",
+        url="https://github.com/verl-project/verl.git",
+        ref="HEAD",
+        distribution="verl",
+        requirements=("requirements-npu.txt",),
+    )
+    vllm_ascend = Source(
+        name="vllm-ascend",
+        url="https://user:secret@git.example.org/vllm-ascend.git",
+        ref="releases/v0.23.0",
+        distribution="vllm_ascend",
+        cherry_picks=("1" * 40,),
+        build_isolation=False,
+        needs_cann=True,
+        build_index="triton-ascend",
+        env=(("SOC_VERSION", "ascend950dt_9582"), ("A_FLAG", "x y")),
+        requirements=("requirements.txt", "pyproject"),
+    )
+    transfer_queue = Source(
+        name="transferqueue",
+        url="https://github.com/Ascend/TransferQueue.git",
+        ref="main",
+        distribution="TransferQueue",
+        editable=False,
+        pythonpath=True,
+        origin="verl:requirements-npu.txt:4",
+    )
+    numpy_req = Requirement("numpy<2", Origin("requirements.txt", line=3, source="vllm-ascend"))
+    sources = (
+        LockedSource(
+            vllm_ascend,
+            "a" * 40,
+            (numpy_req, Requirement("torch<3", Origin("requirements.txt", line=9, source="vllm-ascend"), True)),
+            digest=_sha("vllm-ascend"),
+            tree="b" * 40,
+            picked=("c" * 40,),
+        ),
+        LockedSource(verl, "d" * 40, digest=_sha("verl")),
+        LockedSource(transfer_queue, "e" * 40),
+    )
+    conda = tuple(
+        conda_entry(n, p, (("python", ">=3.8"),) if n == "pip" else (("__glibc", ">=2.17"),))
+        for p in PLATFORMS
+        for n in ("pip", "python")
+    )
+    pip = (
+        pip_entry("torch", "linux-aarch64"),
+        pip_entry("triton-ascend", "linux-aarch64", index="triton-ascend"),
+        pip_entry("mbridge", "linux-64", sdist=True),
+        pip_entry("torch", "linux-64", index="pytorch-cpu"),
+    )
+    inputs = (("channel:conda-forge", _sha("c")), ("matrix", _sha("m")), ("schema", str(LOCK_SCHEMA)))
+    return Lock(
+        env="a5",
+        platforms=PLATFORMS,
+        input_hash=input_hash(inputs),
+        conda=conda,
+        pip=pip,
+        sources=sources,
+        overrides=(
+            AppliedOverride(
+                Override("torch", "torch==2.10.0", "the A5 guide pins torch"),
+                (Requirement("torch>=2.5", Origin("setup.py", source="verl")),),
+            ),
+            AppliedOverride(Override("numpy", "numpy<2", "ABI"), ()),
+        ),
+        pending=(Pending("CANN", "due Q2"), Pending("torch-npu", "not published")),
+        channels=(Channel("conda-forge", "https://conda.example.org/forge"),),
+        indexes=(
+            Index("pypi", "https://pypi.org/simple"),
+            Index("triton-ascend", "https://u:p@triton.example.org/simple/", True, "triton.example.org"),
+        ),
+        cann=Cann("pending", "/usr/local/Ascend/cann/set_env.sh", "commercial release due Q2"),
+        activation_env=(("PYTHONPATH", "/src/megatron"),),
+        profiles=(
+            Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),
+            Profile("ckpt", "HCCL whitelist", (("HCCL_WHITELIST_DISABLE", "0"), ("HCCL_WHITELIST_FILE", "/w.json"))),
+        ),
+        checks=(ImportCheck("torch", "torch", "2.10.0"), ImportCheck("vllm_ascend", "vllm_ascend", needs="cann")),
+        inputs=inputs,
+    )
+
+
+def stripped(lock: Lock) -> Lock:
+    """What a lock is expected to read back as: credentials gone, canonical order."""
+    return dataclasses.replace(
+        lock,
+        conda=tuple(sorted(lock.conda, key=lambda e: (PLATFORMS.index(e.platform), e.name))),
+        pip=tuple(sorted(lock.pip, key=lambda e: (PLATFORMS.index(e.platform), e.name))),
+        sources=tuple(
+            dataclasses.replace(s, source=dataclasses.replace(s.source, url=s.source.url.replace("user:secret@", "")))
+            for s in lock.sources
+        ),
+        indexes=tuple(dataclasses.replace(i, url=i.url.replace("u:p@", "")) for i in lock.indexes),
+        overrides=tuple(sorted(lock.overrides, key=lambda o: o.override.name)),
+        profiles=tuple(sorted(lock.profiles, key=lambda p: p.name)),
+    )
+
+
+# --- yml ------------------------------------------------------------------------------------------------
+
+
+def test_yml_round_trips_through_our_parser() -> None:
+    lock = sample_lock()
+    yml = parse_lock_yml(render_lock_yml(lock))
+    assert yml.platforms == PLATFORMS
+    assert yml.input_hash == lock.input_hash
+    assert yml.channels == ("https://conda.example.org/forge",)
+    expected = stripped(lock)
+    assert yml.conda == expected.conda
+    # the index a pip entry came from lives in sources.toml, not in the conda-lock file
+    assert yml.pip == tuple(dataclasses.replace(e, index=None) for e in expected.pip)
+    assert [e.sdist for e in yml.pip if e.name == "mbridge"] == [True]
+
+
+def test_yml_is_read_by_conda_locks_own_parser(tmp_path: Path) -> None:
+    lock = sample_lock()
+    path = tmp_path / "a5.yml"
+    path.write_text(render_lock_yml(lock))
+
+    parsed = parse_conda_lock_file(path)
+
+    assert parsed.metadata.platforms == list(PLATFORMS)
+    assert parsed.metadata.content_hash == dict.fromkeys(PLATFORMS, lock.input_hash)
+    assert parsed.metadata.sources == ["env-templates/a5.toml"]
+    assert parsed.metadata.time_metadata is None and parsed.metadata.git_metadata is None
+    got = {(d.manager, d.platform, d.name): d for d in parsed.package}
+    assert len(got) == len(lock.conda) + len(lock.pip)
+    for entry in lock.conda:
+        dep = got[("conda", entry.platform, entry.name)]
+        assert (dep.version, dep.build, dep.url) == (entry.version, entry.build, entry.url)
+        assert (dep.hash.md5, dep.hash.sha256) == (entry.md5, entry.sha256)
+        assert dep.dependencies == dict(entry.depends)
+        assert dep.categories == {"main"}
+    for pip in lock.pip:
+        dep = got[("pip", pip.platform, pip.name)]
+        assert (dep.version, dep.url, dep.hash.sha256, dep.hash.md5) == (pip.version, pip.url, pip.sha256, None)
+        assert dep.dependencies == dict(pip.depends)
+
+
+def test_yml_same_inputs_same_bytes_whatever_the_entry_order() -> None:
+    lock = sample_lock()
+    shuffled = dataclasses.replace(lock, conda=lock.conda[::-1], pip=lock.pip[::-1])
+    assert render_lock_yml(lock) == render_lock_yml(lock) == render_lock_yml(shuffled)
+
+
+def test_yml_changes_with_one_version_in_one_line() -> None:
+    lock = sample_lock()
+    bumped = dataclasses.replace(lock, pip=(dataclasses.replace(lock.pip[0], version="1.1"), *lock.pip[1:]))
+    old, new = render_lock_yml(lock).splitlines(), render_lock_yml(bumped).splitlines()
+    assert len(old) == len(new)
+    assert [(a, b) for a, b in zip(old, new, strict=True) if a != b] == [("  version: '1.0'", "  version: '1.1'")]
+
+
+def test_yml_rejects_a_foreign_or_broken_file() -> None:
+    text = render_lock_yml(sample_lock())
+    with pytest.raises(InputError, match="x.yml: version"):
+        parse_lock_yml(text.replace("version: 1\n", "version: 2\n"), "x.yml")
+    with pytest.raises(InputError, match="envgen_input_hash"):
+        parse_lock_yml(text.replace("envgen_input_hash", "other"), "x.yml")
+    with pytest.raises(InputError, match="x.yml: conda-lock rejects it"):
+        parse_lock_yml(text.replace("manager: pip", "manager: npm", 1), "x.yml")
+
+
+def test_render_rejects_an_entry_conda_lock_refuses() -> None:
+    lock = sample_lock()
+    broken = dataclasses.replace(lock, pip=(dataclasses.replace(lock.pip[0], url=""),))
+    with pytest.raises(InputError, match="conda-lock rejects the lock of env 'a5'"):
+        render_lock_yml(broken)
+
+
+# --- sources.toml --------------------------------------------------------------------------------------
+
+
+def test_sources_toml_round_trips() -> None:
+    lock = sample_lock()
+    text = render_sources_toml(lock)
+    parsed = parse_sources_toml(text)
+    expected = stripped(lock)
+    assert parsed.lock == dataclasses.replace(expected, platforms=(), conda=(), pip=())
+    assert dict(parsed.pip_indexes) == {
+        ("linux-aarch64", "triton-ascend"): "triton-ascend",
+        ("linux-64", "torch"): "pytorch-cpu",
+    }
+    assert "secret" not in text and "u:p@" not in text
+    assert render_sources_toml(lock) == text
+
+
+def test_sources_toml_is_canonical() -> None:
+    lock = sample_lock()
+    reordered = dataclasses.replace(lock, overrides=lock.overrides[::-1], profiles=lock.profiles[::-1])
+    assert render_sources_toml(lock) == render_sources_toml(reordered)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ('env = "a5"', 'env = "a5"\ncolour = "blue"', "colour: unknown key"),
+        ('ref = "HEAD"', 'ref = "HEAD"\nbranch = "x"', r"sources\[1\].branch: unknown key"),
+        ("line = 3", "line = 3\ncolumn = 2", r"sources\[0\].requirements\[0\].column: unknown key"),
+        ('set-env = "', 'setenv = "', "cann.setenv: unknown key"),
+        ("needs-cann = true", 'needs-cann = "yes"', r"sources\[0\].needs-cann: expected bool"),
+        ("schema = 1", "schema = 99", "schema: this envgen reads schema 1"),
+    ],
+)
+def test_sources_toml_rejects_unknown_keys_and_types(old: str, new: str, key: str) -> None:
+    text = render_sources_toml(sample_lock())
+    assert old in text
+    with pytest.raises(InputError, match=f"locks/a5.sources.toml: {key}"):
+        parse_sources_toml(text.replace(old, new, 1), "locks/a5.sources.toml")
+
+
+def test_sources_toml_names_a_missing_key() -> None:
+    text = render_sources_toml(sample_lock()).replace('commit = "' + "d" * 40 + '"\n', "")
+    with pytest.raises(InputError, match=r"sources\[1\].commit: missing"):
+        parse_sources_toml(text, "s.toml")
+
+
+# --- input hash ----------------------------------------------------------------------------------------
+
+
+def _inputs_tree(root: Path, channel_url: str) -> tuple[Path, dict[str, Path]]:
+    (root / "env-templates").mkdir(parents=True)
+    (root / "channels").mkdir()
+    matrix = root / "env-templates/a5.toml"
+    matrix.write_text('schema = 1\n[env]\nname = "a5"\n')
+    forge = root / "channels/conda-forge.toml"
+    forge.write_text(f'kind = "conda"\nurl = "{channel_url}"\n')
+    return matrix, {"conda-forge": forge}
+
+
+def test_input_digests_name_every_component(tmp_path: Path) -> None:
+    matrix, channels = _inputs_tree(tmp_path, "http://127.0.0.1:8000/forge")
+    sources = sample_lock().sources
+    vpkgs = {"linux-64": ["__glibc=2.28=0", "__unix=0=0"]}
+
+    inputs = input_digests(matrix, channels, sources, vpkgs)
+
+    assert [name for name, _ in inputs] == sorted(
+        [
+            "channel:conda-forge",
+            "matrix",
+            "schema",
+            "source:transferqueue",
+            "source:verl",
+            "source:vllm-ascend",
+            "virtual-packages:linux-64",
+        ]
+    )
+    digests = dict(inputs)
+    assert digests["matrix"] == hashlib.sha256(matrix.read_bytes()).hexdigest()
+    assert digests["source:verl"] == sources[1].digest
+    assert digests["source:transferqueue"] == "e" * 40
+    assert digests["schema"] == str(LOCK_SCHEMA)
+
+
+def test_input_hash_ignores_paths_but_not_channel_urls(tmp_path: Path) -> None:
+    sources = sample_lock().sources
+    vpkgs = {"linux-64": ["__unix=0=0", "__glibc=2.28=0"]}
+    here = input_digests(*_inputs_tree(tmp_path / "a", "http://127.0.0.1:8000/forge"), sources, vpkgs)
+    elsewhere = input_digests(*_inputs_tree(tmp_path / "b" / "c", "http://127.0.0.1:8000/forge"), sources, vpkgs)
+    other_port = input_digests(*_inputs_tree(tmp_path / "d", "http://127.0.0.1:8001/forge"), sources, vpkgs)
+
+    assert input_hash(here) == input_hash(elsewhere)
+    assert input_hash(here) != input_hash(other_port)
+    assert input_hash(here) == input_hash(here[::-1])
+    changed = {n for (n, a), (_, b) in zip(here, other_port, strict=True) if a != b}
+    assert changed == {"channel:conda-forge"}
+
+
+def test_input_hash_follows_sources_and_virtual_packages(tmp_path: Path) -> None:
+    matrix, channels = _inputs_tree(tmp_path, "https://conda.example.org/forge")
+    sources = sample_lock().sources
+    base = input_digests(matrix, channels, sources, {"linux-64": ["__glibc=2.28=0"]})
+    moved = (dataclasses.replace(sources[0], digest=_sha("moved")), *sources[1:])
+    assert input_hash(base) != input_hash(input_digests(matrix, channels, moved, {"linux-64": ["__glibc=2.28=0"]}))
+    assert input_hash(base) != input_hash(input_digests(matrix, channels, sources, {"linux-64": ["__glibc=2.34=0"]}))
+
+
+def test_input_digests_name_a_missing_channel_file(tmp_path: Path) -> None:
+    matrix, _ = _inputs_tree(tmp_path, "https://x")
+    with pytest.raises(InputError, match="channel file of 'gone'"):
+        input_digests(matrix, {"gone": tmp_path / "channels/gone.toml"}, (), {})
+
+
+# --- locks/ on disk ------------------------------------------------------------------------------------
+
+
+RECIPE = "#!/usr/bin/env bash\nset -euo pipefail\necho install\n"
+
+
+def _snapshot(project: Project) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(project.locks_dir.iterdir()) if p.is_file()}
+
+
+def test_write_then_read_gives_the_lock_back(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    lock = sample_lock()
+
+    assert read_lock(project, "a5") is None
+    write_lock(project, "a5", lock, RECIPE)
+
+    assert read_lock(project, "a5") == stripped(lock)
+    assert project.install_sh("a5").read_text() == RECIPE
+    assert project.install_sh("a5").stat().st_mode & 0o777 == 0o755
+    assert project.lock_yml("a5").read_text() == render_lock_yml(lock)
+    assert sorted(p.name for p in project.locks_dir.iterdir()) == ["a5.install.sh", "a5.sources.toml", "a5.yml"]
+
+
+def test_parse_lock_joins_both_files_without_touching_disk() -> None:
+    lock = sample_lock()
+    joined = parse_lock(render_lock_yml(lock), render_sources_toml(lock), "a.yml", "a.sources.toml")
+    assert joined == stripped(lock)
+    other = render_sources_toml(dataclasses.replace(lock, input_hash=_sha("other")))
+    with pytest.raises(InputError, match="a.yml and a.sources.toml are not from one"):
+        parse_lock(render_lock_yml(lock), other, "a.yml", "a.sources.toml")
+
+
+def test_read_lock_refuses_another_envs_files(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    write_lock(project, "a5", sample_lock(), RECIPE)
+    for path in project.locks_dir.iterdir():
+        path.rename(path.with_name(path.name.replace("a5", "a2")))
+    with pytest.raises(InputError, match="lock of 'a5', not 'a2'"):
+        read_lock(project, "a2")
+
+
+def test_read_lock_refuses_files_of_two_runs(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    lock = sample_lock()
+    write_lock(project, "a5", lock, RECIPE)
+    other = dataclasses.replace(lock, input_hash=_sha("other"))
+    project.sources_toml("a5").write_text(render_sources_toml(other))
+    with pytest.raises(InputError, match="not from one `envgen lock` run"):
+        read_lock(project, "a5")
+    project.lock_yml("a5").unlink()
+    with pytest.raises(InputError, match="a5.yml is missing"):
+        read_lock(project, "a5")
+
+
+def test_failed_render_leaves_old_files_intact(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    write_lock(project, "a5", sample_lock(), RECIPE)
+    before = _snapshot(project)
+    broken = dataclasses.replace(sample_lock(), pip=(dataclasses.replace(sample_lock().pip[0], url=""),))
+
+    with pytest.raises(InputError):
+        write_lock(project, "a5", broken, "echo new\n")
+
+    assert _snapshot(project) == before
+
+
+def test_failed_write_midway_leaves_old_files_intact(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    write_lock(project, "a5", sample_lock(), RECIPE)
+    before = _snapshot(project)
+    newer = dataclasses.replace(sample_lock(), pending=(), input_hash=_sha("newer"))
+
+    # The third file cannot be encoded: the first two temp files exist by then and must not survive.
+    with pytest.raises(InputError, match="cannot write the lock of env 'a5'"):
+        write_lock(project, "a5", newer, "echo \udcff\n")
+
+    assert _snapshot(project) == before
+    assert sorted(p.name for p in project.locks_dir.iterdir()) == ["a5.install.sh", "a5.sources.toml", "a5.yml"]
+
+
+def test_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    write_lock(project, "a5", sample_lock(), RECIPE)
+    before = _snapshot(project)
+    # A directory where the recipe goes: its rename, the last one, fails.
+    project.install_sh("a5").unlink()
+    project.install_sh("a5").mkdir()
+    (project.install_sh("a5") / "keep").write_text("x")
+    del before["a5.install.sh"]
+
+    with pytest.raises(InputError):
+        write_lock(project, "a5", dataclasses.replace(sample_lock(), pending=(), input_hash=_sha("newer")), RECIPE)
+
+    assert _snapshot(project) == before
+    assert sorted(p.name for p in project.locks_dir.iterdir()) == ["a5.install.sh", "a5.sources.toml", "a5.yml"]
+    shutil.rmtree(project.install_sh("a5"))
+
+
+def test_env_lock_excludes_a_second_holder(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    with env_lock(project, "a5"):
+        other = filelock.FileLock(project.locks_dir / ".a5.lock")
+        with pytest.raises(filelock.Timeout):
+            other.acquire(timeout=0)
+    other.acquire(timeout=0)
+    other.release()

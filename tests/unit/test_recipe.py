@@ -1,0 +1,220 @@
+"""render_recipe: golden output, valid POSIX sh, --help, arguments and quoting (no git, no pip)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from generator.model import Cann, Index, Lock, LockedSource, Profile, Source
+from generator.recipe import hook_prefix, install_key, render_recipe
+
+GOLDEN = Path(__file__).parent.parent / "data" / "golden"
+SHA = "0123456789abcdef0123456789abcdef01234567"
+PICK = "89abcdef0123456789abcdef0123456789abcdef"
+
+
+def a5_like_lock() -> Lock:
+    """The shape of the A5 lock: env vars, no build isolation, a build index with credentials, CANN, profiles."""
+    sources = (
+        LockedSource(
+            Source(
+                "vllm",
+                "https://github.com/vllm-project/vllm.git",
+                "v0.23.0",
+                "vllm",
+                env=(("VLLM_TARGET_DEVICE", "empty"),),
+            ),
+            commit="a" * 40,
+            tree="b" * 40,
+        ),
+        LockedSource(
+            Source(
+                "vllm-ascend",
+                "https://github.com/vllm-project/vllm-ascend.git",
+                "releases/v0.23.0",
+                "vllm_ascend",
+                build_isolation=False,
+                needs_cann=True,
+                build_index="triton-ascend",
+                env=(("SOC_VERSION", "ascend950dt_9582"),),
+                cherry_picks=(PICK,),
+            ),
+            commit=SHA,
+            tree="c" * 40,
+            picked=("d" * 40,),
+        ),
+        LockedSource(
+            Source("mindspeed", "https://gitcode.com/Ascend/MindSpeed.git", SHA, "mindspeed", pythonpath=True),
+            commit=SHA,
+            tree="e" * 40,
+        ),
+        LockedSource(
+            Source(
+                "transferqueue",
+                "https://github.com/Ascend/TransferQueue.git",
+                "main",
+                "TransferQueue",
+                editable=False,
+                origin="verl:requirements-npu.txt:7",
+            ),
+            commit="f" * 40,
+        ),
+    )
+    return Lock(
+        env="a5",
+        platforms=("linux-aarch64", "linux-64"),
+        input_hash="0" * 64,
+        conda=(),
+        pip=(),
+        sources=sources,
+        indexes=(
+            Index("pypi", "https://pypi.org/simple"),
+            Index(
+                "triton-ascend",
+                "https://user:s3cret@triton-ascend.osinfra.cn/pypi/simple/",
+                True,
+                "triton-ascend.osinfra.cn",
+            ),
+        ),
+        cann=Cann("pending", "/usr/local/Ascend/cann/set_env.sh"),
+        activation_env=(("TOKENIZERS_PARALLELISM", "false"),),
+        profiles=(
+            Profile(
+                "checkpoint-engine",
+                "HCCL whitelist",
+                (("HCCL_WHITELIST_DISABLE", "0"), ("HCCL_WHITELIST_FILE", "/path/to/whitelist.json")),
+            ),
+            Profile("quiet-transformers", "filter transformers' warnings", (("TRANSFORMERS_VERBOSITY", "error"),)),
+        ),
+    )
+
+
+def minimal_lock() -> Lock:
+    return Lock(env="tiny", platforms=("linux-64",), input_hash="1" * 64, conda=(), pip=(), sources=())
+
+
+@pytest.mark.parametrize(("name", "lock"), [("a5", a5_like_lock()), ("minimal", minimal_lock())])
+def test_rendering_matches_golden(name: str, lock: Lock) -> None:
+    assert render_recipe(lock) == (GOLDEN / f"recipe.{name}.sh").read_text()
+
+
+def test_rendering_is_deterministic_and_free_of_credentials() -> None:
+    text = render_recipe(a5_like_lock())
+    assert text == render_recipe(a5_like_lock())
+    assert "s3cret" not in text and "user:" not in text
+    assert (
+        "--extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ --trusted-host triton-ascend.osinfra.cn"
+        in text
+    )
+
+
+@pytest.mark.skipif(shutil.which("dash") is None, reason="dash is not installed")
+@pytest.mark.parametrize("lock", [a5_like_lock(), minimal_lock()], ids=["a5", "minimal"])
+def test_recipe_parses_under_dash(lock: Lock, tmp_path: Path) -> None:
+    script = tmp_path / "install.sh"
+    script.write_text(render_recipe(lock))
+    proc = subprocess.run(["dash", "-n", str(script)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _run(script: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["sh", str(script), *args], capture_output=True, text=True, env=env or {"PATH": "/usr/bin:/bin"}
+    )
+
+
+def test_help_explains_options_sources_and_profiles(tmp_path: Path) -> None:
+    script = tmp_path / "install.sh"
+    script.write_text(render_recipe(a5_like_lock()))
+    proc = _run(script, "--help")
+    assert proc.returncode == 0
+    for expected in (
+        "--prefix DIR",
+        "--src DIR",
+        "--profile NAME",
+        "--skip-cann",
+        "checkpoint-engine",
+        "vllm-ascend",
+        "needs CANN",
+        "ASCEND_SET_ENV",
+        "transferqueue",
+        "plain",
+    ):
+        assert expected in proc.stdout
+
+
+def test_no_prefix_is_an_error_naming_the_fix(tmp_path: Path) -> None:
+    script = tmp_path / "install.sh"
+    script.write_text(render_recipe(minimal_lock()))
+    proc = _run(script)
+    assert proc.returncode != 0
+    assert "pass --prefix DIR, or activate a conda env or venv" in proc.stderr
+
+
+def test_unknown_profile_and_argument_are_errors(tmp_path: Path) -> None:
+    script = tmp_path / "install.sh"
+    script.write_text(render_recipe(a5_like_lock()))
+    proc = _run(script, "--profile", "nope")
+    assert proc.returncode != 0 and "unknown profile nope (known: checkpoint-engine quiet-transformers)" in proc.stderr
+    proc = _run(script, "--frobnicate")
+    assert proc.returncode != 0 and "unknown argument --frobnicate" in proc.stderr
+
+
+def test_prefix_without_python_is_an_error(tmp_path: Path) -> None:
+    script = tmp_path / "install.sh"
+    script.write_text(render_recipe(minimal_lock()))
+    proc = _run(script, "--prefix", str(tmp_path))
+    assert proc.returncode != 0 and f"no python at {tmp_path.resolve()}/bin/python" in proc.stderr
+
+
+def test_missing_cann_stops_before_any_clone_naming_the_source(tmp_path: Path) -> None:
+    prefix = tmp_path / "env"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "python").symlink_to(shutil.which("python3") or "/usr/bin/python3")
+    script = tmp_path / "install.sh"
+    script.write_text(render_recipe(a5_like_lock()))
+    missing = tmp_path / "no-cann" / "set_env.sh"
+    proc = _run(script, "--prefix", str(prefix), env={"PATH": "/usr/bin:/bin", "ASCEND_SET_ENV": str(missing)})
+    assert proc.returncode != 0
+    assert f"source vllm-ascend needs CANN, but {missing} does not exist" in proc.stderr
+    assert not (prefix / "src" / "vllm").exists()
+
+
+def test_quoting_survives_hostile_values(tmp_path: Path) -> None:
+    """Values with quotes, `$` and spaces reach the hook verbatim and are never executed."""
+    value = 'it\'s $(touch pwned) `x` "q" a b'
+    lock = Lock(
+        env="odd",
+        platforms=("linux-64",),
+        input_hash="2" * 64,
+        conda=(),
+        pip=(),
+        sources=(),
+        activation_env=(("ODD", value),),
+    )
+    script = tmp_path / "install.sh"
+    script.write_text(render_recipe(lock))
+    prefix = tmp_path / "env"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "python").symlink_to(shutil.which("python3") or "/usr/bin/python3")
+    proc = _run(script, "--prefix", str(prefix))
+    assert proc.returncode == 0, proc.stderr
+    hook = prefix / "etc" / "conda" / "activate.d" / "envgen-odd.sh"
+    shown = subprocess.run(["sh", "-c", f'. "{hook}"; printf %s "$ODD"'], capture_output=True, text=True, cwd=tmp_path)
+    assert shown.stdout == value
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_install_key_changes_with_what_shapes_the_install() -> None:
+    lock = a5_like_lock()
+    base = lock.sources[0]
+    moved = LockedSource(base.source, "9" * 40, tree=base.tree)
+    assert install_key(lock, base) == install_key(lock, base)
+    assert install_key(lock, base) != install_key(lock, moved)
+
+
+def test_hook_prefix_is_a_valid_variable_prefix() -> None:
+    assert hook_prefix("a2a3-vllm") == "_ENVGEN_A2A3_VLLM_OLD_"
