@@ -36,14 +36,14 @@ A5_PACKAGES = (
     PipPackage("qwen-vl-utils"),
     PipPackage("mbridge"),
 )
-ARCHES = ("cp311-cp311-manylinux_2_28_aarch64", "cp311-cp311-manylinux_2_28_x86_64")
+ARCHES: tuple[str, ...] = ("cp311-cp311-manylinux_2_28_aarch64", "cp311-cp311-manylinux_2_28_x86_64")
 
 
 def fixture_dists(count: int = 30) -> list[FixtureDist]:
     """A chain of pure and platform packages with markers and extras, about the shape of a real set."""
     dists = [FixtureDist("top", "1.0", requires=tuple(f"lib{i}>=1" for i in range(count)))]
     for i in range(count):
-        requires = (f"lib{i + 1}[x]" if i + 1 < count else "leaf",)
+        requires: tuple[str, ...] = (f"lib{i + 1}[x]" if i + 1 < count else "leaf",)
         requires += ("gpu-only ; platform_machine == 'x86_64'",) if i % 5 == 0 else ()
         tags = ARCHES if i % 3 == 0 else ("py3-none-any",)
         dists += [FixtureDist(f"lib{i}", v, requires=requires, tags=tags) for v in ("1.0", "1.1", "2.0")]

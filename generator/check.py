@@ -27,7 +27,8 @@ from generator._proc import run, tail
 from generator.conda import virtual_packages
 from generator.errors import EnvgenError
 from generator.install import host_platform, install_env, locked_python, tool_environment, verify_recipe
-from generator.lockfile import input_digests, input_hash, read_lock
+from generator.lockfile import read_lock
+from generator.lockstate import input_digests, input_hash
 from generator.matrix import load_matrix
 from generator.model import ImportCheck, Lock, Matrix, PipEntry, PipPackage
 from generator.paths import Project
@@ -483,6 +484,7 @@ def throwaway_steps(
     steps: list[Step] = []
     with throwaway_dir(lock.env, keep=keep) as tmp:
         prefix = tmp / "env"
+        log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, prefix)
         kind = "venv" if venv else "conda prefix"
         try:
             install(lock, recipe, prefix, platform=platform, venv=venv, cache=cache, skip_cann=skip_cann)
@@ -539,6 +541,7 @@ def check_env(
     except EnvgenError as exc:
         steps.append(Step("static: lock parses", FAILED, exc.message))
         return report()
+    log.info("check %s: static checks", env)
     steps.append(
         Step("static: lock parses", OK, f"{len(lock.conda)} conda, {len(lock.pip)} pip, {len(lock.sources)} sources")
     )
@@ -547,6 +550,8 @@ def check_env(
         steps.append(Step("solve: same pip set", SKIPPED, "static checks failed"))
         steps.append(Step("env: install", SKIPPED, "static checks failed"))
         return report()
+    if solve:
+        log.info("check %s: resolving the pip set again with every version pinned", env)
     steps.append(solve_step(matrix, lock, cache=cache) if solve else Step("solve: same pip set", SKIPPED, "--no-solve"))
     if platform not in lock.platforms:
         steps.append(Step("env: install", SKIPPED, f"the lock has no {platform} part"))

@@ -100,16 +100,15 @@ def lock_command(
         click.echo(json.dumps(summaries, indent=2, sort_keys=True))
         return
     for item in summaries:
+        if item["status"] == "up-to-date":
+            click.echo(f"{item['env']}: up to date (input hash {item['input_hash'][:12]})", err=True)
+            continue
         counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in item["platforms"].items())
-        click.echo(f"{item['env']}: {item['status']} ({counts}; {len(item['sources'])} sources)", err=True)
+        click.echo(f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)", err=True)
         for name, note in item["pending"].items():
             click.secho(f"  pending {name}: {note}", fg="yellow", err=True)
 
 
-@cli.command("show")
-@click.argument("env")
-@root_option
-@json_option
 def show_command(env: str, root: Path, as_json: bool) -> None:
     """Show the validated, normalised matrix of ENV (--json: a stable JSON document)."""
     from generator.matrix import load_matrix

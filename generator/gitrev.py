@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from generator._proc import run
 from generator.diff import LockDiff, diff_locks
 from generator.errors import InputError
-from generator.lockfile import parse_lock_yml, parse_sources_toml
+from generator.lockfile import parse_lock, parse_lock_yml
 from generator.model import Lock
 from generator.paths import Project
 
@@ -144,12 +144,7 @@ def parse_side(side: LockText, *, with_sources: bool = True) -> Lock:
     yml = parse_lock_yml(side.yml, side.label)
     if side.sources is None or not with_sources:
         return Lock(side.env, yml.platforms, yml.input_hash, yml.conda, yml.pip, sources=())
-    recorded = parse_sources_toml(side.sources, sibling_sources(side.label))
-    if recorded.lock.input_hash != yml.input_hash:
-        log.warning("%s and its sources.toml are not from one `envgen lock` run (input hash differs)", side.label)
-    index = dict(recorded.pip_indexes)
-    pip = tuple(replace(e, index=index.get((e.platform, e.name))) for e in yml.pip)
-    return replace(recorded.lock, platforms=yml.platforms, conda=yml.conda, pip=pip)
+    return parse_lock(side.yml, side.sources, side.label, sibling_sources(side.label))
 
 
 def diff_sides(old: LockText, new: LockText) -> LockDiff:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-import filelock
 import pydantic
 import tomlkit
 import yaml
@@ -23,6 +19,7 @@ from conda_lock.lockfile.v2prelim.models import HashModel, LockedDependency, Loc
 from conda_lock.models.channel import Channel as CondaLockChannel
 
 from generator.errors import InputError
+from generator.lockstate import LOCK_SCHEMA
 from generator.model import (
     AppliedOverride,
     Cann,
@@ -46,10 +43,6 @@ from generator.redact import strip_credentials
 
 log = logging.getLogger(__name__)
 
-# Bumped when the meaning of a lock's files changes; part of every input hash, so old locks read as stale.
-LOCK_SCHEMA = 1
-
-
 # --- canonical order -----------------------------------------------------------------------------------
 
 
@@ -61,47 +54,6 @@ def canonical_entries(entries: Sequence[_E], platforms: Sequence[str]) -> tuple[
     """Entries in the order a Lock keeps them: by the lock's platform order, then name."""
     rank = {p: i for i, p in enumerate(platforms)}
     return tuple(sorted(entries, key=lambda e: (rank.get(e.platform, len(rank)), e.platform, e.name)))
-
-
-# --- input hash ----------------------------------------------------------------------------------------
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def input_digests(
-    matrix_path: Path,
-    channel_paths: Mapping[str, Path],
-    sources: Sequence[LockedSource],
-    virtual_packages: Mapping[str, Sequence[str]],
-) -> tuple[tuple[str, str], ...]:
-    """The digest of every input of a lock, by component, sorted.
-
-    Components: "matrix", "channel:<name>" (the file, so a changed URL changes it), "source:<name>",
-    "virtual-packages:<platform>" and "schema". Paths themselves never enter: a checkout anywhere hashes the same.
-    """
-
-    def read(path: Path, what: str) -> bytes:
-        try:
-            return path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read {what} {path}: {exc.strerror}", hint="check the file exists") from exc
-
-    digests = {"matrix": _sha256(read(matrix_path, "the matrix")), "schema": str(LOCK_SCHEMA)}
-    for name, path in channel_paths.items():
-        digests[f"channel:{name}"] = _sha256(read(path, f"channel file of {name!r}"))
-    for locked in sources:
-        # A source without a tree digest is identified by its commit alone.
-        digests[f"source:{locked.source.name}"] = locked.digest or locked.commit
-    for platform, specs in virtual_packages.items():
-        digests[f"virtual-packages:{platform}"] = _sha256("\n".join(sorted(specs)).encode())
-    return tuple(sorted(digests.items()))
-
-
-def input_hash(inputs: Sequence[tuple[str, str]]) -> str:
-    """One sha256 over the component digests (canonical JSON, sorted)."""
-    return _sha256(json.dumps(sorted(inputs), separators=(",", ":")).encode())
 
 
 # --- locks/<env>.yml -----------------------------------------------------------------------------------
@@ -699,19 +651,3 @@ def write_lock(project: Project, env: str, lock: Lock, recipe: str) -> None:
     finally:
         for temp in temps:
             temp.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def env_lock(project: Project, env: str) -> Iterator[None]:
-    """Hold locks/.<env>.lock so two `envgen lock` runs on one env do not interleave."""
-    project.locks_dir.mkdir(parents=True, exist_ok=True)
-    guard = filelock.FileLock(project.locks_dir / f".{env}.lock")
-    try:
-        guard.acquire(timeout=0)
-    except filelock.Timeout:
-        log.info("%s: waiting for another `envgen lock` of this env to finish", env)
-        guard.acquire()
-    try:
-        yield
-    finally:
-        guard.release()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -29,6 +30,7 @@ from generator.model import (
     Profile,
     Source,
 )
+from generator.paths import Project
 from generator.tomlinput import (
     KeyPath,
     Problems,
@@ -96,6 +98,13 @@ def load_matrix(path: Path, channels_dir: Path) -> Matrix:
     if found or matrix is None:
         raise MatrixError(found)
     return matrix
+
+
+def load_env(project: Project, env: str) -> Matrix:
+    """The matrix of `env` in `project`, its path relative to the project root (so nothing written depends on
+    where the checkout lives)."""
+    path = project.template(env)
+    return replace(load_matrix(path, project.channels_dir), path=path.relative_to(project.root).as_posix())
 
 
 def ref_problem(ref: str) -> str | None:

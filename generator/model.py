@@ -189,7 +189,9 @@ class Origin:
 
     def __str__(self) -> str:
         if self.source:
-            return f"source {self.source}: {self.file}:{self.line}" if self.line else f"source {self.source}: {self.file}"
+            return (
+                f"source {self.source}: {self.file}:{self.line}" if self.line else f"source {self.source}: {self.file}"
+            )
         return f"{self.file}: {self.key}" if self.key else self.file
 
 

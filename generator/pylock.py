@@ -1,4 +1,4 @@
-"""uv's pylock.toml for one platform -> PipEntry: one artifact per package by tag priority, with its depends."""
+"""uv's pylock.toml for one platform -> PipEntry: one artifact per package by tag priority, with depends."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def _glibc_minor(glibc: str) -> int:
 
 
 def manylinux_platforms(platform: str, glibc: str) -> list[str]:
-    """Platform tags a system of this arch with glibc `glibc` installs, best first (legacy aliases included)."""
+    """Platform tags a system of this arch and glibc installs, best first (legacy aliases included)."""
     arch = machine(platform)
     tags = []
     for minor in range(_glibc_minor(glibc), _OLDEST_GLIBC[arch] - 1, -1):

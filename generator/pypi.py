@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import re
+import sys
 import tarfile
 import tempfile
 import zipfile
@@ -36,7 +37,15 @@ HTTP_TIMEOUT = 60.0
 PROJECT_NAME = "envgen-inputs"
 # Variables uv may need to reach an index (TLS roots, proxies); nothing else of the caller's env is passed.
 _PASSED_ENV: tuple[str, ...] = ("PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
-_PASSED_ENV += ("ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "all_proxy", "http_proxy", "https_proxy")
+_PASSED_ENV += (
+    "ALL_PROXY",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "all_proxy",
+    "http_proxy",
+    "https_proxy",
+)
 _PASSED_ENV += ("no_proxy",)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")]+")
@@ -97,7 +106,10 @@ class IndexAccess:
         if self.username is None and self.password is None:
             return {}
         key = re.sub(r"[^A-Z0-9]", "_", self.name.upper())
-        return {f"UV_INDEX_{key}_USERNAME": self.username or "", f"UV_INDEX_{key}_PASSWORD": self.password or ""}
+        return {
+            f"UV_INDEX_{key}_USERNAME": self.username or "",
+            f"UV_INDEX_{key}_PASSWORD": self.password or "",
+        }
 
     def authenticates(self, url: str) -> bool:
         """Whether a file URL lives on this index's host, so the index's credentials apply to it."""
@@ -225,7 +237,7 @@ def _render_indexes(indexes: Sequence[IndexAccess], table: str) -> list[str]:
 
 
 def render_uv_config(indexes: Sequence[IndexAccess], overrides: Sequence[str]) -> str:
-    """The uv.toml given with --config-file: the matrix's indexes and overrides, and nothing of the machine."""
+    """The uv.toml given with --config-file: the matrix's indexes and overrides, nothing of the machine."""
     lines = [f"override-dependencies = [{', '.join(_toml_str(o) for o in overrides)}]", ""]
     return "\n".join(lines + _render_indexes(indexes, "index"))
 
@@ -329,7 +341,8 @@ def resolve(
         cmd += ["--python-version", python_version]
         cmd += ["--python-platform", pylock.uv_python_platform(platform, matrix.glibc)]
         cmd += ["--format", "pylock.toml", "--output-file", "pylock.toml", "--no-header"]
-        cmd += ["--no-python-downloads", "--color", "never"]
+        # The interpreter running envgen builds any sdist; --python-version alone decides the resolution.
+        cmd += ["--python", sys.executable, "--no-python-downloads", "--color", "never"]
         if offline:
             cmd.append("--offline")
         env = uv_environment(indexes, cache, environ)
@@ -358,7 +371,11 @@ def _get(session: requests.Session, url: str, index: IndexAccess | None) -> requ
 
 
 def fetch_metadata(
-    choice: pylock.Choice, indexes: Sequence[IndexAccess], cache: Path, offline: bool, session: requests.Session
+    choice: pylock.Choice,
+    indexes: Sequence[IndexAccess],
+    cache: Path,
+    offline: bool,
+    session: requests.Session,
 ) -> str:
     """The core metadata of a chosen artifact: from envgen's cache (by sha256), PEP 658, or the file itself.
 
@@ -400,9 +417,9 @@ def fetch_metadata(
     except (zipfile.BadZipFile, tarfile.TarError, StopIteration, ValueError) as exc:
         raise ResolutionError(f"{artifact.filename} at {redact_url(url)} has no readable metadata: {exc}") from exc
     cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_name(cached.name + f".{os.getpid()}.part")
-    partial.write_text(text)
-    partial.replace(cached)
+    with tempfile.NamedTemporaryFile("w", dir=cached.parent, suffix=".part", delete=False) as partial:
+        partial.write(text)
+    Path(partial.name).replace(cached)
     return text
 
 

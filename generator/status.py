@@ -23,7 +23,8 @@ from packaging.version import Version
 
 from generator.conda import virtual_packages
 from generator.errors import EnvgenError, InputError
-from generator.lockfile import input_digests, read_lock
+from generator.lockfile import read_lock
+from generator.lockstate import input_digests
 from generator.matrix import load_matrix
 from generator.model import Index, Lock, LockedSource, Matrix, Source
 from generator.paths import Project

@@ -243,7 +243,10 @@ def test_override_is_applied_and_records_what_it_replaced(
     (applied,) = lock.overrides
     assert applied.override == override
     replaced = {(r.text, str(r.origin)) for r in applied.replaced}
-    assert replaced == {("dep>=1.1", "source verl: requirements-npu.txt:1"), ("dep>=1", "app==1.0: Requires-Dist")}
+    assert replaced == {
+        ("dep>=1.1", "source verl: requirements-npu.txt:1"),
+        ("dep>=1", "app==1.0: Requires-Dist"),
+    }
     assert any("dep==1.0" in r.message and "breaks the rollout" in r.message for r in caplog.records)
 
 
@@ -255,7 +258,10 @@ def test_basic_auth_index_and_no_credential_leaks(
         host = base.removeprefix("http://")
         monkeypatch.setenv("EXTRA_TOKEN", "s3cr3t-t0ken")
         package = PipPackage("tr", "==3.2.2", index=(("linux-aarch64", "extra"),))
-        for url in (f"http://alice:s3cr3t-t0ken@{host}/simple", f"http://alice:${{EXTRA_TOKEN}}@{host}/simple"):
+        for url in (
+            f"http://alice:s3cr3t-t0ken@{host}/simple",
+            f"http://alice:${{EXTRA_TOKEN}}@{host}/simple",
+        ):
             lock = lock_pypi(make_matrix(pypi, url, (package,)), "linux-aarch64", "3.11", (), cache=cache)
             (tr,) = lock.entries
             assert (tr.version, tr.index) == ("3.2.2", "extra")
@@ -292,6 +298,16 @@ def test_unreachable_index_names_the_redacted_url(urls: tuple[str, str], cache: 
     assert "index mirror" in text and dead.replace("bob:hunter22", "***") in text
     assert "hunter22" not in text and "bob" not in text
     assert "linux-aarch64" in text
+
+
+def test_depends_come_from_the_wheel_itself_without_pep_658(tmp_path: Path, cache: Path) -> None:
+    build_index(tmp_path / "bare", PYPI_DISTS, metadata=False)
+    assert not list((tmp_path / "bare" / "files").glob("*.metadata"))
+    with serve_directory(tmp_path / "bare") as base:
+        matrix = make_matrix(f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),))
+        entries = by_name(lock_pypi(matrix, "linux-64", "3.11", (), cache=cache))
+    assert entries["app"].depends == (("dep", ">=1"), ("plus", ""), ("xonly", ""))
+    assert entries["plus"].depends == (("speedy", ""),)
 
 
 def test_offline_relock_from_cache(index_roots: tuple[Path, Path], tmp_path: Path, cache: Path) -> None:

@@ -18,7 +18,8 @@ from generator.conda import virtual_packages
 from generator.errors import InputError
 from generator.fixtures.gitrepos import GitRepo
 from generator.fixtures.http import serve_directory
-from generator.lockfile import input_digests, input_hash, write_lock
+from generator.lockfile import write_lock
+from generator.lockstate import input_digests, input_hash
 from generator.matrix import load_matrix
 from generator.model import Lock, LockedSource, Pending, PipEntry
 from generator.paths import Project

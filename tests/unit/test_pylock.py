@@ -185,7 +185,10 @@ def test_gather_inputs_keeps_origins_and_drops_what_sources_or_pending_cover() -
     arm = gather_inputs(m, ARM, [verl], {"TOKEN": "t0k"})
     assert [(r.text, str(r.origin)) for r in arm.requirements] == [
         ("torch==2.10.0", "env-templates/t.toml: pip.packages.torch.version"),
-        ("private @ https://h/t0k/private-1.0-py3-none-any.whl", "env-templates/t.toml: pip.packages.private.url"),
+        (
+            "private @ https://h/t0k/private-1.0-py3-none-any.whl",
+            "env-templates/t.toml: pip.packages.private.url",
+        ),
         ("transformers>=4.5", "source verl: requirements-npu.txt:1"),
     ]
     assert arm.pins == ()
@@ -207,11 +210,15 @@ def test_generated_uv_files_carry_only_the_matrix_indexes_without_credentials() 
         access_index(Index("pypi", "https://pypi.org/simple"), {}),
         access_index(Index("mirror", "https://m.example/simple"), {}),
         access_index(
-            Index("triton-ascend", "https://${USER_}:${TOK}@t.example/simple/", True), {"USER_": "me", "TOK": "s3"}
+            Index("triton-ascend", "https://${USER_}:${TOK}@t.example/simple/", True),
+            {"USER_": "me", "TOK": "s3"},
         ),
     ]
     assert indexes[2].url == "https://t.example/simple/" and indexes[2].shown == "https://***@t.example/simple/"
-    assert indexes[2].env == {"UV_INDEX_TRITON_ASCEND_USERNAME": "me", "UV_INDEX_TRITON_ASCEND_PASSWORD": "s3"}
+    assert indexes[2].env == {
+        "UV_INDEX_TRITON_ASCEND_USERNAME": "me",
+        "UV_INDEX_TRITON_ASCEND_PASSWORD": "s3",
+    }
     m = matrix(PipPackage("triton-ascend", "==3.2.2", index=((ARM, "triton-ascend"),)))
     inputs = gather_inputs(m, ARM, [], {})
     config = tomllib.loads(render_uv_config(indexes, ["dep==1.0"]))

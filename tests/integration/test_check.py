@@ -1,0 +1,207 @@
+"""`envgen check` end to end on the bundled example: lock, then static checks, re-solve and a throwaway venv."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from generator.check import check_env, depends_problems, index_problems, pin_problems, solve_step
+from generator.cli import cli
+from generator.fixtures.example import Example, bump_version, serve_example
+from generator.lockfile import read_lock
+from generator.matrix import load_matrix
+from generator.model import Lock, Matrix
+from generator.paths import Project, cache_dir
+
+ENV = "demo"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    with serve_example(tmp_path_factory.mktemp("example")) as example:
+        env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "PIP_CONFIG_FILE": "/dev/null"}
+        result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)], env=env)
+        assert result.exit_code == 0, result.output
+        yield example
+
+
+@pytest.fixture
+def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Example]:
+    """The locked example with git pointed at the local repos; throwaway envs go under tmp_path/tmp."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("ASCEND_SET_ENV", raising=False)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    matrix = served.matrix.read_text()
+    yield served
+    served.matrix.write_text(matrix)
+
+
+def throwaways(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "tmp").glob("envgen-check-*"))
+
+
+def envgen_check(example: Example, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["check", ENV, "--root", str(example.root), *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def steps_of(out: str) -> dict[str, dict[str, str]]:
+    return {s["name"]: s for s in json.loads(out)["steps"]}
+
+
+def test_lock_then_check_passes_and_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
+    code, out, err = envgen_check(example, "--venv", "--json")
+    assert code == 0, out + err
+    steps = steps_of(out)
+    failed = {n: s for n, s in steps.items() if s["status"] == "failed"}
+    assert not failed
+    for name in (
+        "static: input hash",
+        "static: matrix pins",
+        "static: dependencies",
+        "static: indexes",
+        "static: recipe",
+        "solve: same pip set",
+        "env: install (venv)",
+        "env: pip check",
+        "import demo_torch",
+        "import rollout",
+        "import trainer",
+        "import post",
+        "import demo_queue",
+    ):
+        assert steps[name]["status"] == "ok", (name, steps[name])  # fmt: skip
+    assert steps["import demo_torch"]["detail"] == "demo-torch 2.10.0"
+    assert steps["import demo_triton"]["status"] == "skipped"
+    assert "needs CANN" in steps["import demo_triton"]["detail"]
+    assert throwaways(tmp_path) == []
+
+
+def test_require_npu_turns_skips_into_failures_and_keep_keeps_the_env(example: Example, tmp_path: Path) -> None:
+    code, out, err = envgen_check(example, "--venv", "--no-solve", "--require-npu", "--keep")
+    assert code == 4
+    assert "failed  import demo_triton: needs CANN" in out
+    (kept,) = throwaways(tmp_path)
+    assert str(kept) in out and str(kept) in err
+    assert (kept / "env" / "src" / "rollout" / ".git").is_dir()
+
+
+def test_a_lock_made_stale_by_editing_the_matrix_fails_the_static_step(example: Example, tmp_path: Path) -> None:
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    code, out, _ = envgen_check(example, "--venv", "--json")
+    assert code == 4
+    steps = steps_of(out)
+    assert steps["static: input hash"]["status"] == "failed"
+    assert any("matrix env-templates/demo.toml changed" in p for p in steps["static: input hash"]["problems"])
+    assert any("wants ==2.10.1" in p for p in steps["static: matrix pins"]["problems"])
+    assert steps["env: install"]["status"] == "skipped"
+    assert throwaways(tmp_path) == []
+
+
+def test_a_tampered_wheel_fails_the_install_step_and_the_env_is_removed(example: Example, tmp_path: Path) -> None:
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    numpy = next(e for e in lock.pip if e.name == "demo-numpy" and e.platform == "linux-64")
+    served = Path(example.root).parent / "pypi" / "files" / numpy.url.rsplit("/", 1)[1]
+    original = served.read_bytes()
+    served.write_bytes(original + b"\0")
+    try:
+        code, out, _ = envgen_check(example, "--venv", "--no-solve", "--json")
+    finally:
+        served.write_bytes(original)
+    assert code == 4
+    install = steps_of(out)["env: install (venv)"]
+    assert install["status"] == "failed" and "does not match its locked sha256" in install["detail"]
+    assert throwaways(tmp_path) == []
+
+
+def test_an_interrupt_inside_a_step_still_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
+    def interrupted(lock: Lock, recipe: Path, prefix: Path, **_: object) -> None:
+        (prefix / "bin").mkdir(parents=True)
+        assert throwaways(tmp_path)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        check_env(Project(example.root), ENV, cache=cache_dir(), venv=True, solve=False, install=interrupted)
+    assert throwaways(tmp_path) == []
+
+
+def test_a_failing_step_with_a_bug_still_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
+    def broken(lock: Lock, recipe: Path, prefix: Path, **_: object) -> None:
+        prefix.mkdir(parents=True)
+        raise RuntimeError("bug")
+
+    with pytest.raises(RuntimeError):
+        check_env(Project(example.root), ENV, cache=cache_dir(), venv=True, solve=False, install=broken)
+    assert throwaways(tmp_path) == []
+
+
+# --- the static checks on a real lock, changed one fact at a time ------------------------------------------
+
+
+def _loaded(example: Example) -> tuple[Matrix, Lock]:
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    return load_matrix(example.matrix, example.root / "channels"), lock
+
+
+def _python(platform: str) -> str:
+    return "3.11.9"
+
+
+def test_static_checks_pass_on_the_fresh_lock(example: Example) -> None:
+    matrix, lock = _loaded(example)
+    assert pin_problems(matrix, lock) == []
+    assert depends_problems(lock, _python) == []
+    assert index_problems(matrix, lock) == []
+
+
+def test_a_package_from_the_wrong_index_is_reported(example: Example) -> None:
+    matrix, lock = _loaded(example)
+    pip = tuple(
+        dataclasses.replace(e, index="pypi") if e.name == "demo-triton" else
+        dataclasses.replace(e, index="extra") if e.name == "demo-numpy" else e
+        for e in lock.pip
+    )  # fmt: skip
+    problems = index_problems(matrix, dataclasses.replace(lock, pip=pip))
+    assert any(p.startswith("demo-triton 3.2.2 (linux-64) must come from extra, came from pypi") for p in problems)
+    assert any("demo-numpy 1.26.4 (linux-64) came from the explicit index extra" in p for p in problems)
+
+
+def test_an_unmet_pin_and_a_missing_dependency_are_reported(example: Example) -> None:
+    matrix, lock = _loaded(example)
+    pip = tuple(
+        dataclasses.replace(e, version="2.10.1") if e.name == "demo-torch" else e
+        for e in lock.pip
+        if e.name != "demo-numpy"
+    )
+    changed = dataclasses.replace(lock, pip=pip)
+    assert any("demo-torch: wants ==2.10.0, linux-aarch64 has 2.10.1" in p for p in pin_problems(matrix, changed))
+    unmet = depends_problems(changed, _python)
+    assert "demo-torch 2.10.1 requires demo-numpy>=1.26, which is not locked for linux-64" in unmet
+
+
+def test_a_marker_keeps_an_x86_only_dependency_out_of_the_aarch64_check(example: Example) -> None:
+    matrix, lock = _loaded(example)
+    helper = [e for e in lock.pip if e.name == "demo-x86-helper"]
+    assert [e.platform for e in helper] == ["linux-64"]
+    without = dataclasses.replace(lock, pip=tuple(e for e in lock.pip if e.name != "demo-x86-helper"))
+    unmet = depends_problems(without, _python)
+    assert unmet and all("linux-64" in p and "demo-x86-helper" in p for p in unmet)
+
+
+def test_the_solve_step_reports_an_artifact_the_indexes_no_longer_resolve_to(example: Example) -> None:
+    matrix, lock = _loaded(example)
+    assert solve_step(matrix, lock, cache=cache_dir()).status == "ok"
+    pip = tuple(dataclasses.replace(e, sha256="f" * 64) if e.name == "demo-numpy" else e for e in lock.pip)
+    step = solve_step(matrix, dataclasses.replace(lock, pip=pip), cache=cache_dir())
+    assert step.status == "failed"
+    assert "linux-64: the lock has demo-numpy 1.26.4 (ffffffffffff), not resolved now" in step.problems
