@@ -262,5 +262,43 @@ def check_command(
         sys.exit(VerificationError.exit_code)
 
 
+@cli.command("demo")
+@click.option("--keep", is_flag=True, help="Keep the demo's directory (project, locks, repositories) and print it.")
+def demo_command(keep: bool) -> None:
+    """Run the whole flow offline on the bundled example (examples/demo), served on 127.0.0.1.
+
+    lock, check in a throwaway venv, a version bump, lock again, the diff in markdown, status after a branch
+    moves upstream. Stops at the first step that fails, with its exit code; Ctrl-C stops the servers and
+    removes the directory too.
+    """
+    import signal
+    import time
+    from types import FrameType
+
+    from generator.demo import run_demo
+
+    def say(line: str) -> None:
+        styles = {"$": {"bold": True}, "#": {"fg": "cyan"}}
+        click.secho(line, **styles.get(line[:1], {}))  # type: ignore[arg-type]
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    # A terminated demo (a CI job cancelled) cleans up like an interrupted one.
+    signal.signal(signal.SIGTERM, interrupt)
+    setup_logging(quiet=False)
+    started = time.monotonic()
+    with reported():
+        try:
+            result = run_demo(say, keep=keep)
+        except KeyboardInterrupt:
+            cleaned = "kept its directory" if keep else "removed its directory"
+            click.secho(f"interrupted: the demo stopped its servers and {cleaned}", fg="red", err=True)
+            sys.exit(130)
+    click.echo(f"envgen demo: {result.commands} commands in {time.monotonic() - started:.0f} s", err=True)
+    if result.kept:
+        click.echo(result.kept)
+
+
 def main() -> None:
     cli(prog_name="envgen")

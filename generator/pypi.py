@@ -449,11 +449,13 @@ def entry_index(choice: pylock.Choice, inputs: Inputs, indexes: Sequence[IndexAc
 def apply_overrides(
     matrix: Matrix, inputs: Inputs, metadata: Mapping[pylock.Choice, pylock.Metadata], platform: str
 ) -> tuple[AppliedOverride, ...]:
-    """Each matrix override with the requirements on its name it replaced: inputs, and resolved packages'."""
+    """Each matrix override with the upstream requirements on its name it replaced: sources' and packages'."""
     applied = []
     for override in matrix.overrides:
         name = canonicalize_name(override.name)
-        replaced = [r for r in inputs.requirements if canonicalize_name(_name_of(r.text)) == name]
+        # Upstream requirements only: the matrix's own pin on the name is what the override restates.
+        upstream = [r for r in inputs.requirements if r.origin.source is not None]
+        replaced = [r for r in upstream if canonicalize_name(_name_of(r.text)) == name]
         for choice, meta in sorted(metadata.items(), key=lambda item: item[0].package.name):
             origin = Origin(file=f"{choice.package.name}=={choice.package.version}", key="Requires-Dist")
             replaced += [Requirement(str(r), origin) for r in meta.requires if canonicalize_name(r.name) == name]

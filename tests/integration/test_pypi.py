@@ -235,7 +235,8 @@ def test_override_is_applied_and_records_what_it_replaced(
     urls: tuple[str, str], cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     override = Override("dep", "dep==1.0", "dep 1.1 breaks the rollout")
-    matrix = make_matrix(*urls, (PipPackage("app", "==1.0"),), overrides=(override,))
+    # The matrix's own requirement on dep is not upstream: it is not among what the override replaced.
+    matrix = make_matrix(*urls, (PipPackage("app", "==1.0"), PipPackage("dep", ">=0.5")), overrides=(override,))
     verl = locked_source("verl", "verl", "dep>=1.1")
     with caplog.at_level(logging.WARNING):
         lock = lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), cache=cache)

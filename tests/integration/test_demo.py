@@ -1,0 +1,181 @@
+"""`envgen demo` end to end: every step shown and as expected, nothing left behind, also on failure and Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from generator.demo import StepError, run_demo
+from generator.fixtures.example import EXAMPLE_DIR
+
+BANNERS = [
+    "$ envgen lock demo",
+    "$ envgen check demo --venv",
+    "$ git --no-pager diff",
+    "$ envgen lock demo",
+    "$ envgen diff --git HEAD --format markdown",
+    "$ envgen status demo",
+]
+MARKER = "ENVGEN_DEMO_TEST_MARKER"
+
+
+def demo_environment(tmp: Path, marker: str) -> dict[str, str]:
+    """The test's environment for a demo run: its temp dir under `tmp`, and a marker its processes inherit."""
+    tmp.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp), MARKER: marker}
+
+
+def processes_with(marker: str, *, but: int | None = None) -> list[str]:
+    """The command lines of the live processes whose environment carries `marker` (except pid `but`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == but:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            if f"{MARKER}={marker}".encode() in environ:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
+def in_order(text: str, lines: list[str]) -> list[int]:
+    """The positions of `lines`, each searched after the previous one (ValueError when one is missing)."""
+    positions, start = [], 0
+    for line in lines:
+        start = text.index(f"\n{line}\n", start) + 1
+        positions.append(start)
+    return positions
+
+
+def refuses(url: str) -> bool:
+    host, port = url.removeprefix("http://").split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_the_demo_runs_every_step_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    marker = f"e2e-{os.getpid()}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "generator", "demo"],
+        env=demo_environment(tmp_path / "tmp", marker),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    lock1, check, bump, lock2, diff, status = in_order(out, BANNERS)
+
+    assert out.count("demo: locked (") == 2
+    assert re.search(r"check demo \(linux-(64|aarch64)\): ok\n", out[check:bump])
+    assert re.search(r"ok +import rollout: rollout 0\.23\.0\n", out[check:bump])
+    assert '-demo-torch = { version = "==2.10.0" }\n+demo-torch = { version = "==2.10.1" }' in out[bump:lock2]
+
+    markdown = out[diff:status]
+    assert "### `demo`: `HEAD:locks/demo.yml` → `locks/demo.yml`" in markdown
+    assert markdown.count("| upgraded | pip | `demo-torch` | 2.10.0 | 2.10.1 |") == 2  # both platforms
+    assert "demo-triton" not in markdown  # only what the bump touches
+
+    moved = re.search(r"# upstream moves: a new commit ([0-9a-f]{12}) on trainer's branch core_r0\.12\.0\n", out)
+    assert moved is not None and moved.start() < status
+    assert re.search(rf"trainer core_r0\.12\.0: locked [0-9a-f]{{7}}, upstream now {moved.group(1)[:7]}\n", out[status:])
+    assert "rollout v0.23.0: up to date" in out[status:]
+    assert "demo-npu: stands in for torch_npu" in out[status:]
+    assert "# exit 1 is status reporting the drift" in out[status:]
+    assert "# done: 6 commands ran as expected" in out[status:]
+
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert processes_with(marker) == []
+    urls = re.findall(r"http://127\.0\.0\.1:\d+", out[:lock1])
+    assert len(set(urls)) == 3 and all(refuses(url) for url in urls)
+
+
+def test_ctrl_c_during_a_step_stops_it_and_cleans_up(tmp_path: Path) -> None:
+    marker = f"int-{os.getpid()}"
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "generator", "demo"],
+        env=demo_environment(tmp_path / "tmp", marker),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert demo.stdout is not None
+    seen = []
+    try:
+        for line in demo.stdout:
+            seen.append(line)
+            if line.startswith("$ envgen check demo --venv"):
+                break
+        # Interrupt once the check is at work: its process (and whatever it started) is running.
+        deadline = time.monotonic() + 60
+        while not processes_with(marker, but=demo.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(marker, but=demo.pid), "".join(seen)
+        demo.send_signal(signal.SIGINT)
+        rest, _ = demo.communicate(timeout=120)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    out = "".join(seen) + rest
+    assert demo.returncode == 130, out
+    assert "interrupted: the demo stopped its servers and removed its directory" in out
+    assert "$ envgen status demo" not in out
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert processes_with(marker) == []
+
+
+@pytest.fixture
+def broken_example(tmp_path: Path) -> Path:
+    """The bundled example with a matrix `envgen lock` rejects (an unknown key)."""
+    example = tmp_path / "broken"
+    (example / "env-templates").mkdir(parents=True)
+    matrix = (EXAMPLE_DIR / "env-templates" / "demo.toml").read_text()
+    (example / "env-templates" / "demo.toml").write_text(matrix.replace("[env]\n", '[env]\ncolour = "blue"\n'))
+    return example
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_failing_step_stops_the_demo_with_its_exit_code(
+    broken_example: Path, tmp_path: Path, keep: bool, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    threads_before = set(threading.enumerate())
+    said: list[str] = []
+
+    with pytest.raises(StepError) as failed:
+        run_demo(said.append, keep=keep, example_dir=broken_example)
+
+    assert failed.value.exit_code == 2  # what `envgen lock` exits with on a bad matrix
+    assert "`envgen lock demo` exited with code 2" in failed.value.message
+    assert said[-1] == "$ envgen lock demo" and "$ envgen check demo --venv" not in said
+    assert "colour" in capfd.readouterr().err  # the step's own error, shown as it came
+    assert not [t for t in set(threading.enumerate()) - threads_before if t.is_alive()]
+    urls = [u for line in said for u in re.findall(r"http://127\.0\.0\.1:\d+", line)]
+    assert len(set(urls)) == 3 and all(refuses(url) for url in urls)
+    kept = list((tmp_path / "tmp").iterdir())
+    if keep:
+        (workdir,) = kept
+        assert (workdir / "project" / "env-templates" / "demo.toml").is_file()
+        assert str(workdir / "project") in str(failed.value.hint)
+    else:
+        assert kept == []
