@@ -25,6 +25,9 @@ test: $(STAMP)  ## the offline test suite
 test-network: $(STAMP)  ## tests that need PyPI
 	$(BIN)/python -m pytest -m network $(ARGS)
 
+demo: $(STAMP)  ## the whole flow offline on the bundled example, served on 127.0.0.1 (ARGS=--keep keeps its directory)
+	$(ENVGEN) demo $(ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check generator tests benchmarks
 	$(BIN)/ruff format --check generator tests benchmarks

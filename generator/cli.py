@@ -109,6 +109,10 @@ def lock_command(
             click.secho(f"  pending {name}: {note}", fg="yellow", err=True)
 
 
+@cli.command("show")
+@click.argument("env")
+@root_option
+@json_option
 def show_command(env: str, root: Path, as_json: bool) -> None:
     """Show the validated, normalised matrix of ENV (--json: a stable JSON document)."""
     from generator.matrix import load_matrix

@@ -104,12 +104,11 @@ def run_step(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> int:
         os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
     except BaseException:
         _signal_group(proc.pid, signal.SIGINT)
-        try:
+        # A second Ctrl-C, like the grace time running out, only cuts the wait short.
+        with suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
             proc.wait(timeout=STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            _signal_group(proc.pid, signal.SIGKILL)
-            proc.wait()
         _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
         raise
     _signal_group(proc.pid, signal.SIGKILL)
     return proc.wait()

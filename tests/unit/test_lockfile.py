@@ -13,10 +13,6 @@ from conda_lock.lockfile import parse_conda_lock_file
 
 from generator.errors import InputError
 from generator.lockfile import (
-    LOCK_SCHEMA,
-    env_lock,
-    input_digests,
-    input_hash,
     parse_lock,
     parse_lock_yml,
     parse_sources_toml,
@@ -25,6 +21,7 @@ from generator.lockfile import (
     render_sources_toml,
     write_lock,
 )
+from generator.lockstate import LOCK_SCHEMA, env_lock, input_digests, input_hash, recorded_state
 from generator.model import (
     AppliedOverride,
     Cann,
@@ -474,3 +471,18 @@ def test_env_lock_excludes_a_second_holder(tmp_path: Path) -> None:
             other.acquire(timeout=0)
     other.acquire(timeout=0)
     other.release()
+
+
+def test_recorded_state_is_the_hash_both_files_agree_on_and_the_source_digests(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    assert recorded_state(project, "a5") is None
+    lock = sample_lock()
+    lock = dataclasses.replace(lock, inputs=(*lock.inputs, ("source:vllm", _sha("vllm-files"))))
+    write_lock(project, "a5", lock, RECIPE)
+    recorded = recorded_state(project, "a5")
+    assert recorded is not None
+    assert recorded[0] == lock.input_hash
+    assert recorded[1] == {"vllm": _sha("vllm-files")}
+    other = dataclasses.replace(lock, input_hash=_sha("other"))
+    project.sources_toml("a5").write_text(render_sources_toml(other))
+    assert recorded_state(project, "a5") is None  # the two files disagree: not known fresh
