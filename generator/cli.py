@@ -282,8 +282,7 @@ def demo_command(keep: bool) -> None:
     from generator.demo import run_demo
 
     def say(line: str) -> None:
-        styles = {"$": {"bold": True}, "#": {"fg": "cyan"}}
-        click.secho(line, **styles.get(line[:1], {}))  # type: ignore[arg-type]
+        click.secho(line, bold=line.startswith("$"), fg="cyan" if line.startswith("#") else None)
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

@@ -1,4 +1,4 @@
-"""`envgen demo`: the whole flow on the bundled example, served from 127.0.0.1, each step run as a user runs it."""
+"""`envgen demo`: the whole flow on the bundled example, served on 127.0.0.1, run and shown step by step."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from generator.fixtures.example import (
     ENV,
     EXAMPLE_DIR,
     EXTRA_DISTS,
+    GITHUB,
     PYPI_DISTS,
     Example,
     advance_branch,
@@ -41,8 +42,11 @@ class StepError(EnvgenError):
     """A step of the demo exited with a code the demo does not expect; the demo exits with that code."""
 
     def __init__(self, command: str, code: int, workdir: Path, *, kept: bool) -> None:
-        where = f"the project is kept at {workdir / 'project'}" if kept else "`envgen demo --keep` keeps the project"
-        super().__init__(f"demo step `{command}` exited with code {code}", hint=f"its output is above; {where}")
+        where = f"the project is kept at {workdir / 'project'}" if kept else "`envgen demo --keep` keeps it"
+        super().__init__(
+            f"demo step `{command}` exited with code {code}",
+            hint=f"its output is above; {where}",
+        )
         # A step killed by a signal reports -N; a shell would say 128 + N.
         self.exit_code = code if code > 0 else 128 - code
 
@@ -119,12 +123,13 @@ def describe_servers(example: Example) -> list[str]:
     extra_names = {d.name for d in EXTRA_DISTS}
     decoys = sorted({f"{d.name} {d.version}" for d in PYPI_DISTS if d.name in extra_names})
     on_extra = sorted({f"{d.name} {d.version}" for d in EXTRA_DISTS})
+    repos = ", ".join(sorted(example.repos))
+    on_pypi = f"{len(PYPI_DISTS)} releases; decoy: {', '.join(decoys)}"
     return [
-        f"#   pip index 'pypi'   {example.pypi_url}/simple  ({len(PYPI_DISTS)} releases; decoy: {', '.join(decoys)})",
+        f"#   pip index 'pypi'   {example.pypi_url}/simple  ({on_pypi})",
         f"#   pip index 'extra'  {example.extra_url}/simple  ({', '.join(on_extra)}; explicit)",
         f"#   conda channel      {example.channel_url}",
-        f"#   git repositories   {', '.join(sorted(example.repos))}: https://github.com/envgen-demo/<name>.git "
-        "reaches them through url.insteadOf",
+        f"#   git repositories   {repos}, reached from {GITHUB}<name>.git through url.insteadOf",
     ]
 
 
@@ -174,7 +179,10 @@ def run_demo(
                     raise StepError(shlex.join(args), code, workdir, kept=keep)
                 return code
 
-            step("lock: git refs to commits, a conda solve and a pip resolution per platform", ["envgen", "lock", ENV])
+            step(
+                "lock: git refs to commits, a conda solve and a pip resolution per platform",
+                ["envgen", "lock", ENV],
+            )
             base = commit_project(root, f"lock {ENV}")
             say(f"# committed the project as {base[:12]}: the base a pull request would diff against")
             step(
@@ -188,7 +196,8 @@ def run_demo(
             step(f"a version bump: {package} {old} -> {new} in the matrix", ["git", "--no-pager", "diff"])
             step("lock again: only what the bump touches changes", ["envgen", "lock", ENV])
             step(
-                "the lock diff, as a pull request comment", ["envgen", "diff", "--git", "HEAD", "--format", "markdown"]
+                "the lock diff, as a pull request comment",
+                ["envgen", "diff", "--git", "HEAD", "--format", "markdown"],
             )
 
             source, branch = MOVED
@@ -201,7 +210,8 @@ def run_demo(
                 expected=frozenset({0, 1}),
             )
             if code == 1:
-                say(f"# exit 1 is status reporting the drift; `envgen lock {ENV} --update {source}` would take it")
+                update = f"envgen lock {ENV} --update {source}"
+                say(f"# exit 1 is status reporting the drift; `{update}` would take it")
         say("")
         say(f"# done: {commands} commands ran as expected; the servers are stopped")
     return DemoResult(commands, workdir if keep else None)

@@ -1,4 +1,4 @@
-"""`envgen demo` end to end: every step shown and as expected, nothing left behind, also on failure and Ctrl-C."""
+"""`envgen demo` end to end: every step shown as expected, nothing left behind, also on failure and Ctrl-C."""
 
 from __future__ import annotations
 
@@ -93,9 +93,11 @@ def test_the_demo_runs_every_step_and_leaves_nothing_behind(tmp_path: Path) -> N
     assert markdown.count("| upgraded | pip | `demo-torch` | 2.10.0 | 2.10.1 |") == 2  # both platforms
     assert "demo-triton" not in markdown  # only what the bump touches
 
-    moved = re.search(r"# upstream moves: a new commit ([0-9a-f]{12}) on trainer's branch core_r0\.12\.0\n", out)
+    moved = re.search(r"# upstream moves: a new commit ([0-9a-f]{12}) on trainer's branch core_r0.12.0", out)
     assert moved is not None and moved.start() < status
-    assert re.search(rf"trainer core_r0\.12\.0: locked [0-9a-f]{{7}}, upstream now {moved.group(1)[:7]}\n", out[status:])
+    assert re.search(
+        rf"trainer core_r0\.12\.0: locked [0-9a-f]{{7}}, upstream now {moved.group(1)[:7]}\n", out[status:]
+    )
     assert "rollout v0.23.0: up to date" in out[status:]
     assert "demo-npu: stands in for torch_npu" in out[status:]
     assert "# exit 1 is status reporting the drift" in out[status:]
@@ -107,8 +109,9 @@ def test_the_demo_runs_every_step_and_leaves_nothing_behind(tmp_path: Path) -> N
     assert len(set(urls)) == 3 and all(refuses(url) for url in urls)
 
 
-def test_ctrl_c_during_a_step_stops_it_and_cleans_up(tmp_path: Path) -> None:
-    marker = f"int-{os.getpid()}"
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupt_during_a_step_stops_it_and_cleans_up(tmp_path: Path, sig: signal.Signals) -> None:
+    marker = f"int-{os.getpid()}-{sig.name}"
     demo = subprocess.Popen(
         [sys.executable, "-m", "generator", "demo"],
         env=demo_environment(tmp_path / "tmp", marker),
@@ -129,7 +132,7 @@ def test_ctrl_c_during_a_step_stops_it_and_cleans_up(tmp_path: Path) -> None:
         while not processes_with(marker, but=demo.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert processes_with(marker, but=demo.pid), "".join(seen)
-        demo.send_signal(signal.SIGINT)
+        demo.send_signal(sig)
         code = demo.wait(timeout=120)
         # Asked before reading the rest: a step left running would still hold the output pipe open.
         left = processes_with(marker)
@@ -151,13 +154,18 @@ def broken_example(tmp_path: Path) -> Path:
     example = tmp_path / "broken"
     (example / "env-templates").mkdir(parents=True)
     matrix = (EXAMPLE_DIR / "env-templates" / "demo.toml").read_text()
-    (example / "env-templates" / "demo.toml").write_text(matrix.replace("[env]\n", '[env]\ncolour = "blue"\n'))
+    broken = matrix.replace("[env]\n", '[env]\ncolour = "blue"\n')
+    (example / "env-templates" / "demo.toml").write_text(broken)
     return example
 
 
 @pytest.mark.parametrize("keep", [False, True])
 def test_a_failing_step_stops_the_demo_with_its_exit_code(
-    broken_example: Path, tmp_path: Path, keep: bool, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    broken_example: Path,
+    tmp_path: Path,
+    keep: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
