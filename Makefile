@@ -16,6 +16,12 @@ $(STAMP): pyproject.toml
 lock: $(STAMP)  ## re-lock every env in env-templates/ (ARGS="a5 --update-all" to pass options)
 	$(ENVGEN) lock $(ARGS)
 
+check: $(STAMP)  ## verify a lock: static checks, re-solve, throwaway install (ENV=a5 by default; ARGS=--venv)
+	$(ENVGEN) check $(or $(ENV),a5) $(ARGS)
+
+status: $(STAMP)  ## is each lock fresh, have its branches moved, what is pending
+	$(ENVGEN) status $(ARGS)
+
 diff: $(STAMP)  ## what changed in locks/ since git HEAD (REV=origin/main for another revision)
 	$(ENVGEN) diff --git $(or $(REV),HEAD) $(ARGS)
 
@@ -27,6 +33,11 @@ test-network: $(STAMP)  ## tests that need PyPI
 
 demo: $(STAMP)  ## the whole flow offline on the bundled example, served on 127.0.0.1 (ARGS=--keep keeps its directory)
 	$(ENVGEN) demo $(ARGS)
+
+bench: $(STAMP)  ## the benchmarks in benchmarks/ (offline ones)
+	$(BIN)/python benchmarks/bench_lock.py
+	$(BIN)/python benchmarks/bench_pypi.py
+	$(BIN)/python benchmarks/bench_check.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check generator tests benchmarks

@@ -23,6 +23,7 @@ from generator.check import check_env
 from generator.fixtures.example import serve_example
 from generator.install import INSTALLERS, host_platform, install_pip
 from generator.lock import lock_env
+from generator.lockfile import read_lock
 from generator.model import Cann, Index, Matrix, PipEntry, PipPackage
 from generator.paths import Project
 from generator.pypi import lock_pypi
@@ -100,7 +101,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         with serve_example(work / "example") as example:
             os.environ["GIT_CONFIG_GLOBAL"] = str(example.gitconfig)
             project = Project(example.root)
-            lock = lock_env(project, "demo", cache=work / "envgen-cache").lock
+            lock_env(project, "demo", cache=work / "envgen-cache")
+            lock = read_lock(project, "demo")
+            assert lock is not None
             entries = lock.pip_for(platform)
             print(f"example: {len(entries)} wheels for {platform}")
             for label, seconds in time_pip_part(entries, work, args.repeat):

@@ -14,6 +14,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from shlex import quote
 
 import rattler
 from packaging.markers import Marker
@@ -24,11 +25,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from generator._proc import run, tail
-from generator.conda import virtual_packages
 from generator.errors import EnvgenError
 from generator.install import host_platform, install_env, locked_python, tool_environment, verify_recipe
 from generator.lockfile import read_lock
-from generator.lockstate import input_digests, input_hash
+from generator.lockstate import input_hash, project_inputs
 from generator.matrix import load_matrix
 from generator.model import ImportCheck, Lock, Matrix, PipEntry, PipPackage
 from generator.paths import Project
@@ -265,8 +265,7 @@ def index_problems(matrix: Matrix, lock: Lock) -> list[str]:
 def static_steps(project: Project, lock: Lock, matrix: Matrix) -> list[Step]:
     """Input hash, pins, dependencies, indexes and the recipe file."""
     template = project.template(lock.env)
-    vpkgs = {p: virtual_packages(matrix, p) for p in matrix.platforms}
-    current = input_digests(template, project.channel_files(matrix), lock.sources, vpkgs)
+    current = project_inputs(project, matrix, lock.sources)
     stale = list(stale_reasons(lock.inputs, current, str(template.relative_to(project.root))))
     if not stale and input_hash(current) != lock.input_hash:
         stale.append(f"input hash {lock.input_hash[:12]} recorded, {input_hash(current)[:12]} now")
@@ -379,8 +378,9 @@ print(json.dumps(results))
 
 def _activation(prefix: Path, env: str, venv: bool) -> str:
     if venv:
-        return f'. "{prefix}/bin/activate"'
-    return f'export PATH="{prefix}/bin:$PATH"; . "{prefix}/etc/conda/activate.d/envgen-{env}.sh"'
+        return f". {quote(str(prefix / 'bin' / 'activate'))}"
+    hook = prefix / "etc" / "conda" / "activate.d" / f"envgen-{env}.sh"
+    return f'export PATH={quote(str(prefix / "bin"))}:"$PATH"; . {quote(str(hook))}'
 
 
 def _expected_version(check: ImportCheck, lock: Lock, platform: str) -> str | None:
@@ -388,6 +388,16 @@ def _expected_version(check: ImportCheck, lock: Lock, platform: str) -> str | No
         return check.version
     entry = _pip_index(lock, platform).get(canonicalize_name(check.distribution or check.module))
     return entry.version if entry else None
+
+
+def _skip_reason(check: ImportCheck, hardware: Hardware, skipped: AbstractSet[str]) -> str | None:
+    if check.needs == "cann" and not hardware.cann:
+        return f"needs CANN; {hardware.set_env} not found"
+    if check.needs == "npu" and not hardware.npu:
+        return "needs an NPU; npu-smi is not on PATH"
+    if check.distribution and canonicalize_name(check.distribution) in skipped:
+        return f"{check.distribution} comes from a source that was skipped (needs CANN)"
+    return None
 
 
 def import_steps(
@@ -400,37 +410,27 @@ def import_steps(
     require_npu: bool,
     skipped: AbstractSet[str],
 ) -> list[Step]:
-    """The matrix's import checks in the activated env, each with its expected version."""
-    steps: list[Step] = []
-    runnable: list[ImportCheck] = []
+    """The matrix's import checks in the activated env (one interpreter), each with its expected version."""
+    reasons = {c.module: _skip_reason(c, hardware, skipped) for c in lock.checks}
+    runnable = [c for c in lock.checks if reasons[c.module] is None]
+    results: dict[str, dict[str, object]] = {}
+    if runnable:
+        argument = json.dumps([[c.module, c.distribution] for c in runnable])
+        script = f'{_activation(prefix, lock.env, venv)}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$1"'
+        proc = run(["sh", "-c", script, _IMPORTS, argument], env=tool_environment(), check=False)
+        try:
+            results = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (IndexError, json.JSONDecodeError):
+            detail = redact_text(tail(proc.stderr or proc.stdout, 5))
+            results = {c.module: {"ok": False, "error": f"the import check did not run: {detail}"} for c in runnable}
+    steps = []
     for check in lock.checks:
-        name = f"import {check.module}"
-        reason = None
-        if check.needs == "cann" and not hardware.cann:
-            reason = f"needs CANN; {hardware.set_env} not found"
-        elif check.needs == "npu" and not hardware.npu:
-            reason = "needs an NPU; npu-smi is not on PATH"
-        elif check.distribution and canonicalize_name(check.distribution) in skipped:
-            reason = f"{check.distribution} comes from a source that was skipped (needs CANN)"
+        reason = reasons[check.module]
         if reason is not None:
-            steps.append(Step(name, FAILED if require_npu else SKIPPED, reason))
+            steps.append(Step(f"import {check.module}", FAILED if require_npu else SKIPPED, reason))
         else:
-            runnable.append(check)
-            steps.append(Step(name, "pending"))
-    if not runnable:
-        return steps
-    argument = json.dumps([[c.module, c.distribution] for c in runnable])
-    script = f'{_activation(prefix, lock.env, venv)}; exec "{prefix}/bin/python" -c "$0" "$1"'
-    proc = run(["sh", "-c", script, _IMPORTS, argument], env=tool_environment(), check=False)
-    try:
-        results = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        detail = redact_text(tail(proc.stderr or proc.stdout, 5))
-        results = {c.module: {"ok": False, "error": f"the import check did not run: {detail}"} for c in runnable}
-    done = {
-        c.module: _import_step(c, results.get(c.module, {}), _expected_version(c, lock, platform)) for c in runnable
-    }
-    return [done.get(s.name.removeprefix("import "), s) if s.status == "pending" else s for s in steps]
+            steps.append(_import_step(check, results.get(check.module, {}), _expected_version(check, lock, platform)))
+    return steps
 
 
 def _import_step(check: ImportCheck, result: dict[str, object], expected: str | None) -> Step:
@@ -443,7 +443,7 @@ def _import_step(check: ImportCheck, result: dict[str, object], expected: str | 
     return Step(name, OK, f"{check.distribution} {version}" if version else "")
 
 
-def pip_check_step(prefix: Path, lock: Lock, ignored: AbstractSet[str]) -> Step:
+def pip_check_step(prefix: Path, ignored: AbstractSet[str]) -> Step:
     """`pip check` of the env, minus requirements on pending packages and skipped sources (reported apart)."""
     proc = run([prefix / "bin" / "python", "-m", "pip", "check"], env=tool_environment(), check=False)
     lines = [line for line in proc.stdout.splitlines() if line.strip() and "No broken requirements" not in line]
@@ -477,7 +477,13 @@ def throwaway_steps(
     keep: bool,
     install: InstallFn = install_env,
 ) -> tuple[list[Step], str | None]:
-    """Install into a temporary env, run pip check and the import checks; the env is removed unless `keep`."""
+    """Install into a temporary env, run pip check and the import checks; the env is removed unless `keep`.
+
+    Two kinds of env: a rattler prefix of the lock's conda part (the path for real channels, whose python is
+    a real CPython), or with `venv` a venv of this interpreter (the honest path when the channel is a fixture:
+    its python is a stand-in, which install_env refuses to pip-install through). Sources and checks needing
+    CANN or an NPU the host lacks are skipped with the reason; `require_npu` makes them fail instead.
+    """
     hardware = detect_hardware(lock)
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
     skip_cann = bool(cann_sources) and not hardware.cann and not require_npu
@@ -503,7 +509,7 @@ def throwaway_steps(
             names = ", ".join(s.name for s in cann_sources)
             steps.append(Step("env: sources needing CANN", SKIPPED, f"{names}: {hardware.set_env} not found"))
         ignored = skipped | {canonicalize_name(p.name) for p in lock.pending}
-        steps.append(pip_check_step(prefix, lock, ignored))
+        steps.append(pip_check_step(prefix, ignored))
         steps += import_steps(
             lock, prefix, platform, venv=venv, hardware=hardware, require_npu=require_npu, skipped=skipped
         )
@@ -537,9 +543,13 @@ def check_env(
         lock = read_lock(project, env)
         if lock is None:
             raise EnvgenError(f"no lock for {env} in {project.locks_dir}", hint=f"run `envgen lock {env}`")
-        matrix = load_matrix(project.template(env), project.channels_dir)
     except EnvgenError as exc:
         steps.append(Step("static: lock parses", FAILED, exc.message))
+        return report()
+    try:
+        matrix = load_matrix(project.template(env), project.channels_dir)
+    except EnvgenError as exc:
+        steps.append(Step("static: matrix loads", FAILED, exc.message))
         return report()
     log.info("check %s: static checks", env)
     steps.append(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import platform as host
-import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -103,6 +102,19 @@ def create_venv(prefix: Path, lock: Lock, platform: str, *, python: str = sys.ex
     run([python, "-m", "venv", str(prefix)])
 
 
+def ensure_own_python(prefix: Path) -> None:
+    """The prefix's python must install into the prefix: a stand-in that runs another python would not."""
+    python = prefix / "bin" / "python"
+    proc = run([python, "-c", "import sys; print(sys.prefix)"], env=tool_environment(), check=False)
+    runs_in = proc.stdout.strip()
+    if proc.returncode != 0 or Path(runs_in).resolve() != prefix.resolve():
+        where = f"runs with sys.prefix {runs_in}" if proc.returncode == 0 else "does not run"
+        raise VerificationError(
+            f"{python} {where}, not {prefix}: pip packages installed through it would land elsewhere",
+            hint="the locked conda packages hold no real CPython (a fixture channel?): install with --venv",
+        )
+
+
 def install_pip(entries: Sequence[PipEntry], prefix: Path, *, installer: Installer, cache: Path) -> None:
     """Install `entries` into the prefix's python: no dependencies, every artifact checked against its sha256."""
     if not entries:
@@ -186,11 +198,7 @@ def install_env(
         create_venv(prefix, lock, platform)
     else:
         install_conda(lock.conda_for(platform), prefix, cache=cache)
+    ensure_own_python(prefix)
     install_pip(lock.pip_for(platform), prefix, installer=installer, cache=cache)
     log.info("running %s on %s", recipe.name, prefix)
     run_recipe(recipe, prefix, profiles=profiles, skip_cann=skip_cann)
-
-
-def remove_env(prefix: Path) -> None:
-    """Delete an env directory completely (a throwaway env, or a failed install)."""
-    shutil.rmtree(prefix, ignore_errors=True)

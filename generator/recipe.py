@@ -292,6 +292,9 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         'prefix=$(cd "$prefix" && pwd -P)',
         "python=$prefix/bin/python",
         '[ -x "$python" ] || die "no python at $python: install the locked packages into $prefix first"',
+        # A python that is not the prefix's own (a stand-in running another interpreter) would install elsewhere.
+        "\"$python\" -c 'import os, sys; sys.exit(os.path.realpath(sys.prefix) != os.path.realpath(sys.argv[1]))' "
+        '"$prefix" || die "$python does not run in $prefix (its sys.prefix differs): pip would install elsewhere"',
         "src=${src:-$prefix/src}",
         'mkdir -p "$src"',
         'src=$(cd "$src" && pwd -P)',

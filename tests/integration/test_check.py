@@ -40,8 +40,11 @@ def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     matrix = served.matrix.read_text()
+    locks = {p: p.read_bytes() for p in (served.root / "locks").iterdir()}
     yield served
     served.matrix.write_text(matrix)
+    for path, data in locks.items():
+        path.write_bytes(data)
 
 
 def throwaways(tmp_path: Path) -> list[Path]:
@@ -92,6 +95,45 @@ def test_require_npu_turns_skips_into_failures_and_keep_keeps_the_env(example: E
     (kept,) = throwaways(tmp_path)
     assert str(kept) in out and str(kept) in err
     assert (kept / "env" / "src" / "rollout" / ".git").is_dir()
+
+
+def test_without_venv_the_conda_part_installs_and_a_stand_in_python_is_refused(
+    example: Example, tmp_path: Path
+) -> None:
+    """The fixture channel has no real CPython: the conda path stops before pip could touch the host."""
+    code, out, _ = envgen_check(example, "--no-solve", "--json")
+    assert code == 4
+    install = steps_of(out)["env: install (conda prefix)"]
+    assert install["status"] == "failed"
+    assert "pip packages installed through it would land elsewhere" in install["detail"]
+    assert throwaways(tmp_path) == []
+
+
+def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
+    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = example.matrix.read_text()
+    example.matrix.write_text(text.replace('distribution = "post"\n', 'distribution = "post"\nneeds-cann = true\n', 1))
+    result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)])
+    assert result.exit_code == 0, result.output
+
+    code, out, _ = envgen_check(example, "--venv", "--no-solve", "--json")
+    assert code == 0, out
+    steps = steps_of(out)
+    assert steps["env: sources needing CANN"]["status"] == "skipped"
+    assert steps["env: sources needing CANN"]["detail"].startswith("post: ")
+    assert steps["import post"]["status"] == "skipped"
+
+    set_env = tmp_path / "cann" / "set_env.sh"
+    set_env.parent.mkdir()
+    set_env.write_text("export DEMO_CANN_HOME=/opt/demo-cann\n")
+    monkeypatch.setenv("ASCEND_SET_ENV", str(set_env))
+    code, out, _ = envgen_check(example, "--venv", "--no-solve", "--json")
+    assert code == 0, out
+    steps = steps_of(out)
+    assert "env: sources needing CANN" not in steps
+    assert steps["import post"]["status"] == "ok"
+    assert steps["import demo_triton"]["status"] == "ok"  # needs = "cann": CANN is present now
 
 
 def test_a_lock_made_stale_by_editing_the_matrix_fails_the_static_step(example: Example, tmp_path: Path) -> None:
@@ -205,3 +247,11 @@ def test_the_solve_step_reports_an_artifact_the_indexes_no_longer_resolve_to(exa
     step = solve_step(matrix, dataclasses.replace(lock, pip=pip), cache=cache_dir())
     assert step.status == "failed"
     assert "linux-64: the lock has demo-numpy 1.26.4 (ffffffffffff), not resolved now" in step.problems
+
+
+def test_a_missing_lock_fails_the_first_step(tmp_path: Path) -> None:
+    project = Project(tmp_path / "empty")
+    (project.root / "locks").mkdir(parents=True)
+    report = check_env(project, ENV, cache=cache_dir(), venv=True)
+    assert [(s.name, s.status) for s in report.steps] == [("static: lock parses", "failed")]
+    assert "no lock for demo" in report.steps[0].detail and not report.ok

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -222,3 +223,19 @@ def test_edited_checkout_is_never_clobbered_by_a_new_lock(tmp_path: Path, venv: 
     proc = run_recipe(demo_lock(locked(repo, Source("mine", repo.url, "main", "mine"))), venv)
     assert proc.returncode != 0 and "holds other work" in proc.stderr
     assert work.read_text() == "__version__ = 'my edits'\n"
+
+
+def test_an_untouched_checkout_follows_a_new_lock(tmp_path: Path, venv: Path) -> None:
+    repo = backend_project(tmp_path / "moving", "moving", "1.0.0")
+    source = Source("moving", repo.url, "main", "moving")
+    assert run_recipe(demo_lock(locked(repo, source)), venv).returncode == 0
+    config = json.loads((repo.path / "fixture.json").read_text())
+    config["version"] = "1.1.0"
+    repo.commit(
+        {"moving/__init__.py": '__version__ = "1.1.0"\n', "fixture.json": json.dumps(config, indent=2)}, "release 1.1.0"
+    )
+    proc = run_recipe(demo_lock(locked(repo, source)), venv)
+    assert proc.returncode == 0, proc.stderr
+    assert "moving: pip install" in proc.stderr
+    shown = in_env(venv, "import moving, importlib.metadata as m; print(moving.__version__, m.version('moving'))")
+    assert shown.stdout.split() == ["1.1.0", "1.1.0"]

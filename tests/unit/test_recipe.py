@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import venv
 from pathlib import Path
 
 import pytest
@@ -170,10 +171,21 @@ def test_prefix_without_python_is_an_error(tmp_path: Path) -> None:
     assert proc.returncode != 0 and f"no python at {tmp_path.resolve()}/bin/python" in proc.stderr
 
 
-def test_missing_cann_stops_before_any_clone_naming_the_source(tmp_path: Path) -> None:
+def test_a_python_of_another_prefix_is_refused(tmp_path: Path) -> None:
+    """A stand-in python (here a symlink to the host's) would make pip install outside the env."""
     prefix = tmp_path / "env"
     (prefix / "bin").mkdir(parents=True)
     (prefix / "bin" / "python").symlink_to(shutil.which("python3") or "/usr/bin/python3")
+    script = tmp_path / "install.sh"
+    script.write_text(render_recipe(minimal_lock()))
+    proc = _run(script, "--prefix", str(prefix))
+    assert proc.returncode != 0
+    assert "does not run in" in proc.stderr and "pip would install elsewhere" in proc.stderr
+
+
+def test_missing_cann_stops_before_any_clone_naming_the_source(tmp_path: Path) -> None:
+    prefix = tmp_path / "env"
+    venv.create(prefix, with_pip=False)
     script = tmp_path / "install.sh"
     script.write_text(render_recipe(a5_like_lock()))
     missing = tmp_path / "no-cann" / "set_env.sh"
@@ -198,8 +210,7 @@ def test_quoting_survives_hostile_values(tmp_path: Path) -> None:
     script = tmp_path / "install.sh"
     script.write_text(render_recipe(lock))
     prefix = tmp_path / "env"
-    (prefix / "bin").mkdir(parents=True)
-    (prefix / "bin" / "python").symlink_to(shutil.which("python3") or "/usr/bin/python3")
+    venv.create(prefix, with_pip=False)
     proc = _run(script, "--prefix", str(prefix))
     assert proc.returncode == 0, proc.stderr
     hook = prefix / "etc" / "conda" / "activate.d" / "envgen-odd.sh"
