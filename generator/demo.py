@@ -95,6 +95,25 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[list[int]]:
+    """Record SIGINT/SIGTERM instead of acting on them; the caller acts once it can clean up.
+
+    A Ctrl-C that lands inside `Popen` (after the fork, before it returns) would otherwise leave a child that
+    nobody knows the pid of. Handlers set here are Python functions, so the child's exec resets them.
+    """
+    held: list[int] = []
+    previous = {sig: signal.signal(sig, lambda number, _frame: held.append(number)) for sig in _INTERRUPTS}
+    try:
+        yield held
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_step(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> int:
     """Run one step with its output going straight to this terminal; returns its exit code.
 
@@ -102,8 +121,11 @@ def run_step(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> int:
     on an interrupt the group gets SIGINT, then SIGKILL after STOP_GRACE seconds. (`_proc.run` captures
     output; the demo's point is to show it as it comes.)
     """
-    proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, process_group=0)
+    with _interrupts_held() as held:
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, process_group=0)
     try:
+        if held:
+            raise KeyboardInterrupt
         # Wait without reaping, so the group id cannot be reused before its stragglers are killed.
         os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
     except BaseException:
