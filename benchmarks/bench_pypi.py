@@ -20,6 +20,7 @@ from pathlib import Path
 import uv
 
 from generator._proc import run
+from generator.fixtures.a5 import a5_pypi_matrix
 from generator.fixtures.http import serve_directory
 from generator.fixtures.wheels import FixtureDist, build_index
 from generator.model import Cann, Index, Matrix, PipPackage
@@ -27,15 +28,6 @@ from generator.pylock import uv_python_platform
 from generator.pypi import access_index, gather_inputs, lock_pypi, uv_environment
 
 PYTHON = "3.11"
-A5_PACKAGES = (
-    PipPackage("torch", "==2.10.0"),
-    PipPackage("transformers", "==4.57.6"),
-    PipPackage("ray", extras=("default",)),
-    PipPackage("tensordict"),
-    PipPackage("torchdata"),
-    PipPackage("qwen-vl-utils"),
-    PipPackage("mbridge"),
-)
 ARCHES: tuple[str, ...] = ("cp311-cp311-manylinux_2_28_aarch64", "cp311-cp311-manylinux_2_28_x86_64")
 
 
@@ -70,7 +62,7 @@ def matrix_for(index_url: str, packages: tuple[PipPackage, ...]) -> Matrix:
 @contextmanager
 def inputs(network: bool, work: Path) -> Iterator[Matrix]:
     if network:
-        yield matrix_for("https://pypi.org/simple", A5_PACKAGES)
+        yield a5_pypi_matrix(("linux-aarch64", "linux-64"))
         return
     build_index(work / "index", fixture_dists())
     with serve_directory(work / "index") as base:

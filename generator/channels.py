@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from generator.errors import InputError, MatrixError, Problem
 from generator.model import Channel, Index
+from generator.redact import masked_url, redact_url, strip_credentials
 from generator.tomlinput import check_keys, get_bool, get_str, read_toml
 
 KINDS = ("conda", "pip")
@@ -68,3 +72,69 @@ def read_channel(path: Path) -> tuple[Channel | Index | None, list[Problem]]:
     if kind == "conda":
         return Channel(name=name, url=url.rstrip("/")), []
     return Index(name=name, url=url, explicit=explicit, trusted_host=trusted_host), []
+
+
+# --- using an index: `${VAR}` expanded, credentials apart ----------------------------------------------------
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class IndexAccess:
+    """An index ready to use: its URL expanded and without credentials, and the credentials apart."""
+
+    name: str
+    url: str
+    explicit: bool
+    username: str | None = None
+    password: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The URL for messages: credentials, if any, as `***@`."""
+        return self.url if self.username is None and self.password is None else masked_url(self.url)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What to mask in output: the password, or a lone token given as the user name."""
+        secret = self.password if self.password is not None else self.username
+        return (secret,) if secret else ()
+
+    @property
+    def env(self) -> dict[str, str]:
+        """uv's per-index credential variables, so no credential is written into a file."""
+        if self.username is None and self.password is None:
+            return {}
+        key = re.sub(r"[^A-Z0-9]", "_", self.name.upper())
+        return {
+            f"UV_INDEX_{key}_USERNAME": self.username or "",
+            f"UV_INDEX_{key}_PASSWORD": self.password or "",
+        }
+
+    def authenticates(self, url: str) -> bool:
+        """Whether a file URL lives on this index's host, so the index's credentials apply to it."""
+        return urlsplit(url).netloc == urlsplit(self.url).netloc
+
+
+def expand_url(url: str, what: str, environ: Mapping[str, str]) -> str:
+    """`url` with every `${VAR}` replaced from `environ`; a missing variable is an InputError."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise InputError(
+                f"{what}: its URL {redact_url(url)} refers to ${{{name}}}, which is not set",
+                hint=f"export {name} (e.g. the index token) and run again",
+            )
+        return environ[name]
+
+    return _VAR.sub(value, url)
+
+
+def access_index(index: Index, environ: Mapping[str, str]) -> IndexAccess:
+    """The index with `${VAR}` expanded and its `user:password@` split off the URL."""
+    url = expand_url(index.url, f"index {index.name}", environ)
+    parts = urlsplit(url)
+    username = unquote(parts.username) if parts.username is not None else None
+    password = unquote(parts.password) if parts.password is not None else None
+    return IndexAccess(index.name, strip_credentials(url), index.explicit, username, password)

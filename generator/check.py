@@ -29,7 +29,7 @@ from generator.errors import EnvgenError
 from generator.install import host_platform, install_env, locked_python, tool_environment, verify_recipe
 from generator.lockfile import read_lock
 from generator.lockstate import input_hash, project_inputs
-from generator.matrix import load_matrix
+from generator.matrix import load_env
 from generator.model import ImportCheck, Lock, Matrix, PipEntry, PipPackage
 from generator.paths import Project
 from generator.pylock import is_vcs, marker_environment
@@ -264,9 +264,8 @@ def index_problems(matrix: Matrix, lock: Lock) -> list[str]:
 
 def static_steps(project: Project, lock: Lock, matrix: Matrix) -> list[Step]:
     """Input hash, pins, dependencies, indexes and the recipe file."""
-    template = project.template(lock.env)
     current = project_inputs(project, matrix, lock.sources)
-    stale = list(stale_reasons(lock.inputs, current, str(template.relative_to(project.root))))
+    stale = list(stale_reasons(lock.inputs, current, matrix.path))
     if not stale and input_hash(current) != lock.input_hash:
         stale.append(f"input hash {lock.input_hash[:12]} recorded, {input_hash(current)[:12]} now")
     steps = [
@@ -547,7 +546,7 @@ def check_env(
         steps.append(Step("static: lock parses", FAILED, exc.message))
         return report()
     try:
-        matrix = load_matrix(project.template(env), project.channels_dir)
+        matrix = load_env(project, env)
     except EnvgenError as exc:
         steps.append(Step("static: matrix loads", FAILED, exc.message))
         return report()

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import uv
@@ -26,8 +26,9 @@ from packaging.utils import canonicalize_name
 
 from generator import pylock
 from generator._proc import run, tail
+from generator.channels import IndexAccess, access_index, expand_url
 from generator.errors import EnvgenError, InputError, ResolutionError, ToolError, VerificationError
-from generator.model import AppliedOverride, Index, LockedSource, Matrix, Origin, PipEntry, Requirement
+from generator.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, Requirement
 from generator.redact import redact_text, redact_url, strip_credentials
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,6 @@ _PASSED_ENV += (
     "https_proxy",
 )
 _PASSED_ENV += ("no_proxy",)
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")]+")
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
@@ -74,70 +74,6 @@ class Inputs:
     excluded: tuple[str, ...] = ()
     direct: tuple[str, ...] = ()
     hashes: tuple[tuple[str, tuple[str, Origin]], ...] = ()
-
-
-@dataclass(frozen=True)
-class IndexAccess:
-    """An index ready to use: its URL expanded and without credentials, and the credentials apart."""
-
-    name: str
-    url: str
-    explicit: bool
-    username: str | None = None
-    password: str | None = None
-
-    @property
-    def shown(self) -> str:
-        """The URL for messages: credentials, if any, as `***@`."""
-        if self.username is None and self.password is None:
-            return self.url
-        parts = urlsplit(self.url)
-        return urlunsplit((parts.scheme, f"***@{parts.netloc}", parts.path, parts.query, parts.fragment))
-
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        """What to mask in output: the password, or a lone token given as the user name."""
-        secret = self.password if self.password is not None else self.username
-        return (secret,) if secret else ()
-
-    @property
-    def env(self) -> dict[str, str]:
-        """uv's per-index credential variables, so no credential is written into a file."""
-        if self.username is None and self.password is None:
-            return {}
-        key = re.sub(r"[^A-Z0-9]", "_", self.name.upper())
-        return {
-            f"UV_INDEX_{key}_USERNAME": self.username or "",
-            f"UV_INDEX_{key}_PASSWORD": self.password or "",
-        }
-
-    def authenticates(self, url: str) -> bool:
-        """Whether a file URL lives on this index's host, so the index's credentials apply to it."""
-        return urlsplit(url).netloc == urlsplit(self.url).netloc
-
-
-def expand_url(url: str, what: str, environ: Mapping[str, str]) -> str:
-    """`url` with every `${VAR}` replaced from `environ`; a missing variable is an InputError."""
-
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in environ:
-            raise InputError(
-                f"{what}: its URL {redact_url(url)} refers to ${{{name}}}, which is not set",
-                hint=f"export {name} (e.g. the index token) and run again",
-            )
-        return environ[name]
-
-    return _VAR.sub(value, url)
-
-
-def access_index(index: Index, environ: Mapping[str, str]) -> IndexAccess:
-    """The index with `${VAR}` expanded and its `user:password@` split off the URL."""
-    url = expand_url(index.url, f"index {index.name}", environ)
-    parts = urlsplit(url)
-    username = unquote(parts.username) if parts.username is not None else None
-    password = unquote(parts.password) if parts.password is not None else None
-    return IndexAccess(index.name, strip_credentials(url), index.explicit, username, password)
 
 
 def _parse(text: str, origin: Origin) -> Pep508:

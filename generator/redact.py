@@ -8,26 +8,34 @@ from urllib.parse import urlsplit, urlunsplit
 _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 
 
-def redact_url(url: str) -> str:
-    """The URL with any `user:password@` replaced by `***@`."""
+def _with_userinfo(url: str, userinfo: str) -> str:
+    """`url` with its userinfo replaced by `userinfo` ("" drops it)."""
     parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
     host = parts.hostname or ""
     if parts.port:
         host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+    netloc = f"{userinfo}@{host}" if userinfo else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def has_credentials(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.username is not None or parts.password is not None
+
+
+def masked_url(url: str) -> str:
+    """`url` shown as carrying credentials: `scheme://***@host/...` (for a URL whose credentials are kept apart)."""
+    return _with_userinfo(url, "***")
+
+
+def redact_url(url: str) -> str:
+    """The URL with any `user:password@` replaced by `***@`."""
+    return masked_url(url) if has_credentials(url) else url
 
 
 def strip_credentials(url: str) -> str:
     """The URL without its userinfo: what a lock may record."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return _with_userinfo(url, "") if has_credentials(url) else url
 
 
 def redact_text(text: str, secrets: tuple[str, ...] = ()) -> str:

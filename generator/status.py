@@ -6,7 +6,7 @@ import html.parser
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
@@ -21,11 +21,11 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from generator.conda import virtual_packages
-from generator.errors import EnvgenError, InputError
+from generator.channels import IndexAccess, access_index
+from generator.errors import EnvgenError
 from generator.lockfile import read_lock
-from generator.lockstate import input_digests
-from generator.matrix import load_matrix
+from generator.lockstate import project_inputs
+from generator.matrix import load_env
 from generator.model import Index, Lock, LockedSource, Matrix, Source
 from generator.paths import Project
 from generator.redact import redact_url
@@ -34,7 +34,6 @@ from generator.sources import upstream_commit
 log = logging.getLogger(__name__)
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_VAR = re.compile(r"\$\{(\w+)\}")
 HTTP_TIMEOUT = 30.0
 SHORT_SHA = 7
 
@@ -225,16 +224,11 @@ def status_env(
     template = project.template(env)
     if not template.is_file():
         return build_report(env, lock, (f"matrix {_shown(project, template)} removed",))
-    matrix = load_matrix(template, project.channels_dir)
-    current = input_digests(template, project.channel_files(matrix), lock.sources, _virtual_packages(matrix))
-    reasons = stale_reasons(lock.inputs, current, _shown(project, template))
+    matrix = load_env(project, env)
+    reasons = stale_reasons(lock.inputs, project_inputs(project, matrix, lock.sources), matrix.path)
     drift = check_drift(moving_sources(lock), upstream)
     found = check_outdated(matrix, lock, session) if outdated else ()
     return build_report(env, lock, reasons, drift, found)
-
-
-def _virtual_packages(matrix: Matrix) -> dict[str, Sequence[str]]:
-    return {p: virtual_packages(matrix, p) for p in matrix.platforms}
 
 
 def _shown(project: Project, path: Path) -> str:
@@ -281,7 +275,7 @@ def _newest_on_indexes(
     allow_pre = any(Version(v).is_prerelease for v in locked)
     for index in indexes:
         try:
-            files = fetch_filenames(session, index.url, name)
+            files = fetch_filenames(session, access_index(index, os.environ), name)
         except EnvgenError as exc:
             return Outdated(name, locked, error=exc.message)
         if files is not None:
@@ -289,34 +283,20 @@ def _newest_on_indexes(
     return Outdated(name, locked)
 
 
-def expand_url(url: str, environ: Mapping[str, str] | None = None) -> str:
-    """`url` with `${VAR}` references filled in from the environment; InputError naming a missing one."""
-    environ = os.environ if environ is None else environ
-
-    def fill(match: re.Match[str]) -> str:
-        if match[1] not in environ:
-            raise InputError(
-                f"index URL {redact_url(url)} needs ${{{match[1]}}}, which is not set",
-                hint=f"export {match[1]} and run again",
-            )
-        return environ[match[1]]
-
-    return _VAR.sub(fill, url)
-
-
-def fetch_filenames(session: requests.Session, index_url: str, name: str) -> list[str] | None:
+def fetch_filenames(session: requests.Session, index: IndexAccess, name: str) -> list[str] | None:
     """The file names on an index's simple page for `name` (PEP 691 JSON or PEP 503 HTML); None on 404."""
-    base = expand_url(index_url)
-    url = urljoin(base.rstrip("/") + "/", f"{canonicalize_name(name)}/")
+    url = urljoin(index.url.rstrip("/") + "/", f"{canonicalize_name(name)}/")
+    shown = urljoin(index.shown.rstrip("/") + "/", f"{canonicalize_name(name)}/")
     headers = {"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
+    auth = (index.username or "", index.password or "") if index.secrets else None
     try:
-        response = session.get(url, headers=headers, timeout=HTTP_TIMEOUT)
+        response = session.get(url, headers=headers, timeout=HTTP_TIMEOUT, auth=auth)
     except requests.RequestException as exc:
-        raise EnvgenError(f"cannot reach {redact_url(url)}: {type(exc).__name__}") from exc
+        raise EnvgenError(f"cannot reach {shown}: {type(exc).__name__}") from exc
     if response.status_code == 404:
         return None
     if response.status_code != 200:
-        raise EnvgenError(f"{redact_url(url)} answered HTTP {response.status_code}")
+        raise EnvgenError(f"{shown} answered HTTP {response.status_code}")
     if "json" in response.headers.get("Content-Type", ""):
         return [f["filename"] for f in response.json().get("files", []) if not f.get("yanked")]
     return _html_filenames(response.text)

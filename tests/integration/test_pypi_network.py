@@ -7,39 +7,11 @@ from pathlib import Path
 import pytest
 from packaging.utils import parse_wheel_filename
 
-from generator.model import Cann, Index, Matrix, PipPackage
+from generator.fixtures.a5 import a5_pypi_matrix
 from generator.pylock import platform_tags
 from generator.pypi import lock_pypi
 
 pytestmark = pytest.mark.network
-
-A5_PACKAGES = (
-    PipPackage("torch", "==2.10.0"),
-    PipPackage("transformers", "==4.57.6"),
-    PipPackage("ray", extras=("default",)),
-    PipPackage("tensordict"),
-    PipPackage("torchdata"),
-    PipPackage("qwen-vl-utils"),
-    PipPackage("mbridge"),
-)
-
-
-def a5_pypi_matrix() -> Matrix:
-    """The PyPI part of env-templates/a5.toml, with PyPI as its only index."""
-    return Matrix(
-        name="a5",
-        description="A5 PyPI set",
-        path="env-templates/a5.toml",
-        platforms=("linux-aarch64",),
-        python="3.11",
-        glibc="2.28",
-        cann=Cann("pending", "/usr/local/Ascend/cann/set_env.sh"),
-        channels=(),
-        conda_specs=(),
-        indexes=(Index("pypi", "https://pypi.org/simple"),),
-        packages=A5_PACKAGES,
-        sources=(),
-    )
 
 
 def test_a5_set_resolves_for_aarch64_with_one_wheel_each(tmp_path: Path) -> None:

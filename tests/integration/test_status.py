@@ -13,6 +13,7 @@ import pytest
 import requests
 from click.testing import CliRunner, Result
 
+from generator.channels import IndexAccess, expand_url
 from generator.cli import cli
 from generator.conda import virtual_packages
 from generator.errors import InputError
@@ -23,7 +24,7 @@ from generator.lockstate import input_digests, input_hash
 from generator.matrix import load_matrix
 from generator.model import Lock, LockedSource, Pending, PipEntry
 from generator.paths import Project
-from generator.status import expand_url, fetch_filenames, newest_version, stale_reasons
+from generator.status import fetch_filenames, newest_version, stale_reasons
 
 MATRIX = """\
 schema = 1
@@ -266,7 +267,7 @@ def test_pep691_json_pages_are_read() -> None:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        base = f"http://127.0.0.1:{server.server_address[1]}/simple"
+        base = IndexAccess("json", f"http://127.0.0.1:{server.server_address[1]}/simple", explicit=False)
         session = requests.Session()
         assert fetch_filenames(session, base, "MBridge") == ["mbridge-0.15.1-py3-none-any.whl"]
         assert fetch_filenames(session, base, "absent") is None
@@ -277,10 +278,11 @@ def test_pep691_json_pages_are_read() -> None:
 
 def test_index_urls_expand_variables_and_name_missing_ones() -> None:
     assert (
-        expand_url("https://${USER_}:${TOKEN_}@idx/simple", {"USER_": "u", "TOKEN_": "t"}) == "https://u:t@idx/simple"
+        expand_url("https://${USER_}:${TOKEN_}@idx/simple", "index private", {"USER_": "u", "TOKEN_": "t"})
+        == "https://u:t@idx/simple"
     )
-    with pytest.raises(InputError, match=r"needs \$\{TOKEN_\}, which is not set"):
-        expand_url("https://${TOKEN_}@idx/simple", {})
+    with pytest.raises(InputError, match=r"index private: its URL .* refers to \$\{TOKEN_\}, which is not set"):
+        expand_url("https://${TOKEN_}@idx/simple", "index private", {})
 
 
 def test_stale_reasons_name_each_component() -> None:
@@ -305,5 +307,5 @@ def test_newest_version_prefers_final_releases() -> None:
 
 @pytest.mark.network
 def test_pypi_answers_with_versions() -> None:
-    files = fetch_filenames(requests.Session(), "https://pypi.org/simple", "packaging")
+    files = fetch_filenames(requests.Session(), IndexAccess("pypi", "https://pypi.org/simple", False), "packaging")
     assert files and newest_version(files) is not None
