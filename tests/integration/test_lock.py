@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -202,3 +203,24 @@ def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(example: 
     assert proc.returncode != 0
     assert "Traceback" not in err
     assert lock_files(example) == before
+
+
+def test_a_forced_re_lock_writes_the_same_bytes(example: Example) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    before = lock_files(example)
+    assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
+    assert lock_files(example) == before
+
+
+def test_lock_without_arguments_locks_every_env(example: Example) -> None:
+    second = example.root / "env-templates" / "demo2.toml"
+    second.write_text(example.matrix.read_text().replace('name = "demo"', 'name = "demo2"', 1))
+    try:
+        code, out, err = envgen(example, "lock", "--json")
+        assert code == 0, err
+        assert [item["env"] for item in json.loads(out)] == ["demo", "demo2"]
+        assert (example.root / "locks" / "demo2.yml").is_file()
+    finally:
+        second.unlink()
+        for path in (example.root / "locks").glob("demo2.*"):
+            path.unlink()
