@@ -76,7 +76,9 @@ def bare_compile(matrix: Matrix, platform: str, cache: Path, work: Path) -> None
     index = access_index(matrix.indexes[0], os.environ)
     cmd = [uv.find_uv_bin(), "pip", "compile", "requirements.in", "--no-config", "--default-index", index.url]
     cmd += ["--python-version", PYTHON, "--python-platform", uv_python_platform(platform, matrix.glibc)]
+    # The same interpreter flag envgen passes, so both skip uv's interpreter discovery alike.
     cmd += ["--format", "pylock.toml", "--output-file", "pylock.bare.toml", "--no-python-downloads"]
+    cmd += ["--python", sys.executable]
     run(cmd, cwd=work, env=uv_environment([index], cache, os.environ))
 
 

@@ -15,7 +15,7 @@ from rich.logging import RichHandler
 
 from generator import __version__
 from generator.errors import EnvgenError
-from generator.paths import Project
+from generator.paths import Project, cache_dir
 
 
 @contextmanager
@@ -115,12 +115,12 @@ def lock_command(
 @json_option
 def show_command(env: str, root: Path, as_json: bool) -> None:
     """Show the validated, normalised matrix of ENV (--json: a stable JSON document)."""
-    from generator.matrix import load_matrix
+    from generator.matrix import load_env
     from generator.show import render_json, render_text
 
     with reported():
         proj = project(root)
-        matrix = load_matrix(proj.template(env), proj.channels_dir)
+        matrix = load_env(proj, env)
     click.echo(render_json(matrix) if as_json else render_text(matrix), nl=False)
 
 
@@ -215,7 +215,6 @@ def install_command(
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the recipe."""
     from generator.install import host_platform, install_env
     from generator.lockfile import read_lock
-    from generator.paths import cache_dir
 
     setup_logging(quiet)
     with reported():
@@ -252,7 +251,6 @@ def check_command(
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and imports."""
     from generator.check import check_env, render_json, render_report
     from generator.errors import VerificationError
-    from generator.paths import cache_dir
 
     setup_logging(quiet)
     with reported():
