@@ -30,10 +30,9 @@ from generator.install import host_platform, install_env, locked_python, tool_en
 from generator.lockfile import read_lock
 from generator.lockstate import input_hash, project_inputs
 from generator.matrix import load_env
-from generator.model import ImportCheck, Lock, Matrix, PipEntry, PipPackage
+from generator.model import DEFAULT_CANN_SET_ENV, ImportCheck, Lock, Matrix, PipEntry, PipPackage
 from generator.paths import Project
 from generator.pylock import is_vcs, marker_environment
-from generator.recipe import DEFAULT_CANN_SET_ENV
 from generator.redact import redact_text, strip_credentials
 from generator.status import stale_reasons
 

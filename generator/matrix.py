@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 from generator.channels import read_channels
 from generator.errors import InputError, MatrixError
 from generator.model import (
+    DEFAULT_CANN_SET_ENV,
     NEEDS,
     PLATFORMS,
     PYPROJECT,
@@ -48,7 +49,6 @@ from generator.tomlinput import (
 
 SCHEMA = 1
 PENDING = "pending"
-DEFAULT_SET_ENV = "/usr/local/Ascend/cann/set_env.sh"
 INSTALL_MODES = ("editable", "plain")
 
 _TOP_KEYS = ("schema", "env", "system", "conda", "pip", "sources", "install", "overrides", "activation", "checks")
@@ -227,7 +227,7 @@ class _Reader:
         path: KeyPath = ("system",)
         table = self.section(data, path, ("glibc", "cann"), ("glibc", "cann"))
         if table is None:
-            return "", Cann(version=PENDING, set_env=DEFAULT_SET_ENV)
+            return "", Cann(version=PENDING, set_env=DEFAULT_CANN_SET_ENV)
         glibc = get_str(self.p, table, (*path, "glibc")) or ""
         if glibc and not _MAJOR_MINOR.fullmatch(glibc):
             self.p.add((*path, "glibc"), f"'{glibc}' is not a glibc version such as \"2.28\"")
@@ -242,7 +242,7 @@ class _Reader:
         note = get_str(self.p, cann, (*cann_path, "note"))
         if version == PENDING and "version" in cann and note is None and "note" not in cann:
             self.p.add((*cann_path, "note"), 'pending without a note: say why and when (note = "...")')
-        set_env = get_str(self.p, cann, (*cann_path, "set_env"), default=DEFAULT_SET_ENV) or DEFAULT_SET_ENV
+        set_env = get_str(self.p, cann, (*cann_path, "set_env"), default=DEFAULT_CANN_SET_ENV) or DEFAULT_CANN_SET_ENV
         return glibc, Cann(version=version, set_env=set_env, note=note)
 
     # --- channels and indexes -------------------------------------------------------------------------

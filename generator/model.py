@@ -10,6 +10,9 @@ PLATFORMS: dict[str, str] = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 # How a source's requirements are read: a file path inside the tree, or this word for PEP 621 dependencies.
 PYPROJECT = "pyproject"
 
+# Where CANN's environment script lives unless a matrix says otherwise (the install guide's path).
+DEFAULT_CANN_SET_ENV = "/usr/local/Ascend/cann/set_env.sh"
+
 # Levels of hardware an import check needs; "none" runs anywhere.
 NEEDS = ("none", "cann", "npu")
 

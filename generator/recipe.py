@@ -7,11 +7,10 @@ import json
 import re
 from shlex import quote
 
-from generator.model import Index, Lock, LockedSource
+from generator.model import DEFAULT_CANN_SET_ENV, Index, Lock, LockedSource
 from generator.redact import strip_credentials
 
 # Where CANN's environment script is when a lock does not say (the toolkit's default install path).
-DEFAULT_CANN_SET_ENV = "/usr/local/Ascend/cann/set_env.sh"
 
 # Cherry-picks are committed with this identity and date (as sources.py does when locking), so the recipe
 # reproduces the HEAD the lock recorded.
