@@ -34,9 +34,17 @@ def reported() -> Iterator[None]:
 
 
 def setup_logging(quiet: bool) -> None:
-    """Progress and warnings of the core modules go to stderr; `-q` keeps only warnings."""
-    handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False, markup=False)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    """Progress and warnings of the core modules go to stderr; `-q` keeps only warnings.
+
+    On a terminal rich formats them; elsewhere (CI logs, pipes) each record stays one unwrapped line.
+    """
+    handler: logging.Handler
+    if sys.stderr.isatty():
+        handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False, markup=False)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)-7s %(message)s"))
     root = logging.getLogger("generator")
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING if quiet else logging.INFO)
