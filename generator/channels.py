@@ -88,6 +88,8 @@ class IndexAccess:
     explicit: bool
     username: str | None = None
     password: str | None = None
+    # pip's --trusted-host: this host (or host:port) is reached even over plain HTTP or an unverified certificate.
+    trusted_host: str | None = None
 
     @property
     def shown(self) -> str:
@@ -110,6 +112,13 @@ class IndexAccess:
             f"UV_INDEX_{key}_USERNAME": self.username or "",
             f"UV_INDEX_{key}_PASSWORD": self.password or "",
         }
+
+    def trusts(self, url: str) -> bool:
+        """Whether `url` is on this index's trusted host, so its TLS certificate is not verified."""
+        if not self.trusted_host:
+            return False
+        parts = urlsplit(url)
+        return self.trusted_host.lower() in (parts.hostname, parts.netloc.rpartition("@")[2].lower())
 
     def authenticates(self, url: str) -> bool:
         """Whether a file URL lives on this index's host, so the index's credentials apply to it."""
@@ -137,4 +146,4 @@ def access_index(index: Index, environ: Mapping[str, str]) -> IndexAccess:
     parts = urlsplit(url)
     username = unquote(parts.username) if parts.username is not None else None
     password = unquote(parts.password) if parts.password is not None else None
-    return IndexAccess(index.name, strip_credentials(url), index.explicit, username, password)
+    return IndexAccess(index.name, strip_credentials(url), index.explicit, username, password, index.trusted_host)

@@ -33,6 +33,7 @@ from generator.matrix import load_env
 from generator.model import DEFAULT_CANN_SET_ENV, ImportCheck, Lock, Matrix, PipEntry, PipPackage
 from generator.paths import Project
 from generator.pylock import is_vcs, marker_environment
+from generator.pypi import lock_pypi
 from generator.redact import redact_text, strip_credentials
 from generator.status import stale_reasons
 
@@ -304,8 +305,6 @@ def pinned_matrix(matrix: Matrix, lock: Lock, platform: str) -> Matrix:
 
 def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     """Resolve again with every package pinned to its locked version: the same files must come out."""
-    from generator.pypi import lock_pypi
-
     problems = []
     for platform in lock.platforms:
         try:
@@ -384,8 +383,13 @@ def _activation(prefix: Path, env: str, venv: bool) -> str:
 def _expected_version(check: ImportCheck, lock: Lock, platform: str) -> str | None:
     if check.version:
         return check.version
-    entry = _pip_index(lock, platform).get(canonicalize_name(check.distribution or check.module))
+    entry = _pip_index(lock, platform).get(canonicalize_name(_distribution(check)))
     return entry.version if entry else None
+
+
+def _distribution(check: ImportCheck) -> str:
+    """The distribution whose version an import check compares: the one named, else the module's own name."""
+    return check.distribution or check.module
 
 
 def _skip_reason(check: ImportCheck, hardware: Hardware, skipped: AbstractSet[str]) -> str | None:
@@ -410,10 +414,13 @@ def import_steps(
 ) -> list[Step]:
     """The matrix's import checks in the activated env (one interpreter), each with its expected version."""
     reasons = {c.module: _skip_reason(c, hardware, skipped) for c in lock.checks}
+    expected = {c.module: _expected_version(c, lock, platform) for c in lock.checks}
     runnable = [c for c in lock.checks if reasons[c.module] is None]
     results: dict[str, dict[str, object]] = {}
     if runnable:
-        argument = json.dumps([[c.module, c.distribution] for c in runnable])
+        # A version to compare needs a distribution to read it from, named or not.
+        wanted = [c.distribution or (c.module if expected[c.module] else None) for c in runnable]
+        argument = json.dumps([[c.module, d] for c, d in zip(runnable, wanted, strict=True)])
         script = f'{_activation(prefix, lock.env, venv)}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$1"'
         proc = run(["sh", "-c", script, _IMPORTS, argument], env=tool_environment(), check=False)
         try:
@@ -427,7 +434,7 @@ def import_steps(
         if reason is not None:
             steps.append(Step(f"import {check.module}", FAILED if require_npu else SKIPPED, reason))
         else:
-            steps.append(_import_step(check, results.get(check.module, {}), _expected_version(check, lock, platform)))
+            steps.append(_import_step(check, results.get(check.module, {}), expected[check.module]))
     return steps
 
 
@@ -437,8 +444,8 @@ def _import_step(check: ImportCheck, result: dict[str, object], expected: str | 
         return Step(name, FAILED, str(result.get("error", "no result")))
     version = result.get("version")
     if expected and isinstance(version, str) and not _contains(f"=={expected}", version):
-        return Step(name, FAILED, f"{check.distribution} {version} installed, {expected} expected")
-    return Step(name, OK, f"{check.distribution} {version}" if version else "")
+        return Step(name, FAILED, f"{_distribution(check)} {version} installed, {expected} expected")
+    return Step(name, OK, f"{_distribution(check)} {version}" if version else "")
 
 
 def pip_check_step(prefix: Path, ignored: AbstractSet[str]) -> Step:

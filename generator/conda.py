@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -12,14 +13,16 @@ import rattler
 import rattler.exceptions
 from rattler.package import BuildString
 
+from generator.channels import expand_url
 from generator.errors import InputError, ResolutionError, VerificationError
 from generator.model import PLATFORMS, CondaEntry, Matrix
-from generator.redact import redact_text, redact_url
+from generator.redact import redact_text, redact_url, strip_credentials
 
 log = logging.getLogger(__name__)
 
-# The kernel the lock assumes: older than any supported host OS's; packages rarely ask more than `__linux`.
-LINUX_VERSION = "5.10"
+# The kernel the lock assumes: Kylin V10's 4.19, the oldest of the Ascend host OSes (openEuler 22.03 runs 5.10,
+# Ubuntu 22.04 5.15), so nothing locked asks for a newer kernel than every host has.
+LINUX_VERSION = "4.19"
 
 
 def virtual_packages(matrix: Matrix, platform: str) -> tuple[str, ...]:
@@ -73,7 +76,7 @@ def _entry(record: rattler.RepoDataRecord, platform: str) -> CondaEntry:
         version=str(record.version),
         build=str(record.build),
         platform=platform,
-        url=record.url,
+        url=strip_credentials(record.url),
         md5=record.md5.hex(),
         sha256=record.sha256.hex(),
         depends=_depends(record.depends),
@@ -90,9 +93,10 @@ def solve_conda(matrix: Matrix, platform: str, *, cache: Path) -> tuple[CondaEnt
     """Solve the matrix's conda specs for `platform` (+ noarch) against its channels; entries sorted by name.
 
     Repodata is cached under `cache/conda`. Virtual packages come from `virtual_packages`, never the host.
+    `${VAR}` in a channel URL is expanded from the environment; no credential is kept in an entry's URL.
     """
     vpkgs = [_generic(v) for v in virtual_packages(matrix, platform)]
-    channels = [rattler.Channel(c.url) for c in matrix.channels]
+    channels = [rattler.Channel(expand_url(c.url, f"conda channel {c.name}", os.environ)) for c in matrix.channels]
     gateway = rattler.Gateway(cache_dir=cache / "conda" / "repodata")
     specs = ", ".join(matrix.conda_specs)
     log.info("solving conda specs for %s: %s", platform, specs)

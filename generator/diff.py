@@ -24,6 +24,9 @@ KINDS = ("added", "removed", "upgraded", "downgraded", "changed", "rebuilt", "re
 HASH_KINDS = ("rebuilt", "replaced")
 SHORT_SHA = 7
 MARKER = "<!-- envgen-lock-diff -->"
+# A platform's table in markdown starts unfolded up to this many rows: a bump is read at a glance, a re-lock
+# of everything stays folded.
+OPEN_ROWS = 10
 
 _FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
 _FORGES = {"github.com": "https://github.com", "gitcode.com": "https://gitcode.com"}
@@ -532,7 +535,8 @@ def render_markdown(diffs: list[LockDiff]) -> str:
         for platform in sorted({c.platform for c in diff.packages}):
             changes = [c for c in diff.packages if c.platform == platform]
             noun = "change" if len(changes) == 1 else "changes"
-            out += [f"<details><summary><b>{platform}</b>: {len(changes)} package {noun}</summary>", ""]
+            details = "<details open>" if len(changes) <= OPEN_ROWS else "<details>"
+            out += [f"{details}<summary><b>{platform}</b>: {len(changes)} package {noun}</summary>", ""]
             out += ["| change | manager | package | old | new |", "|---|---|---|---|---|"]
             for c in changes:
                 old, new = _old_new(c)

@@ -115,8 +115,37 @@ def ensure_own_python(prefix: Path) -> None:
         )
 
 
-def install_pip(entries: Sequence[PipEntry], prefix: Path, *, installer: Installer, cache: Path) -> None:
-    """Install `entries` into the prefix's python: no dependencies, every artifact checked against its sha256."""
+def trusted_hosts(lock: Lock, entries: Sequence[PipEntry]) -> tuple[str, ...]:
+    """The trusted hosts of the indexes `entries` came from (the triton-ascend index asks for one), sorted."""
+    used = {e.index for e in entries}
+    return tuple(sorted({i.trusted_host for i in lock.indexes if i.trusted_host and i.name in used}))
+
+
+def pip_install_command(
+    installer: Installer, python: Path, requirements: Path, *, cache: Path, trusted: Sequence[str] = ()
+) -> list[str]:
+    """The pip or uv command installing a hashed requirements file into `python`'s env, without dependencies."""
+    if installer == "uv":
+        cmd = [find_uv_bin(), "pip", "install", "--python", str(python), "--cache-dir", str(cache / "uv")]
+        cmd += [arg for host in trusted for arg in ("--allow-insecure-host", host)]
+    else:
+        cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(cache / "pip")]
+        cmd += [arg for host in trusted for arg in ("--trusted-host", host)]
+    return [*cmd, "--no-deps", "--require-hashes", "-r", str(requirements)]
+
+
+def install_pip(
+    entries: Sequence[PipEntry],
+    prefix: Path,
+    *,
+    installer: Installer,
+    cache: Path,
+    trusted: Sequence[str] = (),
+) -> None:
+    """Install `entries` into the prefix's python: no dependencies, every artifact checked against its sha256.
+
+    `trusted` names hosts whose TLS is not verified, as the matrix's channels allow for their indexes.
+    """
     if not entries:
         return
     python = prefix / "bin" / "python"
@@ -128,11 +157,7 @@ def install_pip(entries: Sequence[PipEntry], prefix: Path, *, installer: Install
     with tempfile.TemporaryDirectory(prefix="envgen-pip-") as tmp:
         requirements = Path(tmp) / "requirements.txt"
         requirements.write_text(pip_requirements(entries))
-        if installer == "uv":
-            cmd = [find_uv_bin(), "pip", "install", "--python", str(python), "--cache-dir", str(cache / "uv")]
-        else:
-            cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(cache / "pip")]
-        cmd += ["--no-deps", "--require-hashes", "-r", str(requirements)]
+        cmd = pip_install_command(installer, python, requirements, cache=cache, trusted=trusted)
         log.info("installing %d pip packages with %s into %s", len(entries), installer, prefix)
         proc = run(cmd, env=tool_environment(), check=False)
     if proc.returncode == 0:
@@ -199,6 +224,7 @@ def install_env(
     else:
         install_conda(lock.conda_for(platform), prefix, cache=cache)
     ensure_own_python(prefix)
-    install_pip(lock.pip_for(platform), prefix, installer=installer, cache=cache)
+    entries = lock.pip_for(platform)
+    install_pip(entries, prefix, installer=installer, cache=cache, trusted=trusted_hosts(lock, entries))
     log.info("running %s on %s", recipe.name, prefix)
     run_recipe(recipe, prefix, profiles=profiles, skip_cann=skip_cann)

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from generator.errors import InputError
 from generator.lockstate import env_lock, input_hash, project_inputs, recorded_state
 from generator.matrix import load_env
 from generator.model import Lock
 from generator.paths import Project, cache_dir
+from generator.tomlinput import did_you_mean
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +60,32 @@ def lock_envs(
     force: bool = False,
     offline: bool = False,
 ) -> list[LockResult]:
-    """Lock several envs concurrently (they share nothing but the caches); results in the given order."""
+    """Lock several envs concurrently (they share nothing but the caches); results in the given order.
+
+    Every name in `update` must be a source of one of the envs (in its matrix or its recorded lock).
+    """
+    if update is not True and update:
+        check_update_names(project, envs, update)
     with ThreadPoolExecutor(max_workers=max(1, min(4, len(envs)))) as pool:
         futures = [pool.submit(lock_env, project, e, update=update, force=force, offline=offline) for e in envs]
         return [f.result() for f in futures]
+
+
+def check_update_names(project: Project, envs: Sequence[str], update: Collection[str]) -> None:
+    """InputError for a name in `update` that no env has as a source, rather than a lock that moves nothing."""
+    known: set[str] = set()
+    for env in envs:
+        known |= {s.name for s in load_env(project, env).sources}
+        state = recorded_state(project, env)
+        known |= set(state[1]) if state else set()
+    unknown = sorted(set(update) - known)
+    if unknown:
+        names = ", ".join(sorted(known)) or "none"
+        raise InputError(
+            f"--update {unknown[0]}: no source of that name in {', '.join(envs)} (matrix or recorded lock)"
+            f"{did_you_mean(unknown[0], known)}",
+            hint=f"name one of the sources: {names}; or use --update-all",
+        )
 
 
 def summarize(result: LockResult) -> dict[str, Any]:

@@ -194,8 +194,8 @@ def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
         )
     try:
         lockfile = lockfile_v1_to_v2(LockfileV1.model_validate(content))
-    # conda-lock's validators and converter also fail with KeyError and AssertionError on malformed entries.
-    except (pydantic.ValidationError, KeyError, AssertionError) as exc:
+    # conda-lock's validators and converter also fail with these on malformed entries.
+    except (pydantic.ValidationError, KeyError, AssertionError, TypeError) as exc:
         raise InputError(f"{where}: conda-lock rejects it: {exc}", hint="re-run `envgen lock`") from exc
     return lockfile_to_yml(lockfile, where)
 

@@ -71,6 +71,8 @@ _PROJECT_NAME = re.compile(r"([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])", re.IGNORE
 _SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAJOR_MINOR = re.compile(r"\d+\.\d+")
+_GLIBC = re.compile(r"2\.\d+")
+OLDEST_GLIBC = 17
 _FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 _SHORT_SHA = re.compile(r"[0-9a-fA-F]{7,39}")
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
@@ -229,8 +231,11 @@ class _Reader:
         if table is None:
             return "", Cann(version=PENDING, set_env=DEFAULT_CANN_SET_ENV)
         glibc = get_str(self.p, table, (*path, "glibc")) or ""
-        if glibc and not _MAJOR_MINOR.fullmatch(glibc):
+        if glibc and not _GLIBC.fullmatch(glibc):
             self.p.add((*path, "glibc"), f"'{glibc}' is not a glibc version such as \"2.28\"")
+        elif glibc and int(glibc.partition(".")[2]) < OLDEST_GLIBC:
+            # Neither uv nor the manylinux tags of aarch64 go below 2.17 (manylinux2014).
+            self.p.add((*path, "glibc"), f"'{glibc}' is below 2.{OLDEST_GLIBC}, the oldest floor envgen can lock for")
         cann_path: KeyPath = (*path, "cann")
         cann = self.section(table, cann_path, ("version", "note", "set_env"), ("version",)) or {}
         version = get_str(self.p, cann, (*cann_path, "version")) or PENDING

@@ -37,17 +37,8 @@ UV_TIMEOUT = 1800.0
 HTTP_TIMEOUT = 60.0
 PROJECT_NAME = "envgen-inputs"
 # Variables uv may need to reach an index (TLS roots, proxies); nothing else of the caller's env is passed.
-_PASSED_ENV: tuple[str, ...] = ("PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
-_PASSED_ENV += (
-    "ALL_PROXY",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "all_proxy",
-    "http_proxy",
-    "https_proxy",
-)
-_PASSED_ENV += ("no_proxy",)
+_PROXY_ENV = ("ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+_PASSED_ENV = ("PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR", *_PROXY_ENV, *(v.lower() for v in _PROXY_ENV))
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")]+")
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
@@ -64,9 +55,10 @@ class PypiLock:
 class Inputs:
     """What goes to uv for one platform.
 
-    `requirements` are PEP 508 strings with origins; `pins` maps a package to the index it must come from;
-    `excluded` are names uv must not resolve (provided by a source, or pending); `direct` are packages the
-    matrix locks by URL, and `hashes` maps them to the sha256 the matrix gives.
+    `requirements` are PEP 508 strings with origins (those flagged `constraint` only limit versions);
+    `pins` maps a package to the index it must come from; `excluded` are names uv must not resolve (provided
+    by a source, or pending); `direct` are packages locked by URL, and `hashes` maps those the matrix locks
+    to the sha256 it gives.
     """
 
     requirements: tuple[Requirement, ...]
@@ -125,7 +117,9 @@ def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource]
                 continue
             if canonicalize_name(parsed.name) in excluded:
                 continue
-            requirements.append(Requirement(str(parsed), req.origin))
+            if parsed.url and not req.constraint:
+                direct.add(canonicalize_name(parsed.name))
+            requirements.append(Requirement(str(parsed), req.origin, constraint=req.constraint))
     return Inputs(
         requirements=tuple(requirements),
         pins=tuple(sorted(pins.items())),
@@ -142,7 +136,7 @@ def _toml_str(value: str) -> str:
 
 def render_pyproject(inputs: Inputs, indexes: Sequence[IndexAccess], python_version: str) -> str:
     """The generated project uv resolves: dependencies, and per-package index pins for this platform."""
-    deps = "".join(f"    {_toml_str(r.text)},\n" for r in inputs.requirements)
+    deps = "".join(f"    {_toml_str(r.text)},\n" for r in inputs.requirements if not r.constraint)
     lines = [
         "[project]",
         f"name = {_toml_str(PROJECT_NAME)}",
@@ -173,8 +167,13 @@ def _render_indexes(indexes: Sequence[IndexAccess], table: str) -> list[str]:
 
 
 def render_uv_config(indexes: Sequence[IndexAccess], overrides: Sequence[str]) -> str:
-    """The uv.toml given with --config-file: the matrix's indexes and overrides, nothing of the machine."""
-    lines = [f"override-dependencies = [{', '.join(_toml_str(o) for o in overrides)}]", ""]
+    """The uv.toml given with --config-file: the matrix's indexes, overrides and trusted hosts, nothing else."""
+    trusted = sorted({i.trusted_host for i in indexes if i.trusted_host})
+    lines = [
+        f"override-dependencies = [{', '.join(_toml_str(o) for o in overrides)}]",
+        f"allow-insecure-host = [{', '.join(_toml_str(h) for h in trusted)}]",
+        "",
+    ]
     return "\n".join(lines + _render_indexes(indexes, "index"))
 
 
@@ -232,9 +231,14 @@ def explain_failure(
         )
     if reached:
         index = reached[0]
+        trust = (
+            f"if you trust the host, set trusted_host in channels/{index.name}.toml; "
+            if re.search(r"certificate|ssl|tls", stderr, re.IGNORECASE) and not index.trusted_host
+            else ""
+        )
         return ResolutionError(
             f"cannot reach index {index.name} at {index.shown} while locking {platform}\n{said}",
-            hint=f"check the URL in channels/{index.name}.toml, the network or proxy; "
+            hint=f"check the URL in channels/{index.name}.toml, the network or proxy; {trust}"
             "or re-lock from cache with --offline",
         )
     if urls:
@@ -274,6 +278,11 @@ def resolve(
         if inputs.excluded:
             (work / "excludes.txt").write_text("".join(f"{name}\n" for name in inputs.excluded))
             cmd += ["--excludes", "excludes.txt"]
+        constraints = [r.text for r in inputs.requirements if r.constraint]
+        if constraints:
+            # `-c` files of the sources limit versions without requiring anything.
+            (work / "constraints.txt").write_text("".join(f"{text}\n" for text in constraints))
+            cmd += ["--constraints", "constraints.txt"]
         cmd += ["--python-version", python_version]
         cmd += ["--python-platform", pylock.uv_python_platform(platform, matrix.glibc)]
         cmd += ["--format", "pylock.toml", "--output-file", "pylock.toml", "--no-header"]
@@ -301,9 +310,11 @@ def _metadata_from_archive(data: bytes, filename: str) -> str:
         return handle.read().decode()
 
 
-def _get(session: requests.Session, url: str, index: IndexAccess | None) -> requests.Response:
+def _get(session: requests.Session, url: str, indexes: Sequence[IndexAccess]) -> requests.Response:
+    """GET `url` with the credentials of the index on its host; a trusted host's certificate is not verified."""
+    index = next((i for i in indexes if i.authenticates(url)), None)
     auth = (index.username or "", index.password or "") if index and index.secrets else None
-    return session.get(url, auth=auth, timeout=HTTP_TIMEOUT)
+    return session.get(url, auth=auth, timeout=HTTP_TIMEOUT, verify=not any(i.trusts(url) for i in indexes))
 
 
 def fetch_metadata(
@@ -327,15 +338,14 @@ def fetch_metadata(
             f"offline: the metadata of {artifact.filename} ({redact_url(url)}) is not in {cached.parent}",
             hint="run once without --offline to fill the cache",
         )
-    index = next((i for i in indexes if i.authenticates(url)), None)
     text = None
     try:
         if artifact.is_wheel:
-            response = _get(session, url + ".metadata", index)
+            response = _get(session, url + ".metadata", indexes)
             if response.status_code == 200:
                 text = response.text
         if text is None:
-            response = _get(session, url, index)
+            response = _get(session, url, indexes)
             response.raise_for_status()
             digest = hashlib.sha256(response.content).hexdigest()
             if digest != artifact.sha256:
@@ -345,7 +355,7 @@ def fetch_metadata(
                 )
             text = _metadata_from_archive(response.content, artifact.filename)
     except requests.RequestException as exc:
-        secrets = index.secrets if index else ()
+        secrets = tuple(s for i in indexes for s in i.secrets)
         raise ResolutionError(
             f"cannot read the metadata of {artifact.filename} at {redact_url(url)}: {redact_text(str(exc), secrets)}",
             hint="check the network or the index; the resolution itself succeeded",
@@ -387,10 +397,10 @@ def apply_overrides(
 ) -> tuple[AppliedOverride, ...]:
     """Each matrix override with the upstream requirements on its name it replaced: sources' and packages'."""
     applied = []
+    # Upstream requirements only: the matrix's own pin on the name is what the override restates.
+    upstream = [r for r in inputs.requirements if r.origin.source is not None]
     for override in matrix.overrides:
         name = canonicalize_name(override.name)
-        # Upstream requirements only: the matrix's own pin on the name is what the override restates.
-        upstream = [r for r in inputs.requirements if r.origin.source is not None]
         replaced = [r for r in upstream if canonicalize_name(_name_of(r.text)) == name]
         for choice, meta in sorted(metadata.items(), key=lambda item: item[0].package.name):
             origin = Origin(file=f"{choice.package.name}=={choice.package.version}", key="Requires-Dist")
@@ -440,7 +450,7 @@ def lock_pypi(
     with requests.Session() as session, ThreadPoolExecutor(max_workers=8) as pool:
         texts = list(pool.map(lambda c: fetch_metadata(c, indexes, cache, offline, session), choices))
     metadata = {c: pylock.parse_metadata(t, c.artifact.filename) for c, t in zip(choices, texts, strict=True)}
-    roots = [Pep508(r.text) for r in inputs.requirements]
+    roots = [Pep508(r.text) for r in inputs.requirements if not r.constraint]
     roots += [Pep508(o.requirement) for o in matrix.overrides]
     extras = pylock.requested_extras(roots, {c.package.name: m for c, m in metadata.items()}, environment)
     entries = []

@@ -10,8 +10,6 @@ from shlex import quote
 from generator.model import DEFAULT_CANN_SET_ENV, Index, Lock, LockedSource
 from generator.redact import strip_credentials
 
-# Where CANN's environment script is when a lock does not say (the toolkit's default install path).
-
 # Cherry-picks are committed with this identity and date (as sources.py does when locking), so the recipe
 # reproduces the HEAD the lock recorded.
 PICK_NAME = "envgen"
@@ -87,13 +85,20 @@ checkout() {
 	git -C "$dir" -c advice.detachedHead=false checkout -q --detach "$commit"
 	head=$(git -C "$dir" rev-parse HEAD)
 	[ "$head" = "$commit" ] || die "$name: HEAD of $dir is $head after checking out $commit"
+	# refs/envgen/locked follows every move this script makes, so a run after a failure below (a conflicting
+	# pick, a tree the lock does not match) may move the checkout again; only a finished one records $want.
+	rm -f "$dir/.git/envgen-locked"
+	git -C "$dir" update-ref refs/envgen/locked HEAD
 	for pick in "$@"; do
 		say "$name: cherry-picking $pick"
 		fetch "$dir" "$url" "$pick" 2
-		GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
-			git -C "$dir" cherry-pick --no-gpg-sign "$pick" >/dev/null \
-			|| die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
+		if ! GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
+			git -C "$dir" cherry-pick --no-gpg-sign "$pick" >/dev/null; then
+			git -C "$dir" cherry-pick --abort >/dev/null 2>&1 || true
+			die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
 				"re-lock (envgen lock) to re-verify the picks"
+		fi
+		git -C "$dir" update-ref refs/envgen/locked HEAD
 	done
 	if [ -n "$tree" ]; then
 		got=$(git -C "$dir" rev-parse 'HEAD^{tree}')
@@ -105,7 +110,6 @@ checkout() {
 		got=$(git -C "$dir" rev-parse HEAD)
 		[ "$got" = "$final" ] || die "$name: HEAD of $dir is $got after the cherry-picks, the lock recorded $final"
 	fi
-	git -C "$dir" update-ref refs/envgen/locked HEAD
 	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
 }
 
@@ -214,8 +218,12 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         f"Installs the git sources of env {env} at their locked commits, in order, each with",
         "`python -m pip install --no-deps` of the env's own python, then writes activation hooks",
         f"(etc/conda/activate.d/envgen-{env}.sh and deactivate.d/; in a venv also a block in bin/activate).",
-        "Install the locked packages first: `envgen install " + env + " --prefix DIR` does both steps, or",
-        f"`conda-lock install -p DIR locks/{env}.yml` then this script. Running it again changes nothing.",
+        "Install the locked packages first, then run this script in that env:",
+        f"  conda-lock install -n NAME locks/{env}.yml   (or -p DIR)",
+        "  conda activate NAME",
+        f"  sh locks/{env}.install.sh",
+        f"`envgen install {env} --prefix DIR` does both steps. Running this script again changes nothing;",
+        "reactivate the env afterwards so the activation hooks take effect.",
         "",
         "Options:",
         "  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)",
@@ -348,7 +356,7 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
         [
             "checkout",
             name,
-            quote(src.url),
+            quote(strip_credentials(src.url)),
             quote(locked.commit),
             quote(locked.tree),
             quote(locked.picked[-1] if locked.picked else ""),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.conda import python_version, solve_conda
+from generator.errors import InputError
 from generator.lockfile import read_lock, write_lock
 from generator.lockstate import input_hash, project_inputs
 from generator.model import AppliedOverride, CondaEntry, Lock, LockedSource, Matrix, Pending, PipEntry
@@ -31,8 +32,7 @@ class PlatformLock:
 
 def relock(project: Project, matrix: Matrix, *, update: Collection[str] | bool, offline: bool, cache: Path) -> Lock:
     """Resolve everything for `matrix` (keeping recorded source commits unless updated) and write the lock."""
-    previous = read_lock(project, matrix.name)
-    kept = {s.source.name: s for s in previous.sources} if previous else {}
+    kept = {} if update is True else previous_sources(project, matrix.name)
     log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
     sources = resolve_sources(matrix, cache=cache, previous=kept, update=update)
     platforms = lock_platforms(matrix, sources, cache=cache, offline=offline)
@@ -40,6 +40,19 @@ def relock(project: Project, matrix: Matrix, *, update: Collection[str] | bool, 
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
     write_lock(project, matrix.name, lock, render_recipe(lock))
     return lock
+
+
+def previous_sources(project: Project, env: str) -> dict[str, LockedSource]:
+    """The sources of the lock on disk by name, whose commits a re-lock keeps; {} when there is no lock."""
+    try:
+        previous = read_lock(project, env)
+    except InputError as exc:
+        raise InputError(
+            f"{exc.message}\n(the previous lock is read to keep the commits it pins)",
+            hint=f"restore locks/{env}.* (e.g. `git checkout -- locks/`), or run `envgen lock {env} --update-all` "
+            "to pin every source afresh",
+        ) from exc
+    return {s.source.name: s for s in previous.sources} if previous else {}
 
 
 def lock_platforms(

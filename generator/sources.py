@@ -10,22 +10,24 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Collection, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from filelock import FileLock
 from packaging.utils import canonicalize_name
 
 from generator._proc import run, tail
-from generator.errors import InputError, ResolutionError
+from generator.errors import EnvgenError, InputError, MatrixError, ResolutionError
 from generator.model import PYPROJECT, LockedSource, Matrix, Origin, Requirement, Source
 from generator.redact import redact_text, redact_url, strip_credentials
 from generator.requirements_file import Line, parse_pyproject, parse_requirement_files
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 SHA = re.compile(r"^[0-9a-f]{40}$")
 LS_REMOTE_TIMEOUT = 300.0
@@ -156,6 +158,7 @@ class _Repo:
         )
         if shallow.returncode == 0 and self.has_commit(sha):
             return
+        ls_remote(self.url, source=self.source)  # an unreachable remote gets its own message, not a fallback
         logger.info("source %s: %s cannot fetch %s by sha; fetching all refs", self.source, redact_url(self.url), sha)
         unshallow = ["--unshallow"] if self.git("rev-parse", "--is-shallow-repository").strip() == "true" else []
         full = run(
@@ -174,7 +177,6 @@ class _Repo:
             check=False,
         )
         if full.returncode != 0:
-            ls_remote(self.url, source=self.source)  # an unreachable remote gets its own message
             raise ResolutionError(
                 f"source {self.source}: fetching {what} {sha} from {redact_url(self.url)} failed:\n"
                 f"{redact_text(tail(shallow.stderr + full.stderr, 5))}",
@@ -199,7 +201,8 @@ def _cached_repo(cache: Path, url: str, source: str) -> Iterator[_Repo]:
         if not (path / "HEAD").exists():
             path.mkdir(parents=True, exist_ok=True)
             repo.git("init", "--quiet", "--bare")
-            repo.git("remote", "add", "origin", url)
+        # Set on every use (it is idempotent), so a repository an interrupted run left without it still works.
+        repo.git("config", "remote.origin.url", url)
         yield repo
 
 
@@ -357,7 +360,9 @@ def _is_kept(source: Source, previous: Mapping[str, LockedSource], update: Colle
     old = previous.get(source.name)
     if old is None or (update and source.name in update):
         return None
-    same = (old.source.url, old.source.ref, old.source.cherry_picks) == (source.url, source.ref, source.cherry_picks)
+    # A lock records URLs without credentials: compare them so.
+    recorded = (strip_credentials(old.source.url), old.source.ref, old.source.cherry_picks)
+    same = recorded == (strip_credentials(source.url), source.ref, source.cherry_picks)
     return old.commit if same else None
 
 
@@ -421,15 +426,25 @@ def resolve_sources(
         return _pin(source, cache=cache, kept=kept, matrix_names=matrix_names)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="envgen-git") as pool:
-        first = [f.result() for f in [pool.submit(pin, s) for s in matrix.sources]]
-        children = _unique_discovered(first)
-        second = {s.name: pool.submit(pin, s) for group in children.values() for s in group}
-        pinned = {name: future.result()[0] for name, future in second.items()}
+        first = _results({s.name: pool.submit(pin, s) for s in matrix.sources})
+        children = _unique_discovered(list(first.values()))
+        second = _results({s.name: pool.submit(pin, s) for group in children.values() for s in group})
+    pinned = {name: locked for name, (locked, _) in second.items()}
     ordered: list[LockedSource] = []
-    for locked, _ in first:
+    for locked, _ in first.values():
         ordered.append(locked)
         ordered.extend(pinned[s.name] for s in children.get(locked.source.name, ()))
     return tuple(ordered)
+
+
+def _results(futures: Mapping[str, Future[_T]]) -> dict[str, _T]:
+    """Every future's result by source name; when several failed, the first one's error names the others too."""
+    failed = [name for name, future in futures.items() if future.exception() is not None]
+    error = futures[failed[0]].exception() if len(failed) > 1 else None
+    # A user who sees every unreachable host at once fixes them in one go.
+    if isinstance(error, EnvgenError) and not isinstance(error, MatrixError):
+        raise type(error)(f"{error.message}\n(sources {', '.join(failed[1:])} failed too)", hint=error.hint) from error
+    return {name: future.result() for name, future in futures.items()}
 
 
 def _unique_discovered(first: list[tuple[LockedSource, tuple[Source, ...]]]) -> dict[str, tuple[Source, ...]]:

@@ -259,7 +259,9 @@ def check_drift(
 
 def check_outdated(matrix: Matrix, lock: Lock, session: requests.Session | None = None) -> tuple[Outdated, ...]:
     """For each unpinned package, the newest version on the first default index that has it."""
-    session = session or requests.Session()
+    if session is None:
+        with requests.Session() as own:
+            return check_outdated(matrix, lock, own)
     found = []
     for name in unpinned_packages(matrix):
         key = canonicalize_name(name)
@@ -298,7 +300,14 @@ def fetch_filenames(session: requests.Session, index: IndexAccess, name: str) ->
     if response.status_code != 200:
         raise EnvgenError(f"{shown} answered HTTP {response.status_code}")
     if "json" in response.headers.get("Content-Type", ""):
-        return [f["filename"] for f in response.json().get("files", []) if not f.get("yanked")]
+        try:
+            files = response.json()["files"]
+            return [f["filename"] for f in files if not f.get("yanked")]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EnvgenError(
+                f"{shown} answered with a page that is not PEP 691 JSON ({type(exc).__name__})",
+                hint="check the index URL in channels/ (a proxy error page?)",
+            ) from exc
     return _html_filenames(response.text)
 
 

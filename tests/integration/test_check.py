@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import tempfile
+import venv
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from generator.check import check_env, depends_problems, index_problems, pin_problems, solve_step
+from generator.check import (
+    Hardware,
+    check_env,
+    depends_problems,
+    import_steps,
+    index_problems,
+    pin_problems,
+    solve_step,
+)
 from generator.cli import cli
 from generator.fixtures.example import Example, bump_version, serve_example
+from generator.install import host_platform
 from generator.lockfile import read_lock
 from generator.matrix import load_matrix
-from generator.model import Lock, Matrix
+from generator.model import ImportCheck, Lock, Matrix
 from generator.paths import Project, cache_dir
 
 ENV = "demo"
@@ -255,3 +266,24 @@ def test_a_missing_lock_fails_the_first_step(tmp_path: Path) -> None:
     report = check_env(project, ENV, cache=cache_dir(), venv=True)
     assert [(s.name, s.status) for s in report.steps] == [("static: lock parses", "failed")]
     assert "no lock for demo" in report.steps[0].detail and not report.ok
+
+
+def test_an_expected_version_is_compared_even_without_a_named_distribution(tmp_path: Path) -> None:
+    """`version` with no `distribution`: the module's own distribution is read, never silently skipped."""
+    prefix = tmp_path / "env"
+    venv.create(prefix, with_pip=True)
+    code = "import importlib.metadata as m; print(m.version('pip'))"
+    have = subprocess.run([prefix / "bin" / "python", "-c", code], capture_output=True, text=True).stdout.strip()
+    checks = (ImportCheck("pip", version=have), ImportCheck("csv"), ImportCheck("json", version="1.0"))
+    lock = Lock("v", (host_platform(),), "0" * 64, (), (), (), checks=checks)
+    hardware = Hardware("/nonexistent/set_env.sh", cann=False, npu=False)
+    steps = {
+        s.name: s
+        for s in import_steps(
+            lock, prefix, host_platform(), venv=True, hardware=hardware, require_npu=False, skipped=set()
+        )
+    }
+    assert (steps["import pip"].status, steps["import pip"].detail) == ("ok", f"pip {have}")
+    assert steps["import csv"].status == "ok"
+    # The stdlib's json has no distribution to read a version from: the expectation cannot be met.
+    assert steps["import json"].status == "failed" and "json" in steps["import json"].detail

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
+import socket
 import sys
 import tarfile
 import zipfile
@@ -13,6 +15,7 @@ from pathlib import Path
 import uv
 
 from generator._proc import run
+from generator.fixtures.http import serve_directory
 from generator.fixtures.wheels import FixtureDist, build_dists, build_index
 
 DIST = FixtureDist("My.Pkg", "1.2", requires=("dep>=1", "extra-dep ; extra == 'fast'"), sdist=True)
@@ -59,3 +62,17 @@ def test_index_pages_link_files_with_their_sha256_and_pep_658_metadata(tmp_path:
         assert hashlib.sha256((files / name).read_bytes()).hexdigest() == digest
     metadata = (files / "my_pkg-1.2-py3-none-any.whl.metadata").read_bytes()
     assert f'data-core-metadata="sha256={hashlib.sha256(metadata).hexdigest()}"' in page
+
+
+def test_served_directory_with_auth_answers_head_without_a_body(tmp_path: Path) -> None:
+    """A HEAD answer carries headers only, with auth required or not (HTTP forbids a body there)."""
+    (tmp_path / "file.txt").write_text("payload")
+    token = base64.b64encode(b"u:p").decode()
+    with serve_directory(tmp_path, auth="u:p") as base:
+        host, port = base.removeprefix("http://").split(":")
+        for headers, status in (("", b"401"), (f"Authorization: Basic {token}\r\n", b"200")):
+            with socket.create_connection((host, int(port)), timeout=10) as conn:
+                conn.sendall(f"HEAD /file.txt HTTP/1.0\r\n{headers}\r\n".encode())
+                answer = b"".join(iter(lambda: conn.recv(65536), b""))
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.split()[1] == status and body == b""

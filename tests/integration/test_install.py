@@ -18,8 +18,16 @@ from generator.fixtures.condapkgs import demo_packages, write_channel
 from generator.fixtures.http import serve_directory
 from generator.fixtures.srcprojects import backend_project
 from generator.fixtures.wheels import FixtureDist, build_wheel
-from generator.install import INSTALLERS, Installer, host_platform, install_env, pip_requirements
-from generator.model import Cann, Channel, CondaEntry, Lock, LockedSource, Matrix, PipEntry, Source
+from generator.install import (
+    INSTALLERS,
+    Installer,
+    host_platform,
+    install_env,
+    pip_install_command,
+    pip_requirements,
+    trusted_hosts,
+)
+from generator.model import Cann, Channel, CondaEntry, Index, Lock, LockedSource, Matrix, PipEntry, Source
 from generator.recipe import render_recipe
 
 HOST = host_platform()
@@ -80,7 +88,9 @@ def test_venv_install_of_wheels_and_a_source(
     base, files = wheelhouse
     repo = backend_project(tmp_path / "srcfix", "srcfix", "0.9.0")
     source = LockedSource(Source("srcfix", repo.url, "main", "srcfix"), repo.rev())
-    lock = demo_lock(wheel_entries(base, files), (source,))
+    # An index with a trusted host (as triton-ascend's): pip and uv get and accept their flag for it.
+    host = base.split("//", 1)[1]
+    lock = demo_lock(wheel_entries(base, files), (source,), indexes=(Index("pypi", f"{base}/simple", False, host),))
     prefix = tmp_path / "env"
     install_env(
         lock,
@@ -94,6 +104,28 @@ def test_venv_install_of_wheels_and_a_source(
     code = "import importlib.metadata as m; print(*(m.version(d) for d in ('alpha', 'beta-pkg', 'srcfix')))"
     shown = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True)
     assert shown.stdout.split() == ["1.2.0", "0.3.0", "0.9.0"], shown.stderr
+
+
+def test_trusted_hosts_are_those_of_the_indexes_the_entries_came_from(tmp_path: Path) -> None:
+    """The triton-ascend index is declared with a trusted host: installing its wheel must pass it on."""
+    entries = (
+        PipEntry("triton-ascend", "3.2.2", HOST, "https://triton-ascend.osinfra.cn/t.whl", "a" * 64, index="ta"),
+        PipEntry("alpha", "2.0", HOST, "https://x/alpha-2.0-py3-none-any.whl", "b" * 64, index="pypi"),
+    )
+    indexes = (
+        Index("pypi", "https://pypi.org/simple"),
+        Index("ta", "https://triton-ascend.osinfra.cn/pypi/simple/", True, "triton-ascend.osinfra.cn"),
+        Index("unused", "https://other.example/simple", True, "other.example"),
+    )
+    lock = demo_lock(entries, indexes=indexes)
+    assert trusted_hosts(lock, entries) == ("triton-ascend.osinfra.cn",)
+    assert trusted_hosts(lock, entries[1:]) == ()
+    python, reqs, cache = tmp_path / "bin" / "python", tmp_path / "r.txt", tmp_path / "cache"
+    pip = pip_install_command("pip", python, reqs, cache=cache, trusted=("triton-ascend.osinfra.cn",))
+    assert pip[pip.index("--trusted-host") + 1] == "triton-ascend.osinfra.cn"
+    uv = pip_install_command("uv", python, reqs, cache=cache, trusted=("triton-ascend.osinfra.cn",))
+    assert uv[uv.index("--allow-insecure-host") + 1] == "triton-ascend.osinfra.cn"
+    assert "--require-hashes" in pip and "--no-deps" in uv
 
 
 @pytest.mark.parametrize("installer", INSTALLERS)

@@ -116,6 +116,13 @@ def test_a_moved_branch_is_kept_until_updated(example: Example) -> None:
         assert envgen(example, "lock", ENV, "--update", "trainer", "-q")[0] == 0
         updated = {s.source.name: s.commit for s in read_lock(Project(example.root), ENV).sources}  # type: ignore[union-attr]
         assert updated == {**old, "trainer": moved}
+
+        before = lock_files(example)
+        code, _, err = envgen(example, "lock", ENV, "--update", "trainr")
+        assert code == 2
+        assert "--update trainr: no source of that name" in err and "did you mean 'trainer'" in err
+        assert "demo-queue" in err  # a source found in a requirement file counts too
+        assert lock_files(example) == before
     finally:
         example.repos["trainer"].git("reset", "--quiet", "--hard", "HEAD~1")
 
@@ -141,6 +148,21 @@ def test_a_failed_lock_leaves_the_previous_files_byte_identical(example: Example
     assert "demo-torch" in err and "linux-" in err
     assert lock_files(example) == before
     assert not [p for p in (example.root / "locks").iterdir() if p.name.endswith(".tmp") or ".tmp" in p.name]
+
+
+def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_updated_all(example: Example) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    sources = example.root / "locks" / f"{ENV}.sources.toml"
+    sources.write_text(sources.read_text().replace("schema = 1", "schema = 99"))
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    before = lock_files(example)
+    code, _, err = envgen(example, "lock", ENV)
+    assert code == 2
+    assert f"{sources}: schema" in err and f"envgen lock {ENV} --update-all" in err
+    assert lock_files(example) == before
+    code, _, err = envgen(example, "lock", ENV, "--update-all", "-q")
+    assert code == 0, err
+    assert read_lock(Project(example.root), ENV) is not None
 
 
 def test_the_lock_passes_conda_locks_own_parser_and_render(example: Example, tmp_path: Path) -> None:

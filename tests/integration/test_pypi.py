@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import shutil
 import socket
+import ssl
+import subprocess
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -199,6 +205,26 @@ def test_sources_provide_names_and_git_requirements_stay_out(urls: tuple[str, st
     assert list(entries) == ["dep"]
 
 
+def test_constraints_of_a_source_limit_versions_without_requiring(urls: tuple[str, str], cache: Path) -> None:
+    matrix = make_matrix(*urls, ())
+    verl = locked_source("verl", "verl", "dep")
+    origin = Origin(file="constraints.txt", line=1, source="verl")
+    limits = (Requirement("dep<1.1", origin, constraint=True), Requirement("xonly==2.0", origin, constraint=True))
+    verl = dataclasses.replace(verl, requirements=verl.requirements + limits)
+    entries = by_name(lock_pypi(matrix, "linux-64", "3.11", (verl,), cache=cache))
+    assert {name: e.version for name, e in entries.items()} == {"dep": "1.0"}
+
+
+def test_a_url_requirement_of_a_source_is_attributed_to_no_index(
+    index_roots: tuple[Path, Path], urls: tuple[str, str], cache: Path
+) -> None:
+    pypi, extra = urls
+    url = f"{pypi.removesuffix('/simple')}/files/dep-1.0-py3-none-any.whl"
+    verl = locked_source("verl", "verl", f"dep @ {url}")
+    (dep,) = lock_pypi(make_matrix(pypi, extra, ()), "linux-64", "3.11", (verl,), cache=cache).entries
+    assert (dep.version, dep.url, dep.index) == ("1.0", url, None)
+
+
 def test_a_package_locked_by_url_keeps_its_url_and_hash(
     index_roots: tuple[Path, Path], urls: tuple[str, str], cache: Path
 ) -> None:
@@ -322,3 +348,54 @@ def test_offline_relock_from_cache(index_roots: tuple[Path, Path], tmp_path: Pat
     assert offline == online
     with pytest.raises(ResolutionError, match="offline"):
         lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=tmp_cache(cache), offline=True)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def serve_tls(root: Path, certs: Path) -> Iterator[str]:
+    """Serve `root` over HTTPS on 127.0.0.1 with a fresh self-signed certificate no client trusts."""
+    certs.mkdir()
+    cert, key = certs / "cert.pem", certs / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+def test_trusted_host_reaches_an_index_whose_certificate_is_not_verified(
+    index_roots: tuple[Path, Path], urls: tuple[str, str], tmp_path: Path
+) -> None:
+    pypi, _ = urls
+    package = PipPackage("tr", "==3.2.2", index=(("linux-aarch64", "extra"),))
+    with serve_tls(index_roots[1], tmp_path / "certs") as base:
+        untrusted = make_matrix(pypi, f"{base}/simple", (package,))
+        with pytest.raises(ResolutionError, match=r"index extra at https://127\.0\.0\.1:\d+/simple") as raised:
+            lock_pypi(untrusted, "linux-aarch64", "3.11", (), cache=tmp_path / "cache-untrusted")
+        assert "set trusted_host in channels/extra.toml" in str(raised.value)
+        host = base.removeprefix("https://")
+        trusted = dataclasses.replace(
+            untrusted, indexes=(Index("pypi", pypi), Index("extra", f"{base}/simple", explicit=True, trusted_host=host))
+        )
+        # A fresh cache: the metadata of tr is read from the TLS server too.
+        (tr,) = lock_pypi(trusted, "linux-aarch64", "3.11", (), cache=tmp_path / "cache").entries
+    assert (tr.version, tr.index, tr.url) == ("3.2.2", "extra", f"{base}/files/tr-3.2.2-py3-none-any.whl")

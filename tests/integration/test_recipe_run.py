@@ -194,6 +194,28 @@ def test_cherry_picks_reproduce_the_locked_head_and_a_wrong_tree_fails(tmp_path:
     assert in_env(venv, "import picky.fix; print(picky.fix.FIXED)").stdout.strip() == "True"
 
 
+def test_a_failed_checkout_is_retried_in_place(tmp_path: Path, venv: Path) -> None:
+    """After a conflicting pick or a tree the lock does not match, a rerun works on the same --src."""
+    repo = backend_project(tmp_path / "clash", "clash", "1.0.0")
+    start = repo.rev()
+    theirs = side_commit(repo, "theirs", {"clash/extra.py": "SIDE = 'theirs'\n"}, "theirs", start=start)
+    ours = repo.commit({"clash/extra.py": "SIDE = 'ours'\n"}, "ours")
+    source = Source("clash", repo.url, "main", "clash", cherry_picks=(theirs,))
+    conflicting = demo_lock(LockedSource(source, ours, tree="0" * 40))
+    for _ in range(2):
+        failed = run_recipe(conflicting, venv)
+        assert failed.returncode != 0 and f"clash: cherry-pick of {theirs} onto {ours} failed" in failed.stderr
+        assert "holds other work" not in failed.stderr
+
+    # The lock is fixed (re-locked at a commit the pick applies to) after a wrong tree was recorded for it.
+    plain = Source("clash", repo.url, "main", "clash")
+    failed = run_recipe(demo_lock(LockedSource(plain, start, tree="0" * 40)), venv)
+    assert failed.returncode != 0 and f"the lock recorded {'0' * 40}" in failed.stderr
+    proc = run_recipe(demo_lock(locked(repo, plain)), venv)
+    assert proc.returncode == 0, proc.stderr
+    assert in_env(venv, "import clash.extra; print(clash.extra.SIDE)").stdout.strip() == "ours"
+
+
 def test_server_refusing_sha_fetches_falls_back_to_full_fetch(tmp_path: Path, venv: Path) -> None:
     repo = backend_project(tmp_path / "strict", "strict")
     repo.git("config", "uploadpack.allowReachableSHA1InWant", "false")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import subprocess
 import sys
@@ -157,6 +158,39 @@ def test_unreachable_remote_is_redacted_and_suggests_a_mirror(cache: Path) -> No
     assert "insteadOf" in text and "source lib" in text
 
 
+def test_unreachable_remote_of_a_full_sha_ref_is_named_without_a_fallback_fetch(
+    cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = "http://127.0.0.1:9/org/repo.git"
+    with caplog.at_level(logging.INFO, logger="generator.sources"), pytest.raises(ResolutionError) as err:
+        resolve_sources(matrix(source("mindspeed", url, "0c6c0ceaa523a96032dee1539a52032155e6404e")), cache=cache)
+    assert f"source mindspeed: cannot reach git remote {url}" in str(err.value)
+    assert "fetching all refs" not in caplog.text
+
+
+def test_every_failed_source_is_named(tmp_path: Path, cache: Path) -> None:
+    repo = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"})
+    sources = (
+        source("vllm", "http://127.0.0.1:9/vllm.git", "v0.23.0"),
+        source("fine", repo, "main"),
+        source("verl", "http://127.0.0.1:9/verl.git", "HEAD"),
+    )
+    with pytest.raises(ResolutionError) as err:
+        resolve_sources(matrix(*sources), cache=cache)
+    assert "source vllm: cannot reach git remote http://127.0.0.1:9/vllm.git" in err.value.message
+    assert "(sources verl failed too)" in err.value.message and err.value.hint and "insteadOf" in err.value.hint
+
+
+def test_a_cache_repository_left_half_made_is_completed(tmp_path: Path, cache: Path) -> None:
+    repo = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"})
+    resolve_sources(matrix(source("lib", repo, "main")), cache=cache)
+    (cached,) = (cache / "git").glob("*.git")
+    subprocess.run(["git", "remote", "remove", "origin"], cwd=cached, check=True)  # as if interrupted
+    repo.commit({"a.txt": "2\n"}, "moved")
+    (locked,) = resolve_sources(matrix(source("lib", repo, "main")), cache=cache)
+    assert locked.commit == repo.rev()
+
+
 def test_cherry_pick_applies_deterministically(tmp_path: Path) -> None:
     repo = GitRepo.create(tmp_path / "up", {"requirements.txt": "alpha==1\n", "src.py": "x = 1\n"})
     base = repo.tag("v1")
@@ -264,6 +298,21 @@ def test_insteadof_mirror_is_honoured_and_the_lock_keeps_the_canonical_url(
     assert locked.source.url == canonical and locked.commit == repo.rev()
     assert [r.text for r in locked.requirements] == ["alpha"]
     assert upstream_commit(locked.source) == repo.rev()
+
+
+def test_a_url_with_credentials_keeps_its_recorded_commit(tmp_path: Path, cache: Path, git_config: Path) -> None:
+    mirror = tmp_path / "mirror"
+    repo = GitRepo.create(mirror / "example" / "proj.git", {"a.txt": "1\n"})
+    git(git_config, f"url.{mirror.as_uri()}/.insteadOf", "https://ci:t0ken@git.example/")
+    m = matrix(source("proj", "https://ci:t0ken@git.example/example/proj.git", "main"))
+    (first,) = resolve_sources(m, cache=cache)
+    # What sources.toml gives back: the URL without its credentials.
+    recorded = dataclasses.replace(
+        first, source=dataclasses.replace(first.source, url="https://git.example/example/proj.git")
+    )
+    repo.commit({"a.txt": "2\n"}, "moved")
+    (kept,) = resolve_sources(m, cache=cache, previous={"proj": recorded})
+    assert kept.commit == first.commit != repo.rev()
 
 
 def test_several_sources_in_one_call_keep_install_order(tmp_path: Path, cache: Path) -> None:

@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from generator.channels import IndexAccess, expand_url
 from generator.cli import cli
 from generator.conda import virtual_packages
-from generator.errors import InputError
+from generator.errors import EnvgenError, InputError
 from generator.fixtures.gitrepos import GitRepo
 from generator.fixtures.http import serve_directory
 from generator.lockfile import write_lock
@@ -244,6 +244,10 @@ class _Pep691(BaseHTTPRequestHandler):
     """A PEP 691 JSON simple page for mbridge (one yanked file that must not count); 404 for anything else."""
 
     def do_GET(self) -> None:
+        if self.path == "/simple/broken/":
+            # A proxy's error page under a JSON content type.
+            self._send(b"<html>502 Bad Gateway</html>")
+            return
         if self.path != "/simple/mbridge/":
             self.send_error(404)
             return
@@ -251,7 +255,9 @@ class _Pep691(BaseHTTPRequestHandler):
             {"filename": "mbridge-0.15.1-py3-none-any.whl", "url": "x", "hashes": {}},
             {"filename": "mbridge-0.20.0-py3-none-any.whl", "url": "y", "hashes": {}, "yanked": "broken"},
         ]
-        body = json.dumps({"meta": {"api-version": "1.0"}, "name": "mbridge", "files": files}).encode()
+        self._send(json.dumps({"meta": {"api-version": "1.0"}, "name": "mbridge", "files": files}).encode())
+
+    def _send(self, body: bytes) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
         self.send_header("Content-Length", str(len(body)))
@@ -271,6 +277,8 @@ def test_pep691_json_pages_are_read() -> None:
         session = requests.Session()
         assert fetch_filenames(session, base, "MBridge") == ["mbridge-0.15.1-py3-none-any.whl"]
         assert fetch_filenames(session, base, "absent") is None
+        with pytest.raises(EnvgenError, match=r"/simple/broken/ answered with a page that is not PEP 691 JSON"):
+            fetch_filenames(session, base, "broken")
     finally:
         server.shutdown()
         server.server_close()

@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.diff import MARKER, LockDiff, compare_url, diff_locks, render_json, render_markdown, render_text
+from generator.diff import (
+    MARKER,
+    OPEN_ROWS,
+    LockDiff,
+    compare_url,
+    diff_locks,
+    render_json,
+    render_markdown,
+    render_text,
+)
 from generator.model import (
     AppliedOverride,
     CondaEntry,
@@ -189,6 +198,16 @@ def test_added_removed_packages_and_platforms() -> None:
     assert ("linux-64", "torch", "removed") in kinds
 
 
+def test_small_platform_tables_start_unfolded_and_large_ones_folded() -> None:
+    old = make_lock()
+    many = tuple(pip(f"pkg{i:02}", "1.0", "linux-64") for i in range(OPEN_ROWS + 1))
+    markdown = render_markdown([diff_locks(old, dataclasses.replace(old, pip=old.pip + many))])
+    assert f"<details><summary><b>linux-64</b>: {OPEN_ROWS + 1} package changes</summary>" in markdown
+    assert "<details open><summary><b>linux-aarch64</b>" not in markdown  # nothing changed there
+    bump = render_markdown([diff_bump()])
+    assert "<details open><summary><b>linux-aarch64</b>: 3 package changes</summary>" in bump
+
+
 def test_pip_names_compare_normalised() -> None:
     old = make_lock()
     new = dataclasses.replace(old, pip=tuple(dataclasses.replace(e, name=e.name.capitalize()) for e in old.pip))
@@ -283,6 +302,10 @@ def test_workflow_runs_the_diff_and_updates_one_marked_comment() -> None:
     assert checkout["with"]["fetch-depth"] == 0
     runs = "\n".join(s.get("run", "") for s in steps)
     assert "pip install -e ." in runs
-    assert "envgen diff --git origin/${{ github.base_ref }} --format markdown" in runs
+    assert 'envgen diff --git "origin/$BASE_REF" --format markdown' in runs
+    diff_step = next(s for s in steps if "envgen diff" in s.get("run", ""))
+    assert diff_step["env"]["BASE_REF"] == "${{ github.base_ref }}"
+    # Event data reaches scripts through the environment only, never as shell text.
+    assert "${{" not in runs
     script = next(s for s in steps if s.get("uses", "").startswith("actions/github-script"))["with"]["script"]
     assert MARKER in script and "updateComment" in script and "createComment" in script

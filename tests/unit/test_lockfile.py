@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import shutil
 from pathlib import Path
 
@@ -241,6 +242,10 @@ def test_yml_rejects_a_foreign_or_broken_file() -> None:
         parse_lock_yml(text.replace("envgen_input_hash", "other"), "x.yml")
     with pytest.raises(InputError, match="x.yml: conda-lock rejects it"):
         parse_lock_yml(text.replace("manager: pip", "manager: npm", 1), "x.yml")
+    channels = re.search(r"^  channels:\n(?:  - .*\n|    .*\n)+", text, re.MULTILINE)
+    assert channels is not None
+    with pytest.raises(InputError, match="x.yml: conda-lock rejects it"):
+        parse_lock_yml(text.replace(channels.group(0), "  channels: 1\n"), "x.yml")
 
 
 def test_render_rejects_an_entry_conda_lock_refuses() -> None:

@@ -12,7 +12,7 @@ from packaging.tags import Tag
 from generator import pylock
 from generator.errors import InputError, ResolutionError
 from generator.model import Cann, Index, LockedSource, Matrix, Origin, PipPackage, Requirement, Source
-from generator.pypi import access_index, gather_inputs, render_pyproject, render_uv_config
+from generator.pypi import access_index, entry_index, gather_inputs, render_pyproject, render_uv_config
 
 ARM = "linux-aarch64"
 SHA = "0" * 64
@@ -233,3 +233,42 @@ def test_generated_uv_files_carry_only_the_matrix_indexes_without_credentials() 
     assert project["tool"]["uv"]["sources"] == {"triton-ascend": {"index": "triton-ascend"}}
     assert project["tool"]["uv"]["index"] == config["index"]
     assert "s3" not in render_uv_config(indexes, []) + render_pyproject(inputs, indexes, "3.11")
+
+
+def test_entry_index_attributes_the_a5_url_shapes() -> None:
+    indexes = [
+        access_index(Index("pypi", "https://pypi.org/simple"), {}),
+        access_index(Index("pytorch-cpu", "https://download.pytorch.org/whl/cpu", True), {}),
+        access_index(Index("triton-ascend", "https://triton-ascend.osinfra.cn/pypi/simple/", True, "t.cn"), {}),
+    ]
+    m = matrix(
+        PipPackage("torch", "==2.10.0", index=(("linux-64", "pytorch-cpu"),)),
+        PipPackage("triton-ascend", "==3.2.2", index=((ARM, "triton-ascend"), ("linux-64", "triton-ascend"))),
+        indexes=tuple(Index(i.name, i.url, i.explicit) for i in indexes),
+    )
+
+    def index_of(name: str, version: str, url: str, platform: str) -> str | None:
+        choice = pylock.Choice(pylock.LockedPackage(name, version, None, (), None), pylock.Artifact(url, SHA))
+        return entry_index(choice, gather_inputs(m, platform, [], {}), indexes)
+
+    # The CPU index links its files outside /whl/cpu/ (and PyPI's live on another host): the pin decides.
+    cpu = "https://download.pytorch.org/whl/torch-2.10.0%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert index_of("torch", "2.10.0+cpu", cpu, "linux-64") == "pytorch-cpu"
+    assert index_of("torch", "2.10.0+cpu", cpu.replace("/whl/", "/whl/cpu/"), "linux-64") == "pytorch-cpu"
+    pypi = "https://files.pythonhosted.org/packages/ab/cd/torch-2.10.0-cp311-cp311-manylinux_2_28_aarch64.whl"
+    assert index_of("torch", "2.10.0", pypi, ARM) == "pypi"
+    triton = "https://triton-ascend.osinfra.cn/pypi/packages/triton_ascend-3.2.2-cp311-cp311-manylinux_2_28.whl"
+    assert index_of("triton-ascend", "3.2.2", triton, ARM) == "triton-ascend"
+    # A package only limited by the matrix pin on another platform comes from the default index.
+    assert index_of("numpy", "1.26.4", pypi.replace("torch-2.10.0", "numpy-1.26.4"), "linux-64") == "pypi"
+
+
+def test_the_uv_config_allows_only_the_trusted_hosts_of_the_indexes() -> None:
+    indexes = [
+        access_index(Index("pypi", "https://pypi.org/simple"), {}),
+        access_index(Index("triton-ascend", "https://t.example/simple/", True, "t.example"), {}),
+    ]
+    assert tomllib.loads(render_uv_config(indexes, []))["allow-insecure-host"] == ["t.example"]
+    assert tomllib.loads(render_uv_config(indexes[:1], []))["allow-insecure-host"] == []
+    assert indexes[1].trusts("https://t.example/files/x.whl") and not indexes[1].trusts("https://pypi.org/x")
+    assert not indexes[0].trusts("https://t.example/files/x.whl")

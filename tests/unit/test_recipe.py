@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import venv
@@ -112,6 +113,16 @@ def test_rendering_is_deterministic_and_free_of_credentials() -> None:
     )
 
 
+def test_source_credentials_stay_out_of_the_recipe() -> None:
+    """git's own credential helpers supply them at clone time; the recipe file is committed."""
+    lock = a5_like_lock()
+    first = lock.sources[0]
+    private = dataclasses.replace(first.source, url="https://ci-bot:t0ken@gitcode.com/Ascend/MindSpeed.git")
+    text = render_recipe(dataclasses.replace(lock, sources=(dataclasses.replace(first, source=private),)))
+    assert "t0ken" not in text and "ci-bot" not in text
+    assert "checkout vllm https://gitcode.com/Ascend/MindSpeed.git " in text
+
+
 @pytest.mark.skipif(shutil.which("dash") is None, reason="dash is not installed")
 @pytest.mark.parametrize("lock", [a5_like_lock(), minimal_lock()], ids=["a5", "minimal"])
 def test_recipe_parses_under_dash(lock: Lock, tmp_path: Path) -> None:
@@ -143,6 +154,9 @@ def test_help_explains_options_sources_and_profiles(tmp_path: Path) -> None:
         "ASCEND_SET_ENV",
         "transferqueue",
         "plain",
+        # The researcher's path the README gives: conda-lock first, then this script in the activated env.
+        "conda-lock install -n NAME locks/a5.yml",
+        "sh locks/a5.install.sh",
     ):
         assert expected in proc.stdout
 

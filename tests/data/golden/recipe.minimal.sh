@@ -16,8 +16,12 @@ Usage: sh locks/tiny.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [
 Installs the git sources of env tiny at their locked commits, in order, each with
 `python -m pip install --no-deps` of the env's own python, then writes activation hooks
 (etc/conda/activate.d/envgen-tiny.sh and deactivate.d/; in a venv also a block in bin/activate).
-Install the locked packages first: `envgen install tiny --prefix DIR` does both steps, or
-`conda-lock install -p DIR locks/tiny.yml` then this script. Running it again changes nothing.
+Install the locked packages first, then run this script in that env:
+  conda-lock install -n NAME locks/tiny.yml   (or -p DIR)
+  conda activate NAME
+  sh locks/tiny.install.sh
+`envgen install tiny --prefix DIR` does both steps. Running this script again changes nothing;
+reactivate the env afterwards so the activation hooks take effect.
 
 Options:
   --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)
@@ -100,13 +104,20 @@ checkout() {
 	git -C "$dir" -c advice.detachedHead=false checkout -q --detach "$commit"
 	head=$(git -C "$dir" rev-parse HEAD)
 	[ "$head" = "$commit" ] || die "$name: HEAD of $dir is $head after checking out $commit"
+	# refs/envgen/locked follows every move this script makes, so a run after a failure below (a conflicting
+	# pick, a tree the lock does not match) may move the checkout again; only a finished one records $want.
+	rm -f "$dir/.git/envgen-locked"
+	git -C "$dir" update-ref refs/envgen/locked HEAD
 	for pick in "$@"; do
 		say "$name: cherry-picking $pick"
 		fetch "$dir" "$url" "$pick" 2
-		GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
-			git -C "$dir" cherry-pick --no-gpg-sign "$pick" >/dev/null \
-			|| die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
+		if ! GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
+			git -C "$dir" cherry-pick --no-gpg-sign "$pick" >/dev/null; then
+			git -C "$dir" cherry-pick --abort >/dev/null 2>&1 || true
+			die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
 				"re-lock (envgen lock) to re-verify the picks"
+		fi
+		git -C "$dir" update-ref refs/envgen/locked HEAD
 	done
 	if [ -n "$tree" ]; then
 		got=$(git -C "$dir" rev-parse 'HEAD^{tree}')
@@ -118,7 +129,6 @@ checkout() {
 		got=$(git -C "$dir" rev-parse HEAD)
 		[ "$got" = "$final" ] || die "$name: HEAD of $dir is $got after the cherry-picks, the lock recorded $final"
 	fi
-	git -C "$dir" update-ref refs/envgen/locked HEAD
 	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
 }
 
