@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.logging import RichHandler
+from urllib3.exceptions import InsecureRequestWarning
 
 from generator import __version__
 from generator.errors import EnvgenError
@@ -310,4 +312,6 @@ def demo_command(keep: bool) -> None:
 
 
 def main() -> None:
+    # An index with `trusted_host` in channels/ skips certificate checks by choice: no warning per request.
+    warnings.filterwarnings("ignore", category=InsecureRequestWarning)
     cli(prog_name="envgen")
