@@ -13,7 +13,6 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.logging import RichHandler
-from urllib3.exceptions import InsecureRequestWarning
 
 from generator import __version__
 from generator.errors import EnvgenError
@@ -313,5 +312,5 @@ def demo_command(keep: bool) -> None:
 
 def main() -> None:
     # An index with `trusted_host` in channels/ skips certificate checks by choice: no warning per request.
-    warnings.filterwarnings("ignore", category=InsecureRequestWarning)
+    warnings.filterwarnings("ignore", message="Unverified HTTPS request")  # urllib3's InsecureRequestWarning
     cli(prog_name="envgen")
