@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import logging
 import shutil
 import socket
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -350,11 +347,6 @@ def test_offline_relock_from_cache(index_roots: tuple[Path, Path], tmp_path: Pat
         lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=tmp_cache(cache), offline=True)
 
 
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @contextmanager
 def serve_tls(root: Path, certs: Path) -> Iterator[str]:
     """Serve `root` over HTTPS on 127.0.0.1 with a fresh self-signed certificate no client trusts."""
@@ -368,17 +360,8 @@ def serve_tls(root: Path, certs: Path) -> Iterator[str]:
     )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve_directory(root, tls=context) as base:
+        yield base
 
 
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
