@@ -19,14 +19,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from generator.check import check_env
-from generator.fixtures.example import serve_example
-from generator.install import INSTALLERS, host_platform, install_pip
-from generator.lock import lock_env
-from generator.lockfile import read_lock
-from generator.model import Cann, Index, Matrix, PipEntry, PipPackage
-from generator.paths import Project
-from generator.pypi import lock_pypi
+from envgen.commands.check import check_env
+from envgen.commands.lock import lock_env
+from envgen.example.project import serve_example
+from envgen.installer import INSTALLERS, host_platform, install_pip
+from envgen.lockio.lockfile import read_lock
+from envgen.model import Cann, Index, Matrix, PipEntry, PipPackage
+from envgen.project import Project
+from envgen.resolve.pip_stage import lock_pypi
 
 PYPI_PACKAGES = (PipPackage("transformers", "==4.57.6"),)
 

@@ -1,7 +1,7 @@
 """Time `envgen lock` on the bundled example: a full lock (cold and warm caches) and a no-op re-lock.
 
 Usage: python benchmarks/bench_lock.py [--repeat N]
-The no-op figure is the wall time of the real CLI (`python -m generator lock demo`), process start included.
+The no-op figure is the wall time of the real CLI (`python -m envgen lock demo`), process start included.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from generator.fixtures.example import ENV, serve_example
+from envgen.example.project import ENV, serve_example
 
 
 def wall(cmd: list[str], env: dict[str, str]) -> float:
@@ -31,7 +31,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="envgen-bench-") as tmp, serve_example(Path(tmp) / "world") as example:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_"))}
         env.update(GIT_CONFIG_GLOBAL=str(example.gitconfig), GIT_CONFIG_NOSYSTEM="1")
-        lock = [sys.executable, "-m", "generator", "lock", ENV, "--root", str(example.root), "-q"]
+        lock = [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(example.root), "-q"]
         cold, warm = [], []
         for i in range(args.repeat):
             cold_env = {**env, "ENVGEN_CACHE_DIR": str(Path(tmp) / f"cache-{i}")}
@@ -39,7 +39,7 @@ def main() -> None:
         env["ENVGEN_CACHE_DIR"] = str(Path(tmp) / "cache-0")
         warm = [wall([*lock, "--force"], env) for _ in range(args.repeat)]
         noop = [wall(lock, env) for _ in range(args.repeat)]
-        version = [wall([sys.executable, "-m", "generator", "--version"], env) for _ in range(args.repeat)]
+        version = [wall([sys.executable, "-m", "envgen", "--version"], env) for _ in range(args.repeat)]
     print(f"full lock, cold caches : median {statistics.median(cold):.2f} s  (n={args.repeat})")
     print(f"full lock, warm caches : median {statistics.median(warm):.2f} s  (n={args.repeat})")
     print(f"no-op re-lock (CLI)    : median {statistics.median(noop):.3f} s  (target < 0.5 s)")

@@ -18,14 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import uv
+from envgen.example.http import serve_directory
+from envgen.example.wheels import FixtureDist, build_index
+from envgen.model import Cann, Index, Matrix, PipPackage
+from envgen.process import run
+from envgen.resolve.pip_stage import access_index, gather_inputs, lock_pypi, uv_environment
+from envgen.resolve.uv_pylock import uv_python_platform
 
-from generator._proc import run
-from generator.fixtures.a5 import a5_pypi_matrix
-from generator.fixtures.http import serve_directory
-from generator.fixtures.wheels import FixtureDist, build_index
-from generator.model import Cann, Index, Matrix, PipPackage
-from generator.pylock import uv_python_platform
-from generator.pypi import access_index, gather_inputs, lock_pypi, uv_environment
+from tests.support.a5 import a5_pypi_matrix
 
 PYTHON = "3.11"
 ARCHES: tuple[str, ...] = ("cp311-cp311-manylinux_2_28_aarch64", "cp311-cp311-manylinux_2_28_x86_64")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from generator.check import (
+from envgen.cli import cli
+from envgen.commands.check import (
     Hardware,
     check_env,
     depends_problems,
@@ -22,13 +22,12 @@ from generator.check import (
     pin_problems,
     solve_step,
 )
-from generator.cli import cli
-from generator.fixtures.example import Example, bump_version, serve_example
-from generator.install import host_platform
-from generator.lockfile import read_lock
-from generator.matrix import load_matrix
-from generator.model import ImportCheck, Lock, Matrix
-from generator.paths import Project, cache_dir
+from envgen.example.project import Example, bump_version, serve_example
+from envgen.inputs.matrix import load_matrix
+from envgen.installer import host_platform
+from envgen.lockio.lockfile import read_lock
+from envgen.model import ImportCheck, Lock, Matrix
+from envgen.project import Project, cache_dir
 
 ENV = "demo"
 

@@ -11,12 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from generator.conda import install_conda, python_version, solve_conda, virtual_packages
-from generator.errors import InputError, ResolutionError, VerificationError
-from generator.fixtures.condapkgs import CondaPackage, PackageFile, demo_packages, package_bytes, write_channel
-from generator.fixtures.http import serve_directory
-from generator.model import Cann, Channel, Matrix
+from envgen.errors import InputError, ResolutionError, VerificationError
+from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages, package_bytes, write_channel
+from envgen.example.http import serve_directory
+from envgen.model import Cann, Channel, Matrix
+from envgen.resolve.conda_stage import install_conda, python_version, solve_conda, virtual_packages
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from generator.demo import StepError, run_demo
-from generator.fixtures.example import EXAMPLE_DIR
+from envgen.commands.demo import StepError, run_demo
+from envgen.example.project import EXAMPLE_DIR
 
 BANNERS = [
     "$ envgen lock demo",
@@ -71,7 +70,7 @@ def refuses(url: str) -> bool:
 def test_the_demo_runs_every_step_and_leaves_nothing_behind(tmp_path: Path) -> None:
     marker = f"e2e-{os.getpid()}"
     proc = subprocess.run(
-        [sys.executable, "-m", "generator", "demo"],
+        [sys.executable, "-m", "envgen", "demo"],
         env=demo_environment(tmp_path / "tmp", marker),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -113,7 +112,7 @@ def test_the_demo_runs_every_step_and_leaves_nothing_behind(tmp_path: Path) -> N
 def test_an_interrupt_during_a_step_stops_it_and_cleans_up(tmp_path: Path, sig: signal.Signals) -> None:
     marker = f"int-{os.getpid()}-{sig.name}"
     demo = subprocess.Popen(
-        [sys.executable, "-m", "generator", "demo"],
+        [sys.executable, "-m", "envgen", "demo"],
         env=demo_environment(tmp_path / "tmp", marker),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

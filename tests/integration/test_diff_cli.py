@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-
-from generator.cli import cli
-from generator.fixtures.gitrepos import GitRepo
-from generator.lockfile import write_lock
-from generator.model import Lock
-from generator.paths import Project
+from envgen.cli import cli
+from envgen.example.gitrepos import GitRepo
+from envgen.lockio.lockfile import write_lock
+from envgen.model import Lock
+from envgen.project import Project
 
 _spec = importlib.util.spec_from_file_location("diff_cases", Path(__file__).parents[1] / "unit" / "test_diff.py")
 assert _spec and _spec.loader

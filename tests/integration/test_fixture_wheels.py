@@ -13,10 +13,9 @@ import zipfile
 from pathlib import Path
 
 import uv
-
-from generator._proc import run
-from generator.fixtures.http import serve_directory
-from generator.fixtures.wheels import FixtureDist, build_dists, build_index
+from envgen.example.http import serve_directory
+from envgen.example.wheels import FixtureDist, build_dists, build_index
+from envgen.process import run
 
 DIST = FixtureDist("My.Pkg", "1.2", requires=("dep>=1", "extra-dep ; extra == 'fast'"), sdist=True)
 

@@ -10,15 +10,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from generator.cli import cli
-from generator.conda import solve_conda
-from generator.errors import InputError, VerificationError
-from generator.fixtures.condapkgs import demo_packages, write_channel
-from generator.fixtures.http import serve_directory
-from generator.fixtures.srcprojects import backend_project
-from generator.fixtures.wheels import FixtureDist, build_wheel
-from generator.install import (
+from envgen.cli import cli
+from envgen.errors import InputError, VerificationError
+from envgen.example.condapkgs import demo_packages, write_channel
+from envgen.example.http import serve_directory
+from envgen.example.srcprojects import backend_project
+from envgen.example.wheels import FixtureDist, build_wheel
+from envgen.installer import (
     INSTALLERS,
     Installer,
     host_platform,
@@ -27,8 +25,9 @@ from generator.install import (
     pip_requirements,
     trusted_hosts,
 )
-from generator.model import Cann, Channel, CondaEntry, Index, Lock, LockedSource, Matrix, PipEntry, Source
-from generator.recipe import render_recipe
+from envgen.model import Cann, Channel, CondaEntry, Index, Lock, LockedSource, Matrix, PipEntry, Source
+from envgen.recipe.render import render_recipe
+from envgen.resolve.conda_stage import solve_conda
 
 HOST = host_platform()
 PYTHON = ".".join(map(str, sys.version_info[:3]))
@@ -212,8 +211,8 @@ def test_conda_part_is_installed_by_rattler_and_hash_checked(tmp_path: Path) -> 
 
 
 def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path) -> None:
-    from generator.lockfile import write_lock
-    from generator.paths import Project
+    from envgen.lockio.lockfile import write_lock
+    from envgen.project import Project
 
     base, files = wheelhouse
     project = Project(tmp_path / "project")

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from generator.cli import cli
-from generator.fixtures.example import Example, advance_branch, bump_version, serve_example
-from generator.lockfile import parse_lock_yml, read_lock
-from generator.paths import Project
+from envgen.cli import cli
+from envgen.example.project import Example, advance_branch, bump_version, serve_example
+from envgen.lockio.lockfile import parse_lock_yml, read_lock
+from envgen.project import Project
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden" / "demo.yml"
 ENV = "demo"
@@ -210,7 +209,7 @@ def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(example: 
     channel.write_text(original.replace(example.pypi_url, f"http://127.0.0.1:{server.server_address[1]}"))
     env = {**os.environ, "ENVGEN_CACHE_DIR": str(tmp_path / "cold-cache")}  # uv must ask the index
     proc = subprocess.Popen(
-        [sys.executable, "-m", "generator", "lock", ENV, "--root", str(example.root)],
+        [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(example.root)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:

@@ -9,14 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from generator._proc import run
-from generator.conda import solve_conda
-from generator.fixtures.condapkgs import demo_packages, write_channel
-from generator.fixtures.http import serve_directory
-from generator.lockfile import read_lock, render_lock_yml, write_lock
-from generator.model import Cann, Channel, Lock, Matrix, PipEntry
-from generator.paths import Project
+from envgen.example.condapkgs import demo_packages, write_channel
+from envgen.example.http import serve_directory
+from envgen.lockio.lockfile import read_lock, render_lock_yml, write_lock
+from envgen.model import Cann, Channel, Lock, Matrix, PipEntry
+from envgen.process import run
+from envgen.project import Project
+from envgen.resolve.conda_stage import solve_conda
 
 CONDA_LOCK = Path(sys.executable).parent / "conda-lock"
 PLATFORMS = ("linux-aarch64", "linux-64")

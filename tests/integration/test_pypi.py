@@ -14,11 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
-from generator.errors import InputError, ResolutionError, VerificationError
-from generator.fixtures.http import serve_directory
-from generator.fixtures.wheels import FixtureDist, build_index
-from generator.model import (
+from envgen.errors import InputError, ResolutionError, VerificationError
+from envgen.example.http import serve_directory
+from envgen.example.wheels import FixtureDist, build_index
+from envgen.model import (
     Cann,
     Index,
     LockedSource,
@@ -30,7 +29,7 @@ from generator.model import (
     Requirement,
     Source,
 )
-from generator.pypi import PypiLock, lock_pypi
+from envgen.resolve.pip_stage import PypiLock, lock_pypi
 
 MATRIX = "env-templates/test.toml"
 AARCH64 = "cp311-cp311-manylinux_2_28_aarch64"

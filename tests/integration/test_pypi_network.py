@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from envgen.resolve.pip_stage import lock_pypi
+from envgen.resolve.uv_pylock import platform_tags
 from packaging.utils import parse_wheel_filename
 
-from generator.fixtures.a5 import a5_pypi_matrix
-from generator.pylock import platform_tags
-from generator.pypi import lock_pypi
+from tests.support.a5 import a5_pypi_matrix
 
 pytestmark = pytest.mark.network
 

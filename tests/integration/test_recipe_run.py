@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from generator.fixtures.gitrepos import GitRepo, side_commit
-from generator.fixtures.srcprojects import backend_project
-from generator.model import Cann, Lock, LockedSource, Profile, Source
-from generator.recipe import render_recipe
-from generator.sources import PICK_ENV
+from envgen.example.gitrepos import GitRepo, side_commit
+from envgen.example.srcprojects import backend_project
+from envgen.model import Cann, Lock, LockedSource, Profile, Source
+from envgen.recipe.render import render_recipe
+from envgen.resolve.git_sources import PICK_ENV
 
 
 def make_venv(path: Path) -> Path:

@@ -12,19 +12,18 @@ from pathlib import Path
 import pytest
 import requests
 from click.testing import CliRunner, Result
-
-from generator.channels import IndexAccess, expand_url
-from generator.cli import cli
-from generator.conda import virtual_packages
-from generator.errors import EnvgenError, InputError
-from generator.fixtures.gitrepos import GitRepo
-from generator.fixtures.http import serve_directory
-from generator.lockfile import write_lock
-from generator.lockstate import input_digests, input_hash
-from generator.matrix import load_matrix
-from generator.model import Lock, LockedSource, Pending, PipEntry
-from generator.paths import Project
-from generator.status import fetch_filenames, newest_version, stale_reasons
+from envgen.cli import cli
+from envgen.commands.status import fetch_filenames, newest_version, stale_reasons
+from envgen.errors import EnvgenError, InputError
+from envgen.example.gitrepos import GitRepo
+from envgen.example.http import serve_directory
+from envgen.inputs.channels import IndexAccess, expand_url
+from envgen.inputs.matrix import load_matrix
+from envgen.lockio.lockfile import write_lock
+from envgen.lockio.state import input_digests, input_hash
+from envgen.model import Lock, LockedSource, Pending, PipEntry
+from envgen.project import Project
+from envgen.resolve.conda_stage import virtual_packages
 
 MATRIX = """\
 schema = 1

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from generator.channels import load_channels
-from generator.cli import cli
-from generator.errors import InputError, MatrixError
-from generator.model import Channel, Index
+from envgen.cli import cli
+from envgen.errors import InputError, MatrixError
+from envgen.inputs.channels import load_channels
+from envgen.model import Channel, Index
 
 REPO_CHANNELS = Path(__file__).parents[2] / "channels"
 MATRICES = Path(__file__).parents[1] / "data" / "matrices"

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from generator.diff import (
+from envgen.lockdiff.compare import (
     MARKER,
     OPEN_ROWS,
     LockDiff,
@@ -22,7 +21,7 @@ from generator.diff import (
     render_markdown,
     render_text,
 )
-from generator.model import (
+from envgen.model import (
     AppliedOverride,
     CondaEntry,
     Lock,

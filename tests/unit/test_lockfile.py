@@ -11,9 +11,8 @@ from pathlib import Path
 import filelock
 import pytest
 from conda_lock.lockfile import parse_conda_lock_file
-
-from generator.errors import InputError
-from generator.lockfile import (
+from envgen.errors import InputError
+from envgen.lockio.lockfile import (
     parse_lock,
     parse_lock_yml,
     parse_sources_toml,
@@ -22,8 +21,8 @@ from generator.lockfile import (
     render_sources_toml,
     write_lock,
 )
-from generator.lockstate import LOCK_SCHEMA, env_lock, input_digests, input_hash, recorded_state
-from generator.model import (
+from envgen.lockio.state import LOCK_SCHEMA, env_lock, input_digests, input_hash, recorded_state
+from envgen.model import (
     AppliedOverride,
     Cann,
     Channel,
@@ -40,7 +39,7 @@ from generator.model import (
     Requirement,
     Source,
 )
-from generator.paths import Project
+from envgen.project import Project
 
 PLATFORMS = ("linux-aarch64", "linux-64")
 

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from generator.cli import cli
-from generator.errors import InputError, MatrixError
-from generator.matrix import load_matrix, ref_problem
-from generator.model import Cann, ImportCheck, Index, Override, PipPackage, Profile
-from generator.tomlinput import key_lines
+from envgen.cli import cli
+from envgen.errors import InputError, MatrixError
+from envgen.inputs.matrix import load_matrix, ref_problem
+from envgen.inputs.toml_reader import key_lines
+from envgen.model import Cann, ImportCheck, Index, Override, PipPackage, Profile
 
 ROOT = Path(__file__).parents[1] / "data" / "matrices"
 TEMPLATES = ROOT / "env-templates"
@@ -63,7 +62,7 @@ def test_malformed_matrix_exits_2_naming_file_line_and_key(case: str) -> None:
 
 def test_all_problems_are_reported_by_the_installed_entry_point() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "show", "many-problems", "--root", str(ROOT)],
+        [sys.executable, "-m", "envgen", "show", "many-problems", "--root", str(ROOT)],
         capture_output=True,
         text=True,
         check=False,

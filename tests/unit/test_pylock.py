@@ -6,54 +6,53 @@ import itertools
 import tomllib
 
 import pytest
+from envgen.errors import InputError, ResolutionError
+from envgen.model import Cann, Index, LockedSource, Matrix, Origin, PipPackage, Requirement, Source
+from envgen.resolve import uv_pylock
+from envgen.resolve.pip_stage import access_index, entry_index, gather_inputs, render_pyproject, render_uv_config
 from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
-
-from generator import pylock
-from generator.errors import InputError, ResolutionError
-from generator.model import Cann, Index, LockedSource, Matrix, Origin, PipPackage, Requirement, Source
-from generator.pypi import access_index, entry_index, gather_inputs, render_pyproject, render_uv_config
 
 ARM = "linux-aarch64"
 SHA = "0" * 64
 
 
-def wheel(filename: str) -> pylock.Artifact:
-    return pylock.Artifact(url=f"https://files.example/{filename}", sha256=SHA)
+def wheel(filename: str) -> uv_pylock.Artifact:
+    return uv_pylock.Artifact(url=f"https://files.example/{filename}", sha256=SHA)
 
 
-def package(*files: str, sdist: str | None = None) -> pylock.LockedPackage:
-    return pylock.LockedPackage(
+def package(*files: str, sdist: str | None = None) -> uv_pylock.LockedPackage:
+    return uv_pylock.LockedPackage(
         name="torch",
         version="2.10.0",
         marker=None,
         wheels=tuple(wheel(f) for f in files),
-        sdist=pylock.Artifact(f"https://files.example/{sdist}", SHA) if sdist else None,
+        sdist=uv_pylock.Artifact(f"https://files.example/{sdist}", SHA) if sdist else None,
     )
 
 
 def test_platform_tags_stop_at_the_glibc_floor_and_the_architecture() -> None:
-    tags = pylock.platform_tags(ARM, "3.11", "2.28")
+    tags = uv_pylock.platform_tags(ARM, "3.11", "2.28")
     platforms = {t.platform for t in tags}
     assert {"manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64", "any"} <= platforms
     assert not {p for p in platforms if "x86_64" in p or p.startswith("linux_") or "2_29" in p or "2_34" in p}
     assert tags[0] == Tag("cp311", "cp311", "manylinux_2_28_aarch64")
     assert Tag("cp311", "abi3", "manylinux_2_17_aarch64") in tags
     assert Tag("cp312", "cp312", "manylinux_2_28_aarch64") not in tags
-    assert "manylinux1_x86_64" in {t.platform for t in pylock.platform_tags("linux-64", "3.11", "2.28")}
+    assert "manylinux1_x86_64" in {t.platform for t in uv_pylock.platform_tags("linux-64", "3.11", "2.28")}
 
 
 def test_uv_platform_never_exceeds_the_floor() -> None:
-    assert pylock.uv_python_platform(ARM, "2.28") == "aarch64-manylinux_2_28"
-    assert pylock.uv_python_platform("linux-64", "2.30") == "x86_64-manylinux_2_28"
-    assert pylock.uv_python_platform("linux-64", "2.27") == "x86_64-manylinux_2_17"
-    assert pylock.uv_python_platform(ARM, "2.35") == "aarch64-manylinux_2_35"
+    assert uv_pylock.uv_python_platform(ARM, "2.28") == "aarch64-manylinux_2_28"
+    assert uv_pylock.uv_python_platform("linux-64", "2.30") == "x86_64-manylinux_2_28"
+    assert uv_pylock.uv_python_platform("linux-64", "2.27") == "x86_64-manylinux_2_17"
+    assert uv_pylock.uv_python_platform(ARM, "2.35") == "aarch64-manylinux_2_35"
     with pytest.raises(ValueError):
-        pylock.uv_python_platform(ARM, "2.12")
+        uv_pylock.uv_python_platform(ARM, "2.12")
 
 
 def test_choice_prefers_the_most_specific_tag_within_the_floor() -> None:
-    tags = pylock.platform_tags(ARM, "3.11", "2.28")
+    tags = uv_pylock.platform_tags(ARM, "3.11", "2.28")
     files = (
         "torch-2.10.0-cp311-cp311-manylinux_2_34_aarch64.whl",
         "torch-2.10.0-py3-none-any.whl",
@@ -61,34 +60,34 @@ def test_choice_prefers_the_most_specific_tag_within_the_floor() -> None:
         "torch-2.10.0-cp311-cp311-manylinux_2_28_aarch64.whl",
         "torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl",
     )
-    chosen = pylock.choose_artifact(package(*files), tags, ARM)
+    chosen = uv_pylock.choose_artifact(package(*files), tags, ARM)
     assert chosen.artifact.filename == "torch-2.10.0-cp311-cp311-manylinux_2_28_aarch64.whl"
     assert not chosen.sdist
-    older = pylock.choose_artifact(package(*files[:3]), tags, ARM)
+    older = uv_pylock.choose_artifact(package(*files[:3]), tags, ARM)
     assert older.artifact.filename == files[2]
 
 
 def test_build_tag_tie_is_resolved_the_same_way_in_any_order() -> None:
-    tags = pylock.platform_tags("linux-64", "3.11", "2.28")
+    tags = uv_pylock.platform_tags("linux-64", "3.11", "2.28")
     files = (
         "torch-2.10.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
         "torch-2.10.0+cpu-3-cp311-cp311-manylinux_2_28_x86_64.whl",
         "torch-2.10.0+cpu-2-cp311-cp311-manylinux_2_28_x86_64.whl",
     )
     chosen = {
-        pylock.choose_artifact(package(*order), tags, "linux-64").artifact.filename
+        uv_pylock.choose_artifact(package(*order), tags, "linux-64").artifact.filename
         for order in itertools.permutations(files)
     }
     assert chosen == {"torch-2.10.0+cpu-3-cp311-cp311-manylinux_2_28_x86_64.whl"}
 
 
 def test_never_a_wheel_of_another_platform() -> None:
-    tags = pylock.platform_tags(ARM, "3.11", "2.28")
+    tags = uv_pylock.platform_tags(ARM, "3.11", "2.28")
     x86_only = ("torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl",)
-    fallback = pylock.choose_artifact(package(*x86_only, sdist="torch-2.10.0.tar.gz"), tags, ARM)
+    fallback = uv_pylock.choose_artifact(package(*x86_only, sdist="torch-2.10.0.tar.gz"), tags, ARM)
     assert fallback.sdist and fallback.artifact.filename == "torch-2.10.0.tar.gz"
     with pytest.raises(ResolutionError, match=r"torch 2\.10\.0 has no wheel for linux-aarch64"):
-        pylock.choose_artifact(package(*x86_only), tags, ARM)
+        uv_pylock.choose_artifact(package(*x86_only), tags, ARM)
 
 
 def test_parse_pylock_reads_wheels_sdists_and_archives() -> None:
@@ -109,19 +108,19 @@ marker = "platform_machine == 'x86_64'"
 sdist = { url = "https://host/alpha-2.0.tar.gz", hashes = { sha256 = "bb" } }
 wheels = [{ url = "https://host/alpha-2.0-py3-none-any.whl", hashes = { sha256 = "cc" } }]
 """
-    alpha, zeta = pylock.parse_pylock(text)
+    alpha, zeta = uv_pylock.parse_pylock(text)
     assert (alpha.name, zeta.name) == ("alpha", "zeta-pkg")
-    assert alpha.sdist == pylock.Artifact("https://host/alpha-2.0.tar.gz", "bb")
+    assert alpha.sdist == uv_pylock.Artifact("https://host/alpha-2.0.tar.gz", "bb")
     assert [w.sha256 for w in alpha.wheels] == ["cc"]
     assert zeta.wheels[0].filename == "zeta_pkg-1.0-py3-none-any.whl" and zeta.sdist is None
-    env = pylock.marker_environment(ARM, "3.11")
-    assert not pylock.applies(alpha.marker, env)
-    assert pylock.applies(alpha.marker, pylock.marker_environment("linux-64", "3.11"))
+    env = uv_pylock.marker_environment(ARM, "3.11")
+    assert not uv_pylock.applies(alpha.marker, env)
+    assert uv_pylock.applies(alpha.marker, uv_pylock.marker_environment("linux-64", "3.11"))
 
 
 def test_depends_follow_markers_and_requested_extras() -> None:
-    env = pylock.marker_environment(ARM, "3.11")
-    ray = pylock.parse_metadata(
+    env = uv_pylock.marker_environment(ARM, "3.11")
+    ray = uv_pylock.parse_metadata(
         "Metadata-Version: 2.1\nName: ray\nVersion: 2.0\n"
         "Requires-Dist: click>=7\n"
         "Requires-Dist: click!=8.0.0\n"
@@ -130,21 +129,21 @@ def test_depends_follow_markers_and_requested_extras() -> None:
         "Requires-Dist: pytest; extra == 'test'\n",
         "ray",
     )
-    aiohttp = pylock.parse_metadata("Name: aiohttp\nRequires-Dist: yarl[idna]>=1\n", "aiohttp")
+    aiohttp = uv_pylock.parse_metadata("Name: aiohttp\nRequires-Dist: yarl[idna]>=1\n", "aiohttp")
     metadata = {"ray": ray, "aiohttp": aiohttp}
-    extras = pylock.requested_extras([Pep508("ray[default]")], metadata, env)
+    extras = uv_pylock.requested_extras([Pep508("ray[default]")], metadata, env)
     assert extras == {"ray": frozenset({"default"}), "yarl": frozenset({"idna"})}
-    assert pylock.depends(ray, env, extras["ray"]) == (("aiohttp", ">=3.7"), ("click", "!=8.0.0,>=7"))
-    assert pylock.depends(ray, env, ()) == (("click", "!=8.0.0,>=7"),)
-    x86 = pylock.marker_environment("linux-64", "3.11")
-    assert ("nvidia-nccl", "") in pylock.depends(ray, x86, ())
+    assert uv_pylock.depends(ray, env, extras["ray"]) == (("aiohttp", ">=3.7"), ("click", "!=8.0.0,>=7"))
+    assert uv_pylock.depends(ray, env, ()) == (("click", "!=8.0.0,>=7"),)
+    x86 = uv_pylock.marker_environment("linux-64", "3.11")
+    assert ("nvidia-nccl", "") in uv_pylock.depends(ray, x86, ())
 
 
 def test_index_of_matches_the_index_prefix_without_credentials() -> None:
     indexes = [("pypi", "https://pypi.org/simple"), ("cpu", "https://u:t@download.example/whl/cpu/")]
-    assert pylock.index_of("https://download.example/whl/cpu/torch-2.10.0.whl", indexes) == "cpu"
-    assert pylock.index_of("https://download.example/whl/cpu2/torch.whl", indexes) is None
-    assert pylock.index_of("https://files.pythonhosted.org/packages/x.whl", indexes) is None
+    assert uv_pylock.index_of("https://download.example/whl/cpu/torch-2.10.0.whl", indexes) == "cpu"
+    assert uv_pylock.index_of("https://download.example/whl/cpu2/torch.whl", indexes) is None
+    assert uv_pylock.index_of("https://files.pythonhosted.org/packages/x.whl", indexes) is None
 
 
 def matrix(*packages: PipPackage, indexes: tuple[Index, ...] = ()) -> Matrix:
@@ -248,7 +247,7 @@ def test_entry_index_attributes_the_a5_url_shapes() -> None:
     )
 
     def index_of(name: str, version: str, url: str, platform: str) -> str | None:
-        choice = pylock.Choice(pylock.LockedPackage(name, version, None, (), None), pylock.Artifact(url, SHA))
+        choice = uv_pylock.Choice(uv_pylock.LockedPackage(name, version, None, (), None), uv_pylock.Artifact(url, SHA))
         return entry_index(choice, gather_inputs(m, platform, [], {}), indexes)
 
     # The CPU index links its files outside /whl/cpu/ (and PyPI's live on another host): the pin decides.

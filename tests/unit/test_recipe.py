@@ -9,9 +9,8 @@ import venv
 from pathlib import Path
 
 import pytest
-
-from generator.model import Cann, Index, Lock, LockedSource, Profile, Source
-from generator.recipe import hook_prefix, install_key, render_recipe
+from envgen.model import Cann, Index, Lock, LockedSource, Profile, Source
+from envgen.recipe.render import hook_prefix, install_key, render_recipe
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden"
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from generator.errors import InputError, ResolutionError
-from generator.requirements_file import Ignored, Line, parse_pyproject, parse_requirement_files
+from envgen.errors import InputError, ResolutionError
+from envgen.inputs.requirements import Ignored, Line, parse_pyproject, parse_requirement_files
 
 CTX = "source demo at commit abc"
 

@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
-from generator.cli import cli
-from generator.matrix import load_matrix
-from generator.show import matrix_document, render_json, render_text
+from envgen.cli import cli
+from envgen.commands.show import matrix_document, render_json, render_text
+from envgen.inputs.matrix import load_matrix
 
 REPO = Path(__file__).parents[2]
 MATRICES = Path(__file__).parents[1] / "data" / "matrices"

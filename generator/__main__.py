@@ -1,6 +1,0 @@
-"""`python -m generator` runs the envgen command line."""
-
-from generator.cli import main
-
-if __name__ == "__main__":
-    main()

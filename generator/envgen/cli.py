@@ -1,0 +1,316 @@
+"""The envgen command line: each command parses, calls one core function, prints; the only place that exits."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.logging import RichHandler
+
+from envgen import __version__
+from envgen.errors import EnvgenError
+from envgen.project import Project, cache_dir
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Turn an EnvgenError into one red `error:` line (plus hint) on stderr and its exit code."""
+    try:
+        yield
+    except EnvgenError as exc:
+        click.secho(f"error: {exc.message}", fg="red", err=True)
+        if exc.hint:
+            click.echo(f"  hint: {exc.hint}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.secho("interrupted: nothing was written", fg="red", err=True)
+        sys.exit(130)
+
+
+def setup_logging(quiet: bool) -> None:
+    """Progress and warnings of the core modules go to stderr; `-q` keeps only warnings.
+
+    On a terminal rich formats them; elsewhere (CI logs, pipes) each record stays one unwrapped line.
+    """
+    handler: logging.Handler
+    if sys.stderr.isatty():
+        handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False, markup=False)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)-7s %(message)s"))
+    root = logging.getLogger("envgen")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING if quiet else logging.INFO)
+    root.propagate = False
+
+
+quiet_option = click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
+json_option = click.option("--json", "as_json", is_flag=True, help="A machine-readable result on stdout.")
+
+
+root_option = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    envvar="ENVGEN_ROOT",
+    show_default=True,
+    help="Project directory holding env-templates/, channels/ and locks/.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="envgen")
+def cli() -> None:
+    """Compile version matrices (env-templates/*.toml) into pinned, verified conda-lock environments."""
+
+
+def project(root: Path) -> Project:
+    return Project(root.resolve())
+
+
+@cli.command("lock")
+@click.argument("envs", nargs=-1)
+@root_option
+@click.option("--update", multiple=True, metavar="SOURCE", help="Move this source to its ref's current commit.")
+@click.option("--update-all", is_flag=True, help="Move every source to its ref's current commit.")
+@click.option("--force", is_flag=True, help="Re-lock even when the inputs did not change.")
+@click.option("--offline", is_flag=True, help="Resolve pip packages from the cache only.")
+@quiet_option
+@json_option
+def lock_command(
+    envs: tuple[str, ...],
+    root: Path,
+    update: tuple[str, ...],
+    update_all: bool,
+    force: bool,
+    offline: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Lock ENV... (default: every env in env-templates/) into locks/<env>.{yml,sources.toml,install.sh}."""
+    from envgen.commands.lock import lock_envs, summarize
+
+    setup_logging(quiet)
+    with reported():
+        proj = project(root)
+        results = lock_envs(
+            proj, list(envs) or proj.envs(), update=True if update_all else update, force=force, offline=offline
+        )
+    summaries = [summarize(r) for r in results]
+    if as_json:
+        click.echo(json.dumps(summaries, indent=2, sort_keys=True))
+        return
+    for item in summaries:
+        if item["status"] == "up-to-date":
+            click.echo(f"{item['env']}: up to date (input hash {item['input_hash'][:12]})", err=True)
+            continue
+        counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in item["platforms"].items())
+        click.echo(f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)", err=True)
+        for name, note in item["pending"].items():
+            click.secho(f"  pending {name}: {note}", fg="yellow", err=True)
+
+
+@cli.command("show")
+@click.argument("env")
+@root_option
+@json_option
+def show_command(env: str, root: Path, as_json: bool) -> None:
+    """Show the validated, normalised matrix of ENV (--json: a stable JSON document)."""
+    from envgen.commands.show import render_json, render_text
+    from envgen.inputs.matrix import load_env
+
+    with reported():
+        proj = project(root)
+        matrix = load_env(proj, env)
+    click.echo(render_json(matrix) if as_json else render_text(matrix), nl=False)
+
+
+@cli.command("diff")
+@click.argument("old", required=False)
+@click.argument("new", required=False)
+@click.option(
+    "--git",
+    "rev",
+    is_flag=False,
+    flag_value="HEAD",
+    default=None,
+    metavar="REV",
+    help="Compare every lock in locks/ with the same file at REV (default HEAD); unchanged ones are skipped.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--exit-code", is_flag=True, help="Exit with 1 when anything differs.")
+@root_option
+@quiet_option
+def diff_command(
+    old: str | None, new: str | None, rev: str | None, fmt: str, exit_code: bool, root: Path, quiet: bool
+) -> None:
+    """What changed between two locks: OLD NEW are lock files (locks/a5.yml) or REV:path (HEAD:locks/a5.yml)."""
+    from envgen.lockdiff.compare import render
+    from envgen.lockdiff.revisions import diff_against_rev, diff_sides, read_side
+
+    setup_logging(quiet)
+    with reported():
+        if rev is not None:
+            if old or new:
+                raise click.UsageError("give either OLD NEW or --git [REV], not both")
+            diffs = diff_against_rev(project(root), rev)
+        else:
+            if not (old and new):
+                raise click.UsageError("give OLD and NEW (lock paths or REV:path), or --git [REV]")
+            diff = diff_sides(read_side(old, Path.cwd()), read_side(new, Path.cwd()))
+            diffs = [] if diff.empty else [diff]
+    click.echo(render(diffs, fmt), nl=False)
+    if exit_code and diffs:
+        sys.exit(1)
+
+
+@cli.command("status")
+@click.argument("envs", nargs=-1)
+@root_option
+@click.option("--outdated", is_flag=True, help="Also ask the default indexes for newer unpinned pip packages.")
+@quiet_option
+@json_option
+def status_command(envs: tuple[str, ...], root: Path, outdated: bool, quiet: bool, as_json: bool) -> None:
+    """Is each lock of ENV... fresh for its inputs, have its branches moved upstream, what is still pending.
+
+    Exits 0 when every lock is fresh and every branch, tag or HEAD it pins still names the locked commit;
+    1 when a lock is missing or stale, a ref moved, or a remote could not be asked.
+    """
+    from envgen.commands.status import render_status, status_env
+
+    setup_logging(quiet)
+    with reported():
+        proj = project(root)
+        reports = [status_env(proj, env, outdated=outdated) for env in (envs or proj.envs())]
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in reports], indent=2, sort_keys=True))
+    else:
+        click.echo(render_status(reports), nl=False)
+    sys.exit(0 if all(r.ok for r in reports) else 1)
+
+
+@cli.command("install")
+@click.argument("env")
+@click.option(
+    "--prefix",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="The env to create or update (a conda prefix, or a venv with --venv).",
+)
+@click.option("--venv", is_flag=True, help="A venv of this python instead of the lock's conda packages.")
+@click.option("--profile", "profiles", multiple=True, metavar="NAME", help="An optional activation profile.")
+@click.option("--skip-cann", is_flag=True, help="Skip the sources that need CANN (the env is then incomplete).")
+@click.option("--installer", type=click.Choice(["pip", "uv"]), default="pip", show_default=True)
+@root_option
+@quiet_option
+def install_command(
+    env: str,
+    prefix: Path,
+    venv: bool,
+    profiles: tuple[str, ...],
+    skip_cann: bool,
+    installer: str,
+    root: Path,
+    quiet: bool,
+) -> None:
+    """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the recipe."""
+    from envgen.installer import host_platform, install_env
+    from envgen.lockio.lockfile import read_lock
+
+    setup_logging(quiet)
+    with reported():
+        proj = project(root)
+        lock = read_lock(proj, env)
+        if lock is None:
+            raise EnvgenError(f"no lock for {env} in {proj.locks_dir}", hint=f"run `envgen lock {env}` first")
+        install_env(
+            lock,
+            proj.install_sh(env),
+            prefix,
+            platform=host_platform(),
+            venv=venv,
+            cache=cache_dir(),
+            installer="uv" if installer == "uv" else "pip",
+            profiles=profiles,
+            skip_cann=skip_cann,
+        )
+    click.echo(f"{env}: installed into {prefix.absolute()}", err=True)
+
+
+@cli.command("check")
+@click.argument("env")
+@click.option("--venv", is_flag=True, help="Throwaway env as a venv of this python (fixture channels have no CPython).")
+@click.option("--require-npu", is_flag=True, help="Fail, rather than skip, what needs CANN or an NPU.")
+@click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")
+@click.option("--no-solve", is_flag=True, help="Skip re-resolving the pip set (it needs the indexes).")
+@root_option
+@quiet_option
+@json_option
+def check_command(
+    env: str, venv: bool, require_npu: bool, keep: bool, no_solve: bool, root: Path, quiet: bool, as_json: bool
+) -> None:
+    """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and imports."""
+    from envgen.commands.check import check_env, render_json, render_report
+    from envgen.errors import VerificationError
+
+    setup_logging(quiet)
+    with reported():
+        report = check_env(
+            project(root), env, cache=cache_dir(), venv=venv, require_npu=require_npu, keep=keep, solve=not no_solve
+        )
+    click.echo(render_json(report) if as_json else render_report(report), nl=False)
+    if report.kept:
+        click.echo(report.kept, err=True)
+    if not report.ok:
+        sys.exit(VerificationError.exit_code)
+
+
+@cli.command("demo")
+@click.option("--keep", is_flag=True, help="Keep the demo's directory (project, locks, repositories) and print it.")
+def demo_command(keep: bool) -> None:
+    """Run the whole flow offline on the bundled example (shipped in the package), served on 127.0.0.1.
+
+    lock, check in a throwaway venv, a version bump, lock again, the diff in markdown, status after a branch
+    moves upstream. Stops at the first step that fails, with its exit code; Ctrl-C stops the servers and
+    removes the directory too.
+    """
+    import signal
+    import time
+    from types import FrameType
+
+    from envgen.commands.demo import run_demo
+
+    def say(line: str) -> None:
+        click.secho(line, bold=line.startswith("$"), fg="cyan" if line.startswith("#") else None)
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    # A terminated demo (a CI job cancelled) cleans up like an interrupted one.
+    signal.signal(signal.SIGTERM, interrupt)
+    setup_logging(quiet=False)
+    started = time.monotonic()
+    with reported():
+        try:
+            result = run_demo(say, keep=keep)
+        except KeyboardInterrupt:
+            cleaned = "kept its directory" if keep else "removed its directory"
+            click.secho(f"interrupted: the demo stopped its servers and {cleaned}", fg="red", err=True)
+            sys.exit(130)
+    click.echo(f"envgen demo: {result.commands} commands in {time.monotonic() - started:.0f} s", err=True)
+    if result.kept:
+        click.echo(result.kept)
+
+
+def main() -> None:
+    # An index with `trusted_host` in channels/ skips certificate checks by choice: no warning per request.
+    warnings.filterwarnings("ignore", message="Unverified HTTPS request")  # urllib3's InsecureRequestWarning
+    cli(prog_name="envgen")

@@ -1,0 +1,237 @@
+"""`envgen demo`: the whole flow on the bundled example, served on 127.0.0.1, run and shown step by step."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from envgen.errors import EnvgenError
+from envgen.example.gitrepos import GitRepo
+from envgen.example.project import (
+    ENV,
+    EXAMPLE_DIR,
+    EXTRA_DISTS,
+    GITHUB,
+    PYPI_DISTS,
+    Example,
+    advance_branch,
+    bump_version,
+    serve_example,
+)
+
+Say = Callable[[str], None]
+
+# The demo's version bump and its moving branch; both exist in the bundled example.
+BUMP = ("demo-torch", "2.10.0", "2.10.1")
+MOVED = ("trainer", "core_r0.12.0")
+
+# How long an interrupted step gets to clean up after SIGINT before its process group is killed.
+STOP_GRACE = 10.0
+
+
+class StepError(EnvgenError):
+    """A step of the demo exited with a code the demo does not expect; the demo exits with that code."""
+
+    def __init__(self, command: str, code: int, workdir: Path, *, kept: bool) -> None:
+        where = f"the project is kept at {workdir / 'project'}" if kept else "`envgen demo --keep` keeps it"
+        super().__init__(
+            f"demo step `{command}` exited with code {code}",
+            hint=f"its output is above; {where}",
+        )
+        # A step killed by a signal reports -N; a shell would say 128 + N.
+        self.exit_code = code if code > 0 else 128 - code
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What a finished demo did: the commands it ran, and its directory when kept."""
+
+    commands: int
+    kept: Path | None
+
+
+@contextmanager
+def demo_dir(*, keep: bool) -> Iterator[Path]:
+    """A temporary directory for everything the demo builds; removed on success, failure and interrupt."""
+    path = Path(tempfile.mkdtemp(prefix="envgen-demo-"))
+    try:
+        yield path
+    finally:
+        if not keep:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def step_environment(example: Example, workdir: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of every step: git sent to the example's repositories, a cache and temp dir of its own.
+
+    The machine's pip, uv, conda and git configuration is left out: a mirror or proxy set there must not
+    redirect the example's loopback indexes or its canonical GitHub URLs.
+    """
+    env = {k: v for k, v in environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_", "GIT_", "ENVGEN_"))}
+    env.update(
+        GIT_CONFIG_GLOBAL=str(example.gitconfig),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_TERMINAL_PROMPT="0",
+        PIP_CONFIG_FILE=os.devnull,
+        UV_NO_CONFIG="1",
+        ENVGEN_CACHE_DIR=str(workdir / "cache"),
+        TMPDIR=str(workdir / "tmp"),
+    )
+    (workdir / "tmp").mkdir(exist_ok=True)
+    return env
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[list[int]]:
+    """Record SIGINT/SIGTERM instead of acting on them; the caller acts once it can clean up.
+
+    A Ctrl-C that lands inside `Popen` (after the fork, before it returns) would otherwise leave a child that
+    nobody knows the pid of. Handlers set here are Python functions, so the child's exec resets them.
+    """
+    held: list[int] = []
+    previous = {sig: signal.signal(sig, lambda number, _frame: held.append(number)) for sig in _INTERRUPTS}
+    try:
+        yield held
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_step(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> int:
+    """Run one step with its output going straight to this terminal; returns its exit code.
+
+    The step runs in a process group of its own so that nothing it starts (git, uv, pip, builds) outlives it:
+    on an interrupt the group gets SIGINT, then SIGKILL after STOP_GRACE seconds. (`_proc.run` captures
+    output; the demo's point is to show it as it comes.)
+    """
+    with _interrupts_held() as held:
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, process_group=0)
+    try:
+        if held:
+            raise KeyboardInterrupt
+        # Wait without reaping, so the group id cannot be reused before its stragglers are killed.
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    except BaseException:
+        _signal_group(proc.pid, signal.SIGINT)
+        # A second Ctrl-C, like the grace time running out, only cuts the wait short.
+        with suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
+            proc.wait(timeout=STOP_GRACE)
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    _signal_group(proc.pid, signal.SIGKILL)
+    return proc.wait()
+
+
+def describe_servers(example: Example) -> list[str]:
+    """Lines naming what the example serves, and where."""
+    extra_names = {d.name for d in EXTRA_DISTS}
+    decoys = sorted({f"{d.name} {d.version}" for d in PYPI_DISTS if d.name in extra_names})
+    on_extra = sorted({f"{d.name} {d.version}" for d in EXTRA_DISTS})
+    repos = ", ".join(sorted(example.repos))
+    on_pypi = f"{len(PYPI_DISTS)} releases; decoy: {', '.join(decoys)}"
+    return [
+        f"#   pip index 'pypi'   {example.pypi_url}/simple  ({on_pypi})",
+        f"#   pip index 'extra'  {example.extra_url}/simple  ({', '.join(on_extra)}; explicit)",
+        f"#   conda channel      {example.channel_url}",
+        f"#   git repositories   {repos}, reached from {GITHUB}<name>.git through url.insteadOf",
+    ]
+
+
+def commit_project(root: Path, message: str) -> str:
+    """Commit the whole project (a git repository from the first call on); returns the commit."""
+    repo = GitRepo(root)
+    if not (root / ".git").exists():
+        repo.git("init", "--quiet", "--initial-branch=main")
+    repo.git("add", "--all")
+    return repo.commit({}, message)
+
+
+def run_demo(
+    say: Say,
+    *,
+    keep: bool = False,
+    example_dir: Path = EXAMPLE_DIR,
+    envgen: Sequence[str] = (sys.executable, "-m", "envgen"),
+) -> DemoResult:
+    """Build and serve the example, then lock, check, bump, re-lock, diff and status it as a user would.
+
+    Every command's banner goes through `say`; its output goes straight to this process's stdout and stderr.
+    Raises StepError at the first step that exits with an unexpected code. The servers stop and the
+    directory is removed (unless `keep`) however the demo ends, Ctrl-C included.
+    """
+    commands = 0
+    with demo_dir(keep=keep) as workdir:
+        say(f"# building the example ({example_dir}) in {workdir}")
+        with serve_example(workdir, example_dir) as example:
+            root = example.root
+            env = step_environment(example, workdir, os.environ)
+            say("# serving on 127.0.0.1 (stopped when the demo ends):")
+            for line in describe_servers(example):
+                say(line)
+            say(f"# every command below runs in the example project {root} (--root)")
+
+            def step(why: str, args: Sequence[str], expected: frozenset[int] = frozenset({0})) -> None:
+                nonlocal commands
+                is_envgen = args[0] == "envgen"
+                argv = [*envgen, *args[1:], "--root", str(root)] if is_envgen else list(args)
+                say("")
+                say(f"# {why}")
+                say(f"$ {shlex.join(args)}")
+                code = run_step(argv, cwd=root, env=env)
+                commands += 1
+                if code not in expected:
+                    raise StepError(shlex.join(args), code, workdir, kept=keep)
+
+            step(
+                "lock: git refs to commits, a conda solve and a pip resolution per platform",
+                ["envgen", "lock", ENV],
+            )
+            base = commit_project(root, f"lock {ENV}")
+            say(f"# committed the project as {base[:12]}: the base a pull request would diff against")
+            step(
+                "check: a throwaway venv (the example's conda python is a stand-in), hash-checked install, "
+                "the recipe, pip check, smoke imports",
+                ["envgen", "check", ENV, "--venv"],
+            )
+
+            package, old, new = BUMP
+            bump_version(example, package, old, new)
+            step(f"a version bump: {package} {old} -> {new} in the matrix", ["git", "--no-pager", "diff"])
+            step("lock again: only what the bump touches changes", ["envgen", "lock", ENV])
+            step(
+                "the lock diff, as a pull request comment",
+                ["envgen", "diff", "--git", "HEAD", "--format", "markdown"],
+            )
+
+            source, branch = MOVED
+            moved = advance_branch(example, source, branch)
+            say("")
+            say(f"# upstream moves: a new commit {moved[:12]} on {source}'s branch {branch}")
+            # The branch just moved: exit 0 here would mean the drift went unseen.
+            step(
+                "status: is the lock fresh, have its branches moved, what is still pending",
+                ["envgen", "status", ENV],
+                expected=frozenset({1}),
+            )
+            say(f"# exit 1 is status reporting the drift; `envgen lock {ENV} --update {source}` would take it")
+        say("")
+        say(f"# done: {commands} commands ran as expected; the servers are stopped")
+    return DemoResult(commands, workdir if keep else None)

@@ -1,0 +1,204 @@
+"""Render a Matrix for `envgen show`: a JSON-ready document and readable text (credentials redacted)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from envgen.model import ImportCheck, Matrix, PipPackage, Source
+from envgen.redact import redact_url
+
+
+def matrix_document(matrix: Matrix) -> dict[str, Any]:
+    """The normalised matrix as plain data (no file path, so it is the same on every machine)."""
+    return {
+        "env": {
+            "name": matrix.name,
+            "description": matrix.description,
+            "platforms": list(matrix.platforms),
+            "python": matrix.python,
+            "notes": dict(matrix.notes),
+        },
+        "system": {
+            "glibc": matrix.glibc,
+            "cann": {
+                "version": matrix.cann.version,
+                "pending": matrix.cann.pending,
+                "note": matrix.cann.note,
+                "set_env": matrix.cann.set_env,
+            },
+        },
+        "conda": {
+            "channels": [{"name": c.name, "url": redact_url(c.url)} for c in matrix.channels],
+            "specs": list(matrix.conda_specs),
+        },
+        "pip": {
+            "indexes": [
+                {
+                    "name": i.name,
+                    "url": redact_url(i.url),
+                    "explicit": i.explicit,
+                    "trusted_host": i.trusted_host,
+                }
+                for i in matrix.indexes
+            ],
+            "default_indexes": [i.name for i in matrix.default_indexes],
+            "packages": {p.name: _package(matrix, p) for p in matrix.packages},
+        },
+        "sources": [_source(s) for s in matrix.sources],
+        "install": {"order": [s.name for s in matrix.sources]},
+        "overrides": {o.name: {"requirement": o.requirement, "reason": o.reason} for o in matrix.overrides},
+        "activation": {
+            "env": dict(matrix.activation_env),
+            "profiles": {p.name: {"description": p.description, "env": dict(p.env)} for p in matrix.profiles},
+        },
+        "checks": {
+            "imports": [
+                {"module": c.module, "distribution": c.distribution, "version": c.version, "needs": c.needs}
+                for c in matrix.checks
+            ]
+        },
+        "pending": _pending(matrix),
+    }
+
+
+def render_json(matrix: Matrix) -> str:
+    """The document as stable JSON: sorted keys, two-space indent, trailing newline."""
+    return json.dumps(matrix_document(matrix), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def _package(matrix: Matrix, package: PipPackage) -> dict[str, Any]:
+    return {
+        "specifier": package.specifier,
+        "extras": list(package.extras),
+        "marker": package.marker,
+        # platform -> the explicit index it comes from; None: the default indexes
+        "index": {platform: package.index_for(platform) for platform in matrix.platforms},
+        "pending": package.pending,
+        "url": redact_url(package.url) if package.url else None,
+        "sha256": package.sha256,
+    }
+
+
+def _source(source: Source) -> dict[str, Any]:
+    return {
+        "name": source.name,
+        "url": redact_url(source.url),
+        "ref": source.ref,
+        "distribution": source.distribution,
+        "install": "editable" if source.editable else "plain",
+        "pythonpath": source.pythonpath,
+        "env": dict(source.env),
+        "build_isolation": source.build_isolation,
+        "needs_cann": source.needs_cann,
+        "build_index": source.build_index,
+        "requirements": list(source.requirements),
+        "cherry_picks": list(source.cherry_picks),
+    }
+
+
+def _pending(matrix: Matrix) -> list[dict[str, str]]:
+    """Everything without a public release yet: CANN when pending, then pending packages."""
+    items = [{"name": "CANN", "note": matrix.cann.note or ""}] if matrix.cann.pending else []
+    items += [{"name": p.name, "note": p.pending} for p in matrix.packages if p.pending is not None]
+    return items
+
+
+# --- text ------------------------------------------------------------------------------------------------
+
+
+def render_text(matrix: Matrix) -> str:
+    """Every section of the matrix as aligned, readable text."""
+    lines: list[str] = [f"{matrix.name}: {matrix.description}" if matrix.description else matrix.name, ""]
+    cann = matrix.cann
+    cann_text = f"pending ({cann.note})" if cann.pending else cann.version + (f" ({cann.note})" if cann.note else "")
+    lines += _rows(
+        [
+            ("platforms", ", ".join(matrix.platforms)),
+            ("python", matrix.python),
+            ("glibc", matrix.glibc),
+            ("CANN", cann_text),
+            ("CANN set_env", cann.set_env),
+        ]
+    )
+    lines += _section("conda channels", _rows([(c.name, redact_url(c.url)) for c in matrix.channels]))
+    lines += _section("conda specs", [f"  {spec}" for spec in matrix.conda_specs])
+    lines += _section("pip indexes", _rows([(i.name, _index_text(matrix, i.name)) for i in matrix.indexes]))
+    lines += _section("pip packages", _rows([(p.name, _package_text(matrix, p)) for p in matrix.packages]))
+    lines += _section("sources (in install order)", [line for s in matrix.sources for line in _source_text(s)])
+    lines += _section("install order", [f"  {' -> '.join(s.name for s in matrix.sources)}"])
+    lines += _section(
+        "overrides", _rows([(o.name, f"{o.requirement}  (reason: {o.reason})") for o in matrix.overrides])
+    )
+    lines += _section("activation env", [f"  {name}={shlex.quote(value)}" for name, value in matrix.activation_env])
+    profiles: list[str] = []
+    for profile in matrix.profiles:
+        profiles.append(f"  {profile.name}: {profile.description}")
+        profiles += [f"    {name}={shlex.quote(value)}" for name, value in profile.env]
+    lines += _section("activation profiles", profiles)
+    lines += _section("import checks", _rows([(c.module, _check_text(c)) for c in matrix.checks]))
+    lines += _section("notes", _rows(list(matrix.notes)))
+    lines += _section("pending", _rows([(item["name"], item["note"]) for item in _pending(matrix)]))
+    return "\n".join(lines) + "\n"
+
+
+def _section(title: str, body: list[str]) -> list[str]:
+    return ["", f"{title}:", *(body or ["  (none)"])]
+
+
+def _rows(pairs: list[tuple[str, str]]) -> list[str]:
+    width = max((len(name) for name, _ in pairs), default=0)
+    return [f"  {name.ljust(width)}  {value}" for name, value in pairs]
+
+
+def _index_text(matrix: Matrix, name: str) -> str:
+    index = matrix.index(name)
+    defaults = [i.name for i in matrix.default_indexes]
+    flags = [f"default #{defaults.index(name) + 1}" if name in defaults else "explicit (only packages naming it)"]
+    if index.trusted_host:
+        flags.append(f"trusted host {index.trusted_host}")
+    return f"{redact_url(index.url)}  [{', '.join(flags)}]"
+
+
+def _package_text(matrix: Matrix, package: PipPackage) -> str:
+    if package.pending is not None:
+        return f"pending: {package.pending}"
+    parts = [package.specifier or "unpinned (locked to what resolves)"]
+    if package.url:
+        parts = [f"{redact_url(package.url)} sha256:{package.sha256}"]
+    if package.extras:
+        parts.append(f"extras [{','.join(package.extras)}]")
+    if package.marker:
+        parts.append(f"marker {package.marker}")
+    if package.index:
+        defaults = ", ".join(i.name for i in matrix.default_indexes)
+        where = [f"{p}: {package.index_for(p) or defaults}" for p in matrix.platforms]
+        parts.append(f"index {'; '.join(where)}")
+    return "  ".join(parts)
+
+
+def _source_text(source: Source) -> list[str]:
+    rows = [
+        ("url", redact_url(source.url)),
+        ("ref", source.ref),
+        ("distribution", source.distribution),
+        ("install", "editable (pip install -e)" if source.editable else "plain"),
+        ("pythonpath", "yes (tree on PYTHONPATH)" if source.pythonpath else "no"),
+        ("env", " ".join(f"{k}={shlex.quote(v)}" for k, v in source.env) or "-"),
+        ("build isolation", "yes" if source.build_isolation else "no (--no-build-isolation)"),
+        ("needs CANN", "yes (set_env sourced first)" if source.needs_cann else "no"),
+        ("build index", source.build_index or "-"),
+        ("requirements", ", ".join(source.requirements) or "-"),
+        ("cherry-picks", ", ".join(source.cherry_picks) or "-"),
+    ]
+    return [f"  {source.name}", *(f"  {row}" for row in _rows(rows))]
+
+
+def _check_text(check: ImportCheck) -> str:
+    parts = [
+        f"distribution {check.distribution}" if check.distribution else "",
+        f"version {check.version}" if check.version else "",
+        f"needs {check.needs}",
+    ]
+    return "  ".join(p for p in parts if p)

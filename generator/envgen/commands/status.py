@@ -1,0 +1,365 @@
+"""`envgen status`: is a lock fresh w.r.t. its inputs, have its branches moved upstream, what is pending or outdated."""
+
+from __future__ import annotations
+
+import html.parser
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin
+
+import requests
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from envgen.errors import EnvgenError
+from envgen.inputs.channels import IndexAccess, access_index
+from envgen.inputs.matrix import load_env
+from envgen.lockio.lockfile import read_lock
+from envgen.lockio.state import project_inputs
+from envgen.model import Index, Lock, LockedSource, Matrix, Source
+from envgen.project import Project
+from envgen.redact import redact_url
+from envgen.resolve.git_sources import upstream_commit
+
+log = logging.getLogger(__name__)
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+HTTP_TIMEOUT = 30.0
+SHORT_SHA = 7
+
+# --- the report (plain data) ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceDrift:
+    """A source pinned from a moving ref: the commit locked and the one the ref names upstream now."""
+
+    name: str
+    url: str
+    ref: str
+    locked: str
+    upstream: str | None = None  # None when the remote could not be asked
+    error: str | None = None
+
+    @property
+    def drifted(self) -> bool:
+        return self.upstream is not None and self.upstream != self.locked
+
+    def describe(self) -> str:
+        if self.error is not None:
+            return f"{self.name} {self.ref}: upstream unreachable ({self.error})"
+        if self.upstream is not None and self.upstream != self.locked:
+            now = self.upstream[:SHORT_SHA]
+            return f"{self.name} {self.ref}: locked {self.locked[:SHORT_SHA]}, upstream now {now}"
+        return f"{self.name} {self.ref}: up to date at {self.locked[:SHORT_SHA]}"
+
+
+@dataclass(frozen=True)
+class Outdated:
+    """An unpinned pip package of the matrix: the versions locked and the newest on the default indexes."""
+
+    name: str
+    locked: tuple[str, ...]
+    newest: str | None = None
+    index: str | None = None
+    error: str | None = None
+
+    @property
+    def behind(self) -> bool:
+        return self.newest is not None and any(Version(v) < Version(self.newest) for v in self.locked)
+
+    def describe(self) -> str:
+        locked = ", ".join(self.locked) or "not locked"
+        if self.error is not None:
+            return f"{self.name}: locked {locked}; newest unknown ({self.error})"
+        if self.newest is None:
+            return f"{self.name}: locked {locked}; not found on the default indexes"
+        state = f"newer {self.newest} on {self.index}" if self.behind else f"newest on {self.index}"
+        return f"{self.name}: locked {locked}; {state}"
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """The status of one env's lock."""
+
+    env: str
+    fresh: bool
+    reasons: tuple[str, ...] = ()  # why the lock is stale
+    drift: tuple[SourceDrift, ...] = ()
+    pending: tuple[tuple[str, str], ...] = ()  # (name, note)
+    outdated: tuple[Outdated, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Fresh, and every moving ref known to still point at its locked commit."""
+        return self.fresh and all(d.upstream == d.locked for d in self.drift)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "env": self.env,
+            "ok": self.ok,
+            "fresh": self.fresh,
+            "reasons": list(self.reasons),
+            "drift": [
+                {
+                    "name": d.name,
+                    "url": d.url,
+                    "ref": d.ref,
+                    "locked": d.locked,
+                    "upstream": d.upstream,
+                    "drifted": d.drifted,
+                    "error": d.error,
+                }
+                for d in self.drift
+            ],
+            "pending": {name: note for name, note in self.pending},
+            "outdated": [
+                {"name": o.name, "locked": list(o.locked), "newest": o.newest, "index": o.index, "error": o.error}
+                for o in self.outdated
+            ],
+        }
+
+
+# --- pure comparisons ---------------------------------------------------------------------------------------
+
+
+def stale_reasons(
+    recorded: Iterable[tuple[str, str]], current: Iterable[tuple[str, str]], matrix_path: str
+) -> tuple[str, ...]:
+    """What changed between the input digests a lock recorded and the current ones, one phrase each."""
+    before, after = dict(recorded), dict(current)
+    reasons = []
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) == after.get(key):
+            continue
+        kind, _, name = key.partition(":")
+        what = {
+            "matrix": f"matrix {matrix_path}",
+            "channel": f"channel {name}",
+            "source": f"source {name}",
+            "virtual-packages": f"virtual packages of {name}",
+            "schema": "lock schema (envgen was upgraded)",
+        }.get(kind, key)
+        state = "added" if key not in before else "removed" if key not in after else "changed"
+        reasons.append(f"{what} {state}")
+    return tuple(reasons)
+
+
+def moving_sources(lock: Lock) -> tuple[LockedSource, ...]:
+    """Sources pinned from a branch, a tag or HEAD rather than a 40-hex commit."""
+    return tuple(s for s in lock.sources if not _COMMIT.match(s.source.ref.lower()))
+
+
+def unpinned_packages(matrix: Matrix) -> tuple[str, ...]:
+    """The pip packages the matrix leaves unpinned (no version, URL or explicit index) and not pending."""
+    return tuple(
+        sorted(
+            p.name
+            for p in matrix.packages
+            if not p.specifier and not p.pending and not p.url and not any(platform for platform, _ in p.index)
+        )
+    )
+
+
+def newest_version(filenames: Iterable[str], allow_prereleases: bool = False) -> str | None:
+    """The newest version among a simple page's file names (wheels and sdists), final releases first."""
+    versions: set[Version] = set()
+    for filename in filenames:
+        try:
+            if filename.endswith(".whl"):
+                versions.add(parse_wheel_filename(filename)[1])
+            else:
+                versions.add(parse_sdist_filename(filename)[1])
+        except (InvalidWheelFilename, InvalidSdistFilename):
+            continue
+    final = {v for v in versions if allow_prereleases or not v.is_prerelease}
+    return str(max(final or versions)) if versions else None
+
+
+def build_report(
+    env: str,
+    lock: Lock | None,
+    reasons: Sequence[str],
+    drift: Sequence[SourceDrift] = (),
+    outdated: Sequence[Outdated] = (),
+) -> StatusReport:
+    """A StatusReport from what was found; a missing lock is stale for that reason alone."""
+    if lock is None:
+        return StatusReport(env, fresh=False, reasons=("no lock yet",))
+    return StatusReport(
+        env,
+        fresh=not reasons,
+        reasons=tuple(reasons),
+        drift=tuple(drift),
+        pending=tuple((p.name, p.note) for p in lock.pending),
+        outdated=tuple(outdated),
+    )
+
+
+# --- effects ------------------------------------------------------------------------------------------------
+
+
+def status_env(
+    project: Project,
+    env: str,
+    *,
+    outdated: bool = False,
+    upstream: Callable[[Source], str] | None = None,
+    session: requests.Session | None = None,
+) -> StatusReport:
+    """The status of `env`: inputs re-digested, moving refs asked upstream, and with `outdated` the indexes."""
+    lock = read_lock(project, env)
+    if lock is None:
+        return build_report(env, None, ())
+    template = project.template(env)
+    if not template.is_file():
+        return build_report(env, lock, (f"matrix {_shown(project, template)} removed",))
+    matrix = load_env(project, env)
+    reasons = stale_reasons(lock.inputs, project_inputs(project, matrix, lock.sources), matrix.path)
+    drift = check_drift(moving_sources(lock), upstream)
+    found = check_outdated(matrix, lock, session) if outdated else ()
+    return build_report(env, lock, reasons, drift, found)
+
+
+def _shown(project: Project, path: Path) -> str:
+    try:
+        return path.relative_to(project.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def check_drift(
+    sources: Sequence[LockedSource], upstream: Callable[[Source], str] | None = None
+) -> tuple[SourceDrift, ...]:
+    """Ask each source's remote (through git, so `insteadOf` mirrors apply) what its ref names now."""
+    upstream = upstream or upstream_commit
+    found = []
+    for locked in sources:
+        src = locked.source
+        url = redact_url(src.url)
+        try:
+            now = upstream(src)
+        except EnvgenError as exc:
+            log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
+            found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=exc.message.splitlines()[0]))
+            continue
+        found.append(SourceDrift(src.name, url, src.ref, locked.commit, upstream=now))
+    return tuple(found)
+
+
+def check_outdated(matrix: Matrix, lock: Lock, session: requests.Session | None = None) -> tuple[Outdated, ...]:
+    """For each unpinned package, the newest version on the first default index that has it."""
+    if session is None:
+        with requests.Session() as own:
+            return check_outdated(matrix, lock, own)
+    found = []
+    for name in unpinned_packages(matrix):
+        key = canonicalize_name(name)
+        locked = tuple(sorted({e.version for e in lock.pip if canonicalize_name(e.name) == key}, key=Version))
+        found.append(_newest_on_indexes(session, name, locked, matrix.default_indexes))
+    return tuple(found)
+
+
+def _newest_on_indexes(
+    session: requests.Session, name: str, locked: tuple[str, ...], indexes: Sequence[Index]
+) -> Outdated:
+    # uv's first-index strategy: the first index that has the package is the only one it comes from.
+    allow_pre = any(Version(v).is_prerelease for v in locked)
+    for index in indexes:
+        try:
+            files = fetch_filenames(session, access_index(index, os.environ), name)
+        except EnvgenError as exc:
+            return Outdated(name, locked, error=exc.message)
+        if files is not None:
+            return Outdated(name, locked, newest_version(files, allow_pre), index.name)
+    return Outdated(name, locked)
+
+
+def fetch_filenames(session: requests.Session, index: IndexAccess, name: str) -> list[str] | None:
+    """The file names on an index's simple page for `name` (PEP 691 JSON or PEP 503 HTML); None on 404."""
+    url = urljoin(index.url.rstrip("/") + "/", f"{canonicalize_name(name)}/")
+    shown = urljoin(index.shown.rstrip("/") + "/", f"{canonicalize_name(name)}/")
+    headers = {"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
+    auth = (index.username or "", index.password or "") if index.secrets else None
+    try:
+        response = session.get(url, headers=headers, timeout=HTTP_TIMEOUT, auth=auth)
+    except requests.RequestException as exc:
+        raise EnvgenError(f"cannot reach {shown}: {type(exc).__name__}") from exc
+    if response.status_code == 404:
+        return None
+    if response.status_code != 200:
+        raise EnvgenError(f"{shown} answered HTTP {response.status_code}")
+    if "json" in response.headers.get("Content-Type", ""):
+        try:
+            files = response.json()["files"]
+            return [f["filename"] for f in files if not f.get("yanked")]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EnvgenError(
+                f"{shown} answered with a page that is not PEP 691 JSON ({type(exc).__name__})",
+                hint="check the index URL in channels/ (a proxy error page?)",
+            ) from exc
+    return _html_filenames(response.text)
+
+
+class _Anchors(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+        self._yanked = False
+        self._in_anchor = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._in_anchor = True
+            self._yanked = any(k == "data-yanked" for k, _ in attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._in_anchor = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_anchor and not self._yanked and data.strip():
+            self.names.append(data.strip())
+
+
+def _html_filenames(text: str) -> list[str]:
+    parser = _Anchors()
+    parser.feed(text)
+    return parser.names
+
+
+# --- rendering ----------------------------------------------------------------------------------------------
+
+
+def render_status(reports: Sequence[StatusReport]) -> str:
+    """Plain text: one headline per env, then why it is stale, what drifted, what is pending or outdated."""
+    out = []
+    for report in reports:
+        state = "fresh" if report.fresh else "no lock yet" if report.reasons == ("no lock yet",) else "stale"
+        drifted = sum(1 for d in report.drift if d.drifted)
+        unknown = sum(1 for d in report.drift if d.error is not None)
+        notes = [f"{drifted} source{'s' if drifted != 1 else ''} drifted"] if drifted else []
+        notes += [f"{unknown} remote{'s' if unknown != 1 else ''} unreachable"] if unknown else []
+        out.append(f"{report.env}: {state}" + (f" ({', '.join(notes)})" if notes else ""))
+        if state == "stale":
+            out += [f"  {reason}" for reason in report.reasons]
+        if report.drift:
+            out.append("  upstream:")
+            out += [f"    {d.describe()}" for d in report.drift]
+        if report.pending:
+            out.append("  still pending:")
+            out += [f"    {name}: {note}" for name, note in report.pending]
+        if report.outdated:
+            out.append("  unpinned packages:")
+            out += [f"    {o.describe()}" for o in report.outdated]
+    return "\n".join(out) + "\n" if out else ""

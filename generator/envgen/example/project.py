@@ -1,0 +1,145 @@
+"""The bundled A5-shaped example (data in example/data/): its artifacts, servers and project, for `envgen demo`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from envgen.errors import InputError
+from envgen.example.condapkgs import demo_packages, write_channel
+from envgen.example.gitrepos import GitRepo, side_commit
+from envgen.example.http import serve_directory
+from envgen.example.srcprojects import backend_project
+from envgen.example.wheels import FixtureDist, build_index
+
+EXAMPLE_DIR = Path(__file__).resolve().parent / "data"
+GITHUB = "https://github.com/envgen-demo/"
+ENV = "demo"
+
+_TAG_AARCH64 = "cp311-cp311-manylinux_2_28_aarch64"
+_TAG_X86_64 = "cp311-cp311-manylinux_2_28_x86_64"
+
+# "pypi": the main index, with a decoy demo-triton of a higher version than the one on "extra".
+PYPI_DISTS = (
+    FixtureDist("demo-torch", "2.10.0", tags=(_TAG_AARCH64, _TAG_X86_64), requires=("demo-numpy>=1.26",)),
+    FixtureDist("demo-torch", "2.10.1", tags=(_TAG_AARCH64, _TAG_X86_64), requires=("demo-numpy>=1.26",)),
+    FixtureDist("demo-numpy", "1.26.4", tags=(_TAG_AARCH64, _TAG_X86_64)),
+    FixtureDist("demo-transformers", "4.57.6", requires=("demo-tokenizers>=0.20",)),
+    FixtureDist("demo-transformers", "5.5.4", requires=("demo-tokenizers>=0.21",)),
+    FixtureDist("demo-tokenizers", "0.21.0"),
+    FixtureDist("demo-bridge", "0.1.0"),
+    FixtureDist("demo-bridge", "0.2.0", requires=("demo-x86-helper ; platform_machine == 'x86_64'",)),
+    FixtureDist("demo-x86-helper", "1.0.0", tags=(_TAG_X86_64,)),
+    FixtureDist("demo-triton", "9.9.9"),
+)
+EXTRA_DISTS = (FixtureDist("demo-triton", "3.2.2", tags=(_TAG_AARCH64, _TAG_X86_64)),)
+
+
+@dataclass(frozen=True)
+class Example:
+    """A served example: the project to run envgen in, the git config that maps GitHub to local repos."""
+
+    root: Path
+    gitconfig: Path
+    repos: dict[str, GitRepo]
+    pypi_url: str
+    extra_url: str
+    channel_url: str
+
+    @property
+    def matrix(self) -> Path:
+        return self.root / "env-templates" / f"{ENV}.toml"
+
+
+def build_repos(where: Path) -> dict[str, GitRepo]:
+    """The example's upstream repositories, with deterministic commits (so the matrix can name a sha)."""
+    rollout = backend_project(where / "rollout", "rollout", "0.23.0", require_env={"ROLLOUT_TARGET_DEVICE": "empty"})
+    rollout.commit({"requirements.txt": "demo-transformers>=5.0\ndemo-bridge\n"}, "requirements")
+    rollout.tag("v0.23.0", message="rollout 0.23.0")
+
+    trainer = backend_project(where / "trainer", "trainer", "0.12.0", importable=False)
+    trainer.branch("core_r0.12.0")
+
+    post = backend_project(where / "post", "post", "0.7.0")
+    post.commit(
+        {
+            "requirements-npu.txt": (
+                "demo-triton==3.2.2\n"
+                f"demo-queue @ git+{GITHUB}queue.git@main\n"
+                "--extra-index-url https://example.invalid/simple\n"
+            )
+        },
+        "npu requirements",
+    )
+    side_commit(post, "fix", {"post/fix.py": "FIXED = True\n"}, "fix: a patch not yet merged", start="main")
+
+    queue = backend_project(where / "queue", "demo-queue", "0.1.0", module="demo_queue")
+    return {"rollout": rollout, "trainer": trainer, "post": post, "queue": queue}
+
+
+def write_gitconfig(path: Path, repos: dict[str, GitRepo]) -> Path:
+    """A git config sending the canonical GitHub URLs to the local repositories (a user's mirror setup)."""
+    lines = []
+    for name, repo in sorted(repos.items()):
+        lines += [f'[url "{repo.url}"]', f"\tinsteadOf = {GITHUB}{name}.git"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_project(root: Path, example_dir: Path, urls: dict[str, str], post_fix: str) -> Path:
+    """The project envgen runs in: the example matrix plus channel files naming the loopback servers."""
+    if not (example_dir / "env-templates" / f"{ENV}.toml").is_file():
+        raise InputError(f"the bundled example is missing: {example_dir}", hint="run from a checkout of envgen")
+    (root / "env-templates").mkdir(parents=True, exist_ok=True)
+    (root / "channels").mkdir(exist_ok=True)
+    (root / "locks").mkdir(exist_ok=True)
+    matrix = (example_dir / "env-templates" / f"{ENV}.toml").read_text()
+    (root / "env-templates" / f"{ENV}.toml").write_text(matrix.replace("@POST_FIX@", post_fix))
+    channels = {
+        "demo-forge": f'kind = "conda"\nurl = "{urls["conda"]}"\n',
+        "pypi": f'kind = "pip"\nurl = "{urls["pypi"]}/simple"\n',
+        "extra": f'kind = "pip"\nurl = "{urls["extra"]}/simple"\nexplicit = true\n',
+    }
+    for name, text in channels.items():
+        (root / "channels" / f"{name}.toml").write_text(text)
+    return root
+
+
+@contextmanager
+def serve_example(workdir: Path, example_dir: Path = EXAMPLE_DIR) -> Iterator[Example]:
+    """Build every artifact of the example under `workdir`, serve it on 127.0.0.1, yield the project."""
+    repos = build_repos(workdir / "upstream")
+    build_index(workdir / "pypi", PYPI_DISTS)
+    build_index(workdir / "extra", EXTRA_DISTS)
+    write_channel(workdir / "conda", demo_packages())
+    with ExitStack() as stack:
+        urls = {name: stack.enter_context(serve_directory(workdir / name)) for name in ("pypi", "extra", "conda")}
+        post_fix = repos["post"].rev("fix")
+        root = write_project(workdir / "project", example_dir, urls, post_fix)
+        yield Example(
+            root=root,
+            gitconfig=write_gitconfig(workdir / "gitconfig", repos),
+            repos=repos,
+            pypi_url=urls["pypi"],
+            extra_url=urls["extra"],
+            channel_url=urls["conda"],
+        )
+
+
+def bump_version(example: Example, package: str, old: str, new: str) -> None:
+    """Edit the example matrix: `package` pinned at `old` becomes `new` (the demo's version bump)."""
+    text = example.matrix.read_text()
+    before = f'{package} = {{ version = "=={old}" }}'
+    if before not in text:
+        raise InputError(f"{example.matrix}: no pin {package}=={old} to bump")
+    example.matrix.write_text(text.replace(before, f'{package} = {{ version = "=={new}" }}'))
+
+
+def advance_branch(example: Example, repo: str, branch: str) -> str:
+    """A new upstream commit on `branch` of `repo` (a moving branch moves); returns its sha."""
+    upstream = example.repos[repo]
+    return upstream.commit(
+        {f"CHANGES-{branch.replace('/', '-')}.txt": "moved upstream\n"}, "upstream moves", branch=branch
+    )

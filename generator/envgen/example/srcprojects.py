@@ -1,0 +1,106 @@
+"""Git repos of tiny Python projects with an in-tree build backend, pip-installable (also `-e`) offline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from envgen.example.gitrepos import GitRepo
+
+# A PEP 517/660 backend in the project itself: no setuptools, no index, so builds work with or without build
+# isolation and without network. It reads `fixture.json` for the name, version, module and required env.
+BACKEND = r'''"""Build backend of an envgen fixture project (PEP 517 + PEP 660)."""
+
+import base64
+import hashlib
+import json
+import os
+import pathlib
+import zipfile
+
+ROOT = pathlib.Path.cwd()
+CONFIG = json.loads((ROOT / "fixture.json").read_text())
+
+
+def _check_env():
+    for name, value in CONFIG["require_env"].items():
+        if os.environ.get(name) != value:
+            raise RuntimeError(f"{CONFIG['name']} refuses to build: set {name}={value}")
+
+
+def _stem():
+    return CONFIG["name"].replace("-", "_").lower()
+
+
+def _wheel(directory, files):
+    info = f"{_stem()}-{CONFIG['version']}.dist-info"
+    files = dict(files)
+    files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {CONFIG['name']}\nVersion: {CONFIG['version']}\n"
+    files[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: envgen-fixture\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = ""
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record += f"{path},sha256={digest},{len(text.encode())}\n"
+    files[f"{info}/RECORD"] = record + f"{info}/RECORD,,\n"
+    name = f"{_stem()}-{CONFIG['version']}-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(directory, name), "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return name
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return []
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    _check_env()
+    files = {}
+    if CONFIG["module"]:
+        for path in sorted((ROOT / CONFIG["module"]).rglob("*.py")):
+            files[path.relative_to(ROOT).as_posix()] = path.read_text()
+    return _wheel(wheel_directory, files)
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    _check_env()
+    files = {f"_{_stem()}_editable.pth": str(ROOT) + "\n"} if CONFIG["module"] else {}
+    return _wheel(wheel_directory, files)
+'''
+
+
+def backend_project(
+    path: Path,
+    name: str,
+    version: str = "0.1.0",
+    *,
+    module: str | None = None,
+    importable: bool = True,
+    require_env: Mapping[str, str] | None = None,
+) -> GitRepo:
+    """A git repo of project `name` whose module `module` (default: the name) sets `__version__`.
+
+    `importable=False` puts the module in the tree but installs nothing of it: only PYTHONPATH makes it
+    importable (as with MindSpeed and Megatron-LM). `require_env` makes the build fail unless each variable
+    has its value (as vllm needs VLLM_TARGET_DEVICE=empty).
+    """
+    module = module or name.replace("-", "_").lower()
+    config = {
+        "name": name,
+        "version": version,
+        "module": module if importable else "",
+        "require_env": dict(require_env or {}),
+    }
+    pyproject = '[build-system]\nrequires = []\nbuild-backend = "fixture_backend"\nbackend-path = ["_backend"]\n'
+    files = {
+        "pyproject.toml": pyproject,
+        "fixture.json": json.dumps(config, indent=2, sort_keys=True) + "\n",
+        "_backend/fixture_backend.py": BACKEND,
+        f"{module}/__init__.py": f'__version__ = "{version}"\n',
+    }
+    return GitRepo.create(path, files)

@@ -1,0 +1,230 @@
+"""Install a Lock into a prefix: conda packages (rattler) or a venv, hash-checked pip artifacts, then the recipe."""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform as host
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from uv import find_uv_bin
+
+from envgen.errors import InputError, ToolError, VerificationError
+from envgen.model import PLATFORMS, Lock, PipEntry
+from envgen.process import run, tail
+from envgen.recipe.render import render_recipe
+from envgen.redact import redact_text
+from envgen.resolve.conda_stage import install_conda
+
+log = logging.getLogger(__name__)
+
+Installer = Literal["pip", "uv"]
+INSTALLERS: tuple[Installer, ...] = ("pip", "uv")
+
+# What pip and uv print when an artifact's bytes differ from the locked sha256.
+_HASH_MISMATCH = ("DO NOT MATCH THE HASHES", "Hash mismatch")
+
+
+def host_platform() -> str:
+    """The conda platform of this machine (linux-64, linux-aarch64)."""
+    machine = host.machine()
+    found = [p for p, m in PLATFORMS.items() if m == machine and sys.platform == "linux"]
+    if not found:
+        raise InputError(
+            f"this machine ({sys.platform} {machine}) is none of the platforms envgen installs: "
+            f"{', '.join(sorted(PLATFORMS))}",
+            hint="install on a Linux x86_64 or aarch64 host",
+        )
+    return found[0]
+
+
+def locked_python(lock: Lock, platform: str) -> str | None:
+    """The exact python version the lock's conda part holds for `platform`, if any."""
+    versions = sorted({e.version for e in lock.conda_for(platform) if e.name == "python"})
+    return versions[0] if len(versions) == 1 else None
+
+
+def pip_requirements(entries: Sequence[PipEntry]) -> str:
+    """A requirements file pinning every artifact by URL and sha256 (for `--require-hashes --no-deps`)."""
+    lines = [f"{e.name} @ {e.url} --hash=sha256:{e.sha256}" for e in sorted(entries, key=lambda e: e.name)]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def tool_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for pip and uv: the machine's pip/uv configuration and any active env left out."""
+    environ = os.environ if environ is None else environ
+    dropped = ("PIP_", "UV_", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX")
+    env = {k: v for k, v in environ.items() if not k.startswith(dropped)}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", UV_NO_CONFIG="1")
+    return env
+
+
+def verify_recipe(lock: Lock, recipe: Path) -> None:
+    """The recipe on disk must be what the lock renders: it is derived, never edited."""
+    try:
+        text = recipe.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the recipe {recipe}: {exc.strerror}", hint=f"run `envgen lock {lock.env}`"
+        ) from exc
+    if text != render_recipe(lock):
+        raise VerificationError(
+            f"{recipe} differs from the recipe its lock renders: it was edited by hand or belongs to another lock",
+            hint=f"run `envgen lock {lock.env} --force` to render it again; change env-templates/, not the recipe",
+        )
+
+
+def create_venv(prefix: Path, lock: Lock, platform: str, *, python: str = sys.executable) -> None:
+    """A venv at `prefix` made by `python` (this interpreter by default), whose version must be the locked one."""
+    wanted = locked_python(lock, platform)
+    if wanted is None:
+        raise InputError(
+            f"the lock of {lock.env} holds no single python for {platform}, so a venv cannot be checked against it",
+            hint="add `python X.Y.*` to [conda] specs and re-lock, or install without --venv",
+        )
+    proc = run([python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"])
+    have = proc.stdout.strip()
+    if have.split(".")[:2] != wanted.split(".")[:2]:
+        raise InputError(
+            f"{python} is python {have}, but the lock of {lock.env} has python {wanted} for {platform}",
+            hint=f"run envgen with a python {'.'.join(wanted.split('.')[:2])} interpreter, or install without --venv",
+        )
+    if (prefix / "pyvenv.cfg").is_file():
+        log.info("reusing the venv at %s", prefix)
+        return
+    if prefix.exists() and any(prefix.iterdir()):
+        raise InputError(f"{prefix} exists and is not a venv", hint="choose an empty or new directory for --prefix")
+    log.info("creating a venv (python %s) at %s", have, prefix)
+    run([python, "-m", "venv", str(prefix)])
+
+
+def ensure_own_python(prefix: Path) -> None:
+    """The prefix's python must install into the prefix: a stand-in that runs another python would not."""
+    python = prefix / "bin" / "python"
+    proc = run([python, "-c", "import sys; print(sys.prefix)"], env=tool_environment(), check=False)
+    runs_in = proc.stdout.strip()
+    if proc.returncode != 0 or Path(runs_in).resolve() != prefix.resolve():
+        where = f"runs with sys.prefix {runs_in}" if proc.returncode == 0 else "does not run"
+        raise VerificationError(
+            f"{python} {where}, not {prefix}: pip packages installed through it would land elsewhere",
+            hint="the locked conda packages hold no real CPython (a fixture channel?): install with --venv",
+        )
+
+
+def trusted_hosts(lock: Lock, entries: Sequence[PipEntry]) -> tuple[str, ...]:
+    """The trusted hosts of the indexes `entries` came from (the triton-ascend index asks for one), sorted."""
+    used = {e.index for e in entries}
+    return tuple(sorted({i.trusted_host for i in lock.indexes if i.trusted_host and i.name in used}))
+
+
+def pip_install_command(
+    installer: Installer, python: Path, requirements: Path, *, cache: Path, trusted: Sequence[str] = ()
+) -> list[str]:
+    """The pip or uv command installing a hashed requirements file into `python`'s env, without dependencies."""
+    if installer == "uv":
+        cmd = [find_uv_bin(), "pip", "install", "--python", str(python), "--cache-dir", str(cache / "uv")]
+        cmd += [arg for host in trusted for arg in ("--allow-insecure-host", host)]
+    else:
+        cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(cache / "pip")]
+        cmd += [arg for host in trusted for arg in ("--trusted-host", host)]
+    return [*cmd, "--no-deps", "--require-hashes", "-r", str(requirements)]
+
+
+def install_pip(
+    entries: Sequence[PipEntry],
+    prefix: Path,
+    *,
+    installer: Installer,
+    cache: Path,
+    trusted: Sequence[str] = (),
+) -> None:
+    """Install `entries` into the prefix's python: no dependencies, every artifact checked against its sha256.
+
+    `trusted` names hosts whose TLS is not verified, as the matrix's channels allow for their indexes.
+    """
+    if not entries:
+        return
+    python = prefix / "bin" / "python"
+    if not python.exists():
+        raise VerificationError(
+            f"no python at {python} to install {len(entries)} pip packages into",
+            hint="the locked conda packages must include python; for fixture channels use --venv",
+        )
+    with tempfile.TemporaryDirectory(prefix="envgen-pip-") as tmp:
+        requirements = Path(tmp) / "requirements.txt"
+        requirements.write_text(pip_requirements(entries))
+        cmd = pip_install_command(installer, python, requirements, cache=cache, trusted=trusted)
+        log.info("installing %d pip packages with %s into %s", len(entries), installer, prefix)
+        proc = run(cmd, env=tool_environment(), check=False)
+    if proc.returncode == 0:
+        return
+    output = redact_text(tail(proc.stderr + proc.stdout))
+    if any(marker in proc.stderr + proc.stdout for marker in _HASH_MISMATCH):
+        raise VerificationError(
+            f"a pip artifact does not match its locked sha256 ({installer} install into {prefix}):\n{output}",
+            hint="the index serves other bytes than were locked: find out why, then re-lock",
+        )
+    raise ToolError(f"{installer} could not install the locked pip packages into {prefix}:\n{output}")
+
+
+def run_recipe(
+    recipe: Path,
+    prefix: Path,
+    *,
+    profiles: Sequence[str] = (),
+    skip_cann: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """Run the install.sh recipe on `prefix`; returns its log (stderr)."""
+    cmd = ["sh", str(recipe), "--prefix", str(prefix)]
+    for name in profiles:
+        cmd += ["--profile", name]
+    if skip_cann:
+        cmd.append("--skip-cann")
+    proc = run(cmd, env=dict(os.environ if environ is None else environ), check=False)
+    if proc.returncode != 0:
+        output = redact_text(tail(proc.stderr + proc.stdout))
+        raise ToolError(
+            f"{recipe} --prefix {prefix} failed (exit {proc.returncode}):\n{output}",
+            hint="the last lines above name the source and step; fix it and run again (finished steps are kept)",
+        )
+    return proc.stderr
+
+
+def install_env(
+    lock: Lock,
+    recipe: Path,
+    prefix: Path,
+    *,
+    platform: str,
+    venv: bool,
+    cache: Path,
+    installer: Installer = "pip",
+    profiles: Sequence[str] = (),
+    skip_cann: bool = False,
+) -> None:
+    """Install everything `lock` pins for `platform` into `prefix`, then run its recipe for the git sources.
+
+    With `venv` the env is a venv of this interpreter (the lock's conda part is not installed; its python
+    version must match); otherwise rattler installs the conda part, which must bring python and pip.
+    """
+    if platform not in lock.platforms:
+        raise InputError(
+            f"the lock of {lock.env} has no {platform} part (it has {', '.join(lock.platforms)})",
+            hint=f"add {platform} to [env] platforms and re-lock",
+        )
+    verify_recipe(lock, recipe)
+    prefix = prefix.absolute()
+    if venv:
+        create_venv(prefix, lock, platform)
+    else:
+        install_conda(lock.conda_for(platform), prefix, cache=cache)
+    ensure_own_python(prefix)
+    entries = lock.pip_for(platform)
+    install_pip(entries, prefix, installer=installer, cache=cache, trusted=trusted_hosts(lock, entries))
+    log.info("running %s on %s", recipe.name, prefix)
+    run_recipe(recipe, prefix, profiles=profiles, skip_cann=skip_cann)

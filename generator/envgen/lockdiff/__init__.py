@@ -1,0 +1,1 @@
+"""What changed between two Locks (pure), read from files or git revisions, rendered as text, markdown or JSON."""

@@ -1,0 +1,182 @@
+"""Read locks from files or as they were at a git revision (`git show REV:path`), and diff them."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from envgen.errors import InputError
+from envgen.lockdiff.compare import LockDiff, diff_locks
+from envgen.lockio.lockfile import parse_lock, parse_lock_yml
+from envgen.model import Lock
+from envgen.process import run
+from envgen.project import Project
+
+log = logging.getLogger(__name__)
+
+GIT_TIMEOUT = 60.0
+
+
+def repo_root(path: Path) -> Path:
+    """The top of the git work tree holding `path` (which need not exist any more)."""
+    probe = path.absolute()
+    while not probe.is_dir():
+        probe = probe.parent
+    proc = run(["git", "-C", probe, "rev-parse", "--show-toplevel"], check=False, timeout=GIT_TIMEOUT)
+    if proc.returncode != 0:
+        raise InputError(
+            f"{path} is not inside a git repository: `git rev-parse --show-toplevel` in {probe} failed",
+            hint="give a lock file path instead of REV:path, or run inside the repository",
+        )
+    return Path(proc.stdout.strip())
+
+
+def verify_rev(root: Path, rev: str) -> str:
+    """The commit `rev` names in the repository at `root`; InputError when it names none."""
+    if rev.startswith("-"):
+        # git would read it as an option.
+        raise InputError(f"{rev!r} is not a git revision", hint="name a branch, tag or commit")
+    proc = run(
+        ["git", "-C", root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        check=False,
+        timeout=GIT_TIMEOUT,
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise InputError(
+            f"unknown git revision {rev!r} in {root}",
+            hint="name a branch, tag or commit that exists there (`git log --oneline`), fetching it first if remote",
+        )
+    return proc.stdout.strip()
+
+
+def repo_path(root: Path, path: Path) -> str:
+    """`path` relative to the work tree at `root`, with forward slashes, as `git show REV:<path>` wants it."""
+    absolute = Path(os.path.realpath(path.absolute()))
+    try:
+        return absolute.relative_to(Path(os.path.realpath(root))).as_posix()
+    except ValueError:
+        raise InputError(f"{path} is outside the git repository at {root}") from None
+
+
+def show_at_rev(root: Path, rev: str, relpath: str) -> str | None:
+    """The text of `relpath` at `rev`, or None when the file does not exist there (`rev` must be valid)."""
+    proc = run(["git", "-C", root, "show", f"{rev}:{relpath}"], check=False, timeout=GIT_TIMEOUT)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def list_at_rev(root: Path, rev: str, reldir: str) -> list[str]:
+    """The paths of the files directly inside `reldir` at `rev`, sorted; empty when the directory is absent."""
+    proc = run(
+        ["git", "-C", root, "ls-tree", "--name-only", rev, "--", f"{reldir.rstrip('/')}/"],
+        check=False,
+        timeout=GIT_TIMEOUT,
+    )
+    return sorted(line for line in proc.stdout.splitlines() if line) if proc.returncode == 0 else []
+
+
+# --- locks as text ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LockText:
+    """One side of a diff as read: a label for humans, the env, the yml and (if present) its sources.toml."""
+
+    label: str
+    env: str
+    yml: str
+    sources: str | None
+
+
+def sibling_sources(path: str) -> str:
+    """locks/a5.yml -> locks/a5.sources.toml."""
+    return f"{path.removesuffix('.yml')}.sources.toml"
+
+
+def env_of(path: str) -> str:
+    return Path(path).name.removesuffix(".yml")
+
+
+def read_side(spec: str, cwd: Path) -> LockText:
+    """A lock named as a file path or as `REV:path` (read with git in the repository holding the path)."""
+    path = cwd / spec
+    if path.is_file():
+        return _file_side(path, spec)
+    rev, colon, rel = spec.partition(":")
+    if not colon or not rev or not rel:
+        raise InputError(
+            f"no lock file at {path}", hint="give a path like locks/a5.yml or REV:path like HEAD:locks/a5.yml"
+        )
+    root = repo_root(cwd / rel)
+    verify_rev(root, rev)
+    relpath = repo_path(root, cwd / rel)
+    side = _rev_side(root, rev, relpath, spec)
+    if side is None:
+        raise InputError(
+            f"{relpath} does not exist at revision {rev} in {root}",
+            hint=f"list what it holds with `git ls-tree -r --name-only {rev}`",
+        )
+    return side
+
+
+def _file_side(path: Path, label: str) -> LockText:
+    sources = Path(sibling_sources(str(path)))
+    return LockText(label, env_of(path.name), _read(path), _read(sources) if sources.is_file() else None)
+
+
+def _rev_side(root: Path, rev: str, relpath: str, label: str) -> LockText | None:
+    yml = show_at_rev(root, rev, relpath)
+    if yml is None:
+        return None
+    return LockText(label, env_of(relpath), yml, show_at_rev(root, rev, sibling_sources(relpath)))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {path}: {exc}") from exc
+
+
+def parse_side(side: LockText, *, with_sources: bool = True) -> Lock:
+    """The Lock a side holds; without its sources.toml (or `with_sources`), only platforms and packages."""
+    yml = parse_lock_yml(side.yml, side.label)
+    if side.sources is None or not with_sources:
+        return Lock(side.env, yml.platforms, yml.input_hash, yml.conda, yml.pip, sources=())
+    return parse_lock(side.yml, side.sources, side.label, sibling_sources(side.label))
+
+
+def diff_sides(old: LockText, new: LockText) -> LockDiff:
+    """Diff two sides; when one lacks its sources.toml both are compared on their packages only."""
+    complete = old.sources is not None and new.sources is not None
+    if not complete and (old.sources is not None or new.sources is not None):
+        missing = old.label if old.sources is None else new.label
+        log.warning("%s has no sources.toml next to it: comparing packages only", missing)
+    return diff_locks(
+        parse_side(old, with_sources=complete), parse_side(new, with_sources=complete), labels=(old.label, new.label)
+    )
+
+
+def diff_against_rev(project: Project, rev: str) -> list[LockDiff]:
+    """Each lock in locks/ against the same file at `rev` (added and deleted locks too); unchanged ones left out."""
+    root = repo_root(project.locks_dir)
+    verify_rev(root, rev)
+    reldir = repo_path(root, project.locks_dir)
+    names = {p.name for p in project.locks_dir.glob("*.yml")} if project.locks_dir.is_dir() else set()
+    names |= {Path(p).name for p in list_at_rev(root, rev, reldir) if p.endswith(".yml")}
+    diffs = []
+    for name in sorted(names):
+        relpath = f"{reldir}/{name}"
+        working = project.locks_dir / name
+        old = _rev_side(root, rev, relpath, f"{rev}:{relpath}")
+        new = _file_side(working, relpath) if working.is_file() else None
+        if old is not None and new is not None:
+            diff = diff_sides(old, new)
+        elif new is not None:
+            diff = diff_locks(Lock(new.env, (), "", (), (), ()), parse_side(new), labels=(f"{rev}: none", relpath))
+        elif old is not None:
+            diff = diff_locks(parse_side(old), Lock(old.env, (), "", (), (), ()), labels=(old.label, "deleted"))
+        if not diff.empty:
+            diffs.append(diff)
+    return diffs

@@ -1,0 +1,1 @@
+"""A Lock on disk: the conda-lock yml, sources.toml, input hashes and the atomic, mutually exclusive store."""

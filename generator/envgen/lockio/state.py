@@ -1,0 +1,115 @@
+"""The cheap facts about an env's lock: its input digests and hash, the hash recorded on disk, the env's file lock.
+
+Kept apart from lockfile.py (which needs conda-lock's models) so a no-op `envgen lock` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import re
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import filelock
+
+from envgen.errors import InputError
+from envgen.model import LockedSource, Matrix
+from envgen.project import Project
+from envgen.resolve.conda_stage import virtual_packages
+
+log = logging.getLogger(__name__)
+
+# Bumped when the meaning of a lock's files changes; part of every input hash, so old locks read as stale.
+LOCK_SCHEMA = 1
+
+_YML_HASH = re.compile(r"^\s+envgen_input_hash:\s*'?([0-9a-f]{64})'?\s*$", re.MULTILINE)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def input_digests(
+    matrix_path: Path,
+    channel_paths: Mapping[str, Path],
+    sources: Sequence[LockedSource] | Mapping[str, str],
+    virtual_packages: Mapping[str, Sequence[str]],
+) -> tuple[tuple[str, str], ...]:
+    """The digest of every input of a lock, by component, sorted.
+
+    Components: "matrix", "channel:<name>" (the file, so a changed URL changes it), "source:<name>",
+    "virtual-packages:<platform>" and "schema". Paths themselves never enter: a checkout anywhere hashes the same.
+    `sources` is the locked sources, or their digests by name as a lock recorded them.
+    """
+
+    def read(path: Path, what: str) -> bytes:
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read {what} {path}: {exc.strerror}", hint="check the file exists") from exc
+
+    digests = {"matrix": _sha256(read(matrix_path, "the matrix")), "schema": str(LOCK_SCHEMA)}
+    for name, path in channel_paths.items():
+        digests[f"channel:{name}"] = _sha256(read(path, f"channel file of {name!r}"))
+    if isinstance(sources, Mapping):
+        source_digests = dict(sources)
+    else:
+        # A source without a tree digest is identified by its commit alone.
+        source_digests = {s.source.name: s.digest or s.commit for s in sources}
+    for name, digest in source_digests.items():
+        digests[f"source:{name}"] = digest
+    for platform, specs in virtual_packages.items():
+        digests[f"virtual-packages:{platform}"] = _sha256("\n".join(sorted(specs)).encode())
+    return tuple(sorted(digests.items()))
+
+
+def input_hash(inputs: Sequence[tuple[str, str]]) -> str:
+    """One sha256 over the component digests (canonical JSON, sorted)."""
+    return _sha256(json.dumps(sorted(inputs), separators=(",", ":")).encode())
+
+
+def recorded_state(project: Project, env: str) -> tuple[str, dict[str, str]] | None:
+    """The input hash both lock files agree on and the recorded source digests; None when absent or not agreeing.
+
+    A quick read for the no-op check only: anything unexpected means "not known fresh", and the full re-lock
+    that follows reads (and reports on) the files properly.
+    """
+    try:
+        sources = tomllib.loads(project.sources_toml(env).read_text())
+        yml = project.lock_yml(env).read_text()
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    recorded, match = sources.get("input-hash"), _YML_HASH.search(yml)
+    inputs = sources.get("inputs", {})
+    if not isinstance(recorded, str) or match is None or match.group(1) != recorded or not isinstance(inputs, dict):
+        return None
+    prefix = "source:"
+    return recorded, {k.removeprefix(prefix): str(v) for k, v in inputs.items() if k.startswith(prefix)}
+
+
+@contextlib.contextmanager
+def env_lock(project: Project, env: str) -> Iterator[None]:
+    """Hold locks/.<env>.lock so two `envgen lock` runs on one env do not interleave."""
+    project.locks_dir.mkdir(parents=True, exist_ok=True)
+    guard = filelock.FileLock(project.locks_dir / f".{env}.lock")
+    try:
+        guard.acquire(timeout=0)
+    except filelock.Timeout:
+        log.info("%s: waiting for another `envgen lock` of this env to finish", env)
+        guard.acquire()
+    try:
+        yield
+    finally:
+        guard.release()
+
+
+def project_inputs(
+    project: Project, matrix: Matrix, sources: Sequence[LockedSource] | Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """The input digests of `matrix` as it stands in `project` (its file, its channel files, its platforms)."""
+    vpkgs = {p: virtual_packages(matrix, p) for p in matrix.platforms}
+    return input_digests(project.template(matrix.name), project.channel_files(matrix), sources, vpkgs)

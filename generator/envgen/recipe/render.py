@@ -1,0 +1,441 @@
+"""Lock → locks/<env>.install.sh: the POSIX sh recipe that installs the git sources into an env (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from shlex import quote
+
+from envgen.model import DEFAULT_CANN_SET_ENV, Index, Lock, LockedSource
+from envgen.redact import strip_credentials
+
+# Cherry-picks are committed with this identity and date (as sources.py does when locking), so the recipe
+# reproduces the HEAD the lock recorded.
+PICK_NAME = "envgen"
+PICK_EMAIL = "envgen@localhost"
+PICK_DATE = "2000-01-01T00:00:00+00:00"
+
+_USAGE_END = "ENVGEN_USAGE_END"
+
+# Shell functions every recipe shares; the env-specific parts are rendered around them.
+_FUNCTIONS = r"""
+say() { printf '[%s] %s\n' "$ENVGEN_ENV" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# A value as a single-quoted sh word, for the hooks this script writes.
+quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# Replace $2 by $1 only when they differ, so a second run leaves every file untouched.
+replace() { if cmp -s "$1" "$2"; then rm -f "$1"; else mv "$1" "$2"; fi; }
+
+add_profile() {
+	if ! known_profile "$1"; then
+		die "unknown profile $1 (known: $KNOWN_PROFILES)"
+	fi
+	case " $profiles " in
+		*" $1 "*) ;;
+		*) profiles="$profiles $1" ;;
+	esac
+}
+
+has_profile() { case " $profiles " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# fetch DIR URL SHA DEPTH: one commit by sha; servers refusing unadvertised shas get a full fetch instead.
+fetch() {
+	if git -C "$1" fetch -q --depth "$4" "$2" "$3" 2>/dev/null; then
+		return 0
+	fi
+	say "$2 refused a fetch of $3 by sha; fetching all its branches and tags"
+	unshallow=
+	if [ -f "$1/.git/shallow" ]; then unshallow=--unshallow; fi
+	git -C "$1" fetch -q $unshallow --tags "$2" '+refs/heads/*:refs/remotes/origin/*' \
+		|| die "cannot fetch from $2 into $1: check the URL is reachable (git config url.<base>.insteadOf for mirrors)"
+	git -C "$1" cat-file -e "$3^{commit}" 2>/dev/null \
+		|| die "commit $3 is no longer at $2 (force-pushed away?): re-lock with envgen lock --update"
+}
+
+# checkout NAME URL COMMIT TREE HEAD [PICK...]: the source at its locked commit plus cherry-picks, verified
+# against the tree and final HEAD the lock recorded (either may be empty: then it is not checked).
+checkout() {
+	name=$1 url=$2 commit=$3 tree=$4 final=$5
+	shift 5
+	dir=$src/$name
+	want="$commit $tree $final $*"
+	if [ -d "$dir/.git" ]; then
+		locked=$(git -C "$dir" rev-parse -q --verify refs/envgen/locked 2>/dev/null || true)
+		head=$(git -C "$dir" rev-parse -q --verify HEAD 2>/dev/null || true)
+		if [ -n "$locked" ] && [ "$head" = "$locked" ] \
+			&& [ "$(cat "$dir/.git/envgen-locked" 2>/dev/null || true)" = "$want" ]; then
+			say "$name: already at $commit"
+			return 0
+		fi
+		if [ -n "$head" ] && { [ "$head" != "$locked" ] \
+			|| [ -n "$(git -C "$dir" status --porcelain --untracked-files=no)" ]; }; then
+			die "$dir holds other work (HEAD $head is not what this script checked out, or files changed):" \
+				"move it away or pass --src DIR"
+		fi
+	elif [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
+		die "$dir exists and is not a git checkout: move it away or pass --src DIR"
+	else
+		git init -q "$dir"
+	fi
+	say "$name: fetching $commit from $url"
+	fetch "$dir" "$url" "$commit" 1
+	git -C "$dir" -c advice.detachedHead=false checkout -q --detach "$commit"
+	head=$(git -C "$dir" rev-parse HEAD)
+	[ "$head" = "$commit" ] || die "$name: HEAD of $dir is $head after checking out $commit"
+	# refs/envgen/locked follows every move this script makes, so a run after a failure below (a conflicting
+	# pick, a tree the lock does not match) may move the checkout again; only a finished one records $want.
+	rm -f "$dir/.git/envgen-locked"
+	git -C "$dir" update-ref refs/envgen/locked HEAD
+	for pick in "$@"; do
+		say "$name: cherry-picking $pick"
+		fetch "$dir" "$url" "$pick" 2
+		if ! GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
+			git -C "$dir" cherry-pick --no-gpg-sign "$pick" >/dev/null; then
+			git -C "$dir" cherry-pick --abort >/dev/null 2>&1 || true
+			die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
+				"re-lock (envgen lock) to re-verify the picks"
+		fi
+		git -C "$dir" update-ref refs/envgen/locked HEAD
+	done
+	if [ -n "$tree" ]; then
+		got=$(git -C "$dir" rev-parse 'HEAD^{tree}')
+		[ "$got" = "$tree" ] \
+			|| die "$name: the tree in $dir is $got, the lock recorded $tree:" \
+				"$url changed under the lock; re-lock (envgen lock)"
+	fi
+	if [ -n "$final" ]; then
+		got=$(git -C "$dir" rev-parse HEAD)
+		[ "$got" = "$final" ] || die "$name: HEAD of $dir is $got after the cherry-picks, the lock recorded $final"
+	fi
+	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
+}
+
+# installed NAME DISTRIBUTION KEY: this source was installed from this checkout with these settings.
+installed() {
+	[ "$(cat "$state/$1.installed" 2>/dev/null || true)" = "$3 $src/$1" ] \
+		&& "$python" -c 'import importlib.metadata, sys; importlib.metadata.distribution(sys.argv[1])' "$2" 2>/dev/null
+}
+
+mark_installed() { printf '%s\n' "$2 $src/$1" >"$state/$1.installed"; }
+
+# use_cann NAME: source CANN's environment once, before the first source that needs it.
+use_cann() {
+	if [ "$cann_sourced" = 1 ]; then return 0; fi
+	[ -f "$cann_set_env" ] || die "source $1 needs CANN, but $cann_set_env does not exist:" \
+		"install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh, or pass --skip-cann"
+	say "sourcing CANN's environment: $cann_set_env"
+	set +u
+	. "$cann_set_env"
+	set -u
+	cann_sourced=1
+}
+
+# save_var NAME: write the hook lines keeping NAME's old value (once) for deactivate.d.
+save_var() {
+	case " $hook_vars " in
+		*" $1 "*) return 0 ;;
+	esac
+	hook_vars="$hook_vars $1"
+	old=${hook_prefix}$1
+	printf 'if [ -n "${%s+x}" ]; then export %s="$%s"; else unset %s; fi\n' "$1" "$old" "$1" "$old"
+}
+
+export_var() {
+	save_var "$1"
+	printf 'export %s=%s\n' "$1" "$(quote "$2")"
+}
+
+deactivate_hook() {
+	printf '%s\n' "# envgen $ENVGEN_ENV: restores what activate.d/envgen-$ENVGEN_ENV.sh changed; written by install.sh."
+	for var in $hook_vars; do
+		old=${hook_prefix}$var
+		printf 'if [ -n "${%s+x}" ]; then export %s="$%s"; unset %s; else unset %s; fi\n' \
+			"$old" "$var" "$old" "$old" "$var"
+	done
+}
+"""
+
+
+def render_recipe(lock: Lock) -> str:
+    """The install.sh text of `lock`: the same inputs give the same bytes."""
+    cann_sources = [s.source.name for s in lock.sources if s.source.needs_cann]
+    set_env = lock.cann.set_env if lock.cann else DEFAULT_CANN_SET_ENV
+    parts = [
+        _header(lock),
+        _usage(lock, cann_sources, set_env),
+        _FUNCTIONS.lstrip("\n"),
+        _profile_names(lock),
+        _arguments(lock, cann_sources, set_env),
+        *(_source_block(lock, i, s) for i, s in enumerate(lock.sources, 1)),
+        _hooks(lock),
+    ]
+    return "\n".join(parts)
+
+
+def install_key(lock: Lock, locked: LockedSource) -> str:
+    """A digest of everything that shapes one source's install, so a changed lock reinstalls it."""
+    src = locked.source
+    data = {
+        "commit": locked.commit,
+        "tree": locked.tree,
+        "picks": list(src.cherry_picks),
+        "picked": list(locked.picked),
+        "editable": src.editable,
+        "build_isolation": src.build_isolation,
+        "env": sorted(src.env),
+        "index": _index_args(lock, src.build_index),
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def hook_prefix(env: str) -> str:
+    """The prefix of the variables the activation hook keeps old values in, e.g. `_ENVGEN_A5_OLD_`."""
+    return f"_ENVGEN_{re.sub(r'[^A-Za-z0-9]', '_', env).upper()}_OLD_"
+
+
+def _header(lock: Lock) -> str:
+    return (
+        "#!/bin/sh\n"
+        f"# locks/{lock.env}.install.sh: installs the git sources of env {lock.env} into a conda env or venv.\n"
+        f"# Rendered by `envgen lock` from locks/{lock.env}.yml and locks/{lock.env}.sources.toml: never edit it;\n"
+        "# change env-templates/ and re-lock. Run it with --help for what it does.\n"
+        "set -eu\n\n"
+        f"ENVGEN_ENV={quote(lock.env)}\n"
+        f"PICK_NAME={quote(PICK_NAME)}\n"
+        f"PICK_EMAIL={quote(PICK_EMAIL)}\n"
+        f"PICK_DATE={quote(PICK_DATE)}\n"
+    )
+
+
+def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
+    env = lock.env
+    lines = [
+        f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--skip-cann]",
+        "",
+        f"Installs the git sources of env {env} at their locked commits, in order, each with",
+        "`python -m pip install --no-deps` of the env's own python, then writes activation hooks",
+        f"(etc/conda/activate.d/envgen-{env}.sh and deactivate.d/; in a venv also a block in bin/activate).",
+        "Install the locked packages first, then run this script in that env:",
+        f"  conda-lock install -n NAME locks/{env}.yml   (or -p DIR)",
+        "  conda activate NAME",
+        f"  sh locks/{env}.install.sh",
+        f"`envgen install {env} --prefix DIR` does both steps. Running this script again changes nothing;",
+        "reactivate the env afterwards so the activation hooks take effect.",
+        "",
+        "Options:",
+        "  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)",
+        "  --src DIR       where the sources are cloned (default: <prefix>/src)",
+        "  --profile NAME  also set an optional activation profile (repeatable):",
+        *(f"                    {p.name}: {_one_line(p.description)}" for p in lock.profiles),
+        *(["                    (this env defines none)"] if not lock.profiles else []),
+        "  --skip-cann     skip the sources that need CANN"
+        + (f" ({', '.join(cann_sources)}): the env is then incomplete" if cann_sources else " (none in this env)"),
+        "  -h, --help      show this help",
+        "",
+        "Sources, in install order:",
+        *(_usage_source(s) for s in lock.sources),
+        *(["  (none)"] if not lock.sources else []),
+        "",
+        "Environment:",
+        f"  ASCEND_SET_ENV  CANN's set_env.sh (default: {set_env})",
+    ]
+    body = "\n".join(line.rstrip() for line in lines)
+    return f"usage() {{\n\tcat <<'{_USAGE_END}'\n{body}\n{_USAGE_END}\n}}\n"
+
+
+def _usage_source(locked: LockedSource) -> str:
+    src = locked.source
+    flags = [
+        "editable" if src.editable else "plain",
+        *(["on PYTHONPATH"] if src.pythonpath else []),
+        *(["needs CANN"] if src.needs_cann else []),
+        *([f"{len(src.cherry_picks)} cherry-picks"] if src.cherry_picks else []),
+    ]
+    return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {locked.commit[:12]} ({', '.join(flags)})"
+
+
+def _dq(text: str) -> str:
+    """Text safe inside a double-quoted sh word."""
+    return re.sub(r'([\\"$`])', r"\\\1", text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _profile_names(lock: Lock) -> str:
+    names = [p.name for p in lock.profiles]
+    pattern = "|".join(quote(n) for n in names)
+    body = f"\tcase $1 in\n\t\t{pattern}) return 0 ;;\n\tesac\n\treturn 1\n" if names else "\treturn 1\n"
+    return f"KNOWN_PROFILES={quote(' '.join(names) or '(none)')}\nknown_profile() {{\n{body}}}\n"
+
+
+def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
+    lines = [
+        "prefix=${CONDA_PREFIX:-${VIRTUAL_ENV:-}}",
+        "src=",
+        "profiles=",
+        "skip_cann=0",
+        "while [ $# -gt 0 ]; do",
+        "\tcase $1 in",
+        '\t\t--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;',
+        "\t\t--prefix=*) prefix=${1#*=}; shift ;;",
+        '\t\t--src) [ $# -ge 2 ] || die "--src needs a directory"; src=$2; shift 2 ;;',
+        "\t\t--src=*) src=${1#*=}; shift ;;",
+        '\t\t--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;',
+        '\t\t--profile=*) add_profile "${1#*=}"; shift ;;',
+        "\t\t--skip-cann) skip_cann=1; shift ;;",
+        "\t\t-h | --help) usage; exit 0 ;;",
+        '\t\t*) die "unknown argument $1 (see --help)" ;;',
+        "\tesac",
+        "done",
+        "",
+        '[ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or activate a conda env or venv"',
+        f'[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install {_dq(lock.env)} '
+        '--prefix DIR)"',
+        'prefix=$(cd "$prefix" && pwd -P)',
+        "python=$prefix/bin/python",
+        '[ -x "$python" ] || die "no python at $python: install the locked packages into $prefix first"',
+        # A python that is not the prefix's own (a stand-in running another interpreter) would install elsewhere.
+        "\"$python\" -c 'import os, sys; sys.exit(os.path.realpath(sys.prefix) != os.path.realpath(sys.argv[1]))' "
+        '"$prefix" || die "$python does not run in $prefix (its sys.prefix differs): pip would install elsewhere"',
+        "src=${src:-$prefix/src}",
+        'mkdir -p "$src"',
+        'src=$(cd "$src" && pwd -P)',
+        "state=$prefix/etc/envgen/$ENVGEN_ENV",
+        'mkdir -p "$state"',
+        f"cann_set_env=${{ASCEND_SET_ENV:-{quote(set_env)}}}",
+        "cann_sourced=0",
+        "pythonpath=",
+    ]
+    if cann_sources:
+        # Fail before any clone or build when the toolkit is missing, naming the first source that needs it.
+        lines += [
+            'if [ "$skip_cann" = 0 ] && [ ! -f "$cann_set_env" ]; then',
+            f'\tdie "source {_dq(cann_sources[0])} needs CANN, but $cann_set_env does not exist: install the CANN '
+            'toolkit, set ASCEND_SET_ENV to its set_env.sh, or pass --skip-cann"',
+            "fi",
+        ]
+    lines.append('say "installing into $prefix (sources in $src)"')
+    return "\n".join(lines) + "\n"
+
+
+def _index_args(lock: Lock, name: str | None) -> list[str]:
+    if name is None:
+        return []
+    index = next((i for i in lock.indexes if i.name == name), None)
+    if index is None:
+        return []
+    return _index_flags(index)
+
+
+def _index_flags(index: Index) -> list[str]:
+    flags = ["--extra-index-url", strip_credentials(index.url)]
+    if index.trusted_host:
+        flags += ["--trusted-host", index.trusted_host]
+    return flags
+
+
+def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
+    src = locked.source
+    name = quote(src.name)
+    pip = [
+        *(quote(f"{k}={v}") for k, v in src.env),
+        '"$python" -m pip install --no-deps',
+        *([] if src.build_isolation else ["--no-build-isolation"]),
+        *(quote(a) for a in _index_args(lock, src.build_index)),
+        *(["-e"] if src.editable else []),
+        f'"$src"/{name}',
+    ]
+    if src.env:
+        pip.insert(0, "env")
+    checkout = " ".join(
+        [
+            "checkout",
+            name,
+            quote(strip_credentials(src.url)),
+            quote(locked.commit),
+            quote(locked.tree),
+            quote(locked.picked[-1] if locked.picked else ""),
+            *map(quote, src.cherry_picks),
+        ]
+    )
+    body = [checkout]
+    if src.needs_cann:
+        body.append(f"use_cann {name}")
+    body += [
+        f"if installed {name} {quote(src.distribution)} {install_key(lock, locked)}; then",
+        f'\tsay "{_dq(src.name)}: already installed at {locked.commit}"',
+        "else",
+        f'\tsay "{_dq(src.name)}: pip install"',
+        "\t" + " ".join(pip),
+        f"\tmark_installed {name} {install_key(lock, locked)}",
+        "fi",
+    ]
+    if src.pythonpath:
+        body.append(f'pythonpath=${{pythonpath:+$pythonpath:}}"$src"/{name}')
+    origin = f" (from {src.origin})" if src.origin else ""
+    head = f"# {number}. {src.name}: {strip_credentials(src.url)} {src.ref}{origin}\n"
+    if not src.needs_cann:
+        return head + "\n".join(body) + "\n"
+    indented = "\n".join("\t" + line for line in body)
+    return (
+        head
+        + 'if [ "$skip_cann" = 1 ]; then\n'
+        + f'\tsay "{_dq(src.name)}: skipped (needs CANN; --skip-cann)"\n'
+        + "else\n"
+        + indented
+        + "\nfi\n"
+    )
+
+
+def _hooks(lock: Lock) -> str:
+    env = lock.env
+    marker_begin, marker_end = f"# >>> envgen {env} >>>", f"# <<< envgen {env} <<<"
+    lines = [
+        "# Activation hooks: PYTHONPATH, CANN, the env's variables and the chosen profiles.",
+        f"hook_prefix={quote(hook_prefix(env))}",
+        "hook_vars=",
+        "activate_hook() {",
+        f"\tprintf '%s\\n' {quote(f'# envgen {env}: activation hook written by install.sh; rerun that to change it.')}",
+    ]
+    if lock.cann is not None:
+        # Sourced at activation when present at install time; deactivation cannot undo what it sets.
+        lines += [
+            '\tif [ -f "$cann_set_env" ]; then',
+            '\t\tprintf \'. %s\\n\' "$(quote "$cann_set_env")"',
+            "\tfi",
+        ]
+    lines += [
+        '\tif [ -n "$pythonpath" ]; then',
+        "\t\tsave_var PYTHONPATH",
+        '\t\tprintf \'export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\\n\' "$(quote "$pythonpath")"',
+        "\tfi",
+        *(f"\texport_var {quote(k)} {quote(v)}" for k, v in lock.activation_env),
+    ]
+    for profile in lock.profiles:
+        lines.append(f"\tif has_profile {quote(profile.name)}; then")
+        lines += [f"\t\texport_var {quote(k)} {quote(v)}" for k, v in profile.env] or ["\t\t:"]
+        lines.append("\tfi")
+    lines += [
+        "}",
+        "",
+        "hooks=$prefix/etc/conda",
+        'mkdir -p "$hooks/activate.d" "$hooks/deactivate.d"',
+        "activate=$hooks/activate.d/envgen-$ENVGEN_ENV.sh",
+        # Both hooks come from one shell so deactivate.d knows which variables activate.d set.
+        '{ activate_hook >"$activate.tmp"; deactivate_hook >"$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp"; }',
+        'replace "$activate.tmp" "$activate"',
+        'replace "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp" "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh"',
+        'if [ -f "$prefix/pyvenv.cfg" ] && [ -f "$prefix/bin/activate" ]; then',
+        f'\tsed {quote(f"/^{marker_begin}$/,/^{marker_end}$/d")} "$prefix/bin/activate" >"$prefix/bin/activate.tmp"',
+        f"\t{{ printf '%s\\n' {quote(marker_begin)}; printf '. %s\\n' \"$(quote \"$activate\")\"; "
+        f"printf '%s\\n' {quote(marker_end)}; }} >>\"$prefix/bin/activate.tmp\"",
+        '\treplace "$prefix/bin/activate.tmp" "$prefix/bin/activate"',
+        "fi",
+        'say "done: reactivate the env to pick up $activate"',
+    ]
+    return "\n".join(lines) + "\n"

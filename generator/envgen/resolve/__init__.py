@@ -1,0 +1,1 @@
+"""Matrix -> resolved parts: git sources pinned, the pip side through uv, the conda side through rattler."""

@@ -1,0 +1,198 @@
+"""The conda side: solve a matrix's conda specs per platform with rattler, and install locked records."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import rattler
+import rattler.exceptions
+from rattler.package import BuildString
+
+from envgen.errors import InputError, ResolutionError, VerificationError
+from envgen.inputs.channels import expand_url
+from envgen.model import PLATFORMS, CondaEntry, Matrix
+from envgen.redact import redact_text, redact_url, strip_credentials
+
+log = logging.getLogger(__name__)
+
+# The kernel the lock assumes: Kylin V10's 4.19, the oldest of the Ascend host OSes (openEuler 22.03 runs 5.10,
+# Ubuntu 22.04 5.15), so nothing locked asks for a newer kernel than every host has.
+LINUX_VERSION = "4.19"
+
+
+def virtual_packages(matrix: Matrix, platform: str) -> tuple[str, ...]:
+    """The virtual packages a lock of `matrix` for `platform` assumes, as `name=version=build`, sorted.
+
+    Explicit rather than detected, so any host locks any platform the same way.
+    """
+    if platform not in PLATFORMS:
+        raise InputError(
+            f"cannot solve conda specs for platform {platform!r}: envgen knows {', '.join(sorted(PLATFORMS))}",
+            hint="list only known platforms in [env] platforms",
+        )
+    return (
+        f"__archspec=1={PLATFORMS[platform]}",
+        f"__glibc={matrix.glibc}=0",
+        f"__linux={LINUX_VERSION}=0",
+        "__unix=0=0",
+    )
+
+
+def _generic(spec: str) -> rattler.GenericVirtualPackage:
+    name, version, build = spec.split("=")
+    return rattler.GenericVirtualPackage(rattler.PackageName(name), rattler.Version(version), BuildString(build))
+
+
+def _split_depend(depend: str) -> tuple[str, str]:
+    """`python >=3.8` -> ("python", ">=3.8"); a bare name has the empty spec."""
+    name, _, spec = depend.strip().partition(" ")
+    return name, spec.strip()
+
+
+def _depends(depends: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    merged: dict[str, list[str]] = {}
+    for depend in depends:
+        name, spec = _split_depend(depend)
+        merged.setdefault(name, [])
+        if spec:
+            merged[name].append(spec)
+    return tuple(sorted((name, ",".join(specs)) for name, specs in merged.items()))
+
+
+def _entry(record: rattler.RepoDataRecord, platform: str) -> CondaEntry:
+    if record.md5 is None or record.sha256 is None:
+        raise ResolutionError(
+            f"conda package {record.file_name} from {redact_url(record.channel or record.url)} has no md5 or "
+            "sha256 in its repodata",
+            hint="a lock needs both hashes: use a channel whose repodata.json records them",
+        )
+    return CondaEntry(
+        name=record.name.normalized,
+        version=str(record.version),
+        build=str(record.build),
+        platform=platform,
+        url=strip_credentials(record.url),
+        md5=record.md5.hex(),
+        sha256=record.sha256.hex(),
+        depends=_depends(record.depends),
+    )
+
+
+def _failed_channel(matrix: Matrix, message: str) -> str:
+    """The channel URLs a gateway message names (all of them when it names none)."""
+    named = [c.url for c in matrix.channels if c.url.rstrip("/") in message]
+    return ", ".join(redact_url(url) for url in (named or [c.url for c in matrix.channels]))
+
+
+def solve_conda(matrix: Matrix, platform: str, *, cache: Path) -> tuple[CondaEntry, ...]:
+    """Solve the matrix's conda specs for `platform` (+ noarch) against its channels; entries sorted by name.
+
+    Repodata is cached under `cache/conda`. Virtual packages come from `virtual_packages`, never the host.
+    `${VAR}` in a channel URL is expanded from the environment; no credential is kept in an entry's URL.
+    """
+    vpkgs = [_generic(v) for v in virtual_packages(matrix, platform)]
+    channels = [rattler.Channel(expand_url(c.url, f"conda channel {c.name}", os.environ)) for c in matrix.channels]
+    gateway = rattler.Gateway(cache_dir=cache / "conda" / "repodata")
+    specs = ", ".join(matrix.conda_specs)
+    log.info("solving conda specs for %s: %s", platform, specs)
+    try:
+        records = asyncio.run(
+            rattler.solve(
+                channels,
+                list(matrix.conda_specs),
+                gateway=gateway,
+                platforms=[rattler.Subdir(platform), rattler.Subdir("noarch")],
+                virtual_packages=vpkgs,
+            )
+        )
+    except rattler.exceptions.SolverError as exc:
+        raise ResolutionError(
+            f"{matrix.path}: [conda] specs cannot be satisfied for {platform} (glibc {matrix.glibc}): {specs}\n"
+            f"{redact_text(str(exc).strip())}",
+            hint="relax the specs named above, or check that the channels carry them for this platform",
+        ) from exc
+    except (rattler.exceptions.GatewayError, rattler.exceptions.FetchRepoDataError) as exc:
+        raise ResolutionError(
+            f"cannot fetch repodata for {platform} from conda channel {_failed_channel(matrix, str(exc))}:\n"
+            f"{redact_text(str(exc).strip())}",
+            hint="check the channel URL in channels/*.toml and the network (a mirror can replace it there)",
+        ) from exc
+    return tuple(sorted((_entry(r, platform) for r in records), key=lambda e: e.name))
+
+
+def python_version(entries: Sequence[CondaEntry]) -> str:
+    """The exact python version a conda solve chose (one platform's entries)."""
+    versions = sorted({e.version for e in entries if e.name == "python"})
+    if len(versions) != 1:
+        found = f"versions {', '.join(versions)}" if versions else "no python package"
+        raise ResolutionError(
+            f"the conda solve must choose exactly one python; it has {found}",
+            hint="add one `python X.Y.*` to [conda] specs in the matrix",
+        )
+    return versions[0]
+
+
+def _record(entry: CondaEntry) -> rattler.RepoDataRecord:
+    """A rattler record of a locked entry: enough for rattler to download, verify and link it."""
+    path = urlsplit(entry.url).path
+    subdir = path.rsplit("/", 2)[-2]
+    file_name = path.rsplit("/", 1)[-1]
+    package = rattler.PackageRecord(
+        name=entry.name,
+        version=entry.version,
+        build=BuildString(entry.build),
+        build_number=0,
+        subdir=subdir,
+        depends=[f"{name} {spec}".strip() for name, spec in entry.depends],
+        md5=bytes.fromhex(entry.md5),
+        sha256=bytes.fromhex(entry.sha256),
+    )
+    channel = entry.url[: entry.url.rindex(f"/{subdir}/")] + "/"
+    return rattler.RepoDataRecord(package, file_name, entry.url, channel)
+
+
+# rattler reports download, hash and link failures alike through these.
+_INSTALL_ERRORS = (
+    rattler.exceptions.InstallerError,
+    rattler.exceptions.TransactionError,
+    rattler.exceptions.LinkError,
+    rattler.exceptions.IoError,
+    rattler.exceptions.CacheDirError,
+)
+
+
+def install_conda(entries: Sequence[CondaEntry], prefix: Path, *, cache: Path) -> None:
+    """Create (or update) the conda prefix `prefix` from one platform's locked entries.
+
+    Packages are downloaded into `cache/conda/pkgs`; rattler checks each http(s) download against its sha256.
+    """
+    platforms = sorted({e.platform for e in entries})
+    if len(platforms) != 1:
+        raise InputError(
+            f"installing into {prefix} needs the conda entries of one platform; got {', '.join(platforms) or 'none'}",
+            hint="pass Lock.conda_for(platform)",
+        )
+    log.info("installing %d conda packages for %s into %s", len(entries), platforms[0], prefix)
+    try:
+        asyncio.run(
+            rattler.install(
+                [_record(e) for e in entries],
+                prefix,
+                cache_dir=cache / "conda" / "pkgs",
+                platform=rattler.Subdir(platforms[0]),
+                show_progress=False,
+                execute_link_scripts=False,
+            )
+        )
+    except _INSTALL_ERRORS as exc:
+        raise VerificationError(
+            f"installing the locked conda packages for {platforms[0]} into {prefix} failed:\n"
+            f"{redact_text(str(exc).strip())}",
+            hint="a hash mismatch means the channel serves other bytes than were locked: re-lock or fix the "
+            "channel; otherwise check the channel is reachable",
+        ) from exc

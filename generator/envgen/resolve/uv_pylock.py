@@ -1,0 +1,280 @@
+"""uv's pylock.toml for one platform -> PipEntry: one artifact per package by tag priority, with depends."""
+
+from __future__ import annotations
+
+import logging
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from urllib.parse import unquote, urlsplit
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as Pep508
+from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from envgen.errors import ResolutionError, ToolError
+from envgen.model import PLATFORMS, PipEntry
+from envgen.redact import strip_credentials
+
+log = logging.getLogger(__name__)
+
+# manylinux tags older than PEP 600 name these glibc versions.
+_LEGACY_MANYLINUX = {(2, 17): "manylinux2014", (2, 12): "manylinux2010", (2, 5): "manylinux1"}
+# The oldest glibc each architecture has manylinux wheels for.
+_OLDEST_GLIBC = {"x86_64": 5, "aarch64": 17}
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One file of a locked package: URL (as uv wrote it) and sha256."""
+
+    url: str
+    sha256: str
+
+    @property
+    def filename(self) -> str:
+        return unquote(urlsplit(self.url).path.rsplit("/", 1)[-1])
+
+    @property
+    def is_wheel(self) -> bool:
+        return self.filename.endswith(".whl")
+
+
+@dataclass(frozen=True)
+class LockedPackage:
+    """One `[[packages]]` table of a pylock.toml."""
+
+    name: str
+    version: str
+    marker: str | None
+    wheels: tuple[Artifact, ...]
+    sdist: Artifact | None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The artifact chosen for a package on a platform."""
+
+    package: LockedPackage
+    artifact: Artifact
+
+    @property
+    def sdist(self) -> bool:
+        return not self.artifact.is_wheel
+
+
+def machine(platform: str) -> str:
+    """The wheel-tag machine name of a conda platform (linux-64 -> x86_64)."""
+    return PLATFORMS[platform]
+
+
+def _glibc_minor(glibc: str) -> int:
+    major, _, minor = glibc.partition(".")
+    if major != "2" or not minor.isdigit():
+        raise ValueError(f"glibc floor {glibc!r} is not of the form 2.N")
+    return int(minor)
+
+
+def manylinux_platforms(platform: str, glibc: str) -> list[str]:
+    """Platform tags a system of this arch and glibc installs, best first (legacy aliases included)."""
+    arch = machine(platform)
+    tags = []
+    for minor in range(_glibc_minor(glibc), _OLDEST_GLIBC[arch] - 1, -1):
+        tags.append(f"manylinux_2_{minor}_{arch}")
+        legacy = _LEGACY_MANYLINUX.get((2, minor))
+        if legacy:
+            tags.append(f"{legacy}_{arch}")
+    return tags
+
+
+def platform_tags(platform: str, python_version: str, glibc: str) -> list[Tag]:
+    """Every wheel tag CPython `python_version` on `platform` (glibc floor `glibc`) accepts, best first."""
+    major, minor = (int(p) for p in python_version.split(".")[:2])
+    interpreter = f"cp{major}{minor}"
+    platforms = manylinux_platforms(platform, glibc)
+    tags = list(cpython_tags((major, minor), abis=[interpreter], platforms=platforms))
+    tags += compatible_tags((major, minor), interpreter=interpreter, platforms=platforms)
+    return tags
+
+
+def uv_python_platform(platform: str, glibc: str) -> str:
+    """The `--python-platform` value uv accepts for this platform and glibc floor (never above the floor)."""
+    minor = _glibc_minor(glibc)
+    # uv 0.13 knows manylinux_2_17, 2_28 and 2_31 .. 2_40; take the highest not above the floor.
+    known = [m for m in (17, 28, *range(31, 41)) if m <= minor]
+    if not known:
+        raise ValueError(f"glibc floor {glibc} is below manylinux_2_17, the oldest uv can target")
+    return f"{machine(platform)}-manylinux_2_{max(known)}"
+
+
+def marker_environment(platform: str, python_version: str) -> dict[str, str]:
+    """The PEP 508 marker environment of CPython `python_version` on Linux `platform`."""
+    parts = python_version.split(".")
+    full = ".".join((parts + ["0", "0"])[:3])
+    return {
+        "implementation_name": "cpython",
+        "implementation_version": full,
+        "os_name": "posix",
+        "platform_machine": machine(platform),
+        "platform_python_implementation": "CPython",
+        "platform_release": "",
+        "platform_system": "Linux",
+        "platform_version": "",
+        "python_full_version": full,
+        "python_version": ".".join(parts[:2]),
+        "sys_platform": "linux",
+    }
+
+
+def _artifact(table: Mapping[str, object], where: str) -> Artifact:
+    url = table.get("url")
+    hashes = table.get("hashes")
+    sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
+    if not isinstance(url, str) or not isinstance(sha256, str):
+        raise ToolError(f"uv's pylock.toml lists a file of {where} without url and sha256: {table!r}")
+    return Artifact(url=url, sha256=sha256)
+
+
+def parse_pylock(text: str) -> tuple[LockedPackage, ...]:
+    """The packages of a pylock.toml (PEP 751) as uv writes it, sorted by name."""
+    data = tomllib.loads(text)
+    packages = []
+    for table in data.get("packages", []):
+        name, version = canonicalize_name(table["name"]), str(table.get("version", ""))
+        if "vcs" in table or "directory" in table:
+            raise ToolError(f"uv locked {name} from a VCS or directory, which envgen only takes as a source")
+        wheels = tuple(_artifact(w, name) for w in table.get("wheels", ()))
+        sdist = _artifact(table["sdist"], name) if "sdist" in table else None
+        if "archive" in table:
+            archive = _artifact(table["archive"], name)
+            if archive.is_wheel:
+                wheels += (archive,)
+            else:
+                sdist = archive
+        packages.append(LockedPackage(name, version, table.get("marker"), wheels, sdist))
+    return tuple(sorted(packages, key=lambda p: p.name))
+
+
+def _wheel_rank(artifact: Artifact, priority: Mapping[Tag, int]) -> tuple[int, int, str] | None:
+    """Sort key of a wheel (lower is better): tag priority, then highest build tag, then file name.
+
+    As in pip, a wheel with a build tag (a rebuild, like torch's `-3`) beats the same wheel without one.
+    """
+    try:
+        _, _, build, tags = parse_wheel_filename(artifact.filename)
+    except InvalidWheelFilename:
+        return None
+    ranks = [priority[t] for t in tags if t in priority]
+    if not ranks:
+        return None
+    number = build[0] if build else -1
+    return (min(ranks), -number, artifact.filename)
+
+
+def choose_artifact(package: LockedPackage, tags: Sequence[Tag], platform: str) -> Choice:
+    """The one wheel of `package` best for `tags`, else its sdist; never a wheel of another platform."""
+    priority = {tag: i for i, tag in enumerate(tags)}
+    ranked = sorted((rank, wheel) for wheel in package.wheels if (rank := _wheel_rank(wheel, priority)) is not None)
+    if ranked:
+        return Choice(package, ranked[0][1])
+    if package.sdist is not None:
+        return Choice(package, package.sdist)
+    offered = ", ".join(w.filename for w in package.wheels) or "no files"
+    raise ResolutionError(
+        f"{package.name} {package.version} has no wheel for {platform} and no sdist (offered: {offered})",
+        hint=f"pin another version of {package.name} in the matrix, or lower the platforms it is locked for",
+    )
+
+
+def applies(marker: str | None, environment: Mapping[str, str]) -> bool:
+    """Whether a package marker of uv's pylock holds on the target."""
+    return marker is None or Marker(marker).evaluate(dict(environment))
+
+
+def index_of(url: str, indexes: Sequence[tuple[str, str]]) -> str | None:
+    """The name of the index whose URL (credentials stripped) prefixes `url`, or None."""
+    for name, base in indexes:
+        prefix = strip_credentials(base).rstrip("/") + "/"
+        if url.startswith(prefix):
+            return name
+    return None
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """What envgen reads from a distribution's core metadata."""
+
+    requires: tuple[Pep508, ...]
+
+
+def parse_metadata(text: str, where: str) -> Metadata:
+    """The Requires-Dist lines of a METADATA / PKG-INFO file."""
+    headers = HeaderParser().parsestr(text)
+    requires = []
+    for line in headers.get_all("Requires-Dist") or ():
+        try:
+            requires.append(Pep508(line))
+        except InvalidRequirement as exc:
+            log.warning("%s: ignoring unparsable Requires-Dist %r: %s", where, line, exc)
+    return Metadata(tuple(requires))
+
+
+def _active(req: Pep508, environment: Mapping[str, str], extras: Iterable[str]) -> bool:
+    if req.marker is None:
+        return True
+    return any(req.marker.evaluate({**environment, "extra": extra}) for extra in ("", *extras))
+
+
+def requested_extras(
+    roots: Iterable[Pep508], metadata: Mapping[str, Metadata], environment: Mapping[str, str]
+) -> dict[str, frozenset[str]]:
+    """Which extras of each package are asked for, by the inputs or by active dependencies (a fixed point)."""
+    extras: dict[str, set[str]] = {}
+    for req in roots:
+        if req.marker is None or req.marker.evaluate({**environment, "extra": ""}):
+            extras.setdefault(canonicalize_name(req.name), set()).update(canonicalize_name(e) for e in req.extras)
+    changed = True
+    while changed:
+        changed = False
+        for name, meta in metadata.items():
+            for req in meta.requires:
+                if not _active(req, environment, extras.get(name, ())):
+                    continue
+                wanted = extras.setdefault(canonicalize_name(req.name), set())
+                new = {canonicalize_name(e) for e in req.extras} - wanted
+                if new:
+                    wanted.update(new)
+                    changed = True
+    return {name: frozenset(values) for name, values in extras.items() if values}
+
+
+def depends(meta: Metadata, environment: Mapping[str, str], extras: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """Active dependencies of a package on the target: (name, specifier), sorted, one per name."""
+    specs: dict[str, set[str]] = {}
+    for req in meta.requires:
+        if _active(req, environment, tuple(extras)):
+            specs.setdefault(canonicalize_name(req.name), set()).update(str(s) for s in req.specifier)
+    return tuple((name, ",".join(sorted(parts))) for name, parts in sorted(specs.items()))
+
+
+def to_entry(choice: Choice, platform: str, deps: tuple[tuple[str, str], ...], index: str | None) -> PipEntry:
+    """The PipEntry of a chosen artifact (URL without credentials)."""
+    return PipEntry(
+        name=choice.package.name,
+        version=choice.package.version,
+        platform=platform,
+        url=strip_credentials(choice.artifact.url),
+        sha256=choice.artifact.sha256,
+        depends=deps,
+        index=index,
+        sdist=choice.sdist,
+    )
+
+
+def is_vcs(requirement: Pep508) -> bool:
+    """Whether a requirement points at a VCS (git+...) URL: those are sources, never given to uv."""
+    return bool(requirement.url) and re.match(r"^[a-z]+\+", requirement.url or "") is not None

@@ -1,0 +1,1 @@
+"""Shared test builders: matrices, locks and the A5 PyPI set."""
