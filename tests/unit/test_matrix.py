@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.errors import InputError, MatrixError
-from envgen.inputs.matrix import load_matrix, ref_problem
+from envgen.inputs.matrix import load_matrix
 from envgen.inputs.toml_reader import key_lines
+from envgen.inputs.untrusted import ref_problem
 from envgen.model import Cann, ImportCheck, Index, Override, PipPackage, Profile
 
 ROOT = Path(__file__).parents[1] / "data" / "matrices"

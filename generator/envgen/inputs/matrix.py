@@ -30,6 +30,7 @@ from envgen.inputs.toml_reader import (
     read_toml,
     type_name,
 )
+from envgen.inputs.untrusted import FULL_SHA, git_url_problem, ref_problem
 from envgen.model import (
     DEFAULT_CANN_SET_ENV,
     NEEDS,
@@ -73,11 +74,7 @@ _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAJOR_MINOR = re.compile(r"\d+\.\d+")
 _GLIBC = re.compile(r"2\.\d+")
 OLDEST_GLIBC = 17
-_FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
-_SHORT_SHA = re.compile(r"[0-9a-fA-F]{7,39}")
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
-# What `git check-ref-format` refuses, minus the rules a matrix cannot break by accident.
-_BAD_REF = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]|\.\.|@\{|//|^[/.-]|/\.|[/.]$|\.lock$|^@$")
 
 
 def load_matrix(path: Path, channels_dir: Path) -> Matrix:
@@ -107,20 +104,6 @@ def load_env(project: Project, env: str) -> Matrix:
     where the checkout lives)."""
     path = project.template(env)
     return replace(load_matrix(path, project.channels_dir), path=path.relative_to(project.root).as_posix())
-
-
-def ref_problem(ref: str) -> str | None:
-    """Why `ref` is not a usable git ref (branch, tag, HEAD or full commit), or None."""
-    if _FULL_SHA.fullmatch(ref) or ref == "HEAD":
-        return None
-    if _SHORT_SHA.fullmatch(ref):
-        return (
-            f"'{ref}' looks like an abbreviated commit ({len(ref)} hex digits); "
-            "write the full 40-hex commit (git rev-parse <short>)"
-        )
-    if _BAD_REF.search(ref):
-        return f"'{ref}' is not a valid git ref (branch, tag, HEAD or a full 40-hex commit)"
-    return None
 
 
 class _Reader:
@@ -459,8 +442,9 @@ class _Reader:
         if not _SOURCE_NAME.fullmatch(name):
             self.p.add(path, f"source name '{name}' must be letters, digits, '.', '_' or '-'")
         url = get_str(self.p, table, (*path, "url"))
-        if url is not None and any(char.isspace() for char in url):
-            self.p.add((*path, "url"), "must not contain whitespace")
+        url_problem = git_url_problem(url) if url is not None else None
+        if url_problem:
+            self.p.add((*path, "url"), url_problem)
         ref = get_str(self.p, table, (*path, "ref"))
         problem = ref_problem(ref) if ref is not None else None
         if problem:
@@ -489,7 +473,7 @@ class _Reader:
                 requirements.append(file)
         picks: list[str] = []
         for key, sha in get_str_list(self.p, table, (*path, "cherry-picks")):
-            if not _FULL_SHA.fullmatch(sha):
+            if not FULL_SHA.fullmatch(sha):
                 self.p.add(key, f"'{sha}' is not a full 40-hex commit; cherry-picks name commits by full sha")
             elif sha.lower() in picks:
                 self.p.add(key, f"commit {sha} is cherry-picked twice")
@@ -504,7 +488,7 @@ class _Reader:
         return Source(
             name=name,
             url=url,
-            ref=ref.lower() if _FULL_SHA.fullmatch(ref) else ref,
+            ref=ref.lower() if FULL_SHA.fullmatch(ref) else ref,
             distribution=distribution,
             cherry_picks=tuple(picks),
             editable=install == "editable",

@@ -39,7 +39,7 @@ def verify_rev(root: Path, rev: str) -> str:
         # git would read it as an option.
         raise InputError(f"{rev!r} is not a git revision", hint="name a branch, tag or commit")
     proc = run(
-        ["git", "-C", root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        ["git", "-C", root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
         check=False,
         timeout=GIT_TIMEOUT,
     )
@@ -62,14 +62,14 @@ def repo_path(root: Path, path: Path) -> str:
 
 def show_at_rev(root: Path, rev: str, relpath: str) -> str | None:
     """The text of `relpath` at `rev`, or None when the file does not exist there (`rev` must be valid)."""
-    proc = run(["git", "-C", root, "show", f"{rev}:{relpath}"], check=False, timeout=GIT_TIMEOUT)
+    proc = run(["git", "-C", root, "show", "--end-of-options", f"{rev}:{relpath}"], check=False, timeout=GIT_TIMEOUT)
     return proc.stdout if proc.returncode == 0 else None
 
 
 def list_at_rev(root: Path, rev: str, reldir: str) -> list[str]:
     """The paths of the files directly inside `reldir` at `rev`, sorted; empty when the directory is absent."""
     proc = run(
-        ["git", "-C", root, "ls-tree", "--name-only", rev, "--", f"{reldir.rstrip('/')}/"],
+        ["git", "-C", root, "ls-tree", "--name-only", "--end-of-options", rev, "--", f"{reldir.rstrip('/')}/"],
         check=False,
         timeout=GIT_TIMEOUT,
     )

@@ -19,6 +19,7 @@ from conda_lock.lockfile.v2prelim.models import HashModel, LockedDependency, Loc
 from conda_lock.models.channel import Channel as CondaLockChannel
 
 from envgen.errors import InputError
+from envgen.inputs.untrusted import commit_problem, git_url_problem, name_problem, ref_problem
 from envgen.lockio.state import LOCK_SCHEMA
 from envgen.model import (
     AppliedOverride,
@@ -334,6 +335,10 @@ class _Reader:
             raise self.fail(f"{key}.{missing[0]}" if key else missing[0], "missing")
         return data
 
+    def check(self, key: str, problem: str | None) -> None:
+        if problem:
+            raise self.fail(key, problem)
+
     def typed(self, data: Mapping[str, Any], name: str, key: str, kind: type[_T], default: _T) -> _T:
         value = data.get(name, default)
         if not isinstance(value, kind):
@@ -405,12 +410,24 @@ _SOURCE_OPTIONAL = (
 
 def _read_source(r: _Reader, data: object, key: str) -> LockedSource:
     row = r.table(data, key, _SOURCE_KEYS, _SOURCE_OPTIONAL)
+    # Every string that reaches git or the recipe is checked here, as the matrix loader checks it: a lock
+    # edited in a pull request must not smuggle an option or a command in.
+    name, url, ref = r.text(row, "name", key), r.text(row, "url", key), r.text(row, "ref", key)
+    r.check(f"{key}.name", name_problem(name, "source name"))
+    r.check(f"{key}.url", git_url_problem(url))
+    r.check(f"{key}.ref", ref_problem(ref))
+    shas: dict[str, tuple[str, ...]] = {"commit": (r.text(row, "commit", key),), "tree": (r.text(row, "tree", key),)}
+    shas.update({k: r.strings(row, k, key) for k in ("cherry-picks", "picked")})
+    for field, values in shas.items():
+        for value in values:
+            if value or field != "tree":
+                r.check(f"{key}.{field}", commit_problem(value))
     source = Source(
-        name=r.text(row, "name", key),
-        url=r.text(row, "url", key),
-        ref=r.text(row, "ref", key),
+        name=name,
+        url=url,
+        ref=ref,
         distribution=r.text(row, "distribution", key),
-        cherry_picks=r.strings(row, "cherry-picks", key),
+        cherry_picks=shas["cherry-picks"],
         editable=r.flag(row, "editable", key, True),
         pythonpath=r.flag(row, "pythonpath", key, False),
         env=r.env(row, "env", key),
@@ -422,11 +439,11 @@ def _read_source(r: _Reader, data: object, key: str) -> LockedSource:
     )
     return LockedSource(
         source=source,
-        commit=r.text(row, "commit", key),
+        commit=shas["commit"][0],
         requirements=tuple(_read_requirement(r, v, k) for k, v in r.rows(row, "requirements", key)),
         digest=r.text(row, "digest", key),
-        tree=r.text(row, "tree", key),
-        picked=r.strings(row, "picked", key),
+        tree=shas["tree"][0],
+        picked=shas["picked"],
     )
 
 

@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name
 
 from envgen.errors import EnvgenError, InputError, MatrixError, ResolutionError
 from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
+from envgen.inputs.untrusted import git_url_problem, ref_problem
 from envgen.model import PYPROJECT, LockedSource, Matrix, Origin, Requirement, Source
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url, strip_credentials
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 SHA = re.compile(r"^[0-9a-f]{40}$")
+GIT_PROTOCOLS = "https:http:ssh:file"
 LS_REMOTE_TIMEOUT = 300.0
 FETCH_TIMEOUT = 3600.0
 # Cherry-picks are committed by this identity at this date, so the commit they produce is the same on every
@@ -50,7 +52,8 @@ MIRROR_HINT = (
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The user's environment (so their git config, insteadOf mirrors and credentials apply), never prompting."""
     env = dict(os.environ)
-    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    # Only the transports a source URL may name: `ext::` and other helpers would run a command.
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_ALLOW_PROTOCOL=GIT_PROTOCOLS)
     env.update(extra or {})
     return env
 
@@ -60,7 +63,7 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def ls_remote(url: str, *, source: str | None = None) -> dict[str, str]:
     """Every ref the remote advertises (`HEAD`, `refs/heads/…`, `refs/tags/…`) -> commit, tags peeled."""
-    proc = run(["git", "ls-remote", url], env=git_env(), timeout=LS_REMOTE_TIMEOUT, check=False)
+    proc = run(["git", "ls-remote", "--", url], env=git_env(), timeout=LS_REMOTE_TIMEOUT, check=False)
     if proc.returncode != 0:
         raise _unreachable(url, source, proc.stderr)
     return parse_ls_remote(proc.stdout)
@@ -130,12 +133,17 @@ class _Repo:
         return run(["git", *args], cwd=self.path, env=git_env(extra), timeout=FETCH_TIMEOUT, check=check).stdout
 
     def has_commit(self, sha: str) -> bool:
-        proc = run(["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=self.path, env=git_env(), check=False)
+        proc = run(
+            ["git", "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}"],
+            cwd=self.path,
+            env=git_env(),
+            check=False,
+        )
         return proc.returncode == 0
 
     def read(self, commit: str, path: str) -> bytes | None:
         """A text file of the tree at `commit` (newlines normalised), or None when it does not exist."""
-        cmd = ["git", "cat-file", "blob", f"{commit}:{path}"]
+        cmd = ["git", "cat-file", "blob", "--end-of-options", f"{commit}:{path}"]
         try:
             proc = run(cmd, cwd=self.path, env=git_env(), check=False)
         except UnicodeDecodeError as exc:
@@ -150,7 +158,7 @@ class _Repo:
         if self.has_commit(sha):
             return
         shallow = run(
-            ["git", "fetch", "--quiet", f"--depth={depth}", "origin", sha],
+            ["git", "fetch", "--quiet", f"--depth={depth}", "--", "origin", sha],
             cwd=self.path,
             env=git_env(),
             timeout=FETCH_TIMEOUT,
@@ -167,6 +175,7 @@ class _Repo:
                 "fetch",
                 "--quiet",
                 *unshallow,
+                "--",
                 "origin",
                 "+refs/heads/*:refs/remotes/origin/*",
                 "+refs/tags/*:refs/tags/*",
@@ -202,7 +211,7 @@ def _cached_repo(cache: Path, url: str, source: str) -> Iterator[_Repo]:
             path.mkdir(parents=True, exist_ok=True)
             repo.git("init", "--quiet", "--bare")
         # Set on every use (it is idempotent), so a repository an interrupted run left without it still works.
-        repo.git("config", "remote.origin.url", url)
+        repo.git("config", "--", "remote.origin.url", url)
         yield repo
 
 
@@ -213,17 +222,17 @@ def _apply_cherry_picks(repo: _Repo, commit: str, picks: tuple[str, ...]) -> tup
     """Apply `picks` in order on `commit` in a scratch worktree; the commit each one produced."""
     scratch = Path(tempfile.mkdtemp(prefix="envgen-picks-"))
     tree = scratch / "tree"
-    repo.git("worktree", "add", "--quiet", "--detach", str(tree), commit)
+    repo.git("worktree", "add", "--quiet", "--detach", "--", str(tree), commit)
     produced: list[str] = []
     try:
         for pick in picks:
             head = produced[-1] if produced else commit
-            proc = run(["git", *PICK_ARGS, pick], cwd=tree, env=git_env(PICK_ENV), check=False)
+            proc = run(["git", *PICK_ARGS, "--end-of-options", pick], cwd=tree, env=git_env(PICK_ENV), check=False)
             if proc.returncode != 0:
                 raise _pick_failed(repo, tree, head, pick, proc.stderr)
             produced.append(run(["git", "rev-parse", "HEAD"], cwd=tree, env=git_env()).stdout.strip())
     finally:
-        repo.git("worktree", "remove", "--force", str(tree), check=False)
+        repo.git("worktree", "remove", "--force", "--", str(tree), check=False)
         repo.git("worktree", "prune", check=False)
         shutil.rmtree(scratch, ignore_errors=True)
     return tuple(produced)
@@ -346,8 +355,13 @@ def _split_vcs_url(vcs_url: str, *, where: str) -> tuple[str, str]:
     path, at, ref = parts.path.rpartition("@")
     if not at:
         path, ref = parts.path, "HEAD"
-    url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-    return strip_credentials(url), ref
+    url = strip_credentials(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")))
+    problem = git_url_problem(url) or ref_problem(ref)
+    if problem:
+        raise InputError(
+            f"{where}: `{redact_url(vcs_url)}`: {problem}", hint="fix the requirement upstream, or add an override"
+        )
+    return url, ref
 
 
 # --- resolution ----------------------------------------------------------------------------------------
@@ -393,7 +407,7 @@ def _pin(
             repo.fetch(pick, depth=2, what="cherry-pick")
         picked = _apply_cherry_picks(repo, commit, source.cherry_picks) if source.cherry_picks else ()
         head = picked[-1] if picked else commit
-        tree = repo.git("rev-parse", f"{head}^{{tree}}").strip()
+        tree = repo.git("rev-parse", "--verify", "--end-of-options", f"{head}^{{tree}}").strip()
         lines, files = _read_requirements(source, lambda path: repo.read(head, path), head)
     requirements, discovered = _split(source, lines, matrix_names)
     logger.info("source %s: %s -> %s", source.name, source.ref, commit)
