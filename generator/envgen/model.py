@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 # conda subdir -> machine name used in wheel tags and `platform_machine` markers.
 PLATFORMS: dict[str, str] = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
@@ -168,6 +169,13 @@ class Matrix:
     checks: tuple[ImportCheck, ...] = ()
     # Free-form notes of [env.notes] (name -> text), sorted by name.
     notes: tuple[tuple[str, str], ...] = ()
+    # The matrix files this one extends (`extends = "a3"`), nearest first; their keys are merged in.
+    bases: tuple[str, ...] = ()
+
+    @property
+    def extends(self) -> tuple[str, ...]:
+        """The envs this one extends, nearest first (`("a3",)` for a2)."""
+        return tuple(PurePosixPath(p).stem for p in self.bases)
 
     def index(self, name: str) -> Index:
         return next(i for i in self.indexes if i.name == name)

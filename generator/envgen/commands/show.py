@@ -19,6 +19,8 @@ def matrix_document(matrix: Matrix) -> dict[str, Any]:
             "platforms": list(matrix.platforms),
             "python": matrix.python,
             "notes": dict(matrix.notes),
+            # The envs merged in beneath this one, nearest first; the rest of the document is the merged result.
+            "extends": list(matrix.extends),
         },
         "system": {
             "glibc": matrix.glibc,
@@ -115,6 +117,7 @@ def render_text(matrix: Matrix) -> str:
     cann_text = f"pending ({cann.note})" if cann.pending else cann.version + (f" ({cann.note})" if cann.note else "")
     lines += _rows(
         [
+            *([("extends", " -> ".join(matrix.extends) + " (merged below)")] if matrix.extends else []),
             ("platforms", ", ".join(matrix.platforms)),
             ("python", matrix.python),
             ("glibc", matrix.glibc),

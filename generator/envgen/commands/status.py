@@ -145,6 +145,7 @@ def stale_reasons(
         kind, _, name = key.partition(":")
         what = {
             "matrix": f"matrix {matrix_path}",
+            "base": f"matrix {name} (extended by {matrix_path})",
             "channel": f"channel {name}",
             "source": f"source {name}",
             "virtual-packages": f"virtual packages of {name}",

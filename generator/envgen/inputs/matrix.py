@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from envgen.errors import InputError, MatrixError
 from envgen.inputs.channels import read_channels
+from envgen.inputs.extends import read_layered
 from envgen.inputs.toml_reader import (
     KeyPath,
     Problems,
@@ -27,7 +28,6 @@ from envgen.inputs.toml_reader import (
     get_str,
     get_str_list,
     get_table,
-    read_toml,
     type_name,
 )
 from envgen.inputs.untrusted import FULL_SHA, git_url_problem, ref_problem
@@ -88,22 +88,27 @@ def load_matrix(path: Path, channels_dir: Path) -> Matrix:
         )
     channels, channel_problems = read_channels(channels_dir)
     broken = {p.stem for p in channels_dir.glob("*.toml")} - set(channels)
-    data, problems = read_toml(path)
+    layered = read_layered(path)
+    problems = layered.problems
     matrix = None
     if not problems.items:
-        matrix = _Reader(problems, path, channels_dir, channels, broken).matrix(data)
-    # Channel files first, then the matrix top to bottom (keys without a line, i.e. missing ones, first).
-    found = [*channel_problems, *sorted(problems.items, key=lambda p: p.line or 0)]
+        matrix = _Reader(problems, path, channels_dir, channels, broken).matrix(layered.data)
+    # Channel files first, then the matrix top to bottom (keys without a line, i.e. missing ones, first), then
+    # the files it extends, nearest first.
+    rank = {str(p): i for i, p in enumerate((path, *layered.bases))}
+    found = [*channel_problems, *sorted(problems.items, key=lambda p: (rank.get(p.file, 0), p.line or 0))]
     if found or matrix is None:
         raise MatrixError(found)
-    return matrix
+    return replace(matrix, bases=tuple(str(p) for p in layered.bases))
 
 
 def load_env(project: Project, env: str) -> Matrix:
     """The matrix of `env` in `project`, its path relative to the project root (so nothing written depends on
     where the checkout lives)."""
     path = project.template(env)
-    return replace(load_matrix(path, project.channels_dir), path=path.relative_to(project.root).as_posix())
+    matrix = load_matrix(path, project.channels_dir)
+    bases = tuple(Path(p).relative_to(project.root).as_posix() for p in matrix.bases)
+    return replace(matrix, path=path.relative_to(project.root).as_posix(), bases=bases)
 
 
 class _Reader:

@@ -33,23 +33,34 @@ def format_key(path: KeyPath) -> str:
 
 
 class Problems:
-    """The problems found in one file; keys are located on the lines the file defines them."""
+    """The problems found in one file; keys are located on the lines the file defines them.
 
-    def __init__(self, file: str, lines: dict[KeyPath, int] | None = None) -> None:
+    `files` names, for keys written in another file (a matrix merged with the one it extends), that file; every
+    other key is located in `file`.
+    """
+
+    def __init__(
+        self, file: str, lines: dict[KeyPath, int] | None = None, files: dict[KeyPath, str] | None = None
+    ) -> None:
         self.file = file
         self.lines = lines or {}
+        self.files = files or {}
         self.items: list[Problem] = []
 
-    def line_of(self, path: KeyPath) -> int | None:
-        """The line defining `path`, or the nearest enclosing key or table that is written in the file."""
+    def where(self, path: KeyPath) -> tuple[str, int | None]:
+        """The file and line defining `path`, or the nearest enclosing key or table that is written down."""
         for end in range(len(path), 0, -1):
             line = self.lines.get(path[:end])
             if line is not None:
-                return line
-        return None
+                return self.files.get(path[:end], self.file), line
+        return self.file, None
+
+    def line_of(self, path: KeyPath) -> int | None:
+        return self.where(path)[1]
 
     def add(self, path: KeyPath, message: str) -> None:
-        self.items.append(Problem(self.file, format_key(path), message, self.line_of(path)))
+        file, line = self.where(path)
+        self.items.append(Problem(file, format_key(path), message, line))
 
 
 def read_toml(path: Path) -> tuple[dict[str, Any], Problems]:

@@ -38,12 +38,14 @@ def input_digests(
     channel_paths: Mapping[str, Path],
     sources: Sequence[LockedSource] | Mapping[str, str],
     virtual_packages: Mapping[str, Sequence[str]],
+    base_paths: Mapping[str, Path] | None = None,
 ) -> tuple[tuple[str, str], ...]:
     """The digest of every input of a lock, by component, sorted.
 
-    Components: "matrix", "channel:<name>" (the file, so a changed URL changes it), "source:<name>",
-    "virtual-packages:<platform>" and "schema". Paths themselves never enter: a checkout anywhere hashes the same.
-    `sources` is the locked sources, or their digests by name as a lock recorded them.
+    Components: "matrix", "base:<env>" (each matrix it extends), "channel:<name>" (the file, so a changed URL
+    changes it), "source:<name>", "virtual-packages:<platform>" and "schema". Paths themselves never enter: a
+    checkout anywhere hashes the same. `sources` is the locked sources, or their digests by name as a lock
+    recorded them.
     """
 
     def read(path: Path, what: str) -> bytes:
@@ -53,6 +55,8 @@ def input_digests(
             raise InputError(f"cannot read {what} {path}: {exc.strerror}", hint="check the file exists") from exc
 
     digests = {"matrix": _sha256(read(matrix_path, "the matrix")), "schema": str(LOCK_SCHEMA)}
+    for name, path in (base_paths or {}).items():
+        digests[f"base:{name}"] = _sha256(read(path, "the matrix it extends"))
     for name, path in channel_paths.items():
         digests[f"channel:{name}"] = _sha256(read(path, f"channel file of {name!r}"))
     if isinstance(sources, Mapping):
@@ -112,4 +116,5 @@ def project_inputs(
 ) -> tuple[tuple[str, str], ...]:
     """The input digests of `matrix` as it stands in `project` (its file, its channel files, its platforms)."""
     vpkgs = {p: virtual_packages(matrix, p) for p in matrix.platforms}
-    return input_digests(project.template(matrix.name), project.channel_files(matrix), sources, vpkgs)
+    bases = {env: project.template(env) for env in matrix.extends}
+    return input_digests(project.template(matrix.name), project.channel_files(matrix), sources, vpkgs, bases)
