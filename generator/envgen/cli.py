@@ -251,11 +251,20 @@ def install_command(
 @click.option("--require-npu", is_flag=True, help="Fail, rather than skip, what needs CANN or an NPU.")
 @click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")
 @click.option("--no-solve", is_flag=True, help="Skip re-resolving the pip set (it needs the indexes).")
+@click.option("--no-env", is_flag=True, help="Skip the throwaway env: static checks and the re-solve only.")
 @root_option
 @quiet_option
 @json_option
 def check_command(
-    env: str, venv: bool, require_npu: bool, keep: bool, no_solve: bool, root: Path, quiet: bool, as_json: bool
+    env: str,
+    venv: bool,
+    require_npu: bool,
+    keep: bool,
+    no_solve: bool,
+    no_env: bool,
+    root: Path,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and imports."""
     from envgen.commands.check import check_env, render_json, render_report
@@ -264,7 +273,14 @@ def check_command(
     setup_logging(quiet)
     with reported():
         report = check_env(
-            project(root), env, cache=cache_dir(), venv=venv, require_npu=require_npu, keep=keep, solve=not no_solve
+            project(root),
+            env,
+            cache=cache_dir(),
+            venv=venv,
+            require_npu=require_npu,
+            keep=keep,
+            solve=not no_solve,
+            throwaway=not no_env,
         )
     click.echo(render_json(report) if as_json else render_report(report), nl=False)
     if report.kept:

@@ -119,6 +119,17 @@ def test_without_venv_the_conda_part_installs_and_a_stand_in_python_is_refused(
     assert throwaways(tmp_path) == []
 
 
+def test_no_env_runs_static_checks_and_the_re_solve_only(example: Example, tmp_path: Path) -> None:
+    """What the relock workflow runs on a hosted runner: the conda path that fails above is never entered."""
+    code, out, err = envgen_check(example, "--no-env", "--json")
+    assert code == 0, out + err
+    steps = steps_of(out)
+    assert steps["solve: same pip set"]["status"] == "ok"
+    assert steps["env: install"] == {"name": "env: install", "status": "skipped", "detail": "--no-env", "problems": []}
+    assert not any(name.startswith("import ") for name in steps)
+    assert throwaways(tmp_path) == []
+
+
 def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
     example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

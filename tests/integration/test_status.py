@@ -9,6 +9,7 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import jsonschema
 import pytest
 import requests
 from click.testing import CliRunner, Result
@@ -24,6 +25,8 @@ from envgen.lockio.state import input_digests, input_hash
 from envgen.model import Lock, LockedSource, Pending, PipEntry
 from envgen.project import Project
 from envgen.resolve.conda_stage import virtual_packages
+
+STATUS_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "status.schema.json"
 
 MATRIX = """\
 schema = 1
@@ -144,10 +147,18 @@ def demo(tmp_path: Path, index: str) -> Demo:
     return Demo(tmp_path / "project", index)
 
 
+def _valid_status_json(*reports: dict[str, object]) -> None:
+    """The reports match the documented schema (docs/status.schema.json)."""
+    jsonschema.validate(list(reports), json.loads(STATUS_SCHEMA.read_text()))
+
+
 def test_no_lock_yet(demo: Demo) -> None:
     result = demo.status()
     assert result.exit_code == 1
     assert result.stdout == "demo: no lock yet\n"
+    (report,) = json.loads(demo.status("--json").stdout)
+    assert (report["state"], report["fresh"], report["reasons"]) == ("no-lock", False, ["no lock yet"])
+    _valid_status_json(report)
 
 
 def test_fresh_lock_without_drift(demo: Demo) -> None:
@@ -177,6 +188,8 @@ def test_stale_lock_names_the_edited_channel(demo: Demo) -> None:
     (demo.root / "channels" / "conda-forge.toml").write_text('kind = "conda"\nurl = "https://mirror.example.org/cf"\n')
     report = json.loads(demo.status("--json").stdout)[0]
     assert report["fresh"] is False and report["reasons"] == ["channel conda-forge changed"]
+    assert (report["state"], report["drifted"]) == ("stale", [])
+    _valid_status_json(report)
 
 
 def test_drifted_branch(demo: Demo) -> None:
@@ -196,6 +209,7 @@ def test_drifted_branch(demo: Demo) -> None:
             "locked": locked,
             "upstream": moved,
             "drifted": True,
+            "compare_url": None,  # a file:// remote has no compare page
             "error": None,
         }
     ]
@@ -213,8 +227,13 @@ def test_mirror_config_is_honoured(demo: Demo, tmp_path: Path, monkeypatch: pyte
     config.write_text(f'[url "{demo.tool.url}"]\n\tinsteadOf = {canonical}\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     moved = demo.tool.commit({"tool.py": "v = 3\n"}, "fix", branch="releases/v1")
-    (drift,) = json.loads(demo.status("--json").stdout)[0]["drift"]
+    (report,) = json.loads(demo.status("--json").stdout)
+    (drift,) = report["drift"]
     assert (drift["url"], drift["upstream"], drift["error"]) == (canonical, moved, None)
+    locked = next(s.commit for s in lock.sources if s.source.name == "tool")
+    assert drift["compare_url"] == f"https://github.com/example/tool/compare/{locked}...{moved}"
+    assert (report["state"], report["drifted"], report["unreachable"]) == ("fresh", ["tool"], [])
+    _valid_status_json(report)
 
 
 def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -> None:
@@ -227,6 +246,9 @@ def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -
     result = demo.status()
     assert result.exit_code == 1
     assert "demo: fresh (1 remote unreachable)\n" in result.stdout
+    (report,) = json.loads(demo.status("--json").stdout)
+    assert (report["drifted"], report["unreachable"], report["drift"][0]["compare_url"]) == ([], ["tool"], None)
+    _valid_status_json(report)
     assert f"    tool releases/v1: upstream unreachable (source tool: cannot reach git remote {gone}:)" in result.stdout
 
 
@@ -235,7 +257,9 @@ def test_outdated_unpinned_packages(demo: Demo) -> None:
     result = demo.status("--outdated")
     assert result.exit_code == 0, result.output
     assert "  unpinned packages:\n    mbridge: locked 0.13.0; newer 0.15.1 on pypi\n" in result.stdout
-    (item,) = json.loads(demo.status("--outdated", "--json").stdout)[0]["outdated"]
+    (report,) = json.loads(demo.status("--outdated", "--json").stdout)
+    _valid_status_json(report)
+    (item,) = report["outdated"]
     assert item == {"name": "mbridge", "locked": ["0.13.0"], "newest": "0.15.1", "index": "pypi", "error": None}
 
 

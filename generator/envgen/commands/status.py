@@ -24,6 +24,7 @@ from packaging.version import Version
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import IndexAccess, access_index
 from envgen.inputs.matrix import load_env
+from envgen.lockdiff.compare import compare_url
 from envgen.lockio.lockfile import read_lock
 from envgen.lockio.state import project_inputs
 from envgen.model import Index, Lock, LockedSource, Matrix, Source
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 HTTP_TIMEOUT = 30.0
 SHORT_SHA = 7
+NO_LOCK = "no lock yet"
 
 # --- the report (plain data) ------------------------------------------------------------------------------
 
@@ -54,6 +56,11 @@ class SourceDrift:
     @property
     def drifted(self) -> bool:
         return self.upstream is not None and self.upstream != self.locked
+
+    @property
+    def compare_url(self) -> str | None:
+        """The forge's page of the commits between the locked one and upstream's, when it drifted."""
+        return compare_url(self.url, self.locked, self.upstream) if self.upstream and self.drifted else None
 
     def describe(self) -> str:
         if self.error is not None:
@@ -104,12 +111,21 @@ class StatusReport:
         """Fresh, and every moving ref known to still point at its locked commit."""
         return self.fresh and all(d.upstream == d.locked for d in self.drift)
 
+    @property
+    def state(self) -> str:
+        """One of fresh, stale (an input changed since the lock was written) or no-lock."""
+        return "fresh" if self.fresh else "no-lock" if self.reasons == (NO_LOCK,) else "stale"
+
     def as_dict(self) -> dict[str, object]:
+        """The `status --json` document of this env; docs/status-json.md describes every key."""
         return {
             "env": self.env,
             "ok": self.ok,
             "fresh": self.fresh,
+            "state": self.state,
             "reasons": list(self.reasons),
+            "drifted": [d.name for d in self.drift if d.drifted],
+            "unreachable": [d.name for d in self.drift if d.error is not None],
             "drift": [
                 {
                     "name": d.name,
@@ -118,6 +134,7 @@ class StatusReport:
                     "locked": d.locked,
                     "upstream": d.upstream,
                     "drifted": d.drifted,
+                    "compare_url": d.compare_url,
                     "error": d.error,
                 }
                 for d in self.drift
@@ -196,7 +213,7 @@ def build_report(
 ) -> StatusReport:
     """A StatusReport from what was found; a missing lock is stale for that reason alone."""
     if lock is None:
-        return StatusReport(env, fresh=False, reasons=("no lock yet",))
+        return StatusReport(env, fresh=False, reasons=(NO_LOCK,))
     return StatusReport(
         env,
         fresh=not reasons,
@@ -346,7 +363,7 @@ def render_status(reports: Sequence[StatusReport]) -> str:
     """Plain text: one headline per env, then why it is stale, what drifted, what is pending or outdated."""
     out = []
     for report in reports:
-        state = "fresh" if report.fresh else "no lock yet" if report.reasons == ("no lock yet",) else "stale"
+        state = "no lock yet" if report.state == "no-lock" else report.state
         drifted = sum(1 for d in report.drift if d.drifted)
         unknown = sum(1 for d in report.drift if d.error is not None)
         notes = [f"{drifted} source{'s' if drifted != 1 else ''} drifted"] if drifted else []
