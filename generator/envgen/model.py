@@ -14,6 +14,9 @@ PYPROJECT = "pyproject"
 # Where CANN's environment script lives unless a matrix says otherwise (the install guide's path).
 DEFAULT_CANN_SET_ENV = "/usr/local/Ascend/cann/set_env.sh"
 
+# Several CANN scripts (the toolkit's, then NNAL's) are one value, as in ASCEND_SET_ENV and PATH.
+CANN_SCRIPT_SEPARATOR = ":"
+
 # Levels of hardware an import check needs; "none" runs anywhere.
 NEEDS = ("none", "cann", "npu")
 
@@ -54,7 +57,11 @@ class Index:
 
 @dataclass(frozen=True)
 class Cann:
-    """CANN, a system toolkit rather than a package: a version or "pending", and where its env script is."""
+    """CANN, a system toolkit rather than a package: a version or "pending", and where its env scripts are.
+
+    `set_env` is one script, or several separated by ':' (sourced in that order), exactly as the recipe's
+    ASCEND_SET_ENV takes them, so the matrix, the lock and the override share one spelling.
+    """
 
     version: str
     set_env: str
@@ -63,6 +70,10 @@ class Cann:
     @property
     def pending(self) -> bool:
         return self.version == "pending"
+
+    @property
+    def scripts(self) -> tuple[str, ...]:
+        return tuple(self.set_env.split(CANN_SCRIPT_SEPARATOR))
 
 
 @dataclass(frozen=True)

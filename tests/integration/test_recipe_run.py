@@ -138,6 +138,33 @@ def test_source_needing_cann_stops_when_set_env_is_missing_and_builds_with_it(tm
     assert f". '{set_env}'" in hook
 
 
+def test_several_cann_scripts_are_sourced_in_order(tmp_path: Path, venv: Path) -> None:
+    """CANN 9's toolkit script, then NNAL's: the build sees what both set, the second seeing the first."""
+    home = tmp_path / "Ascend"
+    toolkit, nnal = tmp_path / "ascend-toolkit" / "set_env.sh", tmp_path / "nnal" / "atb" / "set_env.sh"
+    repo = backend_project(
+        tmp_path / "ascendfix", "ascendfix", require_env={"ASCEND_HOME_PATH": str(home), "ATB_HOME_PATH": f"{home}/atb"}
+    )
+    source = Source("ascendfix", repo.url, "main", "ascendfix", needs_cann=True, build_isolation=False)
+    lock = demo_lock(locked(repo, source), cann=Cann("9.1.0", f"{toolkit}:{nnal}"))
+    toolkit.parent.mkdir(parents=True)
+    toolkit.write_text(f'export ASCEND_HOME_PATH="{home}"\n')
+
+    proc = run_recipe(lock, venv)
+    assert proc.returncode != 0
+    assert f"source ascendfix needs CANN, but {nnal} does not exist" in proc.stderr
+
+    nnal.parent.mkdir(parents=True)
+    nnal.write_text('export ATB_HOME_PATH="$ASCEND_HOME_PATH/atb"\n')  # unset unless the toolkit's came first
+    built = run_recipe(lock, venv)
+    assert built.returncode == 0, built.stderr
+    order = [line for line in built.stderr.splitlines() if "sourcing CANN's environment" in line]
+    assert [line.rsplit(" ", 1)[-1] for line in order] == [str(toolkit), str(nnal)]
+    assert in_env(venv, "import ascendfix").returncode == 0
+    hook = (venv / "etc" / "conda" / "activate.d" / "envgen-demo.sh").read_text().splitlines()
+    assert hook.index(f". '{toolkit}'") + 1 == hook.index(f". '{nnal}'")
+
+
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {
         str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)

@@ -30,7 +30,7 @@ from envgen.inputs.matrix import load_env
 from envgen.installer import host_platform, install_env, locked_python, tool_environment, verify_recipe
 from envgen.lockio.lockfile import read_lock
 from envgen.lockio.state import input_hash, project_inputs
-from envgen.model import DEFAULT_CANN_SET_ENV, ImportCheck, Lock, Matrix, PipEntry, PipPackage
+from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock, Matrix, PipEntry, PipPackage
 from envgen.process import run, tail
 from envgen.project import Project
 from envgen.redact import redact_text, strip_credentials
@@ -343,7 +343,9 @@ class Hardware:
 
 def detect_hardware(lock: Lock) -> Hardware:
     set_env = os.environ.get("ASCEND_SET_ENV") or (lock.cann.set_env if lock.cann else DEFAULT_CANN_SET_ENV)
-    return Hardware(set_env, Path(set_env).is_file(), shutil.which("npu-smi") is not None)
+    # Several scripts are ':'-separated; the first one missing is the one a skip names.
+    missing = [script for script in set_env.split(CANN_SCRIPT_SEPARATOR) if not Path(script).is_file()]
+    return Hardware(missing[0] if missing else set_env, not missing, shutil.which("npu-smi") is not None)
 
 
 @contextmanager

@@ -29,6 +29,8 @@ def matrix_document(matrix: Matrix) -> dict[str, Any]:
                 "pending": matrix.cann.pending,
                 "note": matrix.cann.note,
                 "set_env": matrix.cann.set_env,
+                # the scripts sourced, in order (set_env holds them ':'-separated, as ASCEND_SET_ENV does)
+                "scripts": list(matrix.cann.scripts),
             },
         },
         "conda": {
@@ -122,7 +124,7 @@ def render_text(matrix: Matrix) -> str:
             ("python", matrix.python),
             ("glibc", matrix.glibc),
             ("CANN", cann_text),
-            ("CANN set_env", cann.set_env),
+            ("CANN set_env", ", then ".join(cann.scripts)),
         ]
     )
     lines += _section("conda channels", _rows([(c.name, redact_url(c.url)) for c in matrix.channels]))

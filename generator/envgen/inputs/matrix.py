@@ -32,6 +32,7 @@ from envgen.inputs.toml_reader import (
 )
 from envgen.inputs.untrusted import FULL_SHA, git_url_problem, ref_problem
 from envgen.model import (
+    CANN_SCRIPT_SEPARATOR,
     DEFAULT_CANN_SET_ENV,
     NEEDS,
     PLATFORMS,
@@ -235,8 +236,22 @@ class _Reader:
         note = get_str(self.p, cann, (*cann_path, "note"))
         if version == PENDING and "version" in cann and note is None and "note" not in cann:
             self.p.add((*cann_path, "note"), 'pending without a note: say why and when (note = "...")')
-        set_env = get_str(self.p, cann, (*cann_path, "set_env"), default=DEFAULT_CANN_SET_ENV) or DEFAULT_CANN_SET_ENV
-        return glibc, Cann(version=version, set_env=set_env, note=note)
+        return glibc, Cann(version=version, set_env=self.set_env(cann, (*cann_path, "set_env")), note=note)
+
+    def set_env(self, cann: dict[str, Any], path: KeyPath) -> str:
+        """CANN's environment scripts, one path or an array sourced in order, joined as ASCEND_SET_ENV is."""
+        value = cann.get("set_env")
+        if isinstance(value, list):
+            scripts = get_str_list(self.p, cann, path)
+            if not value:
+                self.p.add(path, "name at least one script, or leave set_env out for the default")
+        else:
+            script = get_str(self.p, cann, path, default=DEFAULT_CANN_SET_ENV)
+            scripts = [(path, script)] if script is not None else []
+        for key, script in scripts:
+            if CANN_SCRIPT_SEPARATOR in script or not script.startswith("/"):
+                self.p.add(key, f"'{script}' must be an absolute path without '{CANN_SCRIPT_SEPARATOR}'")
+        return CANN_SCRIPT_SEPARATOR.join(script for _, script in scripts) or DEFAULT_CANN_SET_ENV
 
     # --- channels and indexes -------------------------------------------------------------------------
 

@@ -121,14 +121,32 @@ installed() {
 
 mark_installed() { printf '%s\n' "$2 $src/$1" >"$state/$1.installed"; }
 
-# use_cann NAME: source CANN's environment once, before the first source that needs it.
+# cann_scripts: CANN's environment scripts, one a line ($cann_set_env separates them with ':').
+cann_scripts() { printf '%s\n' "$cann_set_env" | tr ':' '\n'; }
+
+# cann_missing: the first of CANN's scripts that does not exist (nothing when all do).
+cann_missing() {
+	cann_scripts | while IFS= read -r script; do
+		if [ ! -f "$script" ]; then printf '%s\n' "$script"; break; fi
+	done
+}
+
+# use_cann NAME: source CANN's environment scripts once, in order, before the first source that needs them.
 use_cann() {
 	if [ "$cann_sourced" = 1 ]; then return 0; fi
-	[ -f "$cann_set_env" ] || die "source $1 needs CANN, but $cann_set_env does not exist:" \
-		"install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh, or pass --skip-cann"
-	say "sourcing CANN's environment: $cann_set_env"
+	_envgen_missing=$(cann_missing)
+	[ -z "$_envgen_missing" ] || die "source $1 needs CANN, but $_envgen_missing does not exist:" \
+		"install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by ':')," \
+		"or pass --skip-cann"
+	_envgen_rest=$cann_set_env
+	set --  # the scripts see no arguments
 	set +u
-	. "$cann_set_env"
+	while [ -n "$_envgen_rest" ]; do
+		_envgen_script=${_envgen_rest%%:*}
+		case $_envgen_rest in *:*) _envgen_rest=${_envgen_rest#*:} ;; *) _envgen_rest= ;; esac
+		say "sourcing CANN's environment: $_envgen_script"
+		. "$_envgen_script"
+	done
 	set -u
 	cann_sourced=1
 }
@@ -240,7 +258,7 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         *(["  (none)"] if not lock.sources else []),
         "",
         "Environment:",
-        f"  ASCEND_SET_ENV  CANN's set_env.sh (default: {set_env})",
+        f"  ASCEND_SET_ENV  CANN's set_env.sh; several are separated by ':' and sourced in order (default: {set_env})",
     ]
     body = "\n".join(line.rstrip() for line in lines)
     return f"usage() {{\n\tcat <<'{_USAGE_END}'\n{body}\n{_USAGE_END}\n}}\n"
@@ -314,9 +332,9 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     if cann_sources:
         # Fail before any clone or build when the toolkit is missing, naming the first source that needs it.
         lines += [
-            'if [ "$skip_cann" = 0 ] && [ ! -f "$cann_set_env" ]; then',
-            f'\tdie "source {_dq(cann_sources[0])} needs CANN, but $cann_set_env does not exist: install the CANN '
-            'toolkit, set ASCEND_SET_ENV to its set_env.sh, or pass --skip-cann"',
+            'if [ "$skip_cann" = 0 ] && [ -n "$(cann_missing)" ]; then',
+            f'\tdie "source {_dq(cann_sources[0])} needs CANN, but $(cann_missing) does not exist: install the CANN '
+            "toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by ':'), or pass --skip-cann\"",
             "fi",
         ]
     lines.append('say "installing into $prefix (sources in $src)"')
@@ -405,9 +423,9 @@ def _hooks(lock: Lock) -> str:
     if lock.cann is not None:
         # Sourced at activation when present at install time; deactivation cannot undo what it sets.
         lines += [
-            '\tif [ -f "$cann_set_env" ]; then',
-            '\t\tprintf \'. %s\\n\' "$(quote "$cann_set_env")"',
-            "\tfi",
+            "\tcann_scripts | while IFS= read -r script; do",
+            '\t\tif [ -f "$script" ]; then printf \'. %s\\n\' "$(quote "$script")"; fi',
+            "\tdone",
         ]
     lines += [
         '\tif [ -n "$pythonpath" ]; then',
