@@ -79,6 +79,16 @@ def project(root: Path) -> Project:
 @cli.command("lock")
 @click.argument("envs", nargs=-1)
 @root_option
+@click.option(
+    "--upgrade", is_flag=True, help="Move every package and source to the newest its inputs allow (ignore the lock)."
+)
+@click.option(
+    "--upgrade-package",
+    "upgrade_packages",
+    multiple=True,
+    metavar="NAME",
+    help="Move this package (pip or conda) or source to the newest allowed; the others stay where possible.",
+)
 @click.option("--update", multiple=True, metavar="SOURCE", help="Move this source to its ref's current commit.")
 @click.option("--update-all", is_flag=True, help="Move every source to its ref's current commit.")
 @click.option("--force", is_flag=True, help="Re-lock even when the inputs did not change.")
@@ -88,6 +98,8 @@ def project(root: Path) -> Project:
 def lock_command(
     envs: tuple[str, ...],
     root: Path,
+    upgrade: bool,
+    upgrade_packages: tuple[str, ...],
     update: tuple[str, ...],
     update_all: bool,
     force: bool,
@@ -95,14 +107,24 @@ def lock_command(
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Lock ENV... (default: every env in env-templates/) into locks/<env>.{yml,sources.toml,install.sh}."""
+    """Lock ENV... (default: every env in env-templates/) into locks/<env>.{yml,sources.toml,install.sh}.
+
+    A re-lock keeps every version and commit of the previous lock that the inputs still allow, and says
+    per platform what moved and why.
+    """
     from envgen.commands.lock import lock_envs, summarize
+    from envgen.resolve.preferences import Upgrade
 
     setup_logging(quiet)
     with reported():
         proj = project(root)
         results = lock_envs(
-            proj, list(envs) or proj.envs(), update=True if update_all else update, force=force, offline=offline
+            proj,
+            list(envs) or proj.envs(),
+            update=True if update_all else update,
+            force=force,
+            offline=offline,
+            upgrade=Upgrade.of(upgrade, upgrade_packages),
         )
     summaries = [summarize(r) for r in results]
     if as_json:
@@ -114,6 +136,12 @@ def lock_command(
             continue
         counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in item["platforms"].items())
         click.echo(f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)", err=True)
+        for platform, moves in item["moved"].items():
+            if moves:
+                click.echo(f"  {platform}: {len(moves)} moved", err=True)
+            for move in moves:
+                old, new = move["old"] or "(new)", move["new"] or "(removed)"
+                click.echo(f"    {move['manager']} {move['name']} {old} -> {new}: {move['reason']}", err=True)
         for name, note in item["pending"].items():
             click.secho(f"  pending {name}: {note}", fg="yellow", err=True)
 

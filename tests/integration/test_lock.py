@@ -149,7 +149,7 @@ def test_a_failed_lock_leaves_the_previous_files_byte_identical(example: Example
     assert not [p for p in (example.root / "locks").iterdir() if p.name.endswith(".tmp") or ".tmp" in p.name]
 
 
-def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_updated_all(example: Example) -> None:
+def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_upgraded(example: Example) -> None:
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     sources = example.root / "locks" / f"{ENV}.sources.toml"
     sources.write_text(sources.read_text().replace("schema = 1", "schema = 99"))
@@ -157,9 +157,9 @@ def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_updated_al
     before = lock_files(example)
     code, _, err = envgen(example, "lock", ENV)
     assert code == 2
-    assert f"{sources}: schema" in err and f"envgen lock {ENV} --update-all" in err
+    assert f"{sources}: schema" in err and f"envgen lock {ENV} --upgrade" in err
     assert lock_files(example) == before
-    code, _, err = envgen(example, "lock", ENV, "--update-all", "-q")
+    code, _, err = envgen(example, "lock", ENV, "--upgrade", "-q")
     assert code == 0, err
     assert read_lock(Project(example.root), ENV) is not None
 

@@ -7,14 +7,18 @@ from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envgen.errors import InputError
 from envgen.inputs.matrix import load_env
 from envgen.inputs.toml_reader import did_you_mean
-from envgen.lockio.state import env_lock, input_hash, project_inputs, recorded_state
+from envgen.lockio.state import env_lock, input_hash, project_inputs, recorded_packages, recorded_state
 from envgen.model import Lock
 from envgen.project import Project, cache_dir
+from envgen.resolve.preferences import NO_UPGRADE, Upgrade, package_key
+
+if TYPE_CHECKING:
+    from envgen.lockdiff.moves import Move
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +31,7 @@ class LockResult:
     status: str
     input_hash: str
     lock: Lock | None = None
+    moves: tuple[Move, ...] = ()
 
 
 def lock_env(
@@ -37,19 +42,20 @@ def lock_env(
     force: bool = False,
     offline: bool = False,
     cache: Path | None = None,
+    upgrade: Upgrade = NO_UPGRADE,
 ) -> LockResult:
-    """Lock one env; a no-op when the recorded input hash still matches (unless forced or updating)."""
+    """Lock one env; a no-op when the recorded input hash still matches (unless forced, updating or upgrading)."""
     matrix = load_env(project, env)
     with env_lock(project, env):
-        state = None if force or update else recorded_state(project, env)
+        state = None if force or update or upgrade != NO_UPGRADE else recorded_state(project, env)
         if state is not None and input_hash(project_inputs(project, matrix, state[1])) == state[0]:
             log.info("%s: up to date (input hash %s)", env, state[0][:12])
             return LockResult(env, "up-to-date", state[0])
         # Imported here: conda-lock's models, uv and git are only needed when something must be resolved.
         from envgen.resolve.pipeline import relock
 
-        lock = relock(project, matrix, update=update, offline=offline, cache=cache or cache_dir())
-        return LockResult(env, "locked", lock.input_hash, lock)
+        done = relock(project, matrix, update=update, offline=offline, cache=cache or cache_dir(), upgrade=upgrade)
+        return LockResult(env, "locked", done.lock.input_hash, done.lock, done.moves)
 
 
 def lock_envs(
@@ -59,25 +65,38 @@ def lock_envs(
     update: Collection[str] | bool = (),
     force: bool = False,
     offline: bool = False,
+    upgrade: Upgrade = NO_UPGRADE,
 ) -> list[LockResult]:
     """Lock several envs concurrently (they share nothing but the caches); results in the given order.
 
-    Every name in `update` must be a source of one of the envs (in its matrix or its recorded lock).
+    Every name in `update` must be a source of one of the envs (in its matrix or its recorded lock), and every
+    name `upgrade` lists a package or source of one of them: both are checked before any work.
     """
     if update is not True and update:
         check_update_names(project, envs, update)
+    if upgrade.packages:
+        check_upgrade_names(project, envs, upgrade.packages)
     with ThreadPoolExecutor(max_workers=max(1, min(4, len(envs)))) as pool:
-        futures = [pool.submit(lock_env, project, e, update=update, force=force, offline=offline) for e in envs]
+        futures = [
+            pool.submit(lock_env, project, e, update=update, force=force, offline=offline, upgrade=upgrade)
+            for e in envs
+        ]
         return [f.result() for f in futures]
 
 
-def check_update_names(project: Project, envs: Sequence[str], update: Collection[str]) -> None:
-    """InputError for a name in `update` that no env has as a source, rather than a lock that moves nothing."""
+def known_sources(project: Project, envs: Sequence[str]) -> set[str]:
+    """The source names of `envs`: in their matrices and their recorded locks."""
     known: set[str] = set()
     for env in envs:
         known |= {s.name for s in load_env(project, env).sources}
         state = recorded_state(project, env)
         known |= set(state[1]) if state else set()
+    return known
+
+
+def check_update_names(project: Project, envs: Sequence[str], update: Collection[str]) -> None:
+    """InputError for a name in `update` that no env has as a source, rather than a lock that moves nothing."""
+    known = known_sources(project, envs)
     unknown = sorted(set(update) - known)
     if unknown:
         names = ", ".join(sorted(known)) or "none"
@@ -85,6 +104,23 @@ def check_update_names(project: Project, envs: Sequence[str], update: Collection
             f"--update {unknown[0]}: no source of that name in {', '.join(envs)} (matrix or recorded lock)"
             f"{did_you_mean(unknown[0], known)}",
             hint=f"name one of the sources: {names}; or use --update-all",
+        )
+
+
+def check_upgrade_names(project: Project, envs: Sequence[str], names: Collection[str]) -> None:
+    """InputError for an `--upgrade-package` name that is no package or source of any env, before any work."""
+    known = {package_key(n) for n in known_sources(project, envs)}
+    for env in envs:
+        matrix = load_env(project, env)
+        known |= {package_key(p.name) for p in matrix.packages}
+        known |= {package_key(spec.split()[0]) for spec in matrix.conda_specs if spec.split()}
+        known |= {package_key(n) for n in recorded_packages(project, env)}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise InputError(
+            f"--upgrade-package {unknown[0]}: no package or source of that name in {', '.join(envs)} "
+            f"(matrix or recorded lock){did_you_mean(unknown[0], known)}",
+            hint="name a package the lock pins, a matrix package or a source; or use --upgrade for everything",
         )
 
 
@@ -99,5 +135,6 @@ def summarize(result: LockResult) -> dict[str, Any]:
             "pending": {p.name: p.note for p in lock.pending},
             "overrides": {o.override.name: o.override.reason for o in lock.overrides},
             "builds_from_source": sorted({f"{e.name}=={e.version}" for e in lock.pip if e.sdist}),
+            "moved": {p: [m.as_dict() for m in result.moves if m.platform == p] for p in lock.platforms},
         }
     return summary

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from envgen.errors import InputError
-from envgen.example.condapkgs import demo_packages, write_channel
+from envgen.example.condapkgs import CondaPackage, demo_packages, write_channel
 from envgen.example.gitrepos import GitRepo, side_commit
 from envgen.example.http import serve_directory
 from envgen.example.srcprojects import backend_project
@@ -135,6 +136,22 @@ def bump_version(example: Example, package: str, old: str, new: str) -> None:
     if before not in text:
         raise InputError(f"{example.matrix}: no pin {package}=={old} to bump")
     example.matrix.write_text(text.replace(before, f'{package} = {{ version = "=={new}" }}'))
+
+
+def republish(
+    example: Example,
+    *,
+    pypi: Sequence[FixtureDist] | None = None,
+    conda: Sequence[CondaPackage] | None = None,
+) -> None:
+    """Replace what the served "pypi" index or conda channel offers (a release published, or one removed)."""
+    workdir = example.root.parent
+    if pypi is not None:
+        shutil.rmtree(workdir / "pypi")
+        build_index(workdir / "pypi", pypi)
+    if conda is not None:
+        shutil.rmtree(workdir / "conda")
+        write_channel(workdir / "conda", conda)
 
 
 def advance_branch(example: Example, repo: str, branch: str) -> str:

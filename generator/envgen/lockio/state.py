@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 # Bumped when the meaning of a lock's files changes; part of every input hash, so old locks read as stale.
 LOCK_SCHEMA = 1
 
+_YML_PACKAGE = re.compile(r"^- name: '?([^'\s]+)'?\s*$", re.MULTILINE)
 _YML_HASH = re.compile(r"^\s+envgen_input_hash:\s*'?([0-9a-f]{64})'?\s*$", re.MULTILINE)
 
 
@@ -93,6 +94,17 @@ def recorded_state(project: Project, env: str) -> tuple[str, dict[str, str]] | N
         return None
     prefix = "source:"
     return recorded, {k.removeprefix(prefix): str(v) for k, v in inputs.items() if k.startswith(prefix)}
+
+
+def recorded_packages(project: Project, env: str) -> set[str]:
+    """The names of the packages locks/<env>.yml pins (any platform, conda or pip); empty when it is unreadable.
+
+    A line scan rather than a parse, for checking names given on the command line before any work.
+    """
+    try:
+        return set(_YML_PACKAGE.findall(project.lock_yml(env).read_text()))
+    except (OSError, UnicodeDecodeError):
+        return set()
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -89,25 +90,45 @@ def _failed_channel(matrix: Matrix, message: str) -> str:
     return ", ".join(redact_url(url) for url in (named or [c.url for c in matrix.channels]))
 
 
+@dataclass(frozen=True)
+class CondaSolve:
+    """One platform's conda solve: entries sorted by name, and the preferred entries the channels no longer offer."""
+
+    entries: tuple[CondaEntry, ...]
+    unavailable: tuple[CondaEntry, ...] = ()
+
+
 def solve_conda(matrix: Matrix, platform: str, *, cache: Path) -> tuple[CondaEntry, ...]:
-    """Solve the matrix's conda specs for `platform` (+ noarch) against its channels; entries sorted by name.
+    """Solve the matrix's conda specs for `platform` (+ noarch) against its channels; entries sorted by name."""
+    return solve_conda_preferring(matrix, platform, (), cache=cache).entries
+
+
+def solve_conda_preferring(
+    matrix: Matrix, platform: str, preferred: Sequence[CondaEntry], *, cache: Path
+) -> CondaSolve:
+    """Solve the matrix's conda specs for `platform` (+ noarch), keeping `preferred` records where the specs allow.
 
     Repodata is cached under `cache/conda`. Virtual packages come from `virtual_packages`, never the host.
     `${VAR}` in a channel URL is expanded from the environment; no credential is kept in an entry's URL.
+    A preferred entry is handed to rattler as the channel's own record of the same file (same sha256): rattler
+    would otherwise keep a record the channel no longer serves; those fall back to a fresh choice.
     """
     vpkgs = [_generic(v) for v in virtual_packages(matrix, platform)]
     channels = [rattler.Channel(expand_url(c.url, f"conda channel {c.name}", os.environ)) for c in matrix.channels]
     gateway = rattler.Gateway(cache_dir=cache / "conda" / "repodata")
+    subdirs = [rattler.Subdir(platform), rattler.Subdir("noarch")]
     specs = ", ".join(matrix.conda_specs)
     log.info("solving conda specs for %s: %s", platform, specs)
     try:
+        locked, unavailable = asyncio.run(_offered(gateway, channels, subdirs, preferred))
         records = asyncio.run(
             rattler.solve(
                 channels,
                 list(matrix.conda_specs),
                 gateway=gateway,
-                platforms=[rattler.Subdir(platform), rattler.Subdir("noarch")],
+                platforms=subdirs,
                 virtual_packages=vpkgs,
+                locked_packages=locked,
             )
         )
     except rattler.exceptions.SolverError as exc:
@@ -122,7 +143,39 @@ def solve_conda(matrix: Matrix, platform: str, *, cache: Path) -> tuple[CondaEnt
             f"{redact_text(str(exc).strip())}",
             hint="check the channel URL in channels/*.toml and the network (a mirror can replace it there)",
         ) from exc
-    return tuple(sorted((_entry(r, platform) for r in records), key=lambda e: e.name))
+    entries = tuple(sorted((_entry(r, platform) for r in records), key=lambda e: e.name))
+    # Only what is still needed fell back; a package no longer needed is simply gone.
+    needed = {e.name for e in entries}
+    unavailable = tuple(e for e in unavailable if e.name in needed)
+    if unavailable:
+        shown = ", ".join(f"{e.name} {e.version} {e.build}" for e in unavailable)
+        log.warning("%s: the conda channels no longer offer %s; resolved afresh", platform, shown)
+    return CondaSolve(entries, unavailable)
+
+
+async def _offered(
+    gateway: rattler.Gateway,
+    channels: Sequence[rattler.Channel],
+    subdirs: Sequence[rattler.Subdir],
+    preferred: Sequence[CondaEntry],
+) -> tuple[list[rattler.RepoDataRecord], tuple[CondaEntry, ...]]:
+    """The channels' records of the `preferred` files (matched by sha256), and the entries they no longer offer."""
+    if not preferred:
+        return [], ()
+    names = sorted({e.name for e in preferred})
+    found = await gateway.query(channels, subdirs, names, recursive=False)
+    by_sha = {r.sha256.hex(): r for records in found for r in records if r.sha256 is not None}
+    locked = [by_sha[e.sha256] for e in preferred if e.sha256 in by_sha]
+    return locked, tuple(e for e in preferred if e.sha256 not in by_sha)
+
+
+def admits(name: str, spec: str, entry: CondaEntry) -> bool:
+    """Whether the conda requirement `name spec` (a depends string's parts) admits the locked `entry`."""
+    try:
+        return bool(rattler.MatchSpec(f"{name} {spec}".strip()).matches(_record(entry)))
+    except (rattler.exceptions.InvalidMatchSpecError, ValueError):
+        # A spec rattler cannot read says nothing about the entry (the solve itself read it).
+        return True
 
 
 def python_version(entries: Sequence[CondaEntry]) -> str:

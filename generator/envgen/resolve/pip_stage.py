@@ -30,6 +30,7 @@ from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve import uv_pylock
+from envgen.resolve.preferences import render_pylock
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,11 @@ _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 @dataclass(frozen=True)
 class PypiLock:
-    """The pip side of one platform: entries sorted by name, and the overrides as applied."""
+    """The pip side of one platform: entries sorted by name, the overrides as applied, the requirements given uv."""
 
     entries: tuple[PipEntry, ...]
     overrides: tuple[AppliedOverride, ...] = ()
+    requirements: tuple[Requirement, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -264,14 +266,21 @@ def resolve(
     cache: Path,
     offline: bool,
     environ: Mapping[str, str],
+    preferred: Sequence[PipEntry] = (),
 ) -> str:
-    """Run `uv pip compile` on the generated project; returns the pylock.toml text uv wrote."""
+    """Run `uv pip compile` on the generated project; returns the pylock.toml text uv wrote.
+
+    `preferred` (the previous lock's pins) is written as the existing output file, which uv keeps where the
+    inputs allow.
+    """
     overrides = [o.requirement for o in matrix.overrides]
     secrets = tuple(s for i in indexes for s in i.secrets)
     with tempfile.TemporaryDirectory(prefix="envgen-uv-") as tmp:
         work = Path(tmp)
         (work / "pyproject.toml").write_text(render_pyproject(inputs, indexes, python_version))
         (work / "uv.toml").write_text(render_uv_config(indexes, overrides))
+        if preferred:
+            (work / "pylock.toml").write_text(render_pylock(preferred))
         cmd = [uv.find_uv_bin(), "pip", "compile", "pyproject.toml"]
         # --config-file replaces every config uv would discover (user, system, project): only ours counts.
         cmd += ["--config-file", "uv.toml"]
@@ -419,11 +428,12 @@ def lock_pypi(
     *,
     cache: Path,
     offline: bool = False,
+    preferred: Sequence[PipEntry] = (),
 ) -> PypiLock:
     """Resolve the matrix's pip packages and the sources' requirements for `platform` with uv.
 
     Only the matrix's indexes are used (never the machine's pip/uv config); every package gets exactly one
-    artifact for the platform, pinned by URL and sha256.
+    artifact for the platform, pinned by URL and sha256. `preferred` versions are kept where the inputs allow.
     """
     environ = os.environ
     accesses = {i.name: access_index(i, environ) for i in matrix.indexes}
@@ -433,7 +443,17 @@ def lock_pypi(
         if index not in accesses:
             raise InputError(f"{matrix.path}: pip.packages.{name}.index names {index!r}, which is not an index")
     log.info("%s: resolving %d PyPI requirements with uv", platform, len(inputs.requirements))
-    text = resolve(matrix, platform, python_version, inputs, indexes, cache=cache, offline=offline, environ=environ)
+    text = resolve(
+        matrix,
+        platform,
+        python_version,
+        inputs,
+        indexes,
+        cache=cache,
+        offline=offline,
+        environ=environ,
+        preferred=preferred,
+    )
     environment = uv_pylock.marker_environment(platform, python_version)
     tags = uv_pylock.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]
@@ -466,4 +486,11 @@ def lock_pypi(
         deps = uv_pylock.depends(metadata[choice], environment, extras.get(choice.package.name, frozenset()))
         entries.append(uv_pylock.to_entry(choice, platform, deps, entry_index(choice, inputs, indexes)))
     overrides = apply_overrides(matrix, inputs, metadata, platform)
-    return PypiLock(entries=tuple(sorted(entries, key=lambda e: e.name)), overrides=overrides)
+    return PypiLock(
+        entries=tuple(sorted(entries, key=lambda e: e.name)),
+        overrides=overrides,
+        requirements=inputs.requirements
+        + tuple(
+            Requirement(o.requirement, Origin(file=matrix.path, key=f"overrides.{o.name}")) for o in matrix.overrides
+        ),
+    )

@@ -9,64 +9,126 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envgen.errors import InputError
+from envgen.lockdiff.moves import Move, explain_conda, explain_pip, unavailable
 from envgen.lockio.lockfile import read_lock, write_lock
 from envgen.lockio.state import input_hash, project_inputs
 from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Matrix, Pending, PipEntry
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
-from envgen.resolve.conda_stage import python_version, solve_conda
+from envgen.resolve.conda_stage import admits, python_version, solve_conda_preferring
 from envgen.resolve.git_sources import resolve_sources
 from envgen.resolve.pip_stage import lock_pypi
+from envgen.resolve.preferences import NO_UPGRADE, Upgrade, kept
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class PlatformLock:
-    """What the conda and pip stages resolved for one platform."""
+    """What the conda and pip stages resolved for one platform, and what moved against the previous lock."""
 
     conda: tuple[CondaEntry, ...]
     pip: tuple[PipEntry, ...]
     overrides: tuple[AppliedOverride, ...]
+    moves: tuple[Move, ...] = ()
 
 
-def relock(project: Project, matrix: Matrix, *, update: Collection[str] | bool, offline: bool, cache: Path) -> Lock:
-    """Resolve everything for `matrix` (keeping recorded source commits unless updated) and write the lock."""
-    kept = {} if update is True else previous_sources(project, matrix.name)
+@dataclass(frozen=True)
+class Relocked:
+    """A written lock and, per platform in order, the packages that moved against the previous lock and why."""
+
+    lock: Lock
+    moves: tuple[Move, ...]
+
+
+def relock(
+    project: Project,
+    matrix: Matrix,
+    *,
+    update: Collection[str] | bool,
+    offline: bool,
+    cache: Path,
+    upgrade: Upgrade = NO_UPGRADE,
+) -> Relocked:
+    """Resolve everything for `matrix` and write the lock.
+
+    The previous lock (read once) gives the source commits to keep unless updated, and the versions the
+    resolvers prefer unless upgraded.
+    """
+    update = sources_to_update(matrix, update, upgrade)
+    previous = read_previous(project, matrix.name, afresh=update is True)
+    kept_sources = {} if update is True or previous is None else {s.source.name: s for s in previous.sources}
     log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
-    sources = resolve_sources(matrix, cache=cache, previous=kept, update=update)
-    platforms = lock_platforms(matrix, sources, cache=cache, offline=offline)
+    sources = resolve_sources(matrix, cache=cache, previous=kept_sources, update=update)
+    platforms = lock_platforms(matrix, sources, cache=cache, offline=offline, previous=previous, upgrade=upgrade)
     lock = assemble_lock(matrix, sources, platforms, project_inputs(project, matrix, sources))
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
     write_lock(project, matrix.name, lock, render_recipe(lock))
-    return lock
+    return Relocked(lock, tuple(m for p in matrix.platforms for m in platforms[p].moves))
 
 
-def previous_sources(project: Project, env: str) -> dict[str, LockedSource]:
-    """The sources of the lock on disk by name, whose commits a re-lock keeps; {} when there is no lock."""
+def sources_to_update(matrix: Matrix, update: Collection[str] | bool, upgrade: Upgrade) -> Collection[str] | bool:
+    """The sources that move to their ref's current commit: `--update`'s, and those `--upgrade` covers."""
+    if update is True or upgrade.everything:
+        return True
+    return sorted(set(update or ()) | {s.name for s in matrix.sources if upgrade.covers(s.name)})
+
+
+def read_previous(project: Project, env: str, *, afresh: bool) -> Lock | None:
+    """The lock on disk, whose source commits and versions a re-lock keeps; None when there is no lock.
+
+    An unreadable lock stops the re-lock, unless every source moves anyway (`afresh`): then it is ignored.
+    """
     try:
-        previous = read_lock(project, env)
+        return read_lock(project, env)
     except InputError as exc:
+        if afresh:
+            log.warning("%s: ignoring the unreadable previous lock: %s", env, exc.message)
+            return None
         raise InputError(
-            f"{exc.message}\n(the previous lock is read to keep the commits it pins)",
-            hint=f"restore locks/{env}.* (e.g. `git checkout -- locks/`), or run `envgen lock {env} --update-all` "
-            "to pin every source afresh",
+            f"{exc.message}\n(the previous lock is read to keep the commits and versions it pins)",
+            hint=f"restore locks/{env}.* (e.g. `git checkout -- locks/`), or run `envgen lock {env} --upgrade` "
+            "to lock everything afresh",
         ) from exc
-    return {s.source.name: s for s in previous.sources} if previous else {}
 
 
 def lock_platforms(
-    matrix: Matrix, sources: Sequence[LockedSource], *, cache: Path, offline: bool
+    matrix: Matrix,
+    sources: Sequence[LockedSource],
+    *,
+    cache: Path,
+    offline: bool,
+    previous: Lock | None = None,
+    upgrade: Upgrade = NO_UPGRADE,
 ) -> dict[str, PlatformLock]:
-    """Per platform, concurrently: conda first (it decides the exact python), then pip for that python."""
+    """Per platform, concurrently: conda first (it decides the exact python), then pip for that python.
+
+    Each stage prefers the previous lock's entries of the platform, except those `upgrade` covers.
+    """
 
     def one(platform: str) -> PlatformLock:
-        conda = solve_conda(matrix, platform, cache=cache)
+        before_conda = previous.conda_for(platform) if previous else ()
+        before_pip = previous.pip_for(platform) if previous else ()
+        conda = solve_conda_preferring(matrix, platform, kept(before_conda, upgrade), cache=cache).entries
         python = python_version(conda)
         log.info("%s %s: conda solved, %d packages, python %s", matrix.name, platform, len(conda), python)
-        pypi = lock_pypi(matrix, platform, python, sources, cache=cache, offline=offline)
+        pypi = lock_pypi(
+            matrix, platform, python, sources, cache=cache, offline=offline, preferred=kept(before_pip, upgrade)
+        )
         log.info("%s %s: pip resolved, %d packages", matrix.name, platform, len(pypi.entries))
-        return PlatformLock(conda, pypi.entries, pypi.overrides)
+        moves: list[Move] = []
+        if previous is not None:
+            moves += explain_conda(platform, before_conda, conda, matrix.conda_specs, upgrade, admits)
+            moves += explain_pip(platform, before_pip, pypi.entries, pypi.requirements, upgrade)
+            for move in unavailable([m for m in moves if m.manager == "pip"]):
+                log.warning(
+                    "%s: %s %s is no longer offered by the indexes; resolved afresh to %s",
+                    platform,
+                    move.name,
+                    move.old,
+                    move.new,
+                )
+        return PlatformLock(conda, pypi.entries, pypi.overrides, tuple(moves))
 
     with ThreadPoolExecutor(max_workers=len(matrix.platforms)) as pool:
         return dict(zip(matrix.platforms, pool.map(one, matrix.platforms), strict=True))

@@ -1,0 +1,177 @@
+"""Why a re-lock moved each package: per platform, what changed against the previous lock and the reason (pure).
+
+A re-lock keeps every previous version its inputs still allow, so a version moves only because an input
+requires it, an upgrade flag allowed it, or the index no longer offers it; a package appears because an input
+or another package needs it, and disappears when nothing does any more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as Pep508
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envgen.model import CondaEntry, PipEntry, Requirement
+from envgen.resolve.preferences import Upgrade, package_key
+
+_E = TypeVar("_E", PipEntry, CondaEntry)
+
+UNAVAILABLE = "the previous version is no longer offered by the index; resolved afresh"
+# Whether a conda requirement (`name`, `spec` as in a depends string) admits an entry.
+CondaMatch = Callable[[str, str, CondaEntry], bool]
+
+
+@dataclass(frozen=True)
+class Move:
+    """One package that changed on one platform; `old`/`new` are None when it appeared/disappeared."""
+
+    platform: str
+    manager: str
+    name: str
+    old: str | None
+    new: str | None
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"manager": self.manager, "name": self.name, "old": self.old, "new": self.new, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Required:
+    """A requirement on a package in the new lock: who asks (an input's origin, or `name version`) and the spec."""
+
+    by: str
+    spec: str
+    root: bool
+
+
+def _pip_version(entry: PipEntry) -> str:
+    return entry.version
+
+
+def _conda_version(entry: CondaEntry) -> str:
+    return f"{entry.version} {entry.build}"
+
+
+def pip_requirements(roots: Sequence[Requirement], entries: Sequence[PipEntry]) -> dict[str, list[Required]]:
+    """Every requirement on each package of one platform's pip lock: the inputs', then the packages'."""
+    found: dict[str, list[Required]] = {}
+    for root in roots:
+        try:
+            parsed = Pep508(root.text)
+        except InvalidRequirement:
+            continue
+        spec = f"@ {parsed.url}" if parsed.url else str(parsed.specifier)
+        found.setdefault(package_key(parsed.name), []).append(Required(f"{root.origin}", spec, root=True))
+    for entry in entries:
+        for name, spec in entry.depends:
+            found.setdefault(package_key(name), []).append(Required(f"{entry.name} {entry.version}", spec, False))
+    return found
+
+
+def conda_requirements(specs: Sequence[str], entries: Sequence[CondaEntry]) -> dict[str, list[Required]]:
+    """Every requirement on each package of one platform's conda lock: the matrix's specs, then the packages'."""
+    found: dict[str, list[Required]] = {}
+    for text in specs:
+        name, _, spec = text.strip().partition(" ")
+        found.setdefault(package_key(name), []).append(Required("[conda] specs", spec.strip(), root=True))
+    for entry in entries:
+        for name, spec in entry.depends:
+            found.setdefault(package_key(name), []).append(Required(f"{entry.name} {entry.version}", spec, False))
+    return found
+
+
+def _pip_admits(spec: str, entry: PipEntry) -> bool:
+    if spec.startswith("@"):
+        return spec[1:].strip() == entry.url
+    try:
+        return SpecifierSet(spec).contains(Version(entry.version), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return True
+
+
+def _reason(
+    old: PipEntry | CondaEntry | None,
+    required: Sequence[Required],
+    upgrade: Upgrade,
+    name: str,
+    admits: Callable[[str, PipEntry | CondaEntry], bool],
+) -> str:
+    if old is None:
+        roots = [r for r in required if r.root]
+        if roots:
+            return "new input " + "; ".join(f"{r.by} ({r.spec or 'any'})" for r in roots)
+        return "new dependency of " + ", ".join(sorted({r.by for r in required})) if required else "new dependency"
+    refusing = [r for r in required if not admits(r.spec, old)]
+    if refusing:
+        return "required by " + "; ".join(f"{r.by} ({r.spec})" for r in refusing)
+    if upgrade.covers(name):
+        return upgrade.describe(name)
+    return UNAVAILABLE
+
+
+def explain_pip(
+    platform: str,
+    previous: Sequence[PipEntry],
+    new: Sequence[PipEntry],
+    roots: Sequence[Requirement],
+    upgrade: Upgrade,
+) -> list[Move]:
+    """The pip packages of one platform whose version changed, appeared or disappeared, with their reasons."""
+    required = pip_requirements(roots, new)
+
+    def admits(spec: str, entry: PipEntry | CondaEntry) -> bool:
+        return isinstance(entry, PipEntry) and _pip_admits(spec, entry)
+
+    return _explain(platform, "pip", previous, new, required, upgrade, admits, _pip_version)
+
+
+def explain_conda(
+    platform: str,
+    previous: Sequence[CondaEntry],
+    new: Sequence[CondaEntry],
+    specs: Sequence[str],
+    upgrade: Upgrade,
+    matches: CondaMatch,
+) -> list[Move]:
+    """The conda packages of one platform whose version or build changed, appeared or disappeared, and why."""
+    required = conda_requirements(specs, new)
+
+    def admits(spec: str, entry: PipEntry | CondaEntry) -> bool:
+        return isinstance(entry, CondaEntry) and matches(entry.name, spec, entry)
+
+    return _explain(platform, "conda", previous, new, required, upgrade, admits, _conda_version)
+
+
+def _explain(
+    platform: str,
+    manager: str,
+    previous: Sequence[_E],
+    new: Sequence[_E],
+    required: Mapping[str, Sequence[Required]],
+    upgrade: Upgrade,
+    admits: Callable[[str, PipEntry | CondaEntry], bool],
+    version: Callable[[_E], str],
+) -> list[Move]:
+    before = {package_key(e.name): e for e in previous}
+    after = {package_key(e.name): e for e in new}
+    moves = []
+    for key in sorted(before.keys() | after.keys()):
+        old, now = before.get(key), after.get(key)
+        if now is None:
+            assert old is not None
+            moves.append(Move(platform, manager, old.name, version(old), None, "no longer needed"))
+        elif old is None or version(old) != version(now):
+            reason = _reason(old, required.get(key, ()), upgrade, key, admits)
+            moves.append(Move(platform, manager, now.name, version(old) if old else None, version(now), reason))
+    return moves
+
+
+def unavailable(moves: Collection[Move]) -> list[Move]:
+    """The moves that fell back because their previous version is gone from the index."""
+    return [m for m in moves if m.reason == UNAVAILABLE]

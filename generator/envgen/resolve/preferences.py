@@ -1,0 +1,64 @@
+"""What a re-lock keeps: the previous lock's versions, handed to the resolvers as preferences (pure).
+
+uv reads an existing `--output-file` as preferences and rattler takes locked records; either keeps a previous
+version while the inputs still allow it, so a re-lock moves only what its inputs require or what is upgraded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from packaging.utils import canonicalize_name
+
+from envgen.model import CondaEntry, PipEntry
+
+_E = TypeVar("_E", PipEntry, CondaEntry)
+
+
+def package_key(name: str) -> str:
+    """One spelling per package across pip (PEP 503) and conda (lower case) names."""
+    return str(canonicalize_name(name))
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """What a re-lock may move beyond what its inputs require: everything, or the named packages."""
+
+    everything: bool = False
+    packages: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def of(cls, everything: bool = False, packages: Iterable[str] = ()) -> Upgrade:
+        return cls(everything, frozenset(package_key(p) for p in packages))
+
+    def covers(self, name: str) -> bool:
+        """Whether `name` is free to move to its newest allowed version."""
+        return self.everything or package_key(name) in self.packages
+
+    def describe(self, name: str) -> str:
+        """The flag that let `name` move."""
+        return "--upgrade" if self.everything else f"--upgrade-package {package_key(name)}"
+
+
+# A re-lock that keeps every previous version its inputs allow.
+NO_UPGRADE = Upgrade()
+
+
+def kept(entries: Sequence[_E], upgrade: Upgrade) -> tuple[_E, ...]:
+    """The previous entries the resolver should keep: all but the upgraded ones."""
+    return tuple(e for e in entries if not upgrade.covers(e.name))
+
+
+def render_pylock(entries: Sequence[PipEntry]) -> str:
+    """A minimal pylock.toml of the previous pins, which `uv pip compile --output-file` reads as preferences.
+
+    Names and versions are all uv takes from it; artifacts come from the indexes again.
+    """
+    lines = ['lock-version = "1.0"', 'created-by = "envgen"', ""]
+    for entry in sorted(entries, key=lambda e: package_key(e.name)):
+        # A JSON string (ASCII, escaped) is a valid TOML basic string.
+        lines += ["[[packages]]", f"name = {json.dumps(entry.name)}", f"version = {json.dumps(entry.version)}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,184 @@
+"""Re-locks keep what did not need to move: previous versions as preferences, upgrades on request, reasons.
+
+The bundled example is served on 127.0.0.1; between two locks the "pypi" index or the conda channel gains
+newer releases (or loses one), as a real index does while a lock sits in a repository.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages
+from envgen.example.project import PYPI_DISTS, Example, bump_version, republish, serve_example
+from envgen.example.wheels import FixtureDist
+from envgen.lockio.lockfile import read_lock
+from envgen.project import Project
+
+ENV = "demo"
+PLATFORMS = ("linux-64", "linux-aarch64")
+# Newer releases of packages the example's matrix does not pin: each re-lock should keep the old ones.
+NEWER = (FixtureDist("demo-bridge", "0.3.0"), FixtureDist("demo-tokenizers", "0.22.0"))
+NEWER_DATA = CondaPackage(
+    "demo-data",
+    "2024.1",
+    "noarch",
+    build="h0_1",
+    build_number=1,
+    files=(PackageFile("share/demo-data/README", b"demo data, rebuilt\n"),),
+    noarch="generic",
+)
+
+
+@pytest.fixture
+def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+    """A freshly served example (each test changes what its index offers), git mirrors active, no lock yet."""
+    with serve_example(tmp_path / "example") as served:
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
+        monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        yield served
+
+
+def envgen(example: Example, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def lock(example: Example, *args: str) -> dict[str, list[dict[str, str | None]]]:
+    """Run `envgen lock demo ARGS --json`; the moves it reports, per platform."""
+    code, out, err = envgen(example, "lock", ENV, "--json", *args)
+    assert code == 0, err
+    (summary,) = json.loads(out)
+    moved: dict[str, list[dict[str, str | None]]] = summary["moved"]
+    return moved
+
+
+def versions(example: Example) -> dict[tuple[str, str], str]:
+    """(platform, name) -> version (conda: `version build`) of the lock on disk."""
+    locked = read_lock(Project(example.root), ENV)
+    assert locked is not None
+    found = {(e.platform, e.name): e.version for e in locked.pip}
+    return found | {(e.platform, e.name): f"{e.version} {e.build}" for e in locked.conda}
+
+
+def moved_names(moved: dict[str, list[dict[str, str | None]]]) -> dict[str, set[str | None]]:
+    return {platform: {m["name"] for m in moves} for platform, moves in moved.items()}
+
+
+def later(example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Time passes: the caches no longer hold the index pages and repodata read for the first lock."""
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache-later"))
+
+
+def test_a_pin_bump_moves_only_that_pin_and_upgrades_move_the_rest_on_request(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert lock(example) == {p: [] for p in PLATFORMS}
+    first = versions(example)
+    republish(example, pypi=PYPI_DISTS + NEWER, conda=(*demo_packages(), NEWER_DATA))
+    later(example, monkeypatch, tmp_path)
+
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    moved = lock(example)
+    assert versions(example) == first | {(p, "demo-torch"): "2.10.1" for p in PLATFORMS}
+    for platform in PLATFORMS:
+        (torch,) = moved[platform]
+        assert (torch["name"], torch["old"], torch["new"]) == ("demo-torch", "2.10.0", "2.10.1")
+        assert "pip.packages.demo-torch.version (==2.10.1)" in str(torch["reason"])
+
+    moved = lock(example, "--upgrade-package", "demo_bridge")
+    now = versions(example)
+    assert {now[(p, "demo-bridge")] for p in PLATFORMS} == {"0.3.0"}
+    assert {now[(p, "demo-tokenizers")] for p in PLATFORMS} == {"0.21.0"}  # not named: kept
+    assert {now[(p, "demo-data")] for p in PLATFORMS} == {"2024.1 h0_0"}
+    assert moved_names(moved) == {"linux-64": {"demo-bridge", "demo-x86-helper"}, "linux-aarch64": {"demo-bridge"}}
+    bridge = next(m for m in moved["linux-aarch64"] if m["name"] == "demo-bridge")
+    assert bridge["reason"] == "--upgrade-package demo-bridge"
+    helper = next(m for m in moved["linux-64"] if m["name"] == "demo-x86-helper")
+    assert (helper["old"], helper["new"], helper["reason"]) == ("1.0.0", None, "no longer needed")
+
+    moved = lock(example, "--upgrade-package", "demo-data")
+    assert {versions(example)[(p, "demo-data")] for p in PLATFORMS} == {"2024.1 h0_1"}
+    assert moved_names(moved) == {p: {"demo-data"} for p in PLATFORMS}
+
+    moved = lock(example, "--upgrade")
+    assert {versions(example)[(p, "demo-tokenizers")] for p in PLATFORMS} == {"0.22.0"}
+    assert moved_names(moved) == {p: {"demo-tokenizers"} for p in PLATFORMS}
+    assert all(m["reason"] == "--upgrade" for moves in moved.values() for m in moves)
+
+
+def test_a_package_no_longer_required_leaves_and_a_new_one_arrives_each_with_its_reason(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    lock(example)
+    accel = (
+        FixtureDist("demo-accel", "1.0.0", requires=("demo-accel-core>=2",)),
+        FixtureDist("demo-accel-core", "2.1"),
+    )
+    republish(example, pypi=PYPI_DISTS + accel)
+    later(example, monkeypatch, tmp_path)
+    text = example.matrix.read_text()
+    text = text.replace("demo-bridge = {}", 'demo-bridge = { version = "==0.1.0" }\ndemo-accel = {}')
+    example.matrix.write_text(text)
+
+    moved = lock(example)
+    by_name = {(p, m["name"]): m for p, moves in moved.items() for m in moves}
+    assert moved_names(moved) == {
+        "linux-64": {"demo-bridge", "demo-x86-helper", "demo-accel", "demo-accel-core"},
+        "linux-aarch64": {"demo-bridge", "demo-accel", "demo-accel-core"},
+    }
+    assert by_name[("linux-64", "demo-x86-helper")]["reason"] == "no longer needed"
+    assert "pip.packages.demo-bridge.version (==0.1.0)" in str(by_name[("linux-64", "demo-bridge")]["reason"])
+    assert str(by_name[("linux-aarch64", "demo-accel")]["reason"]).startswith("new input ")
+    assert by_name[("linux-aarch64", "demo-accel-core")]["reason"] == "new dependency of demo-accel 1.0.0"
+
+    code, _, err = envgen(example, "lock", ENV, "--force")
+    assert code == 0, err
+    assert "moved" not in err  # nothing moves a second time
+
+
+def test_a_previous_version_gone_from_the_index_falls_back_with_a_warning(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    lock(example)
+    bridge_020 = [d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")]
+    data = [NEWER_DATA if p.name == "demo-data" else p for p in demo_packages()]
+    republish(example, pypi=(*bridge_020, FixtureDist("demo-bridge", "0.3.0")), conda=data)
+    later(example, monkeypatch, tmp_path)
+
+    code, out, err = envgen(example, "lock", ENV, "--force", "--json")
+    assert code == 0, err
+    assert "demo-bridge 0.2.0 is no longer offered by the indexes; resolved afresh to 0.3.0" in err
+    assert "the conda channels no longer offer demo-data 2024.1 h0_0" in err
+    (summary,) = json.loads(out)
+    for platform in PLATFORMS:
+        reasons = {m["name"]: m["reason"] for m in summary["moved"][platform]}
+        assert reasons["demo-bridge"].startswith("the previous version is no longer offered")
+        assert reasons["demo-data"].startswith("the previous version is no longer offered")
+    assert {versions(example)[(p, "demo-data")] for p in PLATFORMS} == {"2024.1 h0_1"}
+
+
+def test_unknown_upgrade_names_stop_before_any_work(example: Example) -> None:
+    code, _, err = envgen(example, "lock", ENV, "--upgrade-package", "demo-tourch")
+    assert code == 2
+    assert "--upgrade-package demo-tourch" in err and "demo-torch" in err
+    assert not list((example.root / "locks").glob(f"{ENV}.*"))
+    # A source is a package too: upgrading it moves its commit (here: none moved, so nothing changes).
+    assert lock(example, "--upgrade-package", "trainer") == {p: [] for p in PLATFORMS}
+
+
+def test_the_text_report_lists_what_moved_per_platform(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    lock(example)
+    republish(example, pypi=PYPI_DISTS + NEWER)
+    later(example, monkeypatch, tmp_path)
+    code, _, err = envgen(example, "lock", ENV, "--upgrade-package", "demo-tokenizers")
+    assert code == 0, err
+    assert (
+        "  linux-aarch64: 1 moved\n    pip demo-tokenizers 0.21.0 -> 0.22.0: --upgrade-package demo-tokenizers" in err
+    )
