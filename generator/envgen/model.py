@@ -128,6 +128,8 @@ class Source:
     build_index: str | None = None
     requirements: tuple[str, ...] = ()
     origin: str | None = None
+    # Check out its git submodules recursively, at the commits the source's own commit records (gitlinks).
+    submodules: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -163,6 +164,35 @@ def test_several_cann_scripts_are_sourced_in_order(tmp_path: Path, venv: Path) -
     assert in_env(venv, "import ascendfix").returncode == 0
     hook = (venv / "etc" / "conda" / "activate.d" / "envgen-demo.sh").read_text().splitlines()
     assert hook.index(f". '{toolkit}'") + 1 == hook.index(f". '{nnal}'")
+
+
+def test_submodules_are_checked_out_recursively_at_the_recorded_commits(tmp_path: Path, venv: Path) -> None:
+    """The parent's commit fixes its submodules (gitlinks): later commits on their branches stay out."""
+    grand = GitRepo.create(tmp_path / "grand", {"grand.txt": "locked\n"})
+    grand_locked = grand.rev()
+    child = GitRepo.create(tmp_path / "child", {"kernel.txt": "locked\n"})
+    child_locked = child.submodule("third_party/grand", grand.url, grand_locked, "add grand")
+    parent = backend_project(tmp_path / "parent", "parentpkg")
+    parent.submodule("csrc/kernels", child.url, child_locked, "add kernels")
+    grand.commit({"grand.txt": "moved\n"}, "upstream moves")
+    child.commit({"kernel.txt": "moved\n"}, "upstream moves")
+    # the fixtures are file:// remotes, which git refuses for submodules unless allowed
+    allow = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
+
+    source = Source("parentpkg", parent.url, "main", "parentpkg", submodules=True)
+    proc = run_recipe(demo_lock(locked(parent, source)), venv, env=allow)
+    assert proc.returncode == 0, proc.stderr
+    checkout = venv / "src" / "parentpkg"
+    assert (checkout / "csrc" / "kernels" / "kernel.txt").read_text() == "locked\n"
+    assert (checkout / "csrc" / "kernels" / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
+    kernels = GitRepo(checkout / "csrc" / "kernels")
+    assert kernels.rev() == child_locked
+    assert GitRepo(checkout / "csrc" / "kernels" / "third_party" / "grand").rev() == grand_locked
+    assert in_env(venv, "import parentpkg").returncode == 0
+
+    plain = run_recipe(demo_lock(locked(parent, replace(source, submodules=False))), venv, env=allow)
+    assert plain.returncode == 0, plain.stderr
+    assert "submodules at the commits" in proc.stderr and "submodules at the commits" not in plain.stderr
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:

@@ -490,3 +490,15 @@ def test_recorded_state_is_the_hash_both_files_agree_on_and_the_source_digests(t
     other = dataclasses.replace(lock, input_hash=_sha("other"))
     project.sources_toml("a5").write_text(render_sources_toml(other))
     assert recorded_state(project, "a5") is None  # the two files disagree: not known fresh
+
+
+def test_sources_toml_records_submodules_only_where_set() -> None:
+    lock = sample_lock()
+    first, *rest = lock.sources
+    with_submodules = dataclasses.replace(
+        lock, sources=(dataclasses.replace(first, source=dataclasses.replace(first.source, submodules=True)), *rest)
+    )
+    text = render_sources_toml(with_submodules)
+    assert text.count("submodules = true") == 1 and "submodules" not in render_sources_toml(lock)
+    parsed = parse_sources_toml(text).lock.sources
+    assert [s.source.submodules for s in parsed] == [True] + [False] * len(rest)

@@ -76,6 +76,16 @@ class GitRepo:
         self.git("commit", "--quiet", "--allow-empty", "-m", message, env=self._stamp())
         return self.rev()
 
+    def submodule(self, path: str, url: str, commit: str, message: str) -> str:
+        """Commit a submodule at `path`: a gitlink to `commit` of `url` and its .gitmodules entry, as
+        `git submodule add` records them (without cloning it)."""
+        gitmodules = self.path / ".gitmodules"
+        known = gitmodules.read_text() if gitmodules.exists() else ""
+        gitmodules.write_text(f'{known}[submodule "{path}"]\n\tpath = {path}\n\turl = {url}\n')
+        self.git("add", "--", ".gitmodules")
+        self.git("update-index", "--add", "--cacheinfo", f"160000,{commit},{path}")
+        return self.commit({}, message)
+
     def checkout(self, branch: str) -> None:
         self.git("checkout", "--quiet", branch)
 

@@ -64,6 +64,7 @@ _SOURCE_KEYS = (
     "pythonpath",
     "env",
     "build-isolation",
+    "submodules",
     "needs-cann",
     "build-index",
     "requirements",
@@ -502,6 +503,7 @@ class _Reader:
         pythonpath = get_bool(self.p, table, (*path, "pythonpath"), default=False)
         build_isolation = get_bool(self.p, table, (*path, "build-isolation"), default=True)
         needs_cann = get_bool(self.p, table, (*path, "needs-cann"), default=False)
+        submodules = get_bool(self.p, table, (*path, "submodules"), default=False)
         env = get_env(self.p, table, (*path, "env"))
         if len(self.p.items) > before or url is None or ref is None:
             return None
@@ -518,6 +520,7 @@ class _Reader:
             needs_cann=needs_cann,
             build_index=build_index,
             requirements=tuple(requirements),
+            submodules=submodules,
         )
 
     def order(self, data: dict[str, Any], sources: list[Source]) -> tuple[Source, ...]:

@@ -113,6 +113,16 @@ checkout() {
 	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
 }
 
+# submodules NAME: the source's submodules, recursively, at the commits its checked-out tree records (never
+# at a moving branch); a checkout already there is left as it is.
+submodules() {
+	say "$1: submodules at the commits its tree records"
+	git -C "$src/$1" submodule --quiet sync --recursive
+	git -C "$src/$1" submodule --quiet update --init --recursive --checkout --force \
+		|| die "$1: cannot check out its submodules: check their URLs in $src/$1/.gitmodules are reachable" \
+			"(git config url.<base>.insteadOf for mirrors)"
+}
+
 # installed NAME DISTRIBUTION KEY: this source was installed from this checkout with these settings.
 installed() {
 	[ "$(cat "$state/$1.installed" 2>/dev/null || true)" = "$3 $src/$1" ] \
@@ -205,6 +215,8 @@ def install_key(lock: Lock, locked: LockedSource) -> str:
         "build_isolation": src.build_isolation,
         "env": sorted(src.env),
         "index": _index_args(lock, src.build_index),
+        # only when set: the keys of sources without submodules stay what they were
+        **({"submodules": True} if src.submodules else {}),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -382,6 +394,8 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
         ]
     )
     body = [checkout]
+    if src.submodules:
+        body.append(f"submodules {name}")
     if src.needs_cann:
         body.append(f"use_cann {name}")
     body += [

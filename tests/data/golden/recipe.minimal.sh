@@ -132,6 +132,16 @@ checkout() {
 	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
 }
 
+# submodules NAME: the source's submodules, recursively, at the commits its checked-out tree records (never
+# at a moving branch); a checkout already there is left as it is.
+submodules() {
+	say "$1: submodules at the commits its tree records"
+	git -C "$src/$1" submodule --quiet sync --recursive
+	git -C "$src/$1" submodule --quiet update --init --recursive --checkout --force \
+		|| die "$1: cannot check out its submodules: check their URLs in $src/$1/.gitmodules are reachable" \
+			"(git config url.<base>.insteadOf for mirrors)"
+}
+
 # installed NAME DISTRIBUTION KEY: this source was installed from this checkout with these settings.
 installed() {
 	[ "$(cat "$state/$1.installed" 2>/dev/null || true)" = "$3 $src/$1" ] \
