@@ -40,6 +40,7 @@ demo: $(STAMP)  ## the whole flow offline on the bundled example, served on 127.
 
 bench: $(STAMP)  ## the benchmarks in benchmarks/ (offline ones)
 	$(BIN)/python benchmarks/bench_lock.py
+	$(BIN)/python benchmarks/bench_relock.py
 	$(BIN)/python benchmarks/bench_pypi.py
 	$(BIN)/python benchmarks/bench_check.py
 

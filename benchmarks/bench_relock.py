@@ -1,0 +1,155 @@
+"""Time re-locks of the bundled example against bare uv runs of envgen's own generated inputs (offline).
+
+    .venv/bin/python benchmarks/bench_relock.py [--repeats N]
+
+Whole processes, medians of N interleaved runs, warm caches, both platforms (envgen solves them concurrently;
+the bare uv runs of the two platforms run concurrently too):
+- forced re-lock (`envgen lock demo --force`) vs bare `uv pip compile` with the previous output present;
+- re-lock after a one-pin bump (demo-torch alternates between 2.10.0 and 2.10.1), and what it moved;
+- no-op lock vs `envgen --version`;
+- cold lock (no previous lock) vs bare `uv pip compile` in a fresh directory.
+The uv inputs are captured from a real lock: every `uv pip compile` envgen runs has its work directory copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envgen.commands.lock import lock_envs
+from envgen.example.project import ENV, Example, bump_version, serve_example
+from envgen.project import Project
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One `uv pip compile` envgen ran: its command, environment, and a copy of its work directory after the run."""
+
+    cmd: list[str]
+    env: dict[str, str]
+    files: Path
+
+
+@contextmanager
+def capturing_uv(where: Path) -> Iterator[list[Captured]]:
+    """Record every `uv pip compile` run in this process (through subprocess.run, which envgen.process uses)."""
+    captured: list[Captured] = []
+    real = subprocess.run
+
+    def spy(cmd: Any, *args: Any, **kwargs: Any) -> Any:
+        result = real(cmd, *args, **kwargs)
+        if isinstance(cmd, list) and cmd[1:3] == ["pip", "compile"]:
+            files = where / f"uv-{len(captured)}"
+            shutil.copytree(kwargs["cwd"], files)
+            captured.append(Captured([str(c) for c in cmd], dict(kwargs["env"]), files))
+        return result
+
+    subprocess.run = spy  # type: ignore[assignment]
+    try:
+        yield captured
+    finally:
+        subprocess.run = real
+
+
+def bare_uv(runs: list[Captured], scratch: Path, previous: bool) -> None:
+    """The captured uv runs again, concurrently, each in a copy of its work directory (with or without pylock.toml)."""
+
+    def one(i: int, run: Captured) -> None:
+        work = scratch / f"bare-{i}"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(run.files, work)
+        if not previous:
+            (work / "pylock.toml").unlink()
+        subprocess.run(run.cmd, cwd=work, env=run.env, check=True, capture_output=True)
+
+    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        list(pool.map(one, range(len(runs)), runs))
+
+
+def interleaved(jobs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median wall time of each job over `repeats` rounds, the jobs interleaved within each round."""
+    times: dict[str, list[float]] = {name: [] for name in jobs}
+    for _ in range(repeats):
+        for name, job in jobs.items():
+            start = time.perf_counter()
+            job()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-relock-") as tmp, serve_example(Path(tmp) / "world") as example:
+        report(example, Path(tmp), args.repeats)
+    return 0
+
+
+def report(example: Example, tmp: Path, repeats: int) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_", "ENVGEN_"))}
+    env |= {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "UV_NO_CONFIG": "1"}
+    env["ENVGEN_CACHE_DIR"] = str(tmp / "cache")
+    os.environ.update(env)
+    envgen = [sys.executable, "-m", "envgen"]
+    lock = [*envgen, "lock", ENV, "--root", str(example.root), "-q"]
+    project = Project(example.root)
+    subprocess.run(lock, env=env, check=True, capture_output=True)  # fills the caches and writes the first lock
+    logging.getLogger("envgen").setLevel(logging.ERROR)
+    with capturing_uv(tmp / "captured") as runs:
+        lock_envs(project, [ENV], force=True)  # a forced re-lock: uv gets the previous pins as its output file
+
+    def cli(*extra: str) -> Callable[[], object]:
+        return lambda: subprocess.run([*lock, *extra], env=env, check=True, capture_output=True)
+
+    pins = iter(("2.10.1", "2.10.0") * (repeats + 1))
+
+    def bumped() -> object:
+        new = next(pins)
+        bump_version(example, "demo-torch", "2.10.0" if new == "2.10.1" else "2.10.1", new)
+        return subprocess.run([*lock, "--json"], env=env, check=True, capture_output=True, text=True)
+
+    def cold() -> object:
+        for path in (example.root / "locks").glob(f"{ENV}.*"):
+            path.unlink()
+        return cli()()
+
+    load = os.getloadavg()
+    forced = interleaved({"envgen": cli("--force"), "bare": lambda: bare_uv(runs, tmp, previous=True)}, repeats)
+    bump = interleaved({"envgen": bumped}, repeats)
+    moved = json.loads(bumped().stdout)[0]["moved"]  # type: ignore[attr-defined]
+    noop = interleaved(
+        {"envgen": cli(), "version": lambda: subprocess.run([*envgen, "--version"], env=env, capture_output=True)},
+        repeats,
+    )
+    fresh = interleaved({"envgen": cold, "bare": lambda: bare_uv(runs, tmp, previous=False)}, repeats)
+    print(f"bundled example on 127.0.0.1, both platforms, warm caches, medians of {repeats} interleaved runs")
+    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: {os.getloadavg()[0]:.2f}")
+    rows = (
+        ("forced re-lock", forced["envgen"], "bare uv, previous output present", forced["bare"]),
+        ("re-lock after a one-pin bump", bump["envgen"], "bare uv, previous output present", forced["bare"]),
+        ("no-op lock", noop["envgen"], "envgen --version", noop["version"]),
+        ("cold lock (no previous lock)", fresh["envgen"], "bare uv, fresh directory", fresh["bare"]),
+    )
+    for what, ours, against, theirs in rows:
+        print(f"  {what:30s} {ours:7.3f} s   {against:34s} {theirs:7.3f} s   ratio {ours / theirs:5.2f}x")
+    shown = {p: [f"{m['name']} {m['old']} -> {m['new']}" for m in ms] for p, ms in moved.items()}
+    print(f"  the last bump moved: {shown}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,80 @@
+"""The reasons a re-lock gives for each moved package, and the preferences it hands to uv (pure)."""
+
+from __future__ import annotations
+
+import tomllib
+
+from envgen.lockdiff.moves import UNAVAILABLE, explain_conda, explain_pip
+from envgen.model import CondaEntry, Origin, PipEntry, Requirement
+from envgen.resolve.preferences import NO_UPGRADE, Upgrade, kept, render_pylock
+
+P = "linux-64"
+MATRIX = Origin(file="env-templates/a5.toml", key="pip.packages.torch.version")
+
+
+def pip(name: str, version: str, *depends: tuple[str, str]) -> PipEntry:
+    return PipEntry(name, version, P, f"https://files/{name}-{version}.whl", "0" * 64, tuple(depends))
+
+
+def conda(name: str, version: str, build: str = "h0_0", *depends: tuple[str, str]) -> CondaEntry:
+    return CondaEntry(
+        name, version, build, P, f"https://ch/{P}/{name}-{version}-{build}.conda", "0" * 32, "0" * 64, depends
+    )
+
+
+def reasons(moves: list) -> dict[str, tuple[str | None, str | None, str]]:  # type: ignore[type-arg]
+    return {m.name: (m.old, m.new, m.reason) for m in moves}
+
+
+def test_a_bumped_pin_and_what_its_new_version_requires_are_explained_by_their_requirers() -> None:
+    before = [pip("torch", "2.1.0", ("numpy", ">=1.26")), pip("numpy", "1.26.4"), pip("six", "1.16")]
+    after = [pip("torch", "2.2.0", ("numpy", ">=2")), pip("numpy", "2.0.1"), pip("six", "1.16")]
+    moves = explain_pip(P, before, after, [Requirement("torch==2.2.0", MATRIX)], NO_UPGRADE)
+    assert reasons(moves) == {
+        "torch": ("2.1.0", "2.2.0", f"required by {MATRIX} (==2.2.0)"),
+        "numpy": ("1.26.4", "2.0.1", "required by torch 2.2.0 (>=2)"),
+    }
+
+
+def test_upgrades_and_vanished_versions_are_told_apart() -> None:
+    before = [pip("a", "1.0"), pip("b", "1.0")]
+    after = [pip("a", "2.0"), pip("b", "2.0")]
+    moves = explain_pip(
+        P, before, after, [Requirement("a", MATRIX), Requirement("b", MATRIX)], Upgrade.of(False, ["A"])
+    )
+    assert reasons(moves) == {"a": ("1.0", "2.0", "--upgrade-package a"), "b": ("1.0", "2.0", UNAVAILABLE)}
+    everything = explain_pip(P, before, after, [], Upgrade.of(True))
+    assert {m.reason for m in everything} == {"--upgrade"}
+
+
+def test_arrivals_and_departures() -> None:
+    before = [pip("old-helper", "1.0"), pip("top", "1.0", ("old-helper", ""))]
+    after = [pip("top", "1.0", ("new-helper", ">=2")), pip("new-helper", "2.1"), pip("extra", "0.1")]
+    moves = explain_pip(P, before, after, [Requirement("extra>=0.1", MATRIX)], NO_UPGRADE)
+    assert reasons(moves) == {
+        "old-helper": ("1.0", None, "no longer needed"),
+        "new-helper": (None, "2.1", "new dependency of top 1.0"),
+        "extra": (None, "0.1", f"new input {MATRIX} (>=0.1)"),
+    }
+
+
+def test_a_conda_build_change_is_a_move_and_its_requirers_are_checked_by_the_given_matcher() -> None:
+    before = [conda("python", "3.11.9"), conda("libdemo", "1.0")]
+    after = [conda("python", "3.11.9", "h0_1", ("libdemo", ">=2")), conda("libdemo", "2.0")]
+
+    def matches(name: str, spec: str, entry: CondaEntry) -> bool:
+        return not (spec == ">=2" and entry.version.startswith("1."))
+
+    moves = explain_conda(P, before, after, ["python 3.11.*"], Upgrade.of(False, ["python"]), matches)
+    assert reasons(moves) == {
+        "python": ("3.11.9 h0_0", "3.11.9 h0_1", "--upgrade-package python"),
+        "libdemo": ("1.0 h0_0", "2.0 h0_0", "required by python 3.11.9 (>=2)"),
+    }
+
+
+def test_uv_gets_the_kept_pins_as_a_pylock_file() -> None:
+    entries = (pip("torch", "2.1.0"), pip("Numpy", "1.26.4"))
+    data = tomllib.loads(render_pylock(kept(entries, Upgrade.of(False, ["torch"]))))
+    assert data["lock-version"] == "1.0"
+    assert data["packages"] == [{"name": "Numpy", "version": "1.26.4"}]
+    assert kept(entries, Upgrade.of(True)) == ()
