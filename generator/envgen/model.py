@@ -11,6 +11,11 @@ PLATFORMS: dict[str, str] = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 # How a source's requirements are read: a file path inside the tree, or this word for PEP 621 dependencies.
 PYPROJECT = "pyproject"
 
+# Which of a source's requirements count (`dependencies` of a source): what `pip install -e .` would install
+# (its declared metadata, plus the listed files), only the listed requirement files, or nothing.
+METADATA, FILES, NONE = "metadata", "files", "none"
+DEPENDENCY_MODES = (METADATA, FILES, NONE)
+
 # Where CANN's environment script lives unless a matrix says otherwise (the install guide's path).
 DEFAULT_CANN_SET_ENV = "/usr/local/Ascend/cann/set_env.sh"
 
@@ -113,6 +118,7 @@ class Source:
     `requirements` names the files whose requirements enter the resolution (paths in the tree, or PYPROJECT).
     `distribution` is the name it installs as, so requirements on it are satisfied by the source itself.
     `origin` is set for a source discovered inside another source's requirement file ("verl:file:line").
+    `dependencies` says which requirements count (METADATA, FILES or NONE); NONE carries `dependencies_reason`.
     """
 
     name: str
@@ -130,6 +136,8 @@ class Source:
     origin: str | None = None
     # Check out its git submodules recursively, at the commits the source's own commit records (gitlinks).
     submodules: bool = False
+    dependencies: str = METADATA
+    dependencies_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -213,9 +221,8 @@ class Origin:
 
     def __str__(self) -> str:
         if self.source:
-            return (
-                f"source {self.source}: {self.file}:{self.line}" if self.line else f"source {self.source}: {self.file}"
-            )
+            where = f"{self.file}:{self.line}" if self.line else self.file
+            return f"source {self.source}: {where} {self.key}" if self.key else f"source {self.source}: {where}"
         return f"{self.file}: {self.key}" if self.key else self.file
 
 
@@ -270,6 +277,8 @@ class LockedSource:
     tree: str = ""
     # The commit each cherry-pick produced on top of `commit`, in order; the last one is the installed tree.
     picked: tuple[str, ...] = ()
+    # Why the declared metadata of a METADATA source could not be read (its listed files counted alone).
+    metadata_fallback: str | None = None
 
 
 @dataclass(frozen=True)

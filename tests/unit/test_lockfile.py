@@ -105,6 +105,8 @@ def sample_lock() -> Lock:
         editable=False,
         pythonpath=True,
         origin="verl:requirements-npu.txt:4",
+        dependencies="none",
+        dependencies_reason="pulls unpinned torch",
     )
     numpy_req = Requirement("numpy<2", Origin("requirements.txt", line=3, source="vllm-ascend"))
     sources = (
@@ -115,8 +117,14 @@ def sample_lock() -> Lock:
             digest=_sha("vllm-ascend"),
             tree="b" * 40,
             picked=("c" * 40,),
+            metadata_fallback="the metadata build failed: needs CANN",
         ),
-        LockedSource(verl, "d" * 40, digest=_sha("verl")),
+        LockedSource(
+            verl,
+            "d" * 40,
+            (Requirement("ray>=2", Origin("setup.py", key="install_requires", source="verl")),),
+            digest=_sha("verl"),
+        ),
         LockedSource(transfer_queue, "e" * 40),
     )
     conda = tuple(

@@ -6,7 +6,7 @@ import json
 import shlex
 from typing import Any
 
-from envgen.model import ImportCheck, Matrix, PipPackage, Source
+from envgen.model import METADATA, NONE, ImportCheck, Matrix, PipPackage, Source
 from envgen.redact import redact_url
 
 
@@ -99,6 +99,8 @@ def _source(source: Source) -> dict[str, Any]:
         "submodules": source.submodules,
         "build_index": source.build_index,
         "requirements": list(source.requirements),
+        "dependencies": source.dependencies,
+        "dependencies_reason": source.dependencies_reason,
         "cherry_picks": list(source.cherry_picks),
     }
 
@@ -197,9 +199,18 @@ def _source_text(source: Source) -> list[str]:
         ("submodules", "yes (at the commits the source records)" if source.submodules else "no"),
         ("build index", source.build_index or "-"),
         ("requirements", ", ".join(source.requirements) or "-"),
+        ("dependencies", _dependencies_text(source)),
         ("cherry-picks", ", ".join(source.cherry_picks) or "-"),
     ]
     return [f"  {source.name}", *(f"  {row}" for row in _rows(rows))]
+
+
+def _dependencies_text(source: Source) -> str:
+    if source.dependencies == NONE:
+        return f"none (reason: {source.dependencies_reason})"
+    if source.dependencies == METADATA:
+        return "metadata (what pip install -e . installs) and the requirement files"
+    return "the requirement files only"
 
 
 def _check_text(check: ImportCheck) -> str:

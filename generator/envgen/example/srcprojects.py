@@ -33,10 +33,24 @@ def _stem():
     return CONFIG["name"].replace("-", "_").lower()
 
 
+def _requires():
+    # Declared dependencies: listed in fixture.json, or read from a file at build time (as setup.py files do).
+    listed = list(CONFIG.get("dependencies", []))
+    if CONFIG.get("dependencies_file"):
+        text = (ROOT / CONFIG["dependencies_file"]).read_text()
+        listed += [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return listed
+
+
+def _metadata():
+    lines = ["Metadata-Version: 2.1", f"Name: {CONFIG['name']}", f"Version: {CONFIG['version']}"]
+    return "\n".join(lines + [f"Requires-Dist: {r}" for r in _requires()]) + "\n"
+
+
 def _wheel(directory, files):
     info = f"{_stem()}-{CONFIG['version']}.dist-info"
     files = dict(files)
-    files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {CONFIG['name']}\nVersion: {CONFIG['version']}\n"
+    files[f"{info}/METADATA"] = _metadata()
     files[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: envgen-fixture\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     record = ""
     for path, text in files.items():
@@ -56,6 +70,15 @@ def get_requires_for_build_wheel(config_settings=None):
 
 def get_requires_for_build_editable(config_settings=None):
     return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    _check_env()
+    info = f"{_stem()}-{CONFIG['version']}.dist-info"
+    os.makedirs(os.path.join(metadata_directory, info))
+    with open(os.path.join(metadata_directory, info, "METADATA"), "w") as fh:
+        fh.write(_metadata())
+    return info
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
@@ -82,12 +105,15 @@ def backend_project(
     module: str | None = None,
     importable: bool = True,
     require_env: Mapping[str, str] | None = None,
+    dependencies: tuple[str, ...] = (),
+    dependencies_file: str | None = None,
 ) -> GitRepo:
     """A git repo of project `name` whose module `module` (default: the name) sets `__version__`.
 
     `importable=False` puts the module in the tree but installs nothing of it: only PYTHONPATH makes it
     importable (as with MindSpeed and Megatron-LM). `require_env` makes the build fail unless each variable
-    has its value (as vllm needs VLLM_TARGET_DEVICE=empty).
+    has its value (as vllm needs VLLM_TARGET_DEVICE=empty). The project declares `dependencies`, and the lines
+    of `dependencies_file` read at build time (a dynamic `install_requires`); the file itself is not created.
     """
     module = module or name.replace("-", "_").lower()
     config = {
@@ -95,6 +121,8 @@ def backend_project(
         "version": version,
         "module": module if importable else "",
         "require_env": dict(require_env or {}),
+        "dependencies": list(dependencies),
+        "dependencies_file": dependencies_file,
     }
     pyproject = '[build-system]\nrequires = []\nbuild-backend = "fixture_backend"\nbackend-path = ["_backend"]\n'
     files = {

@@ -34,7 +34,10 @@ from envgen.inputs.untrusted import FULL_SHA, git_url_problem, ref_problem
 from envgen.model import (
     CANN_SCRIPT_SEPARATOR,
     DEFAULT_CANN_SET_ENV,
+    DEPENDENCY_MODES,
+    METADATA,
     NEEDS,
+    NONE,
     PLATFORMS,
     PYPROJECT,
     Cann,
@@ -69,6 +72,8 @@ _SOURCE_KEYS = (
     "build-index",
     "requirements",
     "cherry-picks",
+    "dependencies",
+    "dependencies-reason",
 )
 _PROJECT_NAME = re.compile(r"([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])", re.IGNORECASE)
 _SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -500,6 +505,7 @@ class _Reader:
                 self.p.add(key, f"commit {sha} is cherry-picked twice")
             else:
                 picks.append(sha.lower())
+        dependencies, dependencies_reason = self.dependencies(path, table, requirements)
         pythonpath = get_bool(self.p, table, (*path, "pythonpath"), default=False)
         build_isolation = get_bool(self.p, table, (*path, "build-isolation"), default=True)
         needs_cann = get_bool(self.p, table, (*path, "needs-cann"), default=False)
@@ -521,7 +527,32 @@ class _Reader:
             build_index=build_index,
             requirements=tuple(requirements),
             submodules=submodules,
+            dependencies=dependencies,
+            dependencies_reason=dependencies_reason,
         )
+
+    def dependencies(self, path: KeyPath, table: dict[str, Any], requirements: list[str]) -> tuple[str, str | None]:
+        """Which requirements of a source count: metadata (default), files, or none with its reason."""
+        mode = get_str(self.p, table, (*path, "dependencies"), default=METADATA) or METADATA
+        if mode not in DEPENDENCY_MODES:
+            self.p.add(
+                (*path, "dependencies"),
+                f"'{mode}'{did_you_mean(mode, DEPENDENCY_MODES)}; expected one of: {', '.join(DEPENDENCY_MODES)}",
+            )
+        reason = get_str(self.p, table, (*path, "dependencies-reason"), empty=True)
+        if mode == NONE and (reason is None or not reason.strip()):
+            self.p.add(
+                (*path, "dependencies"),
+                '"none" needs `dependencies-reason`: say why nothing the source declares is honoured',
+            )
+        elif mode != NONE and reason is not None:
+            self.p.add((*path, "dependencies-reason"), 'only dependencies = "none" takes a reason')
+        if mode == NONE and requirements:
+            self.p.add(
+                (*path, "requirements"),
+                'dependencies = "none" counts no requirement file; remove `requirements` or use "files"',
+            )
+        return mode, reason if mode == NONE else None
 
     def order(self, data: dict[str, Any], sources: list[Source]) -> tuple[Source, ...]:
         """Sources named in install.order first, in that order, then the others in declaration order."""

@@ -34,13 +34,18 @@ Reader = Callable[[str], bytes | None]
 
 @dataclass(frozen=True)
 class Line:
-    """One requirement as written, with the file and line it starts on; `constraint` for a `-c` file."""
+    """One requirement as written, with the file and line it starts on; `constraint` for a `-c` file.
+
+    `key` says where in the file when there is no line: a declared dependency read through the build backend
+    (`setup.py` `install_requires`) has line 0.
+    """
 
     text: str
     file: str
     line: int
     constraint: bool = False
     editable: bool = False
+    key: str | None = None
 
     @property
     def requirement(self) -> Pep508:

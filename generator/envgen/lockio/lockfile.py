@@ -22,6 +22,8 @@ from envgen.errors import InputError
 from envgen.inputs.untrusted import commit_problem, git_url_problem, name_problem, ref_problem
 from envgen.lockio.state import LOCK_SCHEMA
 from envgen.model import (
+    DEPENDENCY_MODES,
+    METADATA,
     AppliedOverride,
     Cann,
     Channel,
@@ -244,6 +246,9 @@ def _source(locked: LockedSource) -> dict[str, Any]:
             "submodules": src.submodules or None,
             "build-index": src.build_index,
             "requirement-files": list(src.requirements),
+            "dependencies": src.dependencies,
+            "dependencies-reason": src.dependencies_reason,
+            "metadata-fallback": locked.metadata_fallback,
             "origin": src.origin,
             "digest": locked.digest or None,
             "requirements": [_requirement(r) for r in locked.requirements],
@@ -405,6 +410,9 @@ _SOURCE_OPTIONAL = (
     "submodules",
     "build-index",
     "requirement-files",
+    "dependencies",
+    "dependencies-reason",
+    "metadata-fallback",
     "origin",
     "digest",
     "requirements",
@@ -425,6 +433,8 @@ def _read_source(r: _Reader, data: object, key: str) -> LockedSource:
         for value in values:
             if value or field != "tree":
                 r.check(f"{key}.{field}", commit_problem(value))
+    if r.typed(row, "dependencies", key, str, METADATA) not in DEPENDENCY_MODES:
+        raise r.fail(f"{key}.dependencies", f"must be one of {', '.join(DEPENDENCY_MODES)}")
     source = Source(
         name=name,
         url=url,
@@ -440,6 +450,8 @@ def _read_source(r: _Reader, data: object, key: str) -> LockedSource:
         build_index=r.maybe(row, "build-index", key),
         requirements=r.strings(row, "requirement-files", key),
         origin=r.maybe(row, "origin", key),
+        dependencies=r.typed(row, "dependencies", key, str, METADATA),
+        dependencies_reason=r.maybe(row, "dependencies-reason", key),
     )
     return LockedSource(
         source=source,
@@ -448,6 +460,7 @@ def _read_source(r: _Reader, data: object, key: str) -> LockedSource:
         digest=r.text(row, "digest", key),
         tree=shas["tree"][0],
         picked=shas["picked"],
+        metadata_fallback=r.maybe(row, "metadata-fallback", key),
     )
 
 

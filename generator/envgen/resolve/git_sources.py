@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import logging
 import os
 import re
 import shutil
+import tarfile
 import tempfile
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,11 +23,13 @@ from filelock import FileLock
 from packaging.utils import canonicalize_name
 
 from envgen.errors import EnvgenError, InputError, MatrixError, ResolutionError
+from envgen.inputs.channels import access_index
 from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
 from envgen.inputs.untrusted import git_url_problem, ref_problem
-from envgen.model import PYPROJECT, LockedSource, Matrix, Origin, Requirement, Source
+from envgen.model import METADATA, PYPROJECT, LockedSource, Matrix, Origin, Requirement, Source
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url, strip_credentials
+from envgen.resolve.source_metadata import BuildSettings, Declared, declared_dependencies
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -152,6 +156,15 @@ class _Repo:
                 hint="a requirement file must be UTF-8; pin another ref or add overrides in the matrix",
             ) from exc
         return proc.stdout.encode() if proc.returncode == 0 else None
+
+    def export(self, commit: str, dest: Path) -> None:
+        """The tree of `commit` as plain files under `dest` (through `git archive`; no worktree left behind)."""
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = dest.parent / f"{dest.name}.tar"
+        self.git("archive", "--format=tar", "-o", str(archive), commit)
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+        archive.unlink()
 
     def fetch(self, sha: str, *, depth: int, what: str) -> None:
         """Make `sha` present: one shallow fetch by sha, or all refs when the server refuses that."""
@@ -307,7 +320,7 @@ def _split(
     discovered: list[Source] = []
     for line in lines:
         req = line.requirement
-        origin = Origin(file=line.file, line=line.line, source=source.name)
+        origin = Origin(file=line.file, line=line.line or None, key=line.key, source=source.name)
         if not req.url or line.constraint:
             requirements.append(Requirement(line.text, origin, constraint=line.constraint))
             continue
@@ -386,6 +399,7 @@ def _pin(
     cache: Path,
     kept: str | None,
     matrix_names: frozenset[str],
+    settings: BuildSettings,
 ) -> tuple[LockedSource, tuple[Source, ...]]:
     """One source pinned, with its requirements and the git requirements it brings."""
     for pick in source.cherry_picks:
@@ -409,9 +423,34 @@ def _pin(
         head = picked[-1] if picked else commit
         tree = repo.git("rev-parse", "--verify", "--end-of-options", f"{head}^{{tree}}").strip()
         lines, files = _read_requirements(source, lambda path: repo.read(head, path), head)
-    requirements, discovered = _split(source, lines, matrix_names)
+        declared = Declared()
+        if source.dependencies == METADATA:
+            export = functools.partial(repo.export, head)
+            declared = declared_dependencies(source, tree, lambda path: repo.read(head, path), export, settings)
+    if declared.fallback:
+        listed = ", ".join(source.requirements) or "none listed"
+        logger.warning(
+            "source %s: its declared dependencies cannot be read (%s); only its requirement files count (%s)",
+            source.name,
+            declared.fallback,
+            listed,
+        )
+    # The guide installs the listed files, then the project itself (`pip install -e .`); a requirement both
+    # list keeps the file's origin.
+    written = {line.text for line in lines}
+    counted = (*lines, *(line for line in declared.lines if line.text not in written))
+    requirements, discovered = _split(source, counted, matrix_names)
     logger.info("source %s: %s -> %s", source.name, source.ref, commit)
-    locked = LockedSource(source, commit, requirements, digest=digest_files(files), tree=tree, picked=picked)
+    metadata = tuple((f"{line.file} {line.key}", line.text.encode()) for line in declared.lines)
+    locked = LockedSource(
+        source,
+        commit,
+        requirements,
+        digest=digest_files(files + metadata),
+        tree=tree,
+        picked=picked,
+        metadata_fallback=declared.fallback,
+    )
     return locked, discovered
 
 
@@ -435,9 +474,12 @@ def resolve_sources(
         name for s in matrix.sources for name in (canonicalize_name(s.name), canonicalize_name(s.distribution))
     )
 
+    environ = os.environ
+    settings = BuildSettings(tuple(access_index(i, environ) for i in matrix.indexes), cache, environ)
+
     def pin(source: Source) -> tuple[LockedSource, tuple[Source, ...]]:
         kept = _is_kept(source, previous, update)
-        return _pin(source, cache=cache, kept=kept, matrix_names=matrix_names)
+        return _pin(source, cache=cache, kept=kept, matrix_names=matrix_names, settings=settings)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="envgen-git") as pool:
         first = _results({s.name: pool.submit(pin, s) for s in matrix.sources})
