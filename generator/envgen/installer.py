@@ -14,6 +14,7 @@ from typing import Literal
 from uv import find_uv_bin
 
 from envgen.errors import InputError, ToolError, VerificationError
+from envgen.lockio.exports.common import locked_python, trusted_hosts
 from envgen.model import PLATFORMS, Lock, PipEntry
 from envgen.process import run, tail
 from envgen.recipe.render import render_recipe
@@ -40,12 +41,6 @@ def host_platform() -> str:
             hint="install on a Linux x86_64 or aarch64 host",
         )
     return found[0]
-
-
-def locked_python(lock: Lock, platform: str) -> str | None:
-    """The exact python version the lock's conda part holds for `platform`, if any."""
-    versions = sorted({e.version for e in lock.conda_for(platform) if e.name == "python"})
-    return versions[0] if len(versions) == 1 else None
 
 
 def pip_requirements(entries: Sequence[PipEntry]) -> str:
@@ -113,12 +108,6 @@ def ensure_own_python(prefix: Path) -> None:
             f"{python} {where}, not {prefix}: pip packages installed through it would land elsewhere",
             hint="the locked conda packages hold no real CPython (a fixture channel?): install with --venv",
         )
-
-
-def trusted_hosts(lock: Lock, entries: Sequence[PipEntry]) -> tuple[str, ...]:
-    """The trusted hosts of the indexes `entries` came from (the triton-ascend index asks for one), sorted."""
-    used = {e.index for e in entries}
-    return tuple(sorted({i.trusted_host for i in lock.indexes if i.trusted_host and i.name in used}))
 
 
 def pip_install_command(

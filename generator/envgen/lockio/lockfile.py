@@ -654,8 +654,8 @@ def _replace_all(pairs: Sequence[tuple[Path, Path]]) -> None:
             backup.unlink(missing_ok=True)
 
 
-def write_lock(project: Project, env: str, lock: Lock, recipe: str) -> None:
-    """Write locks/<env>.yml, .sources.toml and .install.sh (0755) all or nothing.
+def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()) -> None:
+    """Write locks/<env>.yml, .sources.toml, .install.sh (0755) and the `derived` files (name, text) all or nothing.
 
     Every file is rendered first, then written to temp files in locks/ and fsynced, then renamed; a failure
     before the renames leaves the old files byte-identical, and a failed rename puts back those already renamed.
@@ -664,6 +664,7 @@ def write_lock(project: Project, env: str, lock: Lock, recipe: str) -> None:
         (project.lock_yml(env), render_lock_yml(lock), 0o644),
         (project.sources_toml(env), render_sources_toml(lock), 0o644),
         (project.install_sh(env), recipe, 0o755),
+        *((project.locks_dir / name, text, 0o644) for name, text in derived),
     ]
     directory = project.locks_dir
     temps: list[Path] = []

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from envgen.errors import InputError
 from envgen.lockdiff.moves import Move, explain_conda, explain_pip, unavailable
+from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.lockfile import read_lock, write_lock
 from envgen.lockio.state import input_hash, project_inputs
 from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Matrix, Pending, PipEntry
@@ -63,7 +64,8 @@ def relock(
     platforms = lock_platforms(matrix, sources, cache=cache, offline=offline, previous=previous, upgrade=upgrade)
     lock = assemble_lock(matrix, sources, platforms, project_inputs(project, matrix, sources))
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
-    write_lock(project, matrix.name, lock, render_recipe(lock))
+    derived = [(file.name, file.text) for file in derived_files(lock, matrix)]
+    write_lock(project, matrix.name, lock, render_recipe(lock), derived)
     return Relocked(lock, tuple(m for p in matrix.platforms for m in platforms[p].moves))
 
 

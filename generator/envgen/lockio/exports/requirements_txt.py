@@ -1,0 +1,162 @@
+"""Lock → locks/<env>.<platform>.requirements.txt, pip-tools' hash-pinned format, and reading one back (pure)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as Pep508
+from packaging.utils import canonicalize_name
+
+from envgen.errors import InputError
+from envgen.lockio.exports.common import (
+    direct_url,
+    entry_index,
+    header,
+    locked_python,
+    origins,
+    trusted_hosts,
+    written_url,
+)
+from envgen.model import Lock, Matrix, PipEntry
+from envgen.redact import strip_credentials
+
+
+def requirements_name(env: str, platform: str) -> str:
+    return f"{env}.{platform}.requirements.txt"
+
+
+def _is_direct(lock: Lock, entry: PipEntry) -> bool:
+    """Named by URL: a package of an explicit index (so pip never searches that index for anything else) or
+    a wheel the matrix gives by URL."""
+    index = entry_index(lock, entry)
+    return index is None or index.explicit
+
+
+def _usage(lock: Lock, platform: str) -> list[str]:
+    python = locked_python(lock, platform)
+    version = ".".join(python.split(".")[:2]) if python else "the locked python"
+    name = requirements_name(lock.env, platform)
+    sources = ", ".join(s.source.name for s in lock.sources)
+    lines = [
+        "#",
+        f"# Install into a fresh python {version} venv on {platform}, every artifact checked against its sha256:",
+        f"#   python -m pip install --require-hashes --no-deps -r locks/{name}",
+    ]
+    if sources:
+        lines += [
+            f"# The git sources ({sources}) come from the recipe, not from this file (pip's",
+            "# hash-checking mode refuses git URLs); install them afterwards with",
+            f'#   sh locks/{lock.env}.install.sh --prefix "$VIRTUAL_ENV"',
+        ]
+    if lock.pending:
+        lines.append(f"# Pending, not installable yet: {', '.join(p.name for p in lock.pending)}")
+    return [*lines, "#"]
+
+
+def _options(lock: Lock, platform: str) -> list[str]:
+    entries = lock.pip_for(platform)
+    defaults = [written_url(i.url) for i in lock.indexes if not i.explicit]
+    if not defaults or all(_is_direct(lock, e) for e in entries):
+        lines = ["--no-index"]
+    else:
+        lines = [f"--index-url {defaults[0]}", *(f"--extra-index-url {url}" for url in defaults[1:])]
+    return lines + [f"--trusted-host {host}" for host in trusted_hosts(lock, entries)]
+
+
+def _via(whys: tuple[str, ...]) -> list[str]:
+    if not whys:
+        return []
+    if len(whys) == 1:
+        return [f"    # via {whys[0]}"]
+    return ["    # via", *(f"    #   {why}" for why in whys)]
+
+
+def render_requirements(lock: Lock, platform: str, matrix: Matrix | None = None) -> str:
+    """The pip packages of `platform`, one requirement each with the sha256 of the one artifact the lock chose.
+
+    Packages of an explicit index (and wheels the matrix names by URL) are direct references, so no other
+    index is searched for them; `# via` names why each package is there (`matrix` adds the matrix keys).
+    """
+    why = origins(lock, matrix, platform)
+    overrides = {canonicalize_name(o.override.name): o.override for o in lock.overrides}
+    lines = header(lock, f"The pip packages of env {lock.env} for {platform}, pinned by sha256.")
+    lines += _usage(lock, platform)
+    lines += _options(lock, platform)
+    for entry in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name)):
+        name = canonicalize_name(entry.name)
+        pin = f"{name} @ {direct_url(lock, entry)}" if _is_direct(lock, entry) else f"{name}=={entry.version}"
+        lines += ["", f"{pin} \\", f"    --hash=sha256:{entry.sha256}"]
+        reasons = why.get(name, ())
+        if name in overrides:
+            reasons += (f"override {overrides[name].requirement}: {overrides[name].reason}",)
+        lines += _via(reasons)
+    return "\n".join(lines) + "\n"
+
+
+# --- reading one back -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class Pinned:
+    """One requirement of a hash-pinned file: the name, a version or a direct URL, and its hashes."""
+
+    name: str
+    version: str | None
+    url: str | None
+    hashes: tuple[str, ...]
+
+
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """The lines pip reads: comments removed, `\\` continuations joined; each with its first line number."""
+    lines: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _COMMENT.sub("", raw)
+        start, before = pending if pending else (number, "")
+        if line.endswith("\\"):
+            pending = (start, before + line[:-1] + " ")
+            continue
+        pending = None
+        joined = (before + line).strip()
+        if joined:
+            lines.append((start, joined))
+    return lines
+
+
+def parse_requirements(text: str, where: str) -> tuple[Pinned, ...]:
+    """The requirements of a hash-pinned file, sorted; InputError names the line pip would also refuse."""
+    pinned: list[Pinned] = []
+    for number, line in _logical_lines(text):
+        if line.startswith("-"):
+            continue
+        requirement, _, options = line.partition(" --")
+        hashes = tuple(sorted(m.group(1) for m in re.finditer(r"--hash[= ]sha256:([0-9a-f]+)", line)))
+        if options and not options.startswith("hash"):
+            raise InputError(f"{where}:{number}: only --hash options belong to a requirement", hint="re-lock")
+        try:
+            parsed = Pep508(requirement.strip())
+        except InvalidRequirement as exc:
+            raise InputError(f"{where}:{number}: not a requirement: {exc}", hint="re-run `envgen lock`") from exc
+        version = next((s.version for s in parsed.specifier if s.operator == "=="), None)
+        url = strip_credentials(parsed.url) if parsed.url else None
+        pinned.append(Pinned(canonicalize_name(parsed.name), version, url, hashes))
+    return tuple(sorted(pinned))
+
+
+def expected_requirements(lock: Lock, platform: str) -> tuple[Pinned, ...]:
+    """What a requirements file of `platform` must carry: the yml's artifacts and hashes, nothing else."""
+    pinned = [
+        Pinned(
+            canonicalize_name(e.name),
+            None if _is_direct(lock, e) else e.version,
+            strip_credentials(e.url) if _is_direct(lock, e) else None,
+            (e.sha256,),
+        )
+        for e in lock.pip_for(platform)
+    ]
+    return tuple(sorted(pinned))

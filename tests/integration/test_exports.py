@@ -1,0 +1,230 @@
+"""The files `envgen lock` derives for pip, uv and PEP 751 readers, proven by the real consumers on the example."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.example.project import Example, serve_example
+from envgen.installer import tool_environment
+from envgen.lockio.exports.pylock import parse_pylock
+from envgen.lockio.exports.requirements_txt import parse_requirements
+from envgen.lockio.lockfile import read_lock
+from envgen.model import Lock
+from envgen.project import Project
+from packaging.markers import Marker
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from uv import find_uv_bin
+
+ENV = "demo"
+HOST = "linux-64" if sys.platform == "linux" and __import__("platform").machine() == "x86_64" else "linux-aarch64"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    with serve_example(tmp_path_factory.mktemp("example")) as example:
+        yield example
+
+
+@pytest.fixture
+def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+    """The served example with its git mirror config active, locked; the lock removed afterwards."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    channels = {p: p.read_text() for p in (served.root / "channels").glob("*.toml")}
+    yield served
+    for path, text in channels.items():
+        path.write_text(text)
+    for path in (served.root / "locks").iterdir():
+        path.unlink()
+
+
+def envgen(example: Example, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def locked(example: Example) -> Lock:
+    code, _, err = envgen(example, "lock", ENV, "-q")
+    assert code == 0, err
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    return lock
+
+
+def derived_names(lock: Lock) -> list[str]:
+    names = []
+    for platform in lock.platforms:
+        names += [f"{ENV}.{platform}.requirements.txt", f"pylock.{ENV}-{platform}.toml"]
+    return names
+
+
+def fresh_venv(where: Path) -> Path:
+    venv.create(where, with_pip=True)
+    return where / "bin" / "python"
+
+
+def installed(python: Path) -> dict[str, str]:
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=tool_environment(),
+    )
+    skip = {"pip", "setuptools", "wheel"}
+    return {canonicalize_name(p["name"]): p["version"] for p in json.loads(proc.stdout) if p["name"] not in skip}
+
+
+def pip_install(python: Path, requirements: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(cache), "--no-deps", "--require-hashes"]
+    return subprocess.run([*cmd, "-r", str(requirements)], capture_output=True, text=True, env=tool_environment())
+
+
+def test_lock_writes_every_derived_file_with_exactly_the_yml_artifacts(example: Example) -> None:
+    lock = locked(example)
+    locks = example.root / "locks"
+    for platform in lock.platforms:
+        entries = lock.pip_for(platform)
+        text = (locks / f"{ENV}.{platform}.requirements.txt").read_text()
+        pinned = parse_requirements(text, "requirements")
+        assert {(p.name, p.hashes) for p in pinned} == {(canonicalize_name(e.name), (e.sha256,)) for e in entries}
+        assert {p.name: p.url for p in pinned if p.url} == {
+            "demo-triton": next(e.url for e in entries if e.name == "demo-triton")
+        }
+        assert text.count("--hash=sha256:") == len(entries)
+        assert f"--index-url {example.pypi_url}/simple\n" in text
+        assert example.extra_url + "/simple" not in text  # the explicit index is never searched
+        assert "# via source rollout: requirements.txt:1" not in text  # several origins: one per line
+        assert "#   source rollout: requirements.txt:1" in text
+
+        files = parse_pylock((locks / f"pylock.{ENV}-{platform}.toml").read_text(), "pylock")
+        assert {(f.name, f.version, f.url, f.sha256) for f in files} == {
+            (canonicalize_name(e.name), e.version, e.url, e.sha256) for e in entries
+        }
+
+
+def test_a_second_lock_writes_the_same_bytes(example: Example) -> None:
+    lock = locked(example)
+    files = {name: (example.root / "locks" / name).read_bytes() for name in derived_names(lock)}
+    assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
+    assert {name: (example.root / "locks" / name).read_bytes() for name in files} == files
+
+
+def _check_pep751(data: dict[str, object], platform: str) -> None:
+    """The rules of PEP 751 a reader relies on, for a file envgen writes."""
+    assert data["lock-version"] == "1.0"
+    assert isinstance(data["created-by"], str)
+    SpecifierSet(str(data["requires-python"]))
+    environments = data["environments"]
+    assert isinstance(environments, list)
+    machine = "x86_64" if platform == "linux-64" else "aarch64"
+    for marker in environments:
+        assert Marker(marker).evaluate({"sys_platform": "linux", "platform_machine": machine})
+        assert not Marker(marker).evaluate({"sys_platform": "linux", "platform_machine": "ppc64le"})
+    packages = data["packages"]
+    assert isinstance(packages, list) and packages
+    names = [p["name"] for p in packages]
+    assert names == sorted(names) and len(set(names)) == len(names)
+    for package in packages:
+        assert package["name"] == canonicalize_name(package["name"])
+        sources = [k for k in ("vcs", "directory", "archive", "sdist", "wheels") if k in package]
+        assert sources and (sources in (["wheels"], ["sdist"], ["sdist", "wheels"], ["archive"]))
+        for wheel in package.get("wheels", []):
+            assert wheel["hashes"] and all(len(v) == 64 for v in wheel["hashes"].values())
+            assert wheel["url"].startswith("http://127.0.0.1:")
+            assert wheel["name"].endswith(".whl") and wheel["url"].endswith(wheel["name"])
+        if "wheels" in package or "sdist" in package:
+            assert package["index"].endswith("/simple")
+        for dependency in package.get("dependencies", []):
+            assert dependency["name"] in names
+    assert set(data) <= {
+        "lock-version",
+        "environments",
+        "requires-python",
+        "extras",
+        "dependency-groups",
+        "default-groups",
+        "created-by",
+        "packages",
+        "tool",
+    }
+
+
+def test_pylock_follows_pep751(example: Example) -> None:
+    lock = locked(example)
+    for platform in lock.platforms:
+        data = tomllib.loads((example.root / "locks" / f"pylock.{ENV}-{platform}.toml").read_text())
+        _check_pep751(data, platform)
+        triton = next(p for p in data["packages"] if p["name"] == "demo-triton")
+        assert triton["index"] == f"{example.extra_url}/simple"
+
+
+def test_pip_installs_the_requirements_with_hashes_and_refuses_a_tampered_wheel(
+    example: Example, tmp_path: Path
+) -> None:
+    lock = locked(example)
+    requirements = example.root / "locks" / f"{ENV}.{HOST}.requirements.txt"
+    python = fresh_venv(tmp_path / "venv")
+    proc = pip_install(python, requirements, tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    assert installed(python) == {canonicalize_name(e.name): e.version for e in lock.pip_for(HOST)}
+    # demo-triton 3.2.2 came from its pinned index, though "pypi" offers a decoy 9.9.9 of the same name.
+    assert f"{example.extra_url}/files/demo_triton-3.2.2-" in proc.stdout
+    assert "9.9.9" not in proc.stdout
+
+    wheel = next(e for e in lock.pip_for(HOST) if e.name == "demo-torch")
+    served = example.root.parent / "pypi" / "files" / wheel.url.rsplit("/", 1)[1]
+    original = served.read_bytes()
+    served.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    try:
+        proc = pip_install(fresh_venv(tmp_path / "venv2"), requirements, tmp_path / "cache2")
+    finally:
+        served.write_bytes(original)
+    assert proc.returncode != 0
+    assert "DO NOT MATCH THE HASHES" in proc.stderr
+    assert wheel.sha256 in proc.stderr
+
+
+def test_uv_installs_the_pylock_with_the_locked_versions(example: Example, tmp_path: Path) -> None:
+    lock = locked(example)
+    pylock = example.root / "locks" / f"pylock.{ENV}-{HOST}.toml"
+    python = fresh_venv(tmp_path / "venv")
+    cmd = [find_uv_bin(), "pip", "install", "--python", str(python), "--cache-dir", str(tmp_path / "uv"), "-r"]
+    proc = subprocess.run([*cmd, str(pylock)], capture_output=True, text=True, env=tool_environment())
+    assert proc.returncode == 0, proc.stderr
+    assert installed(python) == {canonicalize_name(e.name): e.version for e in lock.pip_for(HOST)}
+
+
+def test_index_credentials_stay_references_in_every_written_file(
+    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "s3cr3t-t0ken-value"
+    monkeypatch.setenv("DEMO_TOKEN", secret)
+    host = example.pypi_url.removeprefix("http://")
+    (example.root / "channels" / "pypi.toml").write_text(
+        f'kind = "pip"\nurl = "http://${{DEMO_TOKEN}}@{host}/simple"\n'
+    )
+    lock = locked(example)
+    written = {p.name: p.read_bytes() for p in (example.root / "locks").iterdir() if p.is_file()}
+    assert set(derived_names(lock)) <= set(written)
+    assert all(secret.encode() not in data for data in written.values()), [
+        name for name, data in written.items() if secret.encode() in data
+    ]
+    requirements = f"{ENV}.{HOST}.requirements.txt"
+    assert f"--index-url http://${{DEMO_TOKEN}}@{host}/simple" in written[requirements].decode()
+    # pip expands the reference from the environment when it reads the file.
+    python = fresh_venv(tmp_path / "venv")
+    proc = pip_install(python, example.root / "locks" / requirements, tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    assert secret not in proc.stdout + proc.stderr
+    assert installed(python)["demo-torch"] == "2.10.0"

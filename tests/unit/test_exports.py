@@ -1,0 +1,125 @@
+"""The pure exports: URLs safe to write, requirements.txt and pylock rendering and reading, stale-file detection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from envgen.errors import InputError
+from envgen.lockio.exports.common import direct_url, written_url
+from envgen.lockio.exports.derived import derived_files, derived_problems
+from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
+from envgen.lockio.exports.requirements_txt import expected_requirements, parse_requirements, render_requirements
+from envgen.model import CondaEntry, Index, Lock, PipEntry
+
+SHA_A, SHA_B, SHA_C = "a" * 64, "b" * 64, "c" * 64
+
+
+def lock(**changes: object) -> Lock:
+    indexes = (
+        Index("pypi", "https://${PYPI_USER}:${PYPI_TOKEN}@pypi.example/simple"),
+        Index("extra", "https://${EXTRA_TOKEN}@extra.example/simple", explicit=True, trusted_host="extra.example"),
+    )
+    pip = (
+        PipEntry("torch", "2.10.0", "linux-64", "https://pypi.example/f/torch-2.10.0-x86_64.whl", SHA_A,
+                 depends=(("numpy", ">=1.26"),), index="pypi"),
+        PipEntry("numpy", "1.26.4", "linux-64", "https://pypi.example/f/numpy-1.26.4-x86_64.whl", SHA_B, index="pypi"),
+        PipEntry("triton-ascend", "3.2.0", "linux-64", "https://extra.example/f/triton_ascend-3.2.0.whl", SHA_C,
+                 index="extra"),
+    )  # fmt: skip
+    python = CondaEntry("python", "3.11.9", "h0", "linux-64", "https://conda.example/python.conda", "d" * 32, "e" * 64)
+    values: dict[str, object] = {
+        "env": "a5",
+        "platforms": ("linux-64",),
+        "input_hash": "f" * 64,
+        "conda": (python,),
+        "pip": pip,
+        "sources": (),
+        "indexes": indexes,
+    }
+    values.update(changes)
+    return Lock(**values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("url", "written"),
+    [
+        ("https://${TOKEN}@host/simple", "https://${TOKEN}@host/simple"),
+        ("https://user:${TOKEN}@host/simple", "https://user:${TOKEN}@host/simple"),
+        ("https://user:s3cret@host/simple", "https://host/simple"),
+        ("https://tok3n@host/simple", "https://host/simple"),
+        ("https://user:pre${TOKEN}@host/simple", "https://host/simple"),
+        ("https://host:8443/simple", "https://host:8443/simple"),
+    ],
+)
+def test_only_credential_references_are_written(url: str, written: str) -> None:
+    assert written_url(url) == written
+
+
+def test_a_direct_reference_carries_its_index_credential_reference() -> None:
+    triton = lock().pip[2]
+    assert direct_url(lock(), triton) == "https://${EXTRA_TOKEN}@extra.example/f/triton_ascend-3.2.0.whl"
+
+
+def test_requirements_pin_index_packages_by_version_and_explicit_ones_by_url() -> None:
+    text = render_requirements(lock(), "linux-64")
+    assert "--index-url https://${PYPI_USER}:${PYPI_TOKEN}@pypi.example/simple\n" in text
+    assert "--trusted-host extra.example\n" in text
+    assert "extra.example/simple" not in text
+    assert "torch==2.10.0 \\\n    --hash=sha256:" + SHA_A in text
+    assert "triton-ascend @ https://${EXTRA_TOKEN}@extra.example/f/triton_ascend-3.2.0.whl \\\n" in text
+    assert "    # via torch\n" in text
+    assert "python 3.11 venv" in text
+    assert parse_requirements(text, "r") == expected_requirements(lock(), "linux-64")
+
+
+def test_requirements_without_a_default_index_search_none() -> None:
+    only_explicit = lock(pip=lock().pip[2:], indexes=lock().indexes[1:])
+    assert "\n--no-index\n" in render_requirements(only_explicit, "linux-64")
+
+
+def test_a_requirement_line_with_another_option_is_refused() -> None:
+    with pytest.raises(InputError, match=r"r:2: only --hash options"):
+        parse_requirements("# c\ntorch==1 --index-url https://evil/simple\n", "r")
+
+
+def test_pylock_names_files_without_credentials() -> None:
+    text = render_pylock(lock(), "linux-64")
+    assert "${" not in text and "@" not in text.replace(" @ ", "")
+    assert parse_pylock(text, "p") == expected_pylock(lock(), "linux-64")
+    assert 'requires-python = "==3.11.*"' in text
+
+
+def _write_all(where: Path, the_lock: Lock) -> None:
+    for file in derived_files(the_lock, None):
+        (where / file.name).write_text(file.text)
+
+
+def test_fresh_derived_files_have_no_problems(tmp_path: Path) -> None:
+    _write_all(tmp_path, lock())
+    assert derived_problems(tmp_path, lock(), None) == []
+
+
+def test_missing_edited_and_stale_derived_files_are_named(tmp_path: Path) -> None:
+    _write_all(tmp_path, lock())
+    (tmp_path / "pylock.a5-linux-64.toml").unlink()
+    requirements = tmp_path / "a5.linux-64.requirements.txt"
+    requirements.write_text(requirements.read_text().replace(SHA_B, "0" * 64))
+    problems = derived_problems(tmp_path, lock(), None)
+    assert problems[0].startswith("locks/a5.linux-64.requirements.txt does not carry the yml's artifacts and hashes")
+    assert f"missing: Pinned(name='numpy', version='1.26.4', url=None, hashes=('{SHA_B}',))" in problems[0]
+    assert problems[1] == "locks/pylock.a5-linux-64.toml is missing"
+
+    _write_all(tmp_path, lock())
+    requirements.write_text(requirements.read_text().replace("# via torch", "# via something else"))
+    assert derived_problems(tmp_path, lock(), None) == [
+        "locks/a5.linux-64.requirements.txt was edited by hand (its artifacts match, its text differs from the "
+        "lock's rendering)"
+    ]
+
+    _write_all(tmp_path, lock(input_hash="1" * 64))
+    problems = derived_problems(tmp_path, lock(), None)
+    assert problems == [
+        "locks/a5.linux-64.requirements.txt belongs to another lock (input hash 111111111111)",
+        "locks/pylock.a5-linux-64.toml belongs to another lock (input hash 111111111111)",
+    ]
