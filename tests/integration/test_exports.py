@@ -228,3 +228,22 @@ def test_index_credentials_stay_references_in_every_written_file(
     assert proc.returncode == 0, proc.stderr
     assert secret not in proc.stdout + proc.stderr
     assert installed(python)["demo-torch"] == "2.10.0"
+
+
+def test_check_fails_on_a_hand_edited_or_missing_derived_file(example: Example) -> None:
+    lock = locked(example)
+    requirements = example.root / "locks" / f"{ENV}.{HOST}.requirements.txt"
+    numpy = next(e for e in lock.pip_for(HOST) if e.name == "demo-numpy")
+    original = requirements.read_text()
+    requirements.write_text(original.replace(numpy.sha256, "0" * 64))
+    code, out, _ = envgen(example, "check", ENV, "--venv", "--no-solve")
+    assert code == 4
+    assert f"locks/{ENV}.{HOST}.requirements.txt does not carry the yml's artifacts and hashes" in out
+    assert f"missing: Pinned(name='demo-numpy', version='1.26.4', url=None, hashes=('{numpy.sha256}',))" in out
+    assert "env: install" in out and "static checks failed" in out
+
+    requirements.write_text(original)
+    (example.root / "locks" / f"pylock.{ENV}-{HOST}.toml").unlink()
+    code, out, _ = envgen(example, "check", ENV, "--venv", "--no-solve")
+    assert code == 4
+    assert f"locks/pylock.{ENV}-{HOST}.toml is missing: re-lock with `envgen lock {ENV} --force`" in out

@@ -28,6 +28,7 @@ from envgen.commands.status import stale_reasons
 from envgen.errors import EnvgenError
 from envgen.inputs.matrix import load_env
 from envgen.installer import host_platform, install_env, locked_python, tool_environment, verify_recipe
+from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.lockio.lockfile import read_lock
 from envgen.lockio.state import input_hash, project_inputs
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock, Matrix, PipEntry, PipPackage
@@ -263,7 +264,7 @@ def index_problems(matrix: Matrix, lock: Lock) -> list[str]:
 
 
 def static_steps(project: Project, lock: Lock, matrix: Matrix) -> list[Step]:
-    """Input hash, pins, dependencies, indexes and the recipe file."""
+    """Input hash, pins, dependencies, indexes, the derived files and the recipe file."""
     current = project_inputs(project, matrix, lock.sources)
     stale = list(stale_reasons(lock.inputs, current, matrix.path))
     if not stale and input_hash(current) != lock.input_hash:
@@ -275,6 +276,14 @@ def static_steps(project: Project, lock: Lock, matrix: Matrix) -> list[Step]:
         _step("static: matrix pins", pin_problems(matrix, lock), f"{len(lock.platforms)} platforms"),
         _step("static: dependencies", depends_problems(lock, lambda p: _python_of(lock, matrix, p))),
         _step("static: indexes", index_problems(matrix, lock)),
+        _step(
+            "static: derived files",
+            [
+                f"{p}: re-lock with `envgen lock {lock.env} --force`"
+                for p in derived_problems(project.locks_dir, lock, matrix)
+            ],
+            f"{len(derived_files(lock, matrix))} files",
+        ),
     ]
     try:
         verify_recipe(lock, project.install_sh(lock.env))
