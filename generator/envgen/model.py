@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from envgen.npu import Npu
+
 # conda subdir -> machine name used in wheel tags and `platform_machine` markers.
 PLATFORMS: dict[str, str] = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 
@@ -190,6 +192,8 @@ class Matrix:
     checks: tuple[ImportCheck, ...] = ()
     # Free-form notes of [env.notes] (name -> text), sorted by name.
     notes: tuple[tuple[str, str], ...] = ()
+    # The hardware targeted ([system.npu]); None when the matrix names none.
+    npu: Npu | None = None
     # The matrix files this one extends (`extends = "a3"`), nearest first; their keys are merged in.
     bases: tuple[str, ...] = ()
 

@@ -7,6 +7,7 @@ import shlex
 from typing import Any
 
 from envgen.model import METADATA, NONE, ImportCheck, Matrix, PipPackage, Source
+from envgen.npu import GENERATIONS
 from envgen.redact import redact_url
 
 
@@ -32,6 +33,7 @@ def matrix_document(matrix: Matrix) -> dict[str, Any]:
                 # the scripts sourced, in order (set_env holds them ':'-separated, as ASCEND_SET_ENV does)
                 "scripts": list(matrix.cann.scripts),
             },
+            "npu": _npu(matrix),
         },
         "conda": {
             "channels": [{"name": c.name, "url": redact_url(c.url)} for c in matrix.channels],
@@ -105,6 +107,21 @@ def _source(source: Source) -> dict[str, Any]:
     }
 
 
+def _npu(matrix: Matrix) -> dict[str, Any] | None:
+    npu = matrix.npu
+    if npu is None:
+        return None
+    generation = GENERATIONS[npu.generation]
+    return {
+        "generation": npu.generation,
+        "title": generation.title,
+        "soc_codes": [generation.soc_codes[0], generation.soc_codes[-1]],
+        "device_names": list(generation.device_names),
+        "soc_version": npu.soc_version,
+        "built_soc": npu.built_soc,
+    }
+
+
 def _pending(matrix: Matrix) -> list[dict[str, str]]:
     """Everything without a public release yet: CANN when pending, then pending packages."""
     items = [{"name": "CANN", "note": matrix.cann.note or ""}] if matrix.cann.pending else []
@@ -128,6 +145,7 @@ def render_text(matrix: Matrix) -> str:
             ("glibc", matrix.glibc),
             ("CANN", cann_text),
             ("CANN set_env", ", then ".join(cann.scripts)),
+            *([("NPU", _npu_text(matrix))] if matrix.npu else []),
         ]
     )
     lines += _section("conda channels", _rows([(c.name, redact_url(c.url)) for c in matrix.channels]))
@@ -184,6 +202,15 @@ def _package_text(matrix: Matrix, package: PipPackage) -> str:
         where = [f"{p}: {package.index_for(p) or defaults}" for p in matrix.platforms]
         parts.append(f"index {'; '.join(where)}")
     return "  ".join(parts)
+
+
+def _npu_text(matrix: Matrix) -> str:
+    doc = _npu(matrix) or {}
+    chip = f", built for {doc['soc_version']}" if doc["soc_version"] else ""
+    recorded = f" (recorded in {doc['built_soc']})" if doc["built_soc"] else ""
+    codes = "-".join(str(c) for c in dict.fromkeys(doc["soc_codes"]))
+    names = " or ".join(doc["device_names"])
+    return f"{doc['generation']}: {doc['title']}, soc codes {codes}, device name {names}{chip}{recorded}"
 
 
 def _source_text(source: Source) -> list[str]:

@@ -50,6 +50,7 @@ from envgen.model import (
     Profile,
     Source,
 )
+from envgen.npu import GENERATIONS, SOC_VARIABLE, Npu, soc_version_problem
 from envgen.project import Project
 
 SCHEMA = 1
@@ -159,6 +160,7 @@ class _Reader:
         channels, specs = self.conda(data)
         packages = self.pip(data)
         sources = self.order(data, self.sources(data))
+        npu = self.npu(data, sources)
         self.check_names(data)
         activation_env, profiles = self.activation(data)
         return Matrix(
@@ -179,6 +181,7 @@ class _Reader:
             profiles=profiles,
             checks=self.checks(data),
             notes=notes,
+            npu=npu,
         )
 
     # --- [env] and [system] ---------------------------------------------------------------------------
@@ -222,7 +225,7 @@ class _Reader:
 
     def system(self, data: dict[str, Any]) -> tuple[str, Cann]:
         path: KeyPath = ("system",)
-        table = self.section(data, path, ("glibc", "cann"), ("glibc", "cann"))
+        table = self.section(data, path, ("glibc", "cann", "npu"), ("glibc", "cann"))
         if table is None:
             return "", Cann(version=PENDING, set_env=DEFAULT_CANN_SET_ENV)
         glibc = get_str(self.p, table, (*path, "glibc")) or ""
@@ -258,6 +261,46 @@ class _Reader:
             if CANN_SCRIPT_SEPARATOR in script or not script.startswith("/"):
                 self.p.add(key, f"'{script}' must be an absolute path without '{CANN_SCRIPT_SEPARATOR}'")
         return CANN_SCRIPT_SEPARATOR.join(script for _, script in scripts) or DEFAULT_CANN_SET_ENV
+
+    def npu(self, data: dict[str, Any], sources: list[Source] | tuple[Source, ...]) -> Npu | None:
+        """[system.npu]: the generation targeted (a row of npu.GENERATIONS), its chip and where a build records it."""
+        path: KeyPath = ("system", "npu")
+        table = self.section(
+            _dict(data.get("system")), path, ("generation", "soc-version", "built-soc"), ("generation",)
+        )
+        if table is None:
+            return None
+        generation = get_str(self.p, table, (*path, "generation"))
+        if generation is not None and generation not in GENERATIONS:
+            known = ", ".join(GENERATIONS)
+            self.p.add(
+                (*path, "generation"),
+                f"unknown generation '{generation}'{did_you_mean(generation, GENERATIONS)} "
+                f"(known: {known}; a new one is a row of GENERATIONS in envgen/npu.py)",
+            )
+            generation = None
+        soc = get_str(self.p, table, (*path, "soc-version"))
+        problem = soc_version_problem(generation, soc) if soc and generation else None
+        if problem:
+            self.p.add((*path, "soc-version"), problem)
+        for source in sources:
+            built = dict(source.env).get(SOC_VARIABLE)
+            if built is not None and soc is not None and built != soc:
+                self.p.add(
+                    ("sources", source.name, "env", SOC_VARIABLE),
+                    f"builds for '{built}' while system.npu.soc-version is '{soc}': make them the same chip",
+                )
+        built_soc = get_str(self.p, table, (*path, "built-soc"))
+        if built_soc is not None and not (_MODULE.fullmatch(built_soc) and "." in built_soc):
+            self.p.add(
+                (*path, "built-soc"), f"'{built_soc}' is not module.attribute (vllm_ascend._build_info.__soc_version__)"
+            )
+            built_soc = None
+        if built_soc is not None and soc is None:
+            self.p.add((*path, "built-soc"), "needs soc-version: the chip the build is compared with")
+        if generation is None:
+            return None
+        return Npu(generation=generation, soc_version=soc, built_soc=built_soc)
 
     # --- channels and indexes -------------------------------------------------------------------------
 
