@@ -1,8 +1,10 @@
-"""Time lock_pypi against a bare `uv pip compile` of the same inputs (same platform, warm cache, median).
+"""Time lock_pypi against a bare `uv pip compile` of the same inputs (same platform, warm cache, medians).
 
     .venv/bin/python benchmarks/bench_pypi.py [--network] [--repeats N] [--platform linux-aarch64]
 
 Without --network the inputs are fixture packages on a loopback index; with it, the A5 PyPI set on PyPI.
+Both ways with the previous lock as preferences (against uv with its previous output present) and without
+(against uv in a fresh directory).
 """
 
 from __future__ import annotations
@@ -69,8 +71,13 @@ def inputs(network: bool, work: Path) -> Iterator[Matrix]:
         yield matrix_for(f"{base}/simple", (PipPackage("top", "==1.0"),))
 
 
-def bare_compile(matrix: Matrix, platform: str, cache: Path, work: Path) -> None:
-    """`uv pip compile` of the same requirements on the same index, platform and cache, nothing more."""
+def bare_compile(matrix: Matrix, platform: str, cache: Path, work: Path, fresh: bool = False) -> None:
+    """`uv pip compile` of the same requirements on the same index, platform and cache, nothing more.
+
+    Its previous output stays in `work` (uv reads it as preferences) unless `fresh`.
+    """
+    if fresh:
+        (work / "pylock.bare.toml").unlink(missing_ok=True)
     requirements = gather_inputs(matrix, platform, (), os.environ).requirements
     (work / "requirements.in").write_text("".join(f"{r.text}\n" for r in requirements))
     index = access_index(matrix.indexes[0], os.environ)
@@ -108,16 +115,25 @@ def main(argv: list[str]) -> int:
             medians = median_seconds(
                 {
                     "ours": lambda: lock_pypi(matrix, args.platform, PYTHON, (), cache=cache),
+                    "ours-prefs": lambda: lock_pypi(
+                        matrix, args.platform, PYTHON, (), cache=cache, preferred=locked.entries
+                    ),
                     "bare": lambda: bare_compile(matrix, args.platform, cache, work),
+                    "bare-fresh": lambda: bare_compile(matrix, args.platform, cache, work, fresh=True),
                 },
                 args.repeats,
             )
-    ours, bare = medians["ours"], medians["bare"]
     what = "A5 PyPI set on pypi.org" if args.network else "fixture index on 127.0.0.1"
     print(f"{what}, {args.platform}, {len(locked.entries)} packages, warm cache, median of {args.repeats}")
-    print(f"  lock_pypi            {ours:7.3f} s")
-    print(f"  bare uv pip compile  {bare:7.3f} s")
-    print(f"  overhead ratio       {ours / bare:7.2f}x")
+    print(f"  load average {os.getloadavg()[0]:.2f}")
+    rows = (
+        ("lock_pypi, previous lock as preferences", "ours-prefs", "bare"),
+        ("lock_pypi, no previous lock", "ours", "bare-fresh"),
+    )
+    for what, ours, bare in rows:
+        print(f"  {what:40s} {medians[ours]:7.3f} s  ratio {medians[ours] / medians[bare]:5.2f}x")
+    print(f"  {'bare uv pip compile, previous output':40s} {medians['bare']:7.3f} s")
+    print(f"  {'bare uv pip compile, fresh directory':40s} {medians['bare-fresh']:7.3f} s")
     return 0
 
 

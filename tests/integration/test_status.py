@@ -257,6 +257,7 @@ def test_outdated_unpinned_packages(demo: Demo) -> None:
     result = demo.status("--outdated")
     assert result.exit_code == 0, result.output
     assert "  unpinned packages:\n    mbridge: locked 0.13.0; newer 0.15.1 on pypi\n" in result.stdout
+    assert "--upgrade-package mbridge` takes them" in result.stdout
     (report,) = json.loads(demo.status("--outdated", "--json").stdout)
     _valid_status_json(report)
     (item,) = report["outdated"]

@@ -380,4 +380,9 @@ def render_status(reports: Sequence[StatusReport]) -> str:
         if report.outdated:
             out.append("  unpinned packages:")
             out += [f"    {o.describe()}" for o in report.outdated]
+            behind = [o.name for o in report.outdated if o.behind]
+            if behind:
+                # A re-lock keeps locked versions; only an upgrade takes the newer ones.
+                names = " ".join(f"--upgrade-package {name}" for name in behind)
+                out.append(f"  `envgen lock {report.env} {names}` takes them (or --upgrade: everything)")
     return "\n".join(out) + "\n" if out else ""
