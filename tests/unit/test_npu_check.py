@@ -1,0 +1,113 @@
+"""ci/npu_check.py: npu-check.yml's matrix from ci/npu-runners.toml, and its env x runner x verdict table."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from envgen.commands.check import CheckReport, Step, render_json
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("npu_check", REPO / "ci" / "npu_check.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+npu = _load()
+
+
+def test_the_repository_config_names_verls_labels_and_leaves_a5_for_later() -> None:
+    labels, minutes = npu.read_config(REPO / "ci" / "npu-runners.toml")
+    assert labels == {"a2": ["linux-aarch64-a2b3-8"], "a3": ["linux-aarch64-a3-8"], "a5": []}
+    assert minutes == 30
+
+
+def test_plan_pairs_locked_envs_with_their_labels_and_notes_every_gap() -> None:
+    labels = {"a2": ["linux-aarch64-a2b3-8"], "a3": ["linux-aarch64-a3-8", "spare"], "a5": []}
+    include, notes = npu.plan(labels, ["a3", "a5", "demo"])
+    assert include == [
+        {"env": "a3", "runner": "linux-aarch64-a3-8", "artifact": "npu-check-a3-linux-aarch64-a3-8"},
+        {"env": "a3", "runner": "spare", "artifact": "npu-check-a3-spare"},
+    ]
+    assert notes == [
+        "a2: no locks/a2.yml yet; not checked",
+        "a5: no runner label configured in ci/npu-runners.toml; not checked",
+        "demo: has a lock but no entry in ci/npu-runners.toml; not checked",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[envs]\na3 = ["--label"]\n', "envs.a3: a list of runner labels"),
+        ('[envs]\na3 = ["two words"]\n', "envs.a3: a list of runner labels"),
+        ('[envs]\na3 = "linux-aarch64-a3-8"\n', "envs.a3: a list of runner labels"),
+        ('[envs]\n"-x" = []\n', "envs.-x: not an env name"),
+        ("queue-minutes = 0\n[envs]\na3 = []\n", "queue-minutes must be a whole number"),
+        ('queue-minutes = "30"\n[envs]\na3 = []\n', "queue-minutes must be a whole number"),
+        ("a3 = []\n", "no [envs] table"),
+        ("[envs\n", "npu-runners.toml: "),
+    ],
+)
+def test_a_malformed_config_is_refused_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
+    config = tmp_path / "npu-runners.toml"
+    config.write_text(text)
+    with pytest.raises(npu.ConfigError, match=message.replace("[", r"\[")):
+        npu.read_config(config)
+
+
+def test_matrix_command_writes_the_workflow_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci" / "npu-runners.toml").write_text('queue-minutes = 45\n[envs]\na3 = ["linux-aarch64-a3-8"]\n')
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "a3.yml").write_text("version: 1\n")
+    outputs, summary = tmp_path / "outputs", tmp_path / "summary"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert npu.main(["matrix", "--root", str(tmp_path)]) == 0
+    entry = {"env": "a3", "runner": "linux-aarch64-a3-8", "artifact": "npu-check-a3-linux-aarch64-a3-8"}
+    assert outputs.read_text() == f"include={json.dumps([entry])}\ncount=1\nqueue-minutes=45\n"
+    assert summary.read_text() == ""
+    (tmp_path / "ci" / "npu-runners.toml").write_text('[envs]\na3 = ["bad label"]\n')
+    assert npu.main(["matrix", "--root", str(tmp_path)]) == 2
+
+
+def _result(results: Path, env: str, runner: str, *steps: Step) -> None:
+    where = results / npu.artifact_name(env, runner)
+    where.mkdir(parents=True)
+    (where / f"{env}.json").write_text(render_json(CheckReport(env, "linux-aarch64", steps)))
+
+
+def test_summary_table_has_a_verdict_for_every_pair(tmp_path: Path) -> None:
+    include = [
+        {"env": env, "runner": runner, "artifact": npu.artifact_name(env, runner)}
+        for env, runner in (("a2", "linux-aarch64-a2b3-8"), ("a3", "linux-aarch64-a3-8"), ("a3", "gone"))
+    ]
+    _result(tmp_path, "a2", "linux-aarch64-a2b3-8", Step("static: lock parses", "ok"), Step("import vllm", "ok"))
+    _result(
+        tmp_path,
+        "a3",
+        "linux-aarch64-a3-8",
+        Step("static: lock parses", "ok"),
+        Step("import torch_npu", "failed", "needs an NPU"),
+        Step("import vllm_ascend", "skipped", "import torch_npu failed"),
+    )
+    text, passed = npu.summary(include, tmp_path)
+    assert not passed
+    assert text.splitlines()[2:] == [
+        "| env | runner | verdict |",
+        "|---|---|---|",
+        "| a2 | `linux-aarch64-a2b3-8` | ok (2 steps) |",
+        "| a3 | `linux-aarch64-a3-8` | **failed**: `import torch_npu` |",
+        "| a3 | `gone` | no result: no runner picked the job up in time, or it stopped before the check |",
+    ]
+    assert npu.summary(include[:1], tmp_path)[1] is True
+    assert "no env has both a lock and a runner label" in npu.summary([], tmp_path)[0]
