@@ -11,8 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.logging import RichHandler
 
 from envgen import __version__
 from envgen.errors import EnvgenError
@@ -41,6 +39,10 @@ def setup_logging(quiet: bool) -> None:
     """
     handler: logging.Handler
     if sys.stderr.isatty():
+        # Imported here: rich costs more start-up time than a no-op `envgen lock` spends on anything else.
+        from rich.console import Console
+        from rich.logging import RichHandler
+
         handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False, markup=False)
         handler.setFormatter(logging.Formatter("%(message)s"))
     else:

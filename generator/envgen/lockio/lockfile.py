@@ -13,13 +13,19 @@ from typing import Any, TypeVar
 import pydantic
 import tomlkit
 import yaml
-from conda_lock.lockfile import write_conda_lock_file
-from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
-from conda_lock.lockfile.v2prelim.models import HashModel, LockedDependency, Lockfile, LockMeta, lockfile_v1_to_v2
-from conda_lock.models.channel import Channel as CondaLockChannel
 
 from envgen.errors import InputError
 from envgen.inputs.untrusted import commit_problem, git_url_problem, name_problem, ref_problem
+from envgen.lockio.condalock import Channel as CondaLockChannel
+from envgen.lockio.condalock import (
+    HashModel,
+    LockedDependency,
+    Lockfile,
+    LockfileV1,
+    LockMeta,
+    lockfile_v1_to_v2,
+    write_conda_lock_file,
+)
 from envgen.lockio.state import LOCK_SCHEMA
 from envgen.model import (
     DEPENDENCY_MODES,
