@@ -1,0 +1,118 @@
+"""`envgen lock a3` on the real template with its hosts unreachable: exit 3, naming the first URL of each kind.
+
+The hosts are played on 127.0.0.1: closed ports stand for an unreachable GitHub/gitcode, conda channel and pip
+indexes; local repositories (through git's insteadOf, as a mirror would be) and a loopback conda channel stand
+for the ones reached, so each run gets one stage further than the last. Nothing in locks/ is written.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.example.condapkgs import demo_packages, write_channel
+from envgen.example.gitrepos import GitRepo, python_project
+from envgen.example.http import serve_directory
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = "a3"
+# The a3 sources as the guide names them, with the refs the matrix asks for.
+SOURCES = {
+    "https://github.com/vllm-project/vllm.git": ("vllm", {"requirements/common.txt": "xgrammar==0.1.33\n"}),
+    "https://github.com/vllm-project/vllm-ascend.git": ("vllm_ascend", {"requirements.txt": "transformers==5.5.4\n"}),
+    "https://gitcode.com/Ascend/MindSpeed.git": ("mindspeed", {"requirements.txt": "einops\n"}),
+    "https://github.com/NVIDIA/Megatron-LM.git": ("megatron-core", {}),
+    "https://github.com/verl-project/verl.git": ("verl", {"requirements-npu.txt": "triton-ascend==3.2.2\n"}),
+}
+
+
+def closed_url(path: str = "") -> str:
+    """A loopback URL nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}{path}"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The repository's a3 matrix and channels, every host unreachable, git's own configuration isolated."""
+    root = tmp_path / "project"
+    (root / "env-templates").mkdir(parents=True)
+    shutil.copy(REPO / "env-templates" / f"{ENV}.toml", root / "env-templates")
+    shutil.copytree(REPO / "channels", root / "channels")
+    for name in ("pypi", "pytorch-cpu", "triton-ascend"):
+        channel(root, name, closed_url("/simple"))
+    channel(root, "conda-forge", closed_url("/conda-forge"))
+    gitconfig = tmp_path / "gitconfig"
+    down = closed_url("/")
+    gitconfig.write_text(f'[url "{down}"]\n\tinsteadOf = https://github.com/\n\tinsteadOf = https://gitcode.com/\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
+    yield root
+    assert not (root / "locks").exists() or not any((root / "locks").glob(f"{ENV}.*"))
+
+
+def channel(root: Path, name: str, url: str) -> None:
+    """Point channels/<name>.toml at `url`, keeping its kind and flags."""
+    path = root / "channels" / f"{name}.toml"
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("url =")]
+    path.write_text("\n".join([*lines, f'url = "{url}"']) + "\n")
+
+
+def mirror_sources(tmp_path: Path) -> None:
+    """Local repositories for the a3 sources, at the refs it names, reached through insteadOf."""
+    lines = []
+    for url, (distribution, files) in SOURCES.items():
+        name = url.rsplit("/", 1)[1].removesuffix(".git")
+        repo: GitRepo = python_project(tmp_path / "upstream" / name, distribution, files=files)
+        repo.tag("v0.23.0")
+        repo.branch("releases/v0.23.0")
+        repo.branch("core_r0.16.0")
+        lines += [f'[url "{repo.url}"]', f"\tinsteadOf = {url}"]
+    (tmp_path / "gitconfig").write_text("\n".join(lines) + "\n")
+
+
+def lock(root: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["lock", ENV, "--root", str(root)])
+    assert "Traceback" not in result.stderr
+    return result.exit_code, result.stderr
+
+
+def test_unreachable_git_host_names_the_first_source_url(project: Path) -> None:
+    code, err = lock(project)
+    assert code == 3, err
+    assert "error: source vllm: cannot reach git remote https://github.com/vllm-project/vllm.git" in err
+    assert "(sources vllm-ascend, mindspeed, megatron-lm, verl failed too)" in err
+
+
+def test_unreachable_conda_channel_is_named(project: Path, tmp_path: Path) -> None:
+    mirror_sources(tmp_path)
+    conda = (project / "channels" / "conda-forge.toml").read_text().split('url = "')[1].split('"')[0]
+    code, err = lock(project)
+    assert code == 3, err
+    assert "cannot reach git remote" not in err
+    # the platforms are locked concurrently: whichever fails first is named
+    assert re.search(rf"cannot fetch repodata for linux-(64|aarch64) from conda channel {re.escape(conda)}:", err)
+
+
+def test_unreachable_index_is_named(project: Path, tmp_path: Path) -> None:
+    mirror_sources(tmp_path)
+    write_channel(tmp_path / "conda", demo_packages("3.12.4"))
+    with serve_directory(tmp_path / "conda") as conda_url:
+        channel(project, "conda-forge", conda_url)
+        code, err = lock(project)
+    assert code == 3, err
+    # uv asks the indexes a platform needs in its own order: the one it reached first is named, with its URL
+    match = re.search(r"cannot reach index ([\w-]+) at (\S+) while locking linux-(64|aarch64)\n", err)
+    assert match is not None, err
+    name, url = match.group(1), match.group(2)
+    assert name in ("pypi", "pytorch-cpu", "triton-ascend")
+    assert f'url = "{url}"' in (project / "channels" / f"{name}.toml").read_text()
