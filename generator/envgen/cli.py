@@ -138,7 +138,7 @@ def lock_command(
             continue
         counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in item["platforms"].items())
         click.echo(f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)", err=True)
-        for platform, moves in item["moved"].items():
+        for platform, moves in [("sources", item["sources_moved"]), *item["moved"].items()]:
             if moves:
                 click.echo(f"  {platform}: {len(moves)} moved", err=True)
             for move in moves:

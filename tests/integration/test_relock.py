@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages
-from envgen.example.project import PYPI_DISTS, Example, bump_version, republish, serve_example
+from envgen.example.project import PYPI_DISTS, Example, advance_branch, bump_version, republish, serve_example
 from envgen.example.wheels import FixtureDist
 from envgen.lockio.lockfile import read_lock
 from envgen.project import Project
@@ -167,8 +167,25 @@ def test_unknown_upgrade_names_stop_before_any_work(example: Example) -> None:
     assert code == 2
     assert "--upgrade-package demo-tourch" in err and "demo-torch" in err
     assert not list((example.root / "locks").glob(f"{ENV}.*"))
-    # A source is a package too: upgrading it moves its commit (here: none moved, so nothing changes).
-    assert lock(example, "--upgrade-package", "trainer") == {p: [] for p in PLATFORMS}
+
+
+def test_a_source_is_upgraded_by_name_and_its_move_reported(example: Example) -> None:
+    lock(example)
+    old = {s.source.name: s.commit for s in read_lock(Project(example.root), ENV).sources}  # type: ignore[union-attr]
+    moved = advance_branch(example, "trainer", "core_r0.12.0")
+    code, out, err = envgen(example, "lock", ENV, "--upgrade-package", "trainer", "--json")
+    assert code == 0, err
+    (summary,) = json.loads(out)
+    assert summary["sources_moved"] == [
+        {
+            "manager": "source",
+            "name": "trainer",
+            "old": old["trainer"],
+            "new": moved,
+            "reason": "--upgrade-package trainer",
+        }
+    ]
+    assert summary["moved"] == {p: [] for p in PLATFORMS}
 
 
 def test_the_text_report_lists_what_moved_per_platform(

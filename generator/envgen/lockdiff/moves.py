@@ -16,7 +16,7 @@ from packaging.requirements import Requirement as Pep508
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envgen.model import CondaEntry, PipEntry, Requirement
+from envgen.model import CondaEntry, LockedSource, PipEntry, Requirement
 from envgen.resolve.preferences import Upgrade, package_key
 
 _E = TypeVar("_E", PipEntry, CondaEntry)
@@ -169,6 +169,40 @@ def _explain(
         elif old is None or version(old) != version(now):
             reason = _reason(old, required.get(key, ()), upgrade, key, admits)
             moves.append(Move(platform, manager, now.name, version(old) if old else None, version(now), reason))
+    return moves
+
+
+def _source_reason(old: LockedSource, new: LockedSource, update: Collection[str] | bool, upgrade: Upgrade) -> str:
+    was, now = old.source, new.source
+    if was.url != now.url:
+        return f"new input sources.{now.name}.url ({now.url})"
+    if was.ref != now.ref:
+        return f"new input sources.{now.name}.ref ({was.ref} -> {now.ref})"
+    if upgrade.covers(now.name):
+        return upgrade.describe(now.name)
+    if update is True:
+        return "--update-all"
+    if update and now.name in update:
+        return f"--update {now.name}"
+    return "the recorded commit is no longer reachable from its ref; re-pinned"
+
+
+def explain_sources(
+    previous: Sequence[LockedSource], new: Sequence[LockedSource], update: Collection[str] | bool, upgrade: Upgrade
+) -> list[Move]:
+    """The sources whose commit changed, appeared or disappeared, and why (platform "": every platform)."""
+    before = {s.source.name: s for s in previous}
+    after = {s.source.name: s for s in new}
+    moves = []
+    for name in sorted(before.keys() | after.keys()):
+        old, now = before.get(name), after.get(name)
+        if now is None:
+            assert old is not None
+            moves.append(Move("", "source", name, old.commit, None, "no longer a source"))
+        elif old is None:
+            moves.append(Move("", "source", name, None, now.commit, f"new input sources.{name}"))
+        elif old.commit != now.commit:
+            moves.append(Move("", "source", name, old.commit, now.commit, _source_reason(old, now, update, upgrade)))
     return moves
 
 

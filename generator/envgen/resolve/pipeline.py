@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envgen.errors import InputError
-from envgen.lockdiff.moves import Move, explain_conda, explain_pip, unavailable
+from envgen.lockdiff.moves import Move, explain_conda, explain_pip, explain_sources, unavailable
 from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.lockfile import read_lock, write_lock
 from envgen.lockio.state import input_hash, project_inputs
@@ -36,7 +36,7 @@ class PlatformLock:
 
 @dataclass(frozen=True)
 class Relocked:
-    """A written lock and, per platform in order, the packages that moved against the previous lock and why."""
+    """A written lock and what moved against the previous lock and why: sources, then each platform's packages."""
 
     lock: Lock
     moves: tuple[Move, ...]
@@ -66,7 +66,8 @@ def relock(
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
     derived = [(file.name, file.text) for file in derived_files(lock, matrix)]
     write_lock(project, matrix.name, lock, render_recipe(lock), derived)
-    return Relocked(lock, tuple(m for p in matrix.platforms for m in platforms[p].moves))
+    moved = explain_sources(previous.sources, sources, update, upgrade) if previous else []
+    return Relocked(lock, tuple(moved) + tuple(m for p in matrix.platforms for m in platforms[p].moves))
 
 
 def sources_to_update(matrix: Matrix, update: Collection[str] | bool, upgrade: Upgrade) -> Collection[str] | bool:
