@@ -191,6 +191,13 @@ def changed_envs(plans: Sequence[Plan], files: Sequence[str]) -> list[str]:
     return [p.env for p in plans if any(f"locks/{p.env}{suffix}" in touched for suffix in LOCK_SUFFIXES)]
 
 
+def _warn(message: str) -> None:
+    """A warning on stderr; in GitHub Actions also an annotation on the run, so it is not lost in a green log."""
+    print(f"relock: warning: {message}", file=sys.stderr)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        print(f"::warning title=relock::{message}")
+
+
 def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str) -> tuple[bool, int]:
     """The whole dry run; returns (a lock changed, exit code)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -203,6 +210,10 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
     status = envgen(root, "status", "--json", "--quiet", "--", *envs, ok=(0, 1))
     (out / "status.json").write_text(status)
     reports = json.loads(status)
+    for report in reports:
+        for d in report["drift"]:
+            if d["error"]:
+                _warn(f"{report['env']}: source {d['name']}: upstream not asked: {d['error']}")
     plans = plan_envs(reports, update)
     for plan in plans:
         print(f"relock: {plan.env}: {'; '.join(plan.why)}", file=sys.stderr)

@@ -69,6 +69,20 @@ def test_nothing_moved_no_changes_and_no_body(served: Served) -> None:
     assert (report["env"], report["state"], report["drifted"]) == (ENV, "fresh", [])
 
 
+def test_an_unreachable_remote_is_a_warning_not_a_failure(served: Served) -> None:
+    queue = served.example.repos["queue"].path
+    hidden = queue.with_name("queue-away")
+    queue.rename(hidden)
+    try:
+        result = served.relock()
+    finally:
+        hidden.rename(queue)
+    assert result.returncode == 0, result.stderr
+    assert "relock: warning: demo: source demo-queue: upstream not asked: " in result.stderr
+    assert "no lock changed; no pull request" in result.stderr
+    assert not (served.out / "pr-body.md").exists()
+
+
 def test_moved_branch_relocks_that_source_and_writes_the_pr_body(served: Served) -> None:
     before = {name: served.locked(name) for name in ("rollout", "trainer", "post")}
     moved = advance_branch(served.example, "trainer", "core_r0.12.0")
