@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 
-from envgen.lockdiff.moves import UNAVAILABLE, explain_conda, explain_pip
+from envgen.lockdiff.moves import SOLVER, UNAVAILABLE, explain_conda, explain_pip
 from envgen.model import CondaEntry, Origin, PipEntry, Requirement
 from envgen.resolve.preferences import NO_UPGRADE, Upgrade, kept, render_pylock
 
@@ -78,3 +78,10 @@ def test_uv_gets_the_kept_pins_as_a_pylock_file() -> None:
     assert data["lock-version"] == "1.0"
     assert data["packages"] == [{"name": "Numpy", "version": "1.26.4"}]
     assert kept(entries, Upgrade.of(True)) == ()
+
+
+def test_a_conda_record_the_channel_dropped_is_told_from_one_the_solver_moved() -> None:
+    before = [conda("pip", "24.0"), conda("zlib", "1.3")]
+    after = [conda("pip", "24.1"), conda("zlib", "1.3.1")]
+    moves = explain_conda(P, before, after, ["pip"], NO_UPGRADE, lambda name, spec, entry: True, gone=["pip"])
+    assert {m.name: m.reason for m in moves} == {"pip": UNAVAILABLE, "zlib": SOLVER}

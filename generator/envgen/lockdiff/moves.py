@@ -22,6 +22,8 @@ from envgen.resolve.preferences import Upgrade, package_key
 _E = TypeVar("_E", PipEntry, CondaEntry)
 
 UNAVAILABLE = "the previous version is no longer offered by the index; resolved afresh"
+# A previous record the channel still offers, that no spec refuses, moved only to let the solve succeed.
+SOLVER = "moved by the solver to fit the other changes"
 # Whether a conda requirement (`name`, `spec` as in a depends string) admits an entry.
 CondaMatch = Callable[[str, str, CondaEntry], bool]
 
@@ -101,6 +103,7 @@ def _reason(
     upgrade: Upgrade,
     name: str,
     admits: Callable[[str, PipEntry | CondaEntry], bool],
+    otherwise: str,
 ) -> str:
     if old is None:
         roots = [r for r in required if r.root]
@@ -112,7 +115,7 @@ def _reason(
         return "required by " + "; ".join(f"{r.by} ({r.spec})" for r in refusing)
     if upgrade.covers(name):
         return upgrade.describe(name)
-    return UNAVAILABLE
+    return otherwise
 
 
 def explain_pip(
@@ -128,7 +131,8 @@ def explain_pip(
     def admits(spec: str, entry: PipEntry | CondaEntry) -> bool:
         return isinstance(entry, PipEntry) and _pip_admits(spec, entry)
 
-    return _explain(platform, "pip", previous, new, required, upgrade, admits, _pip_version)
+    # uv does not say why it left a preference; with no requirement refusing it, the version is gone.
+    return _explain(platform, "pip", previous, new, required, upgrade, admits, _pip_version, lambda key: UNAVAILABLE)
 
 
 def explain_conda(
@@ -138,14 +142,23 @@ def explain_conda(
     specs: Sequence[str],
     upgrade: Upgrade,
     matches: CondaMatch,
+    gone: Collection[str] = (),
 ) -> list[Move]:
-    """The conda packages of one platform whose version or build changed, appeared or disappeared, and why."""
+    """The conda packages of one platform whose version or build changed, appeared or disappeared, and why.
+
+    `gone` names the packages whose previous record the channels no longer offer (the solve knows).
+    """
     required = conda_requirements(specs, new)
 
     def admits(spec: str, entry: PipEntry | CondaEntry) -> bool:
         return isinstance(entry, CondaEntry) and matches(entry.name, spec, entry)
 
-    return _explain(platform, "conda", previous, new, required, upgrade, admits, _conda_version)
+    gone_keys = {package_key(name) for name in gone}
+
+    def otherwise(key: str) -> str:
+        return UNAVAILABLE if key in gone_keys else SOLVER
+
+    return _explain(platform, "conda", previous, new, required, upgrade, admits, _conda_version, otherwise)
 
 
 def _explain(
@@ -157,6 +170,7 @@ def _explain(
     upgrade: Upgrade,
     admits: Callable[[str, PipEntry | CondaEntry], bool],
     version: Callable[[_E], str],
+    otherwise: Callable[[str], str],
 ) -> list[Move]:
     before = {package_key(e.name): e for e in previous}
     after = {package_key(e.name): e for e in new}
@@ -167,7 +181,7 @@ def _explain(
             assert old is not None
             moves.append(Move(platform, manager, old.name, version(old), None, "no longer needed"))
         elif old is None or version(old) != version(now):
-            reason = _reason(old, required.get(key, ()), upgrade, key, admits)
+            reason = _reason(old, required.get(key, ()), upgrade, key, admits, otherwise(key))
             moves.append(Move(platform, manager, now.name, version(old) if old else None, version(now), reason))
     return moves
 

@@ -112,7 +112,8 @@ def lock_platforms(
     def one(platform: str) -> PlatformLock:
         before_conda = previous.conda_for(platform) if previous else ()
         before_pip = previous.pip_for(platform) if previous else ()
-        conda = solve_conda_preferring(matrix, platform, kept(before_conda, upgrade), cache=cache).entries
+        solved = solve_conda_preferring(matrix, platform, kept(before_conda, upgrade), cache=cache)
+        conda = solved.entries
         python = python_version(conda)
         log.info("%s %s: conda solved, %d packages, python %s", matrix.name, platform, len(conda), python)
         pypi = lock_pypi(
@@ -121,7 +122,9 @@ def lock_platforms(
         log.info("%s %s: pip resolved, %d packages", matrix.name, platform, len(pypi.entries))
         moves: list[Move] = []
         if previous is not None:
-            moves += explain_conda(platform, before_conda, conda, matrix.conda_specs, upgrade, admits)
+            moves += explain_conda(
+                platform, before_conda, conda, matrix.conda_specs, upgrade, admits, [e.name for e in solved.unavailable]
+            )
             moves += explain_pip(platform, before_pip, pypi.entries, pypi.requirements, upgrade)
             for move in unavailable([m for m in moves if m.manager == "pip"]):
                 log.warning(
