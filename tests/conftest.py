@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import venvs
+
 
 @pytest.fixture(autouse=True)
 def _clean_tool_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -26,3 +28,9 @@ def _session_cache(factory: pytest.TempPathFactory) -> Path:
     if "dir" not in _cache:
         _cache["dir"] = factory.mktemp("envgen-cache")
     return _cache["dir"]
+
+
+@pytest.fixture(scope="session")
+def pip_site_packages(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What a fresh venv (tests/support/venvs.py) copies pip from; made once per session."""
+    return venvs.pip_site_packages(tmp_path_factory)

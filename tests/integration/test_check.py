@@ -6,7 +6,6 @@ import dataclasses
 import json
 import subprocess
 import tempfile
-import venv
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,8 @@ from envgen.installer import host_platform
 from envgen.lockio.lockfile import read_lock
 from envgen.model import ImportCheck, Lock, Matrix
 from envgen.project import Project, cache_dir
+
+from tests.support.venvs import fresh_venv
 
 ENV = "demo"
 
@@ -278,10 +279,11 @@ def test_a_missing_lock_fails_the_first_step(tmp_path: Path) -> None:
     assert "no lock for demo" in report.steps[0].detail and not report.ok
 
 
-def test_an_expected_version_is_compared_even_without_a_named_distribution(tmp_path: Path) -> None:
+def test_an_expected_version_is_compared_even_without_a_named_distribution(
+    tmp_path: Path, pip_site_packages: Path
+) -> None:
     """`version` with no `distribution`: the module's own distribution is read, never silently skipped."""
-    prefix = tmp_path / "env"
-    venv.create(prefix, with_pip=True)
+    prefix = fresh_venv(tmp_path / "env", pip_site_packages)
     code = "import importlib.metadata as m; print(m.version('pip'))"
     have = subprocess.run([prefix / "bin" / "python", "-c", code], capture_output=True, text=True).stdout.strip()
     checks = (ImportCheck("pip", version=have), ImportCheck("csv"), ImportCheck("json", version="1.0"))

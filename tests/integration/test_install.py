@@ -29,6 +29,8 @@ from envgen.model import Cann, Channel, CondaEntry, Index, Lock, LockedSource, M
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import solve_conda
 
+from tests.support.venvs import fresh_venv
+
 HOST = host_platform()
 PYTHON = ".".join(map(str, sys.version_info[:3]))
 
@@ -82,7 +84,7 @@ def test_requirements_pin_every_artifact_by_hash() -> None:
 
 @pytest.mark.parametrize("installer", INSTALLERS)
 def test_venv_install_of_wheels_and_a_source(
-    installer: Installer, wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path
+    installer: Installer, wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path, pip_site_packages: Path
 ) -> None:
     base, files = wheelhouse
     repo = backend_project(tmp_path / "srcfix", "srcfix", "0.9.0")
@@ -90,7 +92,8 @@ def test_venv_install_of_wheels_and_a_source(
     # An index with a trusted host (as triton-ascend's): pip and uv get and accept their flag for it.
     host = base.split("//", 1)[1]
     lock = demo_lock(wheel_entries(base, files), (source,), indexes=(Index("pypi", f"{base}/simple", False, host),))
-    prefix = tmp_path / "env"
+    # An existing venv is installed into as it is (test_cli_install_into_a_venv has envgen create one).
+    prefix = fresh_venv(tmp_path / "env", pip_site_packages)
     install_env(
         lock,
         write_recipe(lock, tmp_path / "demo.install.sh"),
@@ -129,7 +132,7 @@ def test_trusted_hosts_are_those_of_the_indexes_the_entries_came_from(tmp_path: 
 
 @pytest.mark.parametrize("installer", INSTALLERS)
 def test_tampered_wheel_fails_the_install(
-    installer: Installer, wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path
+    installer: Installer, wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path, pip_site_packages: Path
 ) -> None:
     base, files = wheelhouse
     lock = demo_lock(wheel_entries(base, files))
@@ -140,7 +143,7 @@ def test_tampered_wheel_fails_the_install(
         install_env(
             lock,
             write_recipe(lock, tmp_path / "demo.install.sh"),
-            tmp_path / "env",
+            fresh_venv(tmp_path / "env", pip_site_packages),
             platform=HOST,
             venv=True,
             cache=tmp_path / "cache",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,10 +15,7 @@ from envgen.model import Cann, Lock, LockedSource, Profile, Source
 from envgen.recipe.render import render_recipe
 from envgen.resolve.git_sources import PICK_ENV
 
-
-def make_venv(path: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True)
-    return path
+from tests.support.venvs import fresh_venv
 
 
 def demo_lock(*sources: LockedSource, env: str = "demo", **fields: object) -> Lock:
@@ -59,8 +55,8 @@ def locked(repo: GitRepo, source: Source) -> LockedSource:
 
 
 @pytest.fixture
-def venv(tmp_path: Path) -> Path:
-    return make_venv(tmp_path / "env")
+def venv(tmp_path: Path, pip_site_packages: Path) -> Path:
+    return fresh_venv(tmp_path / "env", pip_site_packages)
 
 
 def test_source_that_needs_a_build_variable_fails_without_it_and_installs_with_it(tmp_path: Path, venv: Path) -> None:

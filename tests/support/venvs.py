@@ -1,0 +1,52 @@
+"""Fresh venvs with pip in them, without paying for ensurepip every time.
+
+`python -m venv` spends seconds in ensurepip installing pip and setuptools. A fresh venv here is the same venv
+(this interpreter, symlinks, no system site-packages) made without pip, then given a copy of the site-packages
+of one venv that ensurepip filled once per test session. pip is then importable (`python -m pip`, as the recipe
+and the checks call it); only pip's console scripts are missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.support.shared import build_once
+
+
+def site_packages(prefix: Path) -> Path:
+    (found,) = prefix.glob("lib/python*/site-packages")
+    return found
+
+
+def pip_site_packages(factory: pytest.TempPathFactory) -> Path:
+    """The site-packages of a venv made by `python -m venv` (with ensurepip), built once per session."""
+
+    def build(path: Path) -> None:
+        # Session fixtures start before the per-test cleanup (tests/conftest.py): keep the machine's pip
+        # configuration out of ensurepip here too.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+        env["PIP_CONFIG_FILE"] = os.devnull
+        subprocess.run([sys.executable, "-m", "venv", str(path / "env")], check=True, capture_output=True, env=env)
+
+    return site_packages(build_once(factory, "venv-with-pip", build) / "env")
+
+
+def fresh_venv(path: Path, pip_from: Path) -> Path:
+    """A new venv at `path` whose site-packages is a copy of `pip_from` (see pip_site_packages)."""
+    venv.EnvBuilder(symlinks=True, with_pip=False).create(path)
+    target = site_packages(path)
+    for entry in pip_from.iterdir():
+        if entry.name == "__pycache__":
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, target / entry.name, symlinks=True)
+        else:
+            shutil.copy2(entry, target / entry.name)
+    return path
