@@ -253,7 +253,7 @@ def install_command(
 ) -> None:
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the recipe."""
     from envgen.installer import host_platform, install_env
-    from envgen.lockio.lockfile import read_lock
+    from envgen.lockio.store import read_lock
 
     setup_logging(quiet)
     with reported():

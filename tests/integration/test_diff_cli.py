@@ -1,4 +1,4 @@
-"""`envgen diff` end to end: lock files written by lockfile.py, `REV:path` read with real git, exit codes."""
+"""`envgen diff` end to end: lock files written by lockio.store, `REV:path` read with real git, exit codes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 from envgen.cli import cli
 from envgen.example.gitrepos import GitRepo
-from envgen.lockio.lockfile import write_lock
+from envgen.lockio.store import write_lock
 from envgen.model import Lock
 from envgen.project import Project
 

@@ -17,7 +17,7 @@ from envgen.example.project import Example, serve_example
 from envgen.installer import tool_environment
 from envgen.lockio.exports.pylock import parse_pylock
 from envgen.lockio.exports.requirements_txt import parse_requirements
-from envgen.lockio.lockfile import read_lock
+from envgen.lockio.store import read_lock
 from envgen.model import Lock
 from envgen.project import Project
 from packaging.markers import Marker

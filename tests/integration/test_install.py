@@ -214,7 +214,7 @@ def test_conda_part_is_installed_by_rattler_and_hash_checked(tmp_path: Path) -> 
 
 
 def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path) -> None:
-    from envgen.lockio.lockfile import write_lock
+    from envgen.lockio.store import write_lock
     from envgen.project import Project
 
     base, files = wheelhouse

@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.example.project import Example, advance_branch, bump_version, serve_example
-from envgen.lockio.lockfile import parse_lock_yml, read_lock
+from envgen.lockio.conda_lock_yml import parse_lock_yml
+from envgen.lockio.store import read_lock
 from envgen.project import Project
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden" / "demo.yml"

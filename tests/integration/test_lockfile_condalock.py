@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
-from envgen.lockio.lockfile import read_lock, render_lock_yml, write_lock
+from envgen.lockio.conda_lock_yml import render_lock_yml
+from envgen.lockio.store import read_lock, write_lock
 from envgen.model import Cann, Channel, Lock, Matrix, PipEntry
 from envgen.process import run
 from envgen.project import Project

@@ -16,7 +16,7 @@ from envgen.cli import cli
 from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages
 from envgen.example.project import PYPI_DISTS, Example, advance_branch, bump_version, republish, serve_example
 from envgen.example.wheels import FixtureDist
-from envgen.lockio.lockfile import read_lock
+from envgen.lockio.store import read_lock
 from envgen.project import Project
 
 ENV = "demo"

@@ -20,8 +20,8 @@ from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
 from envgen.inputs.channels import IndexAccess, expand_url
 from envgen.inputs.matrix import load_matrix
-from envgen.lockio.lockfile import write_lock
-from envgen.lockio.state import input_digests, input_hash
+from envgen.lockio.input_hashes import input_digests, input_hash
+from envgen.lockio.store import write_lock
 from envgen.model import Lock, LockedSource, Pending, PipEntry
 from envgen.project import Project
 from envgen.resolve.conda_stage import virtual_packages

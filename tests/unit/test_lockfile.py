@@ -1,4 +1,4 @@
-"""lockfile.py: rendering and parsing mirror each other, output is canonical, writes are all or nothing."""
+"""lockio: rendering and parsing mirror each other, output is canonical, writes are all or nothing."""
 
 from __future__ import annotations
 
@@ -12,16 +12,11 @@ import filelock
 import pytest
 from conda_lock.lockfile import parse_conda_lock_file
 from envgen.errors import InputError
-from envgen.lockio.lockfile import (
-    parse_lock,
-    parse_lock_yml,
-    parse_sources_toml,
-    read_lock,
-    render_lock_yml,
-    render_sources_toml,
-    write_lock,
-)
-from envgen.lockio.state import LOCK_SCHEMA, env_lock, input_digests, input_hash, recorded_state
+from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
+from envgen.lockio.env_mutex import env_lock
+from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash, recorded_state
+from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
+from envgen.lockio.store import parse_lock, read_lock, write_lock
 from envgen.model import (
     AppliedOverride,
     Cann,

@@ -29,8 +29,8 @@ from envgen.errors import EnvgenError
 from envgen.inputs.matrix import load_env
 from envgen.installer import host_platform, install_env, locked_python, tool_environment, verify_recipe
 from envgen.lockio.exports.derived import derived_files, derived_problems
-from envgen.lockio.lockfile import read_lock
-from envgen.lockio.state import input_hash, project_inputs
+from envgen.lockio.input_hashes import input_hash, project_inputs
+from envgen.lockio.store import read_lock
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock, Matrix, PipEntry, PipPackage
 from envgen.process import run, tail
 from envgen.project import Project

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from envgen.errors import InputError
 from envgen.inputs.matrix import load_env
 from envgen.inputs.toml_reader import did_you_mean
-from envgen.lockio.state import env_lock, input_hash, project_inputs, recorded_packages, recorded_state
+from envgen.lockio.env_mutex import env_lock
+from envgen.lockio.input_hashes import input_hash, project_inputs, recorded_packages, recorded_state
 from envgen.model import Lock
 from envgen.project import Project, cache_dir
 from envgen.resolve.preferences import NO_UPGRADE, Upgrade, package_key

@@ -25,8 +25,8 @@ from envgen.errors import EnvgenError
 from envgen.inputs.channels import IndexAccess, access_index
 from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
-from envgen.lockio.lockfile import read_lock
-from envgen.lockio.state import project_inputs
+from envgen.lockio.input_hashes import project_inputs
+from envgen.lockio.store import read_lock
 from envgen.model import Index, Lock, LockedSource, Matrix, Source
 from envgen.project import Project
 from envgen.redact import redact_url

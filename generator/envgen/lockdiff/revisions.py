@@ -9,7 +9,8 @@ from pathlib import Path
 
 from envgen.errors import InputError
 from envgen.lockdiff.compare import LockDiff, diff_locks
-from envgen.lockio.lockfile import parse_lock, parse_lock_yml
+from envgen.lockio.conda_lock_yml import parse_lock_yml
+from envgen.lockio.store import parse_lock
 from envgen.model import Lock
 from envgen.process import run
 from envgen.project import Project

@@ -11,8 +11,8 @@ from pathlib import Path
 from envgen.errors import InputError
 from envgen.lockdiff.moves import Move, explain_conda, explain_pip, explain_sources, unavailable
 from envgen.lockio.exports.derived import derived_files
-from envgen.lockio.lockfile import read_lock, write_lock
-from envgen.lockio.state import input_hash, project_inputs
+from envgen.lockio.input_hashes import input_hash, project_inputs
+from envgen.lockio.store import read_lock, write_lock
 from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Matrix, Pending, PipEntry
 from envgen.project import Project
 from envgen.recipe.render import render_recipe

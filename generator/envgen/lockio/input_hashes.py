@@ -1,20 +1,16 @@
-"""The cheap facts about an env's lock: its input digests and hash, the hash recorded on disk, the env's file lock.
+"""The input digests of an env's lock and their hash, and the hash recorded on disk.
 
-Kept apart from lockfile.py (which needs conda-lock's models) so a no-op `envgen lock` stays fast.
-"""
+Kept apart from the conda-lock yml module (which needs conda-lock's models) so a no-op `envgen lock` stays fast."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import filelock
 
 from envgen.errors import InputError
 from envgen.model import LockedSource, Matrix
@@ -105,22 +101,6 @@ def recorded_packages(project: Project, env: str) -> set[str]:
         return set(_YML_PACKAGE.findall(project.lock_yml(env).read_text()))
     except (OSError, UnicodeDecodeError):
         return set()
-
-
-@contextlib.contextmanager
-def env_lock(project: Project, env: str) -> Iterator[None]:
-    """Hold locks/.<env>.lock so two `envgen lock` runs on one env do not interleave."""
-    project.locks_dir.mkdir(parents=True, exist_ok=True)
-    guard = filelock.FileLock(project.locks_dir / f".{env}.lock")
-    try:
-        guard.acquire(timeout=0)
-    except filelock.Timeout:
-        log.info("%s: waiting for another `envgen lock` of this env to finish", env)
-        guard.acquire()
-    try:
-        yield
-    finally:
-        guard.release()
 
 
 def project_inputs(
