@@ -22,9 +22,10 @@ from pathlib import Path
 from envgen.commands.check import check_env
 from envgen.commands.lock import lock_env
 from envgen.example.project import serve_example
-from envgen.installer import INSTALLERS, host_platform, install_pip
+from envgen.installer import INSTALLERS, install_pip
 from envgen.lockio.store import read_lock
 from envgen.model import Cann, Index, Matrix, PipEntry, PipPackage
+from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.resolve.pip_stage import lock_pypi
 

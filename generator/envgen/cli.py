@@ -252,8 +252,9 @@ def install_command(
     quiet: bool,
 ) -> None:
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the recipe."""
-    from envgen.installer import host_platform, install_env
+    from envgen.installer import install_env
     from envgen.lockio.store import read_lock
+    from envgen.platforms import host_platform
 
     setup_logging(quiet)
     with reported():

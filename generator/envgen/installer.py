@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import platform as host
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -15,7 +14,7 @@ from uv import find_uv_bin
 
 from envgen.errors import InputError, ToolError, VerificationError
 from envgen.lockio.exports.common import locked_python, trusted_hosts
-from envgen.model import PLATFORMS, Lock, PipEntry
+from envgen.model import Lock, PipEntry
 from envgen.process import run, tail
 from envgen.recipe.render import render_recipe
 from envgen.redact import redact_text
@@ -28,19 +27,6 @@ INSTALLERS: tuple[Installer, ...] = ("pip", "uv")
 
 # What pip and uv print when an artifact's bytes differ from the locked sha256.
 _HASH_MISMATCH = ("DO NOT MATCH THE HASHES", "Hash mismatch")
-
-
-def host_platform() -> str:
-    """The conda platform of this machine (linux-64, linux-aarch64)."""
-    machine = host.machine()
-    found = [p for p, m in PLATFORMS.items() if m == machine and sys.platform == "linux"]
-    if not found:
-        raise InputError(
-            f"this machine ({sys.platform} {machine}) is none of the platforms envgen installs: "
-            f"{', '.join(sorted(PLATFORMS))}",
-            hint="install on a Linux x86_64 or aarch64 host",
-        )
-    return found[0]
 
 
 def pip_requirements(entries: Sequence[PipEntry]) -> str:

@@ -7,9 +7,6 @@ from pathlib import PurePosixPath
 
 from envgen.npu import Npu
 
-# conda subdir -> machine name used in wheel tags and `platform_machine` markers.
-PLATFORMS: dict[str, str] = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
-
 # How a source's requirements are read: a file path inside the tree, or this word for PEP 621 dependencies.
 PYPROJECT = "pyproject"
 

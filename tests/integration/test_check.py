@@ -23,9 +23,9 @@ from envgen.commands.check import (
 )
 from envgen.example.project import Example, bump_version, serve_example
 from envgen.inputs.matrix import load_matrix
-from envgen.installer import host_platform
 from envgen.lockio.store import read_lock
 from envgen.model import ImportCheck, Lock, Matrix
+from envgen.platforms import host_platform
 from envgen.project import Project, cache_dir
 
 from tests.support.venvs import fresh_venv

@@ -15,7 +15,8 @@ from envgen.errors import InputError, ResolutionError, VerificationError
 from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages, package_bytes, write_channel
 from envgen.example.http import serve_directory
 from envgen.model import Cann, Channel, Matrix
-from envgen.resolve.conda_stage import install_conda, python_version, solve_conda, virtual_packages
+from envgen.platforms import virtual_packages
+from envgen.resolve.conda_stage import install_conda, python_version, solve_conda
 
 
 @pytest.fixture(scope="module")

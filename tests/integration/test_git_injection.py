@@ -16,7 +16,8 @@ from envgen.cli import cli
 from envgen.errors import EnvgenError, InputError
 from envgen.example.gitrepos import GitRepo
 from envgen.inputs.untrusted import commit_problem, git_url_problem, ref_problem
-from envgen.lockio.lockfile import parse_sources_toml, render_lock_yml, render_sources_toml
+from envgen.lockio.conda_lock_yml import render_lock_yml
+from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.model import Cann, LockedSource, Matrix, Source
 from envgen.resolve.git_sources import ls_remote, resolve_sources
 

@@ -16,16 +16,10 @@ from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
 from envgen.example.srcprojects import backend_project
 from envgen.example.wheels import FixtureDist, build_wheel
-from envgen.installer import (
-    INSTALLERS,
-    Installer,
-    host_platform,
-    install_env,
-    pip_install_command,
-    pip_requirements,
-    trusted_hosts,
-)
+from envgen.installer import INSTALLERS, Installer, install_env, pip_install_command, pip_requirements
+from envgen.lockio.exports.common import trusted_hosts
 from envgen.model import Cann, Channel, CondaEntry, Index, Lock, LockedSource, Matrix, PipEntry, Source
+from envgen.platforms import host_platform
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import solve_conda
 

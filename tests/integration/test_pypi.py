@@ -17,18 +17,7 @@ import pytest
 from envgen.errors import InputError, ResolutionError, VerificationError
 from envgen.example.http import serve_directory
 from envgen.example.wheels import FixtureDist, build_index
-from envgen.model import (
-    Cann,
-    Index,
-    LockedSource,
-    Matrix,
-    Origin,
-    Override,
-    PipEntry,
-    PipPackage,
-    Requirement,
-    Source,
-)
+from envgen.model import Cann, Index, LockedSource, Matrix, Origin, Override, PipEntry, PipPackage, Requirement, Source
 from envgen.resolve.pip_stage import PypiLock, lock_pypi
 
 MATRIX = "env-templates/test.toml"

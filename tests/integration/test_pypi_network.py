@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from envgen.platforms import platform_tags
 from envgen.resolve.pip_stage import lock_pypi
-from envgen.resolve.uv_pylock import platform_tags
 from packaging.utils import parse_wheel_filename
 
 from tests.support.a5 import a5_pypi_matrix

@@ -23,8 +23,8 @@ from envgen.inputs.matrix import load_matrix
 from envgen.lockio.input_hashes import input_digests, input_hash
 from envgen.lockio.store import write_lock
 from envgen.model import Lock, LockedSource, Pending, PipEntry
+from envgen.platforms import virtual_packages
 from envgen.project import Project
-from envgen.resolve.conda_stage import virtual_packages
 
 STATUS_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "status.schema.json"
 

@@ -21,16 +21,7 @@ from envgen.lockdiff.compare import (
     render_markdown,
     render_text,
 )
-from envgen.model import (
-    AppliedOverride,
-    CondaEntry,
-    Lock,
-    LockedSource,
-    Override,
-    Pending,
-    PipEntry,
-    Source,
-)
+from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Override, Pending, PipEntry, Source
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
 WORKFLOW = Path(__file__).parents[2] / ".github" / "workflows" / "lock-diff.yml"

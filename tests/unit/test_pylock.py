@@ -6,6 +6,7 @@ import itertools
 import tomllib
 
 import pytest
+from envgen import platforms
 from envgen.errors import InputError, ResolutionError
 from envgen.model import Cann, Index, LockedSource, Matrix, Origin, PipPackage, Requirement, Source
 from envgen.resolve import uv_pylock
@@ -32,27 +33,27 @@ def package(*files: str, sdist: str | None = None) -> uv_pylock.LockedPackage:
 
 
 def test_platform_tags_stop_at_the_glibc_floor_and_the_architecture() -> None:
-    tags = uv_pylock.platform_tags(ARM, "3.11", "2.28")
-    platforms = {t.platform for t in tags}
-    assert {"manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64", "any"} <= platforms
-    assert not {p for p in platforms if "x86_64" in p or p.startswith("linux_") or "2_29" in p or "2_34" in p}
+    tags = platforms.platform_tags(ARM, "3.11", "2.28")
+    names = {t.platform for t in tags}
+    assert {"manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64", "any"} <= names
+    assert not {p for p in names if "x86_64" in p or p.startswith("linux_") or "2_29" in p or "2_34" in p}
     assert tags[0] == Tag("cp311", "cp311", "manylinux_2_28_aarch64")
     assert Tag("cp311", "abi3", "manylinux_2_17_aarch64") in tags
     assert Tag("cp312", "cp312", "manylinux_2_28_aarch64") not in tags
-    assert "manylinux1_x86_64" in {t.platform for t in uv_pylock.platform_tags("linux-64", "3.11", "2.28")}
+    assert "manylinux1_x86_64" in {t.platform for t in platforms.platform_tags("linux-64", "3.11", "2.28")}
 
 
 def test_uv_platform_never_exceeds_the_floor() -> None:
-    assert uv_pylock.uv_python_platform(ARM, "2.28") == "aarch64-manylinux_2_28"
-    assert uv_pylock.uv_python_platform("linux-64", "2.30") == "x86_64-manylinux_2_28"
-    assert uv_pylock.uv_python_platform("linux-64", "2.27") == "x86_64-manylinux_2_17"
-    assert uv_pylock.uv_python_platform(ARM, "2.35") == "aarch64-manylinux_2_35"
+    assert platforms.uv_python_platform(ARM, "2.28") == "aarch64-manylinux_2_28"
+    assert platforms.uv_python_platform("linux-64", "2.30") == "x86_64-manylinux_2_28"
+    assert platforms.uv_python_platform("linux-64", "2.27") == "x86_64-manylinux_2_17"
+    assert platforms.uv_python_platform(ARM, "2.35") == "aarch64-manylinux_2_35"
     with pytest.raises(ValueError):
-        uv_pylock.uv_python_platform(ARM, "2.12")
+        platforms.uv_python_platform(ARM, "2.12")
 
 
 def test_choice_prefers_the_most_specific_tag_within_the_floor() -> None:
-    tags = uv_pylock.platform_tags(ARM, "3.11", "2.28")
+    tags = platforms.platform_tags(ARM, "3.11", "2.28")
     files = (
         "torch-2.10.0-cp311-cp311-manylinux_2_34_aarch64.whl",
         "torch-2.10.0-py3-none-any.whl",
@@ -68,7 +69,7 @@ def test_choice_prefers_the_most_specific_tag_within_the_floor() -> None:
 
 
 def test_build_tag_tie_is_resolved_the_same_way_in_any_order() -> None:
-    tags = uv_pylock.platform_tags("linux-64", "3.11", "2.28")
+    tags = platforms.platform_tags("linux-64", "3.11", "2.28")
     files = (
         "torch-2.10.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
         "torch-2.10.0+cpu-3-cp311-cp311-manylinux_2_28_x86_64.whl",
@@ -82,7 +83,7 @@ def test_build_tag_tie_is_resolved_the_same_way_in_any_order() -> None:
 
 
 def test_never_a_wheel_of_another_platform() -> None:
-    tags = uv_pylock.platform_tags(ARM, "3.11", "2.28")
+    tags = platforms.platform_tags(ARM, "3.11", "2.28")
     x86_only = ("torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl",)
     fallback = uv_pylock.choose_artifact(package(*x86_only, sdist="torch-2.10.0.tar.gz"), tags, ARM)
     assert fallback.sdist and fallback.artifact.filename == "torch-2.10.0.tar.gz"
@@ -113,13 +114,13 @@ wheels = [{ url = "https://host/alpha-2.0-py3-none-any.whl", hashes = { sha256 =
     assert alpha.sdist == uv_pylock.Artifact("https://host/alpha-2.0.tar.gz", "bb")
     assert [w.sha256 for w in alpha.wheels] == ["cc"]
     assert zeta.wheels[0].filename == "zeta_pkg-1.0-py3-none-any.whl" and zeta.sdist is None
-    env = uv_pylock.marker_environment(ARM, "3.11")
+    env = platforms.marker_environment(ARM, "3.11")
     assert not uv_pylock.applies(alpha.marker, env)
-    assert uv_pylock.applies(alpha.marker, uv_pylock.marker_environment("linux-64", "3.11"))
+    assert uv_pylock.applies(alpha.marker, platforms.marker_environment("linux-64", "3.11"))
 
 
 def test_depends_follow_markers_and_requested_extras() -> None:
-    env = uv_pylock.marker_environment(ARM, "3.11")
+    env = platforms.marker_environment(ARM, "3.11")
     ray = uv_pylock.parse_metadata(
         "Metadata-Version: 2.1\nName: ray\nVersion: 2.0\n"
         "Requires-Dist: click>=7\n"
@@ -135,7 +136,7 @@ def test_depends_follow_markers_and_requested_extras() -> None:
     assert extras == {"ray": frozenset({"default"}), "yarl": frozenset({"idna"})}
     assert uv_pylock.depends(ray, env, extras["ray"]) == (("aiohttp", ">=3.7"), ("click", "!=8.0.0,>=7"))
     assert uv_pylock.depends(ray, env, ()) == (("click", "!=8.0.0,>=7"),)
-    x86 = uv_pylock.marker_environment("linux-64", "3.11")
+    x86 = platforms.marker_environment("linux-64", "3.11")
     assert ("nvidia-nccl", "") in uv_pylock.depends(ray, x86, ())
 
 

@@ -27,16 +27,18 @@ from packaging.version import InvalidVersion, Version
 from envgen.commands.status import stale_reasons
 from envgen.errors import EnvgenError
 from envgen.inputs.matrix import load_env
-from envgen.installer import host_platform, install_env, locked_python, tool_environment, verify_recipe
+from envgen.installer import install_env, tool_environment, verify_recipe
+from envgen.lockio.exports.common import locked_python
 from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.lockio.store import read_lock
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock, Matrix, PipEntry, PipPackage
+from envgen.platforms import host_platform, marker_environment
 from envgen.process import run, tail
 from envgen.project import Project
 from envgen.redact import redact_text, strip_credentials
 from envgen.resolve.pip_stage import lock_pypi
-from envgen.resolve.uv_pylock import is_vcs, marker_environment
+from envgen.resolve.uv_pylock import is_vcs
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,6 @@ from envgen.model import (
     METADATA,
     NEEDS,
     NONE,
-    PLATFORMS,
     PYPROJECT,
     Cann,
     Channel,
@@ -51,6 +50,7 @@ from envgen.model import (
     Source,
 )
 from envgen.npu import GENERATIONS, SOC_VARIABLE, Npu, soc_version_problem
+from envgen.platforms import OLDEST_GLIBC, PLATFORMS
 from envgen.project import Project
 
 SCHEMA = 1
@@ -81,7 +81,6 @@ _SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAJOR_MINOR = re.compile(r"\d+\.\d+")
 _GLIBC = re.compile(r"2\.\d+")
-OLDEST_GLIBC = 17
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 

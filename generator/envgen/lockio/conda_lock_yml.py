@@ -23,11 +23,7 @@ from envgen.lockio.condalock import (
     write_conda_lock_file,
 )
 from envgen.lockio.input_hashes import LOCK_SCHEMA
-from envgen.model import (
-    CondaEntry,
-    Lock,
-    PipEntry,
-)
+from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.redact import strip_credentials
 
 # --- canonical order -----------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from envgen.errors import InputError
 from envgen.model import LockedSource, Matrix
+from envgen.platforms import virtual_packages
 from envgen.project import Project
-from envgen.resolve.conda_stage import virtual_packages
 
 log = logging.getLogger(__name__)
 

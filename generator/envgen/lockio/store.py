@@ -12,9 +12,7 @@ from pathlib import Path
 from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
-from envgen.model import (
-    Lock,
-)
+from envgen.model import Lock
 from envgen.project import Project
 
 log = logging.getLogger(__name__)

@@ -16,32 +16,11 @@ from rattler.package import BuildString
 
 from envgen.errors import InputError, ResolutionError, VerificationError
 from envgen.inputs.channels import expand_url
-from envgen.model import PLATFORMS, CondaEntry, Matrix
+from envgen.model import CondaEntry, Matrix
+from envgen.platforms import virtual_packages
 from envgen.redact import redact_text, redact_url, strip_credentials
 
 log = logging.getLogger(__name__)
-
-# The kernel the lock assumes: Kylin V10's 4.19, the oldest of the Ascend host OSes (openEuler 22.03 runs 5.10,
-# Ubuntu 22.04 5.15), so nothing locked asks for a newer kernel than every host has.
-LINUX_VERSION = "4.19"
-
-
-def virtual_packages(matrix: Matrix, platform: str) -> tuple[str, ...]:
-    """The virtual packages a lock of `matrix` for `platform` assumes, as `name=version=build`, sorted.
-
-    Explicit rather than detected, so any host locks any platform the same way.
-    """
-    if platform not in PLATFORMS:
-        raise InputError(
-            f"cannot solve conda specs for platform {platform!r}: envgen knows {', '.join(sorted(PLATFORMS))}",
-            hint="list only known platforms in [env] platforms",
-        )
-    return (
-        f"__archspec=1={PLATFORMS[platform]}",
-        f"__glibc={matrix.glibc}=0",
-        f"__linux={LINUX_VERSION}=0",
-        "__unix=0=0",
-    )
 
 
 def _generic(spec: str) -> rattler.GenericVirtualPackage:

@@ -24,6 +24,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
+from envgen import platforms
 from envgen.errors import EnvgenError, InputError, ResolutionError, ToolError, VerificationError
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, Requirement
@@ -293,7 +294,7 @@ def resolve(
             (work / "constraints.txt").write_text("".join(f"{text}\n" for text in constraints))
             cmd += ["--constraints", "constraints.txt"]
         cmd += ["--python-version", python_version]
-        cmd += ["--python-platform", uv_pylock.uv_python_platform(platform, matrix.glibc)]
+        cmd += ["--python-platform", platforms.uv_python_platform(platform, matrix.glibc)]
         cmd += ["--format", "pylock.toml", "--output-file", "pylock.toml", "--no-header"]
         # The interpreter running envgen builds any sdist; --python-version alone decides the resolution.
         cmd += ["--python", sys.executable, "--no-python-downloads", "--color", "never"]
@@ -454,8 +455,8 @@ def lock_pypi(
         environ=environ,
         preferred=preferred,
     )
-    environment = uv_pylock.marker_environment(platform, python_version)
-    tags = uv_pylock.platform_tags(platform, python_version, matrix.glibc)
+    environment = platforms.marker_environment(platform, python_version)
+    tags = platforms.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]
     choices = [uv_pylock.choose_artifact(p, tags, platform) for p in packages]
     hashes = dict(inputs.hashes)

@@ -13,19 +13,14 @@ from urllib.parse import unquote, urlsplit
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
-from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envgen.errors import ResolutionError, ToolError
-from envgen.model import PLATFORMS, PipEntry
+from envgen.model import PipEntry
 from envgen.redact import strip_credentials
 
 log = logging.getLogger(__name__)
-
-# manylinux tags older than PEP 600 name these glibc versions.
-_LEGACY_MANYLINUX = {(2, 17): "manylinux2014", (2, 12): "manylinux2010", (2, 5): "manylinux1"}
-# The oldest glibc each architecture has manylinux wheels for.
-_OLDEST_GLIBC = {"x86_64": 5, "aarch64": 17}
 
 
 @dataclass(frozen=True)
@@ -65,69 +60,6 @@ class Choice:
     @property
     def sdist(self) -> bool:
         return not self.artifact.is_wheel
-
-
-def machine(platform: str) -> str:
-    """The wheel-tag machine name of a conda platform (linux-64 -> x86_64)."""
-    return PLATFORMS[platform]
-
-
-def _glibc_minor(glibc: str) -> int:
-    major, _, minor = glibc.partition(".")
-    if major != "2" or not minor.isdigit():
-        raise ValueError(f"glibc floor {glibc!r} is not of the form 2.N")
-    return int(minor)
-
-
-def manylinux_platforms(platform: str, glibc: str) -> list[str]:
-    """Platform tags a system of this arch and glibc installs, best first (legacy aliases included)."""
-    arch = machine(platform)
-    tags = []
-    for minor in range(_glibc_minor(glibc), _OLDEST_GLIBC[arch] - 1, -1):
-        tags.append(f"manylinux_2_{minor}_{arch}")
-        legacy = _LEGACY_MANYLINUX.get((2, minor))
-        if legacy:
-            tags.append(f"{legacy}_{arch}")
-    return tags
-
-
-def platform_tags(platform: str, python_version: str, glibc: str) -> list[Tag]:
-    """Every wheel tag CPython `python_version` on `platform` (glibc floor `glibc`) accepts, best first."""
-    major, minor = (int(p) for p in python_version.split(".")[:2])
-    interpreter = f"cp{major}{minor}"
-    platforms = manylinux_platforms(platform, glibc)
-    tags = list(cpython_tags((major, minor), abis=[interpreter], platforms=platforms))
-    tags += compatible_tags((major, minor), interpreter=interpreter, platforms=platforms)
-    return tags
-
-
-def uv_python_platform(platform: str, glibc: str) -> str:
-    """The `--python-platform` value uv accepts for this platform and glibc floor (never above the floor)."""
-    minor = _glibc_minor(glibc)
-    # uv 0.13 knows manylinux_2_17, 2_28 and 2_31 .. 2_40; take the highest not above the floor.
-    known = [m for m in (17, 28, *range(31, 41)) if m <= minor]
-    if not known:
-        raise ValueError(f"glibc floor {glibc} is below manylinux_2_17, the oldest uv can target")
-    return f"{machine(platform)}-manylinux_2_{max(known)}"
-
-
-def marker_environment(platform: str, python_version: str) -> dict[str, str]:
-    """The PEP 508 marker environment of CPython `python_version` on Linux `platform`."""
-    parts = python_version.split(".")
-    full = ".".join((parts + ["0", "0"])[:3])
-    return {
-        "implementation_name": "cpython",
-        "implementation_version": full,
-        "os_name": "posix",
-        "platform_machine": machine(platform),
-        "platform_python_implementation": "CPython",
-        "platform_release": "",
-        "platform_system": "Linux",
-        "platform_version": "",
-        "python_full_version": full,
-        "python_version": ".".join(parts[:2]),
-        "sys_platform": "linux",
-    }
 
 
 def _artifact(table: Mapping[str, object], where: str) -> Artifact:

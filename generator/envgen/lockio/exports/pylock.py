@@ -14,7 +14,8 @@ from packaging.utils import canonicalize_name
 
 from envgen.errors import InputError
 from envgen.lockio.exports.common import bare_url, entry_index, header, locked_python
-from envgen.model import PLATFORMS, Lock, PipEntry
+from envgen.model import Lock, PipEntry
+from envgen.platforms import PLATFORMS
 
 LOCK_VERSION = "1.0"
 
