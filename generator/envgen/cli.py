@@ -252,28 +252,21 @@ def install_command(
     quiet: bool,
 ) -> None:
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the recipe."""
-    from envgen.installer import install_env
-    from envgen.lockio.store import read_lock
-    from envgen.platforms import host_platform
+    from envgen.commands.install import install_lock
 
     setup_logging(quiet)
     with reported():
-        proj = project(root)
-        lock = read_lock(proj, env)
-        if lock is None:
-            raise EnvgenError(f"no lock for {env} in {proj.locks_dir}", hint=f"run `envgen lock {env}` first")
-        install_env(
-            lock,
-            proj.install_sh(env),
+        installed = install_lock(
+            project(root),
+            env,
             prefix,
-            platform=host_platform(),
-            venv=venv,
             cache=cache_dir(),
+            venv=venv,
             installer="uv" if installer == "uv" else "pip",
             profiles=profiles,
             skip_cann=skip_cann,
         )
-    click.echo(f"{env}: installed into {prefix.absolute()}", err=True)
+    click.echo(f"{env}: installed into {installed}", err=True)
 
 
 @cli.command("check")

@@ -14,9 +14,10 @@ import pytest
 from envgen.errors import InputError, ResolutionError, VerificationError
 from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages, package_bytes, write_channel
 from envgen.example.http import serve_directory
+from envgen.installer import install_conda
 from envgen.model import Cann, Channel, Matrix
 from envgen.platforms import virtual_packages
-from envgen.resolve.conda_stage import install_conda, python_version, solve_conda
+from envgen.resolve.conda_stage import python_version, solve_conda
 
 
 @pytest.fixture(scope="module")

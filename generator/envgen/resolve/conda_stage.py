@@ -1,4 +1,4 @@
-"""The conda side: solve a matrix's conda specs per platform with rattler, and install locked records."""
+"""The conda side of a lock: solve a matrix's conda specs per platform with rattler."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import rattler
 import rattler.exceptions
 from rattler.package import BuildString
 
-from envgen.errors import InputError, ResolutionError, VerificationError
+from envgen.errors import ResolutionError
 from envgen.inputs.channels import expand_url
 from envgen.model import CondaEntry, Matrix
 from envgen.platforms import virtual_packages
@@ -167,64 +166,3 @@ def python_version(entries: Sequence[CondaEntry]) -> str:
             hint="add one `python X.Y.*` to [conda] specs in the matrix",
         )
     return versions[0]
-
-
-def _record(entry: CondaEntry) -> rattler.RepoDataRecord:
-    """A rattler record of a locked entry: enough for rattler to download, verify and link it."""
-    path = urlsplit(entry.url).path
-    subdir = path.rsplit("/", 2)[-2]
-    file_name = path.rsplit("/", 1)[-1]
-    package = rattler.PackageRecord(
-        name=entry.name,
-        version=entry.version,
-        build=BuildString(entry.build),
-        build_number=0,
-        subdir=subdir,
-        depends=[f"{name} {spec}".strip() for name, spec in entry.depends],
-        md5=bytes.fromhex(entry.md5),
-        sha256=bytes.fromhex(entry.sha256),
-    )
-    channel = entry.url[: entry.url.rindex(f"/{subdir}/")] + "/"
-    return rattler.RepoDataRecord(package, file_name, entry.url, channel)
-
-
-# rattler reports download, hash and link failures alike through these.
-_INSTALL_ERRORS = (
-    rattler.exceptions.InstallerError,
-    rattler.exceptions.TransactionError,
-    rattler.exceptions.LinkError,
-    rattler.exceptions.IoError,
-    rattler.exceptions.CacheDirError,
-)
-
-
-def install_conda(entries: Sequence[CondaEntry], prefix: Path, *, cache: Path) -> None:
-    """Create (or update) the conda prefix `prefix` from one platform's locked entries.
-
-    Packages are downloaded into `cache/conda/pkgs`; rattler checks each http(s) download against its sha256.
-    """
-    platforms = sorted({e.platform for e in entries})
-    if len(platforms) != 1:
-        raise InputError(
-            f"installing into {prefix} needs the conda entries of one platform; got {', '.join(platforms) or 'none'}",
-            hint="pass Lock.conda_for(platform)",
-        )
-    log.info("installing %d conda packages for %s into %s", len(entries), platforms[0], prefix)
-    try:
-        asyncio.run(
-            rattler.install(
-                [_record(e) for e in entries],
-                prefix,
-                cache_dir=cache / "conda" / "pkgs",
-                platform=rattler.Subdir(platforms[0]),
-                show_progress=False,
-                execute_link_scripts=False,
-            )
-        )
-    except _INSTALL_ERRORS as exc:
-        raise VerificationError(
-            f"installing the locked conda packages for {platforms[0]} into {prefix} failed:\n"
-            f"{redact_text(str(exc).strip())}",
-            hint="a hash mismatch means the channel serves other bytes than were locked: re-lock or fix the "
-            "channel; otherwise check the channel is reachable",
-        ) from exc

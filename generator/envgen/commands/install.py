@@ -1,0 +1,41 @@
+"""`envgen install`: the lock of an env installed into a prefix on this host."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from envgen.errors import EnvgenError
+from envgen.installer import Installer, install_env
+from envgen.lockio.store import read_lock
+from envgen.platforms import host_platform
+from envgen.project import Project
+
+
+def install_lock(
+    project: Project,
+    env: str,
+    prefix: Path,
+    *,
+    cache: Path,
+    venv: bool,
+    installer: Installer,
+    profiles: Sequence[str],
+    skip_cann: bool,
+) -> Path:
+    """Install the lock of `env` for this host's platform into `prefix`; returns the prefix's absolute path."""
+    lock = read_lock(project, env)
+    if lock is None:
+        raise EnvgenError(f"no lock for {env} in {project.locks_dir}", hint=f"run `envgen lock {env}` first")
+    install_env(
+        lock,
+        project.install_sh(env),
+        prefix,
+        platform=host_platform(),
+        venv=venv,
+        cache=cache,
+        installer=installer,
+        profiles=profiles,
+        skip_cann=skip_cann,
+    )
+    return prefix.absolute()
