@@ -183,7 +183,7 @@ def diff_command(
     old: str | None, new: str | None, rev: str | None, fmt: str, exit_code: bool, root: Path, quiet: bool
 ) -> None:
     """What changed between two locks: OLD NEW are lock files (locks/a5.yml) or REV:path (HEAD:locks/a5.yml)."""
-    from envgen.lockdiff.compare import render
+    from envgen.lockdiff.render import render
     from envgen.lockdiff.revisions import diff_against_rev, diff_sides, read_side
 
     setup_logging(quiet)

@@ -11,16 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from envgen.lockdiff.compare import (
-    MARKER,
-    OPEN_ROWS,
-    LockDiff,
-    compare_url,
-    diff_locks,
-    render_json,
-    render_markdown,
-    render_text,
-)
+from envgen.lockdiff.compare import LockDiff, compare_url, diff_locks
+from envgen.lockdiff.render import MARKER, OPEN_ROWS, render_json, render_markdown, render_text
 from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Override, Pending, PipEntry, Source
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
