@@ -291,7 +291,8 @@ def check_command(
     as_json: bool,
 ) -> None:
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and imports."""
-    from envgen.commands.check import check_env, render_json, render_report
+    from envgen.commands.check import check_env
+    from envgen.commands.check_report import render_json, render_report
     from envgen.errors import VerificationError
 
     setup_logging(quiet)

@@ -12,15 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands.check import (
-    Hardware,
-    check_env,
-    depends_problems,
-    import_steps,
-    index_problems,
-    pin_problems,
-    solve_step,
-)
+from envgen.commands.check import check_env, solve_step
+from envgen.commands.check_static import depends_problems, index_problems, pin_problems
+from envgen.commands.check_throwaway import Hardware, import_steps
 from envgen.example.project import Example, bump_version, serve_example
 from envgen.inputs.matrix import load_matrix
 from envgen.lockio.store import read_lock

@@ -1,0 +1,223 @@
+"""The static steps of `envgen check`: input hash, matrix pins, dependencies, indexes and the recipe file.
+
+All but static_steps are pure functions of a Lock and its Matrix."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
+
+import rattler
+from packaging.markers import Marker
+from packaging.requirements import Requirement as Pep508
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envgen.commands.check_report import FAILED, OK, Step, step_of
+from envgen.commands.status import stale_reasons
+from envgen.errors import EnvgenError
+from envgen.installer import verify_recipe
+from envgen.lockio.exports.common import locked_python
+from envgen.lockio.exports.derived import derived_files, derived_problems
+from envgen.lockio.input_hashes import input_hash, project_inputs
+from envgen.model import Lock, Matrix, PipEntry, PipPackage
+from envgen.platforms import marker_environment
+from envgen.project import Project
+from envgen.redact import strip_credentials
+from envgen.resolve.uv_pylock import is_vcs
+
+
+def python_of(lock: Lock, matrix: Matrix, platform: str) -> str:
+    return locked_python(lock, platform) or matrix.python
+
+
+def pip_by_name(lock: Lock, platform: str) -> dict[str, PipEntry]:
+    return {canonicalize_name(e.name): e for e in lock.pip_for(platform)}
+
+
+def version_in(specifier: str, version: str) -> bool:
+    try:
+        return SpecifierSet(specifier).contains(Version(version), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
+def _applies(marker: str | None, environment: dict[str, str]) -> bool:
+    return marker is None or Marker(marker).evaluate(environment)
+
+
+def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
+    """Every matrix pin (pip packages, conda specs, sources) that the lock does not satisfy, per platform."""
+    problems: list[str] = []
+    if tuple(sorted(matrix.platforms)) != tuple(sorted(lock.platforms)):
+        problems.append(
+            f"platforms: the matrix has {', '.join(matrix.platforms)}, the lock {', '.join(lock.platforms)}"
+        )
+    provided = {canonicalize_name(s.source.distribution) for s in lock.sources}
+    for platform in lock.platforms:
+        environment = marker_environment(platform, python_of(lock, matrix, platform))
+        entries = pip_by_name(lock, platform)
+        for package in matrix.packages:
+            problems += _package_problems(package, platform, environment, entries, provided, matrix.path)
+        problems += _conda_problems(matrix, lock, platform)
+    locked = {s.source.name: s for s in lock.sources}
+    for source in matrix.sources:
+        found = locked.get(source.name)
+        where = f"{matrix.path}: sources.{source.name}"
+        if found is None:
+            problems.append(f"{where}: not in the lock")
+        elif (found.source.url, found.source.ref, found.source.cherry_picks) != (
+            source.url,
+            source.ref,
+            source.cherry_picks,
+        ):
+            problems.append(f"{where}: the lock has {strip_credentials(found.source.url)} {found.source.ref}")
+        elif len(source.ref) == 40 and source.ref.lower() != found.commit:
+            problems.append(f"{where}: pinned to {source.ref}, locked at {found.commit}")
+    return problems
+
+
+def _package_problems(
+    package: PipPackage,
+    platform: str,
+    environment: dict[str, str],
+    entries: dict[str, PipEntry],
+    provided: AbstractSet[str],
+    path: str,
+) -> list[str]:
+    name = canonicalize_name(package.name)
+    if package.pending is not None or not _applies(package.marker, environment) or name in provided:
+        return []
+    where = f"{path}: pip.packages.{package.name}"
+    entry = entries.get(name)
+    if entry is None:
+        return [f"{where}: not locked for {platform}"]
+    problems = []
+    if package.specifier and not version_in(package.specifier, entry.version):
+        problems.append(f"{where}: wants {package.specifier}, {platform} has {entry.version}")
+    if package.sha256 and package.sha256.lower() != entry.sha256:
+        problems.append(f"{where}: sha256 {package.sha256} in the matrix, {entry.sha256} in the lock ({platform})")
+    return problems
+
+
+def _conda_problems(matrix: Matrix, lock: Lock, platform: str) -> list[str]:
+    problems = []
+    entries = {e.name: e for e in lock.conda_for(platform)}
+    for text in matrix.conda_specs:
+        spec = rattler.MatchSpec(text)
+        name = spec.name.normalized
+        entry = entries.get(name)
+        where = f"{matrix.path}: conda.specs {text!r}"
+        if entry is None:
+            problems.append(f"{where}: {name} is not locked for {platform}")
+        elif spec.version and not rattler.VersionSpec(spec.version).matches(rattler.Version(entry.version)):
+            problems.append(f"{where}: {platform} has {name} {entry.version}")
+        elif spec.build and not fnmatch.fnmatchcase(entry.build, spec.build):
+            problems.append(f"{where}: {platform} has {name} build {entry.build}")
+    return problems
+
+
+def _unmet(
+    name: str, specifier: str, who: str, platform: str, entries: dict[str, PipEntry], satisfied: AbstractSet[str]
+) -> list[str]:
+    """Why `name specifier` is not met by `entries` of `platform` ([] when met or satisfied otherwise)."""
+    key = canonicalize_name(name)
+    if key in satisfied:
+        return []
+    entry = entries.get(key)
+    if entry is None:
+        return [f"{who} requires {name}{specifier}, which is not locked for {platform}"]
+    if specifier and not version_in(specifier, entry.version):
+        return [f"{who} requires {name}{specifier}, {platform} has {entry.version}"]
+    return []
+
+
+def _marker_of(req: Pep508) -> str | None:
+    return str(req.marker) if req.marker else None
+
+
+def depends_problems(lock: Lock, python: Callable[[str], str]) -> list[str]:
+    """Requirements (pip entries' depends, sources' requirement files) the lock does not satisfy, per platform.
+
+    Names provided by a source, pending packages and overridden names are satisfied by construction; an
+    override's own requirement must be satisfied instead. Markers are evaluated for each platform.
+    """
+    overrides = {canonicalize_name(o.override.name): o.override.requirement for o in lock.overrides}
+    satisfied = {canonicalize_name(s.source.distribution) for s in lock.sources}
+    satisfied |= {canonicalize_name(p.name) for p in lock.pending} | set(overrides)
+    problems: list[str] = []
+    for platform in lock.platforms:
+        environment = marker_environment(platform, python(platform))
+        entries = pip_by_name(lock, platform)
+        for entry in lock.pip_for(platform):
+            for name, specifier in entry.depends:
+                problems += _unmet(name, specifier, f"{entry.name} {entry.version}", platform, entries, satisfied)
+        for locked in lock.sources:
+            for req in locked.requirements:
+                parsed = Pep508(req.text)
+                if req.constraint or is_vcs(parsed) or not _applies(_marker_of(parsed), environment):
+                    continue
+                problems += _unmet(parsed.name, str(parsed.specifier), str(req.origin), platform, entries, satisfied)
+        for name, requirement in sorted(overrides.items()):
+            parsed = Pep508(requirement)
+            if _applies(_marker_of(parsed), environment):
+                problems += _unmet(
+                    parsed.name, str(parsed.specifier), f"override {name}", platform, entries, satisfied - {name}
+                )
+    return problems
+
+
+def index_problems(matrix: Matrix, lock: Lock) -> list[str]:
+    """Packages from an index they may not come from: explicit indexes serve only the packages naming them."""
+    explicit = {i.name for i in lock.indexes if i.explicit}
+    packages = {canonicalize_name(p.name): p for p in matrix.packages}
+    problems = []
+    for entry in lock.pip:
+        package = packages.get(canonicalize_name(entry.name))
+        wanted = package.index_for(entry.platform) if package else None
+        came = entry.index or "a direct URL"
+        if wanted and entry.index != wanted and not (package and package.url):
+            problems.append(
+                f"{entry.name} {entry.version} ({entry.platform}) must come from {wanted}, came from {came}"
+            )
+        elif entry.index in explicit and entry.index != wanted:
+            problems.append(
+                f"{entry.name} {entry.version} ({entry.platform}) came from the explicit index {entry.index}, "
+                "which serves only the packages that name it"
+            )
+    return problems
+
+
+# --- static checks (effects: files) ----------------------------------------------------------------------
+
+
+def static_steps(project: Project, lock: Lock, matrix: Matrix) -> list[Step]:
+    """Input hash, pins, dependencies, indexes, the derived files and the recipe file."""
+    current = project_inputs(project, matrix, lock.sources)
+    stale = list(stale_reasons(lock.inputs, current, matrix.path))
+    if not stale and input_hash(current) != lock.input_hash:
+        stale.append(f"input hash {lock.input_hash[:12]} recorded, {input_hash(current)[:12]} now")
+    steps = [
+        step_of(
+            "static: input hash", [f"{r}: re-lock with `envgen lock {lock.env}`" for r in stale], lock.input_hash[:12]
+        ),
+        step_of("static: matrix pins", pin_problems(matrix, lock), f"{len(lock.platforms)} platforms"),
+        step_of("static: dependencies", depends_problems(lock, lambda p: python_of(lock, matrix, p))),
+        step_of("static: indexes", index_problems(matrix, lock)),
+        step_of(
+            "static: derived files",
+            [
+                f"{p}: re-lock with `envgen lock {lock.env} --force`"
+                for p in derived_problems(project.locks_dir, lock, matrix)
+            ],
+            f"{len(derived_files(lock, matrix))} files",
+        ),
+    ]
+    try:
+        verify_recipe(lock, project.install_sh(lock.env))
+        steps.append(Step("static: recipe", OK, str(project.install_sh(lock.env).relative_to(project.root))))
+    except EnvgenError as exc:
+        steps.append(Step("static: recipe", FAILED, exc.message))
+    return steps

@@ -1,0 +1,220 @@
+"""The throwaway-env steps of `envgen check`: install into a temporary env, pip check, the import checks."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from shlex import quote
+
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as Pep508
+from packaging.utils import canonicalize_name
+
+from envgen.commands.check_report import FAILED, OK, SKIPPED, Step, step_of
+from envgen.commands.check_static import pip_by_name, version_in
+from envgen.errors import EnvgenError
+from envgen.installer import install_env, tool_environment
+from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock
+from envgen.process import run, tail
+from envgen.redact import redact_text
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What this host offers: CANN (its set_env.sh exists) and an NPU (`npu-smi` on PATH)."""
+
+    set_env: str
+    cann: bool
+    npu: bool
+
+
+def detect_hardware(lock: Lock) -> Hardware:
+    set_env = os.environ.get("ASCEND_SET_ENV") or (lock.cann.set_env if lock.cann else DEFAULT_CANN_SET_ENV)
+    # Several scripts are ':'-separated; the first one missing is the one a skip names.
+    missing = [script for script in set_env.split(CANN_SCRIPT_SEPARATOR) if not Path(script).is_file()]
+    return Hardware(missing[0] if missing else set_env, not missing, shutil.which("npu-smi") is not None)
+
+
+@contextmanager
+def throwaway_dir(env: str, *, keep: bool) -> Iterator[Path]:
+    """A temporary directory removed on success, failure and interrupt, unless `keep`."""
+    path = Path(tempfile.mkdtemp(prefix=f"envgen-check-{env}-"))
+    try:
+        yield path
+    finally:
+        if keep:
+            log.warning("kept the throwaway env of %s at %s", env, path)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+_IMPORTS = r"""
+import importlib, importlib.metadata, json, sys
+results = {}
+for module, distribution in json.loads(sys.argv[1]):
+    try:
+        importlib.import_module(module)
+        version = importlib.metadata.version(distribution) if distribution else None
+        results[module] = {"ok": True, "version": version}
+    except BaseException as exc:
+        results[module] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+print(json.dumps(results))
+"""
+
+
+def _activation(prefix: Path, env: str, venv: bool) -> str:
+    if venv:
+        return f". {quote(str(prefix / 'bin' / 'activate'))}"
+    hook = prefix / "etc" / "conda" / "activate.d" / f"envgen-{env}.sh"
+    return f'export PATH={quote(str(prefix / "bin"))}:"$PATH"; . {quote(str(hook))}'
+
+
+def _expected_version(check: ImportCheck, lock: Lock, platform: str) -> str | None:
+    if check.version:
+        return check.version
+    entry = pip_by_name(lock, platform).get(canonicalize_name(_distribution(check)))
+    return entry.version if entry else None
+
+
+def _distribution(check: ImportCheck) -> str:
+    """The distribution whose version an import check compares: the one named, else the module's own name."""
+    return check.distribution or check.module
+
+
+def _skip_reason(check: ImportCheck, hardware: Hardware, skipped: AbstractSet[str]) -> str | None:
+    if check.needs == "cann" and not hardware.cann:
+        return f"needs CANN; {hardware.set_env} not found"
+    if check.needs == "npu" and not hardware.npu:
+        return "needs an NPU; npu-smi is not on PATH"
+    if check.distribution and canonicalize_name(check.distribution) in skipped:
+        return f"{check.distribution} comes from a source that was skipped (needs CANN)"
+    return None
+
+
+def import_steps(
+    lock: Lock,
+    prefix: Path,
+    platform: str,
+    *,
+    venv: bool,
+    hardware: Hardware,
+    require_npu: bool,
+    skipped: AbstractSet[str],
+) -> list[Step]:
+    """The matrix's import checks in the activated env (one interpreter), each with its expected version."""
+    reasons = {c.module: _skip_reason(c, hardware, skipped) for c in lock.checks}
+    expected = {c.module: _expected_version(c, lock, platform) for c in lock.checks}
+    runnable = [c for c in lock.checks if reasons[c.module] is None]
+    results: dict[str, dict[str, object]] = {}
+    if runnable:
+        # A version to compare needs a distribution to read it from, named or not.
+        wanted = [c.distribution or (c.module if expected[c.module] else None) for c in runnable]
+        argument = json.dumps([[c.module, d] for c, d in zip(runnable, wanted, strict=True)])
+        script = f'{_activation(prefix, lock.env, venv)}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$1"'
+        proc = run(["sh", "-c", script, _IMPORTS, argument], env=tool_environment(), check=False)
+        try:
+            results = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (IndexError, json.JSONDecodeError):
+            detail = redact_text(tail(proc.stderr or proc.stdout, 5))
+            results = {c.module: {"ok": False, "error": f"the import check did not run: {detail}"} for c in runnable}
+    steps = []
+    for check in lock.checks:
+        reason = reasons[check.module]
+        if reason is not None:
+            steps.append(Step(f"import {check.module}", FAILED if require_npu else SKIPPED, reason))
+        else:
+            steps.append(_import_step(check, results.get(check.module, {}), expected[check.module]))
+    return steps
+
+
+def _import_step(check: ImportCheck, result: dict[str, object], expected: str | None) -> Step:
+    name = f"import {check.module}"
+    if not result.get("ok"):
+        return Step(name, FAILED, str(result.get("error", "no result")))
+    version = result.get("version")
+    if expected and isinstance(version, str) and not version_in(f"=={expected}", version):
+        return Step(name, FAILED, f"{_distribution(check)} {version} installed, {expected} expected")
+    return Step(name, OK, f"{_distribution(check)} {version}" if version else "")
+
+
+def pip_check_step(prefix: Path, ignored: AbstractSet[str]) -> Step:
+    """`pip check` of the env, minus requirements on pending packages and skipped sources (reported apart)."""
+    proc = run([prefix / "bin" / "python", "-m", "pip", "check"], env=tool_environment(), check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.strip() and "No broken requirements" not in line]
+    problems = []
+    for line in lines:
+        words = line.replace(",", " ").split()
+        # "x 1.0 requires y, which is not installed." / "x 1.0 has requirement y>=2, but you have y 1.0."
+        target = words[3] if len(words) > 3 and words[2] == "requires" else words[4] if len(words) > 4 else ""
+        try:
+            name: str = canonicalize_name(Pep508(target).name)
+        except InvalidRequirement:
+            name = ""
+        if name not in ignored:
+            problems.append(line)
+    if proc.returncode != 0 and not lines:
+        problems.append(redact_text(tail(proc.stderr, 5)))
+    return step_of("env: pip check", problems)
+
+
+InstallFn = Callable[..., None]
+
+
+def throwaway_steps(
+    lock: Lock,
+    recipe: Path,
+    *,
+    platform: str,
+    venv: bool,
+    cache: Path,
+    require_npu: bool,
+    keep: bool,
+    install: InstallFn = install_env,
+) -> tuple[list[Step], str | None]:
+    """Install into a temporary env, run pip check and the import checks; the env is removed unless `keep`.
+
+    Two kinds of env: a rattler prefix of the lock's conda part (the path for real channels, whose python is
+    a real CPython), or with `venv` a venv of this interpreter (the honest path when the channel is a fixture:
+    its python is a stand-in, which install_env refuses to pip-install through). Sources and checks needing
+    CANN or an NPU the host lacks are skipped with the reason; `require_npu` makes them fail instead.
+    """
+    hardware = detect_hardware(lock)
+    cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
+    skip_cann = bool(cann_sources) and not hardware.cann and not require_npu
+    steps: list[Step] = []
+    with throwaway_dir(lock.env, keep=keep) as tmp:
+        prefix = tmp / "env"
+        log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, prefix)
+        kind = "venv" if venv else "conda prefix"
+        try:
+            install(lock, recipe, prefix, platform=platform, venv=venv, cache=cache, skip_cann=skip_cann)
+        except EnvgenError as exc:
+            steps.append(Step(f"env: install ({kind})", FAILED, exc.message))
+            steps.append(Step("env: pip check", SKIPPED, "the install failed"))
+            steps += [Step(f"import {c.module}", SKIPPED, "the install failed") for c in lock.checks]
+            return steps, str(tmp) if keep else None
+        steps.append(
+            Step(
+                f"env: install ({kind})", OK, f"{len(lock.pip_for(platform))} pip packages, {len(lock.sources)} sources"
+            )
+        )
+        skipped = {canonicalize_name(s.distribution) for s in cann_sources} if skip_cann else set()
+        if skip_cann:
+            names = ", ".join(s.name for s in cann_sources)
+            steps.append(Step("env: sources needing CANN", SKIPPED, f"{names}: {hardware.set_env} not found"))
+        ignored = skipped | {canonicalize_name(p.name) for p in lock.pending}
+        steps.append(pip_check_step(prefix, ignored))
+        steps += import_steps(
+            lock, prefix, platform, venv=venv, hardware=hardware, require_npu=require_npu, skipped=skipped
+        )
+        return steps, str(tmp) if keep else None
