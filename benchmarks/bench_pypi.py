@@ -22,10 +22,12 @@ from pathlib import Path
 import uv
 from envgen.example.http import serve_directory
 from envgen.example.wheels import FixtureDist, build_index
+from envgen.inputs.channels import access_index
 from envgen.model import Cann, Index, Matrix, PipPackage
 from envgen.platforms import uv_python_platform
 from envgen.process import run
-from envgen.resolve.pip_stage import access_index, gather_inputs, lock_pypi, uv_environment
+from envgen.resolve.pip_stage import gather_inputs, lock_pypi
+from envgen.resolve.uv_compile import uv_environment
 
 # Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from the repository
 # root (pytest's `pythonpath`), and so does this benchmark, wherever it is started from.

@@ -8,9 +8,11 @@ import tomllib
 import pytest
 from envgen import platforms
 from envgen.errors import InputError, ResolutionError
+from envgen.inputs.channels import access_index
 from envgen.model import Cann, Index, LockedSource, Matrix, Origin, PipPackage, Requirement, Source
 from envgen.resolve import uv_pylock
-from envgen.resolve.pip_stage import access_index, entry_index, gather_inputs, render_pyproject, render_uv_config
+from envgen.resolve.pip_stage import entry_index, gather_inputs
+from envgen.resolve.uv_compile import render_pyproject, render_uv_config
 from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
 

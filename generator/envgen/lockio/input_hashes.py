@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -16,8 +15,6 @@ from envgen.errors import InputError
 from envgen.model import LockedSource, Matrix
 from envgen.platforms import virtual_packages
 from envgen.project import Project
-
-log = logging.getLogger(__name__)
 
 # Bumped when the meaning of a lock's files changes; part of every input hash, so old locks read as stale.
 LOCK_SCHEMA = 1

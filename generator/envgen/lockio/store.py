@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import tempfile
 from collections.abc import Sequence
@@ -14,8 +13,6 @@ from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.model import Lock
 from envgen.project import Project
-
-log = logging.getLogger(__name__)
 
 
 def _read_text(path: Path) -> str:

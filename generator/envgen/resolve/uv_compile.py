@@ -1,0 +1,220 @@
+"""One `uv pip compile` run: the generated project and uv.toml, uv's environment, its failures explained."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import uv
+from packaging.requirements import Requirement as Pep508
+from packaging.utils import canonicalize_name
+
+from envgen import platforms
+from envgen.errors import EnvgenError, ResolutionError, ToolError
+from envgen.inputs.channels import IndexAccess
+from envgen.model import Matrix, Origin, PipEntry, Requirement
+from envgen.process import run, tail
+from envgen.redact import redact_text, redact_url
+from envgen.resolve.preferences import render_pylock
+
+UV_TIMEOUT = 1800.0
+
+
+PROJECT_NAME = "envgen-inputs"
+# Variables uv may need to reach an index (TLS roots, proxies); nothing else of the caller's env is passed.
+_PROXY_ENV = ("ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+_PASSED_ENV = ("PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR", *_PROXY_ENV, *(v.lower() for v in _PROXY_ENV))
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")]+")
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What goes to uv for one platform.
+
+    `requirements` are PEP 508 strings with origins (those flagged `constraint` only limit versions);
+    `pins` maps a package to the index it must come from; `excluded` are names uv must not resolve (provided
+    by a source, or pending); `direct` are packages locked by URL, and `hashes` maps those the matrix locks
+    to the sha256 it gives.
+    """
+
+    requirements: tuple[Requirement, ...]
+    pins: tuple[tuple[str, str], ...] = ()
+    excluded: tuple[str, ...] = ()
+    direct: tuple[str, ...] = ()
+    hashes: tuple[tuple[str, tuple[str, Origin]], ...] = ()
+
+
+def _toml_str(value: str) -> str:
+    # A JSON string (ASCII, escaped) is a valid TOML basic string.
+    return json.dumps(value)
+
+
+def render_pyproject(inputs: Inputs, indexes: Sequence[IndexAccess], python_version: str) -> str:
+    """The generated project uv resolves: dependencies, and per-package index pins for this platform."""
+    deps = "".join(f"    {_toml_str(r.text)},\n" for r in inputs.requirements if not r.constraint)
+    lines = [
+        "[project]",
+        f"name = {_toml_str(PROJECT_NAME)}",
+        'version = "0"',
+        f"requires-python = {_toml_str('>=' + python_version)}",
+        f"dependencies = [\n{deps}]",
+        "",
+        "[tool.uv.sources]",
+    ]
+    lines += [f"{_toml_str(name)} = {{ index = {_toml_str(index)} }}" for name, index in inputs.pins]
+    lines.append("")
+    # uv checks the names a source pins against the project's own index list, so it is repeated here.
+    lines += _render_indexes(indexes, "tool.uv.index")
+    return "\n".join(lines)
+
+
+def _render_indexes(indexes: Sequence[IndexAccess], table: str) -> list[str]:
+    lines: list[str] = []
+    first_default = next((i.name for i in indexes if not i.explicit), None)
+    for index in indexes:
+        lines += [f"[[{table}]]", f"name = {_toml_str(index.name)}", f"url = {_toml_str(index.url)}"]
+        if index.explicit:
+            lines.append("explicit = true")
+        elif index.name == first_default:
+            lines.append("default = true")
+        lines.append("")
+    return lines
+
+
+def render_uv_config(indexes: Sequence[IndexAccess], overrides: Sequence[str]) -> str:
+    """The uv.toml given with --config-file: the matrix's indexes, overrides and trusted hosts, nothing else."""
+    trusted = sorted({i.trusted_host for i in indexes if i.trusted_host})
+    lines = [
+        f"override-dependencies = [{', '.join(_toml_str(o) for o in overrides)}]",
+        f"allow-insecure-host = [{', '.join(_toml_str(h) for h in trusted)}]",
+        "",
+    ]
+    return "\n".join(lines + _render_indexes(indexes, "index"))
+
+
+def uv_environment(indexes: Sequence[IndexAccess], cache: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """uv's environment: its cache, TLS and proxy settings, index credentials; no UV_*/PIP_* of the caller."""
+    env = {k: environ[k] for k in _PASSED_ENV if k in environ}
+    env["UV_CACHE_DIR"] = str(cache / "uv")
+    env["UV_NO_PROGRESS"] = "1"
+    for index in indexes:
+        env.update(index.env)
+    return env
+
+
+def _mentioned(text: str) -> set[str]:
+    return {canonicalize_name(m.group(0)) for m in _NAME.finditer(text)}
+
+
+def _index_for_url(url: str, indexes: Sequence[IndexAccess]) -> IndexAccess | None:
+    return next((i for i in indexes if url.startswith(i.url.rstrip("/") + "/") or url == i.url), None)
+
+
+def explain_failure(
+    stderr: str, inputs: Inputs, indexes: Sequence[IndexAccess], matrix: Matrix, platform: str, offline: bool
+) -> EnvgenError:
+    """Turn uv's failure into an error naming the platform, the requirements involved and their origins."""
+    secrets = tuple(s for i in indexes for s in i.secrets)
+    said = redact_text(tail(stderr), secrets)
+    urls = [m.group(0).rstrip(".,:;") for m in _URL.finditer(stderr)]
+    reached = [i for i in (_index_for_url(u, indexes) for u in urls) if i is not None]
+    if reached and re.search(r"\b(401|403)\b|[Uu]nauthorized|[Ff]orbidden|authentication", stderr):
+        index = reached[0]
+        return ResolutionError(
+            f"index {index.name} at {index.shown} refused access while locking {platform}\n{said}",
+            hint=f"check the credentials of index {index.name} (user:token@ or ${{VAR}} in its URL)",
+        )
+    if "No solution found" in stderr:
+        if offline and ("offline" in stderr or "cache" in stderr):
+            return ResolutionError(
+                f"cannot lock PyPI packages for {platform} offline: uv's cache lacks what they need\n{said}",
+                hint="run once without --offline to fill the cache",
+            )
+        names = _mentioned(stderr)
+        involved = [r for r in inputs.requirements if canonicalize_name(name_of(r.text)) in names]
+        listed = "".join(f"\n  {r.text}  ({r.origin})" for r in involved) or "\n  (none of the inputs named)"
+        wanted: list[str] = sorted({canonicalize_name(name_of(r.text)) for r in involved}) or ["<name>"]
+        overrides = ", ".join(f"[overrides.{n}]" for n in wanted)
+        return ResolutionError(
+            f"no PyPI resolution for {platform}; these requirements conflict:{listed}\nuv says:\n{said}",
+            hint=f"relax one of them, or add {overrides} (requirement + reason) to {matrix.path}",
+        )
+    if reached:
+        index = reached[0]
+        trust = (
+            f"if you trust the host, set trusted_host in channels/{index.name}.toml; "
+            if re.search(r"certificate|ssl|tls", stderr, re.IGNORECASE) and not index.trusted_host
+            else ""
+        )
+        return ResolutionError(
+            f"cannot reach index {index.name} at {index.shown} while locking {platform}\n{said}",
+            hint=f"check the URL in channels/{index.name}.toml, the network or proxy; {trust}"
+            "or re-lock from cache with --offline",
+        )
+    if urls:
+        shown_urls = ", ".join(sorted({redact_url(u) for u in urls}))
+        return ResolutionError(
+            f"uv could not fetch {shown_urls} while locking {platform}\n{said}",
+            hint="check the URLs in the matrix and the network",
+        )
+    return ToolError(f"uv pip compile failed for {platform}:\n{said}", hint="read uv's message above")
+
+
+def name_of(text: str) -> str:
+    return Pep508(text).name
+
+
+def run_uv_compile(
+    matrix: Matrix,
+    platform: str,
+    python_version: str,
+    inputs: Inputs,
+    indexes: Sequence[IndexAccess],
+    *,
+    cache: Path,
+    offline: bool,
+    environ: Mapping[str, str],
+    preferred: Sequence[PipEntry] = (),
+) -> str:
+    """Run `uv pip compile` on the generated project; returns the pylock.toml text uv wrote.
+
+    `preferred` (the previous lock's pins) is written as the existing output file, which uv keeps where the
+    inputs allow.
+    """
+    overrides = [o.requirement for o in matrix.overrides]
+    secrets = tuple(s for i in indexes for s in i.secrets)
+    with tempfile.TemporaryDirectory(prefix="envgen-uv-") as tmp:
+        work = Path(tmp)
+        (work / "pyproject.toml").write_text(render_pyproject(inputs, indexes, python_version))
+        (work / "uv.toml").write_text(render_uv_config(indexes, overrides))
+        if preferred:
+            (work / "pylock.toml").write_text(render_pylock(preferred))
+        cmd = [uv.find_uv_bin(), "pip", "compile", "pyproject.toml"]
+        # --config-file replaces every config uv would discover (user, system, project): only ours counts.
+        cmd += ["--config-file", "uv.toml"]
+        if inputs.excluded:
+            (work / "excludes.txt").write_text("".join(f"{name}\n" for name in inputs.excluded))
+            cmd += ["--excludes", "excludes.txt"]
+        constraints = [r.text for r in inputs.requirements if r.constraint]
+        if constraints:
+            # `-c` files of the sources limit versions without requiring anything.
+            (work / "constraints.txt").write_text("".join(f"{text}\n" for text in constraints))
+            cmd += ["--constraints", "constraints.txt"]
+        cmd += ["--python-version", python_version]
+        cmd += ["--python-platform", platforms.uv_python_platform(platform, matrix.glibc)]
+        cmd += ["--format", "pylock.toml", "--output-file", "pylock.toml", "--no-header"]
+        # The interpreter running envgen builds any sdist; --python-version alone decides the resolution.
+        cmd += ["--python", sys.executable, "--no-python-downloads", "--color", "never"]
+        if offline:
+            cmd.append("--offline")
+        env = uv_environment(indexes, cache, environ)
+        proc = run(cmd, cwd=work, env=env, timeout=UV_TIMEOUT, check=False, secrets=secrets)
+        if proc.returncode != 0:
+            raise explain_failure(proc.stderr, inputs, indexes, matrix, platform, offline)
+        return (work / "pylock.toml").read_text()
