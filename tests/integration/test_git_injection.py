@@ -19,7 +19,8 @@ from envgen.inputs.untrusted import commit_problem, git_url_problem, ref_problem
 from envgen.lockio.conda_lock_yml import render_lock_yml
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.model import Cann, LockedSource, Matrix, Source
-from envgen.resolve.git_sources import ls_remote, resolve_sources
+from envgen.resolve.git_remote import ls_remote
+from envgen.resolve.git_sources import resolve_sources
 
 TEMPLATES = Path(__file__).parents[1] / "data" / "matrices"
 

@@ -13,7 +13,7 @@ from envgen.example.gitrepos import GitRepo, side_commit
 from envgen.example.srcprojects import backend_project
 from envgen.model import Cann, Lock, LockedSource, Profile, Source
 from envgen.recipe.render import render_recipe
-from envgen.resolve.git_sources import PICK_ENV
+from envgen.resolve.git_cache import PICK_ENV
 
 from tests.support.venvs import fresh_venv
 

@@ -13,7 +13,8 @@ import pytest
 from envgen.errors import InputError, ResolutionError
 from envgen.example.gitrepos import GitRepo, python_project, side_commit
 from envgen.model import PYPROJECT, Cann, LockedSource, Matrix, Source
-from envgen.resolve.git_sources import ls_remote, resolve_sources, upstream_commit
+from envgen.resolve.git_remote import ls_remote, upstream_commit
+from envgen.resolve.git_sources import resolve_sources
 
 
 @pytest.fixture(autouse=True)
@@ -133,7 +134,7 @@ def test_fetch_falls_back_when_the_server_refuses_a_sha(
     repo = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"}, allow_sha_wants=False)
     inner = repo.rev()
     repo.commit({"a.txt": "2\n"}, "tip")
-    with caplog.at_level(logging.INFO, logger="envgen.resolve.git_sources"):
+    with caplog.at_level(logging.INFO, logger="envgen.resolve"):
         (locked,) = resolve_sources(matrix(source("lib", repo, inner)), cache=cache)
     assert locked.commit == inner and "fetching all refs" in caplog.text
 
@@ -161,7 +162,7 @@ def test_unreachable_remote_of_a_full_sha_ref_is_named_without_a_fallback_fetch(
     cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = "http://127.0.0.1:9/org/repo.git"
-    with caplog.at_level(logging.INFO, logger="envgen.resolve.git_sources"), pytest.raises(ResolutionError) as err:
+    with caplog.at_level(logging.INFO, logger="envgen.resolve"), pytest.raises(ResolutionError) as err:
         resolve_sources(matrix(source("mindspeed", url, "0c6c0ceaa523a96032dee1539a52032155e6404e")), cache=cache)
     assert f"source mindspeed: cannot reach git remote {url}" in str(err.value)
     assert "fetching all refs" not in caplog.text
@@ -246,7 +247,7 @@ def test_requirements_includes_markers_indexes_and_git_lines(
         source("shared-lib", shared, "main", editable=True),
         source("other", other, "main", requirements=("r.txt",)),
     )
-    with caplog.at_level(logging.WARNING, logger="envgen.resolve.git_sources"):
+    with caplog.at_level(logging.WARNING, logger="envgen.resolve"):
         locked = resolve_sources(m, cache=cache)
 
     assert [x.source.name for x in locked] == ["verl", "transferqueue", "shared-lib", "other"]

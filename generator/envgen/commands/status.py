@@ -30,7 +30,7 @@ from envgen.lockio.store import read_lock
 from envgen.model import Index, Lock, LockedSource, Matrix, Source
 from envgen.project import Project
 from envgen.redact import redact_url
-from envgen.resolve.git_sources import upstream_commit
+from envgen.resolve.git_remote import upstream_commit
 
 log = logging.getLogger(__name__)
 

@@ -191,7 +191,7 @@ def _install(python: str, requirements: Sequence[str] | set[str], source: Source
     if not requirements:
         return
     # Imported here: the uv stage imports nothing of this module, and this keeps one home for uv's settings.
-    from envgen.resolve.pip_stage import render_uv_config, uv_environment
+    from envgen.resolve.uv_compile import render_uv_config, uv_environment
 
     indexes = settings.for_source(source)
     with tempfile.TemporaryDirectory(prefix="envgen-build-reqs-") as tmp:

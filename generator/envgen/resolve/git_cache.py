@@ -1,0 +1,177 @@
+"""envgen's cache of git repositories: one bare repository per URL, commits fetched by sha, cherry-picks applied."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from filelock import FileLock
+
+from envgen.errors import InputError, ResolutionError
+from envgen.process import run, tail
+from envgen.redact import redact_text, redact_url
+from envgen.resolve.git_remote import git_env, ls_remote
+
+logger = logging.getLogger(__name__)
+
+FETCH_TIMEOUT = 3600.0
+
+
+# Cherry-picks are committed by this identity at this date, so the commit they produce is the same on every
+# machine and a recipe can verify it.
+PICK_ENV = {
+    "GIT_COMMITTER_NAME": "envgen",
+    "GIT_COMMITTER_EMAIL": "envgen@localhost",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+00:00",
+}
+
+
+# Neither signing nor the user's message cleanup may change the commit a cherry-pick produces.
+PICK_ARGS = ("cherry-pick", "--no-gpg-sign", "--cleanup=verbatim")
+
+
+@dataclass(frozen=True)
+class CachedRepo:
+    """A bare repository under <cache>/git/ holding the commits fetched from one canonical URL."""
+
+    path: Path
+    url: str
+    source: str
+
+    def git(self, *args: str, check: bool = True, extra: Mapping[str, str] | None = None) -> str:
+        return run(["git", *args], cwd=self.path, env=git_env(extra), timeout=FETCH_TIMEOUT, check=check).stdout
+
+    def has_commit(self, sha: str) -> bool:
+        proc = run(
+            ["git", "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}"],
+            cwd=self.path,
+            env=git_env(),
+            check=False,
+        )
+        return proc.returncode == 0
+
+    def read(self, commit: str, path: str) -> bytes | None:
+        """A text file of the tree at `commit` (newlines normalised), or None when it does not exist."""
+        cmd = ["git", "cat-file", "blob", "--end-of-options", f"{commit}:{path}"]
+        try:
+            proc = run(cmd, cwd=self.path, env=git_env(), check=False)
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"source {self.source} at commit {commit}: {path} is not UTF-8 text ({exc.reason})",
+                hint="a requirement file must be UTF-8; pin another ref or add overrides in the matrix",
+            ) from exc
+        return proc.stdout.encode() if proc.returncode == 0 else None
+
+    def export(self, commit: str, dest: Path) -> None:
+        """The tree of `commit` as plain files under `dest` (through `git archive`; no worktree left behind)."""
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = dest.parent / f"{dest.name}.tar"
+        self.git("archive", "--format=tar", "-o", str(archive), commit)
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+        archive.unlink()
+
+    def fetch(self, sha: str, *, depth: int, what: str) -> None:
+        """Make `sha` present: one shallow fetch by sha, or all refs when the server refuses that."""
+        if self.has_commit(sha):
+            return
+        shallow = run(
+            ["git", "fetch", "--quiet", f"--depth={depth}", "--", "origin", sha],
+            cwd=self.path,
+            env=git_env(),
+            timeout=FETCH_TIMEOUT,
+            check=False,
+        )
+        if shallow.returncode == 0 and self.has_commit(sha):
+            return
+        ls_remote(self.url, source=self.source)  # an unreachable remote gets its own message, not a fallback
+        logger.info("source %s: %s cannot fetch %s by sha; fetching all refs", self.source, redact_url(self.url), sha)
+        unshallow = ["--unshallow"] if self.git("rev-parse", "--is-shallow-repository").strip() == "true" else []
+        full = run(
+            [
+                "git",
+                "fetch",
+                "--quiet",
+                *unshallow,
+                "--",
+                "origin",
+                "+refs/heads/*:refs/remotes/origin/*",
+                "+refs/tags/*:refs/tags/*",
+            ],
+            cwd=self.path,
+            env=git_env(),
+            timeout=FETCH_TIMEOUT,
+            check=False,
+        )
+        if full.returncode != 0:
+            raise ResolutionError(
+                f"source {self.source}: fetching {what} {sha} from {redact_url(self.url)} failed:\n"
+                f"{redact_text(tail(shallow.stderr + full.stderr, 5))}",
+                hint="check that the commit exists upstream",
+            )
+        if not self.has_commit(sha):
+            raise ResolutionError(
+                f"source {self.source}: {what} {sha} does not exist at {redact_url(self.url)}",
+                hint="check the sha (force-pushed away?) or pin a branch or tag in the matrix instead",
+            )
+
+
+@contextmanager
+def cached_repo(cache: Path, url: str, source: str) -> Iterator[CachedRepo]:
+    """The cache repository of `url`, created on first use and held exclusively (sources may share a URL)."""
+    root = cache / "git"
+    root.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(url).path.strip("/"))[-60:].strip("-.") or "repo"
+    path = root / f"{slug}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.git"
+    with FileLock(f"{path}.lock"):
+        repo = CachedRepo(path, url, source)
+        if not (path / "HEAD").exists():
+            path.mkdir(parents=True, exist_ok=True)
+            repo.git("init", "--quiet", "--bare")
+        # Set on every use (it is idempotent), so a repository an interrupted run left without it still works.
+        repo.git("config", "--", "remote.origin.url", url)
+        yield repo
+
+
+def apply_cherry_picks(repo: CachedRepo, commit: str, picks: tuple[str, ...]) -> tuple[str, ...]:
+    """Apply `picks` in order on `commit` in a scratch worktree; the commit each one produced."""
+    scratch = Path(tempfile.mkdtemp(prefix="envgen-picks-"))
+    tree = scratch / "tree"
+    repo.git("worktree", "add", "--quiet", "--detach", "--", str(tree), commit)
+    produced: list[str] = []
+    try:
+        for pick in picks:
+            head = produced[-1] if produced else commit
+            proc = run(["git", *PICK_ARGS, "--end-of-options", pick], cwd=tree, env=git_env(PICK_ENV), check=False)
+            if proc.returncode != 0:
+                raise _pick_failed(repo, tree, head, pick, proc.stderr)
+            produced.append(run(["git", "rev-parse", "HEAD"], cwd=tree, env=git_env()).stdout.strip())
+    finally:
+        repo.git("worktree", "remove", "--force", "--", str(tree), check=False)
+        repo.git("worktree", "prune", check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return tuple(produced)
+
+
+def _pick_failed(repo: CachedRepo, tree: Path, head: str, pick: str, stderr: str) -> ResolutionError:
+    conflicts = run(["git", "diff", "--name-only", "--diff-filter=U"], cwd=tree, env=git_env(), check=False)
+    files = sorted(conflicts.stdout.split())
+    run(["git", "cherry-pick", "--abort"], cwd=tree, env=git_env(), check=False)
+    if files:
+        return ResolutionError(
+            f"source {repo.source}: cherry-pick of {pick} onto {head} conflicts in {', '.join(files)}",
+            hint="drop or replace that cherry-pick in the matrix, or pin a ref it applies to",
+        )
+    return ResolutionError(
+        f"source {repo.source}: cherry-pick of {pick} onto {head} failed:\n{redact_text(tail(stderr, 5))}",
+        hint="a cherry-pick that is already contained in the ref leaves nothing to commit: drop it from the matrix",
+    )

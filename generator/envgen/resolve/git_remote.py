@@ -1,0 +1,96 @@
+"""A git remote's refs: `git ls-remote`, a ref resolved to its commit, the environment every git call runs in."""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import re
+from collections.abc import Mapping
+
+from envgen.errors import ResolutionError
+from envgen.model import Source
+from envgen.process import run, tail
+from envgen.redact import redact_text, redact_url
+
+logger = logging.getLogger(__name__)
+
+SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+GIT_PROTOCOLS = "https:http:ssh:file"
+
+
+LS_REMOTE_TIMEOUT = 300.0
+
+
+MIRROR_HINT = (
+    "check the URL and your network; if the host is blocked, point git at a mirror with "
+    '`git config --global url."<mirror>/".insteadOf "<host>/"` (see docs/mirrors.md)'
+)
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The user's environment (so their git config, insteadOf mirrors and credentials apply), never prompting."""
+    env = dict(os.environ)
+    # Only the transports a source URL may name: `ext::` and other helpers would run a command.
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_ALLOW_PROTOCOL=GIT_PROTOCOLS)
+    env.update(extra or {})
+    return env
+
+
+def ls_remote(url: str, *, source: str | None = None) -> dict[str, str]:
+    """Every ref the remote advertises (`HEAD`, `refs/heads/…`, `refs/tags/…`) -> commit, tags peeled."""
+    proc = run(["git", "ls-remote", "--", url], env=git_env(), timeout=LS_REMOTE_TIMEOUT, check=False)
+    if proc.returncode != 0:
+        raise unreachable(url, source, proc.stderr)
+    return parse_ls_remote(proc.stdout)
+
+
+def parse_ls_remote(text: str) -> dict[str, str]:
+    """`git ls-remote` output as ref -> commit; an annotated tag maps to the commit its `^{}` line names."""
+    refs: dict[str, str] = {}
+    peeled: dict[str, str] = {}
+    for line in text.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref.endswith("^{}"):
+            peeled[ref[:-3]] = sha
+        elif ref:
+            refs[ref] = sha
+    refs.update(peeled)
+    return dict(sorted(refs.items()))
+
+
+def resolve_ref(refs: Mapping[str, str], ref: str, *, url: str, source: str) -> str:
+    """The commit `ref` names among `refs` (a full ref, `HEAD`, a tag, then a branch, as git looks them up)."""
+    tag, branch = refs.get(f"refs/tags/{ref}"), refs.get(f"refs/heads/{ref}")
+    if tag and branch and tag != branch:
+        logger.warning("source %s: %r is both a tag and a branch at %s; using the tag", source, ref, redact_url(url))
+    found = refs.get(ref) if ref == "HEAD" or ref.startswith("refs/") else tag or branch
+    if found:
+        return found
+    names = sorted({r.removeprefix("refs/heads/").removeprefix("refs/tags/") for r in refs if _named(r)})
+    close = difflib.get_close_matches(ref, names, n=3, cutoff=0.5)
+    hint = f"closest branches/tags: {', '.join(close)}" if close else "no branch or tag has a similar name"
+    raise ResolutionError(
+        f"source {source}: ref {ref!r} not found at {redact_url(url)}",
+        hint=f"{hint}; fix `ref` in the matrix, or give a full 40-hex commit",
+    )
+
+
+def upstream_commit(source: Source) -> str:
+    """The commit the source's ref names upstream now (a full-sha ref names itself)."""
+    if SHA.match(source.ref):
+        return source.ref
+    return resolve_ref(ls_remote(source.url, source=source.name), source.ref, url=source.url, source=source.name)
+
+
+def _named(ref: str) -> bool:
+    return ref.startswith(("refs/heads/", "refs/tags/"))
+
+
+def unreachable(url: str, source: str | None, stderr: str) -> ResolutionError:
+    who = f"source {source}: " if source else ""
+    return ResolutionError(
+        f"{who}cannot reach git remote {redact_url(url)}:\n{redact_text(tail(stderr, 5))}", hint=MIRROR_HINT
+    )
