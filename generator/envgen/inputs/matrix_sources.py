@@ -1,0 +1,202 @@
+"""The [sources.<name>] and [install] sections of a matrix: git sources, their refs and cherry-picks, install order."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from envgen.inputs.matrix_sections import PROJECT_NAME, SectionReader, dict_or_empty
+from envgen.inputs.toml_reader import (
+    KeyPath,
+    as_table,
+    check_keys,
+    did_you_mean,
+    get_bool,
+    get_env,
+    get_str,
+    get_str_list,
+    get_table,
+)
+from envgen.inputs.untrusted import FULL_SHA, git_url_problem, ref_problem
+from envgen.model import (
+    DEPENDENCY_MODES,
+    METADATA,
+    NONE,
+    PYPROJECT,
+    Source,
+)
+
+INSTALL_MODES = ("editable", "plain")
+
+_SOURCE_KEYS = (
+    "url",
+    "ref",
+    "distribution",
+    "install",
+    "pythonpath",
+    "env",
+    "build-isolation",
+    "submodules",
+    "needs-cann",
+    "build-index",
+    "requirements",
+    "cherry-picks",
+    "dependencies",
+    "dependencies-reason",
+)
+_SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class SourceSectionReader(SectionReader):
+    """[sources.<name>], [install] order, and names that would collide after normalisation."""
+
+    def sources(self, data: dict[str, Any]) -> list[Source]:
+        out: list[Source] = []
+        for name, value in get_table(self.p, data, ("sources",)).items():
+            source = self.source(("sources", name), name, value)
+            if source is not None:
+                out.append(source)
+        return out
+
+    def source(self, path: KeyPath, name: str, value: object) -> Source | None:
+        table = as_table(self.p, path, value)
+        if table is None:
+            return None
+        before = len(self.p.items)
+        check_keys(self.p, path, table, _SOURCE_KEYS, ("url", "ref"))
+        if not _SOURCE_NAME.fullmatch(name):
+            self.p.add(path, f"source name '{name}' must be letters, digits, '.', '_' or '-'")
+        url = get_str(self.p, table, (*path, "url"))
+        url_problem = git_url_problem(url) if url is not None else None
+        if url_problem:
+            self.p.add((*path, "url"), url_problem)
+        ref = get_str(self.p, table, (*path, "ref"))
+        problem = ref_problem(ref) if ref is not None else None
+        if problem:
+            self.p.add((*path, "ref"), problem)
+        distribution = get_str(self.p, table, (*path, "distribution"), default=name) or name
+        if not PROJECT_NAME.fullmatch(distribution):
+            self.p.add((*path, "distribution"), f"'{distribution}' is not a valid Python project name")
+        install = get_str(self.p, table, (*path, "install"), default="editable")
+        if install is not None and install not in INSTALL_MODES:
+            self.p.add(
+                (*path, "install"),
+                f"'{install}'{did_you_mean(install, INSTALL_MODES)}; expected one of: {', '.join(INSTALL_MODES)}",
+            )
+        build_index = None
+        if "build-index" in table:
+            index = self.pip_index((*path, "build-index"), table["build-index"])
+            build_index = index.name if index else None
+        requirements: list[str] = []
+        for key, file in get_str_list(self.p, table, (*path, "requirements")):
+            posix = PurePosixPath(file)
+            if file != PYPROJECT and (posix.is_absolute() or ".." in posix.parts or "\\" in file):
+                self.p.add(key, f"'{file}' must be a relative path inside the source tree, or \"{PYPROJECT}\"")
+            elif file in requirements:
+                self.p.add(key, f"'{file}' is listed twice")
+            else:
+                requirements.append(file)
+        picks: list[str] = []
+        for key, sha in get_str_list(self.p, table, (*path, "cherry-picks")):
+            if not FULL_SHA.fullmatch(sha):
+                self.p.add(key, f"'{sha}' is not a full 40-hex commit; cherry-picks name commits by full sha")
+            elif sha.lower() in picks:
+                self.p.add(key, f"commit {sha} is cherry-picked twice")
+            else:
+                picks.append(sha.lower())
+        dependencies, dependencies_reason = self.dependencies(path, table, requirements)
+        pythonpath = get_bool(self.p, table, (*path, "pythonpath"), default=False)
+        build_isolation = get_bool(self.p, table, (*path, "build-isolation"), default=True)
+        needs_cann = get_bool(self.p, table, (*path, "needs-cann"), default=False)
+        submodules = get_bool(self.p, table, (*path, "submodules"), default=False)
+        env = get_env(self.p, table, (*path, "env"))
+        if len(self.p.items) > before or url is None or ref is None:
+            return None
+        return Source(
+            name=name,
+            url=url,
+            ref=ref.lower() if FULL_SHA.fullmatch(ref) else ref,
+            distribution=distribution,
+            cherry_picks=tuple(picks),
+            editable=install == "editable",
+            pythonpath=pythonpath,
+            env=env,
+            build_isolation=build_isolation,
+            needs_cann=needs_cann,
+            build_index=build_index,
+            requirements=tuple(requirements),
+            submodules=submodules,
+            dependencies=dependencies,
+            dependencies_reason=dependencies_reason,
+        )
+
+    def dependencies(self, path: KeyPath, table: dict[str, Any], requirements: list[str]) -> tuple[str, str | None]:
+        """Which requirements of a source count: metadata (default), files, or none with its reason."""
+        mode = get_str(self.p, table, (*path, "dependencies"), default=METADATA) or METADATA
+        if mode not in DEPENDENCY_MODES:
+            self.p.add(
+                (*path, "dependencies"),
+                f"'{mode}'{did_you_mean(mode, DEPENDENCY_MODES)}; expected one of: {', '.join(DEPENDENCY_MODES)}",
+            )
+        reason = get_str(self.p, table, (*path, "dependencies-reason"), empty=True)
+        if mode == NONE and (reason is None or not reason.strip()):
+            self.p.add(
+                (*path, "dependencies"),
+                '"none" needs `dependencies-reason`: say why nothing the source declares is honoured',
+            )
+        elif mode != NONE and reason is not None:
+            self.p.add((*path, "dependencies-reason"), 'only dependencies = "none" takes a reason')
+        if mode == NONE and requirements:
+            self.p.add(
+                (*path, "requirements"),
+                'dependencies = "none" counts no requirement file; remove `requirements` or use "files"',
+            )
+        return mode, reason if mode == NONE else None
+
+    def order(self, data: dict[str, Any], sources: list[Source]) -> tuple[Source, ...]:
+        """Sources named in install.order first, in that order, then the others in declaration order."""
+        path: KeyPath = ("install",)
+        table = self.section(data, path, ("order",)) or {}
+        declared = list(dict_or_empty(data.get("sources")))
+        named: list[str] = []
+        for key, name in get_str_list(self.p, table, (*path, "order")):
+            if name not in declared:
+                self.p.add(
+                    key,
+                    f"unknown source '{name}'{did_you_mean(name, declared)}; sources: {', '.join(declared) or 'none'}",
+                )
+            elif name in named:
+                self.p.add(key, f"source '{name}' is named twice")
+            else:
+                named.append(name)
+        rank = {name: i for i, name in enumerate(named)}
+        return tuple(sorted(sources, key=lambda s: (rank.get(s.name, len(rank)), declared.index(s.name))))
+
+    def check_names(self, data: dict[str, Any]) -> None:
+        """Names equal after PEP 503 normalisation would fight over one distribution: report the later one."""
+        pip = dict_or_empty(data.get("pip"))
+        packages = dict_or_empty(pip.get("packages"))
+        sources = dict_or_empty(data.get("sources"))
+        seen: dict[str, str] = {}
+        names: dict[str, str] = {}
+        for name, table in sources.items():
+            if not self.claim(names, name, ("sources", name), f"source '{name}'"):
+                continue
+            written = table.get("distribution") if isinstance(table, dict) else None
+            distribution = written if isinstance(written, str) and written else name
+            key: KeyPath = ("sources", name, "distribution") if written else ("sources", name)
+            self.claim(seen, distribution, key, f"the distribution '{distribution}' of source '{name}'")
+        for name in packages:
+            self.claim(seen, name, ("pip", "packages", name), f"pip package '{name}'")
+
+    def claim(self, seen: dict[str, str], name: str, path: KeyPath, what: str) -> bool:
+        """Record `name` as taken by `what`; False (and a problem) when another entry took it already."""
+        normal = canonicalize_name(name)
+        if normal in seen:
+            self.p.add(path, f"{what} is the same name as {seen[normal]} after normalisation ('{normal}')")
+            return False
+        seen[normal] = what
+        return True
