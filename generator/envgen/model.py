@@ -300,7 +300,7 @@ class Pending:
 
 @dataclass(frozen=True)
 class Lock:
-    """Everything resolved for one env. Tuples are kept in canonical order (see lockfile.py)."""
+    """Everything resolved for one env. Tuples are kept in canonical order (see lockio/conda_lock_yml.py)."""
 
     env: str
     platforms: tuple[str, ...]
