@@ -10,11 +10,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
 
 import rattler
 import rattler.exceptions
-from rattler.package import BuildString
 from uv import find_uv_bin
 
 from envgen.errors import InputError, ToolError, VerificationError
@@ -23,6 +21,7 @@ from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.process import run, tail
 from envgen.recipe.render import render_recipe
 from envgen.redact import redact_text
+from envgen.resolve.conda_stage import repodata_record
 
 log = logging.getLogger(__name__)
 
@@ -46,25 +45,6 @@ def tool_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]
     env = {k: v for k, v in environ.items() if not k.startswith(dropped)}
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", UV_NO_CONFIG="1")
     return env
-
-
-def _record(entry: CondaEntry) -> rattler.RepoDataRecord:
-    """A rattler record of a locked entry: enough for rattler to download, verify and link it."""
-    path = urlsplit(entry.url).path
-    subdir = path.rsplit("/", 2)[-2]
-    file_name = path.rsplit("/", 1)[-1]
-    package = rattler.PackageRecord(
-        name=entry.name,
-        version=entry.version,
-        build=BuildString(entry.build),
-        build_number=0,
-        subdir=subdir,
-        depends=[f"{name} {spec}".strip() for name, spec in entry.depends],
-        md5=bytes.fromhex(entry.md5),
-        sha256=bytes.fromhex(entry.sha256),
-    )
-    channel = entry.url[: entry.url.rindex(f"/{subdir}/")] + "/"
-    return rattler.RepoDataRecord(package, file_name, entry.url, channel)
 
 
 # rattler reports download, hash and link failures alike through these.
@@ -92,7 +72,7 @@ def install_conda(entries: Sequence[CondaEntry], prefix: Path, *, cache: Path) -
     try:
         asyncio.run(
             rattler.install(
-                [_record(e) for e in entries],
+                [repodata_record(e) for e in entries],
                 prefix,
                 cache_dir=cache / "conda" / "pkgs",
                 platform=rattler.Subdir(platforms[0]),

@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import rattler
 import rattler.exceptions
@@ -147,10 +148,29 @@ async def _offered(
     return locked, tuple(e for e in preferred if e.sha256 not in by_sha)
 
 
+def repodata_record(entry: CondaEntry) -> rattler.RepoDataRecord:
+    """A rattler record of a locked entry: enough for rattler to download, verify and link it."""
+    path = urlsplit(entry.url).path
+    subdir = path.rsplit("/", 2)[-2]
+    file_name = path.rsplit("/", 1)[-1]
+    package = rattler.PackageRecord(
+        name=entry.name,
+        version=entry.version,
+        build=BuildString(entry.build),
+        build_number=0,
+        subdir=subdir,
+        depends=[f"{name} {spec}".strip() for name, spec in entry.depends],
+        md5=bytes.fromhex(entry.md5),
+        sha256=bytes.fromhex(entry.sha256),
+    )
+    channel = entry.url[: entry.url.rindex(f"/{subdir}/")] + "/"
+    return rattler.RepoDataRecord(package, file_name, entry.url, channel)
+
+
 def admits(name: str, spec: str, entry: CondaEntry) -> bool:
     """Whether the conda requirement `name spec` (a depends string's parts) admits the locked `entry`."""
     try:
-        return bool(rattler.MatchSpec(f"{name} {spec}".strip()).matches(_record(entry)))
+        return bool(rattler.MatchSpec(f"{name} {spec}".strip()).matches(repodata_record(entry)))
     except (rattler.exceptions.InvalidMatchSpecError, ValueError):
         # A spec rattler cannot read says nothing about the entry (the solve itself read it).
         return True
