@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from envgen.commands.check import CheckReport, Step, render_json
+from envgen.commands.check_report import CheckReport, Step, render_json
 
 REPO = Path(__file__).resolve().parents[2]
 
