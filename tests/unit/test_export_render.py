@@ -8,9 +8,10 @@ import pytest
 from envgen.errors import InputError
 from envgen.lockio.exports.common import direct_url, written_url
 from envgen.lockio.exports.derived import derived_files, derived_problems
+from envgen.lockio.exports.nix import render_nix
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
 from envgen.lockio.exports.requirements_txt import expected_requirements, parse_requirements, render_requirements
-from envgen.model import CondaEntry, Index, Lock, PipEntry
+from envgen.model import CondaEntry, Index, Lock, Pending, PipEntry
 
 SHA_A, SHA_B, SHA_C = "a" * 64, "b" * 64, "c" * 64
 
@@ -122,4 +123,20 @@ def test_missing_edited_and_stale_derived_files_are_named(tmp_path: Path) -> Non
     assert problems == [
         "locks/a5.linux-64.requirements.txt belongs to another lock (input hash 111111111111)",
         "locks/pylock.a5-linux-64.toml belongs to another lock (input hash 111111111111)",
+        "locks/a5.nix belongs to another lock (input hash 111111111111)",
     ]
+
+
+def test_a_nix_file_with_another_hash_is_named(tmp_path: Path) -> None:
+    _write_all(tmp_path, lock())
+    nix = tmp_path / "a5.nix"
+    nix.write_text(nix.read_text().replace(SHA_C, "0" * 64))
+    (problem,) = derived_problems(tmp_path, lock(), None)
+    assert problem.startswith("locks/a5.nix does not carry the yml's artifacts and hashes: not in the lock: (")
+    assert f"missing: ('https://extra.example/f/triton_ascend-3.2.0.whl', '{SHA_C}')" in problem
+
+
+def test_nix_strings_escape_interpolation_and_quotes() -> None:
+    hostile = lock(pending=(Pending("x", 'a "quote" ${builtins.abort "no"} \\ end'),))
+    text = render_nix(hostile)
+    assert r'note = "a \"quote\" \${builtins.abort \"no\"} \\ end";' in text

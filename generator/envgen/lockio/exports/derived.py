@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envgen.errors import InputError
+from envgen.lockio.exports.nix import expected_nix, nix_name, parse_nix, render_nix
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, pylock_name, render_pylock
 from envgen.lockio.exports.requirements_txt import (
     expected_requirements,
@@ -29,7 +30,8 @@ class Derived:
 
 
 def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
-    """Every file derived from `lock`, in a fixed order: per platform its requirements.txt and pylock."""
+    """Every file derived from `lock`, in a fixed order: per platform its requirements.txt and pylock, then
+    the Nix expression of every platform."""
     files: list[Derived] = []
     for platform in lock.platforms:
         files.append(
@@ -48,6 +50,7 @@ def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
                 expected_pylock(lock, platform),
             )
         )
+    files.append(Derived(nix_name(lock.env), render_nix(lock), parse_nix, expected_nix(lock)))
     return files
 
 

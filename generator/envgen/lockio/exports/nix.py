@@ -1,0 +1,178 @@
+"""Lock → locks/<env>.nix: the lock as a Nix expression that evaluates without nixpkgs (pure).
+
+Every artifact is a `fetchurl` attribute set (`builtins.fetchurl pkg.fetchurl` realises it, checked against its
+sha256) and every git source a `fetchGit` one (`builtins.fetchGit src.fetchGit`); the rest is the recipe's data.
+The expression is plain data: evaluating it fetches nothing, so `nix-instantiate --eval --strict --json` works
+offline and shows exactly the lock's URLs and hashes. flake.nix at the repository root builds dev shells from it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from posixpath import basename
+from typing import TypeAlias
+from urllib.parse import unquote, urlsplit
+
+from packaging.utils import canonicalize_name
+
+from envgen.lockio.exports.common import bare_url, header, locked_python
+from envgen.model import PLATFORMS, CondaEntry, Lock, LockedSource, PipEntry
+
+Value: TypeAlias = str | bool | None | Sequence["Value"] | Mapping[str, "Value"]
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_'-]*")
+_KEYWORDS = {"if", "then", "else", "assert", "with", "let", "in", "rec", "inherit", "or"}
+# Characters a Nix store path name may hold; anything else in a file name becomes "-".
+_STORE_NAME = re.compile(r"[^A-Za-z0-9+._?=-]")
+
+
+def nix_system(platform: str) -> str:
+    """The Nix system of a conda platform (linux-64 -> x86_64-linux)."""
+    return f"{PLATFORMS[platform]}-linux"
+
+
+def _string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("${", "\\${")
+    escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def _key(name: str) -> str:
+    return name if _IDENTIFIER.fullmatch(name) and name not in _KEYWORDS else _string(name)
+
+
+def _render(value: Value, indent: str) -> str:
+    inner = indent + "  "
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, Mapping):
+        if not value:
+            return "{ }"
+        items = "".join(f"{inner}{_key(k)} = {_render(v, inner)};\n" for k, v in value.items())
+        return "{\n" + items + indent + "}"
+    if not value:
+        return "[ ]"
+    return "[\n" + "".join(f"{inner}{_render(v, inner)}\n" for v in value) + indent + "]"
+
+
+def store_name(url: str) -> str:
+    """The file name of `url` as a valid store path name (percent-escapes decoded, other characters replaced)."""
+    name = _STORE_NAME.sub("-", unquote(basename(urlsplit(url).path)))
+    return name.lstrip(".") or "artifact"
+
+
+def _fetchurl(url: str, sha256: str) -> dict[str, Value]:
+    return {"url": bare_url(url), "sha256": sha256, "name": store_name(url)}
+
+
+def _conda(entry: CondaEntry) -> dict[str, Value]:
+    return {
+        "name": entry.name,
+        "version": entry.version,
+        "build": entry.build,
+        "md5": entry.md5,
+        "fetchurl": _fetchurl(entry.url, entry.sha256),
+    }
+
+
+def _pip(entry: PipEntry) -> dict[str, Value]:
+    return {
+        "name": canonicalize_name(entry.name),
+        "version": entry.version,
+        "index": entry.index,
+        "fetchurl": _fetchurl(entry.url, entry.sha256),
+    }
+
+
+def _platform(lock: Lock, platform: str) -> dict[str, Value]:
+    return {
+        "system": nix_system(platform),
+        "python": locked_python(lock, platform),
+        "conda": [_conda(e) for e in lock.conda_for(platform)],
+        "pip": [_pip(e) for e in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))],
+    }
+
+
+def _fetchgit(url: str, rev: str) -> dict[str, Value]:
+    # allRefs: a locked commit (or a cherry-pick) need not be on the default branch.
+    return {"url": url, "rev": rev, "allRefs": True}
+
+
+def _source(locked: LockedSource) -> dict[str, Value]:
+    source = locked.source
+    url = bare_url(source.url)
+    return {
+        "name": source.name,
+        "distribution": source.distribution,
+        "url": url,
+        "ref": source.ref,
+        "rev": locked.commit,
+        "fetchGit": _fetchgit(url, locked.commit),
+        "cherryPicks": [{"rev": pick, "fetchGit": _fetchgit(url, pick)} for pick in source.cherry_picks],
+        "picked": list(locked.picked),
+        "tree": locked.tree or None,
+        "editable": source.editable,
+        "pythonpath": source.pythonpath,
+        "buildIsolation": source.build_isolation,
+        "needsCann": source.needs_cann,
+        "env": dict(source.env),
+    }
+
+
+def lock_value(lock: Lock) -> dict[str, Value]:
+    """The data locks/<env>.nix holds (what `nix-instantiate --eval --strict --json` prints of it)."""
+    cann = lock.cann
+    return {
+        "env": lock.env,
+        "inputHash": lock.input_hash,
+        "systems": {nix_system(p): p for p in lock.platforms},
+        "platforms": {p: _platform(lock, p) for p in lock.platforms},
+        "sources": [_source(s) for s in lock.sources],
+        "order": [s.source.name for s in lock.sources],
+        "activation": {
+            "env": dict(lock.activation_env),
+            "profiles": {p.name: {"description": p.description, "env": dict(p.env)} for p in lock.profiles},
+        },
+        "cann": None if cann is None else {"version": cann.version, "setEnv": cann.set_env, "note": cann.note},
+        "overrides": [
+            {"name": o.override.name, "requirement": o.override.requirement, "reason": o.override.reason}
+            for o in lock.overrides
+        ],
+        "pending": [{"name": p.name, "note": p.note} for p in lock.pending],
+    }
+
+
+def nix_name(env: str) -> str:
+    return f"{env}.nix"
+
+
+def render_nix(lock: Lock) -> str:
+    """locks/<env>.nix: the Lock as Nix data, every artifact and source as fetcher arguments."""
+    lines = header(lock, f"The lock of env {lock.env} as a Nix expression; it needs no nixpkgs to evaluate.")
+    lines += [
+        "# builtins.fetchurl p.fetchurl realises an artifact (checked against its sha256), builtins.fetchGit",
+        "# s.fetchGit a source at its locked commit. `nix develop .#" + lock.env + "` (flake.nix) builds a shell",
+        "# from it. CANN and the NPU driver are system software, outside this file.",
+    ]
+    return "\n".join(lines) + "\n" + _render(lock_value(lock), "") + "\n"
+
+
+_FETCHURL = re.compile(r'fetchurl = \{\s*url = "([^"]*)";\s*sha256 = "([0-9a-f]{64})";')
+
+
+def parse_nix(text: str, where: str) -> tuple[tuple[str, str], ...]:
+    """The (url, sha256) of every `fetchurl` set in a file render_nix wrote, sorted (`where` is unused: a file
+    of another shape simply lists other artifacts)."""
+    del where
+    return tuple(sorted(_FETCHURL.findall(text)))
+
+
+def expected_nix(lock: Lock) -> tuple[tuple[str, str], ...]:
+    """What locks/<env>.nix must list: every artifact of the yml with its sha256, per platform."""
+    artifacts = [(e.url, e.sha256) for e in lock.conda] + [(e.url, e.sha256) for e in lock.pip]
+    return tuple(sorted((bare_url(url), sha256) for url, sha256 in artifacts))
