@@ -163,6 +163,32 @@ def show_command(env: str, root: Path, as_json: bool) -> None:
     click.echo(render_json(matrix) if as_json else render_text(matrix), nl=False)
 
 
+@cli.command("export")
+@click.argument("env")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["requirements", "pylock", "nix", "cyclonedx"]),
+    required=True,
+    help="requirements.txt (pip, hashes), PEP 751 pylock.toml (uv), a Nix expression, a CycloneDX 1.6 SBOM.",
+)
+@click.option("--platform", help="The platform (requirements, pylock: default this host's; cyclonedx: default all).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE, not stdout.")
+@root_option
+def export_command(env: str, fmt: str, platform: str | None, output: Path | None, root: Path) -> None:
+    """Write the lock of ENV in another format, from locks/ alone (nothing is resolved)."""
+    from envgen.commands.export import export_lock, write_export
+
+    with reported():
+        text = export_lock(project(root), env, fmt, platform=platform)
+        if output is not None:
+            write_export(output, text)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        click.echo(f"{env}: {fmt} written to {output}", err=True)
+
+
 @cli.command("diff")
 @click.argument("old", required=False)
 @click.argument("new", required=False)

@@ -83,6 +83,8 @@ def test_the_demo_runs_every_step_and_leaves_nothing_behind(tmp_path: Path) -> N
     lock1, check, bump, lock2, diff, status = in_order(out, BANNERS)
 
     assert out.count("demo: locked (") == 2
+    for name in ("demo.yml", "demo.linux-64.requirements.txt", "pylock.demo-linux-aarch64.toml", "demo.nix"):
+        assert re.search(rf"#   {re.escape(name)} +\d+ bytes\n", out[lock1:check]), name
     assert re.search(r"check demo \(linux-(64|aarch64)\): ok\n", out[check:bump])
     assert re.search(r"ok +import rollout: rollout 0\.23\.0\n", out[check:bump])
     assert '-demo-torch = { version = "==2.10.0" }\n+demo-torch = { version = "==2.10.1" }' in out[bump:lock2]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
 from envgen.cli import cli
 from envgen.example.project import Example, serve_example
 from envgen.installer import tool_environment
@@ -247,3 +249,59 @@ def test_check_fails_on_a_hand_edited_or_missing_derived_file(example: Example) 
     code, out, _ = envgen(example, "check", ENV, "--venv", "--no-solve")
     assert code == 4
     assert f"locks/pylock.{ENV}-{HOST}.toml is missing: re-lock with `envgen lock {ENV} --force`" in out
+
+
+def test_export_writes_each_format_on_demand(example: Example, tmp_path: Path) -> None:
+    lock = locked(example)
+    locks = example.root / "locks"
+    out = tmp_path / "out" / "r.txt"
+    code, _, err = envgen(
+        example, "export", ENV, "--format", "requirements", "--platform", "linux-aarch64", "-o", str(out)
+    )
+    assert code == 0, err
+    assert out.read_bytes() == (locks / f"{ENV}.linux-aarch64.requirements.txt").read_bytes()
+    code, stdout, _ = envgen(example, "export", ENV, "--format", "pylock", "--platform", "linux-64")
+    assert code == 0 and stdout == (locks / f"pylock.{ENV}-linux-64.toml").read_text()
+    code, stdout, _ = envgen(example, "export", ENV, "--format", "nix")
+    assert code == 0 and stdout == (locks / f"{ENV}.nix").read_text()
+
+    code, _, err = envgen(example, "export", ENV, "--format", "pylock", "--platform", "linux-ppc64le")
+    assert code == 2
+    assert f"--platform linux-ppc64le: the lock of {ENV} has no such part (it has {', '.join(lock.platforms)})" in err
+    code, _, err = envgen(example, "export", "nope", "--format", "nix")
+    assert code == 2 and "no lock for nope" in err
+
+
+def test_the_sbom_is_valid_cyclonedx_16_with_one_component_per_artifact_and_source(example: Example) -> None:
+    lock = locked(example)
+    code, stdout, err = envgen(example, "export", ENV, "--format", "cyclonedx")
+    assert code == 0, err
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(stdout) is None
+    bom = json.loads(stdout)
+    assert bom["specVersion"] == "1.6"
+    components = {c["bom-ref"]: c for c in bom["components"]}
+    assert len(bom["components"]) == len(lock.conda) + len(lock.pip) + len(lock.sources)
+    for entry in lock.conda:
+        component = components[f"conda:{entry.platform}:{entry.name}"]
+        assert component["purl"].startswith(f"pkg:conda/{entry.name}@{entry.version}?")
+        hashes = {h["alg"]: h["content"] for h in component["hashes"]}
+        assert hashes == {"SHA-256": entry.sha256, "MD5": entry.md5}
+        assert component["externalReferences"][0]["url"] == entry.url
+    for entry in lock.pip:
+        component = components[f"pip:{entry.platform}:{canonicalize_name(entry.name)}"]
+        assert component["purl"].startswith(f"pkg:pypi/{canonicalize_name(entry.name)}@{entry.version}?file_name=")
+        assert component["hashes"] == [{"alg": "SHA-256", "content": entry.sha256}]
+        assert component["externalReferences"][0]["url"] == entry.url
+        assert {"name": "envgen:platform", "value": entry.platform} in component["properties"]
+    for locked_source in lock.sources:
+        component = components[f"source:{locked_source.source.name}"]
+        assert component["version"] == locked_source.commit
+        assert component["externalReferences"] == [
+            {"type": "vcs", "url": locked_source.source.url, "comment": locked_source.commit}
+        ]
+    post = {p["name"]: p["value"] for p in components["source:post"]["properties"]}
+    assert post["envgen:cherry-pick"] == lock.sources[2].source.cherry_picks[0]
+    properties = {p["name"]: p["value"] for p in bom["metadata"]["properties"]}
+    assert properties["envgen:pending:demo-npu"] == "stands in for torch_npu: commercial release due Q2"
+    assert properties["envgen:override:demo-transformers"].startswith("demo-transformers==4.57.6: ")
+    assert envgen(example, "export", ENV, "--format", "cyclonedx")[1] == stdout  # the same lock, the same bytes

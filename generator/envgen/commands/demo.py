@@ -204,6 +204,9 @@ def run_demo(
                 "lock: git refs to commits, a conda solve and a pip resolution per platform",
                 ["envgen", "lock", ENV],
             )
+            say("# locks/ now holds, for conda, for the recipe, and derived for pip, uv and Nix:")
+            for path in sorted(p for p in (root / "locks").iterdir() if not p.name.startswith(".")):
+                say(f"#   {path.name:<40} {path.stat().st_size:>7} bytes")
             base = commit_project(root, f"lock {ENV}")
             say(f"# committed the project as {base[:12]}: the base a pull request would diff against")
             step(

@@ -1,0 +1,82 @@
+"""`envgen export`: one lock as requirements.txt, PEP 751 pylock, Nix or a CycloneDX SBOM, on demand."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from envgen.errors import InputError
+from envgen.inputs.matrix import load_env
+from envgen.lockio.exports.nix import render_nix
+from envgen.lockio.exports.pylock import render_pylock
+from envgen.lockio.exports.requirements_txt import render_requirements
+from envgen.lockio.lockfile import read_lock
+from envgen.model import PLATFORMS, Lock
+from envgen.project import Project
+
+FORMATS = ("requirements", "pylock", "nix", "cyclonedx")
+
+
+def _named(lock: Lock, platform: str) -> str:
+    if platform not in lock.platforms:
+        raise InputError(
+            f"--platform {platform}: the lock of {lock.env} has no such part (it has {', '.join(lock.platforms)})",
+            hint="name one of the lock's platforms",
+        )
+    return platform
+
+
+def _one_platform(lock: Lock, platform: str | None, host: str | None) -> str:
+    """The platform a per-platform file is for: the one named, else this host's, else the lock's only one."""
+    if platform is not None:
+        return _named(lock, platform)
+    if len(lock.platforms) == 1:
+        return lock.platforms[0]
+    if host in lock.platforms:
+        return host
+    raise InputError(
+        f"the lock of {lock.env} has several platforms ({', '.join(lock.platforms)}) and none is this host's",
+        hint="choose one with --platform",
+    )
+
+
+def this_platform() -> str | None:
+    """This host's platform, or None on a host envgen does not install on."""
+    machine = os.uname().machine
+    return next((p for p, m in PLATFORMS.items() if m == machine and sys.platform == "linux"), None)
+
+
+def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = None) -> str:
+    """The text of the lock of `env` in `fmt`: requirements and pylock for one platform (`platform`, else
+    this host's, else the only one), cyclonedx for every platform or the one named, nix for every platform."""
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt}: unknown format", hint=f"use one of: {', '.join(FORMATS)}")
+    lock = read_lock(project, env)
+    if lock is None:
+        raise InputError(f"no lock for {env} in {project.locks_dir}", hint=f"run `envgen lock {env}` first")
+    if fmt == "nix":
+        if platform is not None:
+            raise InputError("--platform: a Nix export holds every platform", hint="leave out --platform")
+        return render_nix(lock)
+    if fmt == "cyclonedx":
+        from envgen.lockio.exports.sbom import render_cyclonedx
+
+        return render_cyclonedx(lock, None if platform is None else (_named(lock, platform),))
+    chosen = _one_platform(lock, platform, this_platform())
+    if fmt == "pylock":
+        return render_pylock(lock, chosen)
+    return render_requirements(lock, chosen, load_env(project, env))
+
+
+def write_export(path: Path, text: str) -> None:
+    """`text` into `path` through a temp file and a rename, so a reader never sees half a file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(name, path)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}", hint="choose a writable path for -o") from exc

@@ -1,0 +1,136 @@
+"""Lock → a CycloneDX 1.6 SBOM (JSON) written with cyclonedx-python-lib: every artifact and git source (pure)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from posixpath import basename
+from urllib.parse import unquote, urlsplit
+
+from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, Property, XsUri
+from cyclonedx.model.bom import Bom, BomMetaData
+from cyclonedx.model.component import Component, ComponentType
+from cyclonedx.output.json import JsonV1Dot6
+from packageurl import PackageURL
+from packaging.utils import canonicalize_name
+
+from envgen.lockio.exports.common import bare_url
+from envgen.model import CondaEntry, Lock, LockedSource, PipEntry
+
+# Properties are namespaced as CycloneDX asks (https://cyclonedx.github.io/cyclonedx-property-taxonomy/).
+NS = "envgen"
+
+
+def _filename(url: str) -> str:
+    return unquote(basename(urlsplit(url).path))
+
+
+def _distribution(url: str, hashes: Sequence[HashType]) -> ExternalReference:
+    return ExternalReference(type=ExternalReferenceType.DISTRIBUTION, url=XsUri(bare_url(url)), hashes=hashes)
+
+
+def _conda(entry: CondaEntry, channel: str | None) -> Component:
+    filename = _filename(entry.url)
+    kind = "conda" if filename.endswith(".conda") else "tar.bz2"
+    qualifiers = {"build": entry.build, "subdir": entry.url.rsplit("/", 2)[-2], "type": kind}
+    if channel:
+        qualifiers["channel"] = channel
+    hashes = [
+        HashType(alg=HashAlgorithm.SHA_256, content=entry.sha256),
+        HashType(alg=HashAlgorithm.MD5, content=entry.md5),
+    ]
+    return Component(
+        name=entry.name,
+        version=entry.version,
+        bom_ref=f"conda:{entry.platform}:{entry.name}",
+        purl=PackageURL(type="conda", name=entry.name, version=entry.version, qualifiers=qualifiers),
+        hashes=hashes,
+        external_references=[_distribution(entry.url, hashes)],
+        properties=[Property(name=f"{NS}:platform", value=entry.platform)],
+    )
+
+
+def _pip(entry: PipEntry) -> Component:
+    name = canonicalize_name(entry.name)
+    hashes = [HashType(alg=HashAlgorithm.SHA_256, content=entry.sha256)]
+    properties = [Property(name=f"{NS}:platform", value=entry.platform)]
+    if entry.index:
+        properties.append(Property(name=f"{NS}:index", value=entry.index))
+    return Component(
+        name=name,
+        version=entry.version,
+        bom_ref=f"pip:{entry.platform}:{name}",
+        purl=PackageURL(type="pypi", name=name, version=entry.version, qualifiers={"file_name": _filename(entry.url)}),
+        hashes=hashes,
+        external_references=[_distribution(entry.url, hashes)],
+        properties=properties,
+    )
+
+
+def _source(locked: LockedSource) -> Component:
+    source = locked.source
+    url = bare_url(source.url)
+    properties = [
+        Property(name=f"{NS}:source", value=source.name),
+        Property(name=f"{NS}:ref", value=source.ref),
+        Property(name=f"{NS}:commit", value=locked.commit),
+        *(Property(name=f"{NS}:cherry-pick", value=pick) for pick in source.cherry_picks),
+    ]
+    if locked.tree:
+        properties.append(Property(name=f"{NS}:tree", value=locked.tree))
+    return Component(
+        type=ComponentType.LIBRARY,
+        name=canonicalize_name(source.distribution),
+        version=locked.commit,
+        bom_ref=f"source:{source.name}",
+        purl=PackageURL(
+            type="generic",
+            name=canonicalize_name(source.distribution),
+            version=locked.commit,
+            qualifiers={"vcs_url": f"git+{url}@{locked.commit}"},
+        ),
+        external_references=[ExternalReference(type=ExternalReferenceType.SCM, url=XsUri(url), comment=locked.commit)],
+        properties=properties,
+    )
+
+
+def _lock_properties(lock: Lock) -> list[Property]:
+    properties = [Property(name=f"{NS}:input-hash", value=lock.input_hash)]
+    properties += [Property(name=f"{NS}:platform", value=p) for p in lock.platforms]
+    for applied in lock.overrides:
+        override = applied.override
+        value = f"{override.requirement}: {override.reason}"
+        properties.append(Property(name=f"{NS}:override:{override.name}", value=value))
+    properties += [Property(name=f"{NS}:pending:{p.name}", value=p.note) for p in lock.pending]
+    return properties
+
+
+def build_bom(lock: Lock, platforms: Sequence[str] | None = None) -> Bom:
+    """The SBOM of `lock` (or of some of its platforms): one component per artifact per platform and per source."""
+    chosen = [p for p in lock.platforms if platforms is None or p in platforms]
+    channel = bare_url(lock.channels[0].url) if len(lock.channels) == 1 else None
+    components = [_conda(e, channel) for e in lock.conda if e.platform in chosen]
+    components += [_pip(e) for e in lock.pip if e.platform in chosen]
+    components += [_source(s) for s in lock.sources]
+    root = Component(
+        type=ComponentType.APPLICATION,
+        name=lock.env,
+        version=lock.input_hash[:12],
+        bom_ref=f"env:{lock.env}",
+        description=f"the locked environment {lock.env} (envgen)",
+    )
+    bom = Bom(
+        components=components,
+        # Derived from the input hash, so the same lock always gives the same document.
+        serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"envgen:{lock.env}:{lock.input_hash}:{','.join(chosen)}"),
+        metadata=BomMetaData(component=root, properties=_lock_properties(lock)),
+    )
+    # No creation time: the document describes the lock, and the same lock gives the same bytes.
+    bom.metadata.timestamp = None  # type: ignore[assignment]
+    bom.register_dependency(root, components)
+    return bom
+
+
+def render_cyclonedx(lock: Lock, platforms: Sequence[str] | None = None) -> str:
+    """The SBOM as CycloneDX 1.6 JSON."""
+    return JsonV1Dot6(build_bom(lock, platforms)).output_as_string(indent=2) + "\n"
