@@ -6,8 +6,7 @@ import json
 import subprocess
 import sys
 import tomllib
-import venv
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,8 @@ from packaging.markers import Marker
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from uv import find_uv_bin
+
+from tests.support.venvs import fresh_venv
 
 ENV = "demo"
 HOST = "linux-64" if sys.platform == "linux" and __import__("platform").machine() == "x86_64" else "linux-aarch64"
@@ -70,9 +71,10 @@ def derived_names(lock: Lock) -> list[str]:
     return names
 
 
-def fresh_venv(where: Path) -> Path:
-    venv.create(where, with_pip=True)
-    return where / "bin" / "python"
+@pytest.fixture
+def new_venv(pip_site_packages: Path) -> Callable[[Path], Path]:
+    """Makes a fresh venv with pip at a path and returns its python."""
+    return lambda where: fresh_venv(where, pip_site_packages) / "bin" / "python"
 
 
 def installed(python: Path) -> dict[str, str]:
@@ -172,11 +174,11 @@ def test_pylock_follows_pep751(example: Example) -> None:
 
 
 def test_pip_installs_the_requirements_with_hashes_and_refuses_a_tampered_wheel(
-    example: Example, tmp_path: Path
+    example: Example, tmp_path: Path, new_venv: Callable[[Path], Path]
 ) -> None:
     lock = locked(example)
     requirements = example.root / "locks" / f"{ENV}.{HOST}.requirements.txt"
-    python = fresh_venv(tmp_path / "venv")
+    python = new_venv(tmp_path / "venv")
     proc = pip_install(python, requirements, tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr
     assert installed(python) == {canonicalize_name(e.name): e.version for e in lock.pip_for(HOST)}
@@ -189,7 +191,7 @@ def test_pip_installs_the_requirements_with_hashes_and_refuses_a_tampered_wheel(
     original = served.read_bytes()
     served.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
     try:
-        proc = pip_install(fresh_venv(tmp_path / "venv2"), requirements, tmp_path / "cache2")
+        proc = pip_install(new_venv(tmp_path / "venv2"), requirements, tmp_path / "cache2")
     finally:
         served.write_bytes(original)
     assert proc.returncode != 0
@@ -197,10 +199,12 @@ def test_pip_installs_the_requirements_with_hashes_and_refuses_a_tampered_wheel(
     assert wheel.sha256 in proc.stderr
 
 
-def test_uv_installs_the_pylock_with_the_locked_versions(example: Example, tmp_path: Path) -> None:
+def test_uv_installs_the_pylock_with_the_locked_versions(
+    example: Example, tmp_path: Path, new_venv: Callable[[Path], Path]
+) -> None:
     lock = locked(example)
     pylock = example.root / "locks" / f"pylock.{ENV}-{HOST}.toml"
-    python = fresh_venv(tmp_path / "venv")
+    python = new_venv(tmp_path / "venv")
     cmd = [find_uv_bin(), "pip", "install", "--python", str(python), "--cache-dir", str(tmp_path / "uv"), "-r"]
     proc = subprocess.run([*cmd, str(pylock)], capture_output=True, text=True, env=tool_environment())
     assert proc.returncode == 0, proc.stderr
@@ -208,7 +212,7 @@ def test_uv_installs_the_pylock_with_the_locked_versions(example: Example, tmp_p
 
 
 def test_index_credentials_stay_references_in_every_written_file(
-    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_venv: Callable[[Path], Path]
 ) -> None:
     secret = "s3cr3t-t0ken-value"
     monkeypatch.setenv("DEMO_TOKEN", secret)
@@ -225,7 +229,7 @@ def test_index_credentials_stay_references_in_every_written_file(
     requirements = f"{ENV}.{HOST}.requirements.txt"
     assert f"--index-url http://${{DEMO_TOKEN}}@{host}/simple" in written[requirements].decode()
     # pip expands the reference from the environment when it reads the file.
-    python = fresh_venv(tmp_path / "venv")
+    python = new_venv(tmp_path / "venv")
     proc = pip_install(python, example.root / "locks" / requirements, tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr
     assert secret not in proc.stdout + proc.stderr
