@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Any
 from envgen.errors import InputError
 from envgen.inputs.matrix import load_env
 from envgen.inputs.toml_reader import did_you_mean
-from envgen.lockio.env_mutex import env_lock
 from envgen.lockio.input_hashes import input_hash, project_inputs, recorded_packages, recorded_state
-from envgen.model import Lock
+from envgen.model import Lock, Matrix
 from envgen.project import Project, cache_dir
 from envgen.resolve.preferences import NO_UPGRADE, Upgrade, package_key
 
@@ -45,18 +44,36 @@ def lock_env(
     cache: Path | None = None,
     upgrade: Upgrade = NO_UPGRADE,
 ) -> LockResult:
-    """Lock one env; a no-op when the recorded input hash still matches (unless forced, updating or upgrading)."""
-    matrix = load_env(project, env)
-    with env_lock(project, env):
-        state = None if force or update or upgrade != NO_UPGRADE else recorded_state(project, env)
-        if state is not None and input_hash(project_inputs(project, matrix, state[1])) == state[0]:
-            log.info("%s: up to date (input hash %s)", env, state[0][:12])
-            return LockResult(env, "up-to-date", state[0])
-        # Imported here: conda-lock's models, uv and git are only needed when something must be resolved.
-        from envgen.resolve.pipeline import relock
+    """Lock one env; a no-op when the recorded input hash still matches (unless forced, updating or upgrading).
 
+    Freshness is read first without the env's mutex: each lock file is replaced atomically and the two must
+    agree on the hash, so a re-lock caught half-way reads as stale, and is checked again under the mutex.
+    """
+    matrix = load_env(project, env)
+    relocking = bool(force or update or upgrade != NO_UPGRADE)
+    fresh = None if relocking else fresh_hash(project, matrix)
+    if fresh is not None:
+        log.info("%s: up to date (input hash %s)", env, fresh[:12])
+        return LockResult(env, "up-to-date", fresh)
+    # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when something may move.
+    from envgen.lockio.env_mutex import env_lock
+    from envgen.resolve.pipeline import relock
+
+    with env_lock(project, env):
+        fresh = None if relocking else fresh_hash(project, matrix)  # another run may just have written it
+        if fresh is not None:
+            log.info("%s: up to date (input hash %s)", env, fresh[:12])
+            return LockResult(env, "up-to-date", fresh)
         done = relock(project, matrix, update=update, offline=offline, cache=cache or cache_dir(), upgrade=upgrade)
         return LockResult(env, "locked", done.lock.input_hash, done.lock, done.moves)
+
+
+def fresh_hash(project: Project, matrix: Matrix) -> str | None:
+    """The input hash recorded for `matrix`'s lock when it still matches its inputs; None when stale or absent."""
+    state = recorded_state(project, matrix.name)
+    if state is not None and input_hash(project_inputs(project, matrix, state[1])) == state[0]:
+        return state[0]
+    return None
 
 
 def lock_envs(
