@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -12,8 +11,9 @@ from envgen.inputs.matrix import load_env
 from envgen.lockio.exports.nix import render_nix
 from envgen.lockio.exports.pylock import render_pylock
 from envgen.lockio.exports.requirements_txt import render_requirements
-from envgen.lockio.lockfile import read_lock
-from envgen.model import PLATFORMS, Lock
+from envgen.lockio.store import read_lock
+from envgen.model import Lock
+from envgen.platforms import host_platform
 from envgen.project import Project
 
 FORMATS = ("requirements", "pylock", "nix", "cyclonedx")
@@ -44,8 +44,10 @@ def _one_platform(lock: Lock, platform: str | None, host: str | None) -> str:
 
 def this_platform() -> str | None:
     """This host's platform, or None on a host envgen does not install on."""
-    machine = os.uname().machine
-    return next((p for p, m in PLATFORMS.items() if m == machine and sys.platform == "linux"), None)
+    try:
+        return host_platform()
+    except InputError:
+        return None
 
 
 def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = None) -> str:

@@ -17,7 +17,8 @@ from urllib.parse import unquote, urlsplit
 from packaging.utils import canonicalize_name
 
 from envgen.lockio.exports.common import bare_url, header, locked_python
-from envgen.model import PLATFORMS, CondaEntry, Lock, LockedSource, PipEntry
+from envgen.model import CondaEntry, Lock, LockedSource, PipEntry
+from envgen.platforms import machine
 
 Value: TypeAlias = str | bool | None | Sequence["Value"] | Mapping[str, "Value"]
 
@@ -29,7 +30,7 @@ _STORE_NAME = re.compile(r"[^A-Za-z0-9+._?=-]")
 
 def nix_system(platform: str) -> str:
     """The Nix system of a conda platform (linux-64 -> x86_64-linux)."""
-    return f"{PLATFORMS[platform]}-linux"
+    return f"{machine(platform)}-linux"
 
 
 def _string(text: str) -> str:
