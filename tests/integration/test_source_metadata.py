@@ -103,6 +103,8 @@ def test_setup_py_install_requires_read_by_real_setuptools_from_the_loopback_ind
     }
 
     caplog.set_level(logging.INFO, logger="envgen")
+    # Only the re-lock's records: an earlier test's CLI run may have left the envgen logger at INFO already.
+    caplog.clear()
     resolve_sources(bare, cache=tmp_path / "cache")
     assert "declared dependencies from the build backend" not in caplog.text, "a re-lock must not rebuild"
     built = sorted((tmp_path / "cache" / "source-metadata").glob("*.json"))
