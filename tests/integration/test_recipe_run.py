@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.example.gitrepos import GitRepo, side_commit
 from envgen.example.srcprojects import backend_project
 from envgen.model import Cann, Lock, LockedSource, Profile, Source
 from envgen.recipe.render import render_recipe
-from envgen.resolve.git_cache import PICK_ENV
 
 from tests.support.venvs import fresh_venv
 
@@ -223,11 +223,11 @@ def test_cherry_picks_reproduce_the_locked_head_and_a_wrong_tree_fails(tmp_path:
     repo = backend_project(tmp_path / "picky", "picky", "1.0.0")
     base = repo.rev()
     fix = side_commit(repo, "fix", {"picky/fix.py": "FIXED = True\n"}, "a fix", start=base)
-    # What the lock records: the commit and tree of the pick applied with sources.py's identity and date.
+    # What the lock records: the commit and tree of the pick, applied as envgen.cherry_picks says.
     scratch = GitRepo(tmp_path / "scratch")
     subprocess.run(["git", "clone", "-q", repo.url, str(scratch.path)], check=True)
     scratch.git("checkout", "-q", "--detach", base)
-    scratch.git("cherry-pick", "--no-gpg-sign", fix, env=PICK_ENV)
+    scratch.git("cherry-pick", *PICK_FLAGS, fix, env=PICK_ENV)
     head, tree = scratch.rev(), scratch.git("rev-parse", "HEAD^{tree}")
     source = Source("picky", repo.url, "main", "picky", cherry_picks=(fix,))
 

@@ -7,14 +7,9 @@ import json
 import re
 from shlex import quote
 
+from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.model import DEFAULT_CANN_SET_ENV, Index, Lock, LockedSource
 from envgen.redact import strip_credentials
-
-# Cherry-picks are committed with this identity and date (as sources.py does when locking), so the recipe
-# reproduces the HEAD the lock recorded.
-PICK_NAME = "envgen"
-PICK_EMAIL = "envgen@localhost"
-PICK_DATE = "2000-01-01T00:00:00+00:00"
 
 _USAGE_END = "ENVGEN_USAGE_END"
 
@@ -93,7 +88,7 @@ checkout() {
 		say "$name: cherry-picking $pick"
 		fetch "$dir" "$url" "$pick" 2
 		if ! GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
-			git -C "$dir" cherry-pick --no-gpg-sign "$pick" >/dev/null; then
+			git -C "$dir" cherry-pick $PICK_FLAGS "$pick" >/dev/null; then
 			git -C "$dir" cherry-pick --abort >/dev/null 2>&1 || true
 			die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
 				"re-lock (envgen lock) to re-verify the picks"
@@ -234,9 +229,11 @@ def _header(lock: Lock) -> str:
         "# change env-templates/ and re-lock. Run it with --help for what it does.\n"
         "set -eu\n\n"
         f"ENVGEN_ENV={quote(lock.env)}\n"
-        f"PICK_NAME={quote(PICK_NAME)}\n"
-        f"PICK_EMAIL={quote(PICK_EMAIL)}\n"
-        f"PICK_DATE={quote(PICK_DATE)}\n"
+        # The identity, date and flags the lock committed each cherry-pick with, so the same commit comes out.
+        f"PICK_NAME={quote(PICK_ENV['GIT_COMMITTER_NAME'])}\n"
+        f"PICK_EMAIL={quote(PICK_ENV['GIT_COMMITTER_EMAIL'])}\n"
+        f"PICK_DATE={quote(PICK_ENV['GIT_COMMITTER_DATE'])}\n"
+        f"PICK_FLAGS={quote(' '.join(PICK_FLAGS))}\n"
     )
 
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from filelock import FileLock
 
+from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.errors import InputError, ResolutionError
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
@@ -24,19 +25,6 @@ from envgen.resolve.git_remote import git_env, ls_remote
 logger = logging.getLogger(__name__)
 
 FETCH_TIMEOUT = 3600.0
-
-
-# Cherry-picks are committed by this identity at this date, so the commit they produce is the same on every
-# machine and a recipe can verify it.
-PICK_ENV = {
-    "GIT_COMMITTER_NAME": "envgen",
-    "GIT_COMMITTER_EMAIL": "envgen@localhost",
-    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+00:00",
-}
-
-
-# Neither signing nor the user's message cleanup may change the commit a cherry-pick produces.
-PICK_ARGS = ("cherry-pick", "--no-gpg-sign", "--cleanup=verbatim")
 
 
 @dataclass(frozen=True)
@@ -151,7 +139,12 @@ def apply_cherry_picks(repo: CachedRepo, commit: str, picks: tuple[str, ...]) ->
     try:
         for pick in picks:
             head = produced[-1] if produced else commit
-            proc = run(["git", *PICK_ARGS, "--end-of-options", pick], cwd=tree, env=git_env(PICK_ENV), check=False)
+            proc = run(
+                ["git", "cherry-pick", *PICK_FLAGS, "--end-of-options", pick],
+                cwd=tree,
+                env=git_env(PICK_ENV),
+                check=False,
+            )
             if proc.returncode != 0:
                 raise _pick_failed(repo, tree, head, pick, proc.stderr)
             produced.append(run(["git", "rev-parse", "HEAD"], cwd=tree, env=git_env()).stdout.strip())

@@ -8,6 +8,7 @@ ENVGEN_ENV=a5
 PICK_NAME=envgen
 PICK_EMAIL=envgen@localhost
 PICK_DATE=2000-01-01T00:00:00+00:00
+PICK_FLAGS='--no-gpg-sign --cleanup=verbatim'
 
 usage() {
 	cat <<'ENVGEN_USAGE_END'
@@ -116,7 +117,7 @@ checkout() {
 		say "$name: cherry-picking $pick"
 		fetch "$dir" "$url" "$pick" 2
 		if ! GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
-			git -C "$dir" cherry-pick --no-gpg-sign "$pick" >/dev/null; then
+			git -C "$dir" cherry-pick $PICK_FLAGS "$pick" >/dev/null; then
 			git -C "$dir" cherry-pick --abort >/dev/null 2>&1 || true
 			die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
 				"re-lock (envgen lock) to re-verify the picks"
