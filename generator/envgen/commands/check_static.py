@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from envgen.commands.check_report import FAILED, OK, Step, step_of
 from envgen.commands.status import stale_reasons
+from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError
 from envgen.installer import verify_recipe
 from envgen.lockio.exports.common import locked_python
@@ -74,7 +75,7 @@ def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
             source.cherry_picks,
         ):
             problems.append(f"{where}: the lock has {strip_credentials(found.source.url)} {found.source.ref}")
-        elif len(source.ref) == 40 and source.ref.lower() != found.commit:
+        elif is_full_commit(source.ref) and source.ref.lower() != found.commit:
             problems.append(f"{where}: pinned to {source.ref}, locked at {found.commit}")
     return problems
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import html.parser
 import logging
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from envgen.commits import SHORT_SHA, is_full_commit
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import IndexAccess, access_index
 from envgen.inputs.matrix import load_env
@@ -34,9 +34,7 @@ from envgen.resolve.git_remote import upstream_commit
 
 log = logging.getLogger(__name__)
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 HTTP_TIMEOUT = 30.0
-SHORT_SHA = 7
 NO_LOCK = "no lock yet"
 
 # --- the report (plain data) ------------------------------------------------------------------------------
@@ -175,7 +173,7 @@ def stale_reasons(
 
 def moving_sources(lock: Lock) -> tuple[LockedSource, ...]:
     """Sources pinned from a branch, a tag or HEAD rather than a 40-hex commit."""
-    return tuple(s for s in lock.sources if not _COMMIT.match(s.source.ref.lower()))
+    return tuple(s for s in lock.sources if not is_full_commit(s.source.ref))
 
 
 def unpinned_packages(matrix: Matrix) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from envgen.commits import is_full_commit
 from envgen.inputs.matrix_sections import PROJECT_NAME, SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
     KeyPath,
@@ -20,7 +21,7 @@ from envgen.inputs.toml_reader import (
     get_str_list,
     get_table,
 )
-from envgen.inputs.untrusted import FULL_SHA, git_url_problem, ref_problem
+from envgen.inputs.untrusted import git_url_problem, ref_problem
 from envgen.model import (
     DEPENDENCY_MODES,
     METADATA,
@@ -101,7 +102,7 @@ class SourceSectionReader(SectionReader):
                 requirements.append(file)
         picks: list[str] = []
         for key, sha in get_str_list(self.p, table, (*path, "cherry-picks")):
-            if not FULL_SHA.fullmatch(sha):
+            if not is_full_commit(sha):
                 self.p.add(key, f"'{sha}' is not a full 40-hex commit; cherry-picks name commits by full sha")
             elif sha.lower() in picks:
                 self.p.add(key, f"commit {sha} is cherry-picked twice")
@@ -118,7 +119,7 @@ class SourceSectionReader(SectionReader):
         return Source(
             name=name,
             url=url,
-            ref=ref.lower() if FULL_SHA.fullmatch(ref) else ref,
+            ref=ref.lower() if is_full_commit(ref) else ref,
             distribution=distribution,
             cherry_picks=tuple(picks),
             editable=install == "editable",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
-_SHORT_SHA = re.compile(r"[0-9a-fA-F]{7,39}")
+from envgen.commits import is_abbreviated_commit, is_full_commit
+
 # `git check-ref-format` rules: no control characters, space, ~ ^ : ? * [ or backslash; no `..`, `@{` or
 # `//`; no component starting with `.` or ending with `.lock`; not starting or ending with `/`, not ending
 # with `.`, not `@`. A leading `-` (git's `--branch` rule) would read as an option.
@@ -47,14 +47,14 @@ def variable_problem(name: str) -> str | None:
 
 def commit_problem(sha: str) -> str | None:
     """Why `sha` is not a full 40-hex commit, or None."""
-    return None if FULL_SHA.fullmatch(sha) else f"{sha!r} is not a full 40-hex commit"
+    return None if is_full_commit(sha) else f"{sha!r} is not a full 40-hex commit"
 
 
 def ref_problem(ref: str) -> str | None:
     """Why `ref` is not a usable git ref (branch, tag, HEAD or full commit), or None."""
-    if FULL_SHA.fullmatch(ref) or ref == "HEAD":
+    if is_full_commit(ref) or ref == "HEAD":
         return None
-    if _SHORT_SHA.fullmatch(ref):
+    if is_abbreviated_commit(ref):
         return (
             f"'{ref}' looks like an abbreviated commit ({len(ref)} hex digits); "
             "write the full 40-hex commit (git rev-parse <short>)"

@@ -13,6 +13,7 @@ from packaging.version import InvalidVersion
 from packaging.version import Version as PipVersion
 from rattler.exceptions import InvalidVersionError
 
+from envgen.commits import SHORT_SHA
 from envgen.model import CondaEntry, Lock, LockedSource, PipEntry, Source
 from envgen.redact import redact_url
 
@@ -20,7 +21,6 @@ from envgen.redact import redact_url
 KINDS = ("added", "removed", "upgraded", "downgraded", "changed", "rebuilt", "replaced", "moved")
 # Same version, different artifact hash: "rebuilt" under a new file name, "replaced" under the same one.
 HASH_KINDS = ("rebuilt", "replaced")
-SHORT_SHA = 7
 
 _FORGES = {"github.com": "https://github.com", "gitcode.com": "https://gitcode.com"}
 _FORGE_URL = re.compile(

@@ -5,17 +5,15 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
-import re
 from collections.abc import Sequence
 
-from envgen.lockdiff.compare import SHORT_SHA, ItemChange, LockDiff, PackageChange, SourceChange
+from envgen.commits import SHORT_SHA, is_full_commit
+from envgen.lockdiff.compare import ItemChange, LockDiff, PackageChange, SourceChange
 
 MARKER = "<!-- envgen-lock-diff -->"
 # A platform's table in markdown starts unfolded up to this many rows: a bump is read at a glance, a re-lock
 # of everything stays folded.
 OPEN_ROWS = 10
-
-_FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
 
 
 def render(diffs: list[LockDiff], fmt: str) -> str:
@@ -70,7 +68,7 @@ def _count(kind: str, count: int) -> str:
 
 def _ref(ref: str | None) -> str:
     """A ref as shown: a full commit shortened like the commits next to it."""
-    if ref and _FULL_SHA.match(ref):
+    if ref and is_full_commit(ref):
         return ref[:SHORT_SHA]
     return ref or "-"
 

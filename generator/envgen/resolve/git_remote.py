@@ -5,17 +5,15 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-import re
 from collections.abc import Mapping
 
+from envgen.commits import is_full_commit
 from envgen.errors import ResolutionError
 from envgen.model import Source
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
 
 logger = logging.getLogger(__name__)
-
-SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 GIT_PROTOCOLS = "https:http:ssh:file"
@@ -80,8 +78,8 @@ def resolve_ref(refs: Mapping[str, str], ref: str, *, url: str, source: str) -> 
 
 def upstream_commit(source: Source) -> str:
     """The commit the source's ref names upstream now (a full-sha ref names itself)."""
-    if SHA.match(source.ref):
-        return source.ref
+    if is_full_commit(source.ref):
+        return source.ref.lower()
     return resolve_ref(ls_remote(source.url, source=source.name), source.ref, url=source.url, source=source.name)
 
 

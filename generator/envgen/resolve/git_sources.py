@@ -12,12 +12,13 @@ from typing import TypeVar
 
 from packaging.utils import canonicalize_name
 
+from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError, InputError, MatrixError
 from envgen.inputs.channels import access_index
 from envgen.model import METADATA, LockedSource, Matrix, Source
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git_cache import apply_cherry_picks, cached_repo
-from envgen.resolve.git_remote import SHA, ls_remote, resolve_ref
+from envgen.resolve.git_remote import ls_remote, resolve_ref
 from envgen.resolve.source_metadata import BuildSettings, Declared, declared_dependencies
 from envgen.resolve.source_requirements import digest_files, read_requirements, split_requirements
 
@@ -48,15 +49,15 @@ def _pin(
 ) -> tuple[LockedSource, tuple[Source, ...]]:
     """One source pinned, with its requirements and the git requirements it brings."""
     for pick in source.cherry_picks:
-        if not SHA.match(pick):
+        if not is_full_commit(pick):
             raise InputError(
                 f"source {source.name}: cherry-pick {pick!r} is not a full 40-hex commit",
                 hint="name each cherry-pick by its full commit sha",
             )
     if kept:
         commit = kept
-    elif SHA.match(source.ref):
-        commit = source.ref
+    elif is_full_commit(source.ref):
+        commit = source.ref.lower()
     else:
         commit = resolve_ref(ls_remote(source.url, source=source.name), source.ref, url=source.url, source=source.name)
     what = "recorded commit" if kept else "commit"
