@@ -16,8 +16,10 @@ from envgen.cli import cli
 from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages
 from envgen.example.project import PYPI_DISTS, Example, advance_branch, bump_version, republish, serve_example
 from envgen.example.wheels import FixtureDist
+from envgen.inputs.matrix import load_env
 from envgen.lockio.store import read_lock
 from envgen.project import Project
+from envgen.resolve.pip_stage import still_offered
 
 ENV = "demo"
 PLATFORMS = ("linux-64", "linux-aarch64")
@@ -199,3 +201,38 @@ def test_the_text_report_lists_what_moved_per_platform(
     assert (
         "  linux-aarch64: 1 moved\n    pip demo-tokenizers 0.21.0 -> 0.22.0: --upgrade-package demo-tokenizers" in err
     )
+
+
+def test_a_package_pinning_the_bumped_one_moves_with_it_without_a_warning(example: Example) -> None:
+    vision = (
+        FixtureDist("demo-vision", "1.0", requires=("demo-torch==2.10.0",)),
+        FixtureDist("demo-vision", "1.1", requires=("demo-torch==2.10.1",)),
+    )
+    republish(example, pypi=PYPI_DISTS + vision)
+    example.matrix.write_text(
+        example.matrix.read_text().replace("demo-bridge = {}", "demo-bridge = {}\ndemo-vision = {}")
+    )
+    lock(example)
+    assert {versions(example)[(p, "demo-vision")] for p in PLATFORMS} == {"1.0"}  # torch 2.10.0 needs it
+
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    code, out, err = envgen(example, "lock", ENV, "--json")
+    assert code == 0, err
+    assert "no longer offered" not in err
+    (summary,) = json.loads(out)
+    for platform in PLATFORMS:
+        reasons = {m["name"]: m["reason"] for m in summary["moved"][platform]}
+        assert reasons == {
+            "demo-torch": reasons["demo-torch"],
+            "demo-vision": "its previous version 1.0 needs demo-torch ==2.10.0 (the lock now has 2.10.1)",
+        }
+
+
+def test_the_index_is_asked_whether_a_previous_version_is_still_offered(example: Example) -> None:
+    lock(example)
+    project = Project(example.root)
+    bridge = [e for e in read_lock(project, ENV).pip if e.name == "demo-bridge"]  # type: ignore[union-attr]
+    matrix = load_env(project, ENV)
+    assert still_offered(matrix, bridge) == {"demo-bridge"}
+    republish(example, pypi=[d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")])
+    assert still_offered(matrix, bridge) == set()

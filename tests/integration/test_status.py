@@ -14,7 +14,7 @@ import pytest
 import requests
 from click.testing import CliRunner, Result
 from envgen.cli import cli
-from envgen.commands.status import fetch_filenames, newest_version, stale_reasons
+from envgen.commands.status import newest_version, stale_reasons
 from envgen.errors import EnvgenError, InputError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
@@ -25,6 +25,7 @@ from envgen.lockio.store import write_lock
 from envgen.model import Lock, LockedSource, Pending, PipEntry
 from envgen.platforms import virtual_packages
 from envgen.project import Project
+from envgen.resolve.index_client import fetch_filenames
 
 STATUS_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "status.schema.json"
 

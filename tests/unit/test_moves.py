@@ -85,3 +85,15 @@ def test_a_conda_record_the_channel_dropped_is_told_from_one_the_solver_moved() 
     after = [conda("pip", "24.1"), conda("zlib", "1.3.1")]
     moves = explain_conda(P, before, after, ["pip"], NO_UPGRADE, lambda name, spec, entry: True, gone=["pip"])
     assert {m.name: m.reason for m in moves} == {"pip": UNAVAILABLE, "zlib": SOLVER}
+
+
+def test_a_package_whose_previous_version_pins_a_bumped_one_moves_with_it() -> None:
+    before = [pip("torch", "2.1.0"), pip("torchvision", "0.16.0", ("torch", "==2.1.0"))]
+    after = [pip("torch", "2.2.0"), pip("torchvision", "0.17.0", ("torch", "==2.2.0"))]
+    roots = [Requirement("torch==2.2.0", MATRIX), Requirement("torchvision", MATRIX)]
+    moves = explain_pip(P, before, after, roots, NO_UPGRADE)
+    assert reasons(moves)["torchvision"] == (
+        "0.16.0",
+        "0.17.0",
+        "its previous version 0.16.0 needs torch ==2.1.0 (the lock now has 2.2.0)",
+    )

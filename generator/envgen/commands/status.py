@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import html.parser
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urljoin
 
 import requests
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envgen.commits import SHORT_SHA, is_full_commit
 from envgen.errors import EnvgenError
-from envgen.inputs.channels import IndexAccess, access_index
+from envgen.inputs.channels import access_index
 from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
 from envgen.lockio.input_hashes import project_inputs
@@ -31,10 +23,10 @@ from envgen.model import Index, Lock, LockedSource, Matrix, Source
 from envgen.project import Project
 from envgen.redact import redact_url
 from envgen.resolve.git_remote import upstream_commit
+from envgen.resolve.index_client import fetch_filenames, file_versions
 
 log = logging.getLogger(__name__)
 
-HTTP_TIMEOUT = 30.0
 NO_LOCK = "no lock yet"
 
 # --- the report (plain data) ------------------------------------------------------------------------------
@@ -189,15 +181,7 @@ def unpinned_packages(matrix: Matrix) -> tuple[str, ...]:
 
 def newest_version(filenames: Iterable[str], allow_prereleases: bool = False) -> str | None:
     """The newest version among a simple page's file names (wheels and sdists), final releases first."""
-    versions: set[Version] = set()
-    for filename in filenames:
-        try:
-            if filename.endswith(".whl"):
-                versions.add(parse_wheel_filename(filename)[1])
-            else:
-                versions.add(parse_sdist_filename(filename)[1])
-        except (InvalidWheelFilename, InvalidSdistFilename):
-            continue
+    versions = file_versions(filenames)
     final = {v for v in versions if allow_prereleases or not v.is_prerelease}
     return str(max(final or versions)) if versions else None
 
@@ -299,59 +283,6 @@ def _newest_on_indexes(
         if files is not None:
             return Outdated(name, locked, newest_version(files, allow_pre), index.name)
     return Outdated(name, locked)
-
-
-def fetch_filenames(session: requests.Session, index: IndexAccess, name: str) -> list[str] | None:
-    """The file names on an index's simple page for `name` (PEP 691 JSON or PEP 503 HTML); None on 404."""
-    url = urljoin(index.url.rstrip("/") + "/", f"{canonicalize_name(name)}/")
-    shown = urljoin(index.shown.rstrip("/") + "/", f"{canonicalize_name(name)}/")
-    headers = {"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
-    auth = (index.username or "", index.password or "") if index.secrets else None
-    try:
-        response = session.get(url, headers=headers, timeout=HTTP_TIMEOUT, auth=auth)
-    except requests.RequestException as exc:
-        raise EnvgenError(f"cannot reach {shown}: {type(exc).__name__}") from exc
-    if response.status_code == 404:
-        return None
-    if response.status_code != 200:
-        raise EnvgenError(f"{shown} answered HTTP {response.status_code}")
-    if "json" in response.headers.get("Content-Type", ""):
-        try:
-            files = response.json()["files"]
-            return [f["filename"] for f in files if not f.get("yanked")]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise EnvgenError(
-                f"{shown} answered with a page that is not PEP 691 JSON ({type(exc).__name__})",
-                hint="check the index URL in channels/ (a proxy error page?)",
-            ) from exc
-    return _html_filenames(response.text)
-
-
-class _Anchors(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: list[str] = []
-        self._yanked = False
-        self._in_anchor = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._in_anchor = True
-            self._yanked = any(k == "data-yanked" for k, _ in attrs)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a":
-            self._in_anchor = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_anchor and not self._yanked and data.strip():
-            self.names.append(data.strip())
-
-
-def _html_filenames(text: str) -> list[str]:
-    parser = _Anchors()
-    parser.feed(text)
-    return parser.names
 
 
 # --- rendering ----------------------------------------------------------------------------------------------

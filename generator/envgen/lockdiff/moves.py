@@ -22,7 +22,7 @@ from envgen.resolve.preferences import Upgrade, package_key
 _E = TypeVar("_E", PipEntry, CondaEntry)
 
 UNAVAILABLE = "the previous version is no longer offered by the index; resolved afresh"
-# A previous record the channel still offers, that no spec refuses, moved only to let the solve succeed.
+# A previous version the index still offers, that no requirement refuses, moved only to let the solve succeed.
 SOLVER = "moved by the solver to fit the other changes"
 # Whether a conda requirement (`name`, `spec` as in a depends string) admits an entry.
 CondaMatch = Callable[[str, str, CondaEntry], bool]
@@ -104,6 +104,7 @@ def _reason(
     name: str,
     admits: Callable[[str, PipEntry | CondaEntry], bool],
     otherwise: str,
+    after: Mapping[str, PipEntry | CondaEntry],
 ) -> str:
     if old is None:
         roots = [r for r in required if r.root]
@@ -115,6 +116,14 @@ def _reason(
         return "required by " + "; ".join(f"{r.by} ({r.spec})" for r in refusing)
     if upgrade.covers(name):
         return upgrade.describe(name)
+    # The previous version's own requirements no longer fit what moved (e.g. it pins a bumped package).
+    outgrown = []
+    for dep, spec in old.depends:
+        now = after.get(package_key(dep))
+        if now is not None and not admits(spec, now):
+            outgrown.append(f"{dep} {spec} (the lock now has {now.version})")
+    if outgrown:
+        return f"its previous version {old.version} needs " + "; ".join(outgrown)
     return otherwise
 
 
@@ -181,7 +190,7 @@ def _explain(
             assert old is not None
             moves.append(Move(platform, manager, old.name, version(old), None, "no longer needed"))
         elif old is None or version(old) != version(now):
-            reason = _reason(old, required.get(key, ()), upgrade, key, admits, otherwise(key))
+            reason = _reason(old, required.get(key, ()), upgrade, key, admits, otherwise(key), after)
             moves.append(Move(platform, manager, now.name, version(old) if old else None, version(now), reason))
     return moves
 

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import hashlib
+import html.parser
 import io
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from urllib.parse import urljoin
 
 import requests
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
 
-from envgen.errors import ResolutionError, VerificationError
+from envgen.errors import EnvgenError, ResolutionError, VerificationError
 from envgen.inputs.channels import IndexAccess
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve import uv_pylock
@@ -90,3 +100,75 @@ def fetch_metadata(
         partial.write(text)
     Path(partial.name).replace(cached)
     return text
+
+
+def fetch_filenames(session: requests.Session, index: IndexAccess, name: str) -> list[str] | None:
+    """The file names on an index's simple page for `name` (PEP 691 JSON or PEP 503 HTML); None on 404."""
+    url = urljoin(index.url.rstrip("/") + "/", f"{canonicalize_name(name)}/")
+    shown = urljoin(index.shown.rstrip("/") + "/", f"{canonicalize_name(name)}/")
+    headers = {"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
+    auth = (index.username or "", index.password or "") if index.secrets else None
+    try:
+        response = session.get(url, headers=headers, timeout=HTTP_TIMEOUT, auth=auth)
+    except requests.RequestException as exc:
+        raise EnvgenError(f"cannot reach {shown}: {type(exc).__name__}") from exc
+    if response.status_code == 404:
+        return None
+    if response.status_code != 200:
+        raise EnvgenError(f"{shown} answered HTTP {response.status_code}")
+    if "json" in response.headers.get("Content-Type", ""):
+        try:
+            files = response.json()["files"]
+            return [f["filename"] for f in files if not f.get("yanked")]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EnvgenError(
+                f"{shown} answered with a page that is not PEP 691 JSON ({type(exc).__name__})",
+                hint="check the index URL in channels/ (a proxy error page?)",
+            ) from exc
+    return _html_filenames(response.text)
+
+
+class _Anchors(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+        self._yanked = False
+        self._in_anchor = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._in_anchor = True
+            self._yanked = any(k == "data-yanked" for k, _ in attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._in_anchor = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_anchor and not self._yanked and data.strip():
+            self.names.append(data.strip())
+
+
+def _html_filenames(text: str) -> list[str]:
+    parser = _Anchors()
+    parser.feed(text)
+    return parser.names
+
+
+def file_versions(filenames: Iterable[str]) -> set[Version]:
+    """The versions a simple page's file names (wheels and sdists) offer; names that parse as neither are skipped."""
+    versions: set[Version] = set()
+    for filename in filenames:
+        try:
+            if filename.endswith(".whl"):
+                versions.add(parse_wheel_filename(filename)[1])
+            else:
+                versions.add(parse_sdist_filename(filename)[1])
+        except (InvalidWheelFilename, InvalidSdistFilename):
+            continue
+    return versions
+
+
+def offers(session: requests.Session, index: IndexAccess, name: str, version: str) -> bool:
+    """Whether `index` still offers a file (not yanked) of `name` at `version`."""
+    return Version(version) in file_versions(fetch_filenames(session, index, name) or ())

@@ -16,12 +16,12 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen import platforms
-from envgen.errors import InputError, VerificationError
+from envgen.errors import EnvgenError, InputError, VerificationError
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, Requirement
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import uv_pylock
-from envgen.resolve.index_client import fetch_metadata
+from envgen.resolve.index_client import fetch_metadata, offers
 from envgen.resolve.uv_compile import Inputs, name_of, run_uv_compile
 
 log = logging.getLogger(__name__)
@@ -218,3 +218,24 @@ def lock_pypi(
             Requirement(o.requirement, Origin(file=matrix.path, key=f"overrides.{o.name}")) for o in matrix.overrides
         ),
     )
+
+
+def still_offered(matrix: Matrix, entries: Sequence[PipEntry]) -> set[str]:
+    """The names among locked `entries` whose version the index they came from still offers.
+
+    Asked when a preferred version moved with no requirement against it: uv does not say whether it left
+    the version because the index dropped it or to fit other changes. Unknown answers count as dropped.
+    """
+    indexes = {i.name: i for i in matrix.indexes}
+    found = set()
+    with requests.Session() as session:
+        for entry in entries:
+            index = indexes.get(entry.index or "")
+            if index is None:
+                continue
+            try:
+                if offers(session, access_index(index, os.environ), entry.name, entry.version):
+                    found.add(entry.name)
+            except EnvgenError as exc:
+                log.debug("cannot ask %s about %s %s: %s", index.name, entry.name, entry.version, exc.message)
+    return found

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envgen.errors import InputError
-from envgen.lockdiff.moves import Move, explain_conda, explain_pip, explain_sources, unavailable
+from envgen.lockdiff.moves import SOLVER, Move, explain_conda, explain_pip, explain_sources, unavailable
 from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.lockio.store import read_lock, write_lock
@@ -18,7 +18,7 @@ from envgen.project import Project
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import admits, python_version, solve_conda_preferring
 from envgen.resolve.git_sources import resolve_sources
-from envgen.resolve.pip_stage import lock_pypi
+from envgen.resolve.pip_stage import PypiLock, lock_pypi, still_offered
 from envgen.resolve.preferences import NO_UPGRADE, Upgrade, kept
 
 log = logging.getLogger(__name__)
@@ -122,22 +122,33 @@ def lock_platforms(
         log.info("%s %s: pip resolved, %d packages", matrix.name, platform, len(pypi.entries))
         moves: list[Move] = []
         if previous is not None:
-            moves += explain_conda(
-                platform, before_conda, conda, matrix.conda_specs, upgrade, admits, [e.name for e in solved.unavailable]
-            )
-            moves += explain_pip(platform, before_pip, pypi.entries, pypi.requirements, upgrade)
-            for move in unavailable([m for m in moves if m.manager == "pip"]):
-                log.warning(
-                    "%s: %s %s is no longer offered by the indexes; resolved afresh to %s",
-                    platform,
-                    move.name,
-                    move.old,
-                    move.new,
-                )
+            gone = [e.name for e in solved.unavailable]
+            moves += explain_conda(platform, before_conda, conda, matrix.conda_specs, upgrade, admits, gone)
+            moves += pip_moves(matrix, platform, before_pip, pypi, upgrade, offline)
         return PlatformLock(conda, pypi.entries, pypi.overrides, tuple(moves))
 
     with ThreadPoolExecutor(max_workers=len(matrix.platforms)) as pool:
         return dict(zip(matrix.platforms, pool.map(one, matrix.platforms), strict=True))
+
+
+def pip_moves(
+    matrix: Matrix, platform: str, before: Sequence[PipEntry], pypi: PypiLock, upgrade: Upgrade, offline: bool
+) -> list[Move]:
+    """What moved on the pip side of `platform`; a version gone from its index is warned about."""
+    moves = explain_pip(platform, before, pypi.entries, pypi.requirements, upgrade)
+    unexplained = {m.name for m in unavailable(moves)}
+    if unexplained and not offline:
+        offered = still_offered(matrix, [e for e in before if e.name in unexplained])
+        moves = [replace(m, reason=SOLVER) if m.name in offered else m for m in moves]
+    for move in unavailable(moves):
+        log.warning(
+            "%s: %s %s is no longer offered by the indexes; resolved afresh to %s",
+            platform,
+            move.name,
+            move.old,
+            move.new,
+        )
+    return moves
 
 
 def assemble_lock(
