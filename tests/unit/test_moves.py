@@ -97,3 +97,9 @@ def test_a_package_whose_previous_version_pins_a_bumped_one_moves_with_it() -> N
         "0.17.0",
         "its previous version 0.16.0 needs torch ==2.1.0 (the lock now has 2.2.0)",
     )
+
+
+def test_an_entry_uv_could_not_read_is_no_preference() -> None:
+    entries = (pip("ok", "1.0"), pip("bad-version", "1.0 junk"), pip("bad name", "1.0"))
+    data = tomllib.loads(render_pylock(entries))
+    assert data["packages"] == [{"name": "ok", "version": "1.0"}]

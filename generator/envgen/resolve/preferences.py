@@ -7,14 +7,18 @@ version while the inputs still allow it, so a re-lock moves only what its inputs
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from envgen.model import CondaEntry, PipEntry
 
+# PEP 508 names, as uv reads them from a pylock file.
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _E = TypeVar("_E", PipEntry, CondaEntry)
 
 
@@ -52,13 +56,25 @@ def kept(entries: Sequence[_E], upgrade: Upgrade) -> tuple[_E, ...]:
     return tuple(e for e in entries if not upgrade.covers(e.name))
 
 
+def _valid(entry: PipEntry) -> bool:
+    try:
+        Version(entry.version)
+    except InvalidVersion:
+        return False
+    return _NAME.fullmatch(entry.name) is not None
+
+
 def render_pylock(entries: Sequence[PipEntry]) -> str:
     """A minimal pylock.toml of the previous pins, which `uv pip compile --output-file` reads as preferences.
 
-    Names and versions are all uv takes from it; artifacts come from the indexes again.
+    Names and versions are all uv takes from it; artifacts come from the indexes again. The lock is input
+    like any other: an entry whose name or version is not valid is left out (uv would refuse the whole file),
+    and that package is resolved afresh.
     """
     lines = ['lock-version = "1.0"', 'created-by = "envgen"', ""]
     for entry in sorted(entries, key=lambda e: package_key(e.name)):
+        if not _valid(entry):
+            continue
         # A JSON string (ASCII, escaped) is a valid TOML basic string.
         lines += ["[[packages]]", f"name = {json.dumps(entry.name)}", f"version = {json.dumps(entry.version)}", ""]
     return "\n".join(lines)
