@@ -11,11 +11,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 from envgen.commands.demo import StepError, run_demo
 from envgen.example.project import EXAMPLE_DIR
+
+from tests.support.installed import clean_environment, install_wheel
+from tests.support.shared import build_once
+from tests.support.venvs import site_packages
 
 BANNERS = [
     "$ envgen lock demo",
@@ -28,10 +33,10 @@ BANNERS = [
 MARKER = "DEMO_TEST_MARKER"  # a name the demo passes on to its steps
 
 
-def demo_environment(tmp: Path, marker: str) -> dict[str, str]:
+def demo_environment(tmp: Path, marker: str, base: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The test's environment for a demo run: its temp dir under `tmp`, and a marker its processes inherit."""
     tmp.mkdir(exist_ok=True)
-    return {**os.environ, "TMPDIR": str(tmp), MARKER: marker}
+    return {**base, "TMPDIR": str(tmp), MARKER: marker}
 
 
 def processes_with(marker: str, *, but: int | None = None) -> list[str]:
@@ -67,11 +72,36 @@ def refuses(url: str) -> bool:
     return False
 
 
-def test_the_demo_runs_every_step_and_leaves_nothing_behind(tmp_path: Path) -> None:
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory, pip_site_packages: Path) -> Path:
+    """A fresh venv holding envgen installed from its wheel (tests/support/installed.py), built once."""
+
+    def build(where: Path) -> None:
+        install_wheel(where, pip_site_packages)
+
+    return build_once(tmp_path_factory, "installed-envgen", build) / "venv"
+
+
+def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_behind(
+    installed: Path, tmp_path: Path
+) -> None:
+    """`pip install` of the wheel, then `envgen demo` in a directory outside the checkout."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    where = subprocess.run(
+        [installed / "bin" / "python", "-c", "import envgen.example.project as p; print(p.EXAMPLE_DIR)"],
+        cwd=outside,
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+    )
+    assert Path(where.stdout.strip()).is_relative_to(site_packages(installed)), where.stdout + where.stderr
+
     marker = f"e2e-{os.getpid()}"
     proc = subprocess.run(
-        [sys.executable, "-m", "envgen", "demo"],
-        env=demo_environment(tmp_path / "tmp", marker),
+        [installed / "bin" / "envgen", "demo"],
+        cwd=outside,
+        env=demo_environment(tmp_path / "tmp", marker, clean_environment()),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

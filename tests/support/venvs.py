@@ -38,12 +38,13 @@ def pip_site_packages(factory: pytest.TempPathFactory) -> Path:
     return site_packages(build_once(factory, "venv-with-pip", build) / "env")
 
 
-def fresh_venv(path: Path, pip_from: Path) -> Path:
-    """A new venv at `path` whose site-packages is a copy of `pip_from` (see pip_site_packages)."""
+def fresh_venv(path: Path, pip_from: Path, *, only_pip: bool = False) -> Path:
+    """A new venv at `path` whose site-packages is a copy of `pip_from` (see pip_site_packages); with
+    `only_pip`, of pip alone (not setuptools)."""
     venv.EnvBuilder(symlinks=True, with_pip=False).create(path)
     target = site_packages(path)
     for entry in pip_from.iterdir():
-        if entry.name == "__pycache__":
+        if entry.name == "__pycache__" or (only_pip and entry.name.split("-")[0] != "pip"):
             continue
         if entry.is_dir():
             shutil.copytree(entry, target / entry.name, symlinks=True)
