@@ -7,7 +7,6 @@ version while the inputs still allow it, so a re-lock moves only what its inputs
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -15,10 +14,9 @@ from typing import TypeVar
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envgen.inputs.matrix_sections import PROJECT_NAME
 from envgen.model import CondaEntry, PipEntry
 
-# PEP 508 names, as uv reads them from a pylock file.
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _E = TypeVar("_E", PipEntry, CondaEntry)
 
 
@@ -61,7 +59,7 @@ def _valid(entry: PipEntry) -> bool:
         Version(entry.version)
     except InvalidVersion:
         return False
-    return _NAME.fullmatch(entry.name) is not None
+    return PROJECT_NAME.fullmatch(entry.name) is not None
 
 
 def render_pylock(entries: Sequence[PipEntry]) -> str:
