@@ -16,7 +16,7 @@ import rattler.exceptions
 from uv import find_uv_bin
 
 from envgen.errors import InputError, ToolError, VerificationError
-from envgen.lockio.exports.common import locked_python, trusted_hosts
+from envgen.lockio.exports.common import trusted_hosts
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.process import run, tail
 from envgen.recipe.render import render_recipe
@@ -106,7 +106,7 @@ def verify_recipe(lock: Lock, recipe: Path) -> None:
 
 def create_venv(prefix: Path, lock: Lock, platform: str, *, python: str = sys.executable) -> None:
     """A venv at `prefix` made by `python` (this interpreter by default), whose version must be the locked one."""
-    wanted = locked_python(lock, platform)
+    wanted = lock.python_for(platform)
     if wanted is None:
         raise InputError(
             f"the lock of {lock.env} holds no single python for {platform}, so a venv cannot be checked against it",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -265,6 +266,11 @@ class PipEntry:
     sdist: bool = False
 
 
+def python_versions(entries: Iterable[CondaEntry]) -> tuple[str, ...]:
+    """The versions of the `python` package among one platform's conda entries, sorted (a lock holds one)."""
+    return tuple(sorted({e.version for e in entries if e.name == "python"}))
+
+
 @dataclass(frozen=True)
 class LockedSource:
     """A source pinned to a commit, with the requirements read from its tree at that commit."""
@@ -325,3 +331,8 @@ class Lock:
 
     def pip_for(self, platform: str) -> tuple[PipEntry, ...]:
         return tuple(e for e in self.pip if e.platform == platform)
+
+    def python_for(self, platform: str) -> str | None:
+        """The exact python version the conda part holds for `platform`; None unless it holds exactly one."""
+        versions = python_versions(self.conda_for(platform))
+        return versions[0] if len(versions) == 1 else None

@@ -20,7 +20,6 @@ from envgen.commands.status import stale_reasons
 from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError
 from envgen.installer import verify_recipe
-from envgen.lockio.exports.common import locked_python
 from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.model import Lock, Matrix, PipEntry, PipPackage
@@ -31,7 +30,8 @@ from envgen.resolve.uv_pylock import is_vcs
 
 
 def python_of(lock: Lock, matrix: Matrix, platform: str) -> str:
-    return locked_python(lock, platform) or matrix.python
+    """The python the pip part was resolved for: the lock's own, else (a lock without one) the matrix's."""
+    return lock.python_for(platform) or matrix.python
 
 
 def pip_by_name(lock: Lock, platform: str) -> dict[str, PipEntry]:

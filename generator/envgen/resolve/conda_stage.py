@@ -16,7 +16,7 @@ from rattler.package import BuildString
 
 from envgen.errors import ResolutionError
 from envgen.inputs.channels import expand_url
-from envgen.model import CondaEntry, Matrix
+from envgen.model import CondaEntry, Matrix, python_versions
 from envgen.platforms import virtual_packages
 from envgen.redact import redact_text, redact_url, strip_credentials
 
@@ -178,7 +178,7 @@ def admits(name: str, spec: str, entry: CondaEntry) -> bool:
 
 def python_version(entries: Sequence[CondaEntry]) -> str:
     """The exact python version a conda solve chose (one platform's entries)."""
-    versions = sorted({e.version for e in entries if e.name == "python"})
+    versions = python_versions(entries)
     if len(versions) != 1:
         found = f"versions {', '.join(versions)}" if versions else "no python package"
         raise ResolutionError(

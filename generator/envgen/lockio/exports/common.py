@@ -89,12 +89,6 @@ def trusted_hosts(lock: Lock, entries: Sequence[PipEntry]) -> tuple[str, ...]:
     return tuple(sorted({i.trusted_host for i in lock.indexes if i.trusted_host and i.name in used}))
 
 
-def locked_python(lock: Lock, platform: str) -> str | None:
-    """The exact python version the lock's conda part holds for `platform`, if any."""
-    versions = sorted({e.version for e in lock.conda_for(platform) if e.name == "python"})
-    return versions[0] if len(versions) == 1 else None
-
-
 def header(lock: Lock, what: str, comment: str = "#") -> list[str]:
     """The first lines of every derived file: where it comes from and the input hash it belongs to."""
     return [

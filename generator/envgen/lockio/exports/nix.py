@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 from packaging.utils import canonicalize_name
 
-from envgen.lockio.exports.common import bare_url, header, locked_python
+from envgen.lockio.exports.common import bare_url, header
 from envgen.model import CondaEntry, Lock, LockedSource, PipEntry
 from envgen.platforms import machine
 
@@ -93,7 +93,7 @@ def _pip(entry: PipEntry) -> dict[str, Value]:
 def _platform(lock: Lock, platform: str) -> dict[str, Value]:
     return {
         "system": nix_system(platform),
-        "python": locked_python(lock, platform),
+        "python": lock.python_for(platform),
         "conda": [_conda(e) for e in lock.conda_for(platform)],
         "pip": [_pip(e) for e in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))],
     }

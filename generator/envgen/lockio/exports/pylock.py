@@ -13,7 +13,7 @@ import tomlkit
 from packaging.utils import canonicalize_name
 
 from envgen.errors import InputError
-from envgen.lockio.exports.common import bare_url, entry_index, header, locked_python
+from envgen.lockio.exports.common import bare_url, entry_index, header
 from envgen.model import Lock, PipEntry
 from envgen.platforms import PLATFORMS
 
@@ -77,7 +77,7 @@ def render_pylock(lock: Lock, platform: str) -> str:
         doc.add(tomlkit.comment(f'then the git sources: sh locks/{lock.env}.install.sh --prefix "$VIRTUAL_ENV"'))
     doc["lock-version"] = LOCK_VERSION
     doc["environments"] = [environment_marker(platform)]
-    python = locked_python(lock, platform)
+    python = lock.python_for(platform)
     if python:
         doc["requires-python"] = f"=={'.'.join(python.split('.')[:2])}.*"
     doc["created-by"] = "envgen"

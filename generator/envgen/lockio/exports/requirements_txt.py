@@ -14,7 +14,6 @@ from envgen.lockio.exports.common import (
     direct_url,
     entry_index,
     header,
-    locked_python,
     origins,
     trusted_hosts,
     written_url,
@@ -35,7 +34,7 @@ def _is_direct(lock: Lock, entry: PipEntry) -> bool:
 
 
 def _usage(lock: Lock, platform: str) -> list[str]:
-    python = locked_python(lock, platform)
+    python = lock.python_for(platform)
     version = ".".join(python.split(".")[:2]) if python else "the locked python"
     name = requirements_name(lock.env, platform)
     sources = ", ".join(s.source.name for s in lock.sources)
