@@ -102,7 +102,7 @@ def compare(npu: Npu, probe: Probe) -> list[tuple[str, str | None, str]]:
     markers = " or ".join(gen.device_names)
     name_problem = None
     if not any(marker in name for marker in gen.device_names):
-        also = f", a {named.title} device" if named else ""
+        also = f" ({named.title})" if named else ""
         name_problem = f"expected a name containing {markers}, found '{name}'{also}"
     out.append(("device name", name_problem, name))
     if npu.built_soc and npu.soc_version:

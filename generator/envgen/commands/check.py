@@ -125,6 +125,7 @@ def check_env(
         require_npu=require_npu,
         keep=keep,
         install=install,
+        npu=matrix.npu,
     )
     steps += env_steps
     return report(kept)

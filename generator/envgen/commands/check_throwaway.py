@@ -18,11 +18,13 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
+from envgen.commands.check_npu import npu_steps
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step, step_of
 from envgen.commands.check_static import pip_by_name, version_in
 from envgen.errors import EnvgenError
 from envgen.installer import install_env, tool_environment
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock
+from envgen.npu import Npu
 from envgen.process import run, tail
 from envgen.redact import redact_text
 
@@ -180,8 +182,10 @@ def throwaway_steps(
     require_npu: bool,
     keep: bool,
     install: InstallFn = install_env,
+    npu: Npu | None = None,
 ) -> tuple[list[Step], str | None]:
-    """Install into a temporary env, run pip check and the import checks; the env is removed unless `keep`.
+    """Install into a temporary env, run pip check, the import checks and, for an env targeting `npu`, the NPU
+    steps; the env is removed unless `keep`.
 
     Two kinds of env: a rattler prefix of the lock's conda part (the path for real channels, whose python is
     a real CPython), or with `venv` a venv of this interpreter (the honest path when the channel is a fixture:
@@ -217,4 +221,5 @@ def throwaway_steps(
         steps += import_steps(
             lock, prefix, platform, venv=venv, hardware=hardware, require_npu=require_npu, skipped=skipped
         )
+        steps += npu_steps(npu, prefix, _activation(prefix, lock.env, venv), require_npu=require_npu)
         return steps, str(tmp) if keep else None

@@ -1,0 +1,91 @@
+"""The NPU steps of `envgen check`: is this host the hardware the env targets, and was the env built for its chip?
+
+Run in the throwaway env after the imports: `npu-smi info` on the host, then torch_npu in the env reports its
+devices, `get_soc_version()` and `get_device_name()`, and the build's recorded chip is read where the matrix says
+(`[system.npu] built-soc`). What each generation reports is data (envgen.npu.GENERATIONS). Without `npu-smi` the
+steps are skipped with that reason; `--require-npu` makes them fail.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from shlex import quote
+
+from envgen.commands.check_report import FAILED, OK, SKIPPED, Step
+from envgen.installer import tool_environment
+from envgen.npu import GENERATIONS, Npu, Probe, compare
+from envgen.process import run, tail
+from envgen.redact import redact_text
+
+SMI_TIMEOUT = 60
+STEPS = ("npu-smi", "device", "soc version", "device name", "built for")
+
+# Runs in the env's python: what torch_npu reports, and the build's recorded chip (argv[1]: "module.attribute").
+_PROBE = r"""
+import importlib, json, sys
+out = {}
+try:
+    import torch_npu
+    out["devices"] = int(torch_npu.npu.device_count())
+    if out["devices"]:
+        out["soc_code"] = int(torch_npu.npu.get_soc_version())
+        out["device_name"] = str(torch_npu.npu.get_device_name(0))
+except BaseException as exc:
+    out["torch_npu_error"] = f"{type(exc).__name__}: {exc}"
+module, _, attribute = sys.argv[1].rpartition(".")
+if module:
+    try:
+        out["built_soc"] = str(getattr(importlib.import_module(module), attribute))
+    except BaseException as exc:
+        out["built_error"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+
+
+def npu_steps(npu: Npu | None, prefix: Path, activation: str, *, require_npu: bool) -> list[Step]:
+    """The NPU steps for an env targeting `npu` (none when the matrix names no hardware)."""
+    if npu is None:
+        return []
+    names = _names(npu)
+    smi = shutil.which("npu-smi")
+    if smi is None:
+        reason = f"no NPU on this host (npu-smi is not on PATH); the env targets {GENERATIONS[npu.generation].title}"
+        return [Step(name, FAILED if require_npu else SKIPPED, reason) for name in names]
+    probe = _probe(npu, smi, prefix, activation)
+    return _steps(npu, probe, names)
+
+
+def _names(npu: Npu) -> list[str]:
+    steps = STEPS if npu.built_soc and npu.soc_version else STEPS[:-1]
+    return [f"npu: {step}" for step in steps]
+
+
+def _probe(npu: Npu, smi: str, prefix: Path, activation: str) -> Probe:
+    """Ask npu-smi on the host and torch_npu in the env."""
+    proc = run([smi, "info"], env=tool_environment(), check=False, timeout=SMI_TIMEOUT)
+    smi_error = None
+    if proc.returncode != 0:
+        smi_error = f"`npu-smi info` exited {proc.returncode}: {redact_text(tail(proc.stderr or proc.stdout, 3))}"
+    script = f'{activation}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$1"'
+    proc = run(["sh", "-c", script, _PROBE, npu.built_soc or ""], env=tool_environment(), check=False)
+    try:
+        found = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        found = {"torch_npu_error": f"the probe did not run: {redact_text(tail(proc.stderr or proc.stdout, 5))}"}
+    fields = ("devices", "soc_code", "device_name", "torch_npu_error", "built_soc", "built_error")
+    return Probe(smi_error=smi_error, **{k: found[k] for k in fields if k in found})
+
+
+def _steps(npu: Npu, probe: Probe, names: list[str]) -> list[Step]:
+    smi, device, *facts = names
+    steps = [Step(smi, FAILED, probe.smi_error) if probe.smi_error else Step(smi, OK, "npu-smi info lists the NPUs")]
+    if probe.torch_npu_error is not None or not probe.devices:
+        found = probe.torch_npu_error or "torch_npu sees no NPU device"
+        steps.append(Step(device, FAILED, f"expected at least one NPU, found none: {found}"))
+        return steps + [Step(name, SKIPPED, "no NPU device to ask") for name in facts]
+    steps.append(Step(device, OK, f"{probe.devices} NPU device{'s' if probe.devices != 1 else ''}"))
+    for name, (_, problem, detail) in zip(facts, compare(npu, probe), strict=True):
+        steps.append(Step(name, FAILED, problem) if problem else Step(name, OK, detail))
+    return steps

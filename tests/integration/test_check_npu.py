@@ -1,0 +1,174 @@
+"""`envgen check --require-npu` against a fake Ascend host: a fake `npu-smi` on PATH, a fake `torch_npu` (and a
+build's recorded chip) on the throwaway env's PYTHONPATH, driving pass, wrong generation and missing device."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.example.project import GITHUB, Example, serve_example
+from envgen.example.srcprojects import backend_project
+
+ENV = "demo"
+
+# The example's matrix targets an A3, built for ascend910_9392; the fake build records that chip.
+NPU = """
+[system.npu]
+generation = "a3"
+soc-version = "ascend910_9392"
+built-soc = "fake_ascend._build_info.__soc_version__"
+
+[sources.fakenpu]
+url = "{github}fakenpu.git"
+ref = "main"
+pythonpath = true
+dependencies = "none"
+dependencies-reason = "a stand-in for torch_npu, on PYTHONPATH only"
+"""
+
+# torch_npu as the test sets it up per case: what the device reports comes from FAKE_NPU_* variables.
+TORCH_NPU = """\
+import os
+
+
+def device_count():
+    return int(os.environ.get("FAKE_NPU_COUNT", "1"))
+
+
+def get_soc_version():
+    return int(os.environ["FAKE_NPU_SOC"])
+
+
+def get_device_name(index=0):
+    return os.environ["FAKE_NPU_NAME"]
+"""
+
+NPU_SMI = """\
+#!/bin/sh
+if [ "${FAKE_NPU_COUNT:-1}" = 0 ]; then
+    echo "dcmi module initialize failed. ret is -8005: no NPU device found" >&2
+    exit 1
+fi
+echo "| npu-smi 26.0.rc1                 Version: 26.0.rc1                                       |"
+echo "| 0     ${FAKE_NPU_NAME}            | OK            | 93.8        42                0    / 0  |"
+"""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    """The example locked with an A3 target and a stand-in torch_npu source; a fake CANN."""
+    work = tmp_path_factory.mktemp("npu")
+    with serve_example(work / "example") as example:
+        fake = backend_project(work / "upstream" / "fakenpu", "fakenpu", importable=False)
+        fake.commit(
+            {
+                "torch_npu/__init__.py": "from . import npu\n",
+                "torch_npu/npu.py": TORCH_NPU,
+                "fake_ascend/__init__.py": "",
+                # as vllm-ascend's build writes it: the chip in upper case
+                "fake_ascend/_build_info.py": '__soc_version__ = "ASCEND910_9392"\n',
+            },
+            "a stand-in for torch_npu",
+        )
+        gitconfig = work / "gitconfig"
+        gitconfig.write_text(
+            f'[include]\n\tpath = {example.gitconfig}\n[url "{fake.url}"]\n\tinsteadOf = {GITHUB}fakenpu.git\n'
+        )
+        with example.matrix.open("a") as matrix:
+            matrix.write(NPU.format(github=GITHUB))
+        env = {"GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "PIP_CONFIG_FILE": "/dev/null"}
+        result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)], env=env)
+        assert result.exit_code == 0, result.output
+        bin_dir = work / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "npu-smi").write_text(NPU_SMI)
+        (bin_dir / "npu-smi").chmod(0o755)
+        (work / "cann").mkdir()
+        (work / "cann" / "set_env.sh").write_text("export DEMO_CANN_HOME=/opt/demo-cann\n")
+        yield example
+
+
+@pytest.fixture
+def host(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Example]:
+    """A fake Ascend host: npu-smi on PATH and CANN's script; the device is set per test."""
+    work = served.root.parent.parent
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(work / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("PATH", f"{work / 'bin'}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("ASCEND_SET_ENV", str(work / "cann" / "set_env.sh"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    yield served
+
+
+def check(example: Example, *args: str) -> tuple[int, dict[str, dict[str, str]], str]:
+    result = CliRunner().invoke(cli, ["check", ENV, "--root", str(example.root), "--venv", "--no-solve", *args])
+    assert "Traceback" not in result.output
+    steps = {s["name"]: s for s in json.loads(result.stdout)["steps"]} if "--json" in args else {}
+    return result.exit_code, steps, result.stdout
+
+
+def npu(steps: dict[str, dict[str, str]]) -> dict[str, tuple[str, str]]:
+    return {name: (s["status"], s["detail"]) for name, s in steps.items() if name.startswith("npu: ")}
+
+
+def test_the_host_the_env_was_built_for_passes(host: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NPU_SOC", "253")
+    monkeypatch.setenv("FAKE_NPU_NAME", "Ascend910_9392")
+    code, steps, _ = check(host, "--require-npu", "--json")
+    assert code == 0, steps
+    assert npu(steps) == {
+        "npu: npu-smi": ("ok", "npu-smi info lists the NPUs"),
+        "npu: device": ("ok", "1 NPU device"),
+        "npu: soc version": ("ok", "253 (Atlas A3 (910_93)), within 250-255"),
+        "npu: device name": ("ok", "Ascend910_9392"),
+        "npu: built for": ("ok", "ASCEND910_9392 (fake_ascend._build_info.__soc_version__)"),
+    }
+
+
+def test_a_host_of_another_generation_fails_naming_expected_and_found(
+    host: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NPU_SOC", "222")
+    monkeypatch.setenv("FAKE_NPU_NAME", "Ascend910B2")
+    code, steps, _ = check(host, "--require-npu", "--json")
+    assert code == 4
+    found = npu(steps)
+    assert found["npu: soc version"] == (
+        "failed",
+        "expected 250-255 (Atlas A3 (910_93)), found 222 (Atlas A2 (910B))",
+    )
+    assert found["npu: device name"] == (
+        "failed",
+        "expected a name containing Ascend910_93, found 'Ascend910B2' (Atlas A2 (910B))",
+    )
+    assert found["npu: built for"][0] == "ok"  # the env itself is the A3 build its matrix asks for
+
+
+def test_a_host_without_a_device_fails_and_a_host_without_npu_smi_skips(
+    host: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NPU_COUNT", "0")
+    code, steps, _ = check(host, "--require-npu", "--json")
+    assert code == 4
+    found = npu(steps)
+    assert found["npu: npu-smi"][0] == "failed" and "no NPU device found" in found["npu: npu-smi"][1]
+    assert found["npu: device"] == ("failed", "expected at least one NPU, found none: torch_npu sees no NPU device")
+    assert {found[n] for n in ("npu: soc version", "npu: device name", "npu: built for")} == {
+        ("skipped", "no NPU device to ask")
+    }
+
+    work = host.root.parent.parent
+    monkeypatch.setenv("PATH", __import__("os").environ["PATH"].replace(f"{work / 'bin'}:", ""))
+    code, steps, _ = check(host, "--json")
+    assert code == 0
+    reason = "no NPU on this host (npu-smi is not on PATH); the env targets Atlas A3 (910_93)"
+    assert set(npu(steps).values()) == {("skipped", reason)}
+    code, steps, _ = check(host, "--require-npu", "--json")
+    assert code == 4
+    assert set(npu(steps).values()) == {("failed", reason)}
