@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from dataclasses import replace
@@ -16,10 +15,7 @@ from envgen.lockio.store import write_lock
 from envgen.model import Lock
 from envgen.project import Project
 
-_spec = importlib.util.spec_from_file_location("diff_cases", Path(__file__).parents[1] / "unit" / "test_diff.py")
-assert _spec and _spec.loader
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)
+from tests.support.builders import bump, diff_lock
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
 RECIPE = "#!/usr/bin/env bash\nset -euo pipefail\n"
@@ -33,7 +29,7 @@ def put(root: Path, lock: Lock) -> None:
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitRepo]:
     """A git repository whose HEAD holds the old lock and whose work tree holds the bumped one."""
-    old, new = cases.bump()
+    old, new = bump()
     repo = GitRepo.create(tmp_path / "project", {"README": "envgen project\n"})
     put(repo.path, old)
     repo.git("add", "locks")
@@ -63,7 +59,7 @@ def test_git_mode_compares_every_changed_lock(repo: GitRepo) -> None:
 def test_git_mode_skips_unchanged_locks_and_reports_added_ones(repo: GitRepo) -> None:
     repo.git("add", "locks")
     repo.commit({}, "bump a5")
-    other = cases.make_lock(env="a2a3")
+    other = diff_lock(env="a2a3")
     put(repo.path, other)
     data = json.loads(envgen("diff", "--git", "HEAD", "--format", "json").stdout)
     assert [d["env"] for d in data["diffs"]] == ["a2a3"]
@@ -98,7 +94,7 @@ def test_yml_without_its_sources_toml_compares_packages(repo: GitRepo, tmp_path:
 
 
 def test_a_rebuilt_artifact_is_flagged_through_the_files(repo: GitRepo) -> None:
-    old = cases.make_lock()
+    old = diff_lock()
     rebuilt = tuple(replace(e, sha256="ee" * 32) if e.name == "torch" else e for e in old.pip)
     put(repo.path, replace(old, pip=rebuilt))
     result = envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--exit-code")

@@ -18,9 +18,11 @@ from envgen.example.gitrepos import GitRepo
 from envgen.inputs.untrusted import commit_problem, git_url_problem, ref_problem
 from envgen.lockio.conda_lock_yml import render_lock_yml
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
-from envgen.model import Cann, LockedSource, Matrix, Source
+from envgen.model import LockedSource, Source
 from envgen.resolve.git_remote import ls_remote
 from envgen.resolve.git_sources import resolve_sources
+
+from tests.support.builders import make_matrix, sample_lock
 
 TEMPLATES = Path(__file__).parents[1] / "data" / "matrices"
 
@@ -114,20 +116,7 @@ def test_a_recorded_commit_never_reaches_git_fetch_as_an_option(tmp_path: Path, 
     """A kept commit from a tampered lock goes to `git fetch origin <commit>`: after `--` it is a bad refspec."""
     upstream = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"})
     source = Source(name="lib", url=upstream.url, ref="main", distribution="lib")
-    matrix = Matrix(
-        name="t",
-        description="t",
-        path="env-templates/t.toml",
-        platforms=("linux-64",),
-        python="3.11",
-        glibc="2.28",
-        cann=Cann(version="pending", set_env="/nonexistent/set_env.sh"),
-        channels=(),
-        conda_specs=(),
-        indexes=(),
-        packages=(),
-        sources=(source,),
-    )
+    matrix = make_matrix(sources=(source,))
     previous = {"lib": LockedSource(source, payload(marker))}
     with pytest.raises(EnvgenError):
         resolve_sources(matrix, cache=tmp_path / "cache", previous=previous)
@@ -136,8 +125,6 @@ def test_a_recorded_commit_never_reaches_git_fetch_as_an_option(tmp_path: Path, 
 
 @pytest.mark.parametrize("field", ["url", "commit", "ref", "cherry-picks", "picked", "tree", "name"])
 def test_the_lock_parser_rejects_option_shaped_git_strings(field: str, marker: Path) -> None:
-    from tests.unit.test_lockfile import sample_lock
-
     text = render_sources_toml(sample_lock())
     bad = payload(marker)
     replacements = {
@@ -174,8 +161,6 @@ def test_lock_rejects_an_option_shaped_url_in_the_matrix(
 
 def test_status_never_passes_a_tampered_lock_url_to_git(tmp_path: Path, marker: Path, inside_a_repo: GitRepo) -> None:
     """`status` asks each moving source's remote; a URL edited into sources.toml is refused before that."""
-    from tests.unit.test_lockfile import sample_lock
-
     root = tmp_path / "project"
     shutil.copytree(TEMPLATES / "channels", root / "channels")
     (root / "env-templates").mkdir()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -13,74 +12,23 @@ import pytest
 import yaml
 from envgen.lockdiff.compare import LockDiff, compare_url, diff_locks
 from envgen.lockdiff.render import MARKER, OPEN_ROWS, render_json, render_markdown, render_text
-from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Override, Pending, PipEntry, Source
+from envgen.model import AppliedOverride, Override, Pending
+
+from tests.support.builders import (
+    DIFF_PLATFORMS,
+    MINDSPEED,
+    NEW_COMMIT,
+    OLD_COMMIT,
+    VLLM_ASCEND,
+    bump,
+    conda_entry,
+    diff_lock,
+    locked_source,
+    pip_entry,
+)
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
 WORKFLOW = Path(__file__).parents[2] / ".github" / "workflows" / "lock-diff.yml"
-PLATFORMS = ("linux-64", "linux-aarch64")
-VLLM_ASCEND = "https://github.com/vllm-project/vllm-ascend.git"
-MINDSPEED = "https://gitcode.com/Ascend/MindSpeed.git"
-OLD_COMMIT = "50e87d6" + "a" * 33
-NEW_COMMIT = "1a2b3c4" + "b" * 33
-
-
-def digest(text: str, algorithm: str = "sha256") -> str:
-    return hashlib.new(algorithm, text.encode()).hexdigest()
-
-
-def conda(name: str, version: str, platform: str, build: str = "h0_0") -> CondaEntry:
-    file = f"{name}-{version}-{build}.conda"
-    url = f"https://conda.anaconda.org/conda-forge/{platform}/{file}"
-    return CondaEntry(name, version, build, platform, url, md5=digest(file, "md5"), sha256=digest(file))
-
-
-def pip(name: str, version: str, platform: str, tag: str = "py3-none-any") -> PipEntry:
-    file = f"{name}-{version}-{tag}.whl"
-    return PipEntry(name, version, platform, f"https://files.example.org/{file}", sha256=digest(file))
-
-
-def source(name: str, url: str, ref: str, commit: str, cherry_picks: tuple[str, ...] = ()) -> LockedSource:
-    return LockedSource(Source(name, url, ref, name.replace("-", "_"), cherry_picks=cherry_picks), commit)
-
-
-def make_lock(
-    python: str = "3.11.8",
-    transformers: str = "4.57.5",
-    mbridge: str = "0.13.0",
-    vllm_ascend: str = OLD_COMMIT,
-    **changes: object,
-) -> Lock:
-    lock = Lock(
-        env="a5",
-        platforms=PLATFORMS,
-        input_hash="0" * 64,
-        conda=tuple(
-            entry
-            for platform in PLATFORMS
-            for entry in (conda("pip", "24.2", platform), conda("python", python, platform))
-        ),
-        pip=tuple(
-            entry
-            for platform in PLATFORMS
-            for entry in (
-                pip("mbridge", mbridge, platform),
-                pip("torch", "2.10.0", platform),
-                pip("transformers", transformers, platform),
-            )
-        ),
-        sources=(
-            source("mindspeed", MINDSPEED, "0c6c0ceaa523a96032dee1539a52032155e6404e", "0c6c0ce" + "0" * 33),
-            source("vllm-ascend", VLLM_ASCEND, "releases/v0.23.0", vllm_ascend),
-        ),
-        pending=(Pending("torch-npu", "commercial release due Q2"),),
-    )
-    return dataclasses.replace(lock, **changes)  # type: ignore[arg-type]
-
-
-def bump() -> tuple[Lock, Lock]:
-    """One conda package, two pip packages and one source commit bumped."""
-    new = make_lock(python="3.11.9", transformers="4.57.6", mbridge="0.15.1", vllm_ascend=NEW_COMMIT)
-    return make_lock(), new
 
 
 def diff_bump() -> LockDiff:
@@ -104,7 +52,7 @@ def test_bump_lists_each_change_with_its_direction() -> None:
     diff = diff_bump()
     got = {(c.platform, c.manager, c.name, c.kind, c.old_version, c.new_version) for c in diff.packages}
     want = set()
-    for platform in PLATFORMS:
+    for platform in DIFF_PLATFORMS:
         want |= {
             (platform, "conda", "python", "upgraded", "3.11.8", "3.11.9"),
             (platform, "pip", "mbridge", "upgraded", "0.13.0", "0.15.1"),
@@ -119,18 +67,18 @@ def test_bump_lists_each_change_with_its_direction() -> None:
 
 
 def test_identical_locks_give_an_empty_diff() -> None:
-    diff = diff_locks(make_lock(), make_lock())
+    diff = diff_locks(diff_lock(), diff_lock())
     assert diff.empty
     assert json.loads(render_json([diff]))["changed"] is False
 
 
 def test_versions_order_by_each_managers_rules() -> None:
     # String order would call 2024.10 older than 2024.9, and 2.0.0rc1 newer than 2.0.0.
-    old = make_lock(python="3.11.10", transformers="5.0.0", mbridge="0.15.1")
-    new = make_lock(python="3.11.9", transformers="5.0.0rc1", mbridge="0.15.1")
+    old = diff_lock(python="3.11.10", transformers="5.0.0", mbridge="0.15.1")
+    new = diff_lock(python="3.11.9", transformers="5.0.0rc1", mbridge="0.15.1")
     diff = diff_locks(
-        dataclasses.replace(old, conda=old.conda + (conda("tzdata", "2024.9", "linux-64"),)),
-        dataclasses.replace(new, conda=new.conda + (conda("tzdata", "2024.10", "linux-64"),)),
+        dataclasses.replace(old, conda=old.conda + (conda_entry("tzdata", "2024.9", "linux-64"),)),
+        dataclasses.replace(new, conda=new.conda + (conda_entry("tzdata", "2024.10", "linux-64"),)),
     )
     kinds = {(c.platform, c.name): c.kind for c in diff.packages}
     assert kinds[("linux-64", "python")] == "downgraded"
@@ -139,7 +87,7 @@ def test_versions_order_by_each_managers_rules() -> None:
 
 
 def test_same_version_with_another_hash_is_flagged_loudly() -> None:
-    old = make_lock()
+    old = diff_lock()
     pip_new = tuple(
         dataclasses.replace(e, sha256="ee" * 32) if e.name == "torch" and e.platform == "linux-aarch64" else e
         for e in old.pip
@@ -163,13 +111,13 @@ def test_same_version_with_another_hash_is_flagged_loudly() -> None:
 
 
 def test_added_removed_packages_and_platforms() -> None:
-    old = make_lock()
+    old = diff_lock()
     new = dataclasses.replace(
         old,
         platforms=("linux-aarch64", "osx-arm64"),
-        conda=old.conda_for("linux-aarch64") + (conda("python", "3.11.8", "osx-arm64"),),
+        conda=old.conda_for("linux-aarch64") + (conda_entry("python", "3.11.8", "osx-arm64"),),
         pip=tuple(e for e in old.pip_for("linux-aarch64") if e.name != "mbridge")
-        + (pip("ray", "2.40.0", "linux-aarch64"),),
+        + (pip_entry("ray", "2.40.0", "linux-aarch64"),),
     )
     diff = diff_locks(old, new)
     assert diff.platforms_added == ("osx-arm64",) and diff.platforms_removed == ("linux-64",)
@@ -181,8 +129,8 @@ def test_added_removed_packages_and_platforms() -> None:
 
 
 def test_small_platform_tables_start_unfolded_and_large_ones_folded() -> None:
-    old = make_lock()
-    many = tuple(pip(f"pkg{i:02}", "1.0", "linux-64") for i in range(OPEN_ROWS + 1))
+    old = diff_lock()
+    many = tuple(pip_entry(f"pkg{i:02}", "1.0", "linux-64") for i in range(OPEN_ROWS + 1))
     markdown = render_markdown([diff_locks(old, dataclasses.replace(old, pip=old.pip + many))])
     assert f"<details><summary><b>linux-64</b>: {OPEN_ROWS + 1} package changes</summary>" in markdown
     assert "<details open><summary><b>linux-aarch64</b>" not in markdown  # nothing changed there
@@ -191,17 +139,17 @@ def test_small_platform_tables_start_unfolded_and_large_ones_folded() -> None:
 
 
 def test_pip_names_compare_normalised() -> None:
-    old = make_lock()
+    old = diff_lock()
     new = dataclasses.replace(old, pip=tuple(dataclasses.replace(e, name=e.name.capitalize()) for e in old.pip))
     assert diff_locks(old, new).empty
 
 
 def test_moved_branch_ref_change_and_cherry_picks() -> None:
-    old = make_lock()
+    old = diff_lock()
     new_sources = (
-        source("mindspeed", MINDSPEED, "master", "9f8e7d6" + "c" * 33, cherry_picks=("abc1234",)),
-        source("vllm-ascend", VLLM_ASCEND, "releases/v0.24.0", NEW_COMMIT),
-        source("verl", "https://github.com/verl-project/verl.git", "HEAD", "7" * 40),
+        locked_source("mindspeed", MINDSPEED, "master", "9f8e7d6" + "c" * 33, cherry_picks=("abc1234",)),
+        locked_source("vllm-ascend", VLLM_ASCEND, "releases/v0.24.0", NEW_COMMIT),
+        locked_source("verl", "https://github.com/verl-project/verl.git", "HEAD", "7" * 40),
     )
     diff = diff_locks(old, dataclasses.replace(old, sources=new_sources))
     by_name = {s.name: s for s in diff.sources}
@@ -217,8 +165,8 @@ def test_moved_branch_ref_change_and_cherry_picks() -> None:
 
 
 def test_source_moved_to_another_repository_has_no_compare_link() -> None:
-    old = make_lock()
-    fork = source("vllm-ascend", "https://github.com/someone/vllm-ascend.git", "releases/v0.23.0", NEW_COMMIT)
+    old = diff_lock()
+    fork = locked_source("vllm-ascend", "https://github.com/someone/vllm-ascend.git", "releases/v0.23.0", NEW_COMMIT)
     diff = diff_locks(old, dataclasses.replace(old, sources=(old.sources[0], fork)))
     (change,) = diff.sources
     assert change.compare_url is None
@@ -229,8 +177,8 @@ def test_source_moved_to_another_repository_has_no_compare_link() -> None:
 
 def test_overrides_pending_and_inputs() -> None:
     override = AppliedOverride(Override("numpy", "numpy<2", "torch 2.10 wheels need numpy 1"))
-    old = make_lock(inputs=(("matrix", "1" * 64), ("channel:pypi", "2" * 64)))
-    new = make_lock(
+    old = diff_lock(inputs=(("matrix", "1" * 64), ("channel:pypi", "2" * 64)))
+    new = diff_lock(
         overrides=(override,),
         pending=(Pending("torch-npu", "due Q3"), Pending("cann", "no public version")),
         inputs=(("matrix", "3" * 64), ("channel:pypi", "2" * 64)),
@@ -245,7 +193,7 @@ def test_overrides_pending_and_inputs() -> None:
 
 
 def test_credentials_never_appear_in_renderings() -> None:
-    old = make_lock()
+    old = diff_lock()
     secret = dataclasses.replace(
         old.pip[0], url="https://user:s3cret@private.example.org/mbridge-0.14.0-py3-none-any.whl", version="0.14.0"
     )

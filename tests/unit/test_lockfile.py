@@ -18,159 +18,19 @@ from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash, r
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.lockio.store import parse_lock, read_lock, write_lock
 from envgen.model import (
-    AppliedOverride,
-    Cann,
-    Channel,
-    CondaEntry,
-    ImportCheck,
-    Index,
     Lock,
-    LockedSource,
-    Origin,
-    Override,
-    Pending,
-    PipEntry,
-    Profile,
-    Requirement,
-    Source,
 )
 from envgen.project import Project
 
-PLATFORMS = ("linux-aarch64", "linux-64")
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def conda_entry(name: str, platform: str, depends: tuple[tuple[str, str], ...] = ()) -> CondaEntry:
-    subdir = "noarch" if name == "pip" else platform
-    return CondaEntry(
-        name=name,
-        version="3.11.9" if name == "python" else "24.0",
-        build="h0_0",
-        platform=platform,
-        url=f"https://conda.example.org/forge/{subdir}/{name}-1-h0_0.conda",
-        md5=hashlib.md5(f"{name}{platform}".encode()).hexdigest(),
-        sha256=_sha(f"{name}{platform}"),
-        depends=depends,
-    )
-
-
-def pip_entry(name: str, platform: str, index: str | None = None, sdist: bool = False) -> PipEntry:
-    machine = "aarch64" if platform == "linux-aarch64" else "x86_64"
-    file = f"{name}-1.0.tar.gz" if sdist else f"{name}-1.0-cp311-cp311-manylinux_2_28_{machine}.whl"
-    return PipEntry(
-        name=name,
-        version="1.0",
-        platform=platform,
-        url=f"https://files.example.org/{file}",
-        sha256=_sha(f"{name}{platform}pip"),
-        depends=(("numpy", ">=1.26"),) if name == "torch" else (),
-        index=index,
-        sdist=sdist,
-    )
-
-
-def sample_lock() -> Lock:
-    verl = Source(
-        name="verl",
-        url="https://github.com/verl-project/verl.git",
-        ref="HEAD",
-        distribution="verl",
-        requirements=("requirements-npu.txt",),
-    )
-    vllm_ascend = Source(
-        name="vllm-ascend",
-        url="https://user:secret@git.example.org/vllm-ascend.git",
-        ref="releases/v0.23.0",
-        distribution="vllm_ascend",
-        cherry_picks=("1" * 40,),
-        build_isolation=False,
-        needs_cann=True,
-        build_index="triton-ascend",
-        env=(("SOC_VERSION", "ascend950dt_9582"), ("A_FLAG", "x y")),
-        requirements=("requirements.txt", "pyproject"),
-    )
-    transfer_queue = Source(
-        name="transferqueue",
-        url="https://github.com/Ascend/TransferQueue.git",
-        ref="main",
-        distribution="TransferQueue",
-        editable=False,
-        pythonpath=True,
-        origin="verl:requirements-npu.txt:4",
-        dependencies="none",
-        dependencies_reason="pulls unpinned torch",
-    )
-    numpy_req = Requirement("numpy<2", Origin("requirements.txt", line=3, source="vllm-ascend"))
-    sources = (
-        LockedSource(
-            vllm_ascend,
-            "a" * 40,
-            (numpy_req, Requirement("torch<3", Origin("requirements.txt", line=9, source="vllm-ascend"), True)),
-            digest=_sha("vllm-ascend"),
-            tree="b" * 40,
-            picked=("c" * 40,),
-            metadata_fallback="the metadata build failed: needs CANN",
-        ),
-        LockedSource(
-            verl,
-            "d" * 40,
-            (Requirement("ray>=2", Origin("setup.py", key="install_requires", source="verl")),),
-            digest=_sha("verl"),
-        ),
-        LockedSource(transfer_queue, "e" * 40),
-    )
-    conda = tuple(
-        conda_entry(n, p, (("python", ">=3.8"),) if n == "pip" else (("__glibc", ">=2.17"),))
-        for p in PLATFORMS
-        for n in ("pip", "python")
-    )
-    pip = (
-        pip_entry("torch", "linux-aarch64"),
-        pip_entry("triton-ascend", "linux-aarch64", index="triton-ascend"),
-        pip_entry("mbridge", "linux-64", sdist=True),
-        pip_entry("torch", "linux-64", index="pytorch-cpu"),
-    )
-    inputs = (("channel:conda-forge", _sha("c")), ("matrix", _sha("m")), ("schema", str(LOCK_SCHEMA)))
-    return Lock(
-        env="a5",
-        platforms=PLATFORMS,
-        input_hash=input_hash(inputs),
-        conda=conda,
-        pip=pip,
-        sources=sources,
-        overrides=(
-            AppliedOverride(
-                Override("torch", "torch==2.10.0", "the A5 guide pins torch"),
-                (Requirement("torch>=2.5", Origin("setup.py", source="verl")),),
-            ),
-            AppliedOverride(Override("numpy", "numpy<2", "ABI"), ()),
-        ),
-        pending=(Pending("CANN", "due Q2"), Pending("torch-npu", "not published")),
-        channels=(Channel("conda-forge", "https://conda.example.org/forge"),),
-        indexes=(
-            Index("pypi", "https://pypi.org/simple"),
-            Index("triton-ascend", "https://u:p@triton.example.org/simple/", True, "triton.example.org"),
-        ),
-        cann=Cann("pending", "/usr/local/Ascend/cann/set_env.sh", "commercial release due Q2"),
-        activation_env=(("PYTHONPATH", "/src/megatron"),),
-        profiles=(
-            Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),
-            Profile("ckpt", "HCCL whitelist", (("HCCL_WHITELIST_DISABLE", "0"), ("HCCL_WHITELIST_FILE", "/w.json"))),
-        ),
-        checks=(ImportCheck("torch", "torch", "2.10.0"), ImportCheck("vllm_ascend", "vllm_ascend", needs="cann")),
-        inputs=inputs,
-    )
+from tests.support.builders import SAMPLE_PLATFORMS, digest, sample_lock
 
 
 def stripped(lock: Lock) -> Lock:
     """What a lock is expected to read back as: credentials gone, canonical order."""
     return dataclasses.replace(
         lock,
-        conda=tuple(sorted(lock.conda, key=lambda e: (PLATFORMS.index(e.platform), e.name))),
-        pip=tuple(sorted(lock.pip, key=lambda e: (PLATFORMS.index(e.platform), e.name))),
+        conda=tuple(sorted(lock.conda, key=lambda e: (SAMPLE_PLATFORMS.index(e.platform), e.name))),
+        pip=tuple(sorted(lock.pip, key=lambda e: (SAMPLE_PLATFORMS.index(e.platform), e.name))),
         sources=tuple(
             dataclasses.replace(s, source=dataclasses.replace(s.source, url=s.source.url.replace("user:secret@", "")))
             for s in lock.sources
@@ -187,7 +47,7 @@ def stripped(lock: Lock) -> Lock:
 def test_yml_round_trips_through_our_parser() -> None:
     lock = sample_lock()
     yml = parse_lock_yml(render_lock_yml(lock))
-    assert yml.platforms == PLATFORMS
+    assert yml.platforms == SAMPLE_PLATFORMS
     assert yml.input_hash == lock.input_hash
     assert yml.channels == ("https://conda.example.org/forge",)
     expected = stripped(lock)
@@ -204,8 +64,8 @@ def test_yml_is_read_by_conda_locks_own_parser(tmp_path: Path) -> None:
 
     parsed = parse_conda_lock_file(path)
 
-    assert parsed.metadata.platforms == list(PLATFORMS)
-    assert parsed.metadata.content_hash == dict.fromkeys(PLATFORMS, lock.input_hash)
+    assert parsed.metadata.platforms == list(SAMPLE_PLATFORMS)
+    assert parsed.metadata.content_hash == dict.fromkeys(SAMPLE_PLATFORMS, lock.input_hash)
     assert parsed.metadata.sources == ["env-templates/a5.toml"]
     assert parsed.metadata.time_metadata is None and parsed.metadata.git_metadata is None
     got = {(d.manager, d.platform, d.name): d for d in parsed.package}
@@ -360,7 +220,7 @@ def test_input_hash_follows_sources_and_virtual_packages(tmp_path: Path) -> None
     matrix, channels = _inputs_tree(tmp_path, "https://conda.example.org/forge")
     sources = sample_lock().sources
     base = input_digests(matrix, channels, sources, {"linux-64": ["__glibc=2.28=0"]})
-    moved = (dataclasses.replace(sources[0], digest=_sha("moved")), *sources[1:])
+    moved = (dataclasses.replace(sources[0], digest=digest("moved")), *sources[1:])
     assert input_hash(base) != input_hash(input_digests(matrix, channels, moved, {"linux-64": ["__glibc=2.28=0"]}))
     assert input_hash(base) != input_hash(input_digests(matrix, channels, sources, {"linux-64": ["__glibc=2.34=0"]}))
 
@@ -399,7 +259,7 @@ def test_parse_lock_joins_both_files_without_touching_disk() -> None:
     lock = sample_lock()
     joined = parse_lock(render_lock_yml(lock), render_sources_toml(lock), "a.yml", "a.sources.toml")
     assert joined == stripped(lock)
-    other = render_sources_toml(dataclasses.replace(lock, input_hash=_sha("other")))
+    other = render_sources_toml(dataclasses.replace(lock, input_hash=digest("other")))
     with pytest.raises(InputError, match="a.yml and a.sources.toml are not from one"):
         parse_lock(render_lock_yml(lock), other, "a.yml", "a.sources.toml")
 
@@ -417,7 +277,7 @@ def test_read_lock_refuses_files_of_two_runs(tmp_path: Path) -> None:
     project = Project(tmp_path)
     lock = sample_lock()
     write_lock(project, "a5", lock, RECIPE)
-    other = dataclasses.replace(lock, input_hash=_sha("other"))
+    other = dataclasses.replace(lock, input_hash=digest("other"))
     project.sources_toml("a5").write_text(render_sources_toml(other))
     with pytest.raises(InputError, match="not from one `envgen lock` run"):
         read_lock(project, "a5")
@@ -442,7 +302,7 @@ def test_failed_write_midway_leaves_old_files_intact(tmp_path: Path) -> None:
     project = Project(tmp_path)
     write_lock(project, "a5", sample_lock(), RECIPE)
     before = _snapshot(project)
-    newer = dataclasses.replace(sample_lock(), pending=(), input_hash=_sha("newer"))
+    newer = dataclasses.replace(sample_lock(), pending=(), input_hash=digest("newer"))
 
     # The third file cannot be encoded: the first two temp files exist by then and must not survive.
     with pytest.raises(InputError, match="cannot write the lock of env 'a5'"):
@@ -463,7 +323,7 @@ def test_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path) -> No
     del before["a5.install.sh"]
 
     with pytest.raises(InputError):
-        write_lock(project, "a5", dataclasses.replace(sample_lock(), pending=(), input_hash=_sha("newer")), RECIPE)
+        write_lock(project, "a5", dataclasses.replace(sample_lock(), pending=(), input_hash=digest("newer")), RECIPE)
 
     assert _snapshot(project) == before
     assert sorted(p.name for p in project.locks_dir.iterdir()) == ["a5.install.sh", "a5.sources.toml", "a5.yml"]
@@ -484,13 +344,13 @@ def test_recorded_state_is_the_hash_both_files_agree_on_and_the_source_digests(t
     project = Project(tmp_path)
     assert recorded_state(project, "a5") is None
     lock = sample_lock()
-    lock = dataclasses.replace(lock, inputs=(*lock.inputs, ("source:vllm", _sha("vllm-files"))))
+    lock = dataclasses.replace(lock, inputs=(*lock.inputs, ("source:vllm", digest("vllm-files"))))
     write_lock(project, "a5", lock, RECIPE)
     recorded = recorded_state(project, "a5")
     assert recorded is not None
     assert recorded[0] == lock.input_hash
-    assert recorded[1] == {"vllm": _sha("vllm-files")}
-    other = dataclasses.replace(lock, input_hash=_sha("other"))
+    assert recorded[1] == {"vllm": digest("vllm-files")}
+    other = dataclasses.replace(lock, input_hash=digest("other"))
     project.sources_toml("a5").write_text(render_sources_toml(other))
     assert recorded_state(project, "a5") is None  # the two files disagree: not known fresh
 
