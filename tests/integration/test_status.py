@@ -11,7 +11,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-import requests
 from click.testing import CliRunner, Result
 from envgen.cli import cli
 from envgen.commands.status import newest_version, stale_reasons
@@ -25,7 +24,7 @@ from envgen.lockio.store import write_lock
 from envgen.model import Lock, LockedSource, Pending, PipEntry
 from envgen.platforms import virtual_packages
 from envgen.project import Project
-from envgen.resolve.index_client import fetch_filenames
+from envgen.resolve.index_client import IndexClient, fetch_filenames
 
 STATUS_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "status.schema.json"
 
@@ -299,11 +298,11 @@ def test_pep691_json_pages_are_read() -> None:
     thread.start()
     try:
         base = IndexAccess("json", f"http://127.0.0.1:{server.server_address[1]}/simple", explicit=False)
-        session = requests.Session()
-        assert fetch_filenames(session, base, "MBridge") == ["mbridge-0.15.1-py3-none-any.whl"]
-        assert fetch_filenames(session, base, "absent") is None
-        with pytest.raises(EnvgenError, match=r"/simple/broken/ answered with a page that is not PEP 691 JSON"):
-            fetch_filenames(session, base, "broken")
+        with IndexClient([base]) as client:
+            assert fetch_filenames(client, base, "MBridge") == ["mbridge-0.15.1-py3-none-any.whl"]
+            assert fetch_filenames(client, base, "absent") is None
+            with pytest.raises(EnvgenError, match=r"/simple/broken/ answered with a page that is not PEP 691 JSON"):
+                fetch_filenames(client, base, "broken")
     finally:
         server.shutdown()
         server.server_close()
@@ -340,5 +339,7 @@ def test_newest_version_prefers_final_releases() -> None:
 
 @pytest.mark.network
 def test_pypi_answers_with_versions() -> None:
-    files = fetch_filenames(requests.Session(), IndexAccess("pypi", "https://pypi.org/simple", False), "packaging")
+    pypi = IndexAccess("pypi", "https://pypi.org/simple", False)
+    with IndexClient([pypi]) as client:
+        files = fetch_filenames(client, pypi, "packaging")
     assert files and newest_version(files) is not None

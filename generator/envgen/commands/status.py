@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -19,11 +18,11 @@ from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
 from envgen.lockio.input_hashes import project_inputs
 from envgen.lockio.store import read_lock
-from envgen.model import Index, Lock, LockedSource, Matrix, Source
+from envgen.model import Lock, LockedSource, Matrix, Source
 from envgen.project import Project
 from envgen.redact import redact_url
 from envgen.resolve.git_remote import upstream_commit
-from envgen.resolve.index_client import fetch_filenames, file_versions
+from envgen.resolve.index_client import IndexClient, fetch_filenames, file_versions
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +214,6 @@ def status_env(
     *,
     outdated: bool = False,
     upstream: Callable[[Source], str] | None = None,
-    session: requests.Session | None = None,
 ) -> StatusReport:
     """The status of `env`: inputs re-digested, moving refs asked upstream, and with `outdated` the indexes."""
     lock = read_lock(project, env)
@@ -227,7 +225,7 @@ def status_env(
     matrix = load_env(project, env)
     reasons = stale_reasons(lock.inputs, project_inputs(project, matrix, lock.sources), matrix.path)
     drift = check_drift(moving_sources(lock), upstream)
-    found = check_outdated(matrix, lock, session) if outdated else ()
+    found = check_outdated(matrix, lock) if outdated else ()
     return build_report(env, lock, reasons, drift, found)
 
 
@@ -257,27 +255,24 @@ def check_drift(
     return tuple(found)
 
 
-def check_outdated(matrix: Matrix, lock: Lock, session: requests.Session | None = None) -> tuple[Outdated, ...]:
+def check_outdated(matrix: Matrix, lock: Lock) -> tuple[Outdated, ...]:
     """For each unpinned package, the newest version on the first default index that has it."""
-    if session is None:
-        with requests.Session() as own:
-            return check_outdated(matrix, lock, own)
+    indexes = [access_index(i, os.environ) for i in matrix.default_indexes]
     found = []
-    for name in unpinned_packages(matrix):
-        key = canonicalize_name(name)
-        locked = tuple(sorted({e.version for e in lock.pip if canonicalize_name(e.name) == key}, key=Version))
-        found.append(_newest_on_indexes(session, name, locked, matrix.default_indexes))
+    with IndexClient(indexes) as client:
+        for name in unpinned_packages(matrix):
+            key = canonicalize_name(name)
+            locked = tuple(sorted({e.version for e in lock.pip if canonicalize_name(e.name) == key}, key=Version))
+            found.append(_newest_on_indexes(client, name, locked))
     return tuple(found)
 
 
-def _newest_on_indexes(
-    session: requests.Session, name: str, locked: tuple[str, ...], indexes: Sequence[Index]
-) -> Outdated:
+def _newest_on_indexes(client: IndexClient, name: str, locked: tuple[str, ...]) -> Outdated:
     # uv's first-index strategy: the first index that has the package is the only one it comes from.
     allow_pre = any(Version(v).is_prerelease for v in locked)
-    for index in indexes:
+    for index in client.indexes:
         try:
-            files = fetch_filenames(session, access_index(index, os.environ), name)
+            files = fetch_filenames(client, index, name)
         except EnvgenError as exc:
             return Outdated(name, locked, error=exc.message)
         if files is not None:

@@ -113,17 +113,6 @@ class IndexAccess:
             f"UV_INDEX_{key}_PASSWORD": self.password or "",
         }
 
-    def trusts(self, url: str) -> bool:
-        """Whether `url` is on this index's trusted host, so its TLS certificate is not verified."""
-        if not self.trusted_host:
-            return False
-        parts = urlsplit(url)
-        return self.trusted_host.lower() in (parts.hostname, parts.netloc.rpartition("@")[2].lower())
-
-    def authenticates(self, url: str) -> bool:
-        """Whether a file URL lives on this index's host, so the index's credentials apply to it."""
-        return urlsplit(url).netloc == urlsplit(self.url).netloc
-
 
 def expand_url(url: str, what: str, environ: Mapping[str, str]) -> str:
     """`url` with every `${VAR}` replaced from `environ`; a missing variable is an InputError."""

@@ -1,4 +1,9 @@
-"""HTTP access to the matrix's pip indexes: credentials of the index on a URL's host, trusted hosts' TLS."""
+"""The one HTTP client of the matrix's pip indexes: simple pages, artifacts and their metadata.
+
+Every request goes through IndexClient.get, which sends the credentials of the index whose host serves the
+URL and skips certificate verification only for an index's `trusted_host`, as uv and pip do with the same
+settings; nothing else in envgen speaks HTTP to an index.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,9 @@ import io
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from packaging.utils import (
@@ -43,20 +48,48 @@ def _metadata_from_archive(data: bytes, filename: str) -> str:
         return handle.read().decode()
 
 
-def _get(session: requests.Session, url: str, indexes: Sequence[IndexAccess]) -> requests.Response:
-    """GET `url` with the credentials of the index on its host; a trusted host's certificate is not verified."""
-    index = next((i for i in indexes if i.authenticates(url)), None)
-    auth = (index.username or "", index.password or "") if index and index.secrets else None
-    return session.get(url, auth=auth, timeout=HTTP_TIMEOUT, verify=not any(i.trusts(url) for i in indexes))
+class IndexClient:
+    """HTTP GETs to a set of indexes over one session; a context manager closing the session it opened."""
+
+    def __init__(self, indexes: Sequence[IndexAccess], session: requests.Session | None = None) -> None:
+        self.indexes = tuple(indexes)
+        self.session = session or requests.Session()
+        self._owned = session is None
+
+    def __enter__(self) -> IndexClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._owned:
+            self.session.close()
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The indexes' credentials, to mask in messages."""
+        return tuple(s for i in self.indexes for s in i.secrets)
+
+    def get(self, url: str, headers: Mapping[str, str] | None = None) -> requests.Response:
+        """GET `url` with the credentials of the index on its host; a trusted host's certificate is not verified."""
+        index = next((i for i in self.indexes if _same_host(i.url, url)), None)
+        auth = (index.username or "", index.password or "") if index and index.secrets else None
+        verify = not any(_trusts(i, url) for i in self.indexes)
+        return self.session.get(url, headers=dict(headers or {}), auth=auth, timeout=HTTP_TIMEOUT, verify=verify)
 
 
-def fetch_metadata(
-    choice: uv_pylock.Choice,
-    indexes: Sequence[IndexAccess],
-    cache: Path,
-    offline: bool,
-    session: requests.Session,
-) -> str:
+def _trusts(index: IndexAccess, url: str) -> bool:
+    """Whether `url` is on the index's trusted host (pip's --trusted-host: host or host:port)."""
+    if not index.trusted_host:
+        return False
+    parts = urlsplit(url)
+    return index.trusted_host.lower() in (parts.hostname, parts.netloc.rpartition("@")[2].lower())
+
+
+def _same_host(index_url: str, url: str) -> bool:
+    """Whether `url` lives on the index's host, so the index's credentials apply to it."""
+    return urlsplit(url).netloc == urlsplit(index_url).netloc
+
+
+def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, offline: bool) -> str:
     """The core metadata of a chosen artifact: from envgen's cache (by sha256), PEP 658, or the file itself.
 
     A whole file is downloaded only when the index serves no `.metadata`, and its sha256 is checked.
@@ -74,11 +107,11 @@ def fetch_metadata(
     text = None
     try:
         if artifact.is_wheel:
-            response = _get(session, url + ".metadata", indexes)
+            response = client.get(url + ".metadata")
             if response.status_code == 200:
                 text = response.text
         if text is None:
-            response = _get(session, url, indexes)
+            response = client.get(url)
             response.raise_for_status()
             digest = hashlib.sha256(response.content).hexdigest()
             if digest != artifact.sha256:
@@ -88,9 +121,9 @@ def fetch_metadata(
                 )
             text = _metadata_from_archive(response.content, artifact.filename)
     except requests.RequestException as exc:
-        secrets = tuple(s for i in indexes for s in i.secrets)
         raise ResolutionError(
-            f"cannot read the metadata of {artifact.filename} at {redact_url(url)}: {redact_text(str(exc), secrets)}",
+            f"cannot read the metadata of {artifact.filename} at {redact_url(url)}: "
+            f"{redact_text(str(exc), client.secrets)}",
             hint="check the network or the index; the resolution itself succeeded",
         ) from exc
     except (zipfile.BadZipFile, tarfile.TarError, StopIteration, ValueError) as exc:
@@ -102,16 +135,16 @@ def fetch_metadata(
     return text
 
 
-def fetch_filenames(session: requests.Session, index: IndexAccess, name: str) -> list[str] | None:
+def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[str] | None:
     """The file names on an index's simple page for `name` (PEP 691 JSON or PEP 503 HTML); None on 404."""
     url = urljoin(index.url.rstrip("/") + "/", f"{canonicalize_name(name)}/")
     shown = urljoin(index.shown.rstrip("/") + "/", f"{canonicalize_name(name)}/")
-    headers = {"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
-    auth = (index.username or "", index.password or "") if index.secrets else None
     try:
-        response = session.get(url, headers=headers, timeout=HTTP_TIMEOUT, auth=auth)
+        response = client.get(url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
     except requests.RequestException as exc:
-        raise EnvgenError(f"cannot reach {shown}: {type(exc).__name__}") from exc
+        untrusted = isinstance(exc, requests.exceptions.SSLError) and not index.trusted_host
+        trust = f" (if you trust the host, set trusted_host in channels/{index.name}.toml)" if untrusted else ""
+        raise EnvgenError(f"cannot reach {shown}: {type(exc).__name__}{trust}") from exc
     if response.status_code == 404:
         return None
     if response.status_code != 200:
@@ -169,6 +202,6 @@ def file_versions(filenames: Iterable[str]) -> set[Version]:
     return versions
 
 
-def offers(session: requests.Session, index: IndexAccess, name: str, version: str) -> bool:
+def offers(client: IndexClient, index: IndexAccess, name: str, version: str) -> bool:
     """Whether `index` still offers a file (not yanked) of `name` at `version`."""
-    return Version(version) in file_versions(fetch_filenames(session, index, name) or ())
+    return Version(version) in file_versions(fetch_filenames(client, index, name) or ())

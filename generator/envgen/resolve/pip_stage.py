@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import requests
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
@@ -21,7 +20,7 @@ from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, Requirement
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import uv_pylock
-from envgen.resolve.index_client import fetch_metadata, offers
+from envgen.resolve.index_client import IndexClient, fetch_metadata, offers
 from envgen.resolve.uv_compile import Inputs, name_of, run_uv_compile
 
 log = logging.getLogger(__name__)
@@ -191,8 +190,8 @@ def lock_pypi(
                 f"but {expected[1]} says {expected[0]}",
                 hint="fix the sha256 in the matrix if the file was replaced on purpose",
             )
-    with requests.Session() as session, ThreadPoolExecutor(max_workers=8) as pool:
-        texts = list(pool.map(lambda c: fetch_metadata(c, indexes, cache, offline, session), choices))
+    with IndexClient(indexes) as client, ThreadPoolExecutor(max_workers=8) as pool:
+        texts = list(pool.map(lambda c: fetch_metadata(client, c, cache, offline), choices))
     metadata = {c: uv_pylock.parse_metadata(t, c.artifact.filename) for c, t in zip(choices, texts, strict=True)}
     roots = [Pep508(r.text) for r in inputs.requirements if not r.constraint]
     roots += [Pep508(o.requirement) for o in matrix.overrides]
@@ -226,15 +225,15 @@ def still_offered(matrix: Matrix, entries: Sequence[PipEntry]) -> set[str]:
     Asked when a preferred version moved with no requirement against it: uv does not say whether it left
     the version because the index dropped it or to fit other changes. Unknown answers count as dropped.
     """
-    indexes = {i.name: i for i in matrix.indexes}
+    indexes = {i.name: access_index(i, os.environ) for i in matrix.indexes}
     found = set()
-    with requests.Session() as session:
+    with IndexClient(tuple(indexes.values())) as client:
         for entry in entries:
             index = indexes.get(entry.index or "")
             if index is None:
                 continue
             try:
-                if offers(session, access_index(index, os.environ), entry.name, entry.version):
+                if offers(client, index, entry.name, entry.version):
                     found.add(entry.name)
             except EnvgenError as exc:
                 log.debug("cannot ask %s about %s %s: %s", index.name, entry.name, entry.version, exc.message)
