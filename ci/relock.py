@@ -34,6 +34,8 @@ from pathlib import Path
 ENVGEN = (sys.executable, "-m", "envgen")
 # Env and source names as the matrix allows them; anything else (an option, a path) is refused up front.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# The files of a lock that say whether it changed; the exports derived from them (requirements, pylock, nix)
+# change only with one of these.
 LOCK_SUFFIXES = (".yml", ".sources.toml", ".install.sh")
 MARKER = "<!-- envgen-relock -->"
 # GitHub refuses pull request bodies over 65536 characters.
