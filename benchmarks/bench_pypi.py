@@ -23,7 +23,7 @@ import uv
 from envgen.example.http import serve_directory
 from envgen.example.wheels import FixtureDist, build_index
 from envgen.inputs.channels import access_index
-from envgen.model import Cann, Index, Matrix, PipPackage
+from envgen.model import Index, Matrix, PipPackage
 from envgen.platforms import uv_python_platform
 from envgen.process import run
 from envgen.resolve.pip_stage import gather_inputs, lock_pypi
@@ -33,6 +33,7 @@ from envgen.resolve.uv_compile import uv_environment
 # root (pytest's `pythonpath`), and so does this benchmark, wherever it is started from.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.a5 import a5_pypi_matrix  # noqa: E402
+from tests.support.builders import make_matrix  # noqa: E402
 
 PYTHON = "3.11"
 ARCHES: tuple[str, ...] = ("cp311-cp311-manylinux_2_28_aarch64", "cp311-cp311-manylinux_2_28_x86_64")
@@ -50,19 +51,10 @@ def fixture_dists(count: int = 30) -> list[FixtureDist]:
 
 
 def matrix_for(index_url: str, packages: tuple[PipPackage, ...]) -> Matrix:
-    return Matrix(
-        name="bench",
-        description="bench_pypi",
-        path="benchmarks/bench_pypi.py",
-        platforms=("linux-aarch64", "linux-64"),
-        python=PYTHON,
-        glibc="2.28",
-        cann=Cann("pending", "/usr/local/Ascend/cann/set_env.sh"),
-        channels=(),
-        conda_specs=(),
-        indexes=(Index("pypi", index_url),),
-        packages=packages,
-        sources=(),
+    platforms = ("linux-aarch64", "linux-64")
+    indexes = (Index("pypi", index_url),)
+    return make_matrix(
+        "bench", path="benchmarks/bench_pypi.py", platforms=platforms, indexes=indexes, packages=packages
     )
 
 

@@ -22,6 +22,7 @@ from envgen.model import ImportCheck, Lock, Matrix
 from envgen.platforms import host_platform
 from envgen.project import Project, cache_dir
 
+from tests.support.builders import make_lock
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
@@ -281,7 +282,7 @@ def test_an_expected_version_is_compared_even_without_a_named_distribution(
     code = "import importlib.metadata as m; print(m.version('pip'))"
     have = subprocess.run([prefix / "bin" / "python", "-c", code], capture_output=True, text=True).stdout.strip()
     checks = (ImportCheck("pip", version=have), ImportCheck("csv"), ImportCheck("json", version="1.0"))
-    lock = Lock("v", (host_platform(),), "0" * 64, (), (), (), checks=checks)
+    lock = make_lock("v", platforms=(host_platform(),), checks=checks)
     hardware = Hardware("/nonexistent/set_env.sh", cann=False, npu=False)
     steps = {
         s.name: s

@@ -15,11 +15,12 @@ import pytest
 from envgen.cherry_picks import PICK_ENV
 from envgen.example.gitrepos import side_commit
 from envgen.example.srcprojects import backend_project
-from envgen.model import FILES, Lock, Source
+from envgen.model import FILES, Source
 from envgen.recipe.render import render_recipe
 from envgen.resolve.git_sources import resolve_sources
 
 from tests.support.a5 import a5_pypi_matrix
+from tests.support.builders import make_lock
 from tests.support.venvs import fresh_venv
 
 # A message `commit.cleanup = strip` would change: a comment line and trailing blank lines.
@@ -56,7 +57,7 @@ def test_the_recipe_reproduces_the_locked_cherry_pick(
     stripped = subprocess.run(["git", "-C", str(scratch), "rev-parse", "HEAD"], capture_output=True, text=True)
     assert stripped.stdout.strip() != locked.picked[-1]
 
-    lock = Lock(env="picks", platforms=("linux-64",), input_hash="0" * 64, conda=(), pip=(), sources=(locked,))
+    lock = make_lock("picks", sources=(locked,))
     venv = fresh_venv(tmp_path / "env", pip_site_packages)
     script = tmp_path / "picks.install.sh"
     script.write_text(render_recipe(lock))

@@ -15,9 +15,11 @@ from envgen.errors import InputError, ResolutionError, VerificationError
 from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages, package_bytes, write_channel
 from envgen.example.http import serve_directory
 from envgen.installer import install_conda
-from envgen.model import Cann, Channel, Matrix
+from envgen.model import Channel, Matrix
 from envgen.platforms import virtual_packages
 from envgen.resolve.conda_stage import python_version, solve_conda
+
+from tests.support.builders import make_matrix
 
 
 @pytest.fixture(scope="module")
@@ -34,20 +36,8 @@ def channel_url(tmp_path_factory: pytest.TempPathFactory, packages: tuple[CondaP
 
 
 def matrix(channel: str, specs: tuple[str, ...] = ("python 3.11.*", "pip"), glibc: str = "2.28") -> Matrix:
-    return Matrix(
-        name="demo",
-        description="conda fixture",
-        path="env-templates/demo.toml",
-        platforms=("linux-64", "linux-aarch64"),
-        python="3.11",
-        glibc=glibc,
-        cann=Cann(version="pending", set_env="/usr/local/Ascend/cann/set_env.sh"),
-        channels=(Channel("demo", channel),),
-        conda_specs=specs,
-        indexes=(),
-        packages=(),
-        sources=(),
-    )
+    channels = (Channel("demo", channel),)
+    return make_matrix(platforms=("linux-64", "linux-aarch64"), glibc=glibc, channels=channels, conda_specs=specs)
 
 
 @pytest.mark.parametrize("platform", ["linux-64", "linux-aarch64"])

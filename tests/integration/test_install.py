@@ -18,11 +18,12 @@ from envgen.example.srcprojects import backend_project
 from envgen.example.wheels import FixtureDist, build_wheel
 from envgen.installer import INSTALLERS, Installer, install_env, pip_install_command, pip_requirements
 from envgen.lockio.exports.common import trusted_hosts
-from envgen.model import Cann, Channel, CondaEntry, Index, Lock, LockedSource, Matrix, PipEntry, Source
+from envgen.model import Channel, CondaEntry, Index, Lock, LockedSource, Matrix, PipEntry, Source
 from envgen.platforms import host_platform
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import solve_conda
 
+from tests.support.builders import conda_entry, make_lock, make_matrix
 from tests.support.venvs import fresh_venv
 
 HOST = host_platform()
@@ -31,8 +32,7 @@ PYTHON = ".".join(map(str, sys.version_info[:3]))
 
 def python_entry(version: str = PYTHON, platform: str = HOST) -> CondaEntry:
     """The conda python a lock records; in venv mode only its version matters."""
-    url = f"https://conda.example/demo/{platform}/python-{version}-h0_0.conda"
-    return CondaEntry("python", version, "h0_0", platform, url, "0" * 32, "0" * 64)
+    return conda_entry("python", version, platform)
 
 
 def wheel_entries(base: str, files: dict[str, Path]) -> tuple[PipEntry, ...]:
@@ -61,8 +61,9 @@ def write_recipe(lock: Lock, path: Path) -> Path:
 
 
 def demo_lock(pip: tuple[PipEntry, ...] = (), sources: tuple[LockedSource, ...] = (), **fields: object) -> Lock:
-    conda = fields.pop("conda", (python_entry(),))
-    return Lock(env="demo", platforms=(HOST,), input_hash="0" * 64, conda=conda, pip=pip, sources=sources, **fields)  # type: ignore[arg-type]
+    """A lock on this host with the host's python (the one a venv can be made with) unless `conda` says else."""
+    fields.setdefault("conda", (python_entry(),))
+    return make_lock(platforms=(HOST,), pip=pip, sources=sources, **fields)
 
 
 def test_requirements_pin_every_artifact_by_hash() -> None:
@@ -164,20 +165,7 @@ def test_a_hand_edited_recipe_is_refused(tmp_path: Path) -> None:
 
 
 def _conda_matrix(channel: str) -> Matrix:
-    return Matrix(
-        name="demo",
-        description="conda fixture",
-        path="env-templates/demo.toml",
-        platforms=(HOST,),
-        python="3.11",
-        glibc="2.28",
-        cann=Cann(version="pending", set_env="/usr/local/Ascend/cann/set_env.sh"),
-        channels=(Channel("demo", channel),),
-        conda_specs=("python 3.11.*", "pip"),
-        indexes=(),
-        packages=(),
-        sources=(),
-    )
+    return make_matrix(platforms=(HOST,), channels=(Channel("demo", channel),), conda_specs=("python 3.11.*", "pip"))
 
 
 def libdemo_entry(entries: tuple[CondaEntry, ...]) -> CondaEntry:

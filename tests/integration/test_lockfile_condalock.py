@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Iterator
@@ -13,10 +12,12 @@ from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
 from envgen.lockio.conda_lock_yml import render_lock_yml
 from envgen.lockio.store import read_lock, write_lock
-from envgen.model import Cann, Channel, Lock, Matrix, PipEntry
+from envgen.model import Channel, Lock
 from envgen.process import run
 from envgen.project import Project
 from envgen.resolve.conda_stage import solve_conda
+
+from tests.support.builders import digest, make_lock, make_matrix, pip_entry
 
 CONDA_LOCK = Path(sys.executable).parent / "conda-lock"
 PLATFORMS = ("linux-aarch64", "linux-64")
@@ -28,46 +29,24 @@ def lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lock]:
     write_channel(root / "demo", demo_packages())
     with serve_directory(root) as base:
         channel = Channel("demo", f"{base}/demo")
-        matrix = Matrix(
-            name="demo",
-            description="",
-            path="env-templates/demo.toml",
-            platforms=PLATFORMS,
-            python="3.11",
-            glibc="2.28",
-            cann=Cann("pending", "/usr/local/Ascend/cann/set_env.sh"),
-            channels=(channel,),
-            conda_specs=("python 3.11.*", "pip"),
-            indexes=(),
-            packages=(),
-            sources=(),
-        )
+        matrix = make_matrix(platforms=PLATFORMS, channels=(channel,), conda_specs=("python 3.11.*", "pip"))
         cache = tmp_path_factory.mktemp("cache")
         conda = tuple(e for p in PLATFORMS for e in solve_conda(matrix, p, cache=cache))
     pip = tuple(
-        PipEntry(
-            name=name,
-            version=version,
-            platform=platform,
-            url=f"https://files.example.org/{name}-{version}-py3-none-any.whl",
-            sha256=hashlib.sha256(f"{name}-{version}".encode()).hexdigest(),
-            depends=depends,
-        )
+        pip_entry(name, version, platform, depends=depends)
         for platform in PLATFORMS
         for name, version, depends in (
             ("mbridge", "0.15.1", (("transformers", ">=4.0"),)),
             ("transformers", "4.57.6", ()),
         )
     )
-    yield Lock(
-        env="demo",
+    yield make_lock(
         platforms=PLATFORMS,
-        input_hash=hashlib.sha256(b"inputs").hexdigest(),
+        input_hash=digest("inputs"),
         conda=conda,
         pip=pip,
-        sources=(),
         channels=(channel,),
-        inputs=(("matrix", hashlib.sha256(b"matrix").hexdigest()),),
+        inputs=(("matrix", digest("matrix")),),
     )
 
 

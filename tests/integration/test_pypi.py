@@ -17,8 +17,10 @@ import pytest
 from envgen.errors import InputError, ResolutionError, VerificationError
 from envgen.example.http import serve_directory
 from envgen.example.wheels import FixtureDist, build_index
-from envgen.model import Cann, Index, LockedSource, Matrix, Origin, Override, PipEntry, PipPackage, Requirement, Source
+from envgen.model import Index, LockedSource, Matrix, Origin, Override, PipEntry, PipPackage, Requirement, Source
 from envgen.resolve.pip_stage import PypiLock, lock_pypi
+
+from tests.support.builders import make_matrix
 
 MATRIX = "env-templates/test.toml"
 AARCH64 = "cp311-cp311-manylinux_2_28_aarch64"
@@ -66,22 +68,17 @@ def cache(tmp_path: Path) -> Path:
     return tmp_path / "cache"
 
 
-def make_matrix(
+def pypi_matrix(
     pypi: str, extra: str, packages: tuple[PipPackage, ...], overrides: tuple[Override, ...] = ()
 ) -> Matrix:
-    return Matrix(
-        name="test",
-        description="pypi fixture",
+    """Two indexes, the second explicit: the decoy setup of the fixture packages."""
+    indexes = (Index("pypi", pypi), Index("extra", extra, explicit=True))
+    return make_matrix(
+        "test",
         path=MATRIX,
         platforms=("linux-aarch64", "linux-64"),
-        python="3.11",
-        glibc="2.28",
-        cann=Cann(version="pending", set_env="/usr/local/Ascend/cann/set_env.sh"),
-        channels=(),
-        conda_specs=(),
-        indexes=(Index("pypi", pypi), Index("extra", extra, explicit=True)),
+        indexes=indexes,
         packages=packages,
-        sources=(),
         overrides=overrides,
     )
 
@@ -102,12 +99,12 @@ def by_name(lock: PypiLock) -> dict[str, PipEntry]:
 def test_explicit_index_beats_a_higher_decoy_pinned_or_not(urls: tuple[str, str], cache: Path) -> None:
     pypi, extra = urls
     for spec in ("==3.2.2", ""):
-        matrix = make_matrix(pypi, extra, (PipPackage("tr", spec, index=(("linux-aarch64", "extra"),)),))
+        matrix = pypi_matrix(pypi, extra, (PipPackage("tr", spec, index=(("linux-aarch64", "extra"),)),))
         tr = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache))["tr"]
         assert (tr.version, tr.index) == ("3.2.2", "extra")
         assert tr.url.startswith(extra.removesuffix("simple"))
         assert tr.url.endswith("/tr-3.2.2-py3-none-any.whl")
-    unpinned = make_matrix(pypi, extra, (PipPackage("tr"),))
+    unpinned = pypi_matrix(pypi, extra, (PipPackage("tr"),))
     assert by_name(lock_pypi(unpinned, "linux-aarch64", "3.11", (), cache=cache))["tr"].version == "9.9.9"
 
 
@@ -115,14 +112,14 @@ def test_a_source_requirement_on_a_pinned_name_also_comes_from_the_explicit_inde
     urls: tuple[str, str], cache: Path
 ) -> None:
     pypi, extra = urls
-    matrix = make_matrix(pypi, extra, (PipPackage("tr", index=(("linux-aarch64", "extra"),)),))
+    matrix = pypi_matrix(pypi, extra, (PipPackage("tr", index=(("linux-aarch64", "extra"),)),))
     verl = locked_source("verl", "verl", "tr")
     assert by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), cache=cache))["tr"].version == "3.2.2"
 
 
 def test_index_pinned_on_one_platform_only(urls: tuple[str, str], cache: Path) -> None:
     pypi, extra = urls
-    matrix = make_matrix(pypi, extra, (PipPackage("torch", "==2.10.0", index=(("linux-64", "extra"),)),))
+    matrix = pypi_matrix(pypi, extra, (PipPackage("torch", "==2.10.0", index=(("linux-64", "extra"),)),))
     x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), cache=cache))
     arm = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache))
     assert (x86["torch"].version, x86["torch"].index) == ("2.10.0+cpu", "extra")
@@ -135,7 +132,7 @@ def test_index_pinned_on_one_platform_only(urls: tuple[str, str], cache: Path) -
 
 
 def test_without_the_pin_x86_64_gets_the_cuda_style_build(urls: tuple[str, str], cache: Path) -> None:
-    matrix = make_matrix(*urls, (PipPackage("torch", "==2.10.0"),))
+    matrix = pypi_matrix(*urls, (PipPackage("torch", "==2.10.0"),))
     x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), cache=cache))
     assert x86["torch"].version == "2.10.0"
     assert x86["torch"].depends == (("nvidia-fake", ""),)
@@ -145,7 +142,7 @@ def test_without_the_pin_x86_64_gets_the_cuda_style_build(urls: tuple[str, str],
 def test_marker_dependencies_extras_sdists_and_depends(
     urls: tuple[str, str], cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    matrix = make_matrix(*urls, (PipPackage("app", "==1.0"),))
+    matrix = pypi_matrix(*urls, (PipPackage("app", "==1.0"),))
     with caplog.at_level(logging.WARNING):
         arm = lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache)
     x86 = lock_pypi(matrix, "linux-64", "3.11", (), cache=cache)
@@ -165,7 +162,7 @@ def test_marker_dependencies_extras_sdists_and_depends(
 
 
 def test_glibc_floor_excludes_newer_manylinux(urls: tuple[str, str], cache: Path) -> None:
-    matrix = make_matrix(*urls, (PipPackage("fastlib"), PipPackage("newlib")))
+    matrix = pypi_matrix(*urls, (PipPackage("fastlib"), PipPackage("newlib")))
     entries = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache))
     assert entries["fastlib"].url.endswith("fastlib-1.0-cp311-cp311-manylinux_2_28_aarch64.whl")
     assert entries["newlib"].version == "1.0"
@@ -176,7 +173,7 @@ def test_glibc_floor_excludes_newer_manylinux(urls: tuple[str, str], cache: Path
 
 
 def test_sources_provide_names_and_git_requirements_stay_out(urls: tuple[str, str], cache: Path) -> None:
-    matrix = make_matrix(*urls, (PipPackage("torch-npu", pending="not yet published"),))
+    matrix = pypi_matrix(*urls, (PipPackage("torch-npu", pending="not yet published"),))
     verl = locked_source(
         "verl",
         "verl",
@@ -191,7 +188,7 @@ def test_sources_provide_names_and_git_requirements_stay_out(urls: tuple[str, st
 
 
 def test_constraints_of_a_source_limit_versions_without_requiring(urls: tuple[str, str], cache: Path) -> None:
-    matrix = make_matrix(*urls, ())
+    matrix = pypi_matrix(*urls, ())
     verl = locked_source("verl", "verl", "dep")
     origin = Origin(file="constraints.txt", line=1, source="verl")
     limits = (Requirement("dep<1.1", origin, constraint=True), Requirement("xonly==2.0", origin, constraint=True))
@@ -206,7 +203,7 @@ def test_a_url_requirement_of_a_source_is_attributed_to_no_index(
     pypi, extra = urls
     url = f"{pypi.removesuffix('/simple')}/files/dep-1.0-py3-none-any.whl"
     verl = locked_source("verl", "verl", f"dep @ {url}")
-    (dep,) = lock_pypi(make_matrix(pypi, extra, ()), "linux-64", "3.11", (verl,), cache=cache).entries
+    (dep,) = lock_pypi(pypi_matrix(pypi, extra, ()), "linux-64", "3.11", (verl,), cache=cache).entries
     assert (dep.version, dep.url, dep.index) == ("1.0", url, None)
 
 
@@ -218,18 +215,18 @@ def test_a_package_locked_by_url_keeps_its_url_and_hash(
     sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
     url = f"{pypi.removesuffix('/simple')}/files/{wheel.name}"
     private = PipPackage("app", url=url, sha256=sha256, marker="platform_machine == 'x86_64'")
-    matrix = make_matrix(pypi, extra, (private,))
+    matrix = pypi_matrix(pypi, extra, (private,))
     x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), cache=cache))
     assert (x86["app"].url, x86["app"].sha256, x86["app"].index) == (url, sha256, None)
     assert {"dep", "plus", "speedy", "xonly"} <= set(x86)
     assert lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache).entries == ()
-    tampered = make_matrix(pypi, extra, (dataclasses.replace(private, sha256="0" * 64),))
+    tampered = pypi_matrix(pypi, extra, (dataclasses.replace(private, sha256="0" * 64),))
     with pytest.raises(VerificationError, match=r"pip\.packages\.app\.sha256"):
         lock_pypi(tampered, "linux-64", "3.11", (), cache=cache)
 
 
 def test_conflict_names_both_origins(urls: tuple[str, str], cache: Path) -> None:
-    matrix = make_matrix(*urls, (PipPackage("dep", "==1.0"),))
+    matrix = pypi_matrix(*urls, (PipPackage("dep", "==1.0"),))
     verl = locked_source("verl", "verl", "tr", "dep>=1.1")
     with pytest.raises(ResolutionError) as raised:
         lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), cache=cache)
@@ -247,7 +244,7 @@ def test_override_is_applied_and_records_what_it_replaced(
 ) -> None:
     override = Override("dep", "dep==1.0", "dep 1.1 breaks the rollout")
     # The matrix's own requirement on dep is not upstream: it is not among what the override replaced.
-    matrix = make_matrix(*urls, (PipPackage("app", "==1.0"), PipPackage("dep", ">=0.5")), overrides=(override,))
+    matrix = pypi_matrix(*urls, (PipPackage("app", "==1.0"), PipPackage("dep", ">=0.5")), overrides=(override,))
     verl = locked_source("verl", "verl", "dep>=1.1")
     with caplog.at_level(logging.WARNING):
         lock = lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), cache=cache)
@@ -274,17 +271,17 @@ def test_basic_auth_index_and_no_credential_leaks(
             f"http://alice:s3cr3t-t0ken@{host}/simple",
             f"http://alice:${{EXTRA_TOKEN}}@{host}/simple",
         ):
-            lock = lock_pypi(make_matrix(pypi, url, (package,)), "linux-aarch64", "3.11", (), cache=cache)
+            lock = lock_pypi(pypi_matrix(pypi, url, (package,)), "linux-aarch64", "3.11", (), cache=cache)
             (tr,) = lock.entries
             assert (tr.version, tr.index) == ("3.2.2", "extra")
             assert tr.url == f"http://{host}/files/tr-3.2.2-py3-none-any.whl"
             assert "s3cr3t" not in repr(lock) and "alice" not in repr(lock)
-        wrong = make_matrix(pypi, f"http://alice:wr0ng-t0ken@{host}/simple", (package,))
+        wrong = pypi_matrix(pypi, f"http://alice:wr0ng-t0ken@{host}/simple", (package,))
         with pytest.raises(ResolutionError) as raised:
             lock_pypi(wrong, "linux-aarch64", "3.11", (), cache=tmp_cache(cache))
         assert "wr0ng-t0ken" not in str(raised.value) and f"***@{host}" in str(raised.value)
     monkeypatch.delenv("EXTRA_TOKEN")
-    missing = make_matrix(pypi, "http://alice:${EXTRA_TOKEN}@127.0.0.1:9/simple", (package,))
+    missing = pypi_matrix(pypi, "http://alice:${EXTRA_TOKEN}@127.0.0.1:9/simple", (package,))
     with pytest.raises(InputError, match=r"index extra.*EXTRA_TOKEN"):
         lock_pypi(missing, "linux-aarch64", "3.11", (), cache=cache)
 
@@ -303,7 +300,7 @@ def closed_port() -> int:
 def test_unreachable_index_names_the_redacted_url(urls: tuple[str, str], cache: Path) -> None:
     pypi, extra = urls
     dead = f"http://bob:hunter22@127.0.0.1:{closed_port()}/pypi/simple/"
-    matrix = dataclasses.replace(make_matrix(pypi, extra, (PipPackage("dep"),)), indexes=(Index("mirror", dead),))
+    matrix = dataclasses.replace(pypi_matrix(pypi, extra, (PipPackage("dep"),)), indexes=(Index("mirror", dead),))
     with pytest.raises(ResolutionError) as raised:
         lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache)
     text = str(raised.value)
@@ -316,7 +313,7 @@ def test_depends_come_from_the_wheel_itself_without_pep_658(tmp_path: Path, cach
     build_index(tmp_path / "bare", PYPI_DISTS, metadata=False)
     assert not list((tmp_path / "bare" / "files").glob("*.metadata"))
     with serve_directory(tmp_path / "bare") as base:
-        matrix = make_matrix(f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),))
+        matrix = pypi_matrix(f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),))
         entries = by_name(lock_pypi(matrix, "linux-64", "3.11", (), cache=cache))
     assert entries["app"].depends == (("dep", ">=1"), ("plus", ""), ("xonly", ""))
     assert entries["plus"].depends == (("speedy", ""),)
@@ -327,7 +324,7 @@ def test_offline_relock_from_cache(index_roots: tuple[Path, Path], tmp_path: Pat
     root = tmp_path / "pypi"
     shutil.copytree(index_roots[0], root)
     with serve_directory(root) as base:
-        matrix = make_matrix(f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),))
+        matrix = pypi_matrix(f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),))
         online = lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache)
     offline = lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=cache, offline=True)
     assert offline == online
@@ -359,7 +356,7 @@ def test_trusted_host_reaches_an_index_whose_certificate_is_not_verified(
     pypi, _ = urls
     package = PipPackage("tr", "==3.2.2", index=(("linux-aarch64", "extra"),))
     with serve_tls(index_roots[1], tmp_path / "certs") as base:
-        untrusted = make_matrix(pypi, f"{base}/simple", (package,))
+        untrusted = pypi_matrix(pypi, f"{base}/simple", (package,))
         with pytest.raises(ResolutionError, match=r"index extra at https://127\.0\.0\.1:\d+/simple") as raised:
             lock_pypi(untrusted, "linux-aarch64", "3.11", (), cache=tmp_path / "cache-untrusted")
         assert "set trusted_host in channels/extra.toml" in str(raised.value)

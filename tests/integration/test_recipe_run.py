@@ -15,19 +15,12 @@ from envgen.example.srcprojects import backend_project
 from envgen.model import Cann, Lock, LockedSource, Profile, Source
 from envgen.recipe.render import render_recipe
 
+from tests.support.builders import make_lock
 from tests.support.venvs import fresh_venv
 
 
 def demo_lock(*sources: LockedSource, env: str = "demo", **fields: object) -> Lock:
-    return Lock(
-        env=env,
-        platforms=("linux-64",),
-        input_hash="0" * 64,
-        conda=(),
-        pip=(),
-        sources=sources,
-        **fields,  # type: ignore[arg-type]
-    )
+    return make_lock(env, sources=sources, **fields)
 
 
 def run_recipe(

@@ -12,9 +12,11 @@ from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
 from envgen.example.srcprojects import backend_project
 from envgen.example.wheels import FixtureDist, build_dists, write_index
-from envgen.model import FILES, Cann, Index, LockedSource, Matrix, PipPackage, Source
+from envgen.model import FILES, Index, LockedSource, Matrix, PipPackage, Source
 from envgen.resolve.git_sources import resolve_sources
 from envgen.resolve.pip_stage import lock_pypi
+
+from tests.support.builders import make_matrix
 
 SETUPTOOLS_BUILD = '[build-system]\nrequires = ["setuptools>=70"]\nbuild-backend = "setuptools.build_meta"\n'
 SETUP_PY = """\
@@ -53,21 +55,8 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"{url}/simple"
 
 
-def make_matrix(index: str, *sources: Source, packages: tuple[PipPackage, ...] = ()) -> Matrix:
-    return Matrix(
-        name="t",
-        description="test",
-        path="env-templates/t.toml",
-        platforms=("linux-64",),
-        python="3.11",
-        glibc="2.28",
-        cann=Cann(version="pending", set_env="/nonexistent/set_env.sh"),
-        channels=(),
-        conda_specs=(),
-        indexes=(Index("pypi", index),),
-        packages=packages,
-        sources=sources,
-    )
+def index_matrix(index: str, *sources: Source, packages: tuple[PipPackage, ...] = ()) -> Matrix:
+    return make_matrix("t", indexes=(Index("pypi", index),), packages=packages, sources=sources)
 
 
 def source(name: str, repo: GitRepo, **kw: object) -> Source:
@@ -89,13 +78,13 @@ def test_setup_py_install_requires_read_by_real_setuptools_from_the_loopback_ind
             "pyproject.toml": SETUPTOOLS_BUILD,
         },
     )
-    matrix = make_matrix(index, source("dyn", repo, requirements=("requirements.txt",)))
+    matrix = index_matrix(index, source("dyn", repo, requirements=("requirements.txt",)))
     (locked,) = resolve_sources(matrix, cache=tmp_path / "cache")
     assert locked.metadata_fallback is None
     found = origins(locked)
     # The file counts on its own, and again through the metadata build; the file's origin comes first.
     assert found == {"base<2": "source dyn: requirements.txt:1", "six": "source dyn: requirements.txt:2"}
-    bare = make_matrix(index, source("dyn", repo))
+    bare = index_matrix(index, source("dyn", repo))
     (locked,) = resolve_sources(bare, cache=tmp_path / "cache")
     assert origins(locked) == {
         "base<2": "source dyn: setup.py install_requires",
@@ -110,7 +99,7 @@ def test_setup_py_install_requires_read_by_real_setuptools_from_the_loopback_ind
     built = sorted((tmp_path / "cache" / "source-metadata").glob("*.json"))
     assert len(built) == 1
     # Other build variables are another build.
-    resolve_sources(make_matrix(index, source("dyn", repo, env=(("X", "1"),))), cache=tmp_path / "cache")
+    resolve_sources(index_matrix(index, source("dyn", repo, env=(("X", "1"),))), cache=tmp_path / "cache")
     assert len(sorted((tmp_path / "cache" / "source-metadata").glob("*.json"))) == 2
 
 
@@ -121,7 +110,7 @@ def test_static_pep621_dependencies_are_read_without_a_build(tmp_path: Path, ind
         'dependencies = [\n  "base>=2",\n  "docs-tool ; extra == \'doc\'",\n]\n'
     )
     repo = GitRepo.create(tmp_path / "stat", {"pyproject.toml": pyproject})
-    (locked,) = resolve_sources(make_matrix(index, source("stat", repo)), cache=tmp_path / "cache")
+    (locked,) = resolve_sources(index_matrix(index, source("stat", repo)), cache=tmp_path / "cache")
     assert locked.metadata_fallback is None
     # An extra's requirement never applies to `pip install -e .`.
     assert origins(locked) == {"base>=2": "source stat: pyproject.toml:9"}
@@ -133,7 +122,7 @@ def test_a_failing_metadata_build_falls_back_to_the_files_warns_and_is_recorded(
 ) -> None:
     repo = backend_project(tmp_path / "needy", "needy", require_env={"NEEDY_DEVICE": "npu"}, dependencies=("six",))
     repo.commit({"requirements.txt": "base\n"}, "requirements")
-    matrix = make_matrix(index, source("needy", repo, requirements=("requirements.txt",)))
+    matrix = index_matrix(index, source("needy", repo, requirements=("requirements.txt",)))
     (locked,) = resolve_sources(matrix, cache=tmp_path / "cache")
     assert locked.metadata_fallback is not None
     assert "refuses to build: set NEEDY_DEVICE=npu" in locked.metadata_fallback
@@ -142,13 +131,13 @@ def test_a_failing_metadata_build_falls_back_to_the_files_warns_and_is_recorded(
     assert warning.startswith("source needy: its declared dependencies cannot be read (the metadata build failed")
     assert warning.endswith("only its requirement files count (requirements.txt)")
     # With its build variable the same source declares `six`.
-    fixed = make_matrix(
+    fixed = index_matrix(
         index, source("needy", repo, requirements=("requirements.txt",), env=(("NEEDY_DEVICE", "npu"),))
     )
     (locked,) = resolve_sources(fixed, cache=tmp_path / "cache")
     assert (locked.metadata_fallback, set(origins(locked))) == (None, {"base", "six"})
     # "files" counts only the files: no build is attempted.
-    files_only = make_matrix(index, source("needy", repo, requirements=("requirements.txt",), dependencies=FILES))
+    files_only = index_matrix(index, source("needy", repo, requirements=("requirements.txt",), dependencies=FILES))
     (locked,) = resolve_sources(files_only, cache=tmp_path / "cache")
     assert (locked.metadata_fallback, set(origins(locked))) == (None, {"base"})
 
@@ -157,7 +146,7 @@ def test_a_vcs_discovered_source_has_its_declared_dependencies_honoured(tmp_path
     queue = backend_project(tmp_path / "queue", "queue", dependencies=("base<2",))
     parent = backend_project(tmp_path / "parent", "parent")
     parent.commit({"requirements.txt": f"queue @ git+{queue.url}@main\n"}, "requirements")
-    matrix = make_matrix(
+    matrix = index_matrix(
         index, source("parent", parent, requirements=("requirements.txt",)), packages=(PipPackage("base"),)
     )
     sources = resolve_sources(matrix, cache=tmp_path / "cache")

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from envgen.errors import InputError, ResolutionError
 from envgen.example.gitrepos import GitRepo, python_project, side_commit
-from envgen.model import PYPROJECT, Cann, LockedSource, Matrix, Source
+from envgen.model import PYPROJECT, LockedSource, Matrix, Source
 from envgen.resolve.git_remote import ls_remote, upstream_commit
 from envgen.resolve.git_sources import resolve_sources
+
+from tests.support.builders import make_matrix
 
 
 @pytest.fixture(autouse=True)
@@ -34,20 +36,7 @@ def cache(tmp_path: Path) -> Path:
 
 
 def matrix(*sources: Source) -> Matrix:
-    return Matrix(
-        name="t",
-        description="test",
-        path="env-templates/t.toml",
-        platforms=("linux-64",),
-        python="3.11",
-        glibc="2.28",
-        cann=Cann(version="pending", set_env="/nonexistent/set_env.sh"),
-        channels=(),
-        conda_specs=(),
-        indexes=(),
-        packages=(),
-        sources=sources,
-    )
+    return make_matrix("t", sources=sources)
 
 
 def source(name: str, repo: GitRepo | str, ref: str, **kw: object) -> Source:

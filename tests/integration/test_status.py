@@ -21,10 +21,12 @@ from envgen.inputs.channels import IndexAccess, expand_url
 from envgen.inputs.matrix import load_matrix
 from envgen.lockio.input_hashes import input_digests, input_hash
 from envgen.lockio.store import write_lock
-from envgen.model import Lock, LockedSource, Pending, PipEntry
+from envgen.model import Lock, LockedSource, Pending
 from envgen.platforms import virtual_packages
 from envgen.project import Project
 from envgen.resolve.index_client import IndexClient, fetch_filenames
+
+from tests.support.builders import make_lock, pip_entry
 
 STATUS_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "status.schema.json"
 
@@ -105,16 +107,10 @@ class Demo:
             sources,
             {p: virtual_packages(matrix, p) for p in matrix.platforms},
         )
-        wheel = "https://files.example.org/{0}-{1}-py3-none-any.whl"
-        lock = Lock(
-            env="demo",
+        lock = make_lock(
             platforms=matrix.platforms,
             input_hash=input_hash(inputs),
-            conda=(),
-            pip=(
-                PipEntry("mbridge", "0.13.0", "linux-64", wheel.format("mbridge", "0.13.0"), "a" * 64),
-                PipEntry("transformers", "4.57.6", "linux-64", wheel.format("transformers", "4.57.6"), "b" * 64),
-            ),
+            pip=(pip_entry("mbridge", "0.13.0", "linux-64"), pip_entry("transformers", "4.57.6", "linux-64")),
             sources=sources,
             pending=(Pending("CANN", "no public version yet"),),
             channels=matrix.channels,

@@ -9,6 +9,8 @@ from envgen.lockdiff.compare import diff_locks
 from envgen.lockdiff.render import render_text
 from envgen.model import Lock, LockedSource, Source
 
+from tests.support.builders import make_lock
+
 FULL = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -16,7 +18,7 @@ def _lock(*refs: str) -> Lock:
     sources = tuple(
         LockedSource(Source(f"s{i}", "https://example.invalid/s.git", ref, f"s{i}"), FULL) for i, ref in enumerate(refs)
     )
-    return Lock(env="e", platforms=("linux-64",), input_hash="0" * 64, conda=(), pip=(), sources=sources)
+    return make_lock("e", sources=sources)
 
 
 def test_full_and_abbreviated_commits() -> None:

@@ -13,6 +13,8 @@ from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_p
 from envgen.lockio.exports.requirements_txt import expected_requirements, parse_requirements, render_requirements
 from envgen.model import CondaEntry, Index, Lock, Pending, PipEntry
 
+from tests.support.builders import make_lock
+
 SHA_A, SHA_B, SHA_C = "a" * 64, "b" * 64, "c" * 64
 
 
@@ -31,15 +33,12 @@ def lock(**changes: object) -> Lock:
     python = CondaEntry("python", "3.11.9", "h0", "linux-64", "https://conda.example/python.conda", "d" * 32, "e" * 64)
     values: dict[str, object] = {
         "env": "a5",
-        "platforms": ("linux-64",),
         "input_hash": "f" * 64,
         "conda": (python,),
         "pip": pip,
-        "sources": (),
         "indexes": indexes,
     }
-    values.update(changes)
-    return Lock(**values)  # type: ignore[arg-type]
+    return make_lock(**{**values, **changes})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -7,14 +7,15 @@ from envgen.errors import ResolutionError
 from envgen.model import CondaEntry, Lock
 from envgen.resolve.conda_stage import python_version
 
+from tests.support.builders import conda_entry, make_lock
+
 
 def _python(version: str, platform: str = "linux-64") -> CondaEntry:
-    url = f"https://conda.example/{platform}/python-{version}-0.conda"
-    return CondaEntry("python", version, "0", platform, url, "0" * 32, "0" * 64)
+    return conda_entry("python", version, platform, "0")
 
 
 def _lock(*conda: CondaEntry) -> Lock:
-    return Lock(env="e", platforms=("linux-64", "linux-aarch64"), input_hash="0" * 64, conda=conda, pip=(), sources=())
+    return make_lock("e", platforms=("linux-64", "linux-aarch64"), conda=conda)
 
 
 def test_one_python_per_platform_is_the_lock_s_python() -> None:

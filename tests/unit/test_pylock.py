@@ -9,12 +9,14 @@ import pytest
 from envgen import platforms
 from envgen.errors import InputError, ResolutionError
 from envgen.inputs.channels import access_index
-from envgen.model import Cann, Index, LockedSource, Matrix, Origin, PipPackage, Requirement, Source
+from envgen.model import Index, LockedSource, Matrix, Origin, PipPackage, Requirement, Source
 from envgen.resolve import uv_pylock
 from envgen.resolve.pip_stage import entry_index, gather_inputs
 from envgen.resolve.uv_compile import render_pyproject, render_uv_config
 from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
+
+from tests.support.builders import make_matrix
 
 ARM = "linux-aarch64"
 SHA = "0" * 64
@@ -150,16 +152,9 @@ def test_index_of_matches_the_index_prefix_without_credentials() -> None:
 
 
 def matrix(*packages: PipPackage, indexes: tuple[Index, ...] = ()) -> Matrix:
-    return Matrix(
-        name="t",
-        description="",
-        path="env-templates/t.toml",
+    return make_matrix(
+        "t",
         platforms=(ARM, "linux-64"),
-        python="3.11",
-        glibc="2.28",
-        cann=Cann("pending", "/x"),
-        channels=(),
-        conda_specs=(),
         indexes=indexes or (Index("pypi", "https://pypi.org/simple"), Index("extra", "https://x/simple", True)),
         packages=packages,
         sources=(Source("megatron-lm", "https://g/m.git", "main", distribution="megatron_core"),),

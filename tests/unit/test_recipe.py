@@ -12,6 +12,8 @@ import pytest
 from envgen.model import Cann, Index, Lock, LockedSource, Profile, Source
 from envgen.recipe.render import hook_prefix, install_key, render_recipe
 
+from tests.support.builders import make_lock
+
 GOLDEN = Path(__file__).parent.parent / "data" / "golden"
 SHA = "0123456789abcdef0123456789abcdef01234567"
 PICK = "89abcdef0123456789abcdef0123456789abcdef"
@@ -64,12 +66,9 @@ def a5_like_lock() -> Lock:
             commit="f" * 40,
         ),
     )
-    return Lock(
-        env="a5",
+    return make_lock(
+        "a5",
         platforms=("linux-aarch64", "linux-64"),
-        input_hash="0" * 64,
-        conda=(),
-        pip=(),
         sources=sources,
         indexes=(
             Index("pypi", "https://pypi.org/simple"),
@@ -94,7 +93,7 @@ def a5_like_lock() -> Lock:
 
 
 def minimal_lock() -> Lock:
-    return Lock(env="tiny", platforms=("linux-64",), input_hash="1" * 64, conda=(), pip=(), sources=())
+    return make_lock("tiny", input_hash="1" * 64)
 
 
 @pytest.mark.parametrize(("name", "lock"), [("a5", a5_like_lock()), ("minimal", minimal_lock())])
@@ -211,15 +210,7 @@ def test_missing_cann_stops_before_any_clone_naming_the_source(tmp_path: Path) -
 def test_quoting_survives_hostile_values(tmp_path: Path) -> None:
     """Values with quotes, `$` and spaces reach the hook verbatim and are never executed."""
     value = 'it\'s $(touch pwned) `x` "q" a b'
-    lock = Lock(
-        env="odd",
-        platforms=("linux-64",),
-        input_hash="2" * 64,
-        conda=(),
-        pip=(),
-        sources=(),
-        activation_env=(("ODD", value),),
-    )
+    lock = make_lock("odd", input_hash="2" * 64, activation_env=(("ODD", value),))
     script = tmp_path / "install.sh"
     script.write_text(render_recipe(lock))
     prefix = tmp_path / "env"
