@@ -15,8 +15,10 @@ from envgen.example.http import serve_directory
 from envgen.inputs.matrix import load_env
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.lockio.store import write_lock
-from envgen.model import Lock, PipEntry
+from envgen.model import PipEntry
 from envgen.project import Project
+
+from tests.support.builders import make_lock
 
 MATRIX = """\
 schema = 1
@@ -79,13 +81,11 @@ def _project(root: Path, base: str, trusted: bool) -> Project:
     matrix = load_env(project, "tls")
     inputs = project_inputs(project, matrix, ())
     wheel = f"{base}/files/mbridge-0.13.0-py3-none-any.whl"
-    lock = Lock(
-        env="tls",
+    lock = make_lock(
+        "tls",
         platforms=matrix.platforms,
         input_hash=input_hash(inputs),
-        conda=(),
         pip=(PipEntry("mbridge", "0.13.0", "linux-64", wheel, "a" * 64, index="private"),),
-        sources=(),
         channels=matrix.channels,
         indexes=matrix.indexes,
         cann=matrix.cann,
