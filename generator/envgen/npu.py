@@ -84,8 +84,8 @@ def generation_of_name(name: str) -> Generation | None:
     return next((g for g in GENERATIONS.values() if any(marker in name for marker in g.device_names)), None)
 
 
-def compare(npu: Npu, probe: Probe) -> list[tuple[str, str | None, str]]:
-    """(check, problem or None, detail) for each device fact; only called once npu-smi and torch_npu ran."""
+def compare_device(npu: Npu, probe: Probe) -> list[tuple[str, str | None, str]]:
+    """(check, problem or None, detail) for the soc code and the device name torch_npu reported."""
     gen = GENERATIONS[npu.generation]
     found_gen = generation_of_code(probe.soc_code) if probe.soc_code is not None else None
     code_detail = f"{probe.soc_code}" + (f" ({found_gen.title})" if found_gen else "")
@@ -105,12 +105,15 @@ def compare(npu: Npu, probe: Probe) -> list[tuple[str, str | None, str]]:
         also = f" ({named.title})" if named else ""
         name_problem = f"expected a name containing {markers}, found '{name}'{also}"
     out.append(("device name", name_problem, name))
-    if npu.built_soc and npu.soc_version:
-        if probe.built_error is not None:
-            problem: str | None = f"cannot read {npu.built_soc}: {probe.built_error}"
-        elif (probe.built_soc or "").lower() != npu.soc_version.lower():
-            problem = f"expected a build for {npu.soc_version}, found {probe.built_soc} ({npu.built_soc})"
-        else:
-            problem = None
-        out.append(("built for", problem, f"{probe.built_soc} ({npu.built_soc})"))
     return out
+
+
+def compare_build(npu: Npu, probe: Probe) -> tuple[str | None, str]:
+    """(problem or None, detail) for the chip the env's build recorded against `soc_version` (case aside, as
+    vllm-ascend records it in upper case); a fact of the env, known with or without a device."""
+    detail = f"{probe.built_soc} ({npu.built_soc})"
+    if probe.built_error is not None:
+        return f"cannot read {npu.built_soc}: {probe.built_error}", detail
+    if (probe.built_soc or "").lower() != (npu.soc_version or "").lower():
+        return f"expected a build for {npu.soc_version}, found {detail}", detail
+    return None, detail

@@ -159,9 +159,8 @@ def test_a_host_without_a_device_fails_and_a_host_without_npu_smi_skips(
     found = npu(steps)
     assert found["npu: npu-smi"][0] == "failed" and "no NPU device found" in found["npu: npu-smi"][1]
     assert found["npu: device"] == ("failed", "expected at least one NPU, found none: torch_npu sees no NPU device")
-    assert {found[n] for n in ("npu: soc version", "npu: device name", "npu: built for")} == {
-        ("skipped", "no NPU device to ask")
-    }
+    assert {found[n] for n in ("npu: soc version", "npu: device name")} == {("skipped", "no NPU device to ask")}
+    assert found["npu: built for"][0] == "ok"  # a fact of the env, known without a device
 
     work = host.root.parent.parent
     monkeypatch.setenv("PATH", __import__("os").environ["PATH"].replace(f"{work / 'bin'}:", ""))

@@ -15,7 +15,7 @@ from shlex import quote
 
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step
 from envgen.installer import tool_environment
-from envgen.npu import GENERATIONS, Npu, Probe, compare
+from envgen.npu import GENERATIONS, Npu, Probe, compare_build, compare_device
 from envgen.process import run, tail
 from envgen.redact import redact_text
 
@@ -79,13 +79,17 @@ def _probe(npu: Npu, smi: str, prefix: Path, activation: str) -> Probe:
 
 
 def _steps(npu: Npu, probe: Probe, names: list[str]) -> list[Step]:
-    smi, device, *facts = names
+    smi, device, soc, name, *built = names
     steps = [Step(smi, FAILED, probe.smi_error) if probe.smi_error else Step(smi, OK, "npu-smi info lists the NPUs")]
     if probe.torch_npu_error is not None or not probe.devices:
         found = probe.torch_npu_error or "torch_npu sees no NPU device"
         steps.append(Step(device, FAILED, f"expected at least one NPU, found none: {found}"))
-        return steps + [Step(name, SKIPPED, "no NPU device to ask") for name in facts]
-    steps.append(Step(device, OK, f"{probe.devices} NPU device{'s' if probe.devices != 1 else ''}"))
-    for name, (_, problem, detail) in zip(facts, compare(npu, probe), strict=True):
-        steps.append(Step(name, FAILED, problem) if problem else Step(name, OK, detail))
+        steps += [Step(soc, SKIPPED, "no NPU device to ask"), Step(name, SKIPPED, "no NPU device to ask")]
+    else:
+        steps.append(Step(device, OK, f"{probe.devices} NPU device{'s' if probe.devices != 1 else ''}"))
+        for step, (_, problem, detail) in zip((soc, name), compare_device(npu, probe), strict=True):
+            steps.append(Step(step, FAILED, problem) if problem else Step(step, OK, detail))
+    for step in built:
+        problem, detail = compare_build(npu, probe)
+        steps.append(Step(step, FAILED, problem) if problem else Step(step, OK, detail))
     return steps
