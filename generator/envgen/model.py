@@ -229,7 +229,7 @@ class Origin:
 
 
 @dataclass(frozen=True)
-class Requirement:
+class TracedRequirement:
     """A PEP 508 requirement string and where it came from."""
 
     text: str
@@ -277,7 +277,7 @@ class LockedSource:
 
     source: Source
     commit: str
-    requirements: tuple[Requirement, ...] = ()
+    requirements: tuple[TracedRequirement, ...] = ()
     digest: str = ""
     # `git rev-parse HEAD^{tree}` after the cherry-picks: what the recipe verifies (HEAD itself differs from
     # `commit` once commits are picked on top). "" when unknown: the recipe then verifies `commit` only.
@@ -293,7 +293,7 @@ class AppliedOverride:
     """An override as applied: the upstream requirements it replaced."""
 
     override: Override
-    replaced: tuple[Requirement, ...] = ()
+    replaced: tuple[TracedRequirement, ...] = ()
 
 
 @dataclass(frozen=True)

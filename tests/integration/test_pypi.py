@@ -17,7 +17,7 @@ import pytest
 from envgen.errors import InputError, ResolutionError, VerificationError
 from envgen.example.http import serve_directory
 from envgen.example.wheels import FixtureDist, build_index
-from envgen.model import Index, LockedSource, Matrix, Origin, Override, PipEntry, PipPackage, Requirement, Source
+from envgen.model import Index, LockedSource, Matrix, Origin, Override, PipEntry, PipPackage, Source, TracedRequirement
 from envgen.resolve.pip_stage import PypiLock, lock_pypi
 
 from tests.support.builders import make_matrix
@@ -86,7 +86,7 @@ def pypi_matrix(
 def locked_source(name: str, distribution: str, *lines: str) -> LockedSource:
     source = Source(name=name, url=f"https://example.invalid/{name}.git", ref="main", distribution=distribution)
     reqs = tuple(
-        Requirement(text, Origin(file="requirements-npu.txt", line=i, source=name))
+        TracedRequirement(text, Origin(file="requirements-npu.txt", line=i, source=name))
         for i, text in enumerate(lines, start=1)
     )
     return LockedSource(source=source, commit="a" * 40, requirements=reqs)
@@ -191,7 +191,10 @@ def test_constraints_of_a_source_limit_versions_without_requiring(urls: tuple[st
     matrix = pypi_matrix(*urls, ())
     verl = locked_source("verl", "verl", "dep")
     origin = Origin(file="constraints.txt", line=1, source="verl")
-    limits = (Requirement("dep<1.1", origin, constraint=True), Requirement("xonly==2.0", origin, constraint=True))
+    limits = (
+        TracedRequirement("dep<1.1", origin, constraint=True),
+        TracedRequirement("xonly==2.0", origin, constraint=True),
+    )
     verl = dataclasses.replace(verl, requirements=verl.requirements + limits)
     entries = by_name(lock_pypi(matrix, "linux-64", "3.11", (verl,), cache=cache))
     assert {name: e.version for name, e in entries.items()} == {"dep": "1.0"}

@@ -26,8 +26,8 @@ from envgen.model import (
     Pending,
     PipEntry,
     Profile,
-    Requirement,
     Source,
+    TracedRequirement,
 )
 
 CANN = Cann("pending", "/usr/local/Ascend/cann/set_env.sh")
@@ -145,8 +145,8 @@ def _sample_sources() -> tuple[LockedSource, ...]:
         pythonpath=True,
         origin="verl:requirements-npu.txt:4",
     )
-    numpy_req = Requirement("numpy<2", Origin("requirements.txt", line=3, source="vllm-ascend"))
-    torch_req = Requirement("torch<3", Origin("requirements.txt", line=9, source="vllm-ascend"), True)
+    numpy_req = TracedRequirement("numpy<2", Origin("requirements.txt", line=3, source="vllm-ascend"))
+    torch_req = TracedRequirement("torch<3", Origin("requirements.txt", line=9, source="vllm-ascend"), True)
     return (
         LockedSource(
             vllm_ascend,
@@ -188,7 +188,7 @@ def sample_lock() -> Lock:
         overrides=(
             AppliedOverride(
                 Override("torch", "torch==2.10.0", "the A5 guide pins torch"),
-                (Requirement("torch>=2.5", Origin("setup.py", source="verl")),),
+                (TracedRequirement("torch>=2.5", Origin("setup.py", source="verl")),),
             ),
             AppliedOverride(Override("numpy", "numpy<2", "ABI"), ()),
         ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 
 from envgen.lockdiff.moves import SOLVER, UNAVAILABLE, explain_conda, explain_pip
-from envgen.model import CondaEntry, Origin, PipEntry, Requirement
+from envgen.model import CondaEntry, Origin, PipEntry, TracedRequirement
 from envgen.resolve.preferences import NO_UPGRADE, Upgrade, kept, render_pylock
 
 P = "linux-64"
@@ -29,7 +29,7 @@ def reasons(moves: list) -> dict[str, tuple[str | None, str | None, str]]:  # ty
 def test_a_bumped_pin_and_what_its_new_version_requires_are_explained_by_their_requirers() -> None:
     before = [pip("torch", "2.1.0", ("numpy", ">=1.26")), pip("numpy", "1.26.4"), pip("six", "1.16")]
     after = [pip("torch", "2.2.0", ("numpy", ">=2")), pip("numpy", "2.0.1"), pip("six", "1.16")]
-    moves = explain_pip(P, before, after, [Requirement("torch==2.2.0", MATRIX)], NO_UPGRADE)
+    moves = explain_pip(P, before, after, [TracedRequirement("torch==2.2.0", MATRIX)], NO_UPGRADE)
     assert reasons(moves) == {
         "torch": ("2.1.0", "2.2.0", f"required by {MATRIX} (==2.2.0)"),
         "numpy": ("1.26.4", "2.0.1", "required by torch 2.2.0 (>=2)"),
@@ -40,7 +40,7 @@ def test_upgrades_and_vanished_versions_are_told_apart() -> None:
     before = [pip("a", "1.0"), pip("b", "1.0")]
     after = [pip("a", "2.0"), pip("b", "2.0")]
     moves = explain_pip(
-        P, before, after, [Requirement("a", MATRIX), Requirement("b", MATRIX)], Upgrade.of(False, ["A"])
+        P, before, after, [TracedRequirement("a", MATRIX), TracedRequirement("b", MATRIX)], Upgrade.of(False, ["A"])
     )
     assert reasons(moves) == {"a": ("1.0", "2.0", "--upgrade-package a"), "b": ("1.0", "2.0", UNAVAILABLE)}
     everything = explain_pip(P, before, after, [], Upgrade.of(True))
@@ -50,7 +50,7 @@ def test_upgrades_and_vanished_versions_are_told_apart() -> None:
 def test_arrivals_and_departures() -> None:
     before = [pip("old-helper", "1.0"), pip("top", "1.0", ("old-helper", ""))]
     after = [pip("top", "1.0", ("new-helper", ">=2")), pip("new-helper", "2.1"), pip("extra", "0.1")]
-    moves = explain_pip(P, before, after, [Requirement("extra>=0.1", MATRIX)], NO_UPGRADE)
+    moves = explain_pip(P, before, after, [TracedRequirement("extra>=0.1", MATRIX)], NO_UPGRADE)
     assert reasons(moves) == {
         "old-helper": ("1.0", None, "no longer needed"),
         "new-helper": (None, "2.1", "new dependency of top 1.0"),
@@ -90,7 +90,7 @@ def test_a_conda_record_the_channel_dropped_is_told_from_one_the_solver_moved() 
 def test_a_package_whose_previous_version_pins_a_bumped_one_moves_with_it() -> None:
     before = [pip("torch", "2.1.0"), pip("torchvision", "0.16.0", ("torch", "==2.1.0"))]
     after = [pip("torch", "2.2.0"), pip("torchvision", "0.17.0", ("torch", "==2.2.0"))]
-    roots = [Requirement("torch==2.2.0", MATRIX), Requirement("torchvision", MATRIX)]
+    roots = [TracedRequirement("torch==2.2.0", MATRIX), TracedRequirement("torchvision", MATRIX)]
     moves = explain_pip(P, before, after, roots, NO_UPGRADE)
     assert reasons(moves)["torchvision"] == (
         "0.16.0",

@@ -9,7 +9,7 @@ import pytest
 from envgen import platforms
 from envgen.errors import InputError, ResolutionError
 from envgen.inputs.channels import access_index
-from envgen.model import Index, LockedSource, Matrix, Origin, PipPackage, Requirement, Source
+from envgen.model import Index, LockedSource, Matrix, Origin, PipPackage, Source, TracedRequirement
 from envgen.resolve import uv_pylock
 from envgen.resolve.pip_stage import entry_index, gather_inputs
 from envgen.resolve.uv_compile import render_pyproject, render_uv_config
@@ -162,7 +162,9 @@ def matrix(*packages: PipPackage, indexes: tuple[Index, ...] = ()) -> Matrix:
 
 
 def source(*lines: str) -> LockedSource:
-    reqs = tuple(Requirement(t, Origin("requirements-npu.txt", line=i, source="verl")) for i, t in enumerate(lines, 1))
+    reqs = tuple(
+        TracedRequirement(t, Origin("requirements-npu.txt", line=i, source="verl")) for i, t in enumerate(lines, 1)
+    )
     return LockedSource(Source("verl", "https://g/verl.git", "main", distribution="verl"), "a" * 40, reqs)
 
 

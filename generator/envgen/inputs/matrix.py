@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import rattler
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -280,7 +281,7 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
             if text is None:
                 continue
             try:
-                requirement = Requirement(text)
+                requirement = Pep508(text)
             except InvalidRequirement as exc:
                 reason_text = str(exc).splitlines()[0]
                 self.p.add((*path, "requirement"), f"'{text}' is not a PEP 508 requirement: {reason_text}")

@@ -8,7 +8,7 @@ import tomllib
 from collections.abc import Collection, Iterable
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from envgen.errors import InputError, Problem
 
@@ -338,3 +338,78 @@ def get_env(problems: Problems, table: dict[str, Any], path: KeyPath) -> tuple[t
         else:
             out.append((name, item))
     return tuple(sorted(out))
+
+
+_T = TypeVar("_T")
+
+
+class StrictReader:
+    """Fail-fast typed access to a machine-written TOML file (a lock's sources.toml).
+
+    The same checks as the collecting functions above, which it calls; the first problem becomes an
+    InputError naming file, line and key, with `hint` saying how to get a good file again.
+    """
+
+    def __init__(self, file: str, text: str, hint: str) -> None:
+        self.problems = Problems(file, key_lines(text))
+        self.hint = hint
+
+    def fail(self, path: KeyPath, message: str) -> InputError:
+        self.problems.add(path, message)
+        return InputError(str(self.problems.items[0]), hint=self.hint)
+
+    def _checked(self, value: _T) -> _T:
+        if self.problems.items:
+            raise InputError(str(self.problems.items[0]), hint=self.hint)
+        return value
+
+    def check(self, path: KeyPath, problem: str | None) -> None:
+        if problem:
+            raise self.fail(path, problem)
+
+    def table(
+        self, data: object, path: KeyPath, required: Collection[str] = (), optional: Collection[str] = ()
+    ) -> dict[str, Any]:
+        """`data` as a table holding every `required` key and no key beyond `required` and `optional`."""
+        table = as_table(self.problems, path, data)
+        if table is not None:
+            check_keys(self.problems, path, table, (*required, *optional), required)
+        return self._checked(table or {})
+
+    def text(self, data: dict[str, Any], name: str, path: KeyPath, default: str = "") -> str:
+        return self._checked(get_str(self.problems, data, (*path, name), default=default, empty=True) or "")
+
+    def maybe(self, data: dict[str, Any], name: str, path: KeyPath) -> str | None:
+        return self.text(data, name, path) if name in data else None
+
+    def flag(self, data: dict[str, Any], name: str, path: KeyPath, default: bool) -> bool:
+        return self._checked(get_bool(self.problems, data, (*path, name), default))
+
+    def number(self, data: dict[str, Any], name: str, path: KeyPath) -> int | None:
+        value = data.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise self.fail((*path, name), f"expected an integer, got {type_name(value)}")
+        return value
+
+    def strings(self, data: dict[str, Any], name: str, path: KeyPath) -> tuple[str, ...]:
+        return self._checked(tuple(value for _, value in get_str_list(self.problems, data, (*path, name))))
+
+    def env(self, data: dict[str, Any], name: str, path: KeyPath) -> tuple[tuple[str, str], ...]:
+        """Environment variables in the file's order (a lock keeps the order it was given)."""
+        checked = dict(self._checked(get_env(self.problems, data, (*path, name))))
+        return tuple((key, checked[key]) for key in data.get(name, {}))
+
+    def string_table(self, data: dict[str, Any], name: str, path: KeyPath) -> tuple[tuple[str, str], ...]:
+        """A table of any keys to strings, sorted by key."""
+        table = get_table(self.problems, data, (*path, name))
+        for key, value in table.items():
+            if not isinstance(value, str):
+                self.problems.add((*path, name, key), f"expected a string, got {type_name(value)}")
+        return self._checked(tuple(sorted(table.items())))
+
+    def rows(self, data: dict[str, Any], name: str, path: KeyPath) -> list[tuple[KeyPath, Any]]:
+        """The array of tables `name`, each with its key path."""
+        values = data.get(name, [])
+        if not isinstance(values, list):
+            raise self.fail((*path, name), f"expected an array of tables, got {type_name(values)}")
+        return [((*path, name, i), value) for i, value in enumerate(values)]

@@ -16,7 +16,7 @@ from packaging.requirements import Requirement as Pep508
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envgen.model import CondaEntry, LockedSource, PipEntry, Requirement
+from envgen.model import CondaEntry, LockedSource, PipEntry, TracedRequirement
 from envgen.resolve.preferences import Upgrade, package_key
 
 _E = TypeVar("_E", PipEntry, CondaEntry)
@@ -60,7 +60,7 @@ def _conda_version(entry: CondaEntry) -> str:
     return f"{entry.version} {entry.build}"
 
 
-def pip_requirements(roots: Sequence[Requirement], entries: Sequence[PipEntry]) -> dict[str, list[Required]]:
+def pip_requirements(roots: Sequence[TracedRequirement], entries: Sequence[PipEntry]) -> dict[str, list[Required]]:
     """Every requirement on each package of one platform's pip lock: the inputs', then the packages'."""
     found: dict[str, list[Required]] = {}
     for root in roots:
@@ -131,7 +131,7 @@ def explain_pip(
     platform: str,
     previous: Sequence[PipEntry],
     new: Sequence[PipEntry],
-    roots: Sequence[Requirement],
+    roots: Sequence[TracedRequirement],
     upgrade: Upgrade,
 ) -> list[Move]:
     """The pip packages of one platform whose version changed, appeared or disappeared, with their reasons."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import tomlkit
 
 from envgen.errors import InputError
+from envgen.inputs.toml_reader import KeyPath, StrictReader
 from envgen.inputs.untrusted import commit_problem, git_url_problem, name_problem, ref_problem
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.model import (
@@ -26,8 +27,8 @@ from envgen.model import (
     Override,
     Pending,
     Profile,
-    Requirement,
     Source,
+    TracedRequirement,
 )
 from envgen.redact import strip_credentials
 
@@ -49,7 +50,7 @@ def _origin(origin: Origin) -> dict[str, Any]:
     return _table({"file": origin.file, "key": origin.key, "line": origin.line, "source": origin.source})
 
 
-def _requirement(req: Requirement) -> dict[str, Any]:
+def _requirement(req: TracedRequirement) -> dict[str, Any]:
     return _table({"text": req.text, **_origin(req.origin), "constraint": True if req.constraint else None})
 
 
@@ -150,71 +151,10 @@ def render_sources_toml(lock: Lock) -> str:
     return tomlkit.dumps(doc)
 
 
-class _Reader:
-    """Strict access to a parsed sources.toml: unknown or missing keys and wrong types name file and key."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-
-    def fail(self, key: str, message: str) -> InputError:
-        return InputError(f"{self.file}: {key}: {message}", hint="re-run `envgen lock` to rewrite the file")
-
-    def table(self, data: object, key: str, required: Sequence[str], optional: Sequence[str] = ()) -> dict[str, Any]:
-        if not isinstance(data, dict):
-            raise self.fail(key, "expected a table")
-        unknown = sorted(set(data) - set(required) - set(optional))
-        if unknown:
-            raise self.fail(f"{key}.{unknown[0]}" if key else unknown[0], "unknown key")
-        missing = [k for k in required if k not in data]
-        if missing:
-            raise self.fail(f"{key}.{missing[0]}" if key else missing[0], "missing")
-        return data
-
-    def check(self, key: str, problem: str | None) -> None:
-        if problem:
-            raise self.fail(key, problem)
-
-    def typed(self, data: Mapping[str, Any], name: str, key: str, kind: type[_T], default: _T) -> _T:
-        value = data.get(name, default)
-        if not isinstance(value, kind):
-            raise self.fail(f"{key}.{name}" if key else name, f"expected {kind.__name__}")
-        return value
-
-    def text(self, data: Mapping[str, Any], name: str, key: str) -> str:
-        return self.typed(data, name, key, str, "")
-
-    def maybe(self, data: Mapping[str, Any], name: str, key: str) -> str | None:
-        return self.typed(data, name, key, str, "") if name in data else None
-
-    def flag(self, data: Mapping[str, Any], name: str, key: str, default: bool) -> bool:
-        return self.typed(data, name, key, bool, default)
-
-    def number(self, data: Mapping[str, Any], name: str, key: str) -> int | None:
-        return self.typed(data, name, key, int, 0) if name in data else None
-
-    def strings(self, data: Mapping[str, Any], name: str, key: str) -> tuple[str, ...]:
-        values = self.typed(data, name, key, list, [])
-        if not all(isinstance(v, str) for v in values):
-            raise self.fail(f"{key}.{name}", "expected a list of strings")
-        return tuple(values)
-
-    def env(self, data: Mapping[str, Any], name: str, key: str) -> Env:
-        values = self.typed(data, name, key, dict, {})
-        if not all(isinstance(v, str) for v in values.values()):
-            raise self.fail(f"{key}.{name}", "expected string values")
-        return tuple(values.items())
-
-    def rows(self, data: Mapping[str, Any], name: str, key: str) -> list[tuple[str, Any]]:
-        """The array of tables `name`, each with its key path for messages."""
-        values = self.typed(data, name, key, list, [])
-        prefix = f"{key}.{name}" if key else name
-        return [(f"{prefix}[{i}]", v) for i, v in enumerate(values)]
-
-
 _ORIGIN_KEYS = ("key", "line", "source")
 
 
-def _read_requirement(r: _Reader, data: object, key: str) -> Requirement:
+def _read_requirement(r: StrictReader, data: object, key: KeyPath) -> TracedRequirement:
     row = r.table(data, key, ("text", "file"), (*_ORIGIN_KEYS, "constraint"))
     origin = Origin(
         file=r.text(row, "file", key),
@@ -222,7 +162,7 @@ def _read_requirement(r: _Reader, data: object, key: str) -> Requirement:
         line=r.number(row, "line", key),
         source=r.maybe(row, "source", key),
     )
-    return Requirement(r.text(row, "text", key), origin, constraint=r.flag(row, "constraint", key, False))
+    return TracedRequirement(r.text(row, "text", key), origin, constraint=r.flag(row, "constraint", key, False))
 
 
 _SOURCE_KEYS = ("name", "url", "ref", "commit", "distribution")
@@ -247,22 +187,29 @@ _SOURCE_OPTIONAL = (
 )
 
 
-def _read_source(r: _Reader, data: object, key: str) -> LockedSource:
-    row = r.table(data, key, _SOURCE_KEYS, _SOURCE_OPTIONAL)
-    # Every string that reaches git or the recipe is checked here, as the matrix loader checks it: a lock
-    # edited in a pull request must not smuggle an option or a command in.
-    name, url, ref = r.text(row, "name", key), r.text(row, "url", key), r.text(row, "ref", key)
-    r.check(f"{key}.name", name_problem(name, "source name"))
-    r.check(f"{key}.url", git_url_problem(url))
-    r.check(f"{key}.ref", ref_problem(ref))
+def _read_commits(r: StrictReader, row: dict[str, Any], key: KeyPath) -> dict[str, tuple[str, ...]]:
+    """The commit, tree, cherry-picks and picked commits of a source row, each a full 40-hex commit."""
     shas: dict[str, tuple[str, ...]] = {"commit": (r.text(row, "commit", key),), "tree": (r.text(row, "tree", key),)}
     shas.update({k: r.strings(row, k, key) for k in ("cherry-picks", "picked")})
     for field, values in shas.items():
         for value in values:
             if value or field != "tree":
-                r.check(f"{key}.{field}", commit_problem(value))
-    if r.typed(row, "dependencies", key, str, METADATA) not in DEPENDENCY_MODES:
-        raise r.fail(f"{key}.dependencies", f"must be one of {', '.join(DEPENDENCY_MODES)}")
+                r.check((*key, field), commit_problem(value))
+    return shas
+
+
+def _read_source(r: StrictReader, data: object, key: KeyPath) -> LockedSource:
+    row = r.table(data, key, _SOURCE_KEYS, _SOURCE_OPTIONAL)
+    # Every string that reaches git or the recipe is checked here, as the matrix loader checks it: a lock
+    # edited in a pull request must not smuggle an option or a command in.
+    name, url, ref = r.text(row, "name", key), r.text(row, "url", key), r.text(row, "ref", key)
+    r.check((*key, "name"), name_problem(name, "source name"))
+    r.check((*key, "url"), git_url_problem(url))
+    r.check((*key, "ref"), ref_problem(ref))
+    shas = _read_commits(r, row, key)
+    dependencies = r.text(row, "dependencies", key, METADATA)
+    if dependencies not in DEPENDENCY_MODES:
+        raise r.fail((*key, "dependencies"), f"must be one of {', '.join(DEPENDENCY_MODES)}")
     source = Source(
         name=name,
         url=url,
@@ -278,7 +225,7 @@ def _read_source(r: _Reader, data: object, key: str) -> LockedSource:
         build_index=r.maybe(row, "build-index", key),
         requirements=r.strings(row, "requirement-files", key),
         origin=r.maybe(row, "origin", key),
-        dependencies=r.typed(row, "dependencies", key, str, METADATA),
+        dependencies=dependencies,
         dependencies_reason=r.maybe(row, "dependencies-reason", key),
     )
     return LockedSource(
@@ -316,20 +263,11 @@ _TOP_OPTIONAL = (
 )
 
 
-def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
-    """Read locks/<env>.sources.toml back; the mirror of render_sources_toml."""
-    r = _Reader(where)
-    try:
-        data = tomlkit.parse(text).unwrap()
-    except tomlkit.exceptions.ParseError as exc:
-        raise InputError(f"{where}: not valid TOML: {exc}", hint="re-run `envgen lock`") from exc
-    top = r.table(data, "", _TOP_KEYS, _TOP_OPTIONAL)
-    if top["schema"] != LOCK_SCHEMA:
-        raise r.fail("schema", f"this envgen reads schema {LOCK_SCHEMA}, the file has {top['schema']!r}")
-    inputs = r.env(top, "inputs", "")
+def _read_places(r: StrictReader, top: dict[str, Any]) -> tuple[tuple[Channel, ...], tuple[Index, ...], Cann | None]:
+    """The channels, indexes and CANN a lock was made with."""
     channels = tuple(
         Channel(r.text(row, "name", k), r.text(row, "url", k))
-        for k, v in r.rows(top, "channels", "")
+        for k, v in r.rows(top, "channels", ())
         for row in [r.table(v, k, ("name", "url"))]
     )
     indexes = tuple(
@@ -339,35 +277,43 @@ def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
             explicit=r.flag(row, "explicit", k, False),
             trusted_host=r.maybe(row, "trusted-host", k),
         )
-        for k, v in r.rows(top, "indexes", "")
+        for k, v in r.rows(top, "indexes", ())
         for row in [r.table(v, k, ("name", "url"), ("explicit", "trusted-host"))]
     )
     cann = None
     if "cann" in top:
-        row = r.table(top["cann"], "cann", ("version", "set-env"), ("note",))
-        cann = Cann(r.text(row, "version", "cann"), r.text(row, "set-env", "cann"), r.maybe(row, "note", "cann"))
-    activation = r.table(top.get("activation", {}), "activation", (), ("env", "profiles"))
+        path: KeyPath = ("cann",)
+        row = r.table(top["cann"], path, ("version", "set-env"), ("note",))
+        cann = Cann(r.text(row, "version", path), r.text(row, "set-env", path), r.maybe(row, "note", path))
+    return channels, indexes, cann
+
+
+def _read_activation(r: StrictReader, top: dict[str, Any]) -> tuple[Env, tuple[Profile, ...]]:
+    path: KeyPath = ("activation",)
+    activation = r.table(top.get("activation", {}), path, (), ("env", "profiles"))
     profiles = tuple(
         Profile(r.text(row, "name", k), r.text(row, "description", k), r.env(row, "env", k))
-        for k, v in r.rows(activation, "profiles", "activation")
+        for k, v in r.rows(activation, "profiles", path)
         for row in [r.table(v, k, ("name", "description"), ("env",))]
     )
-    pip_indexes = tuple(
-        ((r.text(row, "platform", k), r.text(row, "package", k)), r.text(row, "index", k))
-        for k, v in r.rows(top, "pip-indexes", "")
-        for row in [r.table(v, k, ("platform", "package", "index"))]
-    )
+    return r.env(activation, "env", path), profiles
+
+
+def _read_decisions(
+    r: StrictReader, top: dict[str, Any]
+) -> tuple[tuple[AppliedOverride, ...], tuple[Pending, ...], tuple[ImportCheck, ...]]:
+    """The overrides as applied, the pending items and the import checks."""
     overrides = tuple(
         AppliedOverride(
             Override(r.text(row, "name", k), r.text(row, "requirement", k), r.text(row, "reason", k)),
             tuple(_read_requirement(r, rv, rk) for rk, rv in r.rows(row, "replaced", k)),
         )
-        for k, v in r.rows(top, "overrides", "")
+        for k, v in r.rows(top, "overrides", ())
         for row in [r.table(v, k, ("name", "requirement", "reason"), ("replaced",))]
     )
     pending = tuple(
         Pending(r.text(row, "name", k), r.text(row, "note", k))
-        for k, v in r.rows(top, "pending", "")
+        for k, v in r.rows(top, "pending", ())
         for row in [r.table(v, k, ("name", "note"))]
     )
     checks = tuple(
@@ -375,26 +321,47 @@ def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
             module=r.text(row, "module", k),
             distribution=r.maybe(row, "distribution", k),
             version=r.maybe(row, "version", k),
-            needs=r.typed(row, "needs", k, str, "none"),
+            needs=r.text(row, "needs", k, "none"),
         )
-        for k, v in r.rows(top, "checks", "")
+        for k, v in r.rows(top, "checks", ())
         for row in [r.table(v, k, ("module",), ("distribution", "version", "needs"))]
     )
+    return overrides, pending, checks
+
+
+def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
+    """Read locks/<env>.sources.toml back; the mirror of render_sources_toml."""
+    r = StrictReader(where, text, hint="re-run `envgen lock` to rewrite the file")
+    try:
+        data = tomlkit.parse(text).unwrap()
+    except tomlkit.exceptions.ParseError as exc:
+        raise InputError(f"{where}: not valid TOML: {exc}", hint="re-run `envgen lock`") from exc
+    top = r.table(data, (), _TOP_KEYS, _TOP_OPTIONAL)
+    if top["schema"] != LOCK_SCHEMA:
+        raise r.fail(("schema",), f"this envgen reads schema {LOCK_SCHEMA}, the file has {top['schema']!r}")
+    channels, indexes, cann = _read_places(r, top)
+    activation_env, profiles = _read_activation(r, top)
+    overrides, pending, checks = _read_decisions(r, top)
+    pip_indexes = tuple(
+        ((r.text(row, "platform", k), r.text(row, "package", k)), r.text(row, "index", k))
+        for k, v in r.rows(top, "pip-indexes", ())
+        for row in [r.table(v, k, ("platform", "package", "index"))]
+    )
     lock = Lock(
-        env=r.text(top, "env", ""),
+        env=r.text(top, "env", ()),
         platforms=(),
-        input_hash=r.text(top, "input-hash", ""),
+        input_hash=r.text(top, "input-hash", ()),
         conda=(),
         pip=(),
-        sources=tuple(_read_source(r, v, k) for k, v in r.rows(top, "sources", "")),
+        sources=tuple(_read_source(r, v, k) for k, v in r.rows(top, "sources", ())),
         overrides=overrides,
         pending=pending,
         channels=channels,
         indexes=indexes,
         cann=cann,
-        activation_env=r.env(activation, "env", "activation"),
+        activation_env=activation_env,
         profiles=profiles,
         checks=checks,
-        inputs=inputs,
+        inputs=r.string_table(top, "inputs", ()),
     )
     return SourcesToml(lock, pip_indexes)

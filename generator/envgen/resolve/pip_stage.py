@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 from envgen import platforms
 from envgen.errors import EnvgenError, InputError, VerificationError
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
-from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, Requirement
+from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import uv_pylock
 from envgen.resolve.index_client import IndexClient, fetch_metadata, offers
@@ -32,7 +32,7 @@ class PypiLock:
 
     entries: tuple[PipEntry, ...]
     overrides: tuple[AppliedOverride, ...] = ()
-    requirements: tuple[Requirement, ...] = ()
+    requirements: tuple[TracedRequirement, ...] = ()
 
 
 def _parse(text: str, origin: Origin) -> Pep508:
@@ -52,7 +52,7 @@ def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource]
     provided |= {canonicalize_name(ls.source.distribution) for ls in sources}
     pending = {canonicalize_name(p.name) for p in matrix.packages if p.pending is not None}
     excluded = provided | pending
-    requirements: list[Requirement] = []
+    requirements: list[TracedRequirement] = []
     pins: dict[str, str] = {}
     hashes: dict[str, tuple[str, Origin]] = {}
     direct: set[str] = set()
@@ -66,13 +66,13 @@ def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource]
             url = expand_url(package.url, f"{matrix.path}: {key}.url", environ)
             extras = f"[{','.join(package.extras)}]" if package.extras else ""
             marker = f" ; {package.marker}" if package.marker else ""
-            requirements.append(Requirement(f"{package.name}{extras} @ {url}{marker}", origin))
+            requirements.append(TracedRequirement(f"{package.name}{extras} @ {url}{marker}", origin))
             direct.add(name)
             if package.sha256:
                 hashes[name] = (package.sha256.lower(), Origin(file=matrix.path, key=f"{key}.sha256"))
         else:
             origin = Origin(file=matrix.path, key=f"{key}.version")
-            requirements.append(Requirement(str(_parse(package.requirement, origin)), origin))
+            requirements.append(TracedRequirement(str(_parse(package.requirement, origin)), origin))
         index = package.index_for(platform)
         if index:
             pins[name] = index
@@ -86,7 +86,7 @@ def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource]
                 continue
             if parsed.url and not req.constraint:
                 direct.add(canonicalize_name(parsed.name))
-            requirements.append(Requirement(str(parsed), req.origin, constraint=req.constraint))
+            requirements.append(TracedRequirement(str(parsed), req.origin, constraint=req.constraint))
     return Inputs(
         requirements=tuple(requirements),
         pins=tuple(sorted(pins.items())),
@@ -136,7 +136,7 @@ def apply_overrides(
         replaced = [r for r in upstream if canonicalize_name(name_of(r.text)) == name]
         for choice, meta in sorted(metadata.items(), key=lambda item: item[0].package.name):
             origin = Origin(file=f"{choice.package.name}=={choice.package.version}", key="Requires-Dist")
-            replaced += [Requirement(str(r), origin) for r in meta.requires if canonicalize_name(r.name) == name]
+            replaced += [TracedRequirement(str(r), origin) for r in meta.requires if canonicalize_name(r.name) == name]
         shown = "; ".join(f"{r.text} ({r.origin})" for r in replaced) or "no requirement upstream"
         log.warning("%s: override %s replaces %s (%s)", platform, override.requirement, shown, override.reason)
         applied.append(AppliedOverride(override, tuple(replaced)))
@@ -214,7 +214,8 @@ def lock_pypi(
         overrides=overrides,
         requirements=inputs.requirements
         + tuple(
-            Requirement(o.requirement, Origin(file=matrix.path, key=f"overrides.{o.name}")) for o in matrix.overrides
+            TracedRequirement(o.requirement, Origin(file=matrix.path, key=f"overrides.{o.name}"))
+            for o in matrix.overrides
         ),
     )
 

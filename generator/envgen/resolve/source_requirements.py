@@ -12,7 +12,7 @@ from packaging.utils import canonicalize_name
 from envgen.errors import InputError, ResolutionError
 from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
 from envgen.inputs.untrusted import git_url_problem, ref_problem
-from envgen.model import PYPROJECT, Origin, Requirement, Source
+from envgen.model import PYPROJECT, Origin, Source, TracedRequirement
 from envgen.redact import redact_url, strip_credentials
 
 logger = logging.getLogger(__name__)
@@ -63,19 +63,19 @@ def digest_files(files: tuple[tuple[str, bytes], ...]) -> str:
 
 def split_requirements(
     source: Source, lines: tuple[Line, ...], matrix_names: frozenset[str]
-) -> tuple[tuple[Requirement, ...], tuple[Source, ...]]:
+) -> tuple[tuple[TracedRequirement, ...], tuple[Source, ...]]:
     """Plain requirements, and the git requirements turned into sources (unless the matrix has that source)."""
-    requirements: list[Requirement] = []
+    requirements: list[TracedRequirement] = []
     discovered: list[Source] = []
     for line in lines:
         req = line.requirement
         origin = Origin(file=line.file, line=line.line or None, key=line.key, source=source.name)
         if not req.url or line.constraint:
-            requirements.append(Requirement(line.text, origin, constraint=line.constraint))
+            requirements.append(TracedRequirement(line.text, origin, constraint=line.constraint))
             continue
         scheme = urlsplit(req.url).scheme
         if "+" not in scheme:
-            requirements.append(Requirement(line.text, origin))
+            requirements.append(TracedRequirement(line.text, origin))
             continue
         where = f"source {source.name}: {line.file}:{line.line}"
         if not scheme.startswith("git+"):

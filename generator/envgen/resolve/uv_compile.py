@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 from envgen import platforms
 from envgen.errors import EnvgenError, ResolutionError, ToolError
 from envgen.inputs.channels import IndexAccess
-from envgen.model import Matrix, Origin, PipEntry, Requirement
+from envgen.model import Matrix, Origin, PipEntry, TracedRequirement
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.preferences import render_pylock
@@ -43,7 +43,7 @@ class Inputs:
     to the sha256 it gives.
     """
 
-    requirements: tuple[Requirement, ...]
+    requirements: tuple[TracedRequirement, ...]
     pins: tuple[tuple[str, str], ...] = ()
     excluded: tuple[str, ...] = ()
     direct: tuple[str, ...] = ()
