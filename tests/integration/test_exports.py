@@ -309,3 +309,27 @@ def test_the_sbom_is_valid_cyclonedx_16_with_one_component_per_artifact_and_sour
     assert properties["envgen:pending:demo-npu"] == "stands in for torch_npu: commercial release due Q2"
     assert properties["envgen:override:demo-transformers"].startswith("demo-transformers==4.57.6: ")
     assert envgen(example, "export", ENV, "--format", "cyclonedx")[1] == stdout  # the same lock, the same bytes
+
+
+def test_status_flags_a_missing_or_edited_derived_file_and_lock_writes_a_missing_one_again(example: Example) -> None:
+    locked(example)
+    locks = example.root / "locks"
+    assert envgen(example, "status", ENV)[0] == 0
+    pylock = locks / f"pylock.{ENV}-linux-aarch64.toml"
+    written = pylock.read_bytes()
+    pylock.unlink()
+    code, out, _ = envgen(example, "status", ENV)
+    assert code == 1
+    assert f"{ENV}: stale\n  locks/{pylock.name} is missing: `envgen lock {ENV} --force` writes it again\n" in out
+
+    code, out, err = envgen(example, "lock", ENV, "--json")
+    assert code == 0, err
+    assert json.loads(out)[0]["status"] == "locked"  # not a no-op: a derived file was missing
+    assert pylock.read_bytes() == written
+
+    requirements = locks / f"{ENV}.linux-64.requirements.txt"
+    requirements.write_text(requirements.read_text().replace("# via demo-torch", "# via me"))
+    code, out, _ = envgen(example, "status", ENV)
+    assert code == 1 and f"locks/{requirements.name} was edited by hand" in out
+    assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
+    assert envgen(example, "status", ENV)[0] == 0

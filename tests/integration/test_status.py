@@ -18,7 +18,8 @@ from envgen.errors import EnvgenError, InputError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
 from envgen.inputs.channels import IndexAccess, expand_url
-from envgen.inputs.matrix import load_matrix
+from envgen.inputs.matrix import load_env, load_matrix
+from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.input_hashes import input_digests, input_hash
 from envgen.lockio.store import write_lock
 from envgen.model import Lock, LockedSource, Pending
@@ -70,6 +71,12 @@ distribution = "pinned"
 """
 
 
+def write_whole_lock(project: Project, lock: Lock) -> None:
+    """Write `lock` with its recipe and the files derived from it, as `envgen lock` does."""
+    derived = [(f.name, f.text) for f in derived_files(lock, load_env(project, "demo"))]
+    write_lock(project, "demo", lock, "#!/usr/bin/env bash\n", derived)
+
+
 class Demo:
     """A project with one env `demo`: a moving-branch source, a pinned one, and a served index."""
 
@@ -119,7 +126,7 @@ class Demo:
             inputs=inputs,
         )
         (self.root / "locks").mkdir(exist_ok=True)
-        write_lock(self.project, "demo", lock, "#!/usr/bin/env bash\n")
+        write_whole_lock(self.project, lock)
         return lock
 
     def status(self, *args: str) -> Result:
@@ -218,7 +225,7 @@ def test_mirror_config_is_honoured(demo: Demo, tmp_path: Path, monkeypatch: pyte
     sources = tuple(
         replace(s, source=replace(s.source, url=canonical)) if s.source.name == "tool" else s for s in lock.sources
     )
-    write_lock(demo.project, "demo", replace(lock, sources=sources), "#!/usr/bin/env bash\n")
+    write_whole_lock(demo.project, replace(lock, sources=sources))
     config = tmp_path / "gitconfig"
     config.write_text(f'[url "{demo.tool.url}"]\n\tinsteadOf = {canonical}\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
@@ -238,7 +245,7 @@ def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -
     sources = tuple(
         replace(s, source=replace(s.source, url=gone)) if s.source.name == "tool" else s for s in lock.sources
     )
-    write_lock(demo.project, "demo", replace(lock, sources=sources), "#!/usr/bin/env bash\n")
+    write_whole_lock(demo.project, replace(lock, sources=sources))
     result = demo.status()
     assert result.exit_code == 1
     assert "demo: fresh (1 remote unreachable)\n" in result.stdout

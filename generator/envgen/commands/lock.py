@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from envgen.errors import InputError
 from envgen.inputs.matrix import load_env
 from envgen.inputs.toml_reader import did_you_mean
+from envgen.lockio.exports.derived import derived_present
 from envgen.lockio.input_hashes import input_hash, project_inputs, recorded_packages, recorded_state
 from envgen.model import Lock, Matrix
 from envgen.project import Project, cache_dir
@@ -69,11 +70,15 @@ def lock_env(
 
 
 def fresh_hash(project: Project, matrix: Matrix) -> str | None:
-    """The input hash recorded for `matrix`'s lock when it still matches its inputs; None when stale or absent."""
+    """The input hash recorded for `matrix`'s lock when it still matches its inputs and every derived file is
+    there for it; None when stale or absent (a re-lock then writes them all again)."""
     state = recorded_state(project, matrix.name)
-    if state is not None and input_hash(project_inputs(project, matrix, state[1])) == state[0]:
-        return state[0]
-    return None
+    if state is None or input_hash(project_inputs(project, matrix, state[1])) != state[0]:
+        return None
+    if not derived_present(project.locks_dir, matrix.name, matrix.platforms, state[0]):
+        log.info("%s: a derived file is missing or from another lock: locking again", matrix.name)
+        return None
+    return state[0]
 
 
 def lock_envs(

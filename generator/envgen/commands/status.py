@@ -16,6 +16,7 @@ from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
 from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
+from envgen.lockio.exports.derived import derived_problems
 from envgen.lockio.input_hashes import project_inputs
 from envgen.lockio.store import read_lock
 from envgen.model import Lock, LockedSource, Matrix, Source
@@ -215,7 +216,8 @@ def status_env(
     outdated: bool = False,
     upstream: Callable[[Source], str] | None = None,
 ) -> StatusReport:
-    """The status of `env`: inputs re-digested, moving refs asked upstream, and with `outdated` the indexes."""
+    """The status of `env`: inputs re-digested, derived files compared, moving refs asked upstream, and with
+    `outdated` the indexes."""
     lock = read_lock(project, env)
     if lock is None:
         return build_report(env, None, ())
@@ -224,6 +226,12 @@ def status_env(
         return build_report(env, lock, (f"matrix {_shown(project, template)} removed",))
     matrix = load_env(project, env)
     reasons = stale_reasons(lock.inputs, project_inputs(project, matrix, lock.sources), matrix.path)
+    if not reasons:
+        # The derived files (requirements.txt, pylock, nix) of a fresh lock must be what it renders.
+        reasons = tuple(
+            f"{p}: `envgen lock {env} --force` writes it again"
+            for p in derived_problems(project.locks_dir, lock, matrix)
+        )
     drift = check_drift(moving_sources(lock), upstream)
     found = check_outdated(matrix, lock) if outdated else ()
     return build_report(env, lock, reasons, drift, found)

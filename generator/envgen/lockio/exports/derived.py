@@ -68,6 +68,26 @@ def _differences(found: Sequence[object], wanted: Sequence[object]) -> list[str]
     return extra + missing
 
 
+def derived_names(env: str, platforms: Sequence[str]) -> list[str]:
+    """The names in locks/ of the files derived from the lock of `env` for `platforms`."""
+    names = [name for p in platforms for name in (requirements_name(env, p), pylock_name(env, p))]
+    return [*names, nix_name(env)]
+
+
+def derived_present(locks_dir: Path, env: str, platforms: Sequence[str], input_hash: str) -> bool:
+    """Whether every derived file exists and names `input_hash` (a cheap test, for the no-op lock: it reads
+    headers, renders nothing; `derived_problems` compares the whole text)."""
+    for name in derived_names(env, platforms):
+        try:
+            with (locks_dir / name).open(encoding="utf-8") as handle:
+                head = handle.read(1024)
+        except (OSError, UnicodeDecodeError):
+            return False
+        if _recorded_hash(head) != input_hash:
+            return False
+    return True
+
+
 def derived_problem(locks_dir: Path, file: Derived, lock: Lock) -> str | None:
     """Why locks/<file> does not match `lock` (missing, from another lock, other artifacts or hashes, edited),
     or None when it is byte-identical to what the lock renders."""
