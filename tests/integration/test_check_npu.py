@@ -4,6 +4,7 @@ build's recorded chip) on the throwaway env's PYTHONPATH, driving pass, wrong ge
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,8 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
+from envgen.commands import check_npu
 from envgen.example.project import GITHUB, Example, serve_example
 from envgen.example.srcprojects import backend_project
+from envgen.npu import Npu
 
 ENV = "demo"
 
@@ -99,7 +102,7 @@ def host(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> It
     work = served.root.parent.parent
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(work / "gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("PATH", f"{work / 'bin'}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{work / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("ASCEND_SET_ENV", str(work / "cann" / "set_env.sh"))
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
@@ -163,7 +166,7 @@ def test_a_host_without_a_device_fails_and_a_host_without_npu_smi_skips(
     assert found["npu: built for"][0] == "ok"  # a fact of the env, known without a device
 
     work = host.root.parent.parent
-    monkeypatch.setenv("PATH", __import__("os").environ["PATH"].replace(f"{work / 'bin'}:", ""))
+    monkeypatch.setenv("PATH", os.environ["PATH"].replace(f"{work / 'bin'}:", ""))
     code, steps, _ = check(host, "--json")
     assert code == 0
     reason = "no NPU on this host (npu-smi is not on PATH); the env targets Atlas A3 (910_93)"
@@ -171,3 +174,19 @@ def test_a_host_without_a_device_fails_and_a_host_without_npu_smi_skips(
     code, steps, _ = check(host, "--require-npu", "--json")
     assert code == 4
     assert set(npu(steps).values()) == {("failed", reason)}
+
+
+def test_a_hanging_npu_smi_fails_its_step_without_stopping_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "npu-smi").write_text("#!/bin/sh\nexec sleep 30\n")
+    (tmp_path / "bin" / "npu-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setattr(check_npu, "SMI_TIMEOUT", 1)
+    target = Npu("a3", "ascend910_9392", "fake_ascend._build_info.__soc_version__")
+    steps = {s.name: s for s in check_npu.npu_steps(target, tmp_path / "no-env", "true", require_npu=True)}
+    assert steps["npu: npu-smi"].status == "failed"
+    assert "did not finish within 1 s" in steps["npu: npu-smi"].detail
+    # the env's python is missing here: the probe's failure is the device step's
+    assert steps["npu: device"].status == "failed" and "the probe did not run" in steps["npu: device"].detail

@@ -14,6 +14,7 @@ from pathlib import Path
 from shlex import quote
 
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step
+from envgen.errors import ToolError
 from envgen.installer import tool_environment
 from envgen.npu import GENERATIONS, Npu, Probe, compare_build, compare_device
 from envgen.process import run, tail
@@ -64,10 +65,14 @@ def _names(npu: Npu) -> list[str]:
 
 def _probe(npu: Npu, smi: str, prefix: Path, activation: str) -> Probe:
     """Ask npu-smi on the host and torch_npu in the env."""
-    proc = run([smi, "info"], env=tool_environment(), check=False, timeout=SMI_TIMEOUT)
     smi_error = None
-    if proc.returncode != 0:
-        smi_error = f"`npu-smi info` exited {proc.returncode}: {redact_text(tail(proc.stderr or proc.stdout, 3))}"
+    try:
+        proc = run([smi, "info"], env=tool_environment(), check=False, timeout=SMI_TIMEOUT)
+    except ToolError as exc:  # it hung, or vanished since `which` found it: a failed step, not a failed check
+        smi_error = exc.message
+    else:
+        if proc.returncode != 0:
+            smi_error = f"`npu-smi info` exited {proc.returncode}: {redact_text(tail(proc.stderr or proc.stdout, 3))}"
     script = f'{activation}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$1"'
     proc = run(["sh", "-c", script, _PROBE, npu.built_soc or ""], env=tool_environment(), check=False)
     try:
