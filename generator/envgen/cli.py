@@ -54,6 +54,17 @@ def setup_logging(quiet: bool) -> None:
     root.propagate = False
 
 
+def _env_names(ctx: click.Context, param: click.Parameter, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
+    """Env arguments are names (`a5`), never paths: refused (exit 2) before any work."""
+    from envgen.inputs.untrusted import env_name_problem
+
+    for env in (value,) if isinstance(value, str) else value:
+        problem = env_name_problem(env)
+        if problem:
+            raise click.BadParameter(f"{problem} (an env is named by its file in env-templates/ without .toml)")
+    return value
+
+
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
 json_option = click.option("--json", "as_json", is_flag=True, help="A machine-readable result on stdout.")
 
@@ -79,7 +90,7 @@ def project(root: Path) -> Project:
 
 
 @cli.command("lock")
-@click.argument("envs", nargs=-1)
+@click.argument("envs", nargs=-1, callback=_env_names)
 @root_option
 @click.option(
     "--upgrade", is_flag=True, help="Move every package and source to the newest its inputs allow (ignore the lock)."
@@ -149,7 +160,7 @@ def lock_command(
 
 
 @cli.command("show")
-@click.argument("env")
+@click.argument("env", callback=_env_names)
 @root_option
 @json_option
 def show_command(env: str, root: Path, as_json: bool) -> None:
@@ -229,7 +240,7 @@ def diff_command(
 
 
 @cli.command("status")
-@click.argument("envs", nargs=-1)
+@click.argument("envs", nargs=-1, callback=_env_names)
 @root_option
 @click.option("--outdated", is_flag=True, help="Also ask the default indexes for newer unpinned pip packages.")
 @quiet_option
@@ -254,7 +265,7 @@ def status_command(envs: tuple[str, ...], root: Path, outdated: bool, quiet: boo
 
 
 @cli.command("install")
-@click.argument("env")
+@click.argument("env", callback=_env_names)
 @click.option(
     "--prefix",
     type=click.Path(file_okay=False, path_type=Path),
@@ -296,7 +307,7 @@ def install_command(
 
 
 @cli.command("check")
-@click.argument("env")
+@click.argument("env", callback=_env_names)
 @click.option("--venv", is_flag=True, help="Throwaway env as a venv of this python (fixture channels have no CPython).")
 @click.option("--require-npu", is_flag=True, help="Fail, rather than skip, what needs CANN or an NPU.")
 @click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")

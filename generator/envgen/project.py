@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 
 import platformdirs
 
+from envgen.errors import InputError
+from envgen.inputs.untrusted import env_name_problem
+
 if TYPE_CHECKING:
     from envgen.model import Matrix
 
@@ -32,16 +35,16 @@ class Project:
         return self.root / "locks"
 
     def template(self, env: str) -> Path:
-        return self.templates_dir / f"{env}.toml"
+        return self.templates_dir / f"{checked_env(env)}.toml"
 
     def lock_yml(self, env: str) -> Path:
-        return self.locks_dir / f"{env}.yml"
+        return self.locks_dir / f"{checked_env(env)}.yml"
 
     def sources_toml(self, env: str) -> Path:
-        return self.locks_dir / f"{env}.sources.toml"
+        return self.locks_dir / f"{checked_env(env)}.sources.toml"
 
     def install_sh(self, env: str) -> Path:
-        return self.locks_dir / f"{env}.install.sh"
+        return self.locks_dir / f"{checked_env(env)}.install.sh"
 
     def channel(self, name: str) -> Path:
         return self.channels_dir / f"{name}.toml"
@@ -54,6 +57,14 @@ class Project:
     def envs(self) -> list[str]:
         """Every env with a template, sorted."""
         return sorted(p.stem for p in self.templates_dir.glob("*.toml"))
+
+
+def checked_env(env: str) -> str:
+    """`env` when it is a name; a path (`../x`) would escape env-templates/, locks/ and the per-env mutex."""
+    problem = env_name_problem(env)
+    if problem:
+        raise InputError(problem, hint="name an env by its file name in env-templates/ without .toml, e.g. `a5`")
+    return env
 
 
 def cache_dir() -> Path:

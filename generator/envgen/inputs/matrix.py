@@ -30,6 +30,7 @@ from envgen.inputs.toml_reader import (
     get_table,
     type_name,
 )
+from envgen.inputs.untrusted import env_name_problem, name_problem
 from envgen.model import (
     CANN_SCRIPT_SEPARATOR,
     DEFAULT_CANN_SET_ENV,
@@ -139,6 +140,8 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
                 (*path, "name"),
                 f"'{name}' differs from the file name {self.path.name}; rename one so they match",
             )
+        elif name is not None and (problem := env_name_problem(name)):
+            self.p.add((*path, "name"), problem)
         platforms: list[str] = []
         for key, platform in get_str_list(self.p, table, (*path, "platforms")):
             if platform not in PLATFORMS:
@@ -304,6 +307,9 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
             profile_path: KeyPath = (*path, "profiles", name)
             profile = as_table(self.p, profile_path, value)
             if profile is None:
+                continue
+            if problem := name_problem(name, "profile name"):
+                self.p.add(profile_path, problem)
                 continue
             check_keys(self.p, profile_path, profile, ("description", "env"), ("description", "env"))
             description = get_str(self.p, profile, (*profile_path, "description"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -21,7 +20,7 @@ from envgen.inputs.toml_reader import (
     get_str_list,
     get_table,
 )
-from envgen.inputs.untrusted import git_url_problem, ref_problem
+from envgen.inputs.untrusted import git_url_problem, name_problem, ref_problem
 from envgen.model import (
     DEPENDENCY_MODES,
     METADATA,
@@ -48,7 +47,6 @@ _SOURCE_KEYS = (
     "dependencies",
     "dependencies-reason",
 )
-_SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class SourceSectionReader(SectionReader):
@@ -68,8 +66,8 @@ class SourceSectionReader(SectionReader):
             return None
         before = len(self.p.items)
         check_keys(self.p, path, table, _SOURCE_KEYS, ("url", "ref"))
-        if not _SOURCE_NAME.fullmatch(name):
-            self.p.add(path, f"source name '{name}' must be letters, digits, '.', '_' or '-'")
+        if problem := name_problem(name, "source name"):
+            self.p.add(path, problem)
         url = get_str(self.p, table, (*path, "url"))
         url_problem = git_url_problem(url) if url is not None else None
         if url_problem:

@@ -11,13 +11,21 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from envgen.errors import InputError, Problem
+from envgen.inputs.untrusted import control_problem, variable_problem
 
 KeyPath = tuple[str | int, ...]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _SYNTAX_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 _SYNTAX_END = re.compile(r"\(at end of document\)")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Keys holding prose, which may span lines; every other string must be free of control characters.
+_PROSE_KEYS = frozenset({"description", "note", "reason"})
+
+
+def string_problem(path: KeyPath, value: str) -> str | None:
+    """Why the string at `path` is unusable (a control character outside prose), or None."""
+    prose = str(path[-1]) in _PROSE_KEYS or (len(path) > 1 and path[-2] == "notes")
+    return control_problem(value, prose=prose)
 
 
 def format_key(path: KeyPath) -> str:
@@ -290,6 +298,10 @@ def get_str(
     if not empty and not value.strip():
         problems.add(path, "must not be empty")
         return None
+    problem = string_problem(path, value)
+    if problem:
+        problems.add(path, problem)
+        return None
     return value
 
 
@@ -314,7 +326,10 @@ def get_str_list(problems: Problems, table: dict[str, Any], path: KeyPath) -> li
     out: list[tuple[KeyPath, str]] = []
     for index, item in enumerate(value):
         if isinstance(item, str) and item.strip():
-            out.append(((*path, index), item))
+            if problem := string_problem((*path, index), item):
+                problems.add((*path, index), problem)
+            else:
+                out.append(((*path, index), item))
         else:
             what = "an empty string" if isinstance(item, str) else type_name(item)
             problems.add((*path, index), f"expected a non-empty string, got {what}")
@@ -331,10 +346,12 @@ def get_env(problems: Problems, table: dict[str, Any], path: KeyPath) -> tuple[t
         return ()
     out: list[tuple[str, str]] = []
     for name, item in env.items():
-        if not _ENV_NAME.fullmatch(name):
+        if variable_problem(name):
             problems.add((*path, name), "not a valid environment variable name (letters, digits, _)")
         elif not isinstance(item, str):
             problems.add((*path, name), f"expected a string value, got {type_name(item)}")
+        elif problem := string_problem((*path, name), item):
+            problems.add((*path, name), problem)
         else:
             out.append((name, item))
     return tuple(sorted(out))

@@ -8,9 +8,11 @@ prints must not end a line. Each rule lives here once; the matrix loader and the
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from envgen.commits import is_abbreviated_commit, is_full_commit
+from envgen.model import Env, Lock, LockedSource
 
 # `git check-ref-format` rules: no control characters, space, ~ ^ : ? * [ or backslash; no `..`, `@{` or
 # `//`; no component starting with `.` or ending with `.lock`; not starting or ending with `/`, not ending
@@ -25,10 +27,18 @@ _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def control_problem(text: str) -> str | None:
-    """Why `text` may not appear in a recipe or a git command line (a control character), or None."""
-    found = _CONTROL.search(text)
+def control_problem(text: str, *, prose: bool = False) -> str | None:
+    """Why `text` may not appear in a recipe or a git command line (a control character), or None.
+
+    Prose (a description, a note, a reason) may hold newlines and tabs: the recipe prints it on one line.
+    """
+    found = _CONTROL.search(text.replace("\n", " ").replace("\t", " ") if prose else text)
     return f"must not contain control characters (found {found.group()!r})" if found else None
+
+
+def env_name_problem(env: str) -> str | None:
+    """Why `env` cannot name an env (it is a file name under env-templates/ and locks/, not a path), or None."""
+    return name_problem(env, "env name")
 
 
 def name_problem(name: str, what: str) -> str | None:
@@ -89,3 +99,51 @@ def git_url_problem(url: str) -> str | None:
     if "::" in url or ":" in url.split("/", 1)[0]:
         return f"{url!r} is neither a URL git fetches over a known transport nor a local path; {expected}"
     return None
+
+
+def _env_problems(key: str, env: Env) -> Iterator[str]:
+    for name, value in env:
+        if problem := variable_problem(name) or control_problem(value):
+            yield f"{key}.{name}: {problem}"
+
+
+def _source_problems(key: str, locked: LockedSource) -> Iterator[str]:
+    src = locked.source
+    checks = {
+        "name": name_problem(src.name, "source name"),
+        "url": git_url_problem(src.url),
+        "ref": ref_problem(src.ref),
+        "commit": commit_problem(locked.commit),
+        "tree": commit_problem(locked.tree) if locked.tree else None,
+        "picked": next(filter(None, map(commit_problem, locked.picked)), None),
+        "cherry-picks": next(filter(None, map(commit_problem, src.cherry_picks)), None),
+        "distribution": control_problem(src.distribution),
+        "origin": control_problem(src.origin or ""),
+        "build-index": control_problem(src.build_index or ""),
+    }
+    yield from (f"{key}.{field}: {problem}" for field, problem in checks.items() if problem)
+    yield from _env_problems(f"{key}.env", src.env)
+
+
+def lock_problems(lock: Lock) -> list[str]:
+    """Every string of `lock` that may not reach git or the recipe, as `key: why` in sources.toml's terms.
+
+    The sources.toml parser refuses a lock with any (it may have been edited in a pull request), and the
+    recipe renderer refuses to render one, so no path from a file to install.sh skips the rules.
+    """
+    found = [f"env: {p}" for p in [env_name_problem(lock.env)] if p]
+    for i, locked in enumerate(lock.sources):
+        found += _source_problems(f"sources[{i}]", locked)
+    found += _env_problems("activation.env", lock.activation_env)
+    for i, profile in enumerate(lock.profiles):
+        key = f"activation.profiles[{i}]"
+        found += [f"{key}.name: {p}" for p in [name_problem(profile.name, "profile name")] if p]
+        found += [f"{key}.description: {p}" for p in [control_problem(profile.description, prose=True)] if p]
+        found += _env_problems(f"{key}.env", profile.env)
+    if lock.cann is not None and (problem := control_problem(lock.cann.set_env)):
+        found.append(f"cann.set-env: {problem}")
+    for i, index in enumerate(lock.indexes):
+        for field, value in (("name", index.name), ("url", index.url), ("trusted-host", index.trusted_host or "")):
+            if problem := control_problem(value):
+                found.append(f"indexes[{i}].{field}: {problem}")
+    return found

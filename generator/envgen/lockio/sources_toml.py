@@ -10,7 +10,7 @@ import tomlkit
 
 from envgen.errors import InputError
 from envgen.inputs.toml_reader import KeyPath, StrictReader
-from envgen.inputs.untrusted import commit_problem, git_url_problem, name_problem, ref_problem
+from envgen.inputs.untrusted import commit_problem, git_url_problem, lock_problems, name_problem, ref_problem
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.model import (
     DEPENDENCY_MODES,
@@ -364,4 +364,10 @@ def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
         checks=checks,
         inputs=r.string_table(top, "inputs", ()),
     )
+    # The rules the recipe renderer applies, over the whole lock (names of the env and its profiles too).
+    unsafe = lock_problems(lock)
+    if unsafe:
+        raise InputError(
+            f"{where}: {unsafe[0]}", hint="the file was edited by hand or tampered with: re-run `envgen lock`"
+        )
     return SourcesToml(lock, pip_indexes)

@@ -8,10 +8,10 @@ import re
 from shlex import quote
 
 from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
+from envgen.errors import InputError
+from envgen.inputs.untrusted import lock_problems
 from envgen.model import DEFAULT_CANN_SET_ENV, Index, Lock, LockedSource
 from envgen.redact import strip_credentials
-
-_USAGE_END = "ENVGEN_USAGE_END"
 
 # Shell functions every recipe shares; the env-specific parts are rendered around them.
 _FUNCTIONS = r"""
@@ -183,7 +183,14 @@ deactivate_hook() {
 
 
 def render_recipe(lock: Lock) -> str:
-    """The install.sh text of `lock`: the same inputs give the same bytes."""
+    """The install.sh text of `lock`: the same inputs give the same bytes.
+
+    Every value from the lock enters the script through `quote` (one sh word, never a command); comments
+    name values too, so a lock holding a control character or a name that is not a name is refused.
+    """
+    unsafe = lock_problems(lock)
+    if unsafe:
+        raise InputError(f"cannot render the recipe of {lock.env!r}: {unsafe[0]}", hint="fix the matrix and re-lock")
     cann_sources = [s.source.name for s in lock.sources if s.source.needs_cann]
     set_env = lock.cann.set_env if lock.cann else DEFAULT_CANN_SET_ENV
     parts = [
@@ -269,8 +276,8 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "Environment:",
         f"  ASCEND_SET_ENV  CANN's set_env.sh; several are separated by ':' and sourced in order (default: {set_env})",
     ]
-    body = "\n".join(line.rstrip() for line in lines)
-    return f"usage() {{\n\tcat <<'{_USAGE_END}'\n{body}\n{_USAGE_END}\n}}\n"
+    body = " \\\n".join(f"\t\t{quote(line.rstrip())}" for line in lines)
+    return f"usage() {{\n\tprintf '%s\\n' \\\n{body}\n}}\n"
 
 
 def _usage_source(locked: LockedSource) -> str:
@@ -282,11 +289,6 @@ def _usage_source(locked: LockedSource) -> str:
         *([f"{len(src.cherry_picks)} cherry-picks"] if src.cherry_picks else []),
     ]
     return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {locked.commit[:12]} ({', '.join(flags)})"
-
-
-def _dq(text: str) -> str:
-    """Text safe inside a double-quoted sh word."""
-    return re.sub(r'([\\"$`])', r"\\\1", text)
 
 
 def _one_line(text: str) -> str:
@@ -321,7 +323,7 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "done",
         "",
         '[ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or activate a conda env or venv"',
-        f'[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install {_dq(lock.env)} '
+        '[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install $ENVGEN_ENV '
         '--prefix DIR)"',
         'prefix=$(cd "$prefix" && pwd -P)',
         "python=$prefix/bin/python",
@@ -342,12 +344,17 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         # Fail before any clone or build when the toolkit is missing, naming the first source that needs it.
         lines += [
             'if [ "$skip_cann" = 0 ] && [ -n "$(cann_missing)" ]; then',
-            f'\tdie "source {_dq(cann_sources[0])} needs CANN, but $(cann_missing) does not exist: install the CANN '
-            "toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by ':'), or pass --skip-cann\"",
+            f'\tdie {quote(f"source {cann_sources[0]} needs CANN, but")} "$(cann_missing)" {_CANN_MISSING}',
             "fi",
         ]
     lines.append('say "installing into $prefix (sources in $src)"')
     return "\n".join(lines) + "\n"
+
+
+_CANN_MISSING = quote(
+    "does not exist: install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by ':'), "
+    "or pass --skip-cann"
+)
 
 
 def _index_args(lock: Lock, name: str | None) -> list[str]:
@@ -397,9 +404,9 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
         body.append(f"use_cann {name}")
     body += [
         f"if installed {name} {quote(src.distribution)} {install_key(lock, locked)}; then",
-        f'\tsay "{_dq(src.name)}: already installed at {locked.commit}"',
+        f"\tsay {quote(f'{src.name}: already installed at {locked.commit}')}",
         "else",
-        f'\tsay "{_dq(src.name)}: pip install"',
+        f"\tsay {quote(f'{src.name}: pip install')}",
         "\t" + " ".join(pip),
         f"\tmark_installed {name} {install_key(lock, locked)}",
         "fi",
@@ -414,7 +421,7 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
     return (
         head
         + 'if [ "$skip_cann" = 1 ]; then\n'
-        + f'\tsay "{_dq(src.name)}: skipped (needs CANN; --skip-cann)"\n'
+        + f"\tsay {quote(f'{src.name}: skipped (needs CANN; --skip-cann)')}\n"
         + "else\n"
         + indented
         + "\nfi\n"

@@ -11,37 +11,36 @@ PICK_DATE=2000-01-01T00:00:00+00:00
 PICK_FLAGS='--no-gpg-sign --cleanup=verbatim'
 
 usage() {
-	cat <<'ENVGEN_USAGE_END'
-Usage: sh locks/a5.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--skip-cann]
-
-Installs the git sources of env a5 at their locked commits, in order, each with
-`python -m pip install --no-deps` of the env's own python, then writes activation hooks
-(etc/conda/activate.d/envgen-a5.sh and deactivate.d/; in a venv also a block in bin/activate).
-Install the locked packages first, then run this script in that env:
-  conda-lock install -n NAME locks/a5.yml   (or -p DIR)
-  conda activate NAME
-  sh locks/a5.install.sh
-`envgen install a5 --prefix DIR` does both steps. Running this script again changes nothing;
-reactivate the env afterwards so the activation hooks take effect.
-
-Options:
-  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)
-  --src DIR       where the sources are cloned (default: <prefix>/src)
-  --profile NAME  also set an optional activation profile (repeatable):
-                    checkpoint-engine: HCCL whitelist
-                    quiet-transformers: filter transformers' warnings
-  --skip-cann     skip the sources that need CANN (vllm-ascend): the env is then incomplete
-  -h, --help      show this help
-
-Sources, in install order:
-  vllm: https://github.com/vllm-project/vllm.git v0.23.0 = aaaaaaaaaaaa (editable)
-  vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0 = 0123456789ab (editable, needs CANN, 1 cherry-picks)
-  mindspeed: https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567 = 0123456789ab (editable, on PYTHONPATH)
-  transferqueue: https://github.com/Ascend/TransferQueue.git main = ffffffffffff (plain)
-
-Environment:
-  ASCEND_SET_ENV  CANN's set_env.sh; several are separated by ':' and sourced in order (default: /usr/local/Ascend/cann/set_env.sh)
-ENVGEN_USAGE_END
+	printf '%s\n' \
+		'Usage: sh locks/a5.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--skip-cann]' \
+		'' \
+		'Installs the git sources of env a5 at their locked commits, in order, each with' \
+		'`python -m pip install --no-deps` of the env'"'"'s own python, then writes activation hooks' \
+		'(etc/conda/activate.d/envgen-a5.sh and deactivate.d/; in a venv also a block in bin/activate).' \
+		'Install the locked packages first, then run this script in that env:' \
+		'  conda-lock install -n NAME locks/a5.yml   (or -p DIR)' \
+		'  conda activate NAME' \
+		'  sh locks/a5.install.sh' \
+		'`envgen install a5 --prefix DIR` does both steps. Running this script again changes nothing;' \
+		'reactivate the env afterwards so the activation hooks take effect.' \
+		'' \
+		Options: \
+		'  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)' \
+		'  --src DIR       where the sources are cloned (default: <prefix>/src)' \
+		'  --profile NAME  also set an optional activation profile (repeatable):' \
+		'                    checkpoint-engine: HCCL whitelist' \
+		'                    quiet-transformers: filter transformers'"'"' warnings' \
+		'  --skip-cann     skip the sources that need CANN (vllm-ascend): the env is then incomplete' \
+		'  -h, --help      show this help' \
+		'' \
+		'Sources, in install order:' \
+		'  vllm: https://github.com/vllm-project/vllm.git v0.23.0 = aaaaaaaaaaaa (editable)' \
+		'  vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0 = 0123456789ab (editable, needs CANN, 1 cherry-picks)' \
+		'  mindspeed: https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567 = 0123456789ab (editable, on PYTHONPATH)' \
+		'  transferqueue: https://github.com/Ascend/TransferQueue.git main = ffffffffffff (plain)' \
+		'' \
+		Environment: \
+		'  ASCEND_SET_ENV  CANN'"'"'s set_env.sh; several are separated by '"'"':'"'"' and sourced in order (default: /usr/local/Ascend/cann/set_env.sh)'
 }
 
 say() { printf '[%s] %s\n' "$ENVGEN_ENV" "$*" >&2; }
@@ -236,7 +235,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or activate a conda env or venv"
-[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install a5 --prefix DIR)"
+[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install $ENVGEN_ENV --prefix DIR)"
 prefix=$(cd "$prefix" && pwd -P)
 python=$prefix/bin/python
 [ -x "$python" ] || die "no python at $python: install the locked packages into $prefix first"
@@ -250,30 +249,30 @@ cann_set_env=${ASCEND_SET_ENV:-/usr/local/Ascend/cann/set_env.sh}
 cann_sourced=0
 pythonpath=
 if [ "$skip_cann" = 0 ] && [ -n "$(cann_missing)" ]; then
-	die "source vllm-ascend needs CANN, but $(cann_missing) does not exist: install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by ':'), or pass --skip-cann"
+	die 'source vllm-ascend needs CANN, but' "$(cann_missing)" 'does not exist: install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by '"'"':'"'"'), or pass --skip-cann'
 fi
 say "installing into $prefix (sources in $src)"
 
 # 1. vllm: https://github.com/vllm-project/vllm.git v0.23.0
 checkout vllm https://github.com/vllm-project/vllm.git aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb ''
 if installed vllm vllm d23d5cb24467212c; then
-	say "vllm: already installed at aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	say 'vllm: already installed at aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
 else
-	say "vllm: pip install"
+	say 'vllm: pip install'
 	env VLLM_TARGET_DEVICE=empty "$python" -m pip install --no-deps -e "$src"/vllm
 	mark_installed vllm d23d5cb24467212c
 fi
 
 # 2. vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0
 if [ "$skip_cann" = 1 ]; then
-	say "vllm-ascend: skipped (needs CANN; --skip-cann)"
+	say 'vllm-ascend: skipped (needs CANN; --skip-cann)'
 else
 	checkout vllm-ascend https://github.com/vllm-project/vllm-ascend.git 0123456789abcdef0123456789abcdef01234567 cccccccccccccccccccccccccccccccccccccccc dddddddddddddddddddddddddddddddddddddddd 89abcdef0123456789abcdef0123456789abcdef
 	use_cann vllm-ascend
 	if installed vllm-ascend vllm_ascend c6d408dcea2eb952; then
-		say "vllm-ascend: already installed at 0123456789abcdef0123456789abcdef01234567"
+		say 'vllm-ascend: already installed at 0123456789abcdef0123456789abcdef01234567'
 	else
-		say "vllm-ascend: pip install"
+		say 'vllm-ascend: pip install'
 		env SOC_VERSION=ascend950dt_9582 "$python" -m pip install --no-deps --no-build-isolation --extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ --trusted-host triton-ascend.osinfra.cn -e "$src"/vllm-ascend
 		mark_installed vllm-ascend c6d408dcea2eb952
 	fi
@@ -282,9 +281,9 @@ fi
 # 3. mindspeed: https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567
 checkout mindspeed https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567 eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee ''
 if installed mindspeed mindspeed 913598b8ec82c7ac; then
-	say "mindspeed: already installed at 0123456789abcdef0123456789abcdef01234567"
+	say 'mindspeed: already installed at 0123456789abcdef0123456789abcdef01234567'
 else
-	say "mindspeed: pip install"
+	say 'mindspeed: pip install'
 	"$python" -m pip install --no-deps -e "$src"/mindspeed
 	mark_installed mindspeed 913598b8ec82c7ac
 fi
@@ -293,9 +292,9 @@ pythonpath=${pythonpath:+$pythonpath:}"$src"/mindspeed
 # 4. transferqueue: https://github.com/Ascend/TransferQueue.git main (from verl:requirements-npu.txt:7)
 checkout transferqueue https://github.com/Ascend/TransferQueue.git ffffffffffffffffffffffffffffffffffffffff '' ''
 if installed transferqueue TransferQueue bbeba45f402f1196; then
-	say "transferqueue: already installed at ffffffffffffffffffffffffffffffffffffffff"
+	say 'transferqueue: already installed at ffffffffffffffffffffffffffffffffffffffff'
 else
-	say "transferqueue: pip install"
+	say 'transferqueue: pip install'
 	"$python" -m pip install --no-deps "$src"/transferqueue
 	mark_installed transferqueue bbeba45f402f1196
 fi

@@ -11,33 +11,32 @@ PICK_DATE=2000-01-01T00:00:00+00:00
 PICK_FLAGS='--no-gpg-sign --cleanup=verbatim'
 
 usage() {
-	cat <<'ENVGEN_USAGE_END'
-Usage: sh locks/tiny.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--skip-cann]
-
-Installs the git sources of env tiny at their locked commits, in order, each with
-`python -m pip install --no-deps` of the env's own python, then writes activation hooks
-(etc/conda/activate.d/envgen-tiny.sh and deactivate.d/; in a venv also a block in bin/activate).
-Install the locked packages first, then run this script in that env:
-  conda-lock install -n NAME locks/tiny.yml   (or -p DIR)
-  conda activate NAME
-  sh locks/tiny.install.sh
-`envgen install tiny --prefix DIR` does both steps. Running this script again changes nothing;
-reactivate the env afterwards so the activation hooks take effect.
-
-Options:
-  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)
-  --src DIR       where the sources are cloned (default: <prefix>/src)
-  --profile NAME  also set an optional activation profile (repeatable):
-                    (this env defines none)
-  --skip-cann     skip the sources that need CANN (none in this env)
-  -h, --help      show this help
-
-Sources, in install order:
-  (none)
-
-Environment:
-  ASCEND_SET_ENV  CANN's set_env.sh; several are separated by ':' and sourced in order (default: /usr/local/Ascend/cann/set_env.sh)
-ENVGEN_USAGE_END
+	printf '%s\n' \
+		'Usage: sh locks/tiny.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--skip-cann]' \
+		'' \
+		'Installs the git sources of env tiny at their locked commits, in order, each with' \
+		'`python -m pip install --no-deps` of the env'"'"'s own python, then writes activation hooks' \
+		'(etc/conda/activate.d/envgen-tiny.sh and deactivate.d/; in a venv also a block in bin/activate).' \
+		'Install the locked packages first, then run this script in that env:' \
+		'  conda-lock install -n NAME locks/tiny.yml   (or -p DIR)' \
+		'  conda activate NAME' \
+		'  sh locks/tiny.install.sh' \
+		'`envgen install tiny --prefix DIR` does both steps. Running this script again changes nothing;' \
+		'reactivate the env afterwards so the activation hooks take effect.' \
+		'' \
+		Options: \
+		'  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)' \
+		'  --src DIR       where the sources are cloned (default: <prefix>/src)' \
+		'  --profile NAME  also set an optional activation profile (repeatable):' \
+		'                    (this env defines none)' \
+		'  --skip-cann     skip the sources that need CANN (none in this env)' \
+		'  -h, --help      show this help' \
+		'' \
+		'Sources, in install order:' \
+		'  (none)' \
+		'' \
+		Environment: \
+		'  ASCEND_SET_ENV  CANN'"'"'s set_env.sh; several are separated by '"'"':'"'"' and sourced in order (default: /usr/local/Ascend/cann/set_env.sh)'
 }
 
 say() { printf '[%s] %s\n' "$ENVGEN_ENV" "$*" >&2; }
@@ -229,7 +228,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or activate a conda env or venv"
-[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install tiny --prefix DIR)"
+[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install $ENVGEN_ENV --prefix DIR)"
 prefix=$(cd "$prefix" && pwd -P)
 python=$prefix/bin/python
 [ -x "$python" ] || die "no python at $python: install the locked packages into $prefix first"
