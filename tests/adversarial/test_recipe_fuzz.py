@@ -101,6 +101,7 @@ def fuzzed_locks(draw: st.DrawFn) -> Lock:
 
 def placeholders(lock: Lock) -> Lock:
     """`lock` with every free-text value plain; names, commits and variable names kept."""
+    set_env = lock.cann.set_env if lock.cann else ""
 
     def env(values: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         return tuple((name, "v") for name, _ in values)
@@ -123,29 +124,26 @@ def placeholders(lock: Lock) -> Lock:
         lock,
         sources=sources,
         indexes=tuple(dataclasses.replace(i, url="https://i.example/", trusted_host="h") for i in lock.indexes),
-        cann=Cann("pending", "/nonexistent/set_env.sh"),
+        # CANN's scripts are ':'-separated and each is looked at: keep their number.
+        cann=Cann("pending", ":".join("/nonexistent/set_env.sh" if part else "" for part in set_env.split(":"))),
         activation_env=env(lock.activation_env),
         profiles=tuple(dataclasses.replace(p, description="d", env=env(p.env)) for p in lock.profiles),
     )
 
 
 def skeleton(trace: str) -> list[tuple[int, str]]:
-    """Each traced command as (nesting depth, command name or assigned variable), its arguments dropped.
+    """The traced commands as (nesting depth, command name or assigned variable), their arguments dropped.
 
-    The members of a pipeline (in `$(...)`) run at once and trace in either order: each run of lines at one
-    depth below the top is sorted.
+    Sorted: the members of a pipeline run at once and trace in either order; a command added or renamed by
+    a value still shows.
     """
-    runs: list[list[tuple[int, str]]] = []
+    out = []
     for line in trace.splitlines():
         plus = len(line) - len(line.lstrip("+"))
         words = line[plus:].strip()
         assign = _ASSIGN.match(words)
-        command = (plus, f"{assign.group(1)}=" if assign else words.split(" ", 1)[0])
-        if plus > 1 and runs and runs[-1][0][0] == plus:
-            runs[-1].append(command)
-        else:
-            runs.append([command])
-    return [command for run in runs for command in sorted(run)]
+        out.append((plus, f"{assign.group(1)}=" if assign else words.split(" ", 1)[0]))
+    return sorted(out)
 
 
 def traced(work: Path, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
@@ -198,7 +196,12 @@ def run_recipe(lock: Lock, work: Path, skip_cann: bool) -> tuple[int, Skeleton, 
     return status, skeleton(install), skeleton(activation), exported
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=25,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(fuzzed_locks(), st.booleans())
 @example(
     Lock(
