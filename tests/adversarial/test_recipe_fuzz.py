@@ -43,7 +43,8 @@ exit 0
 PYTHON_STUB = "#!/bin/sh\nexit 0\n"
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _NAME = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,8}", fullmatch=True)
-_VARIABLE = st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True)
+# Prefixed, so no draw is one of the shell's own variables ($_, PATH, IFS) that the dump script relies on.
+_VARIABLE = st.from_regex(r"V[A-Z0-9_]{0,8}", fullmatch=True)
 # Printable text (most examples render and run), hostile snippets, and anything at all (refused ones).
 _PRINTABLE = st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=30)
 _SNIPPETS = st.sampled_from(["$(touch PWNED)", "`touch PWNED`", "'; touch PWNED; '", '"; touch PWNED; "', "}", "\\"])
