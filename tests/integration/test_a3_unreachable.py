@@ -45,7 +45,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The repository's a3 matrix and channels, every host unreachable, git's own configuration isolated."""
     root = tmp_path / "project"
     (root / "env-templates").mkdir(parents=True)
-    shutil.copy(REPO / "env-templates" / f"{ENV}.toml", root / "env-templates")
+    for env in ("a2", ENV):  # a2 extends a3
+        shutil.copy(REPO / "env-templates" / f"{env}.toml", root / "env-templates")
     shutil.copytree(REPO / "channels", root / "channels")
     for name in ("pypi", "pytorch-cpu", "triton-ascend"):
         channel(root, name, closed_url("/simple"))
@@ -57,7 +58,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
     yield root
-    assert not (root / "locks").exists() or not any((root / "locks").glob(f"{ENV}.*"))
+    assert not (root / "locks").exists() or not any((root / "locks").glob("a[23].*"))
 
 
 def channel(root: Path, name: str, url: str) -> None:
@@ -80,8 +81,8 @@ def mirror_sources(tmp_path: Path) -> None:
     (tmp_path / "gitconfig").write_text("\n".join(lines) + "\n")
 
 
-def lock(root: Path) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, ["lock", ENV, "--root", str(root)])
+def lock(root: Path, *envs: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["lock", *(envs or (ENV,)), "--root", str(root)])
     assert "Traceback" not in result.stderr
     return result.exit_code, result.stderr
 
@@ -91,6 +92,13 @@ def test_unreachable_git_host_names_the_first_source_url(project: Path) -> None:
     assert code == 3, err
     assert "error: source vllm: cannot reach git remote https://github.com/vllm-project/vllm.git" in err
     assert "(sources vllm-ascend, mindspeed, megatron-lm, verl failed too)" in err
+
+
+def test_locking_every_env_names_the_env_that_failed_and_the_others(project: Path) -> None:
+    code, err = lock(project, "a2", "a3")
+    assert code == 3, err
+    assert "error: a2: source vllm: cannot reach git remote https://github.com/vllm-project/vllm.git" in err
+    assert "(env a3 failed too)" in err
 
 
 def test_unreachable_conda_channel_is_named(project: Path, tmp_path: Path) -> None:

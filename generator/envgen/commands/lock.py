@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envgen.errors import InputError
+from envgen.errors import EnvgenError, InputError
 from envgen.inputs.matrix import load_env
 from envgen.inputs.toml_reader import did_you_mean
 from envgen.lockio.exports.derived import derived_present
@@ -104,7 +104,26 @@ def lock_envs(
             pool.submit(lock_env, project, e, update=update, force=force, offline=offline, upgrade=upgrade)
             for e in envs
         ]
-        return [f.result() for f in futures]
+        results: list[LockResult] = []
+        failed: list[tuple[str, EnvgenError]] = []
+        for env, future in zip(envs, futures, strict=True):
+            try:
+                results.append(future.result())
+            except EnvgenError as exc:
+                failed.append((env, exc))
+    if failed:
+        raise _first_failure(failed, several=len(envs) > 1)
+    return results
+
+
+def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> EnvgenError:
+    """The first env's error, naming that env (and the others that failed) when several were locked together."""
+    env, error = failed[0]
+    if several:
+        others = [name for name, _ in failed[1:]]
+        also = f"\n(env{'s' if len(others) > 1 else ''} {', '.join(others)} failed too)" if others else ""
+        error.message = f"{env}: {error.message}{also}"
+    return error
 
 
 def known_sources(project: Project, envs: Sequence[str]) -> set[str]:
