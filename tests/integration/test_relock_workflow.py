@@ -127,6 +127,9 @@ def test_names_that_are_not_names_are_refused(served: Served, tmp_path: Path) ->
     result = served.relock("--update", "--upload-pack=touch x")
     assert result.returncode == 2
     assert "--update: '--upload-pack=touch' is not a name" in result.stderr
+    result = served.relock("--envs=--root=/")
+    assert result.returncode == 2
+    assert "--envs: '--root=/' is not a name" in result.stderr
     result = served.relock("--update", "nosuch")
     assert result.returncode == 2
     assert "--update nosuch: no source pinned from a branch, tag or HEAD has that name" in result.stderr
