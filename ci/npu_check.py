@@ -1,9 +1,11 @@
 """The two steps of .github/workflows/npu-check.yml that are plain logic: the job matrix and the summary table.
 
-    python ci/npu_check.py matrix [--root DIR] [--config ci/npu-runners.toml]
+    python ci/npu_check.py matrix [--root DIR] [--config ci/npu-runners.toml] [--changed FILE]
         The env x runner-label pairs of the config whose env has a lock, as JSON on stdout; with $GITHUB_OUTPUT
-        set, also `include=<json>`, `count=<n>` and `queue-minutes=<m>` there. Notes (an env without a lock or
-        without runners) go to stderr and to $GITHUB_STEP_SUMMARY.
+        set, also `include=<json>`, `count=<n>` and `queue-minutes=<m>` there. With --changed (the paths a pull
+        request changes, one a line), only the envs whose lock files changed; every env when a matrix in
+        env-templates/ changed (one may extend another). Notes (an env without a lock, without runners, or not
+        touched) go to stderr and to $GITHUB_STEP_SUMMARY.
     python ci/npu_check.py summary --include JSON --results DIR
         The table env x runner x verdict from the `envgen check --json` results in DIR (<artifact>/<env>.json),
         as markdown on stdout and appended to $GITHUB_STEP_SUMMARY; exit 1 unless every pair passed.
@@ -57,11 +59,24 @@ def artifact_name(env: str, runner: str) -> str:
     return f"npu-check-{env}-{runner}"
 
 
-def plan(labels: dict[str, list[str]], locked: Sequence[str]) -> tuple[list[dict[str, str]], list[str]]:
-    """The matrix entries (env, runner, artifact) for the envs that have a lock, and a note for each gap."""
+def touched(envs: Sequence[str], changed: Sequence[str]) -> set[str]:
+    """The envs a pull request's changed paths concern: any matrix means all (extends), else each lock's files."""
+    if any(path.startswith("env-templates/") for path in changed):
+        return set(envs)
+    names = [path.removeprefix("locks/") for path in changed if path.startswith("locks/")]
+    return {e for e in envs if any(n.startswith((f"{e}.", f"pylock.{e}-")) for n in names)}
+
+
+def plan(
+    labels: dict[str, list[str]], locked: Sequence[str], only: set[str] | None = None
+) -> tuple[list[dict[str, str]], list[str]]:
+    """The matrix entries (env, runner, artifact) for the envs that have a lock (and are in `only`, when given),
+    and a note for each gap."""
     include, notes = [], []
     for env in sorted(set(labels) | set(locked)):
-        if env not in labels:
+        if only is not None and env not in only:
+            notes.append(f"{env}: not touched by this change; not checked")
+        elif env not in labels:
             notes.append(f"{env}: has a lock but no entry in ci/npu-runners.toml; not checked")
         elif env not in locked:
             notes.append(f"{env}: no locks/{env}.yml yet; not checked")
@@ -113,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     matrix = sub.add_parser("matrix")
     matrix.add_argument("--root", type=Path, default=Path("."))
     matrix.add_argument("--config", type=Path, default=Path("ci/npu-runners.toml"))
+    matrix.add_argument("--changed", type=Path, help="a file listing the changed paths, one a line")
     table = sub.add_parser("summary")
     table.add_argument("--include", required=True, help="the matrix entries, as `matrix` printed them")
     table.add_argument("--results", type=Path, required=True, help="where the result artifacts were downloaded")
@@ -128,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"npu-check: {exc}", file=sys.stderr)
         return 2
     locked = sorted(p.name.removesuffix(".yml") for p in (args.root / "locks").glob("*.yml"))
-    include, notes = plan(labels, locked)
+    only = touched(locked, args.changed.read_text().splitlines()) if args.changed else None
+    include, notes = plan(labels, locked, only)
     for note in notes:
         print(f"npu-check: {note}", file=sys.stderr)
     _append("GITHUB_STEP_SUMMARY", "".join(f"- {note}\n" for note in notes))

@@ -44,6 +44,22 @@ def test_plan_pairs_locked_envs_with_their_labels_and_notes_every_gap() -> None:
     ]
 
 
+def test_a_pull_request_checks_the_envs_whose_locks_it_changes() -> None:
+    envs = ["a2", "a3", "a5"]
+    assert npu.touched(envs, ["locks/a3.yml", "locks/a3.sources.toml"]) == {"a3"}
+    assert npu.touched(envs, ["locks/pylock.a5-linux-aarch64.toml", "locks/a2.linux-64.requirements.txt"]) == {
+        "a2",
+        "a5",
+    }
+    # A matrix may be extended by another: every env.
+    assert npu.touched(envs, ["env-templates/a3.toml"]) == {"a2", "a3", "a5"}
+    assert npu.touched(envs, []) == set()
+    labels = {"a2": ["linux-aarch64-a2b3-8"], "a3": ["linux-aarch64-a3-8"]}
+    include, notes = npu.plan(labels, ["a2", "a3"], only={"a3"})
+    assert [(e["env"], e["runner"]) for e in include] == [("a3", "linux-aarch64-a3-8")]
+    assert notes == ["a2: not touched by this change; not checked"]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -76,6 +92,11 @@ def test_matrix_command_writes_the_workflow_outputs(tmp_path: Path, monkeypatch:
     entry = {"env": "a3", "runner": "linux-aarch64-a3-8", "artifact": "npu-check-a3-linux-aarch64-a3-8"}
     assert outputs.read_text() == f"include={json.dumps([entry])}\ncount=1\nqueue-minutes=45\n"
     assert summary.read_text() == ""
+    changed = tmp_path / "changed.txt"
+    changed.write_text("locks/a2.yml\n")
+    assert npu.main(["matrix", "--root", str(tmp_path), "--changed", str(changed)]) == 0
+    assert outputs.read_text().endswith("include=[]\ncount=0\nqueue-minutes=45\n")
+    assert summary.read_text() == "- a3: not touched by this change; not checked\n"
     (tmp_path / "ci" / "npu-runners.toml").write_text('[envs]\na3 = ["bad label"]\n')
     assert npu.main(["matrix", "--root", str(tmp_path)]) == 2
 
