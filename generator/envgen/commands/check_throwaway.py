@@ -6,10 +6,8 @@ import json
 import logging
 import os
 import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from shlex import quote
@@ -27,6 +25,7 @@ from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportChec
 from envgen.npu import Npu
 from envgen.process import run, tail
 from envgen.redact import redact_text
+from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -45,19 +44,6 @@ def detect_hardware(lock: Lock) -> Hardware:
     # Several scripts are ':'-separated; the first one missing is the one a skip names.
     missing = [script for script in set_env.split(CANN_SCRIPT_SEPARATOR) if not Path(script).is_file()]
     return Hardware(missing[0] if missing else set_env, not missing, shutil.which("npu-smi") is not None)
-
-
-@contextmanager
-def throwaway_dir(env: str, *, keep: bool) -> Iterator[Path]:
-    """A temporary directory removed on success, failure and interrupt, unless `keep`."""
-    path = Path(tempfile.mkdtemp(prefix=f"envgen-check-{env}-"))
-    try:
-        yield path
-    finally:
-        if keep:
-            log.warning("kept the throwaway env of %s at %s", env, path)
-        else:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 _IMPORTS = r"""
@@ -196,7 +182,7 @@ def throwaway_steps(
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
     skip_cann = bool(cann_sources) and not hardware.cann and not require_npu
     steps: list[Step] = []
-    with throwaway_dir(lock.env, keep=keep) as tmp:
+    with scratch_dir(f"envgen-check-{lock.env}-", keep=keep) as tmp:
         prefix = tmp / "env"
         log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, prefix)
         kind = "venv" if venv else "conda prefix"

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from envgen.example.project import (
     bump_version,
     serve_example,
 )
+from envgen.scratch import scratch_dir
 
 Say = Callable[[str], None]
 
@@ -57,17 +56,6 @@ class DemoResult:
 
     commands: int
     kept: Path | None
-
-
-@contextmanager
-def demo_dir(*, keep: bool) -> Iterator[Path]:
-    """A temporary directory for everything the demo builds; removed on success, failure and interrupt."""
-    path = Path(tempfile.mkdtemp(prefix="envgen-demo-"))
-    try:
-        yield path
-    finally:
-        if not keep:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 def step_environment(example: Example, workdir: Path, environ: Mapping[str, str]) -> dict[str, str]:
@@ -178,7 +166,7 @@ def run_demo(
     directory is removed (unless `keep`) however the demo ends, Ctrl-C included.
     """
     commands = 0
-    with demo_dir(keep=keep) as workdir:
+    with scratch_dir("envgen-demo-", keep=keep) as workdir:
         say(f"# building the example ({example_dir}) in {workdir}")
         with serve_example(workdir, example_dir) as example:
             root = example.root

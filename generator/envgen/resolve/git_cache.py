@@ -5,9 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import shutil
 import tarfile
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from envgen.errors import InputError, ResolutionError
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.git_remote import git_env, ls_remote
+from envgen.scratch import scratch_dir
 
 logger = logging.getLogger(__name__)
 
@@ -132,26 +131,25 @@ def cached_repo(cache: Path, url: str, source: str) -> Iterator[CachedRepo]:
 
 def apply_cherry_picks(repo: CachedRepo, commit: str, picks: tuple[str, ...]) -> tuple[str, ...]:
     """Apply `picks` in order on `commit` in a scratch worktree; the commit each one produced."""
-    scratch = Path(tempfile.mkdtemp(prefix="envgen-picks-"))
-    tree = scratch / "tree"
-    repo.git("worktree", "add", "--quiet", "--detach", "--", str(tree), commit)
     produced: list[str] = []
-    try:
-        for pick in picks:
-            head = produced[-1] if produced else commit
-            proc = run(
-                ["git", "cherry-pick", *PICK_FLAGS, "--end-of-options", pick],
-                cwd=tree,
-                env=git_env(PICK_ENV),
-                check=False,
-            )
-            if proc.returncode != 0:
-                raise _pick_failed(repo, tree, head, pick, proc.stderr)
-            produced.append(run(["git", "rev-parse", "HEAD"], cwd=tree, env=git_env()).stdout.strip())
-    finally:
-        repo.git("worktree", "remove", "--force", "--", str(tree), check=False)
-        repo.git("worktree", "prune", check=False)
-        shutil.rmtree(scratch, ignore_errors=True)
+    with scratch_dir("envgen-picks-") as scratch:
+        tree = scratch / "tree"
+        repo.git("worktree", "add", "--quiet", "--detach", "--", str(tree), commit)
+        try:
+            for pick in picks:
+                head = produced[-1] if produced else commit
+                proc = run(
+                    ["git", "cherry-pick", *PICK_FLAGS, "--end-of-options", pick],
+                    cwd=tree,
+                    env=git_env(PICK_ENV),
+                    check=False,
+                )
+                if proc.returncode != 0:
+                    raise _pick_failed(repo, tree, head, pick, proc.stderr)
+                produced.append(run(["git", "rev-parse", "HEAD"], cwd=tree, env=git_env()).stdout.strip())
+        finally:
+            repo.git("worktree", "remove", "--force", "--", str(tree), check=False)
+            repo.git("worktree", "prune", check=False)
     return tuple(produced)
 
 
