@@ -1,6 +1,6 @@
 """Time re-locks of the bundled example against bare uv runs of envgen's own generated inputs (offline).
 
-    .venv/bin/python benchmarks/bench_relock.py [--repeats N]
+    .venv/bin/python benchmarks/bench_relock.py [--repeats N] [--network]
 
 Whole processes, medians of N interleaved runs, warm caches, both platforms (envgen solves them concurrently;
 the bare uv runs of the two platforms run concurrently too):
@@ -9,6 +9,8 @@ the bare uv runs of the two platforms run concurrently too):
 - no-op lock vs `envgen --version`;
 - cold lock (no previous lock) vs bare `uv pip compile` in a fresh directory.
 The uv inputs are captured from a real lock: every `uv pip compile` envgen runs has its work directory copied.
+With --network the pip side is the A5 PyPI set on pypi.org (linux-aarch64; transformers alternates between
+4.57.6 and 4.57.5), the conda side the example's loopback channel; run it from the repository root.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from envgen.commands.lock import lock_envs
-from envgen.example.project import ENV, Example, bump_version, serve_example
+from envgen.example.project import ENV, EXAMPLE_DIR, serve_example
 from envgen.project import Project
+
+EXAMPLE_MATRIX = EXAMPLE_DIR / "env-templates" / f"{ENV}.toml"
 
 
 @dataclass(frozen=True)
@@ -91,40 +95,93 @@ def interleaved(jobs: dict[str, Callable[[], object]], repeats: int) -> dict[str
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+@dataclass(frozen=True)
+class Subject:
+    """What is locked: a project, its env, the environment to run envgen in, and a pin the bump alternates."""
+
+    root: Path
+    env: str
+    environ: dict[str, str]
+    pin: tuple[str, str, str]
+    what: str
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--network", action="store_true", help="the A5 PyPI set on pypi.org (conda on loopback)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-relock-") as tmp, serve_example(Path(tmp) / "world") as example:
-        report(example, Path(tmp), args.repeats)
+        environ = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_", "ENVGEN_"))}
+        environ |= {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "UV_NO_CONFIG": "1"}
+        environ["ENVGEN_CACHE_DIR"] = str(Path(tmp) / "cache")
+        if args.network:
+            root = a5_pypi_project(Path(tmp) / "a5", example.channel_url)
+            pin = ("transformers", "4.57.6", "4.57.5")
+            subject = Subject(root, NETWORK_ENV, environ, pin, "A5 PyPI set on pypi.org, linux-aarch64")
+        else:
+            pin = ("demo-torch", "2.10.0", "2.10.1")
+            subject = Subject(example.root, ENV, environ, pin, "bundled example on 127.0.0.1, both platforms")
+        report(subject, Path(tmp), args.repeats)
     return 0
 
 
-def report(example: Example, tmp: Path, repeats: int) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_", "ENVGEN_"))}
-    env |= {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "UV_NO_CONFIG": "1"}
-    env["ENVGEN_CACHE_DIR"] = str(tmp / "cache")
+NETWORK_ENV = "a5pypi"
+
+
+def a5_pypi_project(root: Path, channel_url: str) -> Path:
+    """A project whose pip side is the A5 PyPI set on pypi.org (tests/support/a5.py) and conda side the example's
+    loopback channel (python 3.11): no git source, so nothing but PyPI is needed."""
+    from tests.support.a5 import a5_pypi_matrix
+
+    lines = ["[pip.packages]"]
+    for package in a5_pypi_matrix().packages:
+        fields = [f"version = {json.dumps(package.specifier)}"] if package.specifier else []
+        fields += [f"extras = {json.dumps(list(package.extras))}"] if package.extras else []
+        fields += [f"marker = {json.dumps(package.marker)}"] if package.marker else []
+        lines.append(f"{json.dumps(package.name)} = {{ {', '.join(fields)} }}")
+    matrix = (EXAMPLE_MATRIX.read_text().split("[pip.packages]")[0]).replace('name = "demo"', f'name = "{NETWORK_ENV}"')
+    matrix = matrix.replace('platforms = ["linux-aarch64", "linux-64"]', 'platforms = ["linux-aarch64"]')
+    (root / "env-templates").mkdir(parents=True)
+    (root / "channels").mkdir()
+    (root / "env-templates" / f"{NETWORK_ENV}.toml").write_text(matrix + "\n".join(lines) + "\n")
+    (root / "channels" / "demo-forge.toml").write_text(f'kind = "conda"\nurl = "{channel_url}"\n')
+    (root / "channels" / "pypi.toml").write_text('kind = "pip"\nurl = "https://pypi.org/simple"\n')
+    return root
+
+
+def swap_pin(matrix: Path, package: str, old: str, new: str) -> None:
+    text = matrix.read_text()
+    before = f'{json.dumps(package)} = {{ version = "=={old}"'
+    if before not in text:
+        before = f'{package} = {{ version = "=={old}"'
+    matrix.write_text(text.replace(before, before.replace(f"=={old}", f"=={new}")))
+
+
+def report(subject: Subject, tmp: Path, repeats: int) -> None:
+    env = subject.environ
     os.environ.update(env)
     envgen = [sys.executable, "-m", "envgen"]
-    lock = [*envgen, "lock", ENV, "--root", str(example.root), "-q"]
-    project = Project(example.root)
+    lock = [*envgen, "lock", subject.env, "--root", str(subject.root), "-q"]
+    project = Project(subject.root)
     subprocess.run(lock, env=env, check=True, capture_output=True)  # fills the caches and writes the first lock
     logging.getLogger("envgen").setLevel(logging.ERROR)
     with capturing_uv(tmp / "captured") as runs:
-        lock_envs(project, [ENV], force=True)  # a forced re-lock: uv gets the previous pins as its output file
+        lock_envs(project, [subject.env], force=True)  # a forced re-lock: uv gets the previous pins as its output
 
     def cli(*extra: str) -> Callable[[], object]:
         return lambda: subprocess.run([*lock, *extra], env=env, check=True, capture_output=True)
 
-    pins = iter(("2.10.1", "2.10.0") * (repeats + 1))
+    package, first, second = subject.pin
+    pins = iter((second, first) * (repeats + 1))
 
     def bumped() -> object:
         new = next(pins)
-        bump_version(example, "demo-torch", "2.10.0" if new == "2.10.1" else "2.10.1", new)
+        swap_pin(project.template(subject.env), package, first if new == second else second, new)
         return subprocess.run([*lock, "--json"], env=env, check=True, capture_output=True, text=True)
 
     def cold() -> object:
-        for path in (example.root / "locks").glob(f"{ENV}.*"):
+        for path in (subject.root / "locks").glob(f"{subject.env}.*"):
             path.unlink()
         return cli()()
 
@@ -137,7 +194,7 @@ def report(example: Example, tmp: Path, repeats: int) -> None:
         repeats,
     )
     fresh = interleaved({"envgen": cold, "bare": lambda: bare_uv(runs, tmp, previous=False)}, repeats)
-    print(f"bundled example on 127.0.0.1, both platforms, warm caches, medians of {repeats} interleaved runs")
+    print(f"{subject.what}, warm caches, medians of {repeats} interleaved runs")
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: {os.getloadavg()[0]:.2f}")
     rows = (
         ("forced re-lock", forced["envgen"], "bare uv, previous output present", forced["bare"]),
