@@ -206,7 +206,12 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
     for stale in ("relock.patch", "pr-body.md", "changed-envs.txt"):
         (out / stale).unlink(missing_ok=True)
     shutil.rmtree(out / "checks", ignore_errors=True)
-    verify = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"], cwd=root, check=False)
+    verify = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        check=False,
+    )
     if verify.returncode != 0:
         raise Failed(f"{root}: not a git checkout with a commit {base!r} to compare the locks with", 2)
     status = envgen(root, "status", "--json", "--quiet", "--", *envs, ok=(0, 1))

@@ -61,6 +61,7 @@ def test_nothing_moved_no_changes_and_no_body(served: Served) -> None:
     result = served.relock()
     assert result.returncode == 0, result.stderr
     assert "no lock changed; no pull request" in result.stderr
+    assert result.stdout == ""  # stdout carries only Actions annotations
     assert not (served.out / "pr-body.md").exists()
     assert not (served.out / "relock.patch").exists()
     assert served.outputs.read_text() == "changed=false\n"
