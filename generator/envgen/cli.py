@@ -167,11 +167,17 @@ def show_command(env: str, root: Path, as_json: bool) -> None:
     """Show the validated, normalised matrix of ENV (--json: a stable JSON document)."""
     from envgen.commands.show import render_json, render_text
     from envgen.inputs.matrix import load_env
+    from envgen.lockio.lockfile import read_lock
 
     with reported():
         proj = project(root)
         matrix = load_env(proj, env)
-    click.echo(render_json(matrix) if as_json else render_text(matrix), nl=False)
+        # The lock adds what its transitive overrides contradict; a broken lock is `check`'s to report.
+        try:
+            lock = read_lock(proj, env)
+        except EnvgenError:
+            lock = None
+    click.echo(render_json(matrix, lock) if as_json else render_text(matrix, lock), nl=False)
 
 
 @cli.command("export")

@@ -142,11 +142,16 @@ class Source:
 
 @dataclass(frozen=True)
 class Override:
-    """A deliberate replacement of upstream requirements on `name` by `requirement`, with its reason."""
+    """A deliberate replacement of upstream requirements on `name` by `requirement`, with its reason.
+
+    It replaces the direct layer (the matrix's pins, the sources' requirements); third-party packages' own
+    requirements on the name still constrain the resolution unless `transitive` (uv's global override).
+    """
 
     name: str
     requirement: str
     reason: str
+    transitive: bool = False
 
 
 @dataclass(frozen=True)
@@ -290,10 +295,12 @@ class LockedSource:
 
 @dataclass(frozen=True)
 class AppliedOverride:
-    """An override as applied: the upstream requirements it replaced."""
+    """An override as applied: the direct-layer requirements it replaced, and for a transitive override the
+    third-party requirements the lock contradicts because of it ("pkg-b==3.0 needs base>=2")."""
 
     override: Override
     replaced: tuple[TracedRequirement, ...] = ()
+    violates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.commands.check import check_env, solve_step
-from envgen.commands.check_static import depends_problems, index_problems, pin_problems
+from envgen.commands.check_static import dependencies_step, index_problems, pin_problems
 from envgen.commands.check_throwaway import Hardware, import_steps
 from envgen.example.project import Example, bump_version, serve_example
 from envgen.inputs.matrix import load_matrix
@@ -219,7 +219,7 @@ def _python(platform: str) -> str:
 def test_static_checks_pass_on_the_fresh_lock(example: Example) -> None:
     matrix, lock = _loaded(example)
     assert pin_problems(matrix, lock) == []
-    assert depends_problems(lock, _python) == []
+    assert dependencies_step(lock, _python).problems == ()
     assert index_problems(matrix, lock) == []
 
 
@@ -244,8 +244,8 @@ def test_an_unmet_pin_and_a_missing_dependency_are_reported(example: Example) ->
     )
     changed = dataclasses.replace(lock, pip=pip)
     assert any("demo-torch: wants ==2.10.0, linux-aarch64 has 2.10.1" in p for p in pin_problems(matrix, changed))
-    unmet = depends_problems(changed, _python)
-    assert "demo-torch 2.10.1 requires demo-numpy>=1.26, which is not locked for linux-64" in unmet
+    unmet = dependencies_step(changed, _python).problems
+    assert "demo-torch==2.10.1 needs demo-numpy>=1.26, linux-64 has none locked" in unmet
 
 
 def test_a_marker_keeps_an_x86_only_dependency_out_of_the_aarch64_check(example: Example) -> None:
@@ -253,7 +253,7 @@ def test_a_marker_keeps_an_x86_only_dependency_out_of_the_aarch64_check(example:
     helper = [e for e in lock.pip if e.name == "demo-x86-helper"]
     assert [e.platform for e in helper] == ["linux-64"]
     without = dataclasses.replace(lock, pip=tuple(e for e in lock.pip if e.name != "demo-x86-helper"))
-    unmet = depends_problems(without, _python)
+    unmet = dependencies_step(without, _python).problems
     assert unmet and all("linux-64" in p and "demo-x86-helper" in p for p in unmet)
 
 

@@ -171,7 +171,12 @@ def test_document_of_the_valid_fixture() -> None:
     document = matrix_document(load_matrix(MATRICES / "env-templates" / "valid.toml", MATRICES / "channels"))
     assert document["install"]["order"] == ["second", "third", "first"]
     assert document["overrides"] == {
-        "numpy": {"requirement": "numpy<2", "reason": "second's wheels are built against numpy 1"}
+        "numpy": {
+            "requirement": "numpy<2",
+            "reason": "second's wheels are built against numpy 1",
+            "transitive": False,
+            "violates": [],
+        }
     }
     assert document["activation"]["env"] == {"HF_HOME": "/data/hf"}
     assert document["sources"][0]["install"] == "plain"

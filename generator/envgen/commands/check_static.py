@@ -10,7 +10,6 @@ from collections.abc import Set as AbstractSet
 
 import rattler
 from packaging.markers import Marker
-from packaging.requirements import Requirement as Pep508
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -20,13 +19,13 @@ from envgen.commands.status import stale_reasons
 from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError
 from envgen.installer import verify_recipe
+from envgen.lockio.consistency import explained, violations
 from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.model import Lock, Matrix, PipEntry, PipPackage
 from envgen.platforms import marker_environment
 from envgen.project import Project
 from envgen.redact import strip_credentials
-from envgen.resolve.uv_pylock import is_vcs
 
 
 def python_of(lock: Lock, matrix: Matrix, platform: str) -> str:
@@ -120,54 +119,18 @@ def _conda_problems(matrix: Matrix, lock: Lock, platform: str) -> list[str]:
     return problems
 
 
-def _unmet(
-    name: str, specifier: str, who: str, platform: str, entries: dict[str, PipEntry], satisfied: AbstractSet[str]
-) -> list[str]:
-    """Why `name specifier` is not met by `entries` of `platform` ([] when met or satisfied otherwise)."""
-    key = canonicalize_name(name)
-    if key in satisfied:
-        return []
-    entry = entries.get(key)
-    if entry is None:
-        return [f"{who} requires {name}{specifier}, which is not locked for {platform}"]
-    if specifier and not version_in(specifier, entry.version):
-        return [f"{who} requires {name}{specifier}, {platform} has {entry.version}"]
-    return []
+def dependencies_step(lock: Lock, python: Callable[[str], str]) -> Step:
+    """Every locked package's, source's and override's requirements met by the lock, per platform.
 
-
-def _marker_of(req: Pep508) -> str | None:
-    return str(req.marker) if req.marker else None
-
-
-def depends_problems(lock: Lock, python: Callable[[str], str]) -> list[str]:
-    """Requirements (pip entries' depends, sources' requirement files) the lock does not satisfy, per platform.
-
-    Names provided by a source, pending packages and overridden names are satisfied by construction; an
-    override's own requirement must be satisfied instead. Markers are evaluated for each platform.
+    The only contradictions allowed are those a transitive override records (`violates`): shown, not failed.
     """
-    overrides = {canonicalize_name(o.override.name): o.override.requirement for o in lock.overrides}
-    satisfied = {canonicalize_name(s.source.distribution) for s in lock.sources}
-    satisfied |= {canonicalize_name(p.name) for p in lock.pending} | set(overrides)
-    problems: list[str] = []
-    for platform in lock.platforms:
-        environment = marker_environment(platform, python(platform))
-        entries = pip_by_name(lock, platform)
-        for entry in lock.pip_for(platform):
-            for name, specifier in entry.depends:
-                problems += _unmet(name, specifier, f"{entry.name} {entry.version}", platform, entries, satisfied)
-        for locked in lock.sources:
-            for req in locked.requirements:
-                parsed = Pep508(req.text)
-                if req.constraint or is_vcs(parsed) or not _applies(_marker_of(parsed), environment):
-                    continue
-                problems += _unmet(parsed.name, str(parsed.specifier), str(req.origin), platform, entries, satisfied)
-        for name, requirement in sorted(overrides.items()):
-            parsed = Pep508(requirement)
-            if _applies(_marker_of(parsed), environment):
-                problems += _unmet(
-                    parsed.name, str(parsed.specifier), f"override {name}", platform, entries, satisfied - {name}
-                )
-    return problems
+    found = violations(lock, python)
+    problems = [str(v) for v in found if not explained(lock, v)]
+    if problems:
+        return step_of("static: dependencies", problems)
+    recorded = [f"override {o.override.requirement} (transitive): {p}" for o in lock.overrides for p in o.violates]
+    detail = f"{len(recorded)} contradiction(s) recorded by transitive overrides" if recorded else ""
+    return Step("static: dependencies", OK, detail, tuple(recorded))
 
 
 def index_problems(matrix: Matrix, lock: Lock) -> list[str]:
@@ -205,7 +168,7 @@ def static_steps(project: Project, lock: Lock, matrix: Matrix) -> list[Step]:
             "static: input hash", [f"{r}: re-lock with `envgen lock {lock.env}`" for r in stale], lock.input_hash[:12]
         ),
         step_of("static: matrix pins", pin_problems(matrix, lock), f"{len(lock.platforms)} platforms"),
-        step_of("static: dependencies", depends_problems(lock, lambda p: python_of(lock, matrix, p))),
+        dependencies_step(lock, lambda p: python_of(lock, matrix, p)),
         step_of("static: indexes", index_problems(matrix, lock)),
         step_of(
             "static: derived files",

@@ -6,13 +6,16 @@ import json
 import shlex
 from typing import Any
 
-from envgen.model import METADATA, NONE, ImportCheck, Matrix, PipPackage, Source
+from envgen.model import METADATA, NONE, ImportCheck, Lock, Matrix, PipPackage, Source
 from envgen.npu import GENERATIONS
 from envgen.redact import redact_url
 
 
-def matrix_document(matrix: Matrix) -> dict[str, Any]:
-    """The normalised matrix as plain data (no file path, so it is the same on every machine)."""
+def matrix_document(matrix: Matrix, lock: Lock | None = None) -> dict[str, Any]:
+    """The normalised matrix as plain data (no file path, so it is the same on every machine).
+
+    With the env's `lock`, each transitive override also lists what it makes that lock contradict.
+    """
     return {
         "env": {
             "name": matrix.name,
@@ -54,7 +57,15 @@ def matrix_document(matrix: Matrix) -> dict[str, Any]:
         },
         "sources": [_source(s) for s in matrix.sources],
         "install": {"order": [s.name for s in matrix.sources]},
-        "overrides": {o.name: {"requirement": o.requirement, "reason": o.reason} for o in matrix.overrides},
+        "overrides": {
+            o.name: {
+                "requirement": o.requirement,
+                "reason": o.reason,
+                "transitive": o.transitive,
+                "violates": list(_violates(o.name, lock)),
+            }
+            for o in matrix.overrides
+        },
         "activation": {
             "env": dict(matrix.activation_env),
             "profiles": {p.name: {"description": p.description, "env": dict(p.env)} for p in matrix.profiles},
@@ -69,9 +80,14 @@ def matrix_document(matrix: Matrix) -> dict[str, Any]:
     }
 
 
-def render_json(matrix: Matrix) -> str:
+def render_json(matrix: Matrix, lock: Lock | None = None) -> str:
     """The document as stable JSON: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(matrix_document(matrix), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(matrix_document(matrix, lock), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def _violates(name: str, lock: Lock | None) -> tuple[str, ...]:
+    """What the lock records an override contradicting (transitive overrides only)."""
+    return next((o.violates for o in lock.overrides if o.override.name == name), ()) if lock else ()
 
 
 def _package(matrix: Matrix, package: PipPackage) -> dict[str, Any]:
@@ -132,8 +148,8 @@ def _pending(matrix: Matrix) -> list[dict[str, str]]:
 # --- text ------------------------------------------------------------------------------------------------
 
 
-def render_text(matrix: Matrix) -> str:
-    """Every section of the matrix as aligned, readable text."""
+def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
+    """Every section of the matrix as aligned, readable text (with the lock's recorded contradictions)."""
     lines: list[str] = [f"{matrix.name}: {matrix.description}" if matrix.description else matrix.name, ""]
     cann = matrix.cann
     cann_text = f"pending ({cann.note})" if cann.pending else cann.version + (f" ({cann.note})" if cann.note else "")
@@ -154,9 +170,12 @@ def render_text(matrix: Matrix) -> str:
     lines += _section("pip packages", _rows([(p.name, _package_text(matrix, p)) for p in matrix.packages]))
     lines += _section("sources (in install order)", [line for s in matrix.sources for line in _source_text(s)])
     lines += _section("install order", [f"  {' -> '.join(s.name for s in matrix.sources)}"])
-    lines += _section(
-        "overrides", _rows([(o.name, f"{o.requirement}  (reason: {o.reason})") for o in matrix.overrides])
-    )
+    overrides: list[str] = []
+    for override in matrix.overrides:
+        scope = "  transitive: replaces third-party metadata too" if override.transitive else ""
+        overrides += _rows([(override.name, f"{override.requirement}  (reason: {override.reason}){scope}")])
+        overrides += [f"    violates (in the lock): {pair}" for pair in _violates(override.name, lock)]
+    lines += _section("overrides", overrides)
     lines += _section("activation env", [f"  {name}={shlex.quote(value)}" for name, value in matrix.activation_env])
     profiles: list[str] = []
     for profile in matrix.profiles:

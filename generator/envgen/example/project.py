@@ -30,6 +30,9 @@ PYPI_DISTS = (
     FixtureDist("demo-transformers", "4.57.6", requires=("demo-tokenizers>=0.20",)),
     FixtureDist("demo-transformers", "5.5.4", requires=("demo-tokenizers>=0.21",)),
     FixtureDist("demo-tokenizers", "0.21.0"),
+    # The newest demo-peft needs transformers 5: the override on transformers makes the resolver keep 0.17.0.
+    FixtureDist("demo-peft", "0.17.0", requires=("demo-transformers>=4.50",)),
+    FixtureDist("demo-peft", "0.18.0", requires=("demo-transformers>=5.0",)),
     FixtureDist("demo-bridge", "0.1.0"),
     FixtureDist("demo-bridge", "0.2.0", requires=("demo-x86-helper ; platform_machine == 'x86_64'",)),
     FixtureDist("demo-x86-helper", "1.0.0", tags=(_TAG_X86_64,)),

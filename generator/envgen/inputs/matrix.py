@@ -24,6 +24,7 @@ from envgen.inputs.toml_reader import (
     as_table,
     check_keys,
     did_you_mean,
+    get_bool,
     get_env,
     get_str,
     get_str_list,
@@ -276,7 +277,8 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
             table = as_table(self.p, path, value)
             if table is None:
                 continue
-            check_keys(self.p, path, table, ("requirement", "reason"), ("requirement",))
+            check_keys(self.p, path, table, ("requirement", "reason", "transitive"), ("requirement",))
+            transitive = get_bool(self.p, table, (*path, "transitive"), default=False)
             text = get_str(self.p, table, (*path, "requirement"))
             reason = get_str(self.p, table, (*path, "reason"), empty=True)
             if reason is None or not reason.strip():
@@ -295,7 +297,7 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
                     f"requirement names '{requirement.name}', not '{name}'; an override replaces its own name",
                 )
             elif reason and reason.strip():
-                out.append(Override(name=name, requirement=str(requirement), reason=reason))
+                out.append(Override(name=name, requirement=str(requirement), reason=reason, transitive=transitive))
         return tuple(sorted(out, key=lambda o: canonicalize_name(o.name)))
 
     def activation(self, data: dict[str, Any]) -> tuple[tuple[tuple[str, str], ...], tuple[Profile, ...]]:

@@ -14,7 +14,7 @@ from packaging.version import Version as PipVersion
 from rattler.exceptions import InvalidVersionError
 
 from envgen.commits import SHORT_SHA
-from envgen.model import CondaEntry, Lock, LockedSource, PipEntry, Source
+from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, PipEntry, Source
 from envgen.redact import redact_url
 
 # Kinds of package change, in the order renderings list them.
@@ -332,12 +332,20 @@ def _show(value: object) -> str:
     return str(value)
 
 
+def _override_text(applied: AppliedOverride) -> str:
+    """An override as one line: requirement, reason, and for a transitive one what it makes the lock contradict."""
+    override = applied.override
+    text = f"{override.requirement} ({override.reason})"
+    if override.transitive:
+        text += "; transitive"
+    if applied.violates:
+        text += f"; violates {', '.join(applied.violates)}"
+    return text
+
+
 def _diff_items(old: Lock, new: Lock) -> tuple[ItemChange, ...]:
     sections: list[tuple[str, Callable[[Lock], dict[str, str]]]] = [
-        (
-            "override",
-            lambda lock: {o.override.name: f"{o.override.requirement} ({o.override.reason})" for o in lock.overrides},
-        ),
+        ("override", lambda lock: {o.override.name: _override_text(o) for o in lock.overrides}),
         ("pending", lambda lock: {p.name: p.note for p in lock.pending}),
         ("channel", lambda lock: {c.name: redact_url(c.url) for c in lock.channels}),
         ("index", lambda lock: {i.name: _show_index(i.url, i.explicit) for i in lock.indexes}),

@@ -135,7 +135,9 @@ def render_sources_toml(lock: Lock) -> str:
                             "name": o.override.name,
                             "requirement": o.override.requirement,
                             "reason": o.override.reason,
+                            "transitive": True if o.override.transitive else None,
                             "replaced": [_requirement(r) for r in o.replaced],
+                            "violates": list(o.violates),
                         }
                     )
                     for o in sorted(lock.overrides, key=lambda o: o.override.name)
@@ -305,11 +307,17 @@ def _read_decisions(
     """The overrides as applied, the pending items and the import checks."""
     overrides = tuple(
         AppliedOverride(
-            Override(r.text(row, "name", k), r.text(row, "requirement", k), r.text(row, "reason", k)),
+            Override(
+                r.text(row, "name", k),
+                r.text(row, "requirement", k),
+                r.text(row, "reason", k),
+                transitive=r.flag(row, "transitive", k, False),
+            ),
             tuple(_read_requirement(r, rv, rk) for rk, rv in r.rows(row, "replaced", k)),
+            r.strings(row, "violates", k),
         )
         for k, v in r.rows(top, "overrides", ())
-        for row in [r.table(v, k, ("name", "requirement", "reason"), ("replaced",))]
+        for row in [r.table(v, k, ("name", "requirement", "reason"), ("replaced", "transitive", "violates"))]
     )
     pending = tuple(
         Pending(r.text(row, "name", k), r.text(row, "note", k))

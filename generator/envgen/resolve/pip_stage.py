@@ -19,9 +19,9 @@ from envgen.errors import EnvgenError, InputError, VerificationError
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
 from envgen.redact import redact_url, strip_credentials
-from envgen.resolve import uv_pylock
+from envgen.resolve import overrides, uv_pylock
 from envgen.resolve.index_client import IndexClient, fetch_metadata, offers
-from envgen.resolve.uv_compile import Inputs, name_of, run_uv_compile
+from envgen.resolve.uv_compile import Inputs, run_uv_compile
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,10 @@ def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource]
             if parsed.url and not req.constraint:
                 direct.add(canonicalize_name(parsed.name))
             requirements.append(TracedRequirement(str(parsed), req.origin, constraint=req.constraint))
+    scoped = overrides.scope(matrix.overrides, requirements, excluded, matrix.path)
     return Inputs(
-        requirements=tuple(requirements),
+        requirements=scoped,
+        replaced=tuple(r for r in requirements if r not in scoped),
         pins=tuple(sorted(pins.items())),
         excluded=tuple(sorted(excluded)),
         direct=tuple(sorted(direct)),
@@ -125,21 +127,16 @@ def entry_index(choice: uv_pylock.Choice, inputs: Inputs, indexes: Sequence[Inde
 
 
 def apply_overrides(
-    matrix: Matrix, inputs: Inputs, metadata: Mapping[uv_pylock.Choice, uv_pylock.Metadata], platform: str
+    matrix: Matrix, inputs: Inputs, entries: Sequence[PipEntry], platform: str, environment: Mapping[str, str]
 ) -> tuple[AppliedOverride, ...]:
-    """Each matrix override with the upstream requirements on its name it replaced: sources' and packages'."""
+    """Each matrix override with the direct-layer requirements it replaced here; one warning line each."""
+    versions = {canonicalize_name(e.name): e.version for e in entries}
     applied = []
-    # Upstream requirements only: the matrix's own pin on the name is what the override restates.
-    upstream = [r for r in inputs.requirements if r.origin.source is not None]
     for override in matrix.overrides:
-        name = canonicalize_name(override.name)
-        replaced = [r for r in upstream if canonicalize_name(name_of(r.text)) == name]
-        for choice, meta in sorted(metadata.items(), key=lambda item: item[0].package.name):
-            origin = Origin(file=f"{choice.package.name}=={choice.package.version}", key="Requires-Dist")
-            replaced += [TracedRequirement(str(r), origin) for r in meta.requires if canonicalize_name(r.name) == name]
-        shown = "; ".join(f"{r.text} ({r.origin})" for r in replaced) or "no requirement upstream"
-        log.warning("%s: override %s replaces %s (%s)", platform, override.requirement, shown, override.reason)
-        applied.append(AppliedOverride(override, tuple(replaced)))
+        here = overrides.replaced(override, inputs.replaced, environment)
+        version = versions.get(canonicalize_name(override.name))
+        log.warning("%s", overrides.describe(platform, override, overrides.judge(here, version), version))
+        applied.append(overrides.applied(override, here))
     return tuple(applied)
 
 
@@ -194,7 +191,6 @@ def lock_pypi(
         texts = list(pool.map(lambda c: fetch_metadata(client, c, cache, offline), choices))
     metadata = {c: uv_pylock.parse_metadata(t, c.artifact.filename) for c, t in zip(choices, texts, strict=True)}
     roots = [Pep508(r.text) for r in inputs.requirements if not r.constraint]
-    roots += [Pep508(o.requirement) for o in matrix.overrides]
     extras = uv_pylock.requested_extras(roots, {c.package.name: m for c, m in metadata.items()}, environment)
     entries = []
     for choice in choices:
@@ -208,15 +204,10 @@ def lock_pypi(
             )
         deps = uv_pylock.depends(metadata[choice], environment, extras.get(choice.package.name, frozenset()))
         entries.append(uv_pylock.to_entry(choice, platform, deps, entry_index(choice, inputs, indexes)))
-    overrides = apply_overrides(matrix, inputs, metadata, platform)
     return PypiLock(
         entries=tuple(sorted(entries, key=lambda e: e.name)),
-        overrides=overrides,
-        requirements=inputs.requirements
-        + tuple(
-            TracedRequirement(o.requirement, Origin(file=matrix.path, key=f"overrides.{o.name}"))
-            for o in matrix.overrides
-        ),
+        overrides=apply_overrides(matrix, inputs, entries, platform, environment),
+        requirements=inputs.requirements,
     )
 
 

@@ -8,8 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from envgen.errors import InputError
+from envgen.errors import InputError, ResolutionError
 from envgen.lockdiff.moves import SOLVER, Move, explain_conda, explain_pip, explain_sources, unavailable
+from envgen.lockio.consistency import record, violations
 from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.lockio.store import read_lock, write_lock
@@ -62,7 +63,7 @@ def relock(
     log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
     sources = resolve_sources(matrix, cache=cache, previous=kept_sources, update=update)
     platforms = lock_platforms(matrix, sources, cache=cache, offline=offline, previous=previous, upgrade=upgrade)
-    lock = assemble_lock(matrix, sources, platforms, project_inputs(project, matrix, sources))
+    lock = consistent(assemble_lock(matrix, sources, platforms, project_inputs(project, matrix, sources)), matrix)
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
     derived = [(file.name, file.text) for file in derived_files(lock, matrix)]
     write_lock(project, matrix.name, lock, render_recipe(lock), derived)
@@ -186,3 +187,22 @@ def assemble_lock(
         checks=matrix.checks,
         inputs=inputs,
     )
+
+
+def consistent(lock: Lock, matrix: Matrix) -> Lock:
+    """`lock` with what its transitive overrides contradict recorded (and told once per pair); any other
+    contradiction between locked packages is a failed resolution."""
+    found = violations(lock, lambda platform: lock.python_for(platform) or matrix.python)
+    recorded, others = record(lock, found)
+    if others:
+        listed = "".join(f"\n  {v}" for v in others)
+        raise ResolutionError(
+            f"{matrix.name}: the resolved set does not meet its own requirements:{listed}",
+            hint="an index may serve metadata that disagrees with its files; to accept a contradiction on "
+            f"purpose, add an override with `transitive = true` and its reason to {matrix.path}",
+        )
+    for applied in recorded.overrides:
+        for pair in applied.violates:
+            where = ", ".join(sorted({v.platform for v in found if v.pair == pair}))
+            log.warning("override %s (transitive) contradicts: %s (%s)", applied.override.requirement, pair, where)
+    return recorded

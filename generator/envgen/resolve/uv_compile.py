@@ -20,6 +20,7 @@ from envgen.inputs.channels import IndexAccess
 from envgen.model import Matrix, Origin, PipEntry, TracedRequirement
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
+from envgen.resolve.overrides import global_overrides
 from envgen.resolve.preferences import render_pylock
 
 UV_TIMEOUT = 1800.0
@@ -48,6 +49,8 @@ class Inputs:
     excluded: tuple[str, ...] = ()
     direct: tuple[str, ...] = ()
     hashes: tuple[tuple[str, tuple[str, Origin]], ...] = ()
+    # The direct-layer requirements the matrix's overrides took out of `requirements`.
+    replaced: tuple[TracedRequirement, ...] = ()
 
 
 def _toml_str(value: str) -> str:
@@ -187,12 +190,13 @@ def run_uv_compile(
     `preferred` (the previous lock's pins) is written as the existing output file, which uv keeps where the
     inputs allow.
     """
-    overrides = [o.requirement for o in matrix.overrides]
+    # Only transitive overrides reach uv: the others were applied to the direct layer already.
+    transitive = global_overrides(matrix.overrides)
     secrets = tuple(s for i in indexes for s in i.secrets)
     with tempfile.TemporaryDirectory(prefix="envgen-uv-") as tmp:
         work = Path(tmp)
         (work / "pyproject.toml").write_text(render_pyproject(inputs, indexes, python_version))
-        (work / "uv.toml").write_text(render_uv_config(indexes, overrides))
+        (work / "uv.toml").write_text(render_uv_config(indexes, transitive))
         if preferred:
             (work / "pylock.toml").write_text(render_pylock(preferred))
         cmd = [uv.find_uv_bin(), "pip", "compile", "pyproject.toml"]

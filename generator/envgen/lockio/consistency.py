@@ -1,0 +1,114 @@
+"""Is a lock consistent? Every locked package's declared dependencies met by the locked versions (pure).
+
+Checked per platform, markers and extras already evaluated for that platform and python in each entry's
+`depends`; the sources' requirements are evaluated here. The only contradictions a lock may hold are those
+a `transitive = true` override makes on purpose, each recorded under that override (`violates`). `lock`
+records them and fails on any other; `check` verifies a lock read from disk the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+
+from packaging.requirements import Requirement as Pep508
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envgen.model import Lock, PipEntry
+from envgen.platforms import marker_environment
+from envgen.resolve.uv_pylock import is_vcs
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    """A requirement the lock does not meet on `platform`: `pair` says who needs what ("x==1 needs y>=2")."""
+
+    name: str
+    pair: str
+    platform: str
+    found: str
+
+    def __str__(self) -> str:
+        return f"{self.pair}, {self.platform} has {self.found}"
+
+
+def _contains(specifier: str, version: str) -> bool:
+    try:
+        return SpecifierSet(specifier).contains(Version(version), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
+def _unmet(
+    who: str, name: str, specifier: str, platform: str, entries: Mapping[str, PipEntry], satisfied: AbstractSet[str]
+) -> list[Violation]:
+    key = canonicalize_name(name)
+    if key in satisfied:
+        return []
+    entry = entries.get(key)
+    pair = f"{who} needs {name}{specifier}"
+    if entry is None:
+        return [Violation(key, pair, platform, "none locked")]
+    if specifier and not _contains(specifier, entry.version):
+        return [Violation(key, pair, platform, entry.version)]
+    return []
+
+
+def violations(lock: Lock, python: Callable[[str], str]) -> list[Violation]:
+    """Every requirement of a locked package, a source or an override that the lock does not meet.
+
+    Names a source provides and pending packages are met by construction; the sources' requirements on an
+    overridden name were replaced by the override, whose own requirement must be met instead.
+    """
+    overridden = {canonicalize_name(o.override.name): o.override for o in lock.overrides}
+    satisfied: set[str] = {canonicalize_name(s.source.distribution) for s in lock.sources}
+    satisfied |= {canonicalize_name(p.name) for p in lock.pending}
+    found: list[Violation] = []
+    for platform in lock.platforms:
+        environment = {**marker_environment(platform, python(platform)), "extra": ""}
+        entries: dict[str, PipEntry] = {canonicalize_name(e.name): e for e in lock.pip_for(platform)}
+        for entry in lock.pip_for(platform):
+            for name, specifier in entry.depends:
+                found += _unmet(f"{entry.name}=={entry.version}", name, specifier, platform, entries, satisfied)
+        for locked in lock.sources:
+            for req in locked.requirements:
+                parsed = Pep508(req.text)
+                if req.constraint or is_vcs(parsed) or canonicalize_name(parsed.name) in overridden:
+                    continue
+                if parsed.marker is None or parsed.marker.evaluate(environment):
+                    found += _unmet(str(req.origin), parsed.name, str(parsed.specifier), platform, entries, satisfied)
+        for name, override in sorted(overridden.items()):
+            parsed = Pep508(override.requirement)
+            if parsed.marker is None or parsed.marker.evaluate(environment):
+                who = f"override {override.name}"
+                found += _unmet(who, parsed.name, str(parsed.specifier), platform, entries, satisfied - {name})
+    return sorted(set(found))
+
+
+def explained(lock: Lock, violation: Violation) -> bool:
+    """Whether a transitive override on the violated name records this pair."""
+    return any(
+        o.override.transitive and canonicalize_name(o.override.name) == violation.name and violation.pair in o.violates
+        for o in lock.overrides
+    )
+
+
+def record(lock: Lock, found: Sequence[Violation]) -> tuple[Lock, list[Violation]]:
+    """`lock` with each violation a transitive override causes recorded under it; and the others."""
+    transitive = {canonicalize_name(o.override.name) for o in lock.overrides if o.override.transitive}
+    pairs: dict[str, set[str]] = {}
+    others = []
+    for violation in found:
+        if violation.name in transitive and not violation.pair.startswith("override "):
+            pairs.setdefault(violation.name, set()).add(violation.pair)
+        else:
+            others.append(violation)
+    overrides = tuple(
+        dataclasses.replace(o, violates=tuple(sorted(pairs.get(canonicalize_name(o.override.name), ()))))
+        for o in lock.overrides
+    )
+    return dataclasses.replace(lock, overrides=overrides), others

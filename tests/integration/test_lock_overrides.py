@@ -1,0 +1,98 @@
+"""Overrides end to end on the bundled example: scoped by default, transitive recorded, shown, checked."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.example.project import Example, serve_example
+from envgen.lockio.lockfile import read_lock
+from envgen.project import Project
+
+ENV = "demo"
+OVERRIDE = "[overrides.demo-transformers]\n"
+VIOLATION = "demo-peft==0.18.0 needs demo-transformers>=5.0"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    with serve_example(tmp_path_factory.mktemp("example")) as example:
+        yield example
+
+
+@pytest.fixture
+def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    matrix = served.matrix.read_text()
+    yield served
+    served.matrix.write_text(matrix)
+    for path in (served.root / "locks").glob(f"{ENV}.*"):
+        path.unlink()
+
+
+def envgen(example: Example, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def peft(example: Example) -> set[str]:
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    return {e.version for e in lock.pip if e.name == "demo-peft"}
+
+
+def test_the_scoped_override_keeps_an_older_release_that_agrees_with_it(example: Example) -> None:
+    code, _, err = envgen(example, "lock", ENV)
+    assert code == 0, err
+    # demo-peft 0.18.0 needs demo-transformers>=5.0; the override pins 4.57.6 and leaves that requirement be.
+    assert peft(example) == {"0.17.0"}
+    assert "contradicts" not in err
+    assert "violates" not in (example.root / "locks" / f"{ENV}.sources.toml").read_text()
+    code, out, err = envgen(example, "check", ENV, "--no-env", "--no-solve")
+    assert code == 0, out + err
+    assert "  ok      static: dependencies\n" in out
+
+
+def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Example) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    before = example.root / "before"
+    before.mkdir(exist_ok=True)
+    for suffix in (".yml", ".sources.toml"):
+        (before / f"{ENV}{suffix}").write_text((example.root / "locks" / f"{ENV}{suffix}").read_text())
+    text = example.matrix.read_text()
+    example.matrix.write_text(text.replace(OVERRIDE, OVERRIDE + "transitive = true\n"))
+    # A re-lock keeps the previous versions where the inputs allow; asked to, demo-peft moves to the newest.
+    code, _, err = envgen(example, "lock", ENV, "--upgrade-package", "demo-peft")
+    assert code == 0, err
+    assert peft(example) == {"0.18.0"}
+    told = f"override demo-transformers==4.57.6 (transitive) contradicts: {VIOLATION} (linux-64, linux-aarch64)"
+    assert err.count(told) == 1, err
+    sources = example.root / "locks" / f"{ENV}.sources.toml"
+    assert f'violates = ["{VIOLATION}"]' in sources.read_text()
+
+    code, out, _ = envgen(example, "check", ENV, "--no-env", "--no-solve")
+    assert code == 0, out
+    assert "  ok      static: dependencies: 1 contradiction(s) recorded by transitive overrides\n" in out
+    assert f"override demo-transformers==4.57.6 (transitive): {VIOLATION}" in out
+    code, out, _ = envgen(example, "show", ENV)
+    assert f"    violates (in the lock): {VIOLATION}" in out
+    document = json.loads(envgen(example, "show", ENV, "--json")[1])
+    assert document["overrides"]["demo-transformers"]["violates"] == [VIOLATION]
+    code, out, _ = envgen(example, "diff", str(before / f"{ENV}.yml"), str(example.root / "locks" / f"{ENV}.yml"))
+    assert code == 0, out
+    assert "upgraded" in out and "demo-peft" in out
+    assert (
+        f"4.57.6 (the matrix validates 4.57.6; rollout's requirements ask for 5.x); transitive; violates {VIOLATION}"
+        in out
+    )
+
+    # A contradiction nobody recorded: the lock edited by hand.
+    sources.write_text(sources.read_text().replace(f'violates = ["{VIOLATION}"]\n', ""))
+    code, out, _ = envgen(example, "check", ENV, "--no-env", "--no-solve")
+    assert code == 4, out
+    assert "  failed  static: dependencies: 2 problem(s)\n" in out
+    assert f"{VIOLATION}, linux-64 has 4.57.6" in out
