@@ -167,7 +167,7 @@ def show_command(env: str, root: Path, as_json: bool) -> None:
     """Show the validated, normalised matrix of ENV (--json: a stable JSON document)."""
     from envgen.commands.show import render_json, render_text
     from envgen.inputs.matrix import load_env
-    from envgen.lockio.lockfile import read_lock
+    from envgen.lockio.store import read_lock
 
     with reported():
         proj = project(root)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.example.project import Example, serve_example
-from envgen.lockio.lockfile import read_lock
+from envgen.lockio.store import read_lock
 from envgen.project import Project
 
 ENV = "demo"
