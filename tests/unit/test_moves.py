@@ -103,3 +103,14 @@ def test_an_entry_uv_could_not_read_is_no_preference() -> None:
     entries = (pip("ok", "1.0"), pip("bad-version", "1.0 junk"), pip("bad name", "1.0"))
     data = tomllib.loads(render_pylock(entries))
     assert data["packages"] == [{"name": "ok", "version": "1.0"}]
+
+
+def test_the_same_version_from_another_file_is_a_move_too() -> None:
+    before = [pip("torch", "2.1.0")]
+    rebuilt = PipEntry("torch", "2.1.0", P, "https://files/torch-2.1.0-3-cp311-cp311-linux_x86_64.whl", "1" * 64)
+    (move,) = explain_pip(P, before, [rebuilt], [], NO_UPGRADE)
+    assert (move.old, move.new, move.reason) == (
+        "2.1.0",
+        "2.1.0",
+        "same version, other file torch-2.1.0-3-cp311-cp311-linux_x86_64.whl",
+    )

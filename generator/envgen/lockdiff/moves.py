@@ -192,6 +192,12 @@ def _explain(
         elif old is None or version(old) != version(now):
             reason = _reason(old, required.get(key, ()), upgrade, key, admits, otherwise(key), after)
             moves.append(Move(platform, manager, now.name, version(old) if old else None, version(now), reason))
+        elif old.sha256 != now.sha256:
+            # A rebuilt wheel (build tag) or a replaced file: the version stays, the bytes do not.
+            file = now.url.rsplit("/", 1)[-1]
+            moves.append(
+                Move(platform, manager, now.name, version(old), version(now), f"same version, other file {file}")
+            )
     return moves
 
 
