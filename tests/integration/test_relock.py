@@ -236,3 +236,21 @@ def test_the_index_is_asked_whether_a_previous_version_is_still_offered(example:
     assert still_offered(matrix, bridge) == {"demo-bridge"}
     republish(example, pypi=[d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")])
     assert still_offered(matrix, bridge) == set()
+
+
+def test_a_changed_conda_spec_moves_that_package_with_its_reason(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    lock(example)
+    newer = [
+        CondaPackage("libdemo", "1.1", subdir, build="h0_0", depends=("__glibc >=2.17",), fmt="tar.bz2")
+        for subdir in PLATFORMS
+    ]
+    republish(example, conda=(*demo_packages(), *newer, NEWER_DATA))
+    later(example, monkeypatch, tmp_path)
+    example.matrix.write_text(example.matrix.read_text().replace('"libdemo"]', '"libdemo >=1.1"]'))
+    moved = lock(example)
+    for platform in PLATFORMS:
+        assert [(m["name"], m["old"], m["new"], m["reason"]) for m in moved[platform]] == [
+            ("libdemo", "1.0 h0_0", "1.1 h0_0", "required by [conda] specs (>=1.1)")
+        ]
