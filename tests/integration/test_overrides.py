@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from envgen.resolve.pipeline import consistent
 from tests.support.builders import make_lock, make_matrix
 
 PLATFORM = "linux-64"
+PLATFORMS = ("linux-aarch64", "linux-64")
 PYPI = (
     FixtureDist("pkg-b", "2.0", requires=("base<2",)),
     FixtureDist("pkg-b", "3.0", requires=("base>=2",)),
@@ -149,3 +151,41 @@ def test_the_warning_lists_only_what_applies_here(
         "(source verl: requirements.txt:1); 1 already satisfied (reason: kernels)"
     ]
     assert lock.overrides[0].violates == ()
+
+
+GOLDEN = Path(__file__).parents[1] / "data" / "golden"
+
+
+def golden(name: str, text: str) -> None:
+    if os.environ.get("REGEN_GOLDEN") == "1":
+        (GOLDEN / name).write_text(text)
+    assert text == (GOLDEN / name).read_text()
+
+
+def test_a_conflict_on_an_overridden_name_suggests_transitive_not_the_same_override(
+    urls: tuple[str, str], tmp_path: Path
+) -> None:
+    m = matrix(urls, (PipPackage("pkg-b", "==3.0"),), Override("base", BASE_126, "kernels"))
+    with pytest.raises(ResolutionError) as caught:
+        lock_pypi(m, PLATFORM, "3.11", (source("base>=2"),), cache=tmp_path)
+    text = f"error: {caught.value.message}\n  hint: {caught.value.hint}\n"
+    assert "envgen-inputs" not in text
+    assert "add [overrides.base]" not in text
+    golden("conflict-overridden.txt", text)
+
+
+def test_override_diagnostics_golden(urls: tuple[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    verl = source("base>=2", "base<3", "base>=1.5 ; platform_machine == 'aarch64'", "base ; extra == 'test'")
+    scoped = Override("base", BASE_126, "kernels")
+    transitive = dataclasses.replace(scoped, transitive=True)
+    lines = []
+    for override, packages in ((scoped, ("pkg-b", "big")), (transitive, ("pkg-b", "big"))):
+        m = dataclasses.replace(matrix(urls, tuple(PipPackage(p) for p in packages), override), platforms=PLATFORMS)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            pypi = {p: lock_pypi(m, p, "3.11", (verl,), cache=tmp_path) for p in PLATFORMS}
+            entries = tuple(e for p in PLATFORMS for e in pypi[p].entries)
+            lock = make_lock("t", platforms=PLATFORMS, pip=entries, sources=(verl,), overrides=pypi[PLATFORM].overrides)
+            consistent(lock, m)
+        lines += [f"WARNING {r.getMessage()}" for r in caplog.records]
+    golden("override-warnings.txt", "\n".join(lines) + "\n")

@@ -142,11 +142,11 @@ def explain_failure(
         names = _mentioned(stderr)
         involved = [r for r in inputs.requirements if canonicalize_name(name_of(r.text)) in names]
         listed = "".join(f"\n  {r.text}  ({r.origin})" for r in involved) or "\n  (none of the inputs named)"
-        wanted: list[str] = sorted({canonicalize_name(name_of(r.text)) for r in involved}) or ["<name>"]
-        overrides = ", ".join(f"[overrides.{n}]" for n in wanted)
+        # uv calls the generated project by its name: to the user it is the matrix.
+        said = said.replace(PROJECT_NAME, "the matrix")
         return ResolutionError(
             f"no PyPI resolution for {platform}; these requirements conflict:{listed}\nuv says:\n{said}",
-            hint=f"relax one of them, or add {overrides} (requirement + reason) to {matrix.path}",
+            hint=conflict_hint(sorted({canonicalize_name(name_of(r.text)) for r in involved}), matrix),
         )
     if reached:
         index = reached[0]
@@ -167,6 +167,22 @@ def explain_failure(
             hint="check the URLs in the matrix and the network",
         )
     return ToolError(f"uv pip compile failed for {platform}:\n{said}", hint="read uv's message above")
+
+
+def conflict_hint(names: Sequence[str], matrix: Matrix) -> str:
+    """What to do about a conflict on `names`: an override for a name without one, `transitive` for one with."""
+    overridden = {canonicalize_name(o.name) for o in matrix.overrides}
+    new = [n for n in names if n not in overridden] or ([] if names else ["<name>"])
+    hint = "relax one of them"
+    if new:
+        hint += f", or add {', '.join(f'[overrides.{n}]' for n in new)} (requirement + reason) to {matrix.path}"
+    for name in (n for n in names if n in overridden):
+        hint += (
+            f"; [overrides.{name}] replaces only the matrix's and the sources' requirements on {name}, and a "
+            "package above still requires otherwise: pin that package to a release that agrees, or set "
+            f"`transitive = true` on [overrides.{name}] to overrule it too (recorded in the lock)"
+        )
+    return hint
 
 
 def name_of(text: str) -> str:
