@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from pathlib import Path
 import click
 
 from envgen import __version__
-from envgen.errors import EnvgenError
+from envgen.errors import EnvgenError, InputError
 from envgen.project import Project, cache_dir
 
 
@@ -27,6 +28,13 @@ def reported() -> Iterator[None]:
         if exc.hint:
             click.echo(f"  hint: {exc.hint}", err=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        if exc.filename is None:  # not about a file (a socket, a pipe): a bug if it gets here
+            raise
+        # A file or directory of the project that cannot be read or written (permissions, a full disk).
+        click.secho(f"error: cannot use {exc.filename}: {exc.strerror or exc}", fg="red", err=True)
+        click.echo("  hint: check that you may read env-templates/ and channels/ and write locks/", err=True)
+        sys.exit(InputError.exit_code)
     except KeyboardInterrupt:
         click.secho("interrupted: nothing was written", fg="red", err=True)
         sys.exit(130)
@@ -128,6 +136,8 @@ def lock_command(
     from envgen.commands.lock import lock_envs, summarize
     from envgen.resolve.preferences import Upgrade
 
+    if update_all and update:
+        raise click.UsageError("--update-all moves every source: give it or --update SOURCE, not both")
     setup_logging(quiet)
     with reported():
         proj = project(root)
@@ -394,7 +404,24 @@ def demo_command(keep: bool) -> None:
         click.echo(result.kept)
 
 
+INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: a bug in envgen, not in its input
+
+
 def main() -> None:
     # An index with `trusted_host` in channels/ skips certificate checks by choice: no warning per request.
     warnings.filterwarnings("ignore", message="Unverified HTTPS request")  # urllib3's InsecureRequestWarning
-    cli(prog_name="envgen")
+    try:
+        cli(prog_name="envgen")
+    except Exception as exc:
+        # Every expected failure is an EnvgenError with its own exit code; anything else is a bug, reported in
+        # one line rather than a traceback (ENVGEN_DEBUG=1 re-raises it for a developer).
+        if os.environ.get("ENVGEN_DEBUG"):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        click.secho(f"internal error: {type(exc).__name__}: {first}", fg="red", err=True)
+        click.echo(
+            f"  this is a bug in envgen {__version__}: please file an issue in the envgen repository with the "
+            "command you ran and this message (ENVGEN_DEBUG=1 shows the traceback)",
+            err=True,
+        )
+        sys.exit(INTERNAL_ERROR)

@@ -237,6 +237,13 @@ def install_env(
             f"the lock of {lock.env} has no {platform} part (it has {', '.join(lock.platforms)})",
             hint=f"add {platform} to [env] platforms and re-lock",
         )
+    known = [p.name for p in lock.profiles]
+    unknown = [p for p in profiles if p not in known]
+    if unknown:
+        raise InputError(
+            f"the lock of {lock.env} has no profile {', '.join(map(repr, unknown))}",
+            hint=f"known profiles: {', '.join(known) or 'none'} (they are [activation.profiles] in the matrix)",
+        )
     verify_recipe(lock, recipe)
     prefix = prefix.absolute()
     if venv:

@@ -10,6 +10,7 @@ from urllib.parse import unquote, urlsplit
 
 from envgen.errors import InputError, MatrixError, Problem
 from envgen.inputs.toml_reader import check_keys, get_bool, get_str, read_toml
+from envgen.inputs.untrusted import index_url_problem
 from envgen.model import Channel, Index
 from envgen.redact import masked_url, redact_url, strip_credentials
 
@@ -63,6 +64,8 @@ def read_channel(path: Path) -> tuple[Channel | Index | None, list[Problem]]:
     url = get_str(problems, data, ("url",))
     if url is not None and any(char.isspace() for char in url):
         problems.add(("url",), "must not contain whitespace")
+    elif url is not None and (problem := index_url_problem(url)):
+        problems.add(("url",), problem)
     trusted_host = get_str(problems, data, ("trusted_host",))
     if trusted_host is not None and not _HOST.fullmatch(trusted_host):
         problems.add(("trusted_host",), f"'{trusted_host}' is not a host name (host or host:port)")

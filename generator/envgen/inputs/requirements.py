@@ -13,6 +13,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 
 from envgen.errors import InputError, ResolutionError
+from envgen.inputs.files import bounded_nesting
 
 # Options that only change how pip finds or builds packages; indexes come from the matrix and channels/.
 INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "--find-links", "-f", "--trusted-host", "--no-index")
@@ -85,7 +86,8 @@ def parse_requirement_files(paths: tuple[str, ...], read: Reader, *, context: st
 def parse_pyproject(text: str, path: str, *, context: str) -> tuple[Line, ...]:
     """The PEP 621 `[project] dependencies` of a pyproject.toml, each with the line it is written on."""
     try:
-        data = tomllib.loads(text)
+        with bounded_nesting(f"{context}: {path}"):
+            data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{context}: {path} is not valid TOML: {exc}") from exc
     project = data.get("project")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from envgen.errors import InputError, Problem
+from envgen.inputs.files import bounded_nesting, read_input_text
 from envgen.inputs.untrusted import control_problem, variable_problem
 
 KeyPath = tuple[str | int, ...]
@@ -73,20 +74,19 @@ class Problems:
 
 def read_toml(path: Path) -> tuple[dict[str, Any], Problems]:
     """Parse `path`; on a syntax error the data is empty and the one problem carries the parser's line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {exc}", hint="check the file exists and is UTF-8 text") from exc
+    text = read_input_text(path, hint="check the file exists and is UTF-8 text")
     problems = Problems(str(path))
     try:
-        data = tomllib.loads(text)
+        with bounded_nesting(str(path)):
+            data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         match = _SYNTAX_LINE.search(str(exc))
         line = int(match.group(1)) if match else (text.count("\n") + 1 if _SYNTAX_END.search(str(exc)) else None)
         message = _SYNTAX_LINE.sub(r"(column \2)", _SYNTAX_END.sub("(at the end of the file)", str(exc))).strip()
         problems.items.append(Problem(str(path), "", f"TOML syntax error: {message}", line))
         return {}, problems
-    problems.lines = key_lines(text)
+    with bounded_nesting(str(path)):
+        problems.lines = key_lines(text)
     return data, problems
 
 
@@ -368,7 +368,8 @@ class StrictReader:
     """
 
     def __init__(self, file: str, text: str, hint: str) -> None:
-        self.problems = Problems(file, key_lines(text))
+        with bounded_nesting(file):
+            self.problems = Problems(file, key_lines(text))
         self.hint = hint
 
     def fail(self, path: KeyPath, message: str) -> InputError:

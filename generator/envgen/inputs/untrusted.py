@@ -147,3 +147,19 @@ def lock_problems(lock: Lock) -> list[str]:
             if problem := control_problem(value):
                 found.append(f"indexes[{i}].{field}: {problem}")
     return found
+
+
+_INDEX_SCHEMES = ("https", "http", "file")
+
+
+def index_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a conda channel or pip index URL (https, http or file), or None.
+
+    A URL starting with a `${VAR}` reference takes its scheme from the environment when used.
+    """
+    if url.startswith("${"):
+        return None
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in _INDEX_SCHEMES or not rest.strip("/"):
+        return f"{url!r} is not an https://, http:// or file:// URL"
+    return None

@@ -12,6 +12,7 @@ import pydantic
 import yaml
 
 from envgen.errors import InputError
+from envgen.inputs.files import bounded_nesting
 from envgen.lockio.condalock import Channel as CondaLockChannel
 from envgen.lockio.condalock import (
     HashModel,
@@ -163,7 +164,8 @@ def lockfile_to_yml(lockfile: Lockfile, where: str) -> LockYml:
 def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
     """Read locks/<env>.yml back through conda-lock's v1 model (as its own parser does)."""
     try:
-        content = yaml.safe_load(text)
+        with bounded_nesting(where):
+            content = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"{where}: not valid YAML: {exc}", hint="re-run `envgen lock`") from exc
     if not isinstance(content, dict) or content.get("version") != 1:

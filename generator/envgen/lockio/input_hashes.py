@@ -79,7 +79,7 @@ def recorded_state(project: Project, env: str) -> tuple[str, dict[str, str]] | N
     try:
         sources = tomllib.loads(project.sources_toml(env).read_text())
         yml = project.lock_yml(env).read_text()
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return None
     recorded, match = sources.get("input-hash"), _YML_HASH.search(yml)
     inputs = sources.get("inputs", {})

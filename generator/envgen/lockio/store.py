@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from envgen.errors import InputError
+from envgen.inputs.files import read_input_text
 from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.model import Lock
@@ -16,10 +17,7 @@ from envgen.project import Project
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {exc}", hint="re-run `envgen lock` to rewrite it") from exc
+    return read_input_text(path, hint="re-run `envgen lock` to rewrite it")
 
 
 def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> Lock:

@@ -33,6 +33,7 @@ from packaging.requirements import Requirement as Pep508
 
 from envgen.errors import InputError
 from envgen.inputs.channels import IndexAccess
+from envgen.inputs.files import bounded_nesting
 from envgen.inputs.requirements import Line, parse_pyproject
 from envgen.model import Source
 from envgen.process import run, tail
@@ -93,7 +94,8 @@ def declared_dependencies(
 
 def _project_table(data: bytes, context: str) -> dict[str, Any] | None:
     try:
-        parsed = tomllib.loads(data.decode("utf-8", errors="replace"))
+        with bounded_nesting(f"{context}: pyproject.toml"):
+            parsed = tomllib.loads(data.decode("utf-8", errors="replace"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{context}: pyproject.toml is not valid TOML: {exc}") from exc
     project = parsed.get("project")

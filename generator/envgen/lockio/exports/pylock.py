@@ -13,6 +13,7 @@ import tomlkit
 from packaging.utils import canonicalize_name
 
 from envgen.errors import InputError
+from envgen.inputs.files import bounded_nesting
 from envgen.lockio.exports.common import bare_url, entry_index, header
 from envgen.model import Lock, PipEntry
 from envgen.platforms import PLATFORMS
@@ -113,7 +114,8 @@ def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
 def parse_pylock(text: str, where: str) -> tuple[LockedFile, ...]:
     """The files a pylock names, sorted; InputError when it is not TOML or not a lock-version 1.0 file."""
     try:
-        data = tomllib.loads(text)
+        with bounded_nesting(where):
+            data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{where}: not valid TOML: {exc}", hint="re-run `envgen lock`") from exc
     if data.get("lock-version") != LOCK_VERSION:

@@ -1,0 +1,54 @@
+"""Reading an input file that may be hostile: regular files only, and nesting that cannot crash a parser.
+
+A FIFO named `*.toml` would block a read forever; a document nested thousands of levels deep makes the
+recursive TOML and YAML parsers (and any walk over what they return) raise RecursionError. Both become an
+InputError naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from envgen.errors import InputError
+
+
+def read_input_text(path: Path, hint: str) -> str:
+    """The UTF-8 text of `path`, which must be a regular file (a FIFO, a device or a directory is refused).
+
+    `hint` says how to get a good file again (edit it, re-lock).
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer must not hang before its type is seen.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}", hint=hint) from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{path} is not a regular file", hint="replace it with a regular file, or remove it")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}", hint=hint) from exc
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})", hint=hint) from exc
+
+
+@contextmanager
+def bounded_nesting(where: str) -> Iterator[None]:
+    """Report a parser's (or a walk's) RecursionError on deeply nested input as bad input in `where`."""
+    try:
+        yield
+    except RecursionError:
+        raise InputError(
+            f"{where}: nested too deeply to read (arrays or tables thousands of levels deep)",
+            hint="no envgen input nests more than a few levels: the file is damaged or hostile",
+        ) from None
