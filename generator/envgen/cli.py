@@ -329,6 +329,13 @@ def install_command(
 @click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")
 @click.option("--no-solve", is_flag=True, help="Skip re-resolving the pip set (it needs the indexes).")
 @click.option("--no-env", is_flag=True, help="Skip the throwaway env: static checks and the re-solve only.")
+@click.option(
+    "--installer",
+    type=click.Choice(["pip", "uv"]),
+    default="pip",
+    show_default=True,
+    help="Install the pip part with pip from the requirements.txt, or with uv from the PEP 751 pylock.",
+)
 @root_option
 @quiet_option
 @json_option
@@ -339,6 +346,7 @@ def check_command(
     keep: bool,
     no_solve: bool,
     no_env: bool,
+    installer: str,
     root: Path,
     quiet: bool,
     as_json: bool,
@@ -359,6 +367,7 @@ def check_command(
             keep=keep,
             solve=not no_solve,
             throwaway=not no_env,
+            installer="uv" if installer == "uv" else "pip",
         )
     click.echo(render_json(report) if as_json else render_report(report), nl=False)
     if report.kept:

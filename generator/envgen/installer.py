@@ -161,10 +161,13 @@ def install_pip(
     installer: Installer,
     cache: Path,
     trusted: Sequence[str] = (),
+    requirements: Path | None = None,
 ) -> None:
     """Install `entries` into the prefix's python: no dependencies, every artifact checked against its sha256.
 
     `trusted` names hosts whose TLS is not verified, as the matrix's channels allow for their indexes.
+    `requirements` is a file of the lock's to install from instead (its requirements.txt for pip, its pylock
+    for uv), so the file users install from is the one proven; it must name exactly `entries`.
     """
     if not entries:
         return
@@ -175,10 +178,11 @@ def install_pip(
             hint="the locked conda packages must include python; for fixture channels use --venv",
         )
     with tempfile.TemporaryDirectory(prefix="envgen-pip-") as tmp:
-        requirements = Path(tmp) / "requirements.txt"
-        requirements.write_text(pip_requirements(entries))
+        if requirements is None:
+            requirements = Path(tmp) / "requirements.txt"
+            requirements.write_text(pip_requirements(entries))
         cmd = pip_install_command(installer, python, requirements, cache=cache, trusted=trusted)
-        log.info("installing %d pip packages with %s into %s", len(entries), installer, prefix)
+        log.info("installing %d pip packages with %s from %s into %s", len(entries), installer, requirements, prefix)
         proc = run(cmd, env=tool_environment(), check=False)
     if proc.returncode == 0:
         return
@@ -226,6 +230,7 @@ def install_env(
     installer: Installer = "pip",
     profiles: Sequence[str] = (),
     skip_cann: bool = False,
+    requirements: Path | None = None,
 ) -> None:
     """Install everything `lock` pins for `platform` into `prefix`, then run its recipe for the git sources.
 
@@ -252,6 +257,7 @@ def install_env(
         install_conda(lock.conda_for(platform), prefix, cache=cache)
     ensure_own_python(prefix)
     entries = lock.pip_for(platform)
-    install_pip(entries, prefix, installer=installer, cache=cache, trusted=trusted_hosts(lock, entries))
+    trusted = trusted_hosts(lock, entries)
+    install_pip(entries, prefix, installer=installer, cache=cache, trusted=trusted, requirements=requirements)
     log.info("running %s on %s", recipe.name, prefix)
     run_recipe(recipe, prefix, profiles=profiles, skip_cann=skip_cann)

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from envgen.cli import cli
+from envgen.commands.check_throwaway import installed_set_step
 from envgen.example.project import Example, serve_example
 from envgen.installer import tool_environment
 from envgen.lockio.exports.pylock import parse_pylock
@@ -333,3 +334,33 @@ def test_status_flags_a_missing_or_edited_derived_file_and_lock_writes_a_missing
     assert code == 1 and f"locks/{requirements.name} was edited by hand" in out
     assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
     assert envgen(example, "status", ENV)[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("installer", "source"), [("pip", f"{ENV}.{HOST}.requirements.txt"), ("uv", f"pylock.{ENV}-{HOST}.toml")]
+)
+def test_check_installs_from_the_derived_file_and_compares_the_installed_set(
+    example: Example, installer: str, source: str
+) -> None:
+    lock = locked(example)
+    code, out, err = envgen(example, "check", ENV, "--venv", "--no-solve", "--installer", installer, "--json")
+    assert code == 0, out + err
+    steps = {s["name"]: s for s in json.loads(out)["steps"]}
+    assert f"from {source} ({installer})" in steps["env: install (venv)"]["detail"]
+    installed = steps["env: installed set"]
+    assert installed["status"] == "ok"
+    assert installed["detail"] == f"{len(lock.pip_for(HOST))} pip packages at their locked versions"
+
+
+def test_the_installed_set_step_names_what_differs_from_the_lock(
+    example: Example, tmp_path: Path, new_venv: Callable[[Path], Path]
+) -> None:
+    lock = locked(example)
+    python = new_venv(tmp_path / "venv")
+    proc = pip_install(python, example.root / "locks" / f"{ENV}.{HOST}.requirements.txt", tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    subprocess.run(
+        [str(python), "-m", "pip", "uninstall", "-y", "-q", "demo-numpy"], check=True, env=tool_environment()
+    )
+    step = installed_set_step(python.parent.parent, lock, HOST)
+    assert (step.status, step.problems) == ("failed", ("demo-numpy: not installed (1.26.4 locked)",))

@@ -13,7 +13,9 @@ from envgen.commands.check_static import pip_by_name, python_of, static_steps
 from envgen.commands.check_throwaway import InstallFn, throwaway_steps
 from envgen.errors import EnvgenError
 from envgen.inputs.matrix import load_env
-from envgen.installer import install_env
+from envgen.installer import Installer, install_env
+from envgen.lockio.exports.pylock import pylock_name
+from envgen.lockio.exports.requirements_txt import requirements_name
 from envgen.lockio.store import read_lock
 from envgen.model import Lock, Matrix, PipPackage
 from envgen.platforms import host_platform
@@ -77,9 +79,13 @@ def check_env(
     throwaway: bool = True,
     platform: str | None = None,
     install: InstallFn = install_env,
+    installer: Installer = "pip",
 ) -> CheckReport:
     """Check the lock of `env`: static steps, a re-solve, a throwaway install on this host; never raises for a
-    failed step (the report says), only for bugs and interrupts (the throwaway env is removed even then)."""
+    failed step (the report says), only for bugs and interrupts (the throwaway env is removed even then).
+
+    The throwaway env's pip part comes from the lock's derived file of this platform: its requirements.txt
+    with pip, its PEP 751 pylock with uv."""
     platform = platform or host_platform()
     steps: list[Step] = []
 
@@ -126,6 +132,9 @@ def check_env(
         keep=keep,
         install=install,
         npu=matrix.npu,
+        installer=installer,
+        requirements=project.locks_dir
+        / (requirements_name(env, platform) if installer == "pip" else pylock_name(env, platform)),
     )
     steps += env_steps
     return report(kept)

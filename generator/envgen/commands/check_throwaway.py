@@ -20,7 +20,7 @@ from envgen.commands.check_npu import npu_steps
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step, step_of
 from envgen.commands.check_static import pip_by_name, version_in
 from envgen.errors import EnvgenError
-from envgen.installer import install_env, tool_environment
+from envgen.installer import Installer, install_env, tool_environment
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock
 from envgen.npu import Npu
 from envgen.process import run, tail
@@ -155,6 +155,24 @@ def pip_check_step(prefix: Path, ignored: AbstractSet[str]) -> Step:
     return step_of("env: pip check", problems)
 
 
+def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
+    """The env's distributions against the lock: every pip entry of `platform` at its locked version."""
+    cmd = [str(prefix / "bin" / "python"), "-m", "pip", "list", "--format", "json"]
+    proc = run(cmd, env=tool_environment(), check=False)
+    if proc.returncode != 0:
+        return Step("env: installed set", FAILED, redact_text(tail(proc.stderr, 5)))
+    installed = {canonicalize_name(d["name"]): d["version"] for d in json.loads(proc.stdout)}
+    entries = lock.pip_for(platform)
+    problems = []
+    for entry in entries:
+        have = installed.get(canonicalize_name(entry.name))
+        if have is None:
+            problems.append(f"{entry.name}: not installed ({entry.version} locked)")
+        elif have != entry.version:
+            problems.append(f"{entry.name}: {have} installed, {entry.version} locked")
+    return step_of("env: installed set", problems, f"{len(entries)} pip packages at their locked versions")
+
+
 InstallFn = Callable[..., None]
 
 
@@ -169,13 +187,16 @@ def throwaway_steps(
     keep: bool,
     install: InstallFn = install_env,
     npu: Npu | None = None,
+    installer: Installer = "pip",
+    requirements: Path | None = None,
 ) -> tuple[list[Step], str | None]:
     """Install into a temporary env, run pip check, the import checks and, for an env targeting `npu`, the NPU
     steps; the env is removed unless `keep`.
 
     Two kinds of env: a rattler prefix of the lock's conda part (the path for real channels, whose python is
     a real CPython), or with `venv` a venv of this interpreter (the honest path when the channel is a fixture:
-    its python is a stand-in, which install_env refuses to pip-install through). Sources and checks needing
+    its python is a stand-in, which install_env refuses to pip-install through). The pip part is installed by
+    `installer` from `requirements` (the lock's derived file) when given. Sources and checks needing
     CANN or an NPU the host lacks are skipped with the reason; `require_npu` makes them fail instead.
     """
     hardware = detect_hardware(lock)
@@ -187,17 +208,28 @@ def throwaway_steps(
         log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, prefix)
         kind = "venv" if venv else "conda prefix"
         try:
-            install(lock, recipe, prefix, platform=platform, venv=venv, cache=cache, skip_cann=skip_cann)
+            install(
+                lock,
+                recipe,
+                prefix,
+                platform=platform,
+                venv=venv,
+                cache=cache,
+                skip_cann=skip_cann,
+                installer=installer,
+                requirements=requirements,
+            )
         except EnvgenError as exc:
             steps.append(Step(f"env: install ({kind})", FAILED, exc.message))
             steps.append(Step("env: pip check", SKIPPED, "the install failed"))
             steps += [Step(f"import {c.module}", SKIPPED, "the install failed") for c in lock.checks]
             return steps, str(tmp) if keep else None
+        source = f" from {requirements.name} ({installer})" if requirements else ""
+        pip_count = len(lock.pip_for(platform))
         steps.append(
-            Step(
-                f"env: install ({kind})", OK, f"{len(lock.pip_for(platform))} pip packages, {len(lock.sources)} sources"
-            )
+            Step(f"env: install ({kind})", OK, f"{pip_count} pip packages{source}, {len(lock.sources)} sources")
         )
+        steps.append(installed_set_step(prefix, lock, platform))
         skipped = {canonicalize_name(s.distribution) for s in cann_sources} if skip_cann else set()
         if skip_cann:
             names = ", ".join(s.name for s in cann_sources)
