@@ -69,7 +69,7 @@ def derived_names(lock: Lock) -> list[str]:
     names = []
     for platform in lock.platforms:
         names += [f"{ENV}.{platform}.requirements.txt", f"pylock.{ENV}-{platform}.toml"]
-    return names
+    return [*names, f"{ENV}.nix"]
 
 
 @pytest.fixture
@@ -227,6 +227,9 @@ def test_index_credentials_stay_references_in_every_written_file(
     assert all(secret.encode() not in data for data in written.values()), [
         name for name, data in written.items() if secret.encode() in data
     ]
+    for fmt in ("cyclonedx", "nix", "pylock", "requirements"):
+        code, exported, err = envgen(example, "export", ENV, "--format", fmt)
+        assert code == 0 and secret not in exported, (fmt, err)
     requirements = f"{ENV}.{HOST}.requirements.txt"
     assert f"--index-url http://${{DEMO_TOKEN}}@{host}/simple" in written[requirements].decode()
     # pip expands the reference from the environment when it reads the file.
