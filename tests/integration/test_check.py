@@ -15,7 +15,7 @@ from envgen.cli import cli
 from envgen.commands.check import check_env, solve_step
 from envgen.commands.check_static import dependencies_step, index_problems, pin_problems
 from envgen.commands.check_throwaway import Hardware, import_steps
-from envgen.example.project import Example, bump_version, serve_example
+from envgen.example.project import Example, bump_version
 from envgen.inputs.matrix import load_matrix
 from envgen.lockio.store import read_lock
 from envgen.model import ImportCheck, Lock, Matrix
@@ -23,6 +23,7 @@ from envgen.platforms import host_platform
 from envgen.project import Project, cache_dir
 
 from tests.support.builders import make_lock
+from tests.support.example import served_example
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
@@ -30,7 +31,7 @@ ENV = "demo"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with serve_example(tmp_path_factory.mktemp("example")) as example:
+    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
         env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "PIP_CONFIG_FILE": "/dev/null"}
         result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)], env=env)
         assert result.exit_code == 0, result.output

@@ -13,9 +13,11 @@ import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.commands import check_npu
-from envgen.example.project import GITHUB, Example, serve_example
+from envgen.example.project import GITHUB, Example
 from envgen.example.srcprojects import backend_project
 from envgen.npu import Npu
+
+from tests.support.example import served_example
 
 ENV = "demo"
 
@@ -66,7 +68,7 @@ echo "| 0     ${FAKE_NPU_NAME}            | OK            | 93.8        42      
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
     """The example locked with an A3 target and a stand-in torch_npu source; a fake CANN."""
     work = tmp_path_factory.mktemp("npu")
-    with serve_example(work / "example") as example:
+    with served_example(tmp_path_factory, work / "example") as example:
         fake = backend_project(work / "upstream" / "fakenpu", "fakenpu", importable=False)
         fake.commit(
             {

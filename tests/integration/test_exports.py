@@ -15,7 +15,7 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from envgen.cli import cli
 from envgen.commands.check_throwaway import installed_set_step
-from envgen.example.project import Example, serve_example
+from envgen.example.project import Example
 from envgen.installer import tool_environment
 from envgen.lockio.exports.pylock import parse_pylock
 from envgen.lockio.exports.requirements_txt import parse_requirements
@@ -27,6 +27,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from uv import find_uv_bin
 
+from tests.support.example import served_example
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
@@ -35,7 +36,7 @@ HOST = "linux-64" if sys.platform == "linux" and __import__("platform").machine(
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with serve_example(tmp_path_factory.mktemp("example")) as example:
+    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
         yield example
 
 

@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.example.project import Example, advance_branch, bump_version, serve_example
+from envgen.example.project import Example, advance_branch, bump_version
 from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
 from envgen.project import Project
+
+from tests.support.example import served_example
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden" / "demo.yml"
 ENV = "demo"
@@ -28,7 +30,7 @@ ENV = "demo"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with serve_example(tmp_path_factory.mktemp("example")) as example:
+    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
         yield example
 
 

@@ -8,9 +8,11 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.example.project import Example, serve_example
+from envgen.example.project import Example
 from envgen.lockio.store import read_lock
 from envgen.project import Project
+
+from tests.support.example import served_example
 
 ENV = "demo"
 OVERRIDE = "[overrides.demo-transformers]\n"
@@ -19,7 +21,7 @@ VIOLATION = "demo-peft==0.18.0 needs demo-transformers>=5.0"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with serve_example(tmp_path_factory.mktemp("example")) as example:
+    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
         yield example
 
 

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.example.project import Example, serve_example
+from envgen.example.project import Example
 from envgen.lockio.store import read_lock
 from envgen.model import Lock
 from envgen.project import Project
 from packaging.utils import canonicalize_name
+
+from tests.support.example import served_example
 
 ENV = "demo"
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +54,10 @@ def nix(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with serve_example(tmp_path_factory.mktemp("example")) as served, pytest.MonkeyPatch.context() as patch:
+    with (
+        served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as served,
+        pytest.MonkeyPatch.context() as patch,
+    ):
         patch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
         patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
         result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(served.root)], catch_exceptions=False)

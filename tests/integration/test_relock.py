@@ -14,12 +14,14 @@ import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages
-from envgen.example.project import PYPI_DISTS, Example, advance_branch, bump_version, republish, serve_example
+from envgen.example.project import PYPI_DISTS, Example, advance_branch, bump_version, republish
 from envgen.example.wheels import FixtureDist
 from envgen.inputs.matrix import load_env
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 from envgen.resolve.pip_stage import still_offered
+
+from tests.support.example import served_example
 
 ENV = "demo"
 PLATFORMS = ("linux-64", "linux-aarch64")
@@ -37,9 +39,11 @@ NEWER_DATA = CondaPackage(
 
 
 @pytest.fixture
-def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+def example(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
     """A freshly served example (each test changes what its index offers), git mirrors active, no lock yet."""
-    with serve_example(tmp_path / "example") as served:
+    with served_example(tmp_path_factory, tmp_path / "example") as served:
         monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
         monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
         yield served

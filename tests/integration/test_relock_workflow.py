@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from envgen.commands.demo import commit_project, step_environment
-from envgen.example.project import ENV, GITHUB, Example, advance_branch, serve_example
+from envgen.example.project import ENV, GITHUB, Example, advance_branch
+
+from tests.support.example import served_example
 
 SCRIPT = Path(__file__).resolve().parents[2] / "ci" / "relock.py"
 
@@ -44,7 +46,7 @@ class Served:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     workdir = tmp_path_factory.mktemp("relock")
-    with serve_example(workdir) as example:
+    with served_example(tmp_path_factory, workdir) as example:
         served = Served(example, workdir)
         commit_project(served.root, "the project, no lock yet")
         # The first run finds no lock: it writes one (new files in the patch); that becomes the base.

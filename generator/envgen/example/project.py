@@ -111,13 +111,27 @@ def write_project(root: Path, example_dir: Path, urls: dict[str, str], post_fix:
     return root
 
 
-@contextmanager
-def serve_example(workdir: Path, example_dir: Path = EXAMPLE_DIR) -> Iterator[Example]:
-    """Build every artifact of the example under `workdir`, serve it on 127.0.0.1, yield the project."""
-    repos = build_repos(workdir / "upstream")
+def build_example(workdir: Path) -> None:
+    """Every artifact of the example under `workdir`: upstream/ (git repos), pypi/ and extra/ (wheel indexes),
+    conda/ (a channel). The same bytes every time, so a copy serves as well as a new build."""
+    build_repos(workdir / "upstream")
     build_index(workdir / "pypi", PYPI_DISTS)
     build_index(workdir / "extra", EXTRA_DISTS)
     write_channel(workdir / "conda", demo_packages())
+
+
+@contextmanager
+def serve_example(workdir: Path, example_dir: Path = EXAMPLE_DIR) -> Iterator[Example]:
+    """Build every artifact of the example under `workdir`, serve it on 127.0.0.1, yield the project."""
+    build_example(workdir)
+    with serve_built_example(workdir, example_dir) as example:
+        yield example
+
+
+@contextmanager
+def serve_built_example(workdir: Path, example_dir: Path = EXAMPLE_DIR) -> Iterator[Example]:
+    """Serve the artifacts build_example left in `workdir` (or a copy of them) on 127.0.0.1, yield the project."""
+    repos = {path.name: GitRepo(path) for path in sorted((workdir / "upstream").iterdir())}
     with ExitStack() as stack:
         urls = {name: stack.enter_context(serve_directory(workdir / name)) for name in ("pypi", "extra", "conda")}
         post_fix = repos["post"].rev("fix")
