@@ -336,6 +336,11 @@ def install_command(
     show_default=True,
     help="Install the pip part with pip from the requirements.txt, or with uv from the PEP 751 pylock.",
 )
+@click.option(
+    "--require-env",
+    is_flag=True,
+    help="Fail (exit 4) when the throwaway env is skipped (no part of the lock for this host).",
+)
 @root_option
 @quiet_option
 @json_option
@@ -347,6 +352,7 @@ def check_command(
     no_solve: bool,
     no_env: bool,
     installer: str,
+    require_env: bool,
     root: Path,
     quiet: bool,
     as_json: bool,
@@ -368,6 +374,7 @@ def check_command(
             solve=not no_solve,
             throwaway=not no_env,
             installer="uv" if installer == "uv" else "pip",
+            require_env=require_env,
         )
     click.echo(render_json(report) if as_json else render_report(report), nl=False)
     if report.kept:

@@ -8,9 +8,11 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
+from envgen.commands.check import check_env
 from envgen.example.project import Example
 from envgen.lockio.store import read_lock
-from envgen.project import Project
+from envgen.platforms import host_platform
+from envgen.project import Project, cache_dir
 
 from tests.support.example import served_example
 
@@ -54,9 +56,17 @@ def test_the_scoped_override_keeps_an_older_release_that_agrees_with_it(example:
     assert peft(example) == {"0.17.0"}
     assert "contradicts" not in err
     assert "violates" not in (example.root / "locks" / f"{ENV}.sources.toml").read_text()
-    code, out, err = envgen(example, "check", ENV, "--no-env", "--no-solve")
+    code, out, err = envgen(example, "check", ENV, "--no-env")
     assert code == 0, out + err
+    assert out.startswith(f"check {ENV} ({host_platform()}): ok (static, solve; env skipped: --no-env)\n")
     assert "  ok      static: dependencies\n" in out
+    code, out, _ = envgen(example, "check", ENV, "--no-env", "--require-env", "--json")
+    assert code == 4
+    document = json.loads(out)
+    assert (document["ok"], document["verdict"]) == (False, "FAILED (env skipped: --no-env; --require-env)")
+    # A host whose platform the lock lacks: the env stage is skipped, and the verdict says why.
+    report = check_env(Project(example.root), ENV, cache=cache_dir(), solve=False, platform="linux-ppc64le")
+    assert report.verdict == "ok (static; solve skipped: --no-solve; env skipped: the lock has no linux-ppc64le part)"
 
 
 def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Example) -> None:

@@ -77,6 +77,7 @@ def check_env(
     keep: bool = False,
     solve: bool = True,
     throwaway: bool = True,
+    require_env: bool = False,
     platform: str | None = None,
     install: InstallFn = install_env,
     installer: Installer = "pip",
@@ -90,7 +91,7 @@ def check_env(
     steps: list[Step] = []
 
     def report(kept: str | None = None) -> CheckReport:
-        return CheckReport(env, platform, tuple(steps), kept)
+        return CheckReport(env, platform, tuple(steps), kept, require_env=require_env)
 
     try:
         lock = read_lock(project, env)

@@ -20,32 +20,70 @@ class Step:
     problems: tuple[str, ...] = ()
 
 
+# What a check proves, in order; a step belongs to the stage its name starts with (imports are env steps).
+STAGES = ("static", "solve", "env")
+# The step whose skipping means its stage proved nothing.
+_STAGE_STEP = {"solve": "solve: same pip set", "env": "env: install"}
+
+
 @dataclass(frozen=True)
 class CheckReport:
-    """Every step `check` ran for one env, in order; `kept` is the throwaway env when --keep kept it."""
+    """Every step `check` ran for one env, in order; `kept` is the throwaway env when --keep kept it.
+
+    `require_env` makes a skipped env stage a failure: a check that never installed the lock proves less.
+    """
 
     env: str
     platform: str
     steps: tuple[Step, ...]
     kept: str | None = None
+    require_env: bool = False
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """The stages that did not run (solve, env) with the reason, in order."""
+        out = {}
+        for stage, prefix in _STAGE_STEP.items():
+            step = next((s for s in self.steps if s.name.startswith(prefix)), None)
+            if step is None or step.status == SKIPPED:
+                out[stage] = step.detail if step else "not reached"
+        return out
 
     @property
     def ok(self) -> bool:
-        return all(s.status != FAILED for s in self.steps)
+        failed = any(s.status == FAILED for s in self.steps)
+        return not failed and not (self.require_env and "env" in self.skipped)
+
+    @property
+    def verdict(self) -> str:
+        """`ok` when every stage ran; else what was proven and why the rest was skipped; `FAILED` otherwise."""
+        skipped = self.skipped
+        if any(s.status == FAILED for s in self.steps):
+            return "FAILED"
+        if self.require_env and "env" in skipped:
+            return f"FAILED (env skipped: {skipped['env']}; --require-env)"
+        if not skipped:
+            return "ok"
+        proven = ", ".join(stage for stage in STAGES if stage not in skipped)
+        return f"ok ({proven}; " + "; ".join(f"{stage} skipped: {why}" for stage, why in skipped.items()) + ")"
 
     def as_dict(self) -> dict[str, object]:
         return {
             "env": self.env,
             "platform": self.platform,
             "ok": self.ok,
+            "verdict": self.verdict,
+            "proven": [stage for stage in STAGES if stage not in self.skipped],
+            "skipped": self.skipped,
+            "require_env": self.require_env,
             "kept": self.kept,
             "steps": [dataclasses.asdict(s) for s in self.steps],
         }
 
 
 def render_report(report: CheckReport) -> str:
-    """The report as text, one line per step and its problems indented below."""
-    lines = [f"check {report.env} ({report.platform}): {'ok' if report.ok else 'FAILED'}"]
+    """The report as text: the verdict, then one line per step and its problems indented below."""
+    lines = [f"check {report.env} ({report.platform}): {report.verdict}"]
     for step in report.steps:
         detail = f": {step.detail}" if step.detail else ""
         lines.append(f"  {step.status:<7} {step.name}{detail}")
