@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands.check import check_env
+from envgen.commands import check
 from envgen.example.project import Example
 from envgen.lockio.store import read_lock
 from envgen.platforms import host_platform
-from envgen.project import Project, cache_dir
+from envgen.project import Project
 
 from tests.support.example import served_example
 
@@ -64,9 +64,6 @@ def test_the_scoped_override_keeps_an_older_release_that_agrees_with_it(example:
     assert code == 4
     document = json.loads(out)
     assert (document["ok"], document["verdict"]) == (False, "FAILED (env skipped: --no-env; --require-env)")
-    # A host whose platform the lock lacks: the env stage is skipped, and the verdict says why.
-    report = check_env(Project(example.root), ENV, cache=cache_dir(), solve=False, platform="linux-ppc64le")
-    assert report.verdict == "ok (static; solve skipped: --no-solve; env skipped: the lock has no linux-ppc64le part)"
 
 
 def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Example) -> None:
@@ -108,3 +105,19 @@ def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Exa
     assert code == 4, out
     assert "  failed  static: dependencies: 2 problem(s)\n" in out
     assert f"{VIOLATION}, linux-64 has 4.57.6" in out
+
+
+def test_a_host_the_lock_has_no_part_for_gets_a_verdict_naming_the_skipped_env(
+    example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    monkeypatch.setattr(check, "host_platform", lambda: "linux-ppc64le")
+    code, out, _ = envgen(example, "check", ENV, "--no-solve")
+    assert code == 0, out
+    assert out.startswith(
+        f"check {ENV} (linux-ppc64le): ok (static; solve skipped: --no-solve; "
+        "env skipped: the lock has no linux-ppc64le part)\n"
+    )
+    code, out, _ = envgen(example, "check", ENV, "--no-solve", "--require-env")
+    assert code == 4
+    assert out.startswith(f"check {ENV} (linux-ppc64le): FAILED (env skipped: the lock has no linux-ppc64le part")
