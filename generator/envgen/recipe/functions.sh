@@ -1,0 +1,164 @@
+say() { printf '[%s] %s\n' "$ENVGEN_ENV" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# A value as a single-quoted sh word, for the hooks this script writes.
+quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# Replace $2 by $1 only when they differ, so a second run leaves every file untouched.
+replace() { if cmp -s "$1" "$2"; then rm -f "$1"; else mv "$1" "$2"; fi; }
+
+add_profile() {
+	if ! known_profile "$1"; then
+		die "unknown profile $1 (known: $KNOWN_PROFILES)"
+	fi
+	case " $profiles " in
+		*" $1 "*) ;;
+		*) profiles="$profiles $1" ;;
+	esac
+}
+
+has_profile() { case " $profiles " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# fetch DIR URL SHA DEPTH: one commit by sha; servers refusing unadvertised shas get a full fetch instead.
+fetch() {
+	if git -C "$1" fetch -q --depth "$4" "$2" "$3" 2>/dev/null; then
+		return 0
+	fi
+	say "$2 refused a fetch of $3 by sha; fetching all its branches and tags"
+	unshallow=
+	if [ -f "$1/.git/shallow" ]; then unshallow=--unshallow; fi
+	git -C "$1" fetch -q $unshallow --tags "$2" '+refs/heads/*:refs/remotes/origin/*' \
+		|| die "cannot fetch from $2 into $1: check the URL is reachable (git config url.<base>.insteadOf for mirrors)"
+	git -C "$1" cat-file -e "$3^{commit}" 2>/dev/null \
+		|| die "commit $3 is no longer at $2 (force-pushed away?): re-lock with envgen lock --update"
+}
+
+# checkout NAME URL COMMIT TREE HEAD [PICK...]: the source at its locked commit plus cherry-picks, verified
+# against the tree and final HEAD the lock recorded (either may be empty: then it is not checked).
+checkout() {
+	name=$1 url=$2 commit=$3 tree=$4 final=$5
+	shift 5
+	dir=$src/$name
+	want="$commit $tree $final $*"
+	if [ -d "$dir/.git" ]; then
+		locked=$(git -C "$dir" rev-parse -q --verify refs/envgen/locked 2>/dev/null || true)
+		head=$(git -C "$dir" rev-parse -q --verify HEAD 2>/dev/null || true)
+		if [ -n "$locked" ] && [ "$head" = "$locked" ] \
+			&& [ "$(cat "$dir/.git/envgen-locked" 2>/dev/null || true)" = "$want" ]; then
+			say "$name: already at $commit"
+			return 0
+		fi
+		if [ -n "$head" ] && { [ "$head" != "$locked" ] \
+			|| [ -n "$(git -C "$dir" status --porcelain --untracked-files=no)" ]; }; then
+			die "$dir holds other work (HEAD $head is not what this script checked out, or files changed):" \
+				"move it away or pass --src DIR"
+		fi
+	elif [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
+		die "$dir exists and is not a git checkout: move it away or pass --src DIR"
+	else
+		git init -q "$dir"
+	fi
+	say "$name: fetching $commit from $url"
+	fetch "$dir" "$url" "$commit" 1
+	git -C "$dir" -c advice.detachedHead=false checkout -q --detach "$commit"
+	head=$(git -C "$dir" rev-parse HEAD)
+	[ "$head" = "$commit" ] || die "$name: HEAD of $dir is $head after checking out $commit"
+	# refs/envgen/locked follows every move this script makes, so a run after a failure below (a conflicting
+	# pick, a tree the lock does not match) may move the checkout again; only a finished one records $want.
+	rm -f "$dir/.git/envgen-locked"
+	git -C "$dir" update-ref refs/envgen/locked HEAD
+	for pick in "$@"; do
+		say "$name: cherry-picking $pick"
+		fetch "$dir" "$url" "$pick" 2
+		if ! GIT_COMMITTER_NAME=$PICK_NAME GIT_COMMITTER_EMAIL=$PICK_EMAIL GIT_COMMITTER_DATE=$PICK_DATE \
+			git -C "$dir" cherry-pick $PICK_FLAGS "$pick" >/dev/null; then
+			git -C "$dir" cherry-pick --abort >/dev/null 2>&1 || true
+			die "$name: cherry-pick of $pick onto $commit failed in $dir:" \
+				"re-lock (envgen lock) to re-verify the picks"
+		fi
+		git -C "$dir" update-ref refs/envgen/locked HEAD
+	done
+	if [ -n "$tree" ]; then
+		got=$(git -C "$dir" rev-parse 'HEAD^{tree}')
+		[ "$got" = "$tree" ] \
+			|| die "$name: the tree in $dir is $got, the lock recorded $tree:" \
+				"$url changed under the lock; re-lock (envgen lock)"
+	fi
+	if [ -n "$final" ]; then
+		got=$(git -C "$dir" rev-parse HEAD)
+		[ "$got" = "$final" ] || die "$name: HEAD of $dir is $got after the cherry-picks, the lock recorded $final"
+	fi
+	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
+}
+
+# submodules NAME: the source's submodules, recursively, at the commits its checked-out tree records (never
+# at a moving branch); a checkout already there is left as it is.
+submodules() {
+	say "$1: submodules at the commits its tree records"
+	git -C "$src/$1" submodule --quiet sync --recursive
+	git -C "$src/$1" submodule --quiet update --init --recursive --checkout --force \
+		|| die "$1: cannot check out its submodules: check their URLs in $src/$1/.gitmodules are reachable" \
+			"(git config url.<base>.insteadOf for mirrors)"
+}
+
+# installed NAME DISTRIBUTION KEY: this source was installed from this checkout with these settings.
+installed() {
+	[ "$(cat "$state/$1.installed" 2>/dev/null || true)" = "$3 $src/$1" ] \
+		&& "$python" -c 'import importlib.metadata, sys; importlib.metadata.distribution(sys.argv[1])' "$2" 2>/dev/null
+}
+
+mark_installed() { printf '%s\n' "$2 $src/$1" >"$state/$1.installed"; }
+
+# cann_scripts: CANN's environment scripts, one a line ($cann_set_env separates them with ':').
+cann_scripts() { printf '%s\n' "$cann_set_env" | tr ':' '\n'; }
+
+# cann_missing: the first of CANN's scripts that does not exist (nothing when all do).
+cann_missing() {
+	cann_scripts | while IFS= read -r script; do
+		if [ ! -f "$script" ]; then printf '%s\n' "$script"; break; fi
+	done
+}
+
+# use_cann NAME: source CANN's environment scripts once, in order, before the first source that needs them.
+use_cann() {
+	if [ "$cann_sourced" = 1 ]; then return 0; fi
+	_envgen_missing=$(cann_missing)
+	[ -z "$_envgen_missing" ] || die "source $1 needs CANN, but $_envgen_missing does not exist:" \
+		"install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by ':')," \
+		"or pass --skip-cann"
+	_envgen_rest=$cann_set_env
+	set --  # the scripts see no arguments
+	set +u
+	while [ -n "$_envgen_rest" ]; do
+		_envgen_script=${_envgen_rest%%:*}
+		case $_envgen_rest in *:*) _envgen_rest=${_envgen_rest#*:} ;; *) _envgen_rest= ;; esac
+		say "sourcing CANN's environment: $_envgen_script"
+		. "$_envgen_script"
+	done
+	set -u
+	cann_sourced=1
+}
+
+# save_var NAME: write the hook lines keeping NAME's old value (once) for deactivate.d.
+save_var() {
+	case " $hook_vars " in
+		*" $1 "*) return 0 ;;
+	esac
+	hook_vars="$hook_vars $1"
+	old=${hook_prefix}$1
+	printf 'if [ -n "${%s+x}" ]; then export %s="$%s"; else unset %s; fi\n' "$1" "$old" "$1" "$old"
+}
+
+export_var() {
+	save_var "$1"
+	printf 'export %s=%s\n' "$1" "$(quote "$2")"
+}
+
+deactivate_hook() {
+	printf '%s\n' "# envgen $ENVGEN_ENV: restores what activate.d/envgen-$ENVGEN_ENV.sh changed; written by install.sh."
+	for var in $hook_vars; do
+		old=${hook_prefix}$var
+		printf 'if [ -n "${%s+x}" ]; then export %s="$%s"; unset %s; else unset %s; fi\n' \
+			"$old" "$var" "$old" "$old" "$var"
+	done
+}
