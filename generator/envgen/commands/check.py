@@ -67,6 +67,20 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     return step_of("solve: same pip set", problems, f"{len(lock.pip)} entries on {len(lock.platforms)} platforms")
 
 
+def _load(project: Project, env: str) -> tuple[Lock, Matrix] | Step:
+    """The lock of `env` and its matrix, or the failed step saying which one cannot be read."""
+    try:
+        lock = read_lock(project, env)
+        if lock is None:
+            raise EnvgenError(f"no lock for {env} in {project.locks_dir}", hint=f"run `envgen lock {env}`")
+    except EnvgenError as exc:
+        return Step("static: lock parses", FAILED, exc.message)
+    try:
+        return lock, load_env(project, env)
+    except EnvgenError as exc:
+        return Step("static: matrix loads", FAILED, exc.message)
+
+
 def check_env(
     project: Project,
     env: str,
@@ -93,18 +107,11 @@ def check_env(
     def report(kept: str | None = None) -> CheckReport:
         return CheckReport(env, platform, tuple(steps), kept, require_env=require_env)
 
-    try:
-        lock = read_lock(project, env)
-        if lock is None:
-            raise EnvgenError(f"no lock for {env} in {project.locks_dir}", hint=f"run `envgen lock {env}`")
-    except EnvgenError as exc:
-        steps.append(Step("static: lock parses", FAILED, exc.message))
+    loaded = _load(project, env)
+    if isinstance(loaded, Step):
+        steps.append(loaded)
         return report()
-    try:
-        matrix = load_env(project, env)
-    except EnvgenError as exc:
-        steps.append(Step("static: matrix loads", FAILED, exc.message))
-        return report()
+    lock, matrix = loaded
     log.info("check %s: static checks", env)
     steps.append(
         Step("static: lock parses", OK, f"{len(lock.conda)} conda, {len(lock.pip)} pip, {len(lock.sources)} sources")

@@ -152,6 +152,57 @@ def commit_project(root: Path, message: str) -> str:
     return repo.commit({}, message)
 
 
+class _Steps:
+    """Runs one demo command: its banner through `say`, its output to this process; counts what ran."""
+
+    def __init__(self, say: Say, envgen: Sequence[str], root: Path, env: dict[str, str], workdir: Path, keep: bool):
+        self.say, self.envgen, self.root, self.env = say, envgen, root, env
+        self.workdir, self.keep = workdir, keep
+        self.commands = 0
+
+    def __call__(self, why: str, args: Sequence[str], expected: frozenset[int] = frozenset({0})) -> None:
+        argv = [*self.envgen, *args[1:], "--root", str(self.root)] if args[0] == "envgen" else list(args)
+        self.say("")
+        self.say(f"# {why}")
+        self.say(f"$ {shlex.join(args)}")
+        code = run_step(argv, cwd=self.root, env=self.env)
+        self.commands += 1
+        if code not in expected:
+            raise StepError(shlex.join(args), code, self.workdir, kept=self.keep)
+
+
+def _tour(step: _Steps, say: Say, example: Example) -> None:
+    """The demo's commands, in the order a user meets them."""
+    root = example.root
+    step("lock: git refs to commits, a conda solve and a pip resolution per platform", ["envgen", "lock", ENV])
+    say("# locks/ now holds, for conda, for the recipe, and derived for pip, uv and Nix:")
+    for path in sorted(p for p in (root / "locks").iterdir() if not p.name.startswith(".")):
+        say(f"#   {path.name:<40} {path.stat().st_size:>7} bytes")
+    base = commit_project(root, f"lock {ENV}")
+    say(f"# committed the project as {base[:12]}: the base a pull request would diff against")
+    step(
+        "check: a throwaway venv (the example's conda python is a stand-in), hash-checked install, "
+        "the recipe, pip check, smoke imports",
+        ["envgen", "check", ENV, "--venv"],
+    )
+    package, old, new = BUMP
+    bump_version(example, package, old, new)
+    step(f"a version bump: {package} {old} -> {new} in the matrix", ["git", "--no-pager", "diff"])
+    step("lock again: only what the bump touches changes", ["envgen", "lock", ENV])
+    step("the lock diff, as a pull request comment", ["envgen", "diff", "--git", "HEAD", "--format", "markdown"])
+    source, branch = MOVED
+    moved = advance_branch(example, source, branch)
+    say("")
+    say(f"# upstream moves: a new commit {moved[:12]} on {source}'s branch {branch}")
+    # The branch just moved: exit 0 here would mean the drift went unseen.
+    step(
+        "status: is the lock fresh, have its branches moved, what is still pending",
+        ["envgen", "status", ENV],
+        expected=frozenset({1}),
+    )
+    say(f"# exit 1 is status reporting the drift; `envgen lock {ENV} --update {source}` would take it")
+
+
 def run_demo(
     say: Say,
     *,
@@ -165,64 +216,15 @@ def run_demo(
     Raises StepError at the first step that exits with an unexpected code. The servers stop and the
     directory is removed (unless `keep`) however the demo ends, Ctrl-C included.
     """
-    commands = 0
     with scratch_dir("envgen-demo-", keep=keep) as workdir:
         say(f"# building the example ({example_dir}) in {workdir}")
         with serve_example(workdir, example_dir) as example:
-            root = example.root
-            env = step_environment(example, workdir, os.environ)
             say("# serving on 127.0.0.1 (stopped when the demo ends):")
             for line in describe_servers(example):
                 say(line)
-            say(f"# every command below runs in the example project {root} (--root)")
-
-            def step(why: str, args: Sequence[str], expected: frozenset[int] = frozenset({0})) -> None:
-                nonlocal commands
-                is_envgen = args[0] == "envgen"
-                argv = [*envgen, *args[1:], "--root", str(root)] if is_envgen else list(args)
-                say("")
-                say(f"# {why}")
-                say(f"$ {shlex.join(args)}")
-                code = run_step(argv, cwd=root, env=env)
-                commands += 1
-                if code not in expected:
-                    raise StepError(shlex.join(args), code, workdir, kept=keep)
-
-            step(
-                "lock: git refs to commits, a conda solve and a pip resolution per platform",
-                ["envgen", "lock", ENV],
-            )
-            say("# locks/ now holds, for conda, for the recipe, and derived for pip, uv and Nix:")
-            for path in sorted(p for p in (root / "locks").iterdir() if not p.name.startswith(".")):
-                say(f"#   {path.name:<40} {path.stat().st_size:>7} bytes")
-            base = commit_project(root, f"lock {ENV}")
-            say(f"# committed the project as {base[:12]}: the base a pull request would diff against")
-            step(
-                "check: a throwaway venv (the example's conda python is a stand-in), hash-checked install, "
-                "the recipe, pip check, smoke imports",
-                ["envgen", "check", ENV, "--venv"],
-            )
-
-            package, old, new = BUMP
-            bump_version(example, package, old, new)
-            step(f"a version bump: {package} {old} -> {new} in the matrix", ["git", "--no-pager", "diff"])
-            step("lock again: only what the bump touches changes", ["envgen", "lock", ENV])
-            step(
-                "the lock diff, as a pull request comment",
-                ["envgen", "diff", "--git", "HEAD", "--format", "markdown"],
-            )
-
-            source, branch = MOVED
-            moved = advance_branch(example, source, branch)
-            say("")
-            say(f"# upstream moves: a new commit {moved[:12]} on {source}'s branch {branch}")
-            # The branch just moved: exit 0 here would mean the drift went unseen.
-            step(
-                "status: is the lock fresh, have its branches moved, what is still pending",
-                ["envgen", "status", ENV],
-                expected=frozenset({1}),
-            )
-            say(f"# exit 1 is status reporting the drift; `envgen lock {ENV} --update {source}` would take it")
+            say(f"# every command below runs in the example project {example.root} (--root)")
+            step = _Steps(say, envgen, example.root, step_environment(example, workdir, os.environ), workdir, keep)
+            _tour(step, say, example)
         say("")
-        say(f"# done: {commands} commands ran as expected; the servers are stopped")
-    return DemoResult(commands, workdir if keep else None)
+        say(f"# done: {step.commands} commands ran as expected; the servers are stopped")
+    return DemoResult(step.commands, workdir if keep else None)

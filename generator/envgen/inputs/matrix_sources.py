@@ -68,14 +68,7 @@ class SourceSectionReader(SectionReader):
         check_keys(self.p, path, table, _SOURCE_KEYS, ("url", "ref"))
         if problem := name_problem(name, "source name"):
             self.p.add(path, problem)
-        url = get_str(self.p, table, (*path, "url"))
-        url_problem = git_url_problem(url) if url is not None else None
-        if url_problem:
-            self.p.add((*path, "url"), url_problem)
-        ref = get_str(self.p, table, (*path, "ref"))
-        problem = ref_problem(ref) if ref is not None else None
-        if problem:
-            self.p.add((*path, "ref"), problem)
+        url, ref = self.location(path, table)
         distribution = get_str(self.p, table, (*path, "distribution"), default=name) or name
         if not PROJECT_NAME.fullmatch(distribution):
             self.p.add((*path, "distribution"), f"'{distribution}' is not a valid Python project name")
@@ -89,23 +82,8 @@ class SourceSectionReader(SectionReader):
         if "build-index" in table:
             index = self.pip_index((*path, "build-index"), table["build-index"])
             build_index = index.name if index else None
-        requirements: list[str] = []
-        for key, file in get_str_list(self.p, table, (*path, "requirements")):
-            posix = PurePosixPath(file)
-            if file != PYPROJECT and (posix.is_absolute() or ".." in posix.parts or "\\" in file):
-                self.p.add(key, f"'{file}' must be a relative path inside the source tree, or \"{PYPROJECT}\"")
-            elif file in requirements:
-                self.p.add(key, f"'{file}' is listed twice")
-            else:
-                requirements.append(file)
-        picks: list[str] = []
-        for key, sha in get_str_list(self.p, table, (*path, "cherry-picks")):
-            if not is_full_commit(sha):
-                self.p.add(key, f"'{sha}' is not a full 40-hex commit; cherry-picks name commits by full sha")
-            elif sha.lower() in picks:
-                self.p.add(key, f"commit {sha} is cherry-picked twice")
-            else:
-                picks.append(sha.lower())
+        requirements = self.requirement_files(path, table)
+        picks = self.cherry_picks(path, table)
         dependencies, dependencies_reason = self.dependencies(path, table, requirements)
         pythonpath = get_bool(self.p, table, (*path, "pythonpath"), default=False)
         build_isolation = get_bool(self.p, table, (*path, "build-isolation"), default=True)
@@ -131,6 +109,43 @@ class SourceSectionReader(SectionReader):
             dependencies=dependencies,
             dependencies_reason=dependencies_reason,
         )
+
+    def location(self, path: KeyPath, table: dict[str, Any]) -> tuple[str | None, str | None]:
+        """The source's git URL and ref, each checked as one that cannot reach git as an option."""
+        url = get_str(self.p, table, (*path, "url"))
+        url_problem = git_url_problem(url) if url is not None else None
+        if url_problem:
+            self.p.add((*path, "url"), url_problem)
+        ref = get_str(self.p, table, (*path, "ref"))
+        problem = ref_problem(ref) if ref is not None else None
+        if problem:
+            self.p.add((*path, "ref"), problem)
+        return url, ref
+
+    def requirement_files(self, path: KeyPath, table: dict[str, Any]) -> list[str]:
+        """Relative paths inside the source tree (or PYPROJECT), each once."""
+        requirements: list[str] = []
+        for key, file in get_str_list(self.p, table, (*path, "requirements")):
+            posix = PurePosixPath(file)
+            if file != PYPROJECT and (posix.is_absolute() or ".." in posix.parts or "\\" in file):
+                self.p.add(key, f"'{file}' must be a relative path inside the source tree, or \"{PYPROJECT}\"")
+            elif file in requirements:
+                self.p.add(key, f"'{file}' is listed twice")
+            else:
+                requirements.append(file)
+        return requirements
+
+    def cherry_picks(self, path: KeyPath, table: dict[str, Any]) -> list[str]:
+        """Full commits, lower-cased, each once, in the order they are applied."""
+        picks: list[str] = []
+        for key, sha in get_str_list(self.p, table, (*path, "cherry-picks")):
+            if not is_full_commit(sha):
+                self.p.add(key, f"'{sha}' is not a full 40-hex commit; cherry-picks name commits by full sha")
+            elif sha.lower() in picks:
+                self.p.add(key, f"commit {sha} is cherry-picked twice")
+            else:
+                picks.append(sha.lower())
+        return picks
 
     def dependencies(self, path: KeyPath, table: dict[str, Any], requirements: list[str]) -> tuple[str, str | None]:
         """Which requirements of a source count: metadata (default), files, or none with its reason."""

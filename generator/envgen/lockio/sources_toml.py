@@ -85,6 +85,33 @@ def _source(locked: LockedSource) -> dict[str, Any]:
     )
 
 
+def _places(lock: Lock) -> dict[str, Any]:
+    """The channels and indexes, without credentials."""
+    indexes = [
+        _table(
+            {"name": i.name, "url": strip_credentials(i.url), "explicit": i.explicit, "trusted-host": i.trusted_host}
+        )
+        for i in lock.indexes
+    ]
+    return _table(
+        {"channels": [{"name": c.name, "url": strip_credentials(c.url)} for c in lock.channels], "indexes": indexes}
+    )
+
+
+def _override(applied: AppliedOverride) -> dict[str, Any]:
+    override = applied.override
+    return _table(
+        {
+            "name": override.name,
+            "requirement": override.requirement,
+            "reason": override.reason,
+            "transitive": True if override.transitive else None,
+            "replaced": [_requirement(r) for r in applied.replaced],
+            "violates": list(applied.violates),
+        }
+    )
+
+
 def render_sources_toml(lock: Lock) -> str:
     """locks/<env>.sources.toml: everything of a Lock that is not a package, canonical and commented."""
     doc = tomlkit.document()
@@ -92,24 +119,7 @@ def render_sources_toml(lock: Lock) -> str:
     doc.update(_table({"schema": LOCK_SCHEMA, "env": lock.env, "input-hash": lock.input_hash}))
     if lock.inputs:
         doc["inputs"] = dict(sorted(lock.inputs))
-    doc.update(
-        _table(
-            {
-                "channels": [{"name": c.name, "url": strip_credentials(c.url)} for c in lock.channels],
-                "indexes": [
-                    _table(
-                        {
-                            "name": i.name,
-                            "url": strip_credentials(i.url),
-                            "explicit": i.explicit,
-                            "trusted-host": i.trusted_host,
-                        }
-                    )
-                    for i in lock.indexes
-                ],
-            }
-        )
-    )
+    doc.update(_places(lock))
     if lock.cann is not None:
         doc["cann"] = _table({"version": lock.cann.version, "set-env": lock.cann.set_env, "note": lock.cann.note})
     activation = _table(
@@ -129,19 +139,7 @@ def render_sources_toml(lock: Lock) -> str:
             {
                 "sources": [_source(s) for s in lock.sources],
                 "pip-indexes": [{"platform": p, "package": n, "index": i} for p, n, i in pip_indexes],
-                "overrides": [
-                    _table(
-                        {
-                            "name": o.override.name,
-                            "requirement": o.override.requirement,
-                            "reason": o.override.reason,
-                            "transitive": True if o.override.transitive else None,
-                            "replaced": [_requirement(r) for r in o.replaced],
-                            "violates": list(o.violates),
-                        }
-                    )
-                    for o in sorted(lock.overrides, key=lambda o: o.override.name)
-                ],
+                "overrides": [_override(o) for o in sorted(lock.overrides, key=lambda o: o.override.name)],
                 "pending": [{"name": p.name, "note": p.note} for p in lock.pending],
                 "checks": [
                     _table({"module": c.module, "distribution": c.distribution, "version": c.version, "needs": c.needs})

@@ -140,6 +140,28 @@ def apply_overrides(
     return tuple(applied)
 
 
+def _check_matrix_hashes(choices: Sequence[uv_pylock.Choice], inputs: Inputs) -> None:
+    """Every artifact the matrix locks by sha256 must be the one uv chose."""
+    hashes = dict(inputs.hashes)
+    for choice in choices:
+        expected = hashes.get(choice.package.name)
+        if expected and expected[0] != choice.artifact.sha256:
+            raise VerificationError(
+                f"{redact_url(strip_credentials(choice.artifact.url))} has sha256 {choice.artifact.sha256}, "
+                f"but {expected[1]} says {expected[0]}",
+                hint="fix the sha256 in the matrix if the file was replaced on purpose",
+            )
+
+
+def _read_metadata(
+    choices: Sequence[uv_pylock.Choice], indexes: Sequence[IndexAccess], cache: Path, offline: bool
+) -> dict[uv_pylock.Choice, uv_pylock.Metadata]:
+    """The core metadata of every chosen artifact, fetched eight at a time."""
+    with IndexClient(indexes) as client, ThreadPoolExecutor(max_workers=8) as pool:
+        texts = list(pool.map(lambda c: fetch_metadata(client, c, cache, offline), choices))
+    return {c: uv_pylock.parse_metadata(t, c.artifact.filename) for c, t in zip(choices, texts, strict=True)}
+
+
 def lock_pypi(
     matrix: Matrix,
     platform: str,
@@ -178,18 +200,8 @@ def lock_pypi(
     tags = platforms.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]
     choices = [uv_pylock.choose_artifact(p, tags, platform) for p in packages]
-    hashes = dict(inputs.hashes)
-    for choice in choices:
-        expected = hashes.get(choice.package.name)
-        if expected and expected[0] != choice.artifact.sha256:
-            raise VerificationError(
-                f"{redact_url(strip_credentials(choice.artifact.url))} has sha256 {choice.artifact.sha256}, "
-                f"but {expected[1]} says {expected[0]}",
-                hint="fix the sha256 in the matrix if the file was replaced on purpose",
-            )
-    with IndexClient(indexes) as client, ThreadPoolExecutor(max_workers=8) as pool:
-        texts = list(pool.map(lambda c: fetch_metadata(client, c, cache, offline), choices))
-    metadata = {c: uv_pylock.parse_metadata(t, c.artifact.filename) for c, t in zip(choices, texts, strict=True)}
+    _check_matrix_hashes(choices, inputs)
+    metadata = _read_metadata(choices, indexes, cache, offline)
     roots = [Pep508(r.text) for r in inputs.requirements if not r.constraint]
     extras = uv_pylock.requested_extras(roots, {c.package.name: m for c, m in metadata.items()}, environment)
     entries = []
