@@ -6,6 +6,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from envgen.errors import ToolError
 from envgen.redact import redact_text
@@ -16,6 +17,22 @@ TAIL_LINES = 25
 def tail(text: str, lines: int = TAIL_LINES) -> str:
     """The last lines of a tool's output, for an error message."""
     return "\n".join(text.strip().splitlines()[-lines:])
+
+
+class Runner(Protocol):
+    """What runs a subprocess for envgen: `run` below, or a stand-in where a real process adds nothing to a test."""
+
+    def __call__(
+        self,
+        cmd: Sequence[str | os.PathLike[str]],
+        *,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        input: str | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> subprocess.CompletedProcess[str]: ...
 
 
 def run(

@@ -10,7 +10,7 @@ from packaging.utils import canonicalize_name
 
 from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
 from envgen.commands.check_static import pip_by_name, python_of, static_steps
-from envgen.commands.check_throwaway import InstallFn, throwaway_steps
+from envgen.commands.check_throwaway import EnvInstaller, throwaway_steps
 from envgen.errors import EnvgenError
 from envgen.inputs.matrix import load_env
 from envgen.installer import Installer, install_env
@@ -93,7 +93,7 @@ def check_env(
     throwaway: bool = True,
     require_env: bool = False,
     platform: str | None = None,
-    install: InstallFn = install_env,
+    install: EnvInstaller = install_env,
     installer: Installer = "pip",
 ) -> CheckReport:
     """Check the lock of `env`: static steps, a re-solve, a throwaway install on this host; never raises for a

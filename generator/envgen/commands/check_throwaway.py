@@ -6,11 +6,11 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from shlex import quote
+from typing import Protocol
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
@@ -23,7 +23,7 @@ from envgen.errors import EnvgenError
 from envgen.installer import Installer, install_env, tool_environment
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock
 from envgen.npu import Npu
-from envgen.process import run, tail
+from envgen.process import Runner, run, tail
 from envgen.redact import redact_text
 from envgen.scratch import scratch_dir
 
@@ -135,9 +135,9 @@ def _import_step(check: ImportCheck, result: dict[str, object], expected: str | 
     return Step(name, OK, f"{_distribution(check)} {version}" if version else "")
 
 
-def pip_check_step(prefix: Path, ignored: AbstractSet[str]) -> Step:
+def pip_check_step(prefix: Path, ignored: AbstractSet[str], runner: Runner = run) -> Step:
     """`pip check` of the env, minus requirements on pending packages and skipped sources (reported apart)."""
-    proc = run([prefix / "bin" / "python", "-m", "pip", "check"], env=tool_environment(), check=False)
+    proc = runner([prefix / "bin" / "python", "-m", "pip", "check"], env=tool_environment(), check=False)
     lines = [line for line in proc.stdout.splitlines() if line.strip() and "No broken requirements" not in line]
     problems = []
     for line in lines:
@@ -173,7 +173,22 @@ def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
     return step_of("env: installed set", problems, f"{len(entries)} pip packages at their locked versions")
 
 
-InstallFn = Callable[..., None]
+class EnvInstaller(Protocol):
+    """What installs a lock into a prefix for the throwaway env: installer.install_env, or a test's stand-in."""
+
+    def __call__(
+        self,
+        lock: Lock,
+        recipe: Path,
+        prefix: Path,
+        *,
+        platform: str,
+        venv: bool,
+        cache: Path,
+        skip_cann: bool,
+        installer: Installer,
+        requirements: Path | None,
+    ) -> None: ...
 
 
 def throwaway_steps(
@@ -185,7 +200,7 @@ def throwaway_steps(
     cache: Path,
     require_npu: bool,
     keep: bool,
-    install: InstallFn = install_env,
+    install: EnvInstaller = install_env,
     npu: Npu | None = None,
     installer: Installer = "pip",
     requirements: Path | None = None,

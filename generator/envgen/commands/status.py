@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from envgen.lockdiff.compare import compare_url
 from envgen.lockio.exports.derived import derived_problems
 from envgen.lockio.input_hashes import project_inputs
 from envgen.lockio.store import read_lock
-from envgen.model import Lock, LockedSource, Matrix, Source
+from envgen.model import Lock, LockedSource, Matrix
 from envgen.project import Project
 from envgen.redact import redact_url
 from envgen.resolve.git_remote import upstream_commit
@@ -214,7 +214,6 @@ def status_env(
     env: str,
     *,
     outdated: bool = False,
-    upstream: Callable[[Source], str] | None = None,
 ) -> StatusReport:
     """The status of `env`: inputs re-digested, derived files compared, moving refs asked upstream, and with
     `outdated` the indexes."""
@@ -232,7 +231,7 @@ def status_env(
             f"{p}: `envgen lock {env} --force` writes it again"
             for p in derived_problems(project.locks_dir, lock, matrix)
         )
-    drift = check_drift(moving_sources(lock), upstream)
+    drift = check_drift(moving_sources(lock))
     found = check_outdated(matrix, lock) if outdated else ()
     return build_report(env, lock, reasons, drift, found)
 
@@ -244,17 +243,14 @@ def _shown(project: Project, path: Path) -> str:
         return str(path)
 
 
-def check_drift(
-    sources: Sequence[LockedSource], upstream: Callable[[Source], str] | None = None
-) -> tuple[SourceDrift, ...]:
+def check_drift(sources: Sequence[LockedSource]) -> tuple[SourceDrift, ...]:
     """Ask each source's remote (through git, so `insteadOf` mirrors apply) what its ref names now."""
-    upstream = upstream or upstream_commit
     found = []
     for locked in sources:
         src = locked.source
         url = redact_url(src.url)
         try:
-            now = upstream(src)
+            now = upstream_commit(src)
         except EnvgenError as exc:
             log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
             found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=exc.message.splitlines()[0]))

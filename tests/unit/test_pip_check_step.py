@@ -1,0 +1,50 @@
+"""pip check's verdict read through the runner seam (process.Runner): the parsing needs no real env."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from envgen.commands.check_report import FAILED, OK
+from envgen.commands.check_throwaway import pip_check_step
+
+
+class PipCheckSays:
+    """A Runner answering `pip check` with fixed output, recording the command it was given."""
+
+    def __init__(self, stdout: str, returncode: int, stderr: str = "") -> None:
+        self.stdout, self.returncode, self.stderr = stdout, returncode, stderr
+        self.commands: list[list[str]] = []
+
+    def __call__(
+        self,
+        cmd: Sequence[str | os.PathLike[str]],
+        *,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        input: str | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> subprocess.CompletedProcess[str]:
+        self.commands.append([os.fspath(c) for c in cmd])
+        return subprocess.CompletedProcess(list(cmd), self.returncode, self.stdout, self.stderr)
+
+
+def test_broken_requirements_fail_except_on_ignored_names(tmp_path: Path) -> None:
+    runner = PipCheckSays(
+        "app 1.0 requires lib, which is not installed.\n"
+        "tool 2.0 has requirement Pending-Pkg>=1, but you have pending-pkg 0.5.\n",
+        1,
+    )
+    step = pip_check_step(tmp_path, {"pending-pkg"}, runner)
+    assert runner.commands == [[str(tmp_path / "bin" / "python"), "-m", "pip", "check"]]
+    assert (step.status, step.problems) == (FAILED, ("app 1.0 requires lib, which is not installed.",))
+
+
+def test_a_clean_env_and_a_pip_that_cannot_run(tmp_path: Path) -> None:
+    assert pip_check_step(tmp_path, set(), PipCheckSays("No broken requirements found.\n", 0)).status == OK
+    crashed = pip_check_step(tmp_path, set(), PipCheckSays("", 1, "Traceback ...\nModuleNotFoundError: pip\n"))
+    assert crashed.status == FAILED and "ModuleNotFoundError: pip" in crashed.problems[0]
