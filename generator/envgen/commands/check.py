@@ -81,6 +81,19 @@ def _load(project: Project, env: str) -> tuple[Lock, Matrix] | Step:
         return Step("static: matrix loads", FAILED, exc.message)
 
 
+def _static_and_solve(project: Project, lock: Lock, matrix: Matrix, *, solve: bool, cache: Path) -> list[Step]:
+    """The static steps, then the re-solve (skipped when a static step failed, or with --no-solve)."""
+    log.info("check %s: static checks", lock.env)
+    counts = f"{len(lock.conda)} conda, {len(lock.pip)} pip, {len(lock.sources)} sources"
+    steps = [Step("static: lock parses", OK, counts), *static_steps(project, lock, matrix)]
+    if any(s.status == FAILED for s in steps):
+        return [*steps, Step("solve: same pip set", SKIPPED, "static checks failed")]
+    if not solve:
+        return [*steps, Step("solve: same pip set", SKIPPED, "--no-solve")]
+    log.info("check %s: resolving the pip set again with every version pinned", lock.env)
+    return [*steps, solve_step(matrix, lock, cache=cache)]
+
+
 def check_env(
     project: Project,
     env: str,
@@ -92,7 +105,6 @@ def check_env(
     solve: bool = True,
     throwaway: bool = True,
     require_env: bool = False,
-    platform: str | None = None,
     install: EnvInstaller = install_env,
     installer: Installer = "pip",
 ) -> CheckReport:
@@ -101,7 +113,7 @@ def check_env(
 
     The throwaway env's pip part comes from the lock's derived file of this platform: its requirements.txt
     with pip, its PEP 751 pylock with uv."""
-    platform = platform or host_platform()
+    platform = host_platform()
     steps: list[Step] = []
 
     def report(kept: str | None = None) -> CheckReport:
@@ -112,24 +124,14 @@ def check_env(
         steps.append(loaded)
         return report()
     lock, matrix = loaded
-    log.info("check %s: static checks", env)
-    steps.append(
-        Step("static: lock parses", OK, f"{len(lock.conda)} conda, {len(lock.pip)} pip, {len(lock.sources)} sources")
-    )
-    steps += static_steps(project, lock, matrix)
-    if any(s.status == FAILED for s in steps):
-        steps.append(Step("solve: same pip set", SKIPPED, "static checks failed"))
+    steps += _static_and_solve(project, lock, matrix, solve=solve, cache=cache)
+    if any(s.status == FAILED for s in steps if s.name.startswith("static")):
         steps.append(Step("env: install", SKIPPED, "static checks failed"))
         return report()
-    if solve:
-        log.info("check %s: resolving the pip set again with every version pinned", env)
-    steps.append(solve_step(matrix, lock, cache=cache) if solve else Step("solve: same pip set", SKIPPED, "--no-solve"))
-    if not throwaway:
-        steps.append(Step("env: install", SKIPPED, "--no-env"))
+    if not throwaway or platform not in lock.platforms:
+        steps.append(Step("env: install", SKIPPED, "--no-env" if not throwaway else f"the lock has no {platform} part"))
         return report()
-    if platform not in lock.platforms:
-        steps.append(Step("env: install", SKIPPED, f"the lock has no {platform} part"))
-        return report()
+    derived = requirements_name(env, platform) if installer == "pip" else pylock_name(env, platform)
     env_steps, kept = throwaway_steps(
         lock,
         project.install_sh(env),
@@ -141,8 +143,7 @@ def check_env(
         install=install,
         npu=matrix.npu,
         installer=installer,
-        requirements=project.locks_dir
-        / (requirements_name(env, platform) if installer == "pip" else pylock_name(env, platform)),
+        requirements=project.locks_dir / derived,
     )
     steps += env_steps
     return report(kept)

@@ -191,6 +191,33 @@ class EnvInstaller(Protocol):
     ) -> None: ...
 
 
+def _installed_env_steps(
+    lock: Lock,
+    prefix: Path,
+    platform: str,
+    *,
+    venv: bool,
+    hardware: Hardware,
+    require_npu: bool,
+    skip_cann: bool,
+    npu: Npu | None,
+) -> list[Step]:
+    """What is checked in the installed env: its set against the lock, pip check, imports, the NPU steps."""
+    steps = [installed_set_step(prefix, lock, platform)]
+    cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
+    skipped = {canonicalize_name(s.distribution) for s in cann_sources} if skip_cann else set()
+    if skip_cann:
+        names = ", ".join(s.name for s in cann_sources)
+        steps.append(Step("env: sources needing CANN", SKIPPED, f"{names}: {hardware.set_env} not found"))
+    ignored = skipped | {canonicalize_name(p.name) for p in lock.pending}
+    steps.append(pip_check_step(prefix, ignored))
+    steps += import_steps(
+        lock, prefix, platform, venv=venv, hardware=hardware, require_npu=require_npu, skipped=skipped
+    )
+    steps += npu_steps(npu, prefix, _activation(prefix, lock.env, venv), require_npu=require_npu)
+    return steps
+
+
 def throwaway_steps(
     lock: Lock,
     recipe: Path,
@@ -244,15 +271,7 @@ def throwaway_steps(
         steps.append(
             Step(f"env: install ({kind})", OK, f"{pip_count} pip packages{source}, {len(lock.sources)} sources")
         )
-        steps.append(installed_set_step(prefix, lock, platform))
-        skipped = {canonicalize_name(s.distribution) for s in cann_sources} if skip_cann else set()
-        if skip_cann:
-            names = ", ".join(s.name for s in cann_sources)
-            steps.append(Step("env: sources needing CANN", SKIPPED, f"{names}: {hardware.set_env} not found"))
-        ignored = skipped | {canonicalize_name(p.name) for p in lock.pending}
-        steps.append(pip_check_step(prefix, ignored))
-        steps += import_steps(
-            lock, prefix, platform, venv=venv, hardware=hardware, require_npu=require_npu, skipped=skipped
+        steps += _installed_env_steps(
+            lock, prefix, platform, venv=venv, hardware=hardware, require_npu=require_npu, skip_cann=skip_cann, npu=npu
         )
-        steps += npu_steps(npu, prefix, _activation(prefix, lock.env, venv), require_npu=require_npu)
         return steps, str(tmp) if keep else None

@@ -26,35 +26,12 @@ def matrix_document(matrix: Matrix, lock: Lock | None = None) -> dict[str, Any]:
             # The envs merged in beneath this one, nearest first; the rest of the document is the merged result.
             "extends": list(matrix.extends),
         },
-        "system": {
-            "glibc": matrix.glibc,
-            "cann": {
-                "version": matrix.cann.version,
-                "pending": matrix.cann.pending,
-                "note": matrix.cann.note,
-                "set_env": matrix.cann.set_env,
-                # the scripts sourced, in order (set_env holds them ':'-separated, as ASCEND_SET_ENV does)
-                "scripts": list(matrix.cann.scripts),
-            },
-            "npu": _npu(matrix),
-        },
+        "system": _system(matrix),
         "conda": {
             "channels": [{"name": c.name, "url": redact_url(c.url)} for c in matrix.channels],
             "specs": list(matrix.conda_specs),
         },
-        "pip": {
-            "indexes": [
-                {
-                    "name": i.name,
-                    "url": redact_url(i.url),
-                    "explicit": i.explicit,
-                    "trusted_host": i.trusted_host,
-                }
-                for i in matrix.indexes
-            ],
-            "default_indexes": [i.name for i in matrix.default_indexes],
-            "packages": {p.name: _package(matrix, p) for p in matrix.packages},
-        },
+        "pip": _pip(matrix),
         "sources": [_source(s) for s in matrix.sources],
         "install": {"order": [s.name for s in matrix.sources]},
         "overrides": {
@@ -77,6 +54,34 @@ def matrix_document(matrix: Matrix, lock: Lock | None = None) -> dict[str, Any]:
             ]
         },
         "pending": _pending(matrix),
+    }
+
+
+def _system(matrix: Matrix) -> dict[str, Any]:
+    cann = matrix.cann
+    return {
+        "glibc": matrix.glibc,
+        # `scripts`: the scripts sourced, in order (set_env holds them ':'-separated, as ASCEND_SET_ENV does)
+        "cann": {
+            "version": cann.version,
+            "pending": cann.pending,
+            "note": cann.note,
+            "set_env": cann.set_env,
+            "scripts": list(cann.scripts),
+        },
+        "npu": _npu(matrix),
+    }
+
+
+def _pip(matrix: Matrix) -> dict[str, Any]:
+    indexes = [
+        {"name": i.name, "url": redact_url(i.url), "explicit": i.explicit, "trusted_host": i.trusted_host}
+        for i in matrix.indexes
+    ]
+    return {
+        "indexes": indexes,
+        "default_indexes": [i.name for i in matrix.default_indexes],
+        "packages": {p.name: _package(matrix, p) for p in matrix.packages},
     }
 
 
