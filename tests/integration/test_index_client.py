@@ -3,15 +3,12 @@ trusted_host, with credentials from the environment, as the lock's metadata fetc
 
 from __future__ import annotations
 
-import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.example.http import serve_directory
 from envgen.inputs.matrix import load_env
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.lockio.store import write_lock
@@ -19,6 +16,7 @@ from envgen.model import PipEntry
 from envgen.project import Project
 
 from tests.support.builders import make_lock
+from tests.support.tls import serve_tls
 
 MATRIX = """\
 schema = 1
@@ -54,16 +52,7 @@ def https_index(tmp_path: Path) -> Iterator[str]:
     page.mkdir(parents=True)
     files = ["mbridge-0.13.0-py3-none-any.whl", "mbridge-0.15.1-py3-none-any.whl"]
     page.joinpath("index.html").write_text("".join(f'<a href="../../files/{f}">{f}</a>\n' for f in files))
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    with serve_directory(tmp_path / "index", auth="reader:s3cret", tls=context) as base:
+    with serve_tls(tmp_path / "index", tmp_path / "certs", auth="reader:s3cret") as base:
         yield base
 
 

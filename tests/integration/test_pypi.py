@@ -7,10 +7,7 @@ import hashlib
 import logging
 import shutil
 import socket
-import ssl
-import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from envgen.model import Index, LockedSource, Matrix, Origin, Override, PipEntry
 from envgen.resolve.pip_stage import PypiLock, lock_pypi
 
 from tests.support.builders import make_matrix
+from tests.support.tls import serve_tls
 
 MATRIX = "env-templates/test.toml"
 AARCH64 = "cp311-cp311-manylinux_2_28_aarch64"
@@ -335,23 +333,6 @@ def test_offline_relock_from_cache(index_roots: tuple[Path, Path], tmp_path: Pat
     assert offline == online
     with pytest.raises(ResolutionError, match="offline"):
         lock_pypi(matrix, "linux-aarch64", "3.11", (), cache=tmp_cache(cache), offline=True)
-
-
-@contextmanager
-def serve_tls(root: Path, certs: Path) -> Iterator[str]:
-    """Serve `root` over HTTPS on 127.0.0.1 with a fresh self-signed certificate no client trusts."""
-    certs.mkdir()
-    cert, key = certs / "cert.pem", certs / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    with serve_directory(root, tls=context) as base:
-        yield base
 
 
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from envgen.commands.check_report import FAILED, OK
@@ -18,17 +18,7 @@ class PipCheckSays:
         self.stdout, self.returncode, self.stderr = stdout, returncode, stderr
         self.commands: list[list[str]] = []
 
-    def __call__(
-        self,
-        cmd: Sequence[str | os.PathLike[str]],
-        *,
-        cwd: str | Path | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        check: bool = True,
-        input: str | None = None,
-        secrets: tuple[str, ...] = (),
-    ) -> subprocess.CompletedProcess[str]:
+    def __call__(self, cmd: Sequence[str | os.PathLike[str]], **_: object) -> subprocess.CompletedProcess[str]:
         self.commands.append([os.fspath(c) for c in cmd])
         return subprocess.CompletedProcess(list(cmd), self.returncode, self.stdout, self.stderr)
 

@@ -425,6 +425,12 @@ class StrictReader:
                 self.problems.add((*path, name, key), f"expected a string, got {type_name(value)}")
         return self._checked(tuple(sorted(table.items())))
 
+    def table_rows(
+        self, data: dict[str, Any], name: str, path: KeyPath, required: Collection[str], optional: Collection[str] = ()
+    ) -> list[tuple[KeyPath, dict[str, Any]]]:
+        """The array of tables `name`, each checked as `table` checks one, with its key path."""
+        return [(key, self.table(value, key, required, optional)) for key, value in self.rows(data, name, path)]
+
     def rows(self, data: dict[str, Any], name: str, path: KeyPath) -> list[tuple[KeyPath, Any]]:
         """The array of tables `name`, each with its key path."""
         values = data.get(name, [])

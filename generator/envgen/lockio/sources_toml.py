@@ -267,8 +267,7 @@ def _read_places(r: StrictReader, top: dict[str, Any]) -> tuple[tuple[Channel, .
     """The channels, indexes and CANN a lock was made with."""
     channels = tuple(
         Channel(r.text(row, "name", k), r.text(row, "url", k))
-        for k, v in r.rows(top, "channels", ())
-        for row in [r.table(v, k, ("name", "url"))]
+        for k, row in r.table_rows(top, "channels", (), ("name", "url"))
     )
     indexes = tuple(
         Index(
@@ -277,8 +276,7 @@ def _read_places(r: StrictReader, top: dict[str, Any]) -> tuple[tuple[Channel, .
             explicit=r.flag(row, "explicit", k, False),
             trusted_host=r.maybe(row, "trusted-host", k),
         )
-        for k, v in r.rows(top, "indexes", ())
-        for row in [r.table(v, k, ("name", "url"), ("explicit", "trusted-host"))]
+        for k, row in r.table_rows(top, "indexes", (), ("name", "url"), ("explicit", "trusted-host"))
     )
     cann = None
     if "cann" in top:
@@ -293,8 +291,7 @@ def _read_activation(r: StrictReader, top: dict[str, Any]) -> tuple[Env, tuple[P
     activation = r.table(top.get("activation", {}), path, (), ("env", "profiles"))
     profiles = tuple(
         Profile(r.text(row, "name", k), r.text(row, "description", k), r.env(row, "env", k))
-        for k, v in r.rows(activation, "profiles", path)
-        for row in [r.table(v, k, ("name", "description"), ("env",))]
+        for k, row in r.table_rows(activation, "profiles", path, ("name", "description"), ("env",))
     )
     return r.env(activation, "env", path), profiles
 
@@ -314,13 +311,13 @@ def _read_decisions(
             tuple(_read_requirement(r, rv, rk) for rk, rv in r.rows(row, "replaced", k)),
             r.strings(row, "violates", k),
         )
-        for k, v in r.rows(top, "overrides", ())
-        for row in [r.table(v, k, ("name", "requirement", "reason"), ("replaced", "transitive", "violates"))]
+        for k, row in r.table_rows(
+            top, "overrides", (), ("name", "requirement", "reason"), ("replaced", "transitive", "violates")
+        )
     )
     pending = tuple(
         Pending(r.text(row, "name", k), r.text(row, "note", k))
-        for k, v in r.rows(top, "pending", ())
-        for row in [r.table(v, k, ("name", "note"))]
+        for k, row in r.table_rows(top, "pending", (), ("name", "note"))
     )
     checks = tuple(
         ImportCheck(
@@ -329,8 +326,7 @@ def _read_decisions(
             version=r.maybe(row, "version", k),
             needs=r.text(row, "needs", k, "none"),
         )
-        for k, v in r.rows(top, "checks", ())
-        for row in [r.table(v, k, ("module",), ("distribution", "version", "needs"))]
+        for k, row in r.table_rows(top, "checks", (), ("module",), ("distribution", "version", "needs"))
     )
     return overrides, pending, checks
 
@@ -350,8 +346,7 @@ def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
     overrides, pending, checks = _read_decisions(r, top)
     pip_indexes = tuple(
         ((r.text(row, "platform", k), r.text(row, "package", k)), r.text(row, "index", k))
-        for k, v in r.rows(top, "pip-indexes", ())
-        for row in [r.table(v, k, ("platform", "package", "index"))]
+        for k, row in r.table_rows(top, "pip-indexes", (), ("platform", "package", "index"))
     )
     lock = Lock(
         env=r.text(top, "env", ()),
