@@ -25,25 +25,27 @@ from pathlib import Path
 from typing import Any
 
 import build
-import pyproject_hooks
 import uv
 from build.env import DefaultIsolatedEnv
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 
-from envgen.errors import InputError
+from envgen.errors import InputError, ToolError
 from envgen.inputs.channels import IndexAccess
 from envgen.inputs.files import bounded_nesting
 from envgen.inputs.requirements import Line, parse_pyproject
 from envgen.model import Source
 from envgen.process import run, tail
 from envgen.redact import redact_text
+from envgen.resolve.uv_compile import render_uv_config, uv_environment
 
 log = logging.getLogger(__name__)
 
 # Bumped when what is cached changes shape or meaning, so an old entry is never misread.
 CACHE_FORMAT = 1
 INSTALL_TIMEOUT = 1800.0
+# A backend's metadata hook (setup.py egg_info and the like) that runs longer than this is stuck.
+HOOK_TIMEOUT = 900.0
 _EXTRA = re.compile(r"\bextra\s*(==|!=|in\b|not\s+in\b)")
 
 Reader = Callable[[str], bytes | None]
@@ -150,6 +152,9 @@ def _cached_build(
             outcome: dict[str, Any] = {"requires": build_requires(srcdir, source, settings)}
         except (build.BuildException, build.BuildBackendException, subprocess.CalledProcessError, OSError) as exc:
             outcome = {"error": _why(exc, settings)}
+        except ToolError as exc:
+            # A hook that hung or a tool that could not start says nothing about the tree: not cached.
+            return (), f"the metadata build did not complete: {exc.message}"
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".part", delete=False) as partial:
         partial.write(json.dumps(outcome, indent=1, sort_keys=True))
@@ -161,7 +166,11 @@ def build_requires(srcdir: Path, source: Source, settings: BuildSettings) -> lis
     """`Requires-Dist` of the project in `srcdir` that apply without extras, canonically spelled."""
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
-        pyproject_hooks.quiet_subprocess_runner(cmd, cwd, {**(extra_environ or {}), **dict(source.env)})
+        env = {**settings.environ, **(extra_environ or {}), **dict(source.env)}
+        proc = run(cmd, cwd=cwd, env=env, timeout=HOOK_TIMEOUT, check=False)
+        if proc.returncode != 0:
+            # build turns this into a BuildBackendException carrying the backend's output.
+            raise subprocess.CalledProcessError(proc.returncode, cmd, proc.stdout + proc.stderr)
 
     # The uv installer makes a venv without pip; build requirements are installed below, from the matrix's
     # indexes only (build's own installer would use the caller's pip configuration).
@@ -192,9 +201,6 @@ def _install(python: str, requirements: Sequence[str] | set[str], source: Source
     """Install build requirements into the isolated env with uv, from the matrix's indexes only."""
     if not requirements:
         return
-    # Imported here: the uv stage imports nothing of this module, and this keeps one home for uv's settings.
-    from envgen.resolve.uv_compile import render_uv_config, uv_environment
-
     indexes = settings.for_source(source)
     with tempfile.TemporaryDirectory(prefix="envgen-build-reqs-") as tmp:
         config = Path(tmp) / "uv.toml"
