@@ -36,6 +36,11 @@ from envgen.commands.lock import lock_envs
 from envgen.example.project import ENV, EXAMPLE_DIR, serve_example
 from envgen.project import Project
 
+# Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from the repository
+# root (pytest's `pythonpath`), and so does this benchmark, wherever it is started from.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.a5 import a5_pypi_matrix  # noqa: E402
+
 EXAMPLE_MATRIX = EXAMPLE_DIR / "env-templates" / f"{ENV}.toml"
 
 
@@ -132,8 +137,6 @@ NETWORK_ENV = "a5pypi"
 def a5_pypi_project(root: Path, channel_url: str) -> Path:
     """A project whose pip side is the A5 PyPI set on pypi.org (tests/support/a5.py) and conda side the example's
     loopback channel (python 3.11): no git source, so nothing but PyPI is needed."""
-    from tests.support.a5 import a5_pypi_matrix
-
     lines = ["[pip.packages]"]
     for package in a5_pypi_matrix().packages:
         fields = [f"version = {json.dumps(package.specifier)}"] if package.specifier else []
