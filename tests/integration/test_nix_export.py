@@ -153,3 +153,23 @@ def test_the_dev_shell_installs_the_locked_wheels_from_the_store_and_the_sources
     for entry in lock.pip_for(HOST_PLATFORM):
         assert installed[canonicalize_name(entry.name)] == entry.version
     assert {"rollout", "post", "demo-queue"} <= set(installed), shell.stderr[-3000:]
+
+
+def test_the_flake_exposes_a_dev_shell_per_env_and_system(example: Example, tmp_path: Path) -> None:
+    """flake.nix's outputs, called with a stand-in for nixpkgs, in a project holding the example's locks."""
+    project = tmp_path / "project"
+    shutil.copytree(example.root / "locks", project / "locks")
+    shutil.copy(REPO / "flake.nix", project / "flake.nix")
+    shutil.copytree(REPO / "nix", project / "nix")
+    pkgs = '{ mkShell = a: a; git = "/usr"; python311 = "/python"; }'
+    expr = (
+        f"let out = (import {project / 'flake.nix'}).outputs {{ self = {{ }}; "
+        f"nixpkgs.legacyPackages = {{ x86_64-linux = {pkgs}; aarch64-linux = {pkgs}; }}; }}; in "
+        "builtins.mapAttrs (system: shells: builtins.mapAttrs (env: shell: shell.name) shells) out.devShells"
+    )
+    proc = nix("--eval", "--strict", "--json", "--expr", expr, cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "x86_64-linux": {ENV: f"envgen-{ENV}"},
+        "aarch64-linux": {ENV: f"envgen-{ENV}"},
+    }
