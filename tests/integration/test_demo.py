@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from envgen.commands.demo import StepError, run_demo
+from envgen.errors import InputError
 from envgen.example.project import EXAMPLE_DIR
 
 from tests.support.installed import clean_environment, install_wheel
@@ -220,3 +221,17 @@ def test_a_failing_step_stops_the_demo_with_its_exit_code(
         assert str(workdir / "project") in str(failed.value.hint)
     else:
         assert kept == []
+
+
+def test_a_missing_example_stops_before_any_step_and_says_how_to_get_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    said: list[str] = []
+    with pytest.raises(InputError) as missing:
+        run_demo(said.append, example_dir=tmp_path / "gone")
+    assert f"the bundled example is missing: {tmp_path / 'gone'}" in missing.value.message
+    assert "reinstall envgen" in str(missing.value.hint)
+    assert not any(line.startswith("$ envgen") for line in said)
+    assert list((tmp_path / "tmp").iterdir()) == []

@@ -95,7 +95,10 @@ def write_gitconfig(path: Path, repos: dict[str, GitRepo]) -> Path:
 def write_project(root: Path, example_dir: Path, urls: dict[str, str], post_fix: str) -> Path:
     """The project envgen runs in: the example matrix plus channel files naming the loopback servers."""
     if not (example_dir / "env-templates" / f"{ENV}.toml").is_file():
-        raise InputError(f"the bundled example is missing: {example_dir}", hint="run from a checkout of envgen")
+        raise InputError(
+            f"the bundled example is missing: {example_dir}",
+            hint="it ships inside the envgen package: reinstall envgen (pip install --force-reinstall envgen)",
+        )
     (root / "env-templates").mkdir(parents=True, exist_ok=True)
     (root / "channels").mkdir(exist_ok=True)
     (root / "locks").mkdir(exist_ok=True)
