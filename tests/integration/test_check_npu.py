@@ -13,8 +13,11 @@ import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.commands import check_npu
+from envgen.commands.check_throwaway import throwaway_steps
+from envgen.errors import EnvgenError
 from envgen.example.project import GITHUB, Example
 from envgen.example.srcprojects import backend_project
+from envgen.model import Lock
 from envgen.npu import Npu
 
 from tests.support.example import served_example
@@ -192,3 +195,19 @@ def test_a_hanging_npu_smi_fails_its_step_without_stopping_the_check(
     assert "did not finish within 1 s" in steps["npu: npu-smi"].detail
     # the env's python is missing here: the probe's failure is the device step's
     assert steps["npu: device"].status == "failed" and "the probe did not run" in steps["npu: device"].detail
+
+
+def test_a_failed_install_skips_the_npu_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_install(*args: object, **kwargs: object) -> None:
+        raise EnvgenError("the wheel does not match its locked sha256")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    lock = Lock(env="x", platforms=("linux-64",), input_hash="0" * 64, conda=(), pip=(), sources=())
+    steps, _ = throwaway_steps(
+        lock, tmp_path / "x.install.sh", platform="linux-64", venv=True, cache=tmp_path, require_npu=True,
+        keep=False, install=failing_install, npu=Npu("a3"),
+    )  # fmt: skip
+    assert [(s.name, s.status, s.detail) for s in steps if s.name.startswith("npu: ")] == [
+        (f"npu: {name}", "skipped", "the install failed")
+        for name in ("npu-smi", "device", "soc version", "device name")
+    ]

@@ -49,7 +49,7 @@ def npu_steps(npu: Npu | None, prefix: Path, activation: str, *, require_npu: bo
     """The NPU steps for an env targeting `npu` (none when the matrix names no hardware)."""
     if npu is None:
         return []
-    names = _names(npu)
+    names = npu_step_names(npu)
     smi = shutil.which("npu-smi")
     if smi is None:
         reason = f"no NPU on this host (npu-smi is not on PATH); the env targets {GENERATIONS[npu.generation].title}"
@@ -58,7 +58,10 @@ def npu_steps(npu: Npu | None, prefix: Path, activation: str, *, require_npu: bo
     return _steps(npu, probe, names)
 
 
-def _names(npu: Npu) -> list[str]:
+def npu_step_names(npu: Npu | None) -> list[str]:
+    """The names of the NPU steps an env targeting `npu` gets, in order (none without a target)."""
+    if npu is None:
+        return []
     steps = STEPS if npu.built_soc and npu.soc_version else STEPS[:-1]
     return [f"npu: {step}" for step in steps]
 

@@ -16,7 +16,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
-from envgen.commands.check_npu import npu_steps
+from envgen.commands.check_npu import npu_step_names, npu_steps
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step, step_of
 from envgen.commands.check_static import pip_by_name, version_in
 from envgen.errors import EnvgenError
@@ -265,6 +265,7 @@ def throwaway_steps(
             steps.append(Step(f"env: install ({kind})", FAILED, exc.message))
             steps.append(Step("env: pip check", SKIPPED, "the install failed"))
             steps += [Step(f"import {c.module}", SKIPPED, "the install failed") for c in lock.checks]
+            steps += [Step(name, SKIPPED, "the install failed") for name in npu_step_names(npu)]
             return steps, str(tmp) if keep else None
         source = f" from {requirements.name} ({installer})" if requirements else ""
         pip_count = len(lock.pip_for(platform))
