@@ -5,22 +5,41 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 import click
 
-from envgen import __version__
+from envgen import __version__, interrupts
 from envgen.errors import EnvgenError, InputError
 from envgen.project import Project, cache_dir
+
+INTERRUPTED, TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM
+_terminated: list[int] = []
+_working: list[bool] = []  # inside `reported()`, where an interrupt is reported with what was written
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """SIGINT, and SIGTERM (a CI job cancelled, a supervisor stopping envgen) alike, stop the work."""
+    if signum == signal.SIGTERM:
+        _terminated.append(signum)
+    if not _working:  # before or after the work (parsing options, printing): nothing is being written now
+        written = interrupts.written()
+        click.secho(interrupts.message(written), fg="red", err=True)
+        sys.exit(TERMINATED if _terminated else INTERRUPTED)
+    raise KeyboardInterrupt
 
 
 @contextmanager
 def reported() -> Iterator[None]:
     """Turn an EnvgenError into one red `error:` line (plus hint) on stderr and its exit code."""
+    interrupts.reset()
+    _working.append(True)
     try:
         yield
     except EnvgenError as exc:
@@ -36,8 +55,12 @@ def reported() -> Iterator[None]:
         click.echo("  hint: check that you may read env-templates/ and channels/ and write locks/", err=True)
         sys.exit(InputError.exit_code)
     except KeyboardInterrupt:
-        click.secho("interrupted: nothing was written", fg="red", err=True)
-        sys.exit(130)
+        # Workers may be writing a lock right now: stop them and wait for a write in progress, then say what
+        # is on disk (each env's files are from one run: the old ones, or the new ones).
+        click.secho(interrupts.message(interrupts.interrupt()), fg="red", err=True)
+        sys.exit(TERMINATED if _terminated else INTERRUPTED)
+    finally:
+        _working.pop()
 
 
 def setup_logging(quiet: bool) -> None:
@@ -394,7 +417,6 @@ def demo_command(keep: bool) -> None:
     """
     import signal
     import time
-    from types import FrameType
 
     from envgen.commands.demo import run_demo
 
@@ -426,8 +448,22 @@ INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: a bug in envgen, not in its input
 def main() -> None:
     # An index with `trusted_host` in channels/ skips certificate checks by choice: no warning per request.
     warnings.filterwarnings("ignore", message="Unverified HTTPS request")  # urllib3's InsecureRequestWarning
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
     try:
         cli(prog_name="envgen")
+    except SystemExit as exc:
+        if interrupts.cancelled.is_set():
+            # The files are settled and the message printed; worker threads get a moment to clean up, but one
+            # stuck in a solver (which cannot be killed) must not keep envgen from exiting.
+            interrupts.settle()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(exc.code if isinstance(exc.code, int) else 1)
+        # Done and reported: a signal from here on would only turn a true exit status into "killed".
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        raise
     except Exception as exc:
         # Every expected failure is an EnvgenError with its own exit code; anything else is a bug, reported in
         # one line rather than a traceback (ENVGEN_DEBUG=1 re-raises it for a developer).

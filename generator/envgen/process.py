@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from envgen import interrupts
 from envgen.errors import ToolError
 from envgen.redact import redact_text
 
@@ -53,22 +54,35 @@ def run(
     """
     argv = [os.fspath(c) for c in cmd]
     shown = redact_text(" ".join(argv), secrets)
+    interrupts.check()
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             argv,
             cwd=cwd,
             env=dict(env) if env is not None else None,
-            timeout=timeout,
-            input=input,
-            capture_output=True,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            check=False,
+            # Its own process group: Ctrl-C reaches envgen alone, which stops the children itself and so
+            # knows why they ended (envgen.interrupts).
+            process_group=0,
         )
     except FileNotFoundError as exc:
         raise ToolError(f"cannot run `{shown}`: {exc.strerror}", hint=f"install {argv[0]!r} and retry") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ToolError(f"`{shown}` did not finish within {timeout:.0f} s") from exc
-    if check and proc.returncode != 0:
-        out = tail(proc.stderr or proc.stdout)
-        raise ToolError(f"`{shown}` failed with exit code {proc.returncode}:\n{redact_text(out, secrets)}")
-    return proc
+    with proc, interrupts.child(proc):
+        try:
+            stdout, stderr = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            interrupts.kill_group(proc)
+            proc.communicate()
+            raise ToolError(f"`{shown}` did not finish within {timeout:.0f} s") from exc
+        except BaseException:
+            interrupts.kill_group(proc)  # the main thread was interrupted: the child must not outlive the wait
+            raise
+    interrupts.check()  # killed by an interrupt: its failure is not the tool's
+    completed = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+    if check and completed.returncode != 0:
+        out = tail(completed.stderr or completed.stdout)
+        raise ToolError(f"`{shown}` failed with exit code {completed.returncode}:\n{redact_text(out, secrets)}")
+    return completed

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envgen import interrupts
 from envgen.errors import EnvgenError, InputError
 from envgen.inputs.matrix import load_env
 from envgen.inputs.toml_reader import did_you_mean
@@ -99,7 +100,8 @@ def lock_envs(
         check_update_names(project, envs, update)
     if upgrade.packages:
         check_upgrade_names(project, envs, upgrade.packages)
-    with ThreadPoolExecutor(max_workers=max(1, min(4, len(envs)))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(4, len(envs))), initializer=interrupts.worker_thread)
+    try:
         futures = [
             pool.submit(lock_env, project, e, update=update, force=force, offline=offline, upgrade=upgrade)
             for e in envs
@@ -111,6 +113,9 @@ def lock_envs(
                 results.append(future.result())
             except EnvgenError as exc:
                 failed.append((env, exc))
+    finally:
+        # Not waiting: after an interrupt the caller stops the workers (envgen.interrupts) and reports at once.
+        pool.shutdown(wait=False, cancel_futures=True)
     if failed:
         raise _first_failure(failed, several=len(envs) > 1)
     return results

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from envgen import interrupts
 from envgen.errors import InputError
 from envgen.inputs.files import read_input_text
 from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
@@ -92,6 +93,13 @@ def _replace_all(pairs: Sequence[tuple[Path, Path]]) -> None:
             backup.unlink(missing_ok=True)
 
 
+def _remove_leftovers(targets: Sequence[Path]) -> None:
+    """Temp and backup files a killed run left next to `targets` (only names this module makes)."""
+    for target in targets:
+        for leftover in [*target.parent.glob(f".{target.name}.*.tmp"), target.with_name(f".{target.name}.bak")]:
+            leftover.unlink(missing_ok=True)
+
+
 def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()) -> None:
     """Write locks/<env>.yml, .sources.toml, .install.sh (0755) and the `derived` files (name, text) all or nothing.
 
@@ -108,14 +116,17 @@ def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Seq
     temps: list[Path] = []
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        for target, text, mode in files:
-            temps.append(_write_temp(directory, target, text, mode))
-        _replace_all([(temp, target) for temp, (target, _, _) in zip(temps, files, strict=True)])
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        _remove_leftovers([target for target, _, _ in files])
+        # The commit point: once past it an interrupt waits for all files; before it, none is touched.
+        with interrupts.commit_point(env):
+            for target, text, mode in files:
+                temps.append(_write_temp(directory, target, text, mode))
+            _replace_all([(temp, target) for temp, (target, _, _) in zip(temps, files, strict=True)])
+            dir_fd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
     except (OSError, UnicodeError) as exc:
         raise InputError(
             f"cannot write the lock of env {env!r} into {directory}: {exc}",

@@ -1,0 +1,128 @@
+"""Ctrl-C and SIGTERM while envgen works: stop the work, and say truthfully whether a lock was written.
+
+Envs are locked in worker threads, but a signal interrupts only the main thread. So an interrupt sets
+`cancelled`, kills the child processes (uv, git) the workers wait on, and waits for any lock write already
+past its commit point. A worker checks `cancelled` before each child process and at the commit point; a
+write begun before the interrupt finishes (old files or new files, never a mix), one not begun never starts.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+from envgen.errors import EnvgenError
+
+# How long an interrupt waits for a write in progress (temp files and renames in locks/: milliseconds).
+COMMIT_WAIT = 30.0
+
+cancelled = threading.Event()
+_lock = threading.Lock()
+_children: set[subprocess.Popen[str]] = set()
+_committing: set[str] = set()
+_written: list[str] = []
+_idle = threading.Condition(_lock)
+
+
+class Interrupted(EnvgenError):
+    """The work stopped because the user (or a supervisor) interrupted it."""
+
+    exit_code = 130
+
+
+def worker_thread() -> None:
+    """Initializer of a worker thread: signals go to the main thread, never to this one.
+
+    The main thread waits on the workers' futures; a signal the kernel hands to a worker would reach the
+    main thread only once that worker finished (and wrote its lock). Child processes inherit the mask, so a
+    tool a library starts (a build backend) is not killed by Ctrl-C half-way either: envgen stops it.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def check() -> None:
+    """Raise Interrupted when an interrupt has been requested (a worker's safe stopping point)."""
+    if cancelled.is_set():
+        raise Interrupted("interrupted")
+
+
+@contextmanager
+def child(proc: subprocess.Popen[str]) -> Iterator[None]:
+    """Track `proc` while it runs, so an interrupt can kill it."""
+    with _lock:
+        _children.add(proc)
+    try:
+        if cancelled.is_set():
+            kill_group(proc)
+        yield
+    finally:
+        with _lock:
+            _children.discard(proc)
+
+
+@contextmanager
+def commit_point(env: str) -> Iterator[None]:
+    """Around writing an env's lock files: refused once interrupted, and waited for by an interrupt after."""
+    with _lock:
+        if cancelled.is_set():
+            raise Interrupted(f"interrupted before the lock of {env} was written")
+        _committing.add(env)
+    done = False
+    try:
+        yield
+        done = True
+    finally:
+        with _lock:
+            _committing.discard(env)
+            if done:
+                _written.append(env)
+            _idle.notify_all()
+
+
+def interrupt() -> list[str]:
+    """Stop the work: refuse new commits, kill child processes, wait for writes in progress; the envs written."""
+    with _lock:
+        cancelled.set()
+        for proc in _children:
+            kill_group(proc)
+        _idle.wait_for(lambda: not _committing, timeout=COMMIT_WAIT)
+        return list(_written)
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    """Kill a child and what it started (each child leads its own process group, see process.run)."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def message(written: list[str]) -> str:
+    """What an interrupted command says about locks/."""
+    if written:
+        return f"interrupted: the new lock of {', '.join(written)} was written"
+    return "interrupted: nothing was written (the previous lock files are unchanged)"
+
+
+def settle(timeout: float = 5.0) -> None:
+    """After an interrupt: give the workers a moment to unwind (their children are dead) and clean up."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def written() -> list[str]:
+    """The envs whose lock files this process wrote."""
+    with _lock:
+        return list(_written)
+
+
+def reset() -> None:
+    """Forget a previous interrupt (tests run several commands in one process)."""
+    with _lock:
+        cancelled.clear()
+        _written.clear()

@@ -1,0 +1,123 @@
+"""SIGINT and SIGTERM during `envgen lock`: the message says whether the lock was written, and it is true.
+
+A real re-lock of the bundled example (a version bump, so the new files differ from the old) is interrupted
+at many points: after each line it logs, and by timer. Whatever the point, locks/ then holds either the old
+files or the complete new ones, byte for byte, no temp or backup file, and the message says which.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.example.project import Example, bump_version, serve_example
+
+ENV = "demo"
+WRITTEN = "interrupted: the new lock of demo was written"
+NOT_WRITTEN = "interrupted: nothing was written (the previous lock files are unchanged)"
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    with serve_example(tmp_path_factory.mktemp("example")) as served:
+        yield served
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "locks").glob(f"{ENV}.*"))}
+
+
+def leftovers(root: Path) -> list[str]:
+    """Dot files in locks/ other than the per-env mutex: temp or backup files of a write."""
+    return sorted(p.name for p in (root / "locks").glob(".*") if p.name != f".{ENV}.lock")
+
+
+def restore(root: Path, wanted: dict[str, bytes]) -> None:
+    for path in (root / "locks").glob(f"{ENV}.*"):
+        path.unlink()
+    for name, data in wanted.items():
+        (root / "locks" / name).write_bytes(data)
+
+
+def interrupted_lock(example: Example, sig: signal.Signals, *, line: int | None, delay: float) -> tuple[int, str]:
+    """Run `envgen lock` in a child process and send `sig` after its `line`-th log line (or after `delay`)."""
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(example.root)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    lines: list[str] = []
+    try:
+        if line is None:
+            time.sleep(delay)
+        else:
+            while len(lines) < line and (text := proc.stderr.readline()):
+                lines.append(text)
+        # SIGINT as a terminal sends it, to the whole group; SIGTERM as a supervisor does, to envgen alone.
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, "".join(lines) + rest
+
+
+def test_every_interrupt_leaves_one_generation_and_says_which(example: Example) -> None:
+    os.environ["GIT_CONFIG_GLOBAL"] = str(example.gitconfig)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)]).exit_code == 0
+    old = files(example.root)
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    assert runner.invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)]).exit_code == 0
+    new = files(example.root)
+    assert new != old and set(new) == set(old)
+
+    points = [(sig, n, 0.0) for n in (1, 2, 3, 4, 5, 6, 8) for sig in (signal.SIGINT, signal.SIGTERM)]
+    points += [(sig, None, t) for t in (0.3, 0.8, 1.5, 2.5) for sig in (signal.SIGINT, signal.SIGTERM)]
+    outcomes: dict[str, int] = {}
+    for sig, line, delay in points:
+        restore(example.root, old)
+        code, err = interrupted_lock(example, sig, line=line, delay=delay)
+        where = f"{sig.name} after {'line ' + str(line) if line else f'{delay} s'}: exit {code}\n{err}"
+        assert "Traceback" not in err, where
+        assert leftovers(example.root) == [], where
+        now = files(example.root)
+        if code == 0:  # finished before the signal arrived
+            outcome = "finished"
+            assert now == new, where
+        else:
+            assert code == (130 if sig == signal.SIGINT else 143), where
+            outcome = "written" if WRITTEN in err else "not written"
+            assert (WRITTEN in err) != (NOT_WRITTEN in err), where
+            assert now == (new if outcome == "written" else old), where
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    # The points span the run: some stop it before the commit point.
+    assert outcomes.get("not written", 0) >= 4, outcomes
+
+
+def test_the_next_lock_removes_stale_temp_files_of_its_own_naming(example: Example) -> None:
+    os.environ["GIT_CONFIG_GLOBAL"] = str(example.gitconfig)
+    locks = example.root / "locks"
+    locks.mkdir(exist_ok=True)
+    stale = [locks / f".{ENV}.yml.abc123.tmp", locks / f".{ENV}.sources.toml.x.tmp", locks / f".{ENV}.yml.bak"]
+    foreign = locks / ".someone-else.tmp"
+    for path in [*stale, foreign]:
+        path.write_text("left by a killed run\n")
+    result = CliRunner().invoke(cli, ["lock", ENV, "--force", "-q", "--root", str(example.root)])
+    assert result.exit_code == 0, result.output
+    assert not any(path.exists() for path in stale)
+    assert foreign.exists()
+    foreign.unlink()
