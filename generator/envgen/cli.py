@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import sys
@@ -17,6 +16,7 @@ import click
 
 from envgen import __version__, interrupts
 from envgen.errors import EnvgenError, InputError
+from envgen.logs import setup_logging
 from envgen.project import Project, cache_dir
 
 INTERRUPTED, TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM
@@ -61,28 +61,6 @@ def reported() -> Iterator[None]:
         sys.exit(TERMINATED if _terminated else INTERRUPTED)
     finally:
         _working.pop()
-
-
-def setup_logging(quiet: bool) -> None:
-    """Progress and warnings of the core modules go to stderr; `-q` keeps only warnings.
-
-    On a terminal rich formats them; elsewhere (CI logs, pipes) each record stays one unwrapped line.
-    """
-    handler: logging.Handler
-    if sys.stderr.isatty():
-        # Imported here: rich costs more start-up time than a no-op `envgen lock` spends on anything else.
-        from rich.console import Console
-        from rich.logging import RichHandler
-
-        handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False, markup=False)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)-7s %(message)s"))
-    root = logging.getLogger("envgen")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING if quiet else logging.INFO)
-    root.propagate = False
 
 
 def _env_names(ctx: click.Context, param: click.Parameter, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
@@ -454,12 +432,7 @@ def main() -> None:
         cli(prog_name="envgen")
     except SystemExit as exc:
         if interrupts.cancelled.is_set():
-            # The files are settled and the message printed; worker threads get a moment to clean up, but one
-            # stuck in a solver (which cannot be killed) must not keep envgen from exiting.
-            interrupts.settle()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(exc.code if isinstance(exc.code, int) else 1)
+            interrupts.leave(exc.code if isinstance(exc.code, int) else 1)
         # Done and reported: a signal from here on would only turn a true exit status into "killed".
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)
@@ -471,9 +444,6 @@ def main() -> None:
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         click.secho(f"internal error: {type(exc).__name__}: {first}", fg="red", err=True)
-        click.echo(
-            f"  this is a bug in envgen {__version__}: please file an issue in the envgen repository with the "
-            "command you ran and this message (ENVGEN_DEBUG=1 shows the traceback)",
-            err=True,
-        )
+        hint = f"this is a bug in envgen {__version__}: please file an issue in the envgen repository with the "
+        click.echo(f"  {hint}command you ran and this message (ENVGEN_DEBUG=1 shows the traceback)", err=True)
         sys.exit(INTERNAL_ERROR)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -107,12 +108,19 @@ def message(written: list[str]) -> str:
     return "interrupted: nothing was written (the previous lock files are unchanged)"
 
 
-def settle(timeout: float = 5.0) -> None:
-    """After an interrupt: give the workers a moment to unwind (their children are dead) and clean up."""
+def leave(code: int, timeout: float = 5.0) -> None:
+    """End the process after an interrupt was reported: the files are settled and the message printed.
+
+    Worker threads get a moment to unwind (their children are dead) and clean up, but one stuck in a solver,
+    which cannot be killed, must not keep envgen from exiting (as joining it at interpreter exit would).
+    """
     deadline = time.monotonic() + timeout
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join(max(0.0, deadline - time.monotonic()))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def written() -> list[str]:
