@@ -31,6 +31,8 @@ from tests.support.example import served_example
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
+# The throwaway envs of `check --venv` come from the session's pip copy, not ensurepip (tests/support/venvs.py).
+pytestmark = pytest.mark.usefixtures("quick_venvs")
 HOST = "linux-64" if sys.platform == "linux" and __import__("platform").machine() == "x86_64" else "linux-aarch64"
 
 
