@@ -87,6 +87,15 @@ def plan(
     return include, notes
 
 
+def check_result(document: dict) -> dict:
+    """The one result of an `envgen check --json` envelope; a check that stopped with an error (no lock, a
+    malformed file) becomes a failed result naming it."""
+    if document["results"]:
+        return document["results"][0]
+    error = document.get("error") or {}
+    return {"ok": False, "steps": [{"name": error.get("message", "no result"), "status": "failed"}]}
+
+
 def verdict(result: dict | None) -> str:
     """One table cell from an `envgen check --json` result (None: the job left no result)."""
     if result is None:
@@ -106,8 +115,8 @@ def summary(include: Sequence[dict[str, str]], results: Path) -> tuple[str, bool
     for entry in include:
         path = results / entry["artifact"] / f"{entry['env']}.json"
         try:
-            result = json.loads(path.read_text())
-        except (OSError, ValueError):
+            result = check_result(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
             result = None
         passed = passed and bool(result and result.get("ok"))
         lines.append(f"| {entry['env']} | `{entry['runner']}` | {verdict(result)} |")

@@ -216,7 +216,7 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
         raise Failed(f"{root}: not a git checkout with a commit {base!r} to compare the locks with", 2)
     status = envgen(root, "status", "--json", "--quiet", "--", *envs, ok=(0, 1))
     (out / "status.json").write_text(status)
-    reports = json.loads(status)
+    reports = json.loads(status)["results"]
     for report in reports:
         for d in report["drift"]:
             if d["error"]:
@@ -235,7 +235,7 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
     for env in changed:
         report = envgen(root, "check", "--no-env", "--json", "--quiet", "--", env, ok=(0, 4))
         (out / "checks" / f"{env}.json").write_text(report)
-        checks[env] = json.loads(report)
+        checks[env] = json.loads(report)["results"][0]
     diff = envgen(root, "diff", f"--git={base}", "--format=markdown", "--quiet")
     (out / "relock.patch").write_bytes(patch)
     (out / "changed-envs.txt").write_text("".join(f"{env}\n" for env in changed))

@@ -1,66 +1,20 @@
-"""The envgen command line: each command parses, calls one core function, prints; the only place that exits."""
+"""The envgen command line: each command parses, calls one core function and returns an Outcome; console.py
+turns it into output and the exit code (the only place that prints or exits)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
 import click
 
 from envgen import __version__, interrupts
-from envgen.errors import EnvgenError, InputError
-from envgen.logs import setup_logging
-from envgen.project import Project, cache_dir
-
-INTERRUPTED, TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM
-_terminated: list[int] = []
-_working: list[bool] = []  # inside `reported()`, where an interrupt is reported with what was written
-
-
-def _on_signal(signum: int, frame: FrameType | None) -> None:
-    """SIGINT, and SIGTERM (a CI job cancelled, a supervisor stopping envgen) alike, stop the work."""
-    if signum == signal.SIGTERM:
-        _terminated.append(signum)
-    if not _working:  # before or after the work (parsing options, printing): nothing is being written now
-        written = interrupts.written()
-        click.secho(interrupts.message(written), fg="red", err=True)
-        sys.exit(TERMINATED if _terminated else INTERRUPTED)
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def reported() -> Iterator[None]:
-    """Turn an EnvgenError into one red `error:` line (plus hint) on stderr and its exit code."""
-    interrupts.reset()
-    _working.append(True)
-    try:
-        yield
-    except EnvgenError as exc:
-        click.secho(f"error: {exc.message}", fg="red", err=True)
-        if exc.hint:
-            click.echo(f"  hint: {exc.hint}", err=True)
-        sys.exit(exc.exit_code)
-    except OSError as exc:
-        if exc.filename is None:  # not about a file (a socket, a pipe): a bug if it gets here
-            raise
-        # A file or directory of the project that cannot be read or written (permissions, a full disk).
-        click.secho(f"error: cannot use {exc.filename}: {exc.strerror or exc}", fg="red", err=True)
-        click.echo("  hint: check that you may read env-templates/ and channels/ and write locks/", err=True)
-        sys.exit(InputError.exit_code)
-    except KeyboardInterrupt:
-        # Workers may be writing a lock right now: stop them and wait for a write in progress, then say what
-        # is on disk (each env's files are from one run: the old ones, or the new ones).
-        click.secho(interrupts.message(interrupts.interrupt()), fg="red", err=True)
-        sys.exit(TERMINATED if _terminated else INTERRUPTED)
-    finally:
-        _working.pop()
+from envgen.console import Outcome, common_options, current_project, epilog, on_signal, reporting, settings
+from envgen.errors import EnvgenError
 
 
 def _env_names(ctx: click.Context, param: click.Parameter, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
@@ -74,33 +28,40 @@ def _env_names(ctx: click.Context, param: click.Parameter, value: str | tuple[st
     return value
 
 
-quiet_option = click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
-json_option = click.option("--json", "as_json", is_flag=True, help="A machine-readable result on stdout.")
-
-
-root_option = click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    envvar="ENVGEN_ROOT",
-    show_default=True,
-    help="Project directory holding env-templates/, channels/ and locks/.",
-)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=epilog("envgen init", "envgen lock"))
 @click.version_option(__version__, prog_name="envgen")
+@common_options
 def cli() -> None:
-    """Compile version matrices (env-templates/*.toml) into pinned, verified conda-lock environments."""
+    """Compile version matrices (env-templates/*.toml) into pinned, verified conda-lock environments.
+
+    Every command works from any directory inside a project (the nearest directory, upward, holding
+    env-templates/ and channels/), takes -q, -v, --color and --json, and exits with the codes below.
+    """
 
 
-def project(root: Path) -> Project:
-    return Project(root.resolve())
+@cli.command("init", epilog=epilog("envgen init", "envgen init my-stack && cd my-stack && envgen show example"))
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@common_options
+@reporting("init")
+def init_command(directory: Path) -> Outcome:
+    """Start a project in DIRECTORY (default: here): an example matrix, its channels, a .gitignore entry.
+
+    Existing files are left alone; a directory already inside a project is refused.
+    """
+    from envgen.commands.init import init_project
+
+    created = init_project(directory)
+    outcome = Outcome(results=[{"root": str(directory.resolve()), "created": [str(p) for p in created]}])
+    for path in created:
+        outcome.note(f"created {path}")
+    outcome.note(f"next: `envgen show example`, then `envgen lock example` in {directory}")
+    return outcome
 
 
-@cli.command("lock")
+@cli.command(
+    "lock", epilog=epilog("envgen lock", "envgen lock a5 --update vllm", "envgen lock a5 --upgrade-package torch")
+)
 @click.argument("envs", nargs=-1, callback=_env_names)
-@root_option
 @click.option(
     "--upgrade", is_flag=True, help="Move every package and source to the newest its inputs allow (ignore the lock)."
 )
@@ -115,20 +76,17 @@ def project(root: Path) -> Project:
 @click.option("--update-all", is_flag=True, help="Move every source to its ref's current commit.")
 @click.option("--force", is_flag=True, help="Re-lock even when the inputs did not change.")
 @click.option("--offline", is_flag=True, help="Resolve pip packages from the cache only.")
-@quiet_option
-@json_option
+@common_options
+@reporting("lock")
 def lock_command(
     envs: tuple[str, ...],
-    root: Path,
     upgrade: bool,
     upgrade_packages: tuple[str, ...],
     update: tuple[str, ...],
     update_all: bool,
     force: bool,
     offline: bool,
-    quiet: bool,
-    as_json: bool,
-) -> None:
+) -> Outcome:
     """Lock ENV... (default: every env in env-templates/) into locks/<env>.{yml,sources.toml,install.sh}.
 
     A re-lock keeps every version and commit of the previous lock that the inputs still allow, and says
@@ -139,60 +97,64 @@ def lock_command(
 
     if update_all and update:
         raise click.UsageError("--update-all moves every source: give it or --update SOURCE, not both")
-    setup_logging(quiet)
-    with reported():
-        proj = project(root)
-        results = lock_envs(
-            proj,
-            list(envs) or proj.envs(),
-            update=True if update_all else update,
-            force=force,
-            offline=offline,
-            upgrade=Upgrade.of(upgrade, upgrade_packages),
-        )
+    proj = current_project()
+    results = lock_envs(
+        proj,
+        proj.known_envs(envs),
+        update=True if update_all else update,
+        force=force,
+        offline=offline,
+        upgrade=Upgrade.of(upgrade, upgrade_packages),
+    )
     summaries = [summarize(r) for r in results]
-    if as_json:
-        click.echo(json.dumps(summaries, indent=2, sort_keys=True))
-        return
+    outcome = Outcome(results=summaries)
     for item in summaries:
         if item["status"] == "up-to-date":
-            click.echo(f"{item['env']}: up to date (input hash {item['input_hash'][:12]})", err=True)
+            outcome.note(f"{item['env']}: up to date (input hash {item['input_hash'][:12]})")
             continue
         counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in item["platforms"].items())
-        click.echo(f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)", err=True)
+        outcome.note(f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)")
         for platform, moves in [("sources", item["sources_moved"]), *item["moved"].items()]:
             if moves:
-                click.echo(f"  {platform}: {len(moves)} moved", err=True)
+                outcome.note(f"  {platform}: {len(moves)} moved")
             for move in moves:
                 old, new = move["old"] or "(new)", move["new"] or "(removed)"
-                click.echo(f"    {move['manager']} {move['name']} {old} -> {new}: {move['reason']}", err=True)
+                outcome.note(f"    {move['manager']} {move['name']} {old} -> {new}: {move['reason']}")
         for name, note in item["pending"].items():
-            click.secho(f"  pending {name}: {note}", fg="yellow", err=True)
+            outcome.note(f"  pending {name}: {note}", "yellow")
+    return outcome
 
 
-@cli.command("show")
+@cli.command("show", epilog=epilog("envgen show a5", "envgen show a5 --json"))
 @click.argument("env", callback=_env_names)
-@root_option
-@json_option
-def show_command(env: str, root: Path, as_json: bool) -> None:
+@common_options
+@reporting("show")
+def show_command(env: str) -> Outcome:
     """Show the validated, normalised matrix of ENV (--json: a stable JSON document)."""
+    import json
+
     from envgen.commands.show import render_json, render_text
     from envgen.inputs.matrix import load_env
     from envgen.lockio.store import read_lock
 
-    with reported():
-        proj = project(root)
-        matrix = load_env(proj, env)
-        # The lock adds what its transitive overrides contradict; a broken lock is `check`'s to report.
-        try:
-            lock = read_lock(proj, env)
-        except EnvgenError:
-            lock = None
-    click.echo(render_json(matrix, lock) if as_json else render_text(matrix, lock), nl=False)
+    proj = current_project()
+    proj.known_envs([env])
+    matrix = load_env(proj, env)
+    # The lock adds what its transitive overrides contradict; a broken lock is `check`'s to report.
+    try:
+        lock = read_lock(proj, env)
+    except EnvgenError:
+        lock = None
+    return Outcome(results=[json.loads(render_json(matrix, lock))], text=render_text(matrix, lock))
 
 
-@cli.command("export")
-@click.argument("env")
+@cli.command(
+    "export",
+    epilog=epilog(
+        "envgen export a5 --format requirements --platform linux-aarch64", "envgen export a5 --format nix -o a5.nix"
+    ),
+)
+@click.argument("env", callback=_env_names)
 @click.option(
     "--format",
     "fmt",
@@ -202,22 +164,31 @@ def show_command(env: str, root: Path, as_json: bool) -> None:
 )
 @click.option("--platform", help="The platform (requirements, pylock: default this host's; cyclonedx: default all).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE, not stdout.")
-@root_option
-def export_command(env: str, fmt: str, platform: str | None, output: Path | None, root: Path) -> None:
+@common_options
+@reporting("export")
+def export_command(env: str, fmt: str, platform: str | None, output: Path | None) -> Outcome:
     """Write the lock of ENV in another format, from locks/ alone (nothing is resolved)."""
     from envgen.commands.export import export_lock, write_export
 
-    with reported():
-        text = export_lock(project(root), env, fmt, platform=platform)
-        if output is not None:
-            write_export(output, text)
+    proj = current_project()
+    proj.known_envs([env], locked=True)
+    text = export_lock(proj, env, fmt, platform=platform)
     if output is None:
-        click.echo(text, nl=False)
-    else:
-        click.echo(f"{env}: {fmt} written to {output}", err=True)
+        return Outcome(results=[{"env": env, "format": fmt, "output": None, "text": text}], text=text)
+    write_export(output, text)
+    outcome = Outcome(results=[{"env": env, "format": fmt, "output": str(output)}])
+    outcome.note(f"{env}: {fmt} written to {output}")
+    return outcome
 
 
-@cli.command("diff")
+@cli.command(
+    "diff",
+    epilog=epilog(
+        "envgen diff --git                         # locks/ against HEAD",
+        "envgen diff --git origin/main --format markdown",
+        "envgen diff old/a5.yml locks/a5.yml --exit-code   # exit 1 when they differ",
+    ),
+)
 @click.argument("old", required=False)
 @click.argument("new", required=False)
 @click.option(
@@ -229,59 +200,70 @@ def export_command(env: str, fmt: str, platform: str | None, output: Path | None
     metavar="REV",
     help="Compare every lock in locks/ with the same file at REV (default HEAD); unchanged ones are skipped.",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal, markdown for a pull request; json is --json.",
+)
 @click.option("--exit-code", is_flag=True, help="Exit with 1 when anything differs.")
-@root_option
-@quiet_option
-def diff_command(
-    old: str | None, new: str | None, rev: str | None, fmt: str, exit_code: bool, root: Path, quiet: bool
-) -> None:
-    """What changed between two locks: OLD NEW are lock files (locks/a5.yml) or REV:path (HEAD:locks/a5.yml)."""
-    from envgen.lockdiff.render import render
+@common_options
+@reporting("diff")
+def diff_command(old: str | None, new: str | None, rev: str | None, fmt: str, exit_code: bool) -> Outcome:
+    """What changed between two locks: OLD NEW are lock files (locks/a5.yml) or REV:path (HEAD:locks/a5.yml).
+
+    With two files no project is needed; --git diffs the project's locks/.
+    """
+    from envgen.lockdiff.render import diff_results, render
     from envgen.lockdiff.revisions import diff_against_rev, diff_sides, read_side
 
-    setup_logging(quiet)
-    with reported():
-        if rev is not None:
-            if old or new:
-                raise click.UsageError("give either OLD NEW or --git [REV], not both")
-            diffs = diff_against_rev(project(root), rev)
-        else:
-            if not (old and new):
-                raise click.UsageError("give OLD and NEW (lock paths or REV:path), or --git [REV]")
-            diff = diff_sides(read_side(old, Path.cwd()), read_side(new, Path.cwd()))
-            diffs = [] if diff.empty else [diff]
-    click.echo(render(diffs, fmt), nl=False)
-    if exit_code and diffs:
-        sys.exit(1)
+    flags = settings()
+    if fmt == "json":
+        flags.as_json = True
+    if rev is not None:
+        if old or new:
+            raise click.UsageError("give either OLD NEW or --git [REV], not both")
+        diffs = diff_against_rev(current_project(), rev)
+    else:
+        if not (old and new):
+            raise click.UsageError("give OLD and NEW (lock paths or REV:path), or --git [REV]")
+        diff = diff_sides(read_side(old, Path.cwd()), read_side(new, Path.cwd()))
+        diffs = [] if diff.empty else [diff]
+    text = render(diffs, "text" if fmt == "json" else fmt)
+    return Outcome(results=diff_results(diffs), text=text, exit_code=1 if diffs and exit_code else 0)
 
 
-@cli.command("status")
+@cli.command("status", epilog=epilog("envgen status", "envgen status a5 --outdated", "envgen status --json -q"))
 @click.argument("envs", nargs=-1, callback=_env_names)
-@root_option
 @click.option("--outdated", is_flag=True, help="Also ask the default indexes for newer unpinned pip packages.")
-@quiet_option
-@json_option
-def status_command(envs: tuple[str, ...], root: Path, outdated: bool, quiet: bool, as_json: bool) -> None:
+@common_options
+@reporting("status")
+def status_command(envs: tuple[str, ...], outdated: bool) -> Outcome:
     """Is each lock of ENV... fresh for its inputs, have its branches moved upstream, what is still pending.
 
     Exits 0 when every lock is fresh and every branch, tag or HEAD it pins still names the locked commit;
-    1 when a lock is missing or stale, a ref moved, or a remote could not be asked.
+    1 when a lock is missing (no lock yet) or stale, a ref moved, or a remote could not be asked.
     """
     from envgen.commands.status import render_status, status_env
 
-    setup_logging(quiet)
-    with reported():
-        proj = project(root)
-        reports = [status_env(proj, env, outdated=outdated) for env in (envs or proj.envs())]
-    if as_json:
-        click.echo(json.dumps([r.as_dict() for r in reports], indent=2, sort_keys=True))
-    else:
-        click.echo(render_status(reports), nl=False)
-    sys.exit(0 if all(r.ok for r in reports) else 1)
+    proj = current_project()
+    reports = [status_env(proj, env, outdated=outdated) for env in proj.known_envs(envs, locked=True)]
+    return Outcome(
+        results=[r.as_dict() for r in reports],
+        text=render_status(reports),
+        exit_code=0 if all(r.ok for r in reports) else 1,
+    )
 
 
-@cli.command("install")
+@cli.command(
+    "install",
+    epilog=epilog(
+        "envgen install a5 --prefix /opt/envs/verl-a5",
+        "envgen install a5 --prefix .venv-a5 --venv --installer uv --profile checkpoint-engine",
+    ),
+)
 @click.argument("env", callback=_env_names)
 @click.option(
     "--prefix",
@@ -292,40 +274,45 @@ def status_command(envs: tuple[str, ...], root: Path, outdated: bool, quiet: boo
 @click.option("--venv", is_flag=True, help="A venv of this python instead of the lock's conda packages.")
 @click.option("--profile", "profiles", multiple=True, metavar="NAME", help="An optional activation profile.")
 @click.option("--skip-cann", is_flag=True, help="Skip the sources that need CANN (the env is then incomplete).")
-@click.option("--installer", type=click.Choice(["pip", "uv"]), default="pip", show_default=True)
-@root_option
-@quiet_option
+@click.option(
+    "--installer",
+    type=click.Choice(["pip", "uv"]),
+    default="pip",
+    show_default=True,
+    help="Install the pip part with pip (requirements.txt, --require-hashes) or with uv (the PEP 751 pylock).",
+)
+@common_options
+@reporting("install")
 def install_command(
-    env: str,
-    prefix: Path,
-    venv: bool,
-    profiles: tuple[str, ...],
-    skip_cann: bool,
-    installer: str,
-    root: Path,
-    quiet: bool,
-) -> None:
+    env: str, prefix: Path, venv: bool, profiles: tuple[str, ...], skip_cann: bool, installer: str
+) -> Outcome:
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the recipe."""
     from envgen.commands.install import install_lock
+    from envgen.project import cache_dir
 
-    setup_logging(quiet)
-    with reported():
-        installed = install_lock(
-            project(root),
-            env,
-            prefix,
-            cache=cache_dir(),
-            venv=venv,
-            installer="uv" if installer == "uv" else "pip",
-            profiles=profiles,
-            skip_cann=skip_cann,
-        )
-    click.echo(f"{env}: installed into {installed}", err=True)
+    proj = current_project()
+    proj.known_envs([env], locked=True)
+    installed = install_lock(
+        proj,
+        env,
+        prefix,
+        cache=cache_dir(),
+        venv=venv,
+        installer="uv" if installer == "uv" else "pip",
+        profiles=profiles,
+        skip_cann=skip_cann,
+    )
+    outcome = Outcome(results=[{"env": env, "prefix": str(installed), "profiles": list(profiles)}])
+    outcome.note(f"{env}: installed into {installed}")
+    return outcome
 
 
-@cli.command("check")
+@cli.command(
+    "check",
+    epilog=epilog("envgen check a5", "envgen check a5 --venv --installer uv", "envgen check a5 --no-env --json"),
+)
 @click.argument("env", callback=_env_names)
-@click.option("--venv", is_flag=True, help="Throwaway env as a venv of this python (fixture channels have no CPython).")
+@click.option("--venv", is_flag=True, help="Throwaway env as a venv of this python instead of the lock's conda python.")
 @click.option("--require-npu", is_flag=True, help="Fail, rather than skip, what needs CANN or an NPU.")
 @click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")
 @click.option("--no-solve", is_flag=True, help="Skip re-resolving the pip set (it needs the indexes).")
@@ -342,9 +329,8 @@ def install_command(
     is_flag=True,
     help="Fail (exit 4) when the throwaway env is skipped (no part of the lock for this host).",
 )
-@root_option
-@quiet_option
-@json_option
+@common_options
+@reporting("check")
 def check_command(
     env: str,
     venv: bool,
@@ -354,70 +340,74 @@ def check_command(
     no_env: bool,
     installer: str,
     require_env: bool,
-    root: Path,
-    quiet: bool,
-    as_json: bool,
-) -> None:
+) -> Outcome:
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and imports."""
     from envgen.commands.check import check_env
-    from envgen.commands.check_report import render_json, render_report
-    from envgen.errors import VerificationError
+    from envgen.commands.check_report import render_report
+    from envgen.project import cache_dir
 
-    setup_logging(quiet)
-    with reported():
-        report = check_env(
-            project(root),
-            env,
-            cache=cache_dir(),
-            venv=venv,
-            require_npu=require_npu,
-            keep=keep,
-            solve=not no_solve,
-            throwaway=not no_env,
-            installer="uv" if installer == "uv" else "pip",
-            require_env=require_env,
-        )
-    click.echo(render_json(report) if as_json else render_report(report), nl=False)
+    proj = current_project()
+    proj.known_envs([env])
+    report = check_env(
+        proj,
+        env,
+        cache=cache_dir(),
+        venv=venv,
+        require_npu=require_npu,
+        keep=keep,
+        solve=not no_solve,
+        throwaway=not no_env,
+        installer="uv" if installer == "uv" else "pip",
+        require_env=require_env,
+    )
+    outcome = Outcome(results=[report.as_dict()], text=render_report(report), exit_code=report.exit_code)
     if report.kept:
-        click.echo(report.kept, err=True)
-    if not report.ok:
-        sys.exit(VerificationError.exit_code)
+        outcome.note(report.kept)
+    return outcome
 
 
-@cli.command("demo")
+@cli.command("demo", epilog=epilog("envgen demo", "envgen demo --keep"))
 @click.option("--keep", is_flag=True, help="Keep the demo's directory (project, locks, repositories) and print it.")
-def demo_command(keep: bool) -> None:
+@common_options
+@reporting("demo")
+def demo_command(keep: bool) -> Outcome:
     """Run the whole flow offline on the bundled example (shipped in the package), served on 127.0.0.1.
 
     lock, check in a throwaway venv, a version bump, lock again, the diff in markdown, status after a branch
     moves upstream. Stops at the first step that fails, with its exit code; Ctrl-C stops the servers and
-    removes the directory too.
+    removes the directory too. Needs no project.
     """
     import signal
     import time
 
     from envgen.commands.demo import run_demo
+    from envgen.console import paint
+
+    flags = settings()
+    # With --json the banners go to stderr: stdout carries the one JSON document.
+    stream = sys.stderr if flags.as_json else sys.stdout
 
     def say(line: str) -> None:
-        click.secho(line, bold=line.startswith("$"), fg="cyan" if line.startswith("#") else None)
+        color = "cyan" if line.startswith("#") else None
+        stream.write(paint(line, flags, stream, color, bold=line.startswith("$")) + "\n")
+        stream.flush()
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     # A terminated demo (a CI job cancelled) cleans up like an interrupted one.
     signal.signal(signal.SIGTERM, interrupt)
-    setup_logging(quiet=False)
     started = time.monotonic()
-    with reported():
-        try:
-            result = run_demo(say, keep=keep)
-        except KeyboardInterrupt:
-            cleaned = "kept its directory" if keep else "removed its directory"
-            click.secho(f"interrupted: the demo stopped its servers and {cleaned}", fg="red", err=True)
-            sys.exit(130)
-    click.echo(f"envgen demo: {result.commands} commands in {time.monotonic() - started:.0f} s", err=True)
-    if result.kept:
-        click.echo(result.kept)
+    try:
+        result = run_demo(say, keep=keep)
+    except KeyboardInterrupt:
+        cleaned = "kept its directory" if keep else "removed its directory"
+        sys.stderr.write(paint(f"interrupted: the demo stopped its servers and {cleaned}", flags, sys.stderr, "red"))
+        sys.exit(130)
+    kept = str(result.kept) if result.kept else None
+    outcome = Outcome(results=[{"commands": result.commands, "kept": kept}], text=f"{kept}\n" if kept else "")
+    outcome.note(f"envgen demo: {result.commands} commands in {time.monotonic() - started:.0f} s")
+    return outcome
 
 
 INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: a bug in envgen, not in its input
@@ -427,7 +417,7 @@ def main() -> None:
     # An index with `trusted_host` in channels/ skips certificate checks by choice: no warning per request.
     warnings.filterwarnings("ignore", message="Unverified HTTPS request")  # urllib3's InsecureRequestWarning
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _on_signal)
+        signal.signal(sig, on_signal)
     try:
         cli(prog_name="envgen")
     except SystemExit as exc:
@@ -443,7 +433,7 @@ def main() -> None:
         if os.environ.get("ENVGEN_DEBUG"):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        click.secho(f"internal error: {type(exc).__name__}: {first}", fg="red", err=True)
+        click.echo(f"internal error: {type(exc).__name__}: {first}", err=True)
         hint = f"this is a bug in envgen {__version__}: please file an issue in the envgen repository with the "
         click.echo(f"  {hint}command you ran and this message (ENVGEN_DEBUG=1 shows the traceback)", err=True)
         sys.exit(INTERNAL_ERROR)

@@ -29,6 +29,10 @@ class ResolutionError(EnvgenError):
     exit_code = 3
 
 
+class NetworkError(ResolutionError):
+    """A host (an index, a channel, a remote) could not be reached: the answer is unknown, not wrong."""
+
+
 class VerificationError(EnvgenError):
     """A lock did not verify: stale, tampered, failed to install or to import."""
 

@@ -1,28 +1,45 @@
-"""Where the core modules' log records go: stderr, one line each (rich on a terminal)."""
+"""Where the core modules' log records go: stderr, one unwrapped line each, never padded."""
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
+
+import click
+
+_COLORS = {"WARNING": "yellow", "ERROR": "red", "DEBUG": "blue"}
 
 
-def setup_logging(quiet: bool) -> None:
-    """Progress and warnings of the core modules go to stderr; `-q` keeps only warnings.
+class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
+    """One line per record, its level coloured (when asked) and nothing else; a closed stderr is no error."""
 
-    On a terminal rich formats them; elsewhere (CI logs, pipes) each record stays one unwrapped line.
-    """
-    handler: logging.Handler
-    if sys.stderr.isatty():
-        # Imported here: rich costs more start-up time than a no-op `envgen lock` spends on anything else.
-        from rich.console import Console
-        from rich.logging import RichHandler
+    def __init__(self, color: bool, timed: bool) -> None:
+        super().__init__(sys.stderr)
+        self.color, self.timed = color, timed
+        self.started = time.time()
 
-        handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False, markup=False)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)-7s %(message)s"))
+    def format(self, record: logging.LogRecord) -> str:
+        level = f"{record.levelname:<7}"
+        if self.color:
+            level = click.style(level, fg=_COLORS.get(record.levelname))
+        # With -v every line carries the seconds since start: the time of each stage is the gap between lines.
+        elapsed = f"{record.created - self.started:7.2f}s " if self.timed else ""
+        return f"{level} {elapsed}{record.getMessage()}".rstrip()
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if isinstance(sys.exc_info()[1], BrokenPipeError):  # `envgen lock 2>&1 | head -1`
+            return
+        super().handleError(record)
+
+
+def setup_logging(*, quiet: bool = False, verbose: int = 0, color: bool = False) -> None:
+    """Progress and warnings of the core go to stderr: `quiet` only errors, `verbose` debug records (the
+    commands run, with the seconds since start), `verbose` 2 the libraries' debug records too."""
+    handler = _Handler(color, timed=verbose > 0)
     root = logging.getLogger("envgen")
     root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING if quiet else logging.INFO)
     root.propagate = False
+    root.setLevel(logging.ERROR if quiet else logging.DEBUG if verbose else logging.INFO)
+    if verbose >= 2:
+        logging.basicConfig(handlers=[handler], level=logging.DEBUG, force=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -13,6 +15,8 @@ from envgen.errors import ToolError
 from envgen.redact import redact_text
 
 TAIL_LINES = 25
+
+log = logging.getLogger(__name__)
 
 
 def tail(text: str, lines: int = TAIL_LINES) -> str:
@@ -55,6 +59,7 @@ def run(
     argv = [os.fspath(c) for c in cmd]
     shown = redact_text(" ".join(argv), secrets)
     interrupts.check()
+    started = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv,
@@ -81,6 +86,8 @@ def run(
             interrupts.kill_group(proc)  # the main thread was interrupted: the child must not outlive the wait
             raise
     interrupts.check()  # killed by an interrupt: its failure is not the tool's
+    # `envgen -v` shows every command envgen runs, with its time and exit code.
+    log.debug("ran `%s`: exit code %d in %.2f s", shown, proc.returncode, time.monotonic() - started)
     completed = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
     if check and completed.returncode != 0:
         out = tail(completed.stderr or completed.stdout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +58,46 @@ class Project:
     def envs(self) -> list[str]:
         """Every env with a template, sorted."""
         return sorted(p.stem for p in self.templates_dir.glob("*.toml"))
+
+    def known_envs(self, envs: Sequence[str], *, locked: bool = False) -> list[str]:
+        """`envs` (every env with a template when none is named) once each checked to exist: a template, or with
+        `locked` a lock whose template was removed. An unknown env is bad input, found before any work."""
+        available = self.envs()
+        for env in envs:
+            if env in available or (locked and self.lock_yml(env).exists()):
+                continue
+            listed = ", ".join(available) or f"none (no *.toml in {self.templates_dir})"
+            raise InputError(
+                f"unknown env {env!r}: no {self.template(env)}; available envs: {listed}",
+                hint=f"name one of the available envs, or create env-templates/{env}.toml (see docs/matrix.md)",
+            )
+        if not envs and not available:
+            raise InputError(
+                f"no env in {self.templates_dir} (no *.toml)",
+                hint="add a matrix there (see docs/matrix.md), or run `envgen init` for an example",
+            )
+        return list(envs) or available
+
+
+# What makes a directory an envgen project: both, as `.git` makes a git checkout.
+MARKERS = ("env-templates", "channels")
+
+
+def is_project(directory: Path) -> bool:
+    return all((directory / marker).is_dir() for marker in MARKERS)
+
+
+def find_project(start: Path) -> Project:
+    """The project holding `start`: `start` itself or its nearest parent with env-templates/ and channels/,
+    searched upward as git, uv and pixi do, so any subdirectory of a checkout works."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if is_project(directory):
+            return Project(directory)
+    raise InputError(
+        f"no envgen project in {start} or its parents (a project has env-templates/ and channels/)",
+        hint="run `envgen init` to start one here, or run envgen inside a project (or pass --root DIR)",
+    )
 
 
 def checked_env(env: str) -> str:

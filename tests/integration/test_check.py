@@ -15,6 +15,7 @@ from envgen.cli import cli
 from envgen.commands.check import check_env, solve_step
 from envgen.commands.check_static import dependencies_step, index_problems, pin_problems
 from envgen.commands.check_throwaway import Hardware, import_steps
+from envgen.errors import InputError
 from envgen.example.project import Example, bump_version
 from envgen.inputs.matrix import load_matrix
 from envgen.lockio.store import read_lock
@@ -66,7 +67,7 @@ def envgen_check(example: Example, *args: str) -> tuple[int, str, str]:
 
 
 def steps_of(out: str) -> dict[str, dict[str, str]]:
-    return {s["name"]: s for s in json.loads(out)["steps"]}
+    return {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
 
 
 def test_lock_then_check_passes_and_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
@@ -124,7 +125,13 @@ def test_no_env_runs_static_checks_and_the_re_solve_only(example: Example, tmp_p
     assert code == 0, out + err
     steps = steps_of(out)
     assert steps["solve: same pip set"]["status"] == "ok"
-    assert steps["env: install"] == {"name": "env: install", "status": "skipped", "detail": "--no-env", "problems": []}
+    assert steps["env: install"] == {
+        "name": "env: install",
+        "status": "skipped",
+        "detail": "--no-env",
+        "problems": [],
+        "unreachable": False,
+    }
     assert not any(name.startswith("import ") for name in steps)
     assert throwaways(tmp_path) == []
 
@@ -272,9 +279,9 @@ def test_the_solve_step_reports_an_artifact_the_indexes_no_longer_resolve_to(exa
 def test_a_missing_lock_fails_the_first_step(tmp_path: Path) -> None:
     project = Project(tmp_path / "empty")
     (project.root / "locks").mkdir(parents=True)
-    report = check_env(project, ENV, cache=cache_dir(), venv=True)
-    assert [(s.name, s.status) for s in report.steps] == [("static: lock parses", "failed")]
-    assert "no lock for demo" in report.steps[0].detail and not report.ok
+    with pytest.raises(InputError, match="no lock for demo yet") as raised:
+        check_env(project, ENV, cache=cache_dir(), venv=True)
+    assert raised.value.exit_code == 2
 
 
 def test_an_expected_version_is_compared_even_without_a_named_distribution(

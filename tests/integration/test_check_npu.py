@@ -119,7 +119,7 @@ def host(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> It
 def check(example: Example, *args: str) -> tuple[int, dict[str, dict[str, str]], str]:
     result = CliRunner().invoke(cli, ["check", ENV, "--root", str(example.root), "--venv", "--no-solve", *args])
     assert "Traceback" not in result.output
-    steps = {s["name"]: s for s in json.loads(result.stdout)["steps"]} if "--json" in args else {}
+    steps = {s["name"]: s for s in json.loads(result.stdout)["results"][0]["steps"]} if "--json" in args else {}
     return result.exit_code, steps, result.stdout
 
 

@@ -31,6 +31,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitRepo]:
     """A git repository whose HEAD holds the old lock and whose work tree holds the bumped one."""
     old, new = bump()
     repo = GitRepo.create(tmp_path / "project", {"README": "envgen project\n"})
+    for marker in ("env-templates", "channels"):  # what makes it a project `diff --git` finds
+        (repo.path / marker).mkdir()
     put(repo.path, old)
     repo.git("add", "locks")
     repo.commit({}, "lock a5")
@@ -47,7 +49,14 @@ def envgen(*args: str) -> Result:
 def test_rev_path_against_work_tree_matches_golden(repo: GitRepo, fmt: str, golden: str) -> None:
     result = envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--format", fmt)
     assert result.exit_code == 0, result.output
-    assert result.stdout == (GOLDEN / golden).read_text(encoding="utf-8")
+    expected = (GOLDEN / golden).read_text(encoding="utf-8")
+    if fmt == "json":  # the envelope every --json prints, its results the diffs
+        document = json.loads(result.stdout)
+        assert (document["command"], document["ok"]) == ("diff", True)
+        assert document["results"] == json.loads(expected)["diffs"]
+        assert envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--json").stdout == result.stdout
+    else:
+        assert result.stdout == expected
 
 
 def test_git_mode_compares_every_changed_lock(repo: GitRepo) -> None:
@@ -62,8 +71,8 @@ def test_git_mode_skips_unchanged_locks_and_reports_added_ones(repo: GitRepo) ->
     other = diff_lock(env="a2a3")
     put(repo.path, other)
     data = json.loads(envgen("diff", "--git", "HEAD", "--format", "json").stdout)
-    assert [d["env"] for d in data["diffs"]] == ["a2a3"]
-    (diff,) = data["diffs"]
+    assert [d["env"] for d in data["results"]] == ["a2a3"]
+    (diff,) = data["results"]
     assert diff["old_label"] == "HEAD: none" and diff["new_label"] == "locks/a2a3.yml"
     assert {p["kind"] for p in diff["packages"]} == {"added"}
     assert {s["name"] for s in diff["sources"]} == {"mindspeed", "vllm-ascend"}
@@ -74,7 +83,7 @@ def test_two_revisions(repo: GitRepo) -> None:
     repo.commit({}, "bump a5")
     result = envgen("diff", "HEAD~1:locks/a5.yml", "HEAD:locks/a5.yml", "--format", "json")
     data = json.loads(result.stdout)
-    assert data["diffs"][0]["summary"] == {"upgraded": 6, "sources changed": 1}
+    assert data["results"][0]["summary"] == {"upgraded": 6, "sources changed": 1}
     assert envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--exit-code").exit_code == 0
 
 
@@ -89,7 +98,7 @@ def test_yml_without_its_sources_toml_compares_packages(repo: GitRepo, tmp_path:
     lone = tmp_path / "old.yml"
     lone.write_text(repo.git("show", "HEAD:locks/a5.yml") + "\n", encoding="utf-8")
     data = json.loads(envgen("diff", str(lone), "locks/a5.yml", "--format", "json").stdout)
-    (diff,) = data["diffs"]
+    (diff,) = data["results"]
     assert diff["summary"] == {"upgraded": 6} and diff["sources"] == []
 
 
@@ -132,7 +141,7 @@ def test_git_mode_reports_a_deleted_lock(repo: GitRepo) -> None:
     for name in ("a5.yml", "a5.sources.toml", "a5.install.sh"):
         (repo.path / "locks" / name).unlink()
     data = json.loads(envgen("diff", "--git", "--format", "json").stdout)
-    (diff,) = data["diffs"]
+    (diff,) = data["results"]
     assert (diff["old_label"], diff["new_label"]) == ("HEAD:locks/a5.yml", "deleted")
     assert {p["kind"] for p in diff["packages"]} == {"removed"}
     assert diff["platforms_removed"] == ["linux-64", "linux-aarch64"]

@@ -280,7 +280,7 @@ def test_export_writes_each_format_on_demand(example: Example, tmp_path: Path) -
     assert code == 2
     assert f"--platform linux-ppc64le: the lock of {ENV} has no such part (it has {', '.join(lock.platforms)})" in err
     code, _, err = envgen(example, "export", "nope", "--format", "nix")
-    assert code == 2 and "no lock for nope" in err
+    assert code == 2 and "unknown env 'nope'" in err
 
 
 def test_the_sbom_is_valid_cyclonedx_16_with_one_component_per_artifact_and_source(example: Example) -> None:
@@ -331,7 +331,7 @@ def test_status_flags_a_missing_or_edited_derived_file_and_lock_writes_a_missing
 
     code, out, err = envgen(example, "lock", ENV, "--json")
     assert code == 0, err
-    assert json.loads(out)[0]["status"] == "locked"  # not a no-op: a derived file was missing
+    assert json.loads(out)["results"][0]["status"] == "locked"  # not a no-op: a derived file was missing
     assert pylock.read_bytes() == written
 
     requirements = locks / f"{ENV}.linux-64.requirements.txt"
@@ -351,7 +351,7 @@ def test_check_installs_from_the_derived_file_and_compares_the_installed_set(
     lock = locked(example)
     code, out, err = envgen(example, "check", ENV, "--venv", "--no-solve", "--installer", installer, "--json")
     assert code == 0, out + err
-    steps = {s["name"]: s for s in json.loads(out)["steps"]}
+    steps = {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
     assert f"from {source} ({installer})" in steps["env: install (venv)"]["detail"]
     installed = steps["env: installed set"]
     assert installed["status"] == "ok"

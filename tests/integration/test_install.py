@@ -201,7 +201,8 @@ def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_pa
 
     base, files = wheelhouse
     project = Project(tmp_path / "project")
-    (project.root / "locks").mkdir(parents=True)
+    for part in ("locks", "env-templates", "channels"):  # a project, though its env has only a lock
+        (project.root / part).mkdir(parents=True)
     lock = demo_lock(wheel_entries(base, files))
     write_lock(project, "demo", lock, render_recipe(lock))
     prefix = tmp_path / "env"

@@ -242,7 +242,7 @@ def test_lock_without_arguments_locks_every_env(example: Example) -> None:
     try:
         code, out, err = envgen(example, "lock", "--json")
         assert code == 0, err
-        assert [item["env"] for item in json.loads(out)] == ["demo", "demo2"]
+        assert [item["env"] for item in json.loads(out)["results"]] == ["demo", "demo2"]
         assert (example.root / "locks" / "demo2.yml").is_file()
     finally:
         second.unlink()
@@ -259,7 +259,7 @@ def test_an_extending_env_locks_and_goes_stale_with_its_base(example: Example) -
     try:
         code, out, err = envgen(example, "lock", ENV, "demo-npu", "--json")
         assert code == 0, err
-        assert [item["status"] for item in json.loads(out)] == ["locked", "locked"]
+        assert [item["status"] for item in json.loads(out)["results"]] == ["locked", "locked"]
         project = Project(example.root)
         base, npu = read_lock(project, ENV), read_lock(project, "demo-npu")
         assert base is not None and npu is not None
@@ -268,17 +268,17 @@ def test_an_extending_env_locks_and_goes_stale_with_its_base(example: Example) -
         assert [(e.name, e.version, e.sha256) for e in npu.pip] == [(e.name, e.version, e.sha256) for e in base.pip]
         assert "base:demo" in dict(npu.inputs) and "base:demo" not in dict(base.inputs)
         code, out, _ = envgen(example, "status", ENV, "demo-npu", "--json")
-        assert [item["fresh"] for item in json.loads(out)] == [True, True]
+        assert [item["fresh"] for item in json.loads(out)["results"]] == [True, True]
 
         bump_version(example, "demo-torch", "2.10.0", "2.10.1")  # the base changes, the derived file does not
         code, out, _ = envgen(example, "status", ENV, "demo-npu", "--json")
-        reports = {item["env"]: item for item in json.loads(out)}
+        reports = {item["env"]: item for item in json.loads(out)["results"]}
         assert code == 1
         assert not reports[ENV]["fresh"] and not reports["demo-npu"]["fresh"]
         assert reports["demo-npu"]["reasons"] == ["matrix demo (extended by env-templates/demo-npu.toml) changed"]
         code, out, err = envgen(example, "lock", "demo-npu", "--json")
         assert code == 0, err
-        assert json.loads(out)[0]["status"] == "locked"
+        assert json.loads(out)["results"][0]["status"] == "locked"
         relocked = read_lock(project, "demo-npu")
         assert relocked is not None
         assert {e.version for e in relocked.pip if e.name == "demo-torch"} == {"2.10.1"}

@@ -89,7 +89,7 @@ def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Exa
     assert f"override demo-transformers==4.57.6 (transitive): {VIOLATION}" in out
     code, out, _ = envgen(example, "show", ENV)
     assert f"    violates (in the lock): {VIOLATION}" in out
-    document = json.loads(envgen(example, "show", ENV, "--json")[1])
+    document = json.loads(envgen(example, "show", ENV, "--json")[1])["results"][0]
     assert document["overrides"]["demo-transformers"]["violates"] == [VIOLATION]
     code, out, _ = envgen(example, "diff", str(before / f"{ENV}.yml"), str(example.root / "locks" / f"{ENV}.yml"))
     assert code == 0, out

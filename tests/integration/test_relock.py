@@ -58,7 +58,7 @@ def lock(example: Example, *args: str) -> dict[str, list[dict[str, str | None]]]
     """Run `envgen lock demo ARGS --json`; the moves it reports, per platform."""
     code, out, err = envgen(example, "lock", ENV, "--json", *args)
     assert code == 0, err
-    (summary,) = json.loads(out)
+    (summary,) = json.loads(out)["results"]
     moved: dict[str, list[dict[str, str | None]]] = summary["moved"]
     return moved
 
@@ -160,7 +160,7 @@ def test_a_previous_version_gone_from_the_index_falls_back_with_a_warning(
     assert code == 0, err
     assert "demo-bridge 0.2.0 is no longer offered by the indexes; resolved afresh to 0.3.0" in err
     assert "the conda channels no longer offer demo-data 2024.1 h0_0" in err
-    (summary,) = json.loads(out)
+    (summary,) = json.loads(out)["results"]
     for platform in PLATFORMS:
         reasons = {m["name"]: m["reason"] for m in summary["moved"][platform]}
         assert reasons["demo-bridge"].startswith("the previous version is no longer offered")
@@ -181,7 +181,7 @@ def test_a_source_is_upgraded_by_name_and_its_move_reported(example: Example) ->
     moved = advance_branch(example, "trainer", "core_r0.12.0")
     code, out, err = envgen(example, "lock", ENV, "--upgrade-package", "trainer", "--json")
     assert code == 0, err
-    (summary,) = json.loads(out)
+    (summary,) = json.loads(out)["results"]
     assert summary["sources_moved"] == [
         {
             "manager": "source",
@@ -223,7 +223,7 @@ def test_a_package_pinning_the_bumped_one_moves_with_it_without_a_warning(exampl
     code, out, err = envgen(example, "lock", ENV, "--json")
     assert code == 0, err
     assert "no longer offered" not in err
-    (summary,) = json.loads(out)
+    (summary,) = json.loads(out)["results"]
     for platform in PLATFORMS:
         reasons = {m["name"]: m["reason"] for m in summary["moved"][platform]}
         assert reasons == {

@@ -68,7 +68,7 @@ def test_nothing_moved_no_changes_and_no_body(served: Served) -> None:
     assert not (served.out / "relock.patch").exists()
     assert served.outputs.read_text() == "changed=false\n"
     assert served.git("status", "--porcelain") == ""
-    (report,) = json.loads((served.out / "status.json").read_text())
+    (report,) = json.loads((served.out / "status.json").read_text())["results"]
     assert (report["env"], report["state"], report["drifted"]) == (ENV, "fresh", [])
 
 
@@ -97,7 +97,7 @@ def test_moved_branch_relocks_that_source_and_writes_the_pr_body(served: Served)
         assert served.locked("trainer") == moved
         assert {n: served.locked(n) for n in ("rollout", "post")} == {n: before[n] for n in ("rollout", "post")}
         assert (served.out / "changed-envs.txt").read_text() == f"{ENV}\n"
-        check = json.loads((served.out / "checks" / f"{ENV}.json").read_text())
+        check = json.loads((served.out / "checks" / f"{ENV}.json").read_text())["results"][0]
         steps = {s["name"]: s["status"] for s in check["steps"]}
         assert check["ok"] and steps["solve: same pip set"] == "ok" and steps["env: install"] == "skipped"
 

@@ -159,7 +159,7 @@ def test_no_lock_yet(demo: Demo) -> None:
     result = demo.status()
     assert result.exit_code == 1
     assert result.stdout == "demo: no lock yet\n"
-    (report,) = json.loads(demo.status("--json").stdout)
+    (report,) = json.loads(demo.status("--json").stdout)["results"]
     assert (report["state"], report["fresh"], report["reasons"]) == ("no-lock", False, ["no lock yet"])
     _valid_status_json(report)
 
@@ -189,7 +189,7 @@ def test_stale_lock_names_the_edited_matrix(demo: Demo) -> None:
 def test_stale_lock_names_the_edited_channel(demo: Demo) -> None:
     demo.lock()
     (demo.root / "channels" / "conda-forge.toml").write_text('kind = "conda"\nurl = "https://mirror.example.org/cf"\n')
-    report = json.loads(demo.status("--json").stdout)[0]
+    report = json.loads(demo.status("--json").stdout)["results"][0]
     assert report["fresh"] is False and report["reasons"] == ["channel conda-forge changed"]
     assert (report["state"], report["drifted"]) == ("stale", [])
     _valid_status_json(report)
@@ -203,7 +203,7 @@ def test_drifted_branch(demo: Demo) -> None:
     assert result.exit_code == 1
     assert "demo: fresh (1 source drifted)\n" in result.stdout
     assert f"    tool releases/v1: locked {locked[:7]}, upstream now {moved[:7]}\n" in result.stdout
-    drift = json.loads(demo.status("--json").stdout)[0]["drift"]
+    drift = json.loads(demo.status("--json").stdout)["results"][0]["drift"]
     assert drift == [
         {
             "name": "tool",
@@ -230,7 +230,7 @@ def test_mirror_config_is_honoured(demo: Demo, tmp_path: Path, monkeypatch: pyte
     config.write_text(f'[url "{demo.tool.url}"]\n\tinsteadOf = {canonical}\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     moved = demo.tool.commit({"tool.py": "v = 3\n"}, "fix", branch="releases/v1")
-    (report,) = json.loads(demo.status("--json").stdout)
+    (report,) = json.loads(demo.status("--json").stdout)["results"]
     (drift,) = report["drift"]
     assert (drift["url"], drift["upstream"], drift["error"]) == (canonical, moved, None)
     locked = next(s.commit for s in lock.sources if s.source.name == "tool")
@@ -249,7 +249,7 @@ def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -
     result = demo.status()
     assert result.exit_code == 1
     assert "demo: fresh (1 remote unreachable)\n" in result.stdout
-    (report,) = json.loads(demo.status("--json").stdout)
+    (report,) = json.loads(demo.status("--json").stdout)["results"]
     assert (report["drifted"], report["unreachable"], report["drift"][0]["compare_url"]) == ([], ["tool"], None)
     _valid_status_json(report)
     assert f"    tool releases/v1: upstream unreachable (source tool: cannot reach git remote {gone}:)" in result.stdout
@@ -261,7 +261,7 @@ def test_outdated_unpinned_packages(demo: Demo) -> None:
     assert result.exit_code == 0, result.output
     assert "  unpinned packages:\n    mbridge: locked 0.13.0; newer 0.15.1 on pypi\n" in result.stdout
     assert "--upgrade-package mbridge` takes them" in result.stdout
-    (report,) = json.loads(demo.status("--outdated", "--json").stdout)
+    (report,) = json.loads(demo.status("--outdated", "--json").stdout)["results"]
     _valid_status_json(report)
     (item,) = report["outdated"]
     assert item == {"name": "mbridge", "locked": ["0.13.0"], "newest": "0.15.1", "index": "pypi", "error": None}

@@ -89,14 +89,14 @@ def test_show_prints_the_merged_result(project: Project) -> None:
     write(project, "derived", DERIVED)
     code, out, _ = show(project, "derived", "--json")
     assert code == 0
-    doc = json.loads(out)
+    doc = json.loads(out)["results"][0]
     assert doc["env"]["extends"] == ["base"]
     assert doc["env"]["name"] == "derived"
     assert doc["pip"]["packages"]["torch"]["specifier"] == "==2.11.0"
     assert doc["pip"]["packages"]["torch"]["index"] == {"linux-64": "pytorch-cpu", "linux-aarch64": None}
     assert doc["overrides"]["numpy"]["requirement"] == "numpy<2"
     _, base_out, _ = show(project, "base", "--json")
-    base_doc = json.loads(base_out)
+    base_doc = json.loads(base_out)["results"][0]
     assert base_doc["env"]["extends"] == []
     assert doc["conda"]["channels"] == base_doc["conda"]["channels"] and doc["activation"] == base_doc["activation"]
     code, text, _ = show(project, "derived")

@@ -8,7 +8,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from envgen.commands.check_report import CheckReport, Step, render_json
+from envgen.commands.check_report import CheckReport, Step
+from envgen.console import envelope
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -104,7 +105,8 @@ def test_matrix_command_writes_the_workflow_outputs(tmp_path: Path, monkeypatch:
 def _result(results: Path, env: str, runner: str, *steps: Step) -> None:
     where = results / npu.artifact_name(env, runner)
     where.mkdir(parents=True)
-    (where / f"{env}.json").write_text(render_json(CheckReport(env, "linux-aarch64", steps)))
+    report = CheckReport(env, "linux-aarch64", steps)
+    (where / f"{env}.json").write_text(envelope("check", report.exit_code, [report.as_dict()]))
 
 
 def test_summary_table_has_a_verdict_for_every_pair(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def show(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def a5() -> dict[str, Any]:
-    return json.loads(show("a5", "--root", str(REPO), "--json"))
+    return json.loads(show("a5", "--root", str(REPO), "--json"))["results"][0]
 
 
 def test_a5_system_and_conda(a5: dict[str, Any]) -> None:
@@ -116,7 +116,7 @@ def test_json_is_stable_and_sorted() -> None:
     first = show("a5", "--root", str(REPO), "--json")
     assert first == show("a5", "--root", str(REPO), "--json")
     assert first == json.dumps(json.loads(first), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    assert "path" not in json.loads(first)["env"]
+    assert "path" not in json.loads(first)["results"][0]["env"]
 
 
 def test_a5_text_has_every_row() -> None:

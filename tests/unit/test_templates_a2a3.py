@@ -141,7 +141,7 @@ PER_ENV: dict[str, list[tuple[str, str, object]]] = {
 def show_json(env: str) -> dict[str, Any]:
     result = CliRunner().invoke(cli, ["show", env, "--json", "--root", str(REPO)])
     assert result.exit_code == 0, result.stderr
-    document: dict[str, Any] = json.loads(result.stdout)
+    document: dict[str, Any] = json.loads(result.stdout)["results"][0]
     return document
 
 

@@ -11,12 +11,12 @@ from packaging.utils import canonicalize_name
 from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
 from envgen.commands.check_static import pip_by_name, python_of, static_steps
 from envgen.commands.check_throwaway import EnvInstaller, throwaway_steps
-from envgen.errors import EnvgenError
+from envgen.errors import EnvgenError, NetworkError
 from envgen.inputs.matrix import load_env
 from envgen.installer import Installer, install_env
 from envgen.lockio.exports.pylock import pylock_name
 from envgen.lockio.exports.requirements_txt import requirements_name
-from envgen.lockio.store import read_lock
+from envgen.lockio.store import no_lock, read_lock
 from envgen.model import Lock, Matrix, PipPackage
 from envgen.platforms import host_platform
 from envgen.project import Project
@@ -43,7 +43,8 @@ def pinned_matrix(matrix: Matrix, lock: Lock, platform: str) -> Matrix:
 
 def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     """Resolve again with every package pinned to its locked version: the same files must come out."""
-    problems = []
+    problems: list[str] = []
+    unreachable: list[str] = []
     for platform in lock.platforms:
         try:
             again = lock_pypi(
@@ -53,6 +54,10 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
                 lock.sources,
                 cache=cache,
             )
+        except NetworkError as exc:
+            # Not a verdict on the lock: the step fails as unreachable and check exits 3, not 4.
+            unreachable.append(f"{platform}: {exc.message.splitlines()[0]}")
+            continue
         except EnvgenError as exc:
             problems.append(f"{platform}: {exc.message}")
             continue
@@ -64,21 +69,24 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
         problems += [
             f"{platform}: resolved now {n} {v} ({s[:12]}), not in the lock" for n, v, s in sorted(after - before)
         ]
+    if unreachable and not problems:
+        return Step(
+            "solve: same pip set", FAILED, "an index could not be reached", tuple(unreachable), unreachable=True
+        )
+    problems += unreachable
     return step_of("solve: same pip set", problems, f"{len(lock.pip)} entries on {len(lock.platforms)} platforms")
 
 
 def _load(project: Project, env: str) -> tuple[Lock, Matrix] | Step:
-    """The lock of `env` and its matrix, or the failed step saying which one cannot be read."""
+    """The lock of `env` and its matrix, or the failed step when the lock cannot be read (the verdict of check).
+    No lock at all or a malformed matrix is bad input (exit 2): there is nothing to verify."""
     try:
         lock = read_lock(project, env)
-        if lock is None:
-            raise EnvgenError(f"no lock for {env} in {project.locks_dir}", hint=f"run `envgen lock {env}`")
     except EnvgenError as exc:
         return Step("static: lock parses", FAILED, exc.message)
-    try:
-        return lock, load_env(project, env)
-    except EnvgenError as exc:
-        return Step("static: matrix loads", FAILED, exc.message)
+    if lock is None:
+        raise no_lock(project, env)
+    return lock, load_env(project, env)
 
 
 def _static_and_solve(project: Project, lock: Lock, matrix: Matrix, *, solve: bool, cache: Path) -> list[Step]:
@@ -109,7 +117,8 @@ def check_env(
     installer: Installer = "pip",
 ) -> CheckReport:
     """Check the lock of `env`: static steps, a re-solve, a throwaway install on this host; never raises for a
-    failed step (the report says), only for bugs and interrupts (the throwaway env is removed even then).
+    failed step (the report says), only for bad input (no lock, a malformed matrix), bugs and interrupts (the
+    throwaway env is removed even then).
 
     The throwaway env's pip part comes from the lock's derived file of this platform: its requirements.txt
     with pip, its PEP 751 pylock with uv."""

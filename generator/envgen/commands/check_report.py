@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,12 +11,14 @@ OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 
 @dataclass(frozen=True)
 class Step:
-    """One check: its outcome ("ok", "failed", "skipped") and why."""
+    """One check: its outcome ("ok", "failed", "skipped") and why; `unreachable`: it failed only because a host
+    could not be reached (no verdict on the lock)."""
 
     name: str
     status: str
     detail: str = ""
     problems: tuple[str, ...] = ()
+    unreachable: bool = False
 
 
 # What a check proves, in order; a step belongs to the stage its name starts with (imports are env steps).
@@ -67,6 +68,14 @@ class CheckReport:
         proven = ", ".join(stage for stage in STAGES if stage not in skipped)
         return f"ok ({proven}; " + "; ".join(f"{stage} skipped: {why}" for stage, why in skipped.items()) + ")"
 
+    @property
+    def exit_code(self) -> int:
+        """0 ok; 4 a step found the lock wrong; 3 a step could not tell because a host was unreachable."""
+        failed = [s for s in self.steps if s.status == FAILED]
+        if self.ok:
+            return 0
+        return 3 if failed and all(s.unreachable for s in failed) else 4
+
     def as_dict(self) -> dict[str, object]:
         return {
             "env": self.env,
@@ -91,10 +100,6 @@ def render_report(report: CheckReport) -> str:
     if report.kept:
         lines.append(f"  kept the throwaway env at {report.kept}")
     return "\n".join(lines) + "\n"
-
-
-def render_json(report: CheckReport) -> str:
-    return json.dumps(report.as_dict(), indent=2, sort_keys=True) + "\n"
 
 
 def step_of(name: str, problems: Sequence[str], ok: str = "") -> Step:

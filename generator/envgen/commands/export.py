@@ -11,7 +11,7 @@ from envgen.inputs.matrix import load_env
 from envgen.lockio.exports.nix import render_nix
 from envgen.lockio.exports.pylock import render_pylock
 from envgen.lockio.exports.requirements_txt import render_requirements
-from envgen.lockio.store import read_lock
+from envgen.lockio.store import require_lock
 from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
@@ -55,9 +55,7 @@ def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = 
     this host's, else the only one), cyclonedx for every platform or the one named, nix for every platform."""
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt}: unknown format", hint=f"use one of: {', '.join(FORMATS)}")
-    lock = read_lock(project, env)
-    if lock is None:
-        raise InputError(f"no lock for {env} in {project.locks_dir}", hint=f"run `envgen lock {env}` first")
+    lock = require_lock(project, env)
     if fmt == "nix":
         if platform is not None:
             raise InputError("--platform: a Nix export holds every platform", hint="leave out --platform")

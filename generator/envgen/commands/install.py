@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from envgen.errors import EnvgenError
 from envgen.installer import Installer, install_env
-from envgen.lockio.store import read_lock
+from envgen.lockio.store import require_lock
 from envgen.platforms import host_platform
 from envgen.project import Project
 
@@ -24,9 +23,7 @@ def install_lock(
     skip_cann: bool,
 ) -> Path:
     """Install the lock of `env` for this host's platform into `prefix`; returns the prefix's absolute path."""
-    lock = read_lock(project, env)
-    if lock is None:
-        raise EnvgenError(f"no lock for {env} in {project.locks_dir}", hint=f"run `envgen lock {env}` first")
+    lock = require_lock(project, env)
     install_env(
         lock,
         project.install_sh(env),

@@ -229,6 +229,11 @@ def _as_json(diff: LockDiff) -> dict[str, object]:
     return data
 
 
+def diff_results(diffs: list[LockDiff]) -> list[dict[str, object]]:
+    """One JSON-able object per env that differs (the `results` of `envgen diff --json`)."""
+    return [_as_json(d) for d in diffs]
+
+
 def render_json(diffs: list[LockDiff]) -> str:
     """JSON with sorted keys: `{"changed": bool, "diffs": [...]}`, one entry per env that differs."""
     payload = {"changed": any(not d.empty for d in diffs), "diffs": [_as_json(d) for d in diffs]}

@@ -52,6 +52,21 @@ def read_lock(project: Project, env: str) -> Lock | None:
     return lock
 
 
+def no_lock(project: Project, env: str) -> InputError:
+    """A command needs the lock of `env` and there is none yet: bad input (exit 2), naming how to make one."""
+    return InputError(
+        f"no lock for {env} yet: {project.lock_yml(env)} does not exist",
+        hint=f"run `envgen lock {env}` (a checkout gets locks/ from the relock workflow or `make lock`)",
+    )
+
+
+def require_lock(project: Project, env: str) -> Lock:
+    lock = read_lock(project, env)
+    if lock is None:
+        raise no_lock(project, env)
+    return lock
+
+
 def _write_temp(directory: Path, target: Path, text: str, mode: int) -> Path:
     """`text` in a new temp file next to `target`, flushed to disk."""
     fd, name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")

@@ -15,7 +15,7 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen import platforms
-from envgen.errors import EnvgenError, ResolutionError, ToolError
+from envgen.errors import EnvgenError, NetworkError, ResolutionError, ToolError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Matrix, Origin, PipEntry, TracedRequirement
 from envgen.process import run, tail
@@ -155,14 +155,14 @@ def explain_failure(
             if re.search(r"certificate|ssl|tls", stderr, re.IGNORECASE) and not index.trusted_host
             else ""
         )
-        return ResolutionError(
+        return NetworkError(
             f"cannot reach index {index.name} at {index.shown} while locking {platform}\n{said}",
             hint=f"check the URL in channels/{index.name}.toml, the network or proxy; {trust}"
             "or re-lock from cache with --offline",
         )
     if urls:
         shown_urls = ", ".join(sorted({redact_url(u) for u in urls}))
-        return ResolutionError(
+        return NetworkError(
             f"uv could not fetch {shown_urls} while locking {platform}\n{said}",
             hint="check the URLs in the matrix and the network",
         )

@@ -1,0 +1,285 @@
+"""The command line's contract with a newcomer: project discovery, `envgen init`, one exit code per condition
+(walked through every command), the JSON envelope, -q/-v/--color, a real terminal and a closed pipe."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from envgen.console import EXIT_CODES
+from envgen.lockio.store import write_lock
+from envgen.project import Project
+
+from tests.support.builders import sample_lock
+
+DATA = Path(__file__).parents[1] / "data" / "matrices"
+REPO = Path(__file__).parents[2]
+SCHEMA = json.loads((REPO / "docs" / "cli.schema.json").read_text())
+ENVGEN = [sys.executable, "-c", "from envgen.cli import main; main()"]
+ANSI = "\x1b["
+
+# Every command that works on a project, with the arguments it needs (NAME: the env under test).
+PROJECT_COMMANDS = {
+    "lock": ["lock", "NAME"],
+    "show": ["show", "NAME"],
+    "export": ["export", "NAME", "--format", "nix"],
+    "status": ["status", "NAME"],
+    "install": ["install", "NAME", "--prefix", "PREFIX", "--venv"],
+    "check": ["check", "NAME", "--venv"],
+}
+
+
+def envgen(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The real command line in a child process: what a user sees, exit code included."""
+    full = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")} | (env or {})
+    return subprocess.run([*ENVGEN, *args], cwd=cwd, capture_output=True, text=True, env=full, timeout=120)
+
+
+def argv(command: str, name: str, prefix: Path) -> list[str]:
+    return [name if a == "NAME" else str(prefix) if a == "PREFIX" else a for a in PROJECT_COMMANDS[command]]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(DATA / "channels", root / "channels")
+    (root / "env-templates").mkdir()
+    shutil.copy(DATA / "env-templates" / "valid.toml", root / "env-templates" / "valid.toml")
+    return root
+
+
+def with_lock(root: Path) -> None:
+    """A lock for `valid` that parses but was not made from today's matrix (check finds it stale)."""
+    write_lock(Project(root), "valid", dataclasses.replace(sample_lock(), env="valid"), "#!/bin/sh\n")
+
+
+# --- 1. project discovery -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [*PROJECT_COMMANDS, "diff --git", "lock (all envs)", "status (all envs)"])
+def test_no_project_is_exit_2_for_every_command(tmp_path: Path, command: str) -> None:
+    """Before: `lock` and `status` printed nothing and exited 0 outside a project."""
+    args = {"diff --git": ["diff", "--git"], "lock (all envs)": ["lock"], "status (all envs)": ["status"]}.get(
+        command
+    ) or argv(command, "a5", tmp_path / "prefix")
+    proc = envgen(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert f"error: no envgen project in {tmp_path.resolve()} or its parents" in proc.stderr
+    assert "run `envgen init`" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "prefix").exists()
+
+
+def test_root_must_exist(tmp_path: Path) -> None:
+    proc = envgen("lock", "--root", str(tmp_path / "nonexistent"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_commands_find_the_project_from_a_subdirectory(project: Path) -> None:
+    """Before: from env-templates/, show looked for env-templates/env-templates/valid.toml."""
+    shown = envgen("show", "valid", cwd=project / "env-templates")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("valid: fixture exercising every key\n")
+    status = envgen("status", "--json", cwd=project / "channels")
+    assert status.returncode == 1  # no lock yet: status reports it
+    assert [r["env"] for r in json.loads(status.stdout)["results"]] == ["valid"]
+    via_root = envgen("show", "valid", "--root", str(project / "env-templates"), cwd=project.parent)
+    assert via_root.stdout == shown.stdout
+
+
+def test_init_starts_a_project_that_the_other_commands_accept(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("build/")  # kept, and completed on its own line
+    made = envgen("init", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "created env-templates/example.toml" in made.stderr
+    assert (tmp_path / ".gitignore").read_text().startswith("build/\n# envgen:")
+    assert "locks/.*" in (tmp_path / ".gitignore").read_text().splitlines()
+    shown = envgen("show", "example", "--json", cwd=tmp_path / "env-templates")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["results"][0]["env"]["name"] == "example"
+    again = envgen("init", cwd=tmp_path / "channels")
+    assert again.returncode == 2 and f"already in the envgen project {tmp_path.resolve()}" in again.stderr
+    elsewhere = envgen("init", str(tmp_path.parent / "fresh"), cwd=tmp_path.parent)
+    assert elsewhere.returncode == 0 and (tmp_path.parent / "fresh" / "channels" / "pypi.toml").is_file()
+
+
+# --- 2. one exit code per condition, through every command --------------------------------------------------
+
+
+def test_the_table_is_in_every_help() -> None:
+    for command in ["", *PROJECT_COMMANDS, "diff", "demo", "init"]:
+        proc = envgen(*command.split(), "--help")
+        assert proc.returncode == 0
+        assert "Examples:" in proc.stdout, command
+        for code, meaning in EXIT_CODES:
+            assert f"{code:>3}  {meaning}" in proc.stdout, (command, code)
+    readme = (REPO / "README.md").read_text()
+    for code, meaning in EXIT_CODES:
+        assert f"| {code} | {meaning} |" in readme
+
+
+@pytest.mark.parametrize("command", PROJECT_COMMANDS)
+def test_an_unknown_env_is_exit_2_naming_the_available_ones(project: Path, command: str) -> None:
+    """Before: check 4, status 1 for an env without a matrix."""
+    proc = envgen(*argv(command, "nope", project / "prefix"), cwd=project)
+    assert proc.returncode == 2, proc.stderr
+    assert "error: unknown env 'nope'" in proc.stderr and "available envs: valid" in proc.stderr
+    assert not (project / "prefix").exists()
+
+
+@pytest.mark.parametrize(("command", "code"), [("check", 2), ("install", 2), ("export", 2), ("status", 1)])
+def test_no_lock_yet(project: Path, command: str, code: int) -> None:
+    """Commands that need the lock: bad input with the command that makes one. status reports it (its job)."""
+    proc = envgen(*argv(command, "valid", project / "prefix"), cwd=project)
+    assert proc.returncode == code, proc.stderr
+    if code == 2:
+        assert "error: no lock for valid yet" in proc.stderr and "run `envgen lock valid`" in proc.stderr
+    else:
+        assert proc.stdout == "valid: no lock yet\n"
+    assert not (project / "prefix").exists()
+
+
+@pytest.mark.parametrize("command", ["lock", "show", "status", "check"])
+def test_a_malformed_matrix_is_exit_2(project: Path, command: str) -> None:
+    with_lock(project)
+    (project / "env-templates" / "valid.toml").write_text("schema = [1\n")
+    proc = envgen(*argv(command, "valid", project / "prefix"), cwd=project)
+    assert proc.returncode == 2, proc.stderr
+    assert "env-templates/valid.toml:2: TOML syntax error: Unclosed array" in proc.stderr
+
+
+def test_an_unknown_profile_is_exit_2_before_any_work(project: Path) -> None:
+    """Before: install installed the pip packages, then failed with 5."""
+    with_lock(project)
+    prefix = project / "prefix"
+    proc = envgen("install", "valid", "--prefix", str(prefix), "--venv", "--profile", "nope", cwd=project)
+    assert proc.returncode == 2, proc.stderr
+    assert "has no profile 'nope'" in proc.stderr and not prefix.exists()
+
+
+def test_verification_and_differences(project: Path, tmp_path: Path) -> None:
+    with_lock(project)
+    checked = envgen("check", "valid", "--no-env", "--no-solve", cwd=project)
+    assert checked.returncode == 4 and "check valid" in checked.stdout
+    other = tmp_path / "other.yml"
+    other.write_text((project / "locks" / "valid.yml").read_text().replace("3.11.9", "3.11.10"))
+    lock = str(project / "locks" / "valid.yml")
+    assert envgen("diff", lock, lock, "--exit-code").returncode == 0
+    differs = envgen("diff", lock, str(other), "--exit-code")
+    assert differs.returncode == 1 and "python  upgraded  3.11.9 -> 3.11.10" in differs.stdout
+    # -q: the diff (the data) stays; the warning that other.yml has no sources.toml does not.
+    assert "no sources.toml next to it" in differs.stderr
+    quiet = envgen("diff", lock, str(other), "-q")
+    assert quiet.stdout == differs.stdout and quiet.stderr == ""
+
+
+# --- 3. output flags ----------------------------------------------------------------------------------------
+
+
+def test_every_command_speaks_one_json_envelope(project: Path, tmp_path: Path) -> None:
+    """Before: lists from lock/status, objects from check/diff, nothing from install, `diff --json` an error."""
+    with_lock(project)
+    lock = str(project / "locks" / "valid.yml")
+    runs = {
+        "show": envgen("show", "valid", "--json", cwd=project),
+        "status": envgen("status", "--json", cwd=project),
+        "check": envgen("check", "valid", "--json", "--no-env", "--no-solve", cwd=project),
+        "export": envgen(
+            "export", "valid", "--format", "requirements", "--platform", "linux-64", "--json", cwd=project
+        ),
+        "diff": envgen("diff", lock, lock, "--json"),
+        "install": envgen("install", "nope", "--prefix", str(tmp_path / "p"), "--json", cwd=project),
+        "init": envgen("init", str(tmp_path / "new"), "--json"),
+    }
+    for command, proc in runs.items():
+        document = json.loads(proc.stdout)
+        jsonschema.validate(document, SCHEMA)
+        assert (document["command"], document["exit_code"]) == (command, proc.returncode)
+        assert document["ok"] is (proc.returncode == 0)
+    assert runs["install"].returncode == 2
+    assert json.loads(runs["install"].stdout)["error"]["message"].startswith("unknown env 'nope'")
+    assert json.loads(runs["diff"].stdout)["results"] == []
+    assert envgen("diff", lock, lock, "--format", "json").stdout == runs["diff"].stdout  # the alias
+
+
+def test_quiet_keeps_the_data_and_verbose_shows_the_commands_run(project: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "base"], check=True)  # fmt: skip
+    with_lock(project)
+    quiet = envgen("diff", "--git", "-q", cwd=project)
+    assert quiet.returncode == 0 and quiet.stderr == "" and "valid" in quiet.stdout
+    verbose = envgen("diff", "--git", "-v", cwd=project)
+    assert verbose.returncode == 0
+    assert "ran `git -C" in verbose.stderr and "rev-parse" in verbose.stderr  # a command envgen ran
+    assert "s diff: " in verbose.stderr  # the total time, after the seconds since start
+    assert "ran `git" not in envgen("diff", "--git", cwd=project).stderr
+
+
+def _on_a_terminal(args: list[str], cwd: Path, env: dict[str, str], columns: int = 40) -> tuple[int, str]:
+    """Run envgen with stdout and stderr on a real pseudo-terminal `columns` wide; its exit code and output."""
+    import fcntl
+    import struct
+    import termios
+
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    full = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")} | env
+    proc = subprocess.Popen([*ENVGEN, *args], cwd=cwd, stdin=child, stdout=child, stderr=child, env=full)
+    os.close(child)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([main], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(main, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main)
+    return proc.wait(timeout=60), b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_colour_on_a_terminal_and_never_with_no_color(project: Path) -> None:
+    """Before: NO_COLOR=1 still emitted bold codes; rich wrapped lines at the terminal's width and padded them."""
+    code, out = _on_a_terminal(["status", "nope"], project, {})
+    assert code == 2
+    assert "\x1b[31merror: unknown env 'nope'" in out
+    # One unwrapped line although the terminal is 40 columns wide, without trailing spaces.
+    assert "available envs: valid" in out.splitlines()[0]
+    assert all(line == line.rstrip() for line in out.splitlines())
+    for env, args in (({"NO_COLOR": "1"}, []), ({}, ["--color", "never"]), ({"FORCE_COLOR": "1"}, ["--color=never"])):
+        assert ANSI not in _on_a_terminal(["status", "nope", *args], project, env)[1]
+    piped = envgen("status", "nope", cwd=project)
+    assert ANSI not in piped.stderr
+    assert ANSI in envgen("status", "nope", cwd=project, env={"FORCE_COLOR": "1"}).stderr
+    assert ANSI in envgen("status", "nope", "--color", "always", cwd=project).stderr
+
+
+def test_a_closed_stdout_pipe_is_not_an_error(project: Path) -> None:
+    """Before: `envgen lock --force 2>&1 | head -1` exited 1 after the lock was written."""
+    with_lock(project)
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before envgen writes a byte: every write meets EPIPE
+    proc = subprocess.run([*ENVGEN, "show", "valid"], cwd=project, stdout=write, stderr=write, timeout=60)
+    os.close(write)
+    assert proc.returncode == 0
+    shell = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {' '.join(ENVGEN[:2])} '{ENVGEN[2]}' status 2>&1 | head -c 1"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shell.returncode == 1 and shell.stderr == ""  # status's own answer (no lock yet), no pipe error
