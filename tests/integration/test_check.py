@@ -79,6 +79,7 @@ def test_lock_then_check_passes_and_removes_the_throwaway_env(example: Example, 
     for name in (
         "static: input hash",
         "static: matrix pins",
+        "static: import checks",
         "static: dependencies",
         "static: indexes",
         "static: recipe",
@@ -161,6 +162,27 @@ def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
     assert "env: sources needing CANN" not in steps
     assert steps["import post"]["status"] == "ok"
     assert steps["import demo_triton"]["status"] == "ok"  # needs = "cann": CANN is present now
+
+
+def test_a_pin_contradicting_its_import_check_is_found_statically_and_the_demo_bump_moves_both(
+    example: Example,
+) -> None:
+    """Before: the demo's bump moved the pin only; the lock's own check failed, and only after an install."""
+    text = example.matrix.read_text()
+    pin = 'demo-torch = { version = "==2.10.0" }'
+    example.matrix.write_text(text.replace(pin, pin.replace("2.10.0", "2.10.1")))
+    relock = ["lock", ENV, "-q", "--root", str(example.root)]
+    assert CliRunner().invoke(cli, relock).exit_code == 0
+    code, out, _ = envgen_check(example, "--no-env", "--no-solve", "--json")
+    step = steps_of(out)["static: import checks"]
+    assert code == 4 and step["status"] == "failed"
+    assert any("import demo_torch expects demo-torch 2.10.0, the lock has 2.10.1" in p for p in step["problems"])
+    example.matrix.write_text(text)
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    assert 'version = "2.10.1"' in example.matrix.read_text()
+    assert CliRunner().invoke(cli, relock).exit_code == 0
+    code, out, _ = envgen_check(example, "--no-env", "--no-solve", "--json")
+    assert code == 0 and steps_of(out)["static: import checks"]["status"] == "ok"
 
 
 def test_a_lock_made_stale_by_editing_the_matrix_fails_the_static_step(example: Example, tmp_path: Path) -> None:

@@ -78,6 +78,10 @@ def test_lock_writes_the_golden_conda_lock_file_and_is_a_no_op_the_second_time(e
     assert code == 0, err
     assert '"status": "up-to-date"' in out
     assert lock_files(example) == before
+    # Before: the no-op said so twice (a log line and the summary), and -q did not silence it.
+    code, _, err = envgen(example, "lock", ENV)
+    assert (code, err) == (0, f"{ENV}: up to date (input hash {json.loads(out)['results'][0]['input_hash'][:12]})\n")
+    assert envgen(example, "lock", ENV, "-q") == (0, "", "")
 
 
 def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only(example: Example) -> None:
@@ -226,6 +230,19 @@ def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(example: 
         channel.write_text(original)
     assert proc.returncode != 0
     assert "Traceback" not in err
+    assert lock_files(example) == before
+
+
+def test_a_reader_closing_the_pipe_early_is_not_an_error(example: Example) -> None:
+    """Before: `envgen lock --force 2>&1 | head -1` exited 1 (broken pipe) after writing the lock."""
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    before = lock_files(example)
+    read, write = os.pipe()
+    os.close(read)  # gone before the first byte: every log line and the summary meet EPIPE
+    argv = [sys.executable, "-m", "envgen", "lock", ENV, "--force", "--root", str(example.root)]
+    proc = subprocess.run(argv, stdout=write, stderr=write, timeout=300, check=False)
+    os.close(write)
+    assert proc.returncode == 0
     assert lock_files(example) == before
 
 

@@ -62,7 +62,7 @@ def test_the_scoped_override_keeps_an_older_release_that_agrees_with_it(example:
     assert "  ok      static: dependencies\n" in out
     code, out, _ = envgen(example, "check", ENV, "--no-env", "--require-env", "--json")
     assert code == 4
-    document = json.loads(out)
+    document = json.loads(out)["results"][0]
     assert (document["ok"], document["verdict"]) == (False, "FAILED (env skipped: --no-env; --require-env)")
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step, render_json, render_report
+from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step, render_report
 
 STATIC = (Step("static: lock parses", OK), Step("static: dependencies", OK))
 SOLVED = Step("solve: same pip set", OK, "15 entries on 2 platforms")
@@ -35,7 +33,7 @@ def test_a_skipped_env_says_so_and_require_env_fails_it() -> None:
     strict = report(SOLVED, Step("env: install", SKIPPED, "--no-env"), require_env=True)
     assert not strict.ok
     assert strict.verdict == "FAILED (env skipped: --no-env; --require-env)"
-    document = json.loads(render_json(strict))
+    document = strict.as_dict()
     assert (document["ok"], document["verdict"]) == (False, "FAILED (env skipped: --no-env; --require-env)")
     assert (document["proven"], document["skipped"], document["require_env"]) == (
         ["static", "solve"],

@@ -154,6 +154,27 @@ def index_problems(matrix: Matrix, lock: Lock) -> list[str]:
     return problems
 
 
+def import_check_problems(matrix: Matrix, lock: Lock) -> list[str]:
+    """An import check expecting a version the lock does not have: a pin moved and its check did not, which the
+    throwaway env would only find after an install."""
+    problems = []
+    for check in matrix.checks:
+        if check.version is None or check.distribution is None:
+            continue
+        expected = Version(check.version)
+        for platform in lock.platforms:
+            entry = pip_by_name(lock, platform).get(canonicalize_name(check.distribution))
+            if entry is None:
+                continue
+            locked = Version(entry.version)
+            if locked != expected and (expected.local is not None or locked.public != expected.public):
+                problems.append(
+                    f"{platform}: import {check.module} expects {check.distribution} {check.version}, the lock has "
+                    f"{entry.version}: set its version in [[checks.imports]] of {matrix.path} (or the pin back)"
+                )
+    return problems
+
+
 # --- static checks (effects: files) ----------------------------------------------------------------------
 
 
@@ -168,6 +189,7 @@ def static_steps(project: Project, lock: Lock, matrix: Matrix) -> list[Step]:
             "static: input hash", [f"{r}: re-lock with `envgen lock {lock.env}`" for r in stale], lock.input_hash[:12]
         ),
         step_of("static: matrix pins", pin_problems(matrix, lock), f"{len(lock.platforms)} platforms"),
+        step_of("static: import checks", import_check_problems(matrix, lock), f"{len(matrix.checks)} imports"),
         dependencies_step(lock, lambda p: python_of(lock, matrix, p)),
         step_of("static: indexes", index_problems(matrix, lock)),
         step_of(

@@ -54,8 +54,7 @@ def lock_env(
     matrix = load_env(project, env)
     relocking = bool(force or update or upgrade != NO_UPGRADE)
     fresh = None if relocking else fresh_hash(project, matrix)
-    if fresh is not None:
-        log.info("%s: up to date (input hash %s)", env, fresh[:12])
+    if fresh is not None:  # the CLI says it, once (and -q silences it)
         return LockResult(env, "up-to-date", fresh)
     # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when something may move.
     from envgen.lockio.env_mutex import env_lock
@@ -64,7 +63,6 @@ def lock_env(
     with env_lock(project, env):
         fresh = None if relocking else fresh_hash(project, matrix)  # another run may just have written it
         if fresh is not None:
-            log.info("%s: up to date (input hash %s)", env, fresh[:12])
             return LockResult(env, "up-to-date", fresh)
         done = relock(project, matrix, update=update, offline=offline, cache=cache or cache_dir(), upgrade=upgrade)
         return LockResult(env, "locked", done.lock.input_hash, done.lock, done.moves)

@@ -243,6 +243,18 @@ def _shown(project: Project, path: Path) -> str:
         return str(path)
 
 
+def one_line(message: str) -> str:
+    """A multi-line error in one line: its headline and, when the headline ends in a colon, the first detail
+    (never a dangling colon)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return "no detail"
+    head = lines[0]
+    if head.endswith(":"):
+        return f"{head} {lines[1]}" if len(lines) > 1 else head.rstrip(":")
+    return head
+
+
 def check_drift(sources: Sequence[LockedSource]) -> tuple[SourceDrift, ...]:
     """Ask each source's remote (through git, so `insteadOf` mirrors apply) what its ref names now."""
     found = []
@@ -253,7 +265,7 @@ def check_drift(sources: Sequence[LockedSource]) -> tuple[SourceDrift, ...]:
             now = upstream_commit(src)
         except EnvgenError as exc:
             log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
-            found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=exc.message.splitlines()[0]))
+            found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=one_line(exc.message)))
             continue
         found.append(SourceDrift(src.name, url, src.ref, locked.commit, upstream=now))
     return tuple(found)

@@ -150,12 +150,15 @@ def serve_built_example(workdir: Path, example_dir: Path = EXAMPLE_DIR) -> Itera
 
 
 def bump_version(example: Example, package: str, old: str, new: str) -> None:
-    """Edit the example matrix: `package` pinned at `old` becomes `new` (the demo's version bump)."""
+    """Edit the example matrix: `package` pinned at `old` becomes `new` (the demo's version bump), and an import
+    check expecting `old` of it expects `new` (a bump leaves a lock whose own check passes)."""
     text = example.matrix.read_text()
     before = f'{package} = {{ version = "=={old}" }}'
     if before not in text:
         raise InputError(f"{example.matrix}: no pin {package}=={old} to bump")
-    example.matrix.write_text(text.replace(before, f'{package} = {{ version = "=={new}" }}'))
+    text = text.replace(before, f'{package} = {{ version = "=={new}" }}')
+    expected = f'distribution = "{package}"\nversion = "{old}"'
+    example.matrix.write_text(text.replace(expected, f'distribution = "{package}"\nversion = "{new}"'))
 
 
 def republish(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from envgen.errors import InputError
 from envgen.lockdiff.compare import LockDiff, diff_locks
-from envgen.lockio.conda_lock_yml import parse_lock_yml
+from envgen.lockio.conda_lock_yml import LockYml, parse_lock_yml
 from envgen.lockio.store import parse_lock
 from envgen.model import Lock
 from envgen.process import run
@@ -142,21 +142,33 @@ def _read(path: Path) -> str:
 
 def parse_side(side: LockText, *, with_sources: bool = True) -> Lock:
     """The Lock a side holds; without its sources.toml (or `with_sources`), only platforms and packages."""
-    yml = parse_lock_yml(side.yml, side.label)
+    yml = _lock_yml(side)
     if side.sources is None or not with_sources:
         return Lock(side.env, yml.platforms, yml.input_hash, yml.conda, yml.pip, sources=())
     return parse_lock(side.yml, side.sources, side.label, sibling_sources(side.label))
 
 
+def _lock_yml(side: LockText) -> LockYml:
+    """The yml of a side, or an error saying plainly that the file is not a lock (diff is given any path)."""
+    try:
+        return parse_lock_yml(side.yml, side.label)
+    except InputError as exc:
+        reason = exc.message.removeprefix(f"{side.label}: ").splitlines()[0]
+        raise InputError(
+            f"{side.label} is not an envgen lock (locks/<env>.yml in conda-lock format 1): {reason}",
+            hint="give two lock files, e.g. `envgen diff HEAD:locks/a5.yml locks/a5.yml`, or `envgen diff --git`",
+        ) from exc
+
+
 def diff_sides(old: LockText, new: LockText) -> LockDiff:
     """Diff two sides; when one lacks its sources.toml both are compared on their packages only."""
     complete = old.sources is not None and new.sources is not None
+    # Parsed first: a file that is not a lock says so before anything about its sources.toml.
+    locks = parse_side(old, with_sources=complete), parse_side(new, with_sources=complete)
     if not complete and (old.sources is not None or new.sources is not None):
         missing = old.label if old.sources is None else new.label
         log.warning("%s has no sources.toml next to it: comparing packages only", missing)
-    return diff_locks(
-        parse_side(old, with_sources=complete), parse_side(new, with_sources=complete), labels=(old.label, new.label)
-    )
+    return diff_locks(*locks, labels=(old.label, new.label))
 
 
 def diff_against_rev(project: Project, rev: str) -> list[LockDiff]:

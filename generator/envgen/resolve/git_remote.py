@@ -89,6 +89,6 @@ def _named(ref: str) -> bool:
 
 def unreachable(url: str, source: str | None, stderr: str) -> ResolutionError:
     who = f"source {source}: " if source else ""
-    return ResolutionError(
-        f"{who}cannot reach git remote {redact_url(url)}:\n{redact_text(tail(stderr, 5))}", hint=MIRROR_HINT
-    )
+    said = redact_text(tail(stderr, 5))
+    detail = f":\n{said}" if said else " (git said nothing)"
+    return ResolutionError(f"{who}cannot reach git remote {redact_url(url)}{detail}", hint=MIRROR_HINT)

@@ -1,0 +1,34 @@
+"""Messages a newcomer reads: one line per unreachable remote without a dangling colon, a plain 'not a lock'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from envgen.commands.status import one_line
+from envgen.errors import InputError
+from envgen.lockdiff.revisions import LockText, diff_sides
+from envgen.resolve.git_remote import unreachable
+
+
+def test_an_unreachable_remote_without_detail_has_no_dangling_colon() -> None:
+    """Before: status printed `upstream unreachable (source x: cannot reach git remote URL:)`."""
+    silent = unreachable("https://example.com/x.git", "x", "")
+    assert silent.message == "source x: cannot reach git remote https://example.com/x.git (git said nothing)"
+    assert one_line(silent.message) == silent.message
+    said = unreachable("https://example.com/x.git", "x", "\nfatal: unable to access\n")
+    assert (
+        one_line(said.message) == "source x: cannot reach git remote https://example.com/x.git: fatal: unable to access"
+    )
+    assert one_line("headline:\n\n") == "headline"
+
+
+def test_a_file_that_is_not_a_lock_says_so_plainly(tmp_path: Path) -> None:
+    """Before: a warning about a missing sources.toml, a YAML error and the hint to run `envgen lock`."""
+    readme = LockText("README.md", "README", "# envgen\n\nkey: value: other\n", None)
+    toml = LockText("env-templates/a5.toml", "a5", 'schema = 1\n[env]\nname = "a5"\n', None)
+    for side in (readme, toml):
+        with pytest.raises(InputError) as raised:
+            diff_sides(side, side)
+        assert raised.value.message.startswith(f"{side.label} is not an envgen lock (locks/<env>.yml in conda-lock")
+        assert "envgen lock`" not in (raised.value.hint or "")
