@@ -252,7 +252,9 @@ def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -
     (report,) = json.loads(demo.status("--json").stdout)["results"]
     assert (report["drifted"], report["unreachable"], report["drift"][0]["compare_url"]) == ([], ["tool"], None)
     _valid_status_json(report)
-    assert f"    tool releases/v1: upstream unreachable (source tool: cannot reach git remote {gone}:)" in result.stdout
+    # Before: the line ended in a dangling colon; now git's reason follows it.
+    line = f"    tool releases/v1: upstream unreachable (source tool: cannot reach git remote {gone}: fatal: "
+    assert line in result.stdout and ":)" not in result.stdout
 
 
 def test_outdated_unpinned_packages(demo: Demo) -> None:
