@@ -55,23 +55,32 @@ class Captured:
 
 @contextmanager
 def capturing_uv(where: Path) -> Iterator[list[Captured]]:
-    """Record every `uv pip compile` run in this process (through subprocess.run, which envgen.process uses)."""
+    """Record every `uv pip compile` run in this process (through subprocess.Popen, which envgen.process uses)."""
     captured: list[Captured] = []
-    real = subprocess.run
+    real = subprocess.Popen
 
-    def spy(cmd: Any, *args: Any, **kwargs: Any) -> Any:
-        result = real(cmd, *args, **kwargs)
-        if isinstance(cmd, list) and cmd[1:3] == ["pip", "compile"]:
-            files = where / f"uv-{len(captured)}"
-            shutil.copytree(kwargs["cwd"], files)
-            captured.append(Captured([str(c) for c in cmd], dict(kwargs["env"]), files))
-        return result
+    class Spy(real):  # type: ignore[misc,valid-type]
+        def __init__(self, cmd: Any, *args: Any, **kwargs: Any) -> None:
+            super().__init__(cmd, *args, **kwargs)
+            compile_run = isinstance(cmd, list) and cmd[1:3] == ["pip", "compile"]
+            self.seen = (cmd, kwargs.get("cwd"), kwargs.get("env")) if compile_run else None
 
-    subprocess.run = spy  # type: ignore[assignment]
+        def communicate(self, *args: Any, **kwargs: Any) -> Any:
+            result = super().communicate(*args, **kwargs)
+            if self.seen is not None:
+                cmd, cwd, env = self.seen
+                files = where / f"uv-{len(captured)}"
+                shutil.copytree(cwd, files)
+                captured.append(Captured([str(c) for c in cmd], dict(env), files))
+            return result
+
+    subprocess.Popen = Spy  # type: ignore[misc]
     try:
         yield captured
     finally:
-        subprocess.run = real
+        subprocess.Popen = real  # type: ignore[misc]
+    if not captured:
+        raise RuntimeError("no `uv pip compile` run was seen: has envgen.process stopped using subprocess.Popen?")
 
 
 def bare_uv(runs: list[Captured], scratch: Path, previous: bool) -> None:
