@@ -293,6 +293,7 @@ def status_command(envs: tuple[str, ...], root: Path, outdated: bool, quiet: boo
 @click.option("--profile", "profiles", multiple=True, metavar="NAME", help="An optional activation profile.")
 @click.option("--skip-cann", is_flag=True, help="Skip the sources that need CANN (the env is then incomplete).")
 @click.option("--installer", type=click.Choice(["pip", "uv"]), default="pip", show_default=True)
+@click.option("--from-bundle", type=click.Path(dir_okay=False, path_type=Path), help="Offline, from this bundle.")
 @root_option
 @quiet_option
 def install_command(
@@ -302,6 +303,7 @@ def install_command(
     profiles: tuple[str, ...],
     skip_cann: bool,
     installer: str,
+    from_bundle: Path | None,
     root: Path,
     quiet: bool,
 ) -> None:
@@ -319,8 +321,25 @@ def install_command(
             installer="uv" if installer == "uv" else "pip",
             profiles=profiles,
             skip_cann=skip_cann,
+            bundle=from_bundle,
         )
     click.echo(f"{env}: installed into {installed}", err=True)
+
+
+@cli.command("bundle")
+@click.argument("env", callback=_env_names)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help=".tar or .tar.zst")
+@click.option("--platform", "platforms", multiple=True, metavar="P", help="Only this platform (repeatable).")
+@root_option
+@quiet_option
+def bundle_command(env: str, output: Path, platforms: tuple[str, ...], root: Path, quiet: bool) -> None:
+    """Write every conda package, pip artifact and source commit the lock of ENV names into one archive."""
+    from envgen.commands.bundle import bundle_env
+
+    setup_logging(quiet)
+    with reported():
+        summary = bundle_env(project(root), env, output, platforms=platforms, cache=cache_dir())
+    click.echo(summary.describe(env), err=True)
 
 
 @cli.command("check")

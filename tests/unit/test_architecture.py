@@ -44,6 +44,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "lockio.consistency": (*FOUNDATION, "lockio", "resolve.uv_pylock"),
     "recipe": (*FOUNDATION, "inputs.untrusted"),
     "installer": (*FOUNDATION, "lockio.exports", "recipe", "resolve.conda_stage"),
+    "bundle": (*FOUNDATION, "resolve.index_client", "resolve.git_cache", "resolve.git_remote", "bundle"),
     "lockdiff": (*FOUNDATION, "lockdiff.compare"),
     "lockdiff.moves": (*FOUNDATION, "resolve.preferences"),
     "lockdiff.revisions": (*FOUNDATION, "lockdiff", "lockio"),

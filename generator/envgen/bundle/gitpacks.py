@@ -1,0 +1,83 @@
+"""Sources as `git bundle`s holding exactly the locked commits, and, on the other side, mirrors made from them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from envgen.bundle.manifest import GitPack, git_commits, git_path
+from envgen.errors import VerificationError
+from envgen.model import LockedSource
+from envgen.process import run, tail
+from envgen.resolve.git_cache import cached_repo
+from envgen.resolve.git_remote import git_env
+
+_REF = "refs/heads/envgen/"
+
+
+def pack_source(cache: Path, locked: LockedSource, dest: Path) -> GitPack:
+    """Write the bundle of `locked` to `dest` from the cache repository the git stage filled.
+
+    Commits already cached are not fetched again; a missing one is fetched from the source's remote (an
+    unreachable remote is a ResolutionError naming it). The cache's repositories are shallow, so the bundle
+    records where its history stops, and the mirror made from it is shallow there too.
+    """
+    src = locked.source
+    commits = git_commits(locked)
+    with cached_repo(cache, src.url, src.name) as repo:
+        repo.fetch(locked.commit, depth=1, what="commit")
+        for pick in src.cherry_picks:
+            repo.fetch(pick, depth=2, what="cherry-pick")
+        refs = [f"{_REF}{sha}" for sha in commits]
+        for ref, sha in zip(refs, commits, strict=True):
+            # A ref also keeps the commits from being pruned out of the cache.
+            repo.git("update-ref", "--", ref, sha)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        repo.git("bundle", "create", "--quiet", str(dest), *refs)
+        reachable = set(repo.git("rev-list", *refs, "--").split())
+        shallow_file = repo.path / "shallow"
+        boundary = shallow_file.read_text().split() if shallow_file.is_file() else []
+    shallow = tuple(sorted(sha for sha in boundary if sha in reachable))
+    return GitPack(src.name, src.url, git_path(locked), commits, shallow)
+
+
+def make_mirror(pack: GitPack, bundle_file: Path, mirror: Path) -> None:
+    """A bare repository at `mirror` holding the bundle's commits, shallow where the bundle's history stops."""
+    mirror.mkdir(parents=True)
+    run(["git", "init", "--quiet", "--bare", str(mirror)], env=git_env())
+    if pack.shallow:
+        (mirror / "shallow").write_text("".join(f"{sha}\n" for sha in pack.shallow))
+    proc = run(
+        ["git", "fetch", "--quiet", "--", str(bundle_file), f"+{_REF}*:{_REF}*"],
+        cwd=mirror,
+        env=git_env(),
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise VerificationError(
+            f"{pack.path} (source {pack.source}) is not a usable git bundle:\n{tail(proc.stderr, 5)}",
+            hint="make the bundle again",
+        )
+    for sha in pack.commits:
+        have = run(["git", "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}"], cwd=mirror, check=False)
+        if have.returncode != 0:
+            raise VerificationError(f"{pack.path} (source {pack.source}) lacks the locked commit {sha}")
+
+
+def mirror_git_environment(mirrors: Sequence[tuple[GitPack, Path]], environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` for the recipe with git sent to the mirrors only: every locked URL rewritten to its mirror
+    (git's url.<base>.insteadOf, given as GIT_CONFIG_* variables), no user or system config that could reach out."""
+    env = {k: v for k, v in environ.items() if not k.startswith("GIT_")}
+    pairs = sorted({(f"url.{mirror.as_uri()}.insteadOf", pack.url) for pack, mirror in mirrors})
+    for number, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{number}"] = key
+        env[f"GIT_CONFIG_VALUE_{number}"] = value
+    env.update(
+        GIT_CONFIG_COUNT=str(len(pairs)),
+        GIT_CONFIG_GLOBAL=str(Path("/dev/null")),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_TERMINAL_PROMPT="0",
+        # Only the local mirrors: any other URL (a submodule not bundled) fails at once instead of reaching out.
+        GIT_ALLOW_PROTOCOL="file",
+    )
+    return env
