@@ -15,7 +15,7 @@ from types import FrameType
 import click
 
 from envgen import __version__, interrupts
-from envgen.errors import EnvgenError, InputError
+from envgen.errors import EnvgenError, InputError, VerificationError
 from envgen.logs import setup_logging
 from envgen.project import Project, cache_dir
 
@@ -134,7 +134,7 @@ def lock_command(
     A re-lock keeps every version and commit of the previous lock that the inputs still allow, and says
     per platform what moved and why.
     """
-    from envgen.commands.lock import lock_envs, summarize
+    from envgen.commands.lock import lock_envs, summarize, summary_lines
     from envgen.resolve.preferences import Upgrade
 
     if update_all and update:
@@ -154,20 +154,8 @@ def lock_command(
     if as_json:
         click.echo(json.dumps(summaries, indent=2, sort_keys=True))
         return
-    for item in summaries:
-        if item["status"] == "up-to-date":
-            click.echo(f"{item['env']}: up to date (input hash {item['input_hash'][:12]})", err=True)
-            continue
-        counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in item["platforms"].items())
-        click.echo(f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)", err=True)
-        for platform, moves in [("sources", item["sources_moved"]), *item["moved"].items()]:
-            if moves:
-                click.echo(f"  {platform}: {len(moves)} moved", err=True)
-            for move in moves:
-                old, new = move["old"] or "(new)", move["new"] or "(removed)"
-                click.echo(f"    {move['manager']} {move['name']} {old} -> {new}: {move['reason']}", err=True)
-        for name, note in item["pending"].items():
-            click.secho(f"  pending {name}: {note}", fg="yellow", err=True)
+    for line, pending in summary_lines(summaries):
+        click.secho(line, fg="yellow" if pending else None, err=True)
 
 
 @cli.command("show")
@@ -356,11 +344,7 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...], root: Pat
     show_default=True,
     help="Install the pip part with pip from the requirements.txt, or with uv from the PEP 751 pylock.",
 )
-@click.option(
-    "--require-env",
-    is_flag=True,
-    help="Fail (exit 4) when the throwaway env is skipped (no part of the lock for this host).",
-)
+@click.option("--require-env", is_flag=True, help="Exit 4 if the throwaway env is skipped (no part for this host).")
 @root_option
 @quiet_option
 @json_option
@@ -380,7 +364,6 @@ def check_command(
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and imports."""
     from envgen.commands.check import check_env
     from envgen.commands.check_report import render_json, render_report
-    from envgen.errors import VerificationError
 
     setup_logging(quiet)
     with reported():
@@ -412,7 +395,6 @@ def demo_command(keep: bool) -> None:
     moves upstream. Stops at the first step that fails, with its exit code; Ctrl-C stops the servers and
     removes the directory too.
     """
-    import signal
     import time
 
     from envgen.commands.demo import run_demo

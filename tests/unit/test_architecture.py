@@ -48,7 +48,18 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "lockdiff": (*FOUNDATION, "lockdiff.compare"),
     "lockdiff.moves": (*FOUNDATION, "resolve.preferences"),
     "lockdiff.revisions": (*FOUNDATION, "lockdiff", "lockio"),
-    "commands": (*FOUNDATION, "inputs", "resolve", "lockio", "recipe", "installer", "lockdiff", "commands", "example"),
+    "commands": (
+        *FOUNDATION,
+        "inputs",
+        "resolve",
+        "lockio",
+        "recipe",
+        "installer",
+        "lockdiff",
+        "bundle",
+        "commands",
+        "example",
+    ),
     "example": (*FOUNDATION, "example"),
 }
 
