@@ -3,10 +3,13 @@ installed with every server stopped and git pointed at nothing; altered members 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import io
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,11 +22,19 @@ from envgen.bundle.manifest import MANIFEST, parse_manifest
 from envgen.cli import cli
 from envgen.commands.bundle import bundle_env
 from envgen.commands.check_throwaway import Hardware, import_steps
-from envgen.lockio.store import read_lock
+from envgen.commands.install_bundle import install_from_bundle
+from envgen.example.gitrepos import GitRepo
+from envgen.example.http import serve_directory
+from envgen.example.srcprojects import backend_project
+from envgen.lockio.store import read_lock, write_lock
+from envgen.model import LockedSource, Source
 from envgen.platforms import host_platform
 from envgen.project import Project
+from envgen.recipe.render import render_recipe
 
+from tests.support.builders import conda_entry, make_lock
 from tests.support.example import served_example
+from tests.support.venvs import fresh_venv
 
 ENV = "demo"
 HOST = host_platform()
@@ -228,3 +239,53 @@ def test_the_recipe_cannot_reach_any_remote_but_the_mirrors(offline: Bundled, tm
         text=True,
     )
     assert proc.returncode != 0 and "not allowed" in proc.stderr
+
+
+def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pip_site_packages: Path
+) -> None:
+    """A source with nested submodules: bundled from local upstreams, which are then deleted; the install
+    checks out every submodule from the bundle at its gitlink, not at where its branch moved since."""
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    up = tmp_path / "upstream"
+    grand = GitRepo.create(up / "grand", {"grand.txt": "locked\n"})
+    grand_locked = grand.rev()
+    child = GitRepo.create(up / "child", {"kernel.txt": "locked\n"})
+    child_locked = child.submodule("third_party/grand", grand.url, grand_locked, "add grand")
+    parent = backend_project(up / "parent", "parentpkg")
+    parent.submodule("csrc/kernels", child.url, child_locked, "add kernels")
+    grand.commit({"grand.txt": "moved\n"}, "upstream moves")
+    child.commit({"kernel.txt": "moved\n"}, "upstream moves")
+    commit = parent.rev()
+    source = Source("parentpkg", parent.url, "main", "parentpkg", submodules=True)
+    tree = parent.git("rev-parse", f"{commit}^{{tree}}")
+    # A venv install reads only the python version of the conda part; its file is bundled all the same.
+    python = conda_entry("python", ".".join(map(str, sys.version_info[:3])), HOST)
+    served = tmp_path / "channel" / HOST / "python.conda"
+    served.parent.mkdir(parents=True)
+    served.write_bytes(b"a stand-in package")
+    project = Project(tmp_path / "project")
+    (project.root / "locks").mkdir(parents=True)
+    out = tmp_path / "sub.tar"
+    with serve_directory(tmp_path / "channel") as base:
+        python = dataclasses.replace(
+            python, url=f"{base}/{HOST}/python.conda", sha256=hashlib.sha256(served.read_bytes()).hexdigest()
+        )
+        lock = make_lock(ENV, platforms=(HOST,), conda=(python,), sources=(LockedSource(source, commit, tree=tree),))
+        write_lock(project, ENV, lock, render_recipe(lock))
+        bundle_env(project, ENV, out, platforms=(HOST,), cache=tmp_path / "cache")
+    manifest = parse_manifest(members(out)[MANIFEST].decode(), "bundle.json")
+    assert {(g.source, g.commits) for g in manifest.git} == {
+        ("parentpkg", (commit,)),
+        ("parentpkg/csrc/kernels", (child_locked,)),
+        ("parentpkg/csrc/kernels/third_party/grand", (grand_locked,)),
+    }
+    shutil.rmtree(up)
+    prefix = fresh_venv(tmp_path / "env", pip_site_packages)
+    install_from_bundle(
+        project, ENV, out, prefix, cache=tmp_path / "cache", venv=True, installer="pip", profiles=(), skip_cann=False
+    )
+    checkout = prefix / "src" / "parentpkg" / "csrc" / "kernels"
+    assert (checkout / "kernel.txt").read_text() == "locked\n"
+    assert (checkout / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"

@@ -79,9 +79,9 @@ def bundle_env(project: Project, env: str, out: Path, *, platforms: Sequence[str
         packs = []
         for locked in lock.sources:
             log.info("source %s: bundling commit %s", locked.source.name, locked.commit)
-            pack = pack_source(cache, locked, scratch / f"{locked.source.name}.bundle")
-            packs.append(pack)
-            files.append((pack.path, scratch / f"{locked.source.name}.bundle", ""))
+            for pack in pack_source(cache, locked, scratch):
+                packs.append(pack)
+                files.append((pack.path, scratch / pack.path, ""))
         for path in lock_files:
             files.append((f"locks/{path.name}", path, ""))
         # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed as archived.

@@ -54,8 +54,8 @@ def install_from_bundle(
         )
         local = {m.sha256: unpacked / m.path for m in manifest.members if m.url}
         mirrors = []
-        for pack in manifest.git:
-            mirror = scratch / "mirrors" / f"{pack.source}.git"
+        for number, pack in enumerate(manifest.git):
+            mirror = scratch / "mirrors" / f"{number}.git"
             make_mirror(pack, unpacked / pack.path, mirror)
             mirrors.append((pack, mirror))
         log.info("verified %d members; installing %s for %s with no network", len(manifest.members), env, platform)
