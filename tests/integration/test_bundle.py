@@ -143,7 +143,7 @@ def test_a_second_bundle_with_nothing_served_comes_from_the_cache(offline: Bundl
     assert first[MANIFEST] == second[MANIFEST]
 
 
-@pytest.mark.parametrize("member", ["pip", "git"])
+@pytest.mark.parametrize("member", ["pip", "conda", "git"])
 def test_an_altered_member_fails_before_anything_is_installed(offline: Bundled, tmp_path: Path, member: str) -> None:
     names = [n for n in members(offline.bundle) if n.startswith(f"{member}/")]
     name = names[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,7 +39,11 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download(client: IndexClient, wanted: Wanted, target: Path) -> int:
+class _Stopped(Exception):
+    """Another download failed or the run was interrupted: this one gives up at its next chunk."""
+
+
+def _download(client: IndexClient, wanted: Wanted, target: Path, stop: threading.Event) -> int:
     """Stream `wanted` into a part file next to `target`, hashing as it comes; renamed only when it matches."""
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(f"{target.name}.part-{os.getpid()}")
@@ -48,6 +53,8 @@ def _download(client: IndexClient, wanted: Wanted, target: Path) -> int:
             response.raise_for_status()
             with part.open("wb") as out:
                 for chunk in response.iter_content(_CHUNK):
+                    if stop.is_set():
+                        raise _Stopped
                     digest.update(chunk)
                     size += len(chunk)
                     out.write(chunk)
@@ -79,14 +86,17 @@ def fetch_all(
     if not missing:
         return paths, 0
     log.info("downloading %d of %d artifacts (%d at a time)", len(missing), len(wanted), DOWNLOAD_JOBS)
+    stop = threading.Event()
     with ThreadPoolExecutor(max_workers=DOWNLOAD_JOBS) as pool:
-        futures = [(w, pool.submit(_download, client, w, paths[w.sha256])) for w in missing]
+        futures = [(w, pool.submit(_download, client, w, paths[w.sha256], stop)) for w in missing]
         try:
             for w, future in futures:
                 size = future.result()
                 if progress is not None:
                     progress(w, size)
         except BaseException:
+            # Leaving the pool waits for its threads: make the running ones stop (removing their part files).
+            stop.set()
             for _, future in futures:
                 future.cancel()
             raise
