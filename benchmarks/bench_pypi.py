@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,6 +30,8 @@ from envgen.resolve.uv_compile import uv_environment
 # Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from the repository
 # root (pytest's `pythonpath`), and so does this benchmark, wherever it is started from.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from timing import interleaved_medians  # noqa: E402
+
 from tests.support.a5 import a5_pypi_matrix  # noqa: E402
 from tests.support.builders import make_matrix  # noqa: E402
 
@@ -86,19 +86,6 @@ def bare_compile(matrix: Matrix, platform: str, cache: Path, work: Path, fresh: 
     run(cmd, cwd=work, env=uv_environment([index], cache, os.environ))
 
 
-def median_seconds(jobs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median wall time of each job; runs are interleaved so network and machine noise hit both alike."""
-    for job in jobs.values():
-        job()  # warm the caches first: every timed run is warm
-    times: dict[str, list[float]] = {name: [] for name in jobs}
-    for _ in range(repeats):
-        for name, job in jobs.items():
-            start = time.perf_counter()
-            job()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--network", action="store_true", help="the A5 PyPI set on pypi.org")
@@ -109,7 +96,7 @@ def main(argv: list[str]) -> int:
         work, cache = Path(tmp), Path(tmp) / "cache"
         with inputs(args.network, work) as matrix:
             locked = lock_pypi(matrix, args.platform, PYTHON, (), cache=cache)
-            medians = median_seconds(
+            medians = interleaved_medians(
                 {
                     "ours": lambda: lock_pypi(matrix, args.platform, PYTHON, (), cache=cache),
                     "ours-prefs": lambda: lock_pypi(
@@ -119,6 +106,7 @@ def main(argv: list[str]) -> int:
                     "bare-fresh": lambda: bare_compile(matrix, args.platform, cache, work, fresh=True),
                 },
                 args.repeats,
+                warm=True,
             )
     what = "A5 PyPI set on pypi.org" if args.network else "fixture index on 127.0.0.1"
     print(f"{what}, {args.platform}, {len(locked.entries)} packages, warm cache, median of {args.repeats}")

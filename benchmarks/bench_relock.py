@@ -20,11 +20,9 @@ import json
 import logging
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -39,6 +37,8 @@ from envgen.project import Project
 # Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from the repository
 # root (pytest's `pythonpath`), and so does this benchmark, wherever it is started from.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from timing import interleaved_medians  # noqa: E402
+
 from tests.support.a5 import a5_pypi_matrix  # noqa: E402
 
 EXAMPLE_MATRIX = EXAMPLE_DIR / "env-templates" / f"{ENV}.toml"
@@ -55,23 +55,32 @@ class Captured:
 
 @contextmanager
 def capturing_uv(where: Path) -> Iterator[list[Captured]]:
-    """Record every `uv pip compile` run in this process (through subprocess.run, which envgen.process uses)."""
+    """Record every `uv pip compile` run in this process (through subprocess.Popen, which envgen.process uses)."""
     captured: list[Captured] = []
-    real = subprocess.run
+    real = subprocess.Popen
 
-    def spy(cmd: Any, *args: Any, **kwargs: Any) -> Any:
-        result = real(cmd, *args, **kwargs)
-        if isinstance(cmd, list) and cmd[1:3] == ["pip", "compile"]:
-            files = where / f"uv-{len(captured)}"
-            shutil.copytree(kwargs["cwd"], files)
-            captured.append(Captured([str(c) for c in cmd], dict(kwargs["env"]), files))
-        return result
+    class Spy(real):  # type: ignore[misc,valid-type]
+        def __init__(self, cmd: Any, *args: Any, **kwargs: Any) -> None:
+            super().__init__(cmd, *args, **kwargs)
+            compile_run = isinstance(cmd, list) and cmd[1:3] == ["pip", "compile"]
+            self.seen = (cmd, kwargs.get("cwd"), kwargs.get("env")) if compile_run else None
 
-    subprocess.run = spy  # type: ignore[assignment]
+        def communicate(self, *args: Any, **kwargs: Any) -> Any:
+            result = super().communicate(*args, **kwargs)
+            if self.seen is not None:
+                cmd, cwd, env = self.seen
+                files = where / f"uv-{len(captured)}"
+                shutil.copytree(cwd, files)
+                captured.append(Captured([str(c) for c in cmd], dict(env), files))
+            return result
+
+    subprocess.Popen = Spy  # type: ignore[misc]
     try:
         yield captured
     finally:
-        subprocess.run = real
+        subprocess.Popen = real  # type: ignore[misc]
+    if not captured:
+        raise RuntimeError("no `uv pip compile` run was seen: has envgen.process stopped using subprocess.Popen?")
 
 
 def bare_uv(runs: list[Captured], scratch: Path, previous: bool) -> None:
@@ -87,17 +96,6 @@ def bare_uv(runs: list[Captured], scratch: Path, previous: bool) -> None:
 
     with ThreadPoolExecutor(max_workers=len(runs)) as pool:
         list(pool.map(one, range(len(runs)), runs))
-
-
-def interleaved(jobs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median wall time of each job over `repeats` rounds, the jobs interleaved within each round."""
-    times: dict[str, list[float]] = {name: [] for name in jobs}
-    for _ in range(repeats):
-        for name, job in jobs.items():
-            start = time.perf_counter()
-            job()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 @dataclass(frozen=True)
@@ -189,14 +187,14 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
         return cli()()
 
     load = os.getloadavg()
-    forced = interleaved({"envgen": cli("--force"), "bare": lambda: bare_uv(runs, tmp, previous=True)}, repeats)
-    bump = interleaved({"envgen": bumped}, repeats)
+    forced = interleaved_medians({"envgen": cli("--force"), "bare": lambda: bare_uv(runs, tmp, previous=True)}, repeats)
+    bump = interleaved_medians({"envgen": bumped}, repeats)
     moved = json.loads(bumped().stdout)[0]["moved"]  # type: ignore[attr-defined]
-    noop = interleaved(
+    noop = interleaved_medians(
         {"envgen": cli(), "version": lambda: subprocess.run([*envgen, "--version"], env=env, capture_output=True)},
         repeats,
     )
-    fresh = interleaved({"envgen": cold, "bare": lambda: bare_uv(runs, tmp, previous=False)}, repeats)
+    fresh = interleaved_medians({"envgen": cold, "bare": lambda: bare_uv(runs, tmp, previous=False)}, repeats)
     print(f"{subject.what}, warm caches, medians of {repeats} interleaved runs")
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: {os.getloadavg()[0]:.2f}")
     rows = (

@@ -3,29 +3,25 @@ turns it into output and the exit code (the only place that prints or exits)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
-import warnings
 from pathlib import Path
 from types import FrameType
 
 import click
 
-from envgen import __version__, interrupts
-from envgen.console import Outcome, common_options, current_project, epilog, on_signal, reporting, settings
+from envgen import __version__
+from envgen.console import (
+    Outcome,
+    common_options,
+    current_project,
+    env_names,
+    epilog,
+    guarded,
+    reporting,
+    settings,
+)
 from envgen.errors import EnvgenError
-
-
-def _env_names(ctx: click.Context, param: click.Parameter, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
-    """Env arguments are names (`a5`), never paths: refused (exit 2) before any work."""
-    from envgen.inputs.untrusted import env_name_problem
-
-    for env in (value,) if isinstance(value, str) else value:
-        problem = env_name_problem(env)
-        if problem:
-            raise click.BadParameter(f"{problem} (an env is named by its file in env-templates/ without .toml)")
-    return value
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=epilog("envgen init", "envgen lock"))
@@ -61,7 +57,7 @@ def init_command(directory: Path) -> Outcome:
 @cli.command(
     "lock", epilog=epilog("envgen lock", "envgen lock a5 --update vllm", "envgen lock a5 --upgrade-package torch")
 )
-@click.argument("envs", nargs=-1, callback=_env_names)
+@click.argument("envs", nargs=-1, callback=env_names)
 @click.option(
     "--upgrade", is_flag=True, help="Move every package and source to the newest its inputs allow (ignore the lock)."
 )
@@ -92,7 +88,7 @@ def lock_command(
     A re-lock keeps every version and commit of the previous lock that the inputs still allow, and says
     per platform what moved and why.
     """
-    from envgen.commands.lock import lock_envs, summarize
+    from envgen.commands.lock import lock_envs, summarize, summary_lines
     from envgen.resolve.preferences import Upgrade
 
     if update_all and update:
@@ -108,25 +104,13 @@ def lock_command(
     )
     summaries = [summarize(r) for r in results]
     outcome = Outcome(results=summaries)
-    for item in summaries:
-        if item["status"] == "up-to-date":
-            outcome.note(f"{item['env']}: up to date (input hash {item['input_hash'][:12]})")
-            continue
-        counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in item["platforms"].items())
-        outcome.note(f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)")
-        for platform, moves in [("sources", item["sources_moved"]), *item["moved"].items()]:
-            if moves:
-                outcome.note(f"  {platform}: {len(moves)} moved")
-            for move in moves:
-                old, new = move["old"] or "(new)", move["new"] or "(removed)"
-                outcome.note(f"    {move['manager']} {move['name']} {old} -> {new}: {move['reason']}")
-        for name, note in item["pending"].items():
-            outcome.note(f"  pending {name}: {note}", "yellow")
+    for line, pending in summary_lines(summaries):
+        outcome.note(line, "yellow" if pending else None)
     return outcome
 
 
 @cli.command("show", epilog=epilog("envgen show a5", "envgen show a5 --json"))
-@click.argument("env", callback=_env_names)
+@click.argument("env", callback=env_names)
 @common_options
 @reporting("show")
 def show_command(env: str) -> Outcome:
@@ -154,7 +138,7 @@ def show_command(env: str) -> Outcome:
         "envgen export a5 --format requirements --platform linux-aarch64", "envgen export a5 --format nix -o a5.nix"
     ),
 )
-@click.argument("env", callback=_env_names)
+@click.argument("env", callback=env_names)
 @click.option(
     "--format",
     "fmt",
@@ -236,7 +220,7 @@ def diff_command(old: str | None, new: str | None, rev: str | None, fmt: str, ex
 
 
 @cli.command("status", epilog=epilog("envgen status", "envgen status a5 --outdated", "envgen status --json -q"))
-@click.argument("envs", nargs=-1, callback=_env_names)
+@click.argument("envs", nargs=-1, callback=env_names)
 @click.option("--outdated", is_flag=True, help="Also ask the default indexes for newer unpinned pip packages.")
 @common_options
 @reporting("status")
@@ -264,7 +248,7 @@ def status_command(envs: tuple[str, ...], outdated: bool) -> Outcome:
         "envgen install a5 --prefix .venv-a5 --venv --installer uv --profile checkpoint-engine",
     ),
 )
-@click.argument("env", callback=_env_names)
+@click.argument("env", callback=env_names)
 @click.option(
     "--prefix",
     type=click.Path(file_okay=False, path_type=Path),
@@ -281,17 +265,29 @@ def status_command(envs: tuple[str, ...], outdated: bool) -> Outcome:
     show_default=True,
     help="Install the pip part with pip (requirements.txt, --require-hashes) or with uv (the PEP 751 pylock).",
 )
+@click.option(
+    "--from-bundle",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Install offline from this bundle (envgen bundle), every member verified first.",
+)
 @common_options
 @reporting("install")
 def install_command(
-    env: str, prefix: Path, venv: bool, profiles: tuple[str, ...], skip_cann: bool, installer: str
+    env: str,
+    prefix: Path,
+    venv: bool,
+    profiles: tuple[str, ...],
+    skip_cann: bool,
+    installer: str,
+    from_bundle: Path | None,
 ) -> Outcome:
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the recipe."""
     from envgen.commands.install import install_lock
     from envgen.project import cache_dir
 
     proj = current_project()
-    proj.known_envs([env], locked=True)
+    if from_bundle is None:  # a bundle brings its own lock
+        proj.known_envs([env], locked=True)
     installed = install_lock(
         proj,
         env,
@@ -301,6 +297,7 @@ def install_command(
         installer="uv" if installer == "uv" else "pip",
         profiles=profiles,
         skip_cann=skip_cann,
+        bundle=from_bundle,
     )
     outcome = Outcome(results=[{"env": env, "prefix": str(installed), "profiles": list(profiles)}])
     outcome.note(f"{env}: installed into {installed}")
@@ -308,10 +305,36 @@ def install_command(
 
 
 @cli.command(
+    "bundle",
+    epilog=epilog(
+        "envgen bundle a5 --platform linux-aarch64 -o a5-aarch64.tar.zst",
+        "envgen install a5 --from-bundle a5-aarch64.tar.zst --prefix /opt/envs/verl-a5",
+    ),
+)
+@click.argument("env", callback=env_names)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help=".tar or .tar.zst")
+@click.option("--platform", "platforms", multiple=True, metavar="P", help="Only this platform (repeatable).")
+@common_options
+@reporting("bundle")
+def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcome:
+    """Write every conda package, pip artifact and source commit the lock of ENV names into one archive."""
+    from envgen.commands.bundle import bundle_env
+    from envgen.project import cache_dir
+
+    proj = current_project()
+    proj.known_envs([env], locked=True)
+    summary = bundle_env(proj, env, output, platforms=platforms, cache=cache_dir())
+    result = {"env": env, "path": str(summary.path), "files": summary.files, "size": summary.size}
+    outcome = Outcome(results=[result | {"downloaded": summary.downloaded, "seconds": round(summary.seconds, 1)}])
+    outcome.note(summary.describe(env))
+    return outcome
+
+
+@cli.command(
     "check",
     epilog=epilog("envgen check a5", "envgen check a5 --venv --installer uv", "envgen check a5 --no-env --json"),
 )
-@click.argument("env", callback=_env_names)
+@click.argument("env", callback=env_names)
 @click.option("--venv", is_flag=True, help="Throwaway env as a venv of this python instead of the lock's conda python.")
 @click.option("--require-npu", is_flag=True, help="Fail, rather than skip, what needs CANN or an NPU.")
 @click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")
@@ -377,7 +400,6 @@ def demo_command(keep: bool) -> Outcome:
     moves upstream. Stops at the first step that fails, with its exit code; Ctrl-C stops the servers and
     removes the directory too. Needs no project.
     """
-    import signal
     import time
 
     from envgen.commands.demo import run_demo
@@ -410,30 +432,5 @@ def demo_command(keep: bool) -> Outcome:
     return outcome
 
 
-INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: a bug in envgen, not in its input
-
-
 def main() -> None:
-    # An index with `trusted_host` in channels/ skips certificate checks by choice: no warning per request.
-    warnings.filterwarnings("ignore", message="Unverified HTTPS request")  # urllib3's InsecureRequestWarning
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-    try:
-        cli(prog_name="envgen")
-    except SystemExit as exc:
-        if interrupts.cancelled.is_set():
-            interrupts.leave(exc.code if isinstance(exc.code, int) else 1)
-        # Done and reported: a signal from here on would only turn a true exit status into "killed".
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
-        raise
-    except Exception as exc:
-        # Every expected failure is an EnvgenError with its own exit code; anything else is a bug, reported in
-        # one line rather than a traceback (ENVGEN_DEBUG=1 re-raises it for a developer).
-        if os.environ.get("ENVGEN_DEBUG"):
-            raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        click.echo(f"internal error: {type(exc).__name__}: {first}", err=True)
-        hint = f"this is a bug in envgen {__version__}: please file an issue in the envgen repository with the "
-        click.echo(f"  {hint}command you ran and this message (ENVGEN_DEBUG=1 shows the traceback)", err=True)
-        sys.exit(INTERNAL_ERROR)
+    guarded(lambda: cli(prog_name="envgen"))

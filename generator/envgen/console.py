@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from envgen import interrupts
+from envgen import __version__, interrupts
 from envgen.errors import EnvgenError, InputError
 from envgen.logs import setup_logging
 
@@ -84,6 +85,17 @@ def _store(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
             setattr(ctx.find_root().ensure_object(Settings), name, value)
 
     return callback
+
+
+def env_names(ctx: click.Context, param: click.Parameter, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
+    """Env arguments are names (`a5`), never paths: refused (exit 2) before any work."""
+    from envgen.inputs.untrusted import env_name_problem
+
+    for env in (value,) if isinstance(value, str) else value:
+        problem = env_name_problem(env)
+        if problem:
+            raise click.BadParameter(f"{problem} (an env is named by its file in env-templates/ without .toml)")
+    return value
 
 
 # The same flags on every command (and before it: `envgen -q lock`), stored in one Settings.
@@ -263,6 +275,35 @@ def reporting(command: str) -> Callable[[Callable[..., Outcome]], Callable[..., 
         return wrapper
 
     return decorate
+
+
+INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: a bug in envgen, not in its input
+
+
+def guarded(run: Callable[[], object]) -> None:
+    """Run the command line: signals reported by `on_signal`, any exception that is not an EnvgenError as one
+    line and exit 70 (ENVGEN_DEBUG=1 re-raises it for a developer)."""
+    # An index with `trusted_host` in channels/ skips certificate checks by choice: no warning per request.
+    warnings.filterwarnings("ignore", message="Unverified HTTPS request")  # urllib3's InsecureRequestWarning
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    try:
+        run()
+    except SystemExit as exc:
+        if interrupts.cancelled.is_set():
+            interrupts.leave(exc.code if isinstance(exc.code, int) else 1)
+        # Done and reported: a signal from here on would only turn a true exit status into "killed".
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        raise
+    except Exception as exc:
+        if os.environ.get("ENVGEN_DEBUG"):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        sys.stderr.write(f"internal error: {type(exc).__name__}: {first}\n")
+        hint = f"this is a bug in envgen {__version__}: please file an issue in the envgen repository with the "
+        sys.stderr.write(f"  {hint}command you ran and this message (ENVGEN_DEBUG=1 shows the traceback)\n")
+        sys.exit(INTERNAL_ERROR)
 
 
 def current_project() -> Project:

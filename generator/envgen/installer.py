@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import rattler
 import rattler.exceptions
@@ -142,15 +143,25 @@ def ensure_own_python(prefix: Path) -> None:
 
 
 def pip_install_command(
-    installer: Installer, python: Path, requirements: Path, *, cache: Path, trusted: Sequence[str] = ()
+    installer: Installer,
+    python: Path,
+    requirements: Path,
+    *,
+    cache: Path,
+    trusted: Sequence[str] = (),
+    offline: bool = False,
 ) -> list[str]:
-    """The pip or uv command installing a hashed requirements file into `python`'s env, without dependencies."""
+    """The pip or uv command installing a hashed requirements file into `python`'s env, without dependencies.
+
+    `offline`: no index at all (the requirements name local files)."""
     if installer == "uv":
         cmd = [find_uv_bin(), "pip", "install", "--python", str(python), "--cache-dir", str(cache / "uv")]
         cmd += [arg for host in trusted for arg in ("--allow-insecure-host", host)]
     else:
         cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(cache / "pip")]
         cmd += [arg for host in trusted for arg in ("--trusted-host", host)]
+    if offline:
+        cmd += ["--no-index", "--offline"] if installer == "uv" else ["--no-index"]
     return [*cmd, "--no-deps", "--require-hashes", "-r", str(requirements)]
 
 
@@ -162,6 +173,7 @@ def install_pip(
     cache: Path,
     trusted: Sequence[str] = (),
     requirements: Path | None = None,
+    offline: bool = False,
 ) -> None:
     """Install `entries` into the prefix's python: no dependencies, every artifact checked against its sha256.
 
@@ -181,7 +193,7 @@ def install_pip(
         if requirements is None:
             requirements = Path(tmp) / "requirements.txt"
             requirements.write_text(pip_requirements(entries))
-        cmd = pip_install_command(installer, python, requirements, cache=cache, trusted=trusted)
+        cmd = pip_install_command(installer, python, requirements, cache=cache, trusted=trusted, offline=offline)
         log.info("installing %d pip packages with %s from %s into %s", len(entries), installer, requirements, prefix)
         proc = run(cmd, env=tool_environment(), check=False)
     if proc.returncode == 0:
@@ -231,11 +243,15 @@ def install_env(
     profiles: Sequence[str] = (),
     skip_cann: bool = False,
     requirements: Path | None = None,
+    local: Mapping[str, Path] | None = None,
+    recipe_environ: Mapping[str, str] | None = None,
 ) -> None:
     """Install everything `lock` pins for `platform` into `prefix`, then run its recipe for the git sources.
 
     With `venv` the env is a venv of this interpreter (the lock's conda part is not installed; its python
     version must match); otherwise rattler installs the conda part, which must bring python and pip.
+    `local` maps every artifact's sha256 to a verified local file (a bundle's): no index or channel is used.
+    `recipe_environ` is the recipe's environment (a bundle's sends git to local mirrors).
     """
     if platform not in lock.platforms:
         raise InputError(
@@ -254,10 +270,28 @@ def install_env(
     if venv:
         create_venv(prefix, lock, platform)
     else:
-        install_conda(lock.conda_for(platform), prefix, cache=cache)
+        install_conda(_located(lock.conda_for(platform), local), prefix, cache=cache)
     ensure_own_python(prefix)
     entries = lock.pip_for(platform)
     trusted = trusted_hosts(lock, entries)
-    install_pip(entries, prefix, installer=installer, cache=cache, trusted=trusted, requirements=requirements)
+    install_pip(
+        _located(entries, local),
+        prefix,
+        installer=installer,
+        cache=cache,
+        trusted=trusted,
+        requirements=requirements,
+        offline=local is not None,
+    )
     log.info("running %s on %s", recipe.name, prefix)
-    run_recipe(recipe, prefix, profiles=profiles, skip_cann=skip_cann)
+    run_recipe(recipe, prefix, profiles=profiles, skip_cann=skip_cann, environ=recipe_environ)
+
+
+_E = TypeVar("_E", CondaEntry, PipEntry)
+
+
+def _located(entries: Sequence[_E], local: Mapping[str, Path] | None) -> tuple[_E, ...]:
+    """The entries with their URLs pointing at local files when `local` has them (sha256 -> path)."""
+    if local is None:
+        return tuple(entries)
+    return tuple(dataclasses.replace(e, url=local[e.sha256].absolute().as_uri()) for e in entries)

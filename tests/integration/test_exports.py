@@ -10,10 +10,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
-from envgen.cli import cli
 from envgen.commands.check_throwaway import installed_set_step
 from envgen.example.project import Example
 from envgen.installer import tool_environment
@@ -27,7 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from uv import find_uv_bin
 
-from tests.support.example import served_example
+from tests.support.example import run_envgen, served_example, use_git_config
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
@@ -45,8 +43,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
 @pytest.fixture
 def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
     """The served example with its git mirror config active, locked; the lock removed afterwards."""
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    use_git_config(served.gitconfig, monkeypatch)
     channels = {p: p.read_text() for p in (served.root / "channels").glob("*.toml")}
     yield served
     for path, text in channels.items():
@@ -55,9 +52,7 @@ def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Exampl
         path.unlink()
 
 
-def envgen(example: Example, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+envgen = run_envgen
 
 
 def locked(example: Example) -> Lock:

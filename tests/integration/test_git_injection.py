@@ -23,17 +23,14 @@ from envgen.resolve.git_remote import ls_remote
 from envgen.resolve.git_sources import resolve_sources
 
 from tests.support.builders import make_matrix, sample_lock
+from tests.support.example import empty_git_config
 
 TEMPLATES = Path(__file__).parents[1] / "data" / "matrices"
 
 
 @pytest.fixture(autouse=True)
 def git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path / "gitconfig"
-    config.write_text("")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    empty_git_config(tmp_path, monkeypatch)
 
 
 @pytest.fixture

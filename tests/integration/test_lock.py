@@ -15,14 +15,12 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from envgen.cli import cli
 from envgen.example.project import Example, advance_branch, bump_version
 from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 
-from tests.support.example import served_example
+from tests.support.example import restored_example, run_envgen, served_example
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden" / "demo.yml"
 ENV = "demo"
@@ -37,18 +35,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
 @pytest.fixture
 def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
     """The served example with its git mirror config active and no lock yet."""
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    matrix = served.matrix.read_text()
-    yield served
-    served.matrix.write_text(matrix)
-    for path in (served.root / "locks").glob(f"{ENV}.*"):
-        path.unlink()
+    with restored_example(served, ENV, monkeypatch) as example:
+        yield example
 
 
-def envgen(example: Example, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+envgen = run_envgen
 
 
 def lock_files(example: Example) -> dict[str, bytes]:

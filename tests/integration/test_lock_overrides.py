@@ -6,15 +6,13 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from click.testing import CliRunner
-from envgen.cli import cli
 from envgen.commands import check
 from envgen.example.project import Example
 from envgen.lockio.store import read_lock
 from envgen.platforms import host_platform
 from envgen.project import Project
 
-from tests.support.example import served_example
+from tests.support.example import restored_example, run_envgen, served_example
 
 ENV = "demo"
 OVERRIDE = "[overrides.demo-transformers]\n"
@@ -29,18 +27,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
 
 @pytest.fixture
 def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    matrix = served.matrix.read_text()
-    yield served
-    served.matrix.write_text(matrix)
-    for path in (served.root / "locks").glob(f"{ENV}.*"):
-        path.unlink()
+    with restored_example(served, ENV, monkeypatch) as example:
+        yield example
 
 
-def envgen(example: Example, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+envgen = run_envgen
 
 
 def peft(example: Example) -> set[str]:

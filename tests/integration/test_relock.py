@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from envgen.cli import cli
 from envgen.example.condapkgs import CondaPackage, PackageFile, demo_packages
 from envgen.example.project import PYPI_DISTS, Example, advance_branch, bump_version, republish
 from envgen.example.wheels import FixtureDist
@@ -21,7 +19,7 @@ from envgen.lockio.store import read_lock
 from envgen.project import Project
 from envgen.resolve.pip_stage import still_offered
 
-from tests.support.example import served_example
+from tests.support.example import run_envgen, served_example, use_git_config
 
 ENV = "demo"
 PLATFORMS = ("linux-64", "linux-aarch64")
@@ -44,14 +42,11 @@ def example(
 ) -> Iterator[Example]:
     """A freshly served example (each test changes what its index offers), git mirrors active, no lock yet."""
     with served_example(tmp_path_factory, tmp_path / "example") as served:
-        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
-        monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        use_git_config(served.gitconfig, monkeypatch)
         yield served
 
 
-def envgen(example: Example, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+envgen = run_envgen
 
 
 def lock(example: Example, *args: str) -> dict[str, list[dict[str, str | None]]]:

@@ -17,6 +17,7 @@ from envgen.resolve.git_sources import resolve_sources
 from envgen.resolve.pip_stage import lock_pypi
 
 from tests.support.builders import make_matrix
+from tests.support.example import empty_git_config
 
 SETUPTOOLS_BUILD = '[build-system]\nrequires = ["setuptools>=70"]\nbuild-backend = "setuptools.build_meta"\n'
 SETUP_PY = """\
@@ -34,11 +35,7 @@ setup(
 
 @pytest.fixture(autouse=True)
 def git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path / "gitconfig"
-    config.write_text("")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    empty_git_config(tmp_path, monkeypatch)
 
 
 @pytest.fixture(scope="module")

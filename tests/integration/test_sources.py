@@ -17,17 +17,13 @@ from envgen.resolve.git_remote import ls_remote, upstream_commit
 from envgen.resolve.git_sources import resolve_sources
 
 from tests.support.builders import make_matrix
+from tests.support.example import empty_git_config
 
 
 @pytest.fixture(autouse=True)
 def git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A test-only global git config (the machine's must not leak in); tests append mirrors to it."""
-    config = tmp_path / "gitconfig"
-    config.write_text("")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    return config
+    return empty_git_config(tmp_path, monkeypatch)
 
 
 @pytest.fixture

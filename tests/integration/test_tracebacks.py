@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen import cli as cli_module
-from envgen.cli import INTERNAL_ERROR, cli
+from envgen.cli import cli
+from envgen.console import INTERNAL_ERROR
 from envgen.lockio.store import write_lock
 from envgen.project import Project
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,3 +184,22 @@ def summarize(result: LockResult) -> dict[str, Any]:
             "sources_moved": [m.as_dict() for m in result.moves if m.manager == "source"],
         }
     return summary
+
+
+def summary_lines(summaries: Sequence[Mapping[str, Any]]) -> list[tuple[str, bool]]:
+    """`envgen lock`'s report, one (line, is it a pending item) per line, from the summaries of `summarize`."""
+    lines: list[tuple[str, bool]] = []
+    for item in summaries:
+        if item["status"] == "up-to-date":
+            lines.append((f"{item['env']}: up to date (input hash {item['input_hash'][:12]})", False))
+            continue
+        counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in item["platforms"].items())
+        lines.append((f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)", False))
+        for platform, moves in [("sources", item["sources_moved"]), *item["moved"].items()]:
+            if moves:
+                lines.append((f"  {platform}: {len(moves)} moved", False))
+            for move in moves:
+                old, new = move["old"] or "(new)", move["new"] or "(removed)"
+                lines.append((f"    {move['manager']} {move['name']} {old} -> {new}: {move['reason']}", False))
+        lines += [(f"  pending {name}: {note}", True) for name, note in item["pending"].items()]
+    return lines

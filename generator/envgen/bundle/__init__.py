@@ -1,0 +1,1 @@
+"""Air-gapped installs: every byte a lock names in one archive (`envgen bundle`), and installing from it."""

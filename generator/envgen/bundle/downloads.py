@@ -1,0 +1,103 @@
+"""Artifacts downloaded once into envgen's cache by sha256, each checked against the lock before it is kept."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import requests
+
+from envgen.bundle.manifest import Wanted
+from envgen.errors import ResolutionError, VerificationError
+from envgen.redact import redact_url
+from envgen.resolve.index_client import IndexClient
+
+log = logging.getLogger(__name__)
+
+# Bounded: an index or channel should not see more than this many connections from one bundle run.
+DOWNLOAD_JOBS = 4
+_CHUNK = 1 << 20
+
+Progress = Callable[[Wanted, int], None]
+
+
+def cached_path(cache: Path, sha256: str) -> Path:
+    """Where the artifact with this sha256 lives in the cache (content-addressed, shared by every env)."""
+    return cache / "artifacts" / "sha256" / sha256[:2] / sha256
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class _Stopped(Exception):
+    """Another download failed or the run was interrupted: this one gives up at its next chunk."""
+
+
+def _download(client: IndexClient, wanted: Wanted, target: Path, stop: threading.Event) -> int:
+    """Stream `wanted` into a part file next to `target`, hashing as it comes; renamed only when it matches."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(f"{target.name}.part-{os.getpid()}")
+    digest, size = hashlib.sha256(), 0
+    try:
+        with client.get(wanted.url, stream=True) as response:
+            response.raise_for_status()
+            with part.open("wb") as out:
+                for chunk in response.iter_content(_CHUNK):
+                    if stop.is_set():
+                        raise _Stopped
+                    digest.update(chunk)
+                    size += len(chunk)
+                    out.write(chunk)
+    except requests.RequestException as exc:
+        part.unlink(missing_ok=True)
+        raise ResolutionError(
+            f"cannot download {redact_url(wanted.url)}: {type(exc).__name__}: {redact_url(str(exc))}",
+            hint="the index or channel must be reachable to make a bundle; files already downloaded stay cached",
+        ) from exc
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    if digest.hexdigest() != wanted.sha256:
+        part.unlink()
+        raise VerificationError(
+            f"{redact_url(wanted.url)} has sha256 {digest.hexdigest()}, the lock says {wanted.sha256}",
+            hint="the index serves other bytes than were locked: find out why, then re-lock",
+        )
+    os.replace(part, target)
+    return size
+
+
+def fetch_all(
+    client: IndexClient, wanted: Sequence[Wanted], cache: Path, *, progress: Progress | None = None
+) -> tuple[dict[str, Path], int]:
+    """Every artifact in the cache (path by sha256) and how many were downloaded (a warm cache: none)."""
+    paths = {w.sha256: cached_path(cache, w.sha256) for w in wanted}
+    missing = [w for w in wanted if not paths[w.sha256].is_file()]
+    if not missing:
+        return paths, 0
+    log.info("downloading %d of %d artifacts (%d at a time)", len(missing), len(wanted), DOWNLOAD_JOBS)
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=DOWNLOAD_JOBS) as pool:
+        futures = [(w, pool.submit(_download, client, w, paths[w.sha256], stop)) for w in missing]
+        try:
+            for w, future in futures:
+                size = future.result()
+                if progress is not None:
+                    progress(w, size)
+        except BaseException:
+            # Leaving the pool waits for its threads: make the running ones stop (removing their part files).
+            stop.set()
+            for _, future in futures:
+                future.cancel()
+            raise
+    return paths, len(missing)

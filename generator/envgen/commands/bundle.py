@@ -1,0 +1,91 @@
+"""`envgen bundle`: every byte the lock of an env names for some platforms, in one verified archive."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from envgen import __version__
+from envgen.bundle.archive import write_archive
+from envgen.bundle.downloads import fetch_all, file_sha256
+from envgen.bundle.gitpacks import pack_source
+from envgen.bundle.manifest import Manifest, Member, Wanted, render_manifest, wanted_artifacts
+from envgen.errors import InputError
+from envgen.inputs.channels import access_index
+from envgen.lockio.store import require_lock
+from envgen.model import Lock
+from envgen.project import Project
+from envgen.resolve.index_client import IndexClient
+from envgen.scratch import scratch_dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BundleSummary:
+    path: Path
+    files: int
+    size: int
+    downloaded: int
+    seconds: float
+
+    def describe(self, env: str) -> str:
+        return (
+            f"{env}: {self.path}: {self.files} files, {self.size} bytes "
+            f"({self.downloaded} downloaded, the rest from the cache) in {self.seconds:.1f}s"
+        )
+
+
+def _platforms(lock: Lock, chosen: Sequence[str]) -> tuple[str, ...]:
+    unknown = [p for p in chosen if p not in lock.platforms]
+    if unknown:
+        raise InputError(
+            f"the lock of {lock.env} has no {', '.join(unknown)} part (it has {', '.join(lock.platforms)})",
+            hint="choose --platform among the lock's platforms",
+        )
+    return tuple(dict.fromkeys(chosen)) or lock.platforms
+
+
+def _downloaded(lock: Lock, wanted: Sequence[Wanted], cache: Path) -> tuple[dict[str, Path], int]:
+    total = len(wanted)
+    done = [0, 0]
+
+    def progress(item: Wanted, size: int) -> None:
+        done[0] += 1
+        done[1] += size
+        log.info("downloaded %d/%d  %s  (%d bytes so far)", done[0], total, item.path, done[1])
+
+    with IndexClient([access_index(i, os.environ) for i in lock.indexes]) as client:
+        return fetch_all(client, wanted, cache, progress=progress)
+
+
+def bundle_env(project: Project, env: str, out: Path, *, platforms: Sequence[str], cache: Path) -> BundleSummary:
+    """Write the bundle of `env` for `platforms` (default: all of the lock's) to `out`, all or nothing."""
+    started = time.monotonic()
+    lock = require_lock(project, env)
+    chosen = _platforms(lock, platforms)
+    wanted = wanted_artifacts(lock, chosen)
+    paths, downloaded = _downloaded(lock, wanted, cache)
+    files = [(w.path, paths[w.sha256], w.sha256) for w in wanted]
+    members = [Member(w.path, w.sha256, paths[w.sha256].stat().st_size, w.url) for w in wanted]
+    lock_files = (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))
+    with scratch_dir("envgen-bundle-") as scratch:
+        packs = []
+        for locked in lock.sources:
+            log.info("source %s: bundling commit %s", locked.source.name, locked.commit)
+            for pack in pack_source(cache, locked, scratch):
+                packs.append(pack)
+                files.append((pack.path, scratch / pack.path, ""))
+        for path in lock_files:
+            files.append((f"locks/{path.name}", path, ""))
+        # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed as archived.
+        files = [(name, path, sha or file_sha256(path)) for name, path, sha in files]
+        members += [Member(name, sha, path.stat().st_size) for name, path, sha in files[len(wanted) :]]
+        manifest = Manifest(env, lock.input_hash, chosen, __version__, tuple(members), tuple(packs))
+        log.info("writing %s (%d files)", out, len(files) + 1)
+        write_archive(out, files, render_manifest(manifest))
+    return BundleSummary(out, len(files) + 1, out.stat().st_size, downloaded, time.monotonic() - started)

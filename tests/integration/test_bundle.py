@@ -1,0 +1,291 @@
+"""`envgen bundle` and `envgen install --from-bundle` on the bundled example: made while the servers run, then
+installed with every server stopped and git pointed at nothing; altered members and interrupts."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envgen.bundle import archive
+from envgen.bundle.manifest import MANIFEST, parse_manifest
+from envgen.cli import cli
+from envgen.commands.bundle import bundle_env
+from envgen.commands.check_throwaway import Hardware, import_steps
+from envgen.commands.install_bundle import install_from_bundle
+from envgen.example.gitrepos import GitRepo
+from envgen.example.http import serve_directory
+from envgen.example.srcprojects import backend_project
+from envgen.lockio.store import read_lock, write_lock
+from envgen.model import LockedSource, Source
+from envgen.platforms import host_platform
+from envgen.project import Project
+from envgen.recipe.render import render_recipe
+
+from tests.support.builders import conda_entry, make_lock
+from tests.support.example import served_example
+from tests.support.venvs import fresh_venv
+
+ENV = "demo"
+HOST = host_platform()
+OTHER = "linux-aarch64" if HOST == "linux-64" else "linux-64"
+
+
+@dataclass(frozen=True)
+class Bundled:
+    root: Path
+    cache: Path
+    bundle: Path
+    other: Path
+    output: str
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bundled]:
+    """The example locked and bundled for this host while served; afterwards nothing is served any more."""
+    work = tmp_path_factory.mktemp("bundle")
+    cache = work / "cache"
+    with served_example(tmp_path_factory, work / "example") as example:
+        env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "ENVGEN_CACHE_DIR": str(cache)}
+        code, out = invoke("lock", ENV, "-q", "--root", str(example.root), env=env)
+        assert code == 0, out
+        bundle = work / "demo.tar.zst"
+        code, out = invoke("bundle", ENV, "--platform", HOST, "-o", str(bundle), "--root", str(example.root), env=env)
+        assert code == 0, out
+        other = work / "other.tar"
+        args = ("bundle", ENV, "--platform", OTHER, "-o", str(other), "--root", str(example.root))
+        assert invoke(*args, env=env)[0] == 0
+    yield Bundled(example.root, cache, bundle, other, out)
+
+
+@pytest.fixture
+def offline(bundled: Bundled, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Bundled:
+    """No server runs; git sees no config that could map the canonical URLs to the local repositories."""
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(bundled.cache))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    return bundled
+
+
+def members(bundle: Path) -> dict[str, bytes]:
+    with archive._open_tar(bundle) as tar:
+        return {info.name: tar.extractfile(info).read() for info in tar}  # type: ignore[union-attr]
+
+
+def rewritten(bundle: Path, out: Path, name: str) -> Path:
+    """A copy of `bundle` (as plain tar) with one byte of member `name` changed."""
+    files = members(bundle)
+    data = bytearray(files[name])
+    data[len(data) // 2] ^= 0xFF
+    files[name] = bytes(data)
+    with tarfile.open(out, "w") as tar:
+        for member, content in files.items():
+            info = tarfile.TarInfo(member)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    return out
+
+
+def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(bundled: Bundled) -> None:
+    files = members(bundled.bundle)
+    manifest = parse_manifest(files[MANIFEST].decode(), "bundle.json")
+    lock = read_lock(Project(bundled.root), ENV)
+    assert lock is not None
+    assert manifest.platforms == (HOST,) and manifest.input_hash == lock.input_hash
+    shas = {m.sha256 for m in manifest.members}
+    assert {e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))} <= shas
+    assert not {e.sha256 for e in lock.pip_for(OTHER)} - {e.sha256 for e in lock.pip_for(HOST)} & shas
+    assert {f"git/{s.source.name}.bundle" for s in lock.sources} | {f"locks/{ENV}.yml"} <= set(files)
+    assert set(files) == {m.path for m in manifest.members} | {MANIFEST}
+    post = next(g for g in manifest.git if g.source == "post")
+    assert len(post.commits) == 2  # the locked commit and its cherry-pick
+    assert f"{len(files)} files" in bundled.output
+
+
+def test_install_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
+    prefix = tmp_path / "env"
+    code, out = invoke("install", ENV, "--from-bundle", str(offline.bundle), "--prefix", str(prefix), "--venv")
+    assert code == 0, out
+    lock = read_lock(Project(offline.root), ENV)
+    assert lock is not None
+    steps = import_steps(
+        lock, prefix, HOST, venv=True, hardware=Hardware("", cann=False, npu=False), require_npu=False, skipped=set()
+    )
+    ran = {s.name: s.status for s in steps}
+    assert ran["import rollout"] == ran["import post"] == ran["import demo_queue"] == "ok", steps
+    assert ran["import demo_torch"] == ran["import trainer"] == "ok", steps
+    assert not list((tmp_path / "tmp").iterdir())  # the unpacked bundle and the git mirrors are gone
+
+
+def test_a_second_bundle_with_nothing_served_comes_from_the_cache(offline: Bundled, tmp_path: Path) -> None:
+    again = tmp_path / "again.tar"
+    code, out = invoke("bundle", ENV, "--platform", HOST, "-o", str(again), "--root", str(offline.root))
+    assert code == 0, out
+    assert "(0 downloaded" in out
+    first, second = members(offline.bundle), members(again)
+    assert first[MANIFEST] == second[MANIFEST]
+
+
+@pytest.mark.parametrize("member", ["pip", "conda", "git"])
+def test_an_altered_member_fails_before_anything_is_installed(offline: Bundled, tmp_path: Path, member: str) -> None:
+    names = [n for n in members(offline.bundle) if n.startswith(f"{member}/")]
+    name = names[0]
+    bad = rewritten(offline.bundle, tmp_path / "bad.tar", name)
+    prefix = tmp_path / "env"
+    code, out = invoke("install", ENV, "--from-bundle", str(bad), "--prefix", str(prefix), "--venv")
+    assert code == 4, out
+    assert f"{name}: sha256" in out and "nothing was installed" in out
+    assert not prefix.exists()
+
+
+def test_a_missing_member_is_named(offline: Bundled, tmp_path: Path) -> None:
+    files = members(offline.bundle)
+    name = next(n for n in files if n.startswith("conda/"))
+    with tarfile.open(tmp_path / "short.tar", "w") as tar:
+        for member, content in files.items():
+            if member != name:
+                info = tarfile.TarInfo(member)
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+    code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "short.tar"), "--prefix", str(tmp_path / "e"))
+    assert code == 4 and f"{name}: missing" in out, out
+
+
+def test_a_bundle_of_another_platform_or_lock_is_refused(offline: Bundled, tmp_path: Path) -> None:
+    args = ("--prefix", str(tmp_path / "env"), "--venv", "--root", str(offline.root))
+    code, out = invoke("install", ENV, "--from-bundle", str(offline.other), *args)
+    assert code == 2 and f"the bundle carries {OTHER}, this host is {HOST}" in out, out
+    # The project's lock moved on (another input hash): its bundle no longer fits.
+    yml = offline.root / "locks" / f"{ENV}.yml"
+    sources = offline.root / "locks" / f"{ENV}.sources.toml"
+    saved = yml.read_text(), sources.read_text()
+    lock = read_lock(Project(offline.root), ENV)
+    assert lock is not None
+    moved = "f" * 64
+    yml.write_text(saved[0].replace(lock.input_hash, moved))
+    sources.write_text(saved[1].replace(lock.input_hash, moved))
+    try:
+        code, out = invoke("install", ENV, "--from-bundle", str(offline.bundle), *args)
+    finally:
+        yml.write_text(saved[0])
+        sources.write_text(saved[1])
+    assert code == 2 and lock.input_hash in out and moved in out, out
+    assert not (tmp_path / "env").exists()
+
+
+def test_an_unreachable_index_exits_3_naming_it_and_writes_nothing(
+    offline: Bundled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cold-cache"))
+    out_file = tmp_path / "cold.tar.zst"
+    code, out = invoke("bundle", ENV, "--platform", HOST, "-o", str(out_file), "--root", str(offline.root))
+    assert code == 3, out
+    assert "cannot download http://127.0.0.1:" in out
+    assert not out_file.exists() and list(tmp_path.glob("*.part")) == []
+
+
+def test_an_interrupt_while_writing_leaves_no_bundle_and_the_cache_intact(
+    offline: Bundled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = [0]
+    real = archive._Hashing.readinto
+
+    def interrupted(self: archive._Hashing, buffer: bytearray | memoryview) -> int:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt
+        return real(self, buffer)
+
+    monkeypatch.setattr(archive._Hashing, "readinto", interrupted)
+    out_file = tmp_path / "out" / "demo.tar.zst"
+    with pytest.raises(KeyboardInterrupt):
+        bundle_env(Project(offline.root), ENV, out_file, platforms=(HOST,), cache=offline.cache)
+    assert calls[0] == 3 and list((tmp_path / "out").iterdir()) == []
+    monkeypatch.undo()
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    summary = bundle_env(Project(offline.root), ENV, out_file, platforms=(HOST,), cache=offline.cache)
+    assert summary.downloaded == 0 and out_file.is_file()
+
+
+def test_the_recipe_cannot_reach_any_remote_but_the_mirrors(offline: Bundled, tmp_path: Path) -> None:
+    """The install's git really is cut off: the canonical URL, fetched as the recipe does, fails."""
+    from envgen.bundle.gitpacks import mirror_git_environment
+
+    env = mirror_git_environment([], os.environ)
+    shutil.rmtree(tmp_path / "tmp")
+    repo = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "fetch", "https://github.com/envgen-demo/post.git", "HEAD"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode != 0 and "not allowed" in proc.stderr
+
+
+def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pip_site_packages: Path
+) -> None:
+    """A source with nested submodules: bundled from local upstreams, which are then deleted; the install
+    checks out every submodule from the bundle at its gitlink, not at where its branch moved since."""
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    up = tmp_path / "upstream"
+    grand = GitRepo.create(up / "grand", {"grand.txt": "locked\n"})
+    grand_locked = grand.rev()
+    child = GitRepo.create(up / "child", {"kernel.txt": "locked\n"})
+    child_locked = child.submodule("third_party/grand", grand.url, grand_locked, "add grand")
+    parent = backend_project(up / "parent", "parentpkg")
+    parent.submodule("csrc/kernels", child.url, child_locked, "add kernels")
+    grand.commit({"grand.txt": "moved\n"}, "upstream moves")
+    child.commit({"kernel.txt": "moved\n"}, "upstream moves")
+    commit = parent.rev()
+    source = Source("parentpkg", parent.url, "main", "parentpkg", submodules=True)
+    tree = parent.git("rev-parse", f"{commit}^{{tree}}")
+    # A venv install reads only the python version of the conda part; its file is bundled all the same.
+    python = conda_entry("python", ".".join(map(str, sys.version_info[:3])), HOST)
+    served = tmp_path / "channel" / HOST / "python.conda"
+    served.parent.mkdir(parents=True)
+    served.write_bytes(b"a stand-in package")
+    project = Project(tmp_path / "project")
+    (project.root / "locks").mkdir(parents=True)
+    out = tmp_path / "sub.tar"
+    with serve_directory(tmp_path / "channel") as base:
+        python = dataclasses.replace(
+            python, url=f"{base}/{HOST}/python.conda", sha256=hashlib.sha256(served.read_bytes()).hexdigest()
+        )
+        lock = make_lock(ENV, platforms=(HOST,), conda=(python,), sources=(LockedSource(source, commit, tree=tree),))
+        write_lock(project, ENV, lock, render_recipe(lock))
+        bundle_env(project, ENV, out, platforms=(HOST,), cache=tmp_path / "cache")
+    manifest = parse_manifest(members(out)[MANIFEST].decode(), "bundle.json")
+    assert {(g.source, g.commits) for g in manifest.git} == {
+        ("parentpkg", (commit,)),
+        ("parentpkg/csrc/kernels", (child_locked,)),
+        ("parentpkg/csrc/kernels/third_party/grand", (grand_locked,)),
+    }
+    shutil.rmtree(up)
+    prefix = fresh_venv(tmp_path / "env", pip_site_packages)
+    install_from_bundle(
+        project, ENV, out, prefix, cache=tmp_path / "cache", venv=True, installer="pip", profiles=(), skip_cann=False
+    )
+    checkout = prefix / "src" / "parentpkg" / "csrc" / "kernels"
+    assert (checkout / "kernel.txt").read_text() == "locked\n"
+    assert (checkout / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
