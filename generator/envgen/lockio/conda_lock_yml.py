@@ -13,6 +13,7 @@ import yaml
 
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting
+from envgen.inputs.untrusted import entry_problems
 from envgen.lockio.condalock import Channel as CondaLockChannel
 from envgen.lockio.condalock import (
     HashModel,
@@ -112,6 +113,17 @@ def render_lock_yml(lock: Lock) -> str:
 
 
 def _entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
+    entry = _plain_entry(dep, where)
+    problems = entry_problems(entry)
+    if problems:
+        raise InputError(
+            f"{where}: package {dep.name!r} ({dep.platform}): {problems[0]}",
+            hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
+        )
+    return entry
+
+
+def _plain_entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
     depends = tuple(sorted(dep.dependencies.items()))
     if not dep.hash.sha256:
         raise InputError(
