@@ -40,6 +40,13 @@ def control_problem(text: str, *, prose: bool = False) -> str | None:
     return f"must not contain control characters (found {found.group()!r})" if found else None
 
 
+def one_line(text: str) -> str:
+    """Prose on one line, for a comment of a generated file: every line break pip, sh or Python splits on
+    (newline, CR, vertical tab, form feed, the file separators, U+2028) and every run of blanks become one
+    space, so nothing after it starts a line of its own."""
+    return " ".join(text.split())
+
+
 def env_name_problem(env: str) -> str | None:
     """Why `env` cannot name an env (it is a file name under env-templates/ and locks/, not a path), or None."""
     return name_problem(env, "env name")
