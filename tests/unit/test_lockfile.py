@@ -387,3 +387,14 @@ def test_yml_refuses_an_entry_whose_strings_could_become_pip_options(field: str,
     hostile = dataclasses.replace(lock, pip=(dataclasses.replace(lock.pip[0], **{field: value}), *lock.pip[1:]))
     with pytest.raises(InputError, match=rf"x.yml: package .*: {field}: "):
         parse_lock_yml(render_lock_yml(hostile), "x.yml")
+
+
+def test_yml_refuses_a_platform_envgen_does_not_lock() -> None:
+    # Platforms reach markdown (`envgen diff`'s <summary>), Nix system names and file names unquoted.
+    text = render_lock_yml(sample_lock())
+    hostile = text.replace("- linux-64\n", "- linux-64</b></summary><!--\n", 1)
+    with pytest.raises(InputError, match=r"x.yml: platform 'linux-64</b></summary><!--' is not one envgen locks"):
+        parse_lock_yml(hostile, "x.yml")
+    entry = text.replace("platform: linux-64\n", "platform: linux-64<!--\n", 1)
+    with pytest.raises(InputError, match=r"x.yml: platform 'linux-64<!--' is not one envgen locks"):
+        parse_lock_yml(entry, "x.yml")

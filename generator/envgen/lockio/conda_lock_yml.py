@@ -26,6 +26,7 @@ from envgen.lockio.condalock import (
 )
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.model import CondaEntry, Lock, PipEntry
+from envgen.platforms import PLATFORMS
 from envgen.redact import strip_credentials
 
 # --- canonical order -----------------------------------------------------------------------------------
@@ -163,6 +164,14 @@ def lockfile_to_yml(lockfile: Lockfile, where: str) -> LockYml:
             hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
         )
     platforms = tuple(meta.platforms)
+    # A platform reaches markdown, Nix system names and file names: only the ones envgen locks.
+    for platform in [*platforms, *(dep.platform for dep in lockfile.package)]:
+        if platform not in PLATFORMS or platform not in platforms:
+            raise InputError(
+                f"{where}: platform {platform!r} is not one envgen locks ({', '.join(PLATFORMS)}) "
+                "or not in metadata.platforms",
+                hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
+            )
     entries = [_entry(dep, where) for dep in lockfile.package]
     return LockYml(
         platforms=platforms,
