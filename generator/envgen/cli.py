@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -76,8 +77,6 @@ def _env_names(ctx: click.Context, param: click.Parameter, value: str | tuple[st
 
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
 json_option = click.option("--json", "as_json", is_flag=True, help="A machine-readable result on stdout.")
-
-
 root_option = click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -337,6 +336,7 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...], root: Pat
 @click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")
 @click.option("--no-solve", is_flag=True, help="Skip re-resolving the pip set (it needs the indexes).")
 @click.option("--no-env", is_flag=True, help="Skip the throwaway env: static checks and the re-solve only.")
+@click.option("--from-bundle", type=click.Path(dir_okay=False, path_type=Path), help="Offline, from this bundle.")
 @click.option(
     "--installer",
     type=click.Choice(["pip", "uv"]),
@@ -357,6 +357,7 @@ def check_command(
     no_env: bool,
     installer: str,
     require_env: bool,
+    from_bundle: Path | None,
     root: Path,
     quiet: bool,
     as_json: bool,
@@ -378,6 +379,7 @@ def check_command(
             throwaway=not no_env,
             installer="uv" if installer == "uv" else "pip",
             require_env=require_env,
+            bundle=from_bundle,
         )
     click.echo(render_json(report) if as_json else render_report(report), nl=False)
     if report.kept:
@@ -395,8 +397,6 @@ def demo_command(keep: bool) -> None:
     moves upstream. Stops at the first step that fails, with its exit code; Ctrl-C stops the servers and
     removes the directory too.
     """
-    import time
-
     from envgen.commands.demo import run_demo
 
     def say(line: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -282,3 +283,17 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     checkout = prefix / "src" / "parentpkg" / "csrc" / "kernels"
     assert (checkout / "kernel.txt").read_text() == "locked\n"
     assert (checkout / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
+
+
+def test_check_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
+    args = ("check", ENV, "--from-bundle", str(offline.bundle), "--venv", "--json", "--root", str(offline.root))
+    code, out = invoke(*args)
+    assert code == 0, out
+    steps = {s["name"]: s["status"] for s in json.loads(out[out.index("{") :])["steps"]}
+    assert steps["bundle: members"] == steps["env: pip check"] == steps["import post"] == "ok", steps
+    assert steps["env: installed set"] == "ok", steps
+    bad = rewritten(
+        offline.bundle, tmp_path / "bad.tar", next(n for n in members(offline.bundle) if n.startswith("pip/"))
+    )
+    code, out = invoke("check", ENV, "--from-bundle", str(bad), "--venv", "--root", str(offline.root))
+    assert code == 4 and "do not match its manifest" in out, out
