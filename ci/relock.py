@@ -20,6 +20,7 @@ Standard library only: it drives envgen through its command line, as the workflo
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
 import re
@@ -101,7 +102,9 @@ def plan_envs(reports: Sequence[dict], update: Sequence[str]) -> list[Plan]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text from a lock or a remote as text in the body: no HTML (an open `<!--` would hide the rest), no
+    pipes, one line."""
+    return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
 
 
 def moved_table(reports: Sequence[dict], changed: Sequence[str]) -> list[str]:
@@ -197,7 +200,9 @@ def _warn(message: str) -> None:
     """A warning on stderr; in GitHub Actions also an annotation on the run, so it is not lost in a green log."""
     print(f"relock: warning: {message}", file=sys.stderr)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        print(f"::warning title=relock::{message}")
+        # GitHub's escapes for a command's data: a line break in a remote's message would start a command.
+        data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        print(f"::warning title=relock::{data}")
 
 
 def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str) -> tuple[bool, int]:

@@ -340,6 +340,7 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
 @click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")
 @click.option("--no-solve", is_flag=True, help="Skip re-resolving the pip set (it needs the indexes).")
 @click.option("--no-env", is_flag=True, help="Skip the throwaway env: static checks and the re-solve only.")
+@click.option("--from-bundle", type=click.Path(dir_okay=False, path_type=Path), help="Offline, from this bundle.")
 @click.option(
     "--installer",
     type=click.Choice(["pip", "uv"]),
@@ -363,6 +364,7 @@ def check_command(
     no_env: bool,
     installer: str,
     require_env: bool,
+    from_bundle: Path | None,
 ) -> Outcome:
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and imports."""
     from envgen.commands.check import check_env
@@ -370,7 +372,8 @@ def check_command(
     from envgen.project import cache_dir
 
     proj = current_project()
-    proj.known_envs([env])
+    if from_bundle is None:  # a bundle brings its own lock
+        proj.known_envs([env])
     report = check_env(
         proj,
         env,
@@ -382,6 +385,7 @@ def check_command(
         throwaway=not no_env,
         installer="uv" if installer == "uv" else "pip",
         require_env=require_env,
+        bundle=from_bundle,
     )
     outcome = Outcome(results=[report.as_dict()], text=render_report(report), exit_code=report.exit_code)
     if report.kept:

@@ -25,6 +25,8 @@ from envgen.recipe.render import render_recipe
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
+from tests.support.builders import make_lock
+
 pytestmark = pytest.mark.adversarial
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -86,12 +88,9 @@ def fuzzed_locks(draw: st.DrawFn) -> Lock:
         for i in range(draw(st.integers(1, 2)))
     )
     profiles = tuple(Profile(f"p{i}-{draw(name)}", draw(text), env()) for i in range(draw(st.integers(0, 2))))
-    return Lock(
-        env=draw(name),
-        platforms=("linux-64",),
+    return make_lock(
+        draw(name),
         input_hash="1" * 64,
-        conda=(),
-        pip=(),
         sources=sources,
         indexes=(index,),
         cann=Cann("pending", draw(text)),
@@ -205,12 +204,9 @@ def run_recipe(lock: Lock, work: Path, skip_cann: bool) -> tuple[int, Skeleton, 
 )
 @given(fuzzed_locks(), st.booleans())
 @example(
-    Lock(
-        env="x",
-        platforms=("linux-64",),
+    make_lock(
+        "x",
         input_hash="1" * 64,
-        conda=(),
-        pip=(),
         sources=(
             LockedSource(
                 Source("s", "https://h.example/$(touch${IFS}PWNED).git", "`touch`", "'; touch PWNED; '", origin="}"),

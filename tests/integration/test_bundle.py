@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -23,9 +24,7 @@ from envgen.cli import cli
 from envgen.commands.bundle import bundle_env
 from envgen.commands.check_throwaway import Hardware, import_steps
 from envgen.commands.install_bundle import install_from_bundle
-from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
-from envgen.example.srcprojects import backend_project
 from envgen.lockio.store import read_lock, write_lock
 from envgen.model import LockedSource, Source
 from envgen.platforms import host_platform
@@ -34,6 +33,7 @@ from envgen.recipe.render import render_recipe
 
 from tests.support.builders import conda_entry, make_lock
 from tests.support.example import served_example
+from tests.support.submodules import nested_submodules
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
@@ -249,14 +249,8 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     up = tmp_path / "upstream"
-    grand = GitRepo.create(up / "grand", {"grand.txt": "locked\n"})
-    grand_locked = grand.rev()
-    child = GitRepo.create(up / "child", {"kernel.txt": "locked\n"})
-    child_locked = child.submodule("third_party/grand", grand.url, grand_locked, "add grand")
-    parent = backend_project(up / "parent", "parentpkg")
-    parent.submodule("csrc/kernels", child.url, child_locked, "add kernels")
-    grand.commit({"grand.txt": "moved\n"}, "upstream moves")
-    child.commit({"kernel.txt": "moved\n"}, "upstream moves")
+    repos = nested_submodules(up)
+    parent, child_locked, grand_locked = repos.parent, repos.child_locked, repos.grand_locked
     commit = parent.rev()
     source = Source("parentpkg", parent.url, "main", "parentpkg", submodules=True)
     tree = parent.git("rev-parse", f"{commit}^{{tree}}")
@@ -289,3 +283,17 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     checkout = prefix / "src" / "parentpkg" / "csrc" / "kernels"
     assert (checkout / "kernel.txt").read_text() == "locked\n"
     assert (checkout / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
+
+
+def test_check_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
+    args = ("check", ENV, "--from-bundle", str(offline.bundle), "--venv", "--json", "--root", str(offline.root))
+    code, out = invoke(*args)
+    assert code == 0, out
+    steps = {s["name"]: s["status"] for s in json.loads(out[out.index("{") :])["results"][0]["steps"]}
+    assert steps["bundle: members"] == steps["env: pip check"] == steps["import post"] == "ok", steps
+    assert steps["env: installed set"] == "ok", steps
+    bad = rewritten(
+        offline.bundle, tmp_path / "bad.tar", next(n for n in members(offline.bundle) if n.startswith("pip/"))
+    )
+    code, out = invoke("check", ENV, "--from-bundle", str(bad), "--venv", "--root", str(offline.root))
+    assert code == 4 and "do not match its manifest" in out, out

@@ -17,9 +17,9 @@ from envgen.commands.check_throwaway import throwaway_steps
 from envgen.errors import EnvgenError
 from envgen.example.project import GITHUB, Example
 from envgen.example.srcprojects import backend_project
-from envgen.model import Lock
 from envgen.npu import Npu
 
+from tests.support.builders import make_lock
 from tests.support.example import served_example
 
 ENV = "demo"
@@ -204,7 +204,7 @@ def test_a_failed_install_skips_the_npu_steps(tmp_path: Path, monkeypatch: pytes
         raise EnvgenError("the wheel does not match its locked sha256")
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    lock = Lock(env="x", platforms=("linux-64",), input_hash="0" * 64, conda=(), pip=(), sources=())
+    lock = make_lock("x")
     steps, _ = throwaway_steps(
         lock, tmp_path / "x.install.sh", platform="linux-64", venv=True, cache=tmp_path, require_npu=True,
         keep=False, install=failing_install, npu=Npu("a3"),

@@ -25,19 +25,13 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from uv import find_uv_bin
 
-from tests.support.example import run_envgen, served_example, use_git_config
+from tests.support.example import run_envgen, use_git_config
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
 # The throwaway envs of `check --venv` come from the session's pip copy, not ensurepip (tests/support/venvs.py).
 pytestmark = pytest.mark.usefixtures("quick_venvs")
 HOST = "linux-64" if sys.platform == "linux" and __import__("platform").machine() == "x86_64" else "linux-aarch64"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
-        yield example
 
 
 @pytest.fixture

@@ -20,16 +20,10 @@ from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 
-from tests.support.example import restored_example, run_envgen, served_example
+from tests.support.example import restored_example, run_envgen
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden" / "demo.yml"
 ENV = "demo"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
-        yield example
 
 
 @pytest.fixture

@@ -12,17 +12,11 @@ from envgen.lockio.store import read_lock
 from envgen.platforms import host_platform
 from envgen.project import Project
 
-from tests.support.example import restored_example, run_envgen, served_example
+from tests.support.example import restored_example, run_envgen
 
 ENV = "demo"
 OVERRIDE = "[overrides.demo-transformers]\n"
 VIOLATION = "demo-peft==0.18.0 needs demo-transformers>=5.0"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
-        yield example
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from envgen.model import Cann, Lock, LockedSource, Profile, Source
 from envgen.recipe.render import render_recipe
 
 from tests.support.builders import make_lock
+from tests.support.submodules import nested_submodules
 from tests.support.venvs import fresh_venv
 
 
@@ -157,14 +158,8 @@ def test_several_cann_scripts_are_sourced_in_order(tmp_path: Path, venv: Path) -
 
 def test_submodules_are_checked_out_recursively_at_the_recorded_commits(tmp_path: Path, venv: Path) -> None:
     """The parent's commit fixes its submodules (gitlinks): later commits on their branches stay out."""
-    grand = GitRepo.create(tmp_path / "grand", {"grand.txt": "locked\n"})
-    grand_locked = grand.rev()
-    child = GitRepo.create(tmp_path / "child", {"kernel.txt": "locked\n"})
-    child_locked = child.submodule("third_party/grand", grand.url, grand_locked, "add grand")
-    parent = backend_project(tmp_path / "parent", "parentpkg")
-    parent.submodule("csrc/kernels", child.url, child_locked, "add kernels")
-    grand.commit({"grand.txt": "moved\n"}, "upstream moves")
-    child.commit({"kernel.txt": "moved\n"}, "upstream moves")
+    repos = nested_submodules(tmp_path)
+    parent, child_locked, grand_locked = repos.parent, repos.child_locked, repos.grand_locked
     # the fixtures are file:// remotes, which git refuses for submodules unless allowed
     allow = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
 

@@ -210,6 +210,11 @@ def test_credentials_never_appear_in_renderings() -> None:
         ("https://gitcode.com/Ascend/MindSpeed", "https://gitcode.com/Ascend/MindSpeed/compare/a...b"),
         ("https://gitlab.com/o/r.git", None),
         ("file:///tmp/repo", None),
+        # Markdown links and HTML in a pull request comment: an owner or repository GitHub would not allow
+        # gets no link, so `)` cannot end the link and `<!--` cannot hide the rest of the comment.
+        ("https://github.com/o)<!--/r", None),
+        ("https://github.com/o/r)![x](https:", None),
+        ("git@github.com:o/r<img>.git", None),
     ],
 )
 def test_compare_url(url: str, link: str | None) -> None:

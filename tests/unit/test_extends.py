@@ -164,3 +164,16 @@ def test_cycles_missing_and_malformed_bases_exit_2(project: Project, files: dict
     assert ".toml:2: extends: " in err
     if fragment == "no matrix":
         assert "available envs: base" in err
+
+
+def test_a_base_that_is_a_symbolic_link_out_of_env_templates_is_refused(project: Project, tmp_path: Path) -> None:
+    # A pull request can add a symlink; `extends` must not read a file outside env-templates/ through one.
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.move(project.template("base"), outside / "secret.toml")
+    project.template("base").symlink_to(outside / "secret.toml")
+    write(project, "derived", 'schema = 1\nextends = "base"\n[env]\nname = "derived"\n')
+    code, out, err = show(project, "derived")
+    assert code == 2 and out == ""
+    assert "derived.toml:2: extends: " in err
+    assert "is a symbolic link" in err

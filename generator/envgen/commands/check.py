@@ -11,6 +11,7 @@ from packaging.utils import canonicalize_name
 from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
 from envgen.commands.check_static import pip_by_name, python_of, static_steps
 from envgen.commands.check_throwaway import EnvInstaller, throwaway_steps
+from envgen.commands.install_bundle import check_from_bundle
 from envgen.errors import EnvgenError, NetworkError
 from envgen.inputs.matrix import load_env
 from envgen.installer import Installer, install_env
@@ -115,13 +116,17 @@ def check_env(
     require_env: bool = False,
     install: EnvInstaller = install_env,
     installer: Installer = "pip",
+    bundle: Path | None = None,
 ) -> CheckReport:
     """Check the lock of `env`: static steps, a re-solve, a throwaway install on this host; never raises for a
     failed step (the report says), only for bad input (no lock, a malformed matrix), bugs and interrupts (the
     throwaway env is removed even then).
 
     The throwaway env's pip part comes from the lock's derived file of this platform: its requirements.txt
-    with pip, its PEP 751 pylock with uv."""
+    with pip, its PEP 751 pylock with uv. With `bundle`, the throwaway env comes from that bundle, with no
+    network, and the bundle's own lock is checked (raises, exit 4, when a member does not match its manifest)."""
+    if bundle is not None:
+        return check_from_bundle(project, env, bundle, cache=cache, venv=venv, require_npu=require_npu, keep=keep)
     platform = host_platform()
     steps: list[Step] = []
 

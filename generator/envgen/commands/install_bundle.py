@@ -1,18 +1,24 @@
-"""`envgen install --from-bundle`: the lock a bundle carries installed with no network, after verifying it all."""
+"""`envgen install|check --from-bundle`: the lock a bundle carries, installed with no network once verified."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from envgen.bundle.archive import unpack_verified
 from envgen.bundle.gitpacks import make_mirror, mirror_git_environment
 from envgen.bundle.manifest import check_fits
+from envgen.commands.check_report import OK, CheckReport, Step
+from envgen.commands.check_throwaway import throwaway_steps
 from envgen.installer import Installer, install_env
 from envgen.lockio.input_hashes import recorded_state
 from envgen.lockio.store import parse_lock
+from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.scratch import scratch_dir
@@ -20,24 +26,24 @@ from envgen.scratch import scratch_dir
 log = logging.getLogger(__name__)
 
 
-def install_from_bundle(
-    project: Project,
-    env: str,
-    bundle: Path,
-    prefix: Path,
-    *,
-    cache: Path,
-    venv: bool,
-    installer: Installer,
-    profiles: Sequence[str],
-    skip_cann: bool,
-) -> Path:
-    """Install the lock inside `bundle` for this host into `prefix`; returns the prefix's absolute path.
+@dataclass(frozen=True)
+class OpenedBundle:
+    """A verified bundle, unpacked: its lock and recipe, its artifacts by sha256, git sent to its mirrors."""
 
-    Every member is checked against the bundle's manifest first (exit 4 naming the one that differs); a bundle
-    of another env, platform or (when the project has a lock of `env`) another lock is refused (exit 2).
+    lock: Lock
+    recipe: Path
+    local: dict[str, Path]
+    recipe_environ: dict[str, str]
+    members: int
+
+
+@contextmanager
+def opened_bundle(project: Project, env: str, bundle: Path, platform: str) -> Iterator[OpenedBundle]:
+    """Unpack `bundle` into a scratch directory (removed afterwards) and check it before anything uses it.
+
+    Every member is checked against the bundle's manifest (exit 4 naming the one that differs); a bundle of
+    another env, platform or (when the project has a lock of `env`) another lock is refused (exit 2).
     """
-    platform = host_platform()
     with scratch_dir("envgen-from-bundle-") as scratch:
         unpacked = scratch / "bundle"
         log.info("verifying %s", bundle)
@@ -52,16 +58,41 @@ def install_from_bundle(
             f"{bundle}:locks/{yml.name}",
             f"{bundle}:locks/{sources.name}",
         )
-        local = {m.sha256: unpacked / m.path for m in manifest.members if m.url}
+        check_fits(manifest, env, platform, lock.input_hash)
         mirrors = []
         for number, pack in enumerate(manifest.git):
             mirror = scratch / "mirrors" / f"{number}.git"
             make_mirror(pack, unpacked / pack.path, mirror)
             mirrors.append((pack, mirror))
-        log.info("verified %d members; installing %s for %s with no network", len(manifest.members), env, platform)
-        install_env(
+        log.info("verified %d members of %s", len(manifest.members), bundle)
+        yield OpenedBundle(
             lock,
             locks / f"{env}.install.sh",
+            {m.sha256: unpacked / m.path for m in manifest.members if m.url},
+            mirror_git_environment(mirrors, os.environ),
+            len(manifest.members),
+        )
+
+
+def install_from_bundle(
+    project: Project,
+    env: str,
+    bundle: Path,
+    prefix: Path,
+    *,
+    cache: Path,
+    venv: bool,
+    installer: Installer,
+    profiles: Sequence[str],
+    skip_cann: bool,
+) -> Path:
+    """Install the lock inside `bundle` for this host into `prefix`, with no network; returns the prefix."""
+    platform = host_platform()
+    with opened_bundle(project, env, bundle, platform) as opened:
+        log.info("installing %s for %s from %s with no network", env, platform, bundle)
+        install_env(
+            opened.lock,
+            opened.recipe,
             prefix,
             platform=platform,
             venv=venv,
@@ -69,7 +100,28 @@ def install_from_bundle(
             installer=installer,
             profiles=profiles,
             skip_cann=skip_cann,
-            local=local,
-            recipe_environ=mirror_git_environment(mirrors, os.environ),
+            local=opened.local,
+            recipe_environ=opened.recipe_environ,
         )
     return prefix.absolute()
+
+
+def check_from_bundle(
+    project: Project, env: str, bundle: Path, *, cache: Path, venv: bool, require_npu: bool, keep: bool
+) -> CheckReport:
+    """`check`'s throwaway env, installed from `bundle` with no network: the installed set, pip check, imports."""
+    platform = host_platform()
+    with opened_bundle(project, env, bundle, platform) as opened:
+        steps = [Step("bundle: members", OK, f"{opened.members} members match bundle.json")]
+        install = functools.partial(install_env, local=opened.local, recipe_environ=opened.recipe_environ)
+        env_steps, kept = throwaway_steps(
+            opened.lock,
+            opened.recipe,
+            platform=platform,
+            venv=venv,
+            cache=cache,
+            require_npu=require_npu,
+            keep=keep,
+            install=install,
+        )
+    return CheckReport(env, platform, tuple(steps + env_steps), kept)

@@ -68,6 +68,10 @@ def _base_path(file: Path, value: object, problems: Problems, chain: list[Path])
         problems.add(key, f"expected the name of another env (its env-templates/<name>.toml), got {shown}")
         return None
     base = file.parent / f"{value}.toml"
+    # Matrices arrive in pull requests, which can add a symlink: a base is read only as a file of its own.
+    if base.is_symlink():
+        problems.add(key, f"{base} is a symbolic link; the env to extend must be a regular file in {file.parent}")
+        return None
     if base.resolve() in [p.resolve() for p in chain]:
         cycle = " -> ".join([*(p.stem for p in chain), value])
         problems.add(key, f"extends itself through {cycle}; remove `extends` from one of these files")

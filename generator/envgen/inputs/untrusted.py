@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from envgen.commits import is_abbreviated_commit, is_full_commit
-from envgen.model import Env, Lock, LockedSource
+from envgen.model import CondaEntry, Env, Lock, LockedSource, PipEntry
 
 # `git check-ref-format` rules: no control characters, space, ~ ^ : ? * [ or backslash; no `..`, `@{` or
 # `//`; no component starting with `.` or ending with `.lock`; not starting or ending with `/`, not ending
@@ -23,6 +23,10 @@ _GIT_SCHEMES = ("https", "http", "ssh", "file")
 _SCP = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9][A-Za-z0-9.-]*:[^-].*")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A locked version or conda build string: what conda and PEP 440 write, never whitespace or a leading `-`.
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
+_BUILD = re.compile(r"[A-Za-z0-9_.+-]*")
+_HEX = {"sha256": re.compile(r"[0-9a-f]{64}"), "md5": re.compile(r"[0-9a-f]{32}")}
 # C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -34,6 +38,13 @@ def control_problem(text: str, *, prose: bool = False) -> str | None:
     """
     found = _CONTROL.search(text.replace("\n", " ").replace("\t", " ") if prose else text)
     return f"must not contain control characters (found {found.group()!r})" if found else None
+
+
+def one_line(text: str) -> str:
+    """Prose on one line, for a comment of a generated file: every line break pip, sh or Python splits on
+    (newline, CR, vertical tab, form feed, the file separators, U+2028) and every run of blanks become one
+    space, so nothing after it starts a line of its own."""
+    return " ".join(text.split())
 
 
 def env_name_problem(env: str) -> str | None:
@@ -99,6 +110,28 @@ def git_url_problem(url: str) -> str | None:
     if "::" in url or ":" in url.split("/", 1)[0]:
         return f"{url!r} is neither a URL git fetches over a known transport nor a local path; {expected}"
     return None
+
+
+def entry_problems(entry: CondaEntry | PipEntry) -> list[str]:
+    """Every string of a locked artifact that may not reach pip's requirements lines or an export, as
+    `field: why`: the installer writes `name @ url --hash=sha256:...` from them, so a newline or a leading `-`
+    would add an option line (another index, an editable install) that no lock diff shows as such."""
+    checks = {
+        "name": name_problem(entry.name, "package name"),
+        "version": None if _VERSION.fullmatch(entry.version) else f"{entry.version!r} is not a version",
+        "url": _artifact_url_problem(entry.url),
+        "sha256": None if _HEX["sha256"].fullmatch(entry.sha256) else f"{entry.sha256!r} is not a 64-hex sha256",
+    }
+    if isinstance(entry, CondaEntry):
+        checks["build"] = None if _BUILD.fullmatch(entry.build) else f"{entry.build!r} is not a conda build string"
+        checks["md5"] = None if _HEX["md5"].fullmatch(entry.md5) else f"{entry.md5!r} is not a 32-hex md5"
+    return [f"{field}: {problem}" for field, problem in checks.items() if problem]
+
+
+def _artifact_url_problem(url: str) -> str | None:
+    if url.startswith("${") or any(char.isspace() for char in url) or _CONTROL.search(url):
+        return f"{url!r} must be an https://, http:// or file:// URL without whitespace or control characters"
+    return index_url_problem(url)
 
 
 def _env_problems(key: str, env: Env) -> Iterator[str]:

@@ -23,9 +23,10 @@ KINDS = ("added", "removed", "upgraded", "downgraded", "changed", "rebuilt", "re
 HASH_KINDS = ("rebuilt", "replaced")
 
 _FORGES = {"github.com": "https://github.com", "gitcode.com": "https://gitcode.com"}
+# Owner and repository as the forges allow them: the link goes into markdown, where `)` or `<` would end it.
 _FORGE_URL = re.compile(
     r"^(?:https?://(?:[^/@]+@)?|ssh://(?:[^/@]+@)?|[^/@:]+@)(?P<host>github\.com|gitcode\.com)[:/]"
-    r"(?P<owner>[^/]+)/(?P<repo>[^/]+?)(?:\.git)?/?$"
+    r"(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+?)(?:\.git)?/?$"
 )
 
 

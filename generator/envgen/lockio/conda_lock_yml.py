@@ -13,6 +13,7 @@ import yaml
 
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting
+from envgen.inputs.untrusted import entry_problems
 from envgen.lockio.condalock import Channel as CondaLockChannel
 from envgen.lockio.condalock import (
     HashModel,
@@ -25,6 +26,7 @@ from envgen.lockio.condalock import (
 )
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.model import CondaEntry, Lock, PipEntry
+from envgen.platforms import PLATFORMS
 from envgen.redact import strip_credentials
 
 # --- canonical order -----------------------------------------------------------------------------------
@@ -112,6 +114,17 @@ def render_lock_yml(lock: Lock) -> str:
 
 
 def _entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
+    entry = _plain_entry(dep, where)
+    problems = entry_problems(entry)
+    if problems:
+        raise InputError(
+            f"{where}: package {dep.name!r} ({dep.platform}): {problems[0]}",
+            hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
+        )
+    return entry
+
+
+def _plain_entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
     depends = tuple(sorted(dep.dependencies.items()))
     if not dep.hash.sha256:
         raise InputError(
@@ -151,6 +164,14 @@ def lockfile_to_yml(lockfile: Lockfile, where: str) -> LockYml:
             hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
         )
     platforms = tuple(meta.platforms)
+    # A platform reaches markdown, Nix system names and file names: only the ones envgen locks.
+    for platform in [*platforms, *(dep.platform for dep in lockfile.package)]:
+        if platform not in PLATFORMS or platform not in platforms:
+            raise InputError(
+                f"{where}: platform {platform!r} is not one envgen locks ({', '.join(PLATFORMS)}) "
+                "or not in metadata.platforms",
+                hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
+            )
     entries = [_entry(dep, where) for dep in lockfile.package]
     return LockYml(
         platforms=platforms,

@@ -10,7 +10,7 @@ from shlex import quote
 
 from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.errors import InputError
-from envgen.inputs.untrusted import lock_problems
+from envgen.inputs.untrusted import lock_problems, one_line
 from envgen.model import DEFAULT_CANN_SET_ENV, Index, Lock, LockedSource
 from envgen.redact import strip_credentials
 
@@ -100,7 +100,7 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)",
         "  --src DIR       where the sources are cloned (default: <prefix>/src)",
         "  --profile NAME  also set an optional activation profile (repeatable):",
-        *(f"                    {p.name}: {_one_line(p.description)}" for p in lock.profiles),
+        *(f"                    {p.name}: {one_line(p.description)}" for p in lock.profiles),
         *(["                    (this env defines none)"] if not lock.profiles else []),
         "  --skip-cann     skip the sources that need CANN"
         + (f" ({', '.join(cann_sources)}): the env is then incomplete" if cann_sources else " (none in this env)"),
@@ -126,10 +126,6 @@ def _usage_source(locked: LockedSource) -> str:
         *([f"{len(src.cherry_picks)} cherry-picks"] if src.cherry_picks else []),
     ]
     return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {locked.commit[:12]} ({', '.join(flags)})"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _profile_names(lock: Lock) -> str:

@@ -10,6 +10,7 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen.errors import InputError
+from envgen.inputs.untrusted import one_line
 from envgen.lockio.exports.common import (
     direct_url,
     entry_index,
@@ -50,7 +51,7 @@ def _usage(lock: Lock, platform: str) -> list[str]:
             f'#   sh locks/{lock.env}.install.sh --prefix "$VIRTUAL_ENV"',
         ]
     if lock.pending:
-        lines.append(f"# Pending, not installable yet: {', '.join(p.name for p in lock.pending)}")
+        lines.append(one_line(f"# Pending, not installable yet: {', '.join(p.name for p in lock.pending)}"))
     return [*lines, "#"]
 
 
@@ -64,7 +65,8 @@ def _options(lock: Lock, platform: str) -> list[str]:
     return lines + [f"--trusted-host {host}" for host in trusted_hosts(lock, entries)]
 
 
-def _via(whys: tuple[str, ...]) -> list[str]:
+def _via(reasons: tuple[str, ...]) -> list[str]:
+    whys = tuple(map(one_line, reasons))
     if not whys:
         return []
     if len(whys) == 1:

@@ -1,0 +1,60 @@
+"""ci/relock.py's output for GitHub: annotations and the pull request body carry upstream text inertly."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("relock", REPO / "ci" / "relock.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    # Its dataclasses look their module up while being defined.
+    sys.modules["relock"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+relock = _load()
+
+
+def test_a_warning_is_one_workflow_command_whatever_the_remote_said(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A remote's error text reaches the annotation; a line break in it would start a workflow command
+    # of its own (::set-output, ::add-mask::, ::stop-commands::) in the relock job.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    relock._warn("demo: source x: upstream not asked: fatal\n::set-output name=changed::true\r::error::100%")
+    out = capsys.readouterr().out
+    assert out == (
+        "::warning title=relock::demo: source x: upstream not asked: fatal%0A::set-output name=changed::true"
+        "%0D::error::100%25\n"
+    )
+
+
+def test_the_body_shows_remote_text_and_refs_as_text_not_markup() -> None:
+    drift = {
+        "name": "src",
+        "ref": "main`<!--",
+        "locked": "a" * 40,
+        "upstream": "b" * 40,
+        "drifted": True,
+        "compare_url": None,
+        "url": "https://git.example/r<img src=x>",
+        "error": None,
+    }
+    gone = {**drift, "name": "other", "drifted": False, "error": "fatal: <!-- hidden\n--> | x"}
+    reports = [{"env": "demo", "drift": [drift, gone], "reasons": [], "drifted": ["src"]}]
+    plans = relock.plan_envs(reports, [])
+    body = relock.pr_body(reports, plans, ["demo"], {}, "")
+    assert body.count("<!--") == 1  # the marker's own
+    assert "<img" not in body
+    assert "`main`&lt;!--`" in body
+    assert "`other` not asked: fatal: &lt;!-- hidden --&gt; \\| x" in body
