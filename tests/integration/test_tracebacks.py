@@ -93,6 +93,18 @@ def test_a_fifo_named_toml_is_refused_without_blocking(project: Path, where: str
     assert_clean_exit(proc, 2, "evil.toml")
 
 
+@pytest.mark.parametrize("where", ["channels/evil.toml", "env-templates/evil.toml", "locks/valid.yml"])
+def test_a_symbolic_link_is_refused_not_followed(project: Path, tmp_path: Path, where: str) -> None:
+    # A pull request can add a symlink: no input is read through one (a file outside the project, a device).
+    with_lock(project)
+    secret = tmp_path / "outside.toml"
+    secret.write_text('kind = "pip"\nurl = "https://secret.example/simple"\n')
+    (project / where).unlink(missing_ok=True)
+    (project / where).symlink_to(secret)
+    proc = envgen("lock" if where != "locks/valid.yml" else "status", "--root", str(project), timeout=60)
+    assert_clean_exit(proc, 2, where.split("/")[1], "is a symbolic link")
+
+
 @pytest.mark.parametrize("url", ["ftp://mirror.example/simple", "git+https://x.example/simple", "/no/scheme"])
 def test_index_urls_other_than_http_https_file_are_refused_at_load(project: Path, url: str) -> None:
     (project / "channels" / "pypi.toml").write_text(f'kind = "pip"\nurl = "{url}"\n')

@@ -134,3 +134,20 @@ def test_summary_table_has_a_verdict_for_every_pair(tmp_path: Path) -> None:
     ]
     assert npu.summary(include[:1], tmp_path)[1] is True
     assert "no env has both a lock and a runner label" in npu.summary([], tmp_path)[0]
+
+
+def test_names_with_a_line_break_are_not_envs_or_labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pull request names its lock files, and `$` matches before a final newline: a lock file "x\n<img>.yml"
+    # must not become a line of the job summary, nor a label "a\n" a runner of the matrix.
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci" / "npu-runners.toml").write_text('[envs]\na3 = ["linux-aarch64-a3-8"]\n')
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "a3.yml").write_text("version: 1\n")
+    (tmp_path / "locks" / "x\n<img src=x>.yml").write_text("version: 1\n")
+    summary = tmp_path / "summary"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert npu.main(["matrix", "--root", str(tmp_path)]) == 0
+    assert "<img" not in summary.read_text()
+    (tmp_path / "ci" / "npu-runners.toml").write_text('[envs]\na3 = ["label\\n"]\n')
+    with pytest.raises(npu.ConfigError, match="a list of runner labels"):
+        npu.read_config(tmp_path / "ci" / "npu-runners.toml")

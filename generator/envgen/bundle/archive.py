@@ -97,12 +97,10 @@ def _open_tar(path: Path) -> Iterator[tarfile.TarFile]:
         raise InputError(f"cannot read the bundle {path}: {exc.strerror or exc}") from exc
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in chunks (artifacts may be gigabytes)."""
     with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def unpack_verified(bundle: Path, dest: Path) -> Manifest:
@@ -123,7 +121,7 @@ def unpack_verified(bundle: Path, dest: Path) -> Manifest:
         raise VerificationError(f"{bundle} has no {MANIFEST}", hint="make it with `envgen bundle`")
     manifest = parse_manifest(manifest_file.read_text(encoding="utf-8"), f"{bundle}:{MANIFEST}")
     found = {
-        path.relative_to(dest).as_posix(): (_sha256(path), path.stat().st_size)
+        path.relative_to(dest).as_posix(): (file_sha256(path), path.stat().st_size)
         for path in sorted(dest.rglob("*"))
         if path.is_file() and path != manifest_file
     }

@@ -31,14 +31,6 @@ def cached_path(cache: Path, sha256: str) -> Path:
     return cache / "artifacts" / "sha256" / sha256[:2] / sha256
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 class _Stopped(Exception):
     """Another download failed or the run was interrupted: this one gives up at its next chunk."""
 

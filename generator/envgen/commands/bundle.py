@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envgen import __version__
-from envgen.bundle.archive import write_archive
-from envgen.bundle.downloads import fetch_all, file_sha256
+from envgen.bundle.archive import file_sha256, write_archive
+from envgen.bundle.downloads import fetch_all
 from envgen.bundle.gitpacks import pack_source
 from envgen.bundle.manifest import Manifest, Member, Wanted, render_manifest, wanted_artifacts
 from envgen.errors import InputError

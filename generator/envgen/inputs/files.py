@@ -1,12 +1,13 @@
 """Reading an input file that may be hostile: regular files only, and nesting that cannot crash a parser.
 
-A FIFO named `*.toml` would block a read forever; a document nested thousands of levels deep makes the
-recursive TOML and YAML parsers (and any walk over what they return) raise RecursionError. Both become an
-InputError naming the file.
+A symlink (which a pull request can add) could point anywhere on the machine; a FIFO named `*.toml` would block
+a read forever; a document nested thousands of levels deep makes the recursive TOML and YAML parsers (and any
+walk over what they return) raise RecursionError. All become an InputError naming the file.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -17,14 +18,18 @@ from envgen.errors import InputError
 
 
 def read_input_text(path: Path, hint: str) -> str:
-    """The UTF-8 text of `path`, which must be a regular file (a FIFO, a device or a directory is refused).
+    """The UTF-8 text of `path`, which must be a regular file (a symlink, a FIFO, a device or a directory is
+    refused).
 
     `hint` says how to get a good file again (edit it, re-lock).
     """
     try:
-        # O_NONBLOCK: opening a FIFO with no writer must not hang before its type is seen.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        # O_NONBLOCK: opening a FIFO with no writer must not hang before its type is seen. O_NOFOLLOW: a pull
+        # request can add a symlink, and an input read through one could be any file of the machine.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
+        if exc.errno == errno.ELOOP and path.is_symlink():
+            raise InputError(f"{path} is a symbolic link", hint="replace it with a regular file") from exc
         raise InputError(f"cannot read {path}: {exc.strerror or exc}", hint=hint) from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):

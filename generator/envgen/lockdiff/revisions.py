@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envgen.errors import InputError
+from envgen.inputs.files import read_input_text
+from envgen.inputs.untrusted import env_name_problem
 from envgen.lockdiff.compare import LockDiff, diff_locks
 from envgen.lockio.conda_lock_yml import LockYml, parse_lock_yml
 from envgen.lockio.store import parse_lock
@@ -96,7 +98,11 @@ def sibling_sources(path: str) -> str:
 
 
 def env_of(path: str) -> str:
-    return Path(path).name.removesuffix(".yml")
+    """The env a lock file is of; a pull request names its files, and the name reaches markdown and git."""
+    env = Path(path).name.removesuffix(".yml")
+    if problem := env_name_problem(env):
+        raise InputError(f"{path}: {problem}", hint="rename the lock file to locks/<env>.yml")
+    return env
 
 
 def read_side(spec: str, cwd: Path) -> LockText:
@@ -123,7 +129,7 @@ def read_side(spec: str, cwd: Path) -> LockText:
 
 def _file_side(path: Path, label: str) -> LockText:
     sources = Path(sibling_sources(str(path)))
-    return LockText(label, env_of(path.name), _read(path), _read(sources) if sources.is_file() else None)
+    return LockText(label, env_of(str(path)), _read(path), _read(sources) if sources.is_file() else None)
 
 
 def _rev_side(root: Path, rev: str, relpath: str, label: str) -> LockText | None:
@@ -134,10 +140,7 @@ def _rev_side(root: Path, rev: str, relpath: str, label: str) -> LockText | None
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from exc
+    return read_input_text(path, hint="restore it (git checkout -- locks/) or re-run `envgen lock`")
 
 
 def parse_side(side: LockText, *, with_sources: bool = True) -> Lock:
