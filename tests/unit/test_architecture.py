@@ -56,7 +56,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "lockdiff": (*FOUNDATION, "lockdiff.compare"),
     "lockdiff.moves": (*FOUNDATION, "resolve.preferences"),
-    "lockdiff.revisions": (*FOUNDATION, "lockdiff", "lockio"),
+    "lockdiff.revisions": (*FOUNDATION, "inputs.files", "inputs.untrusted", "lockdiff", "lockio"),
     "commands": (
         *FOUNDATION,
         "inputs",
