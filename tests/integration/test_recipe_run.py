@@ -187,6 +187,28 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     }
 
 
+def test_a_re_run_keeps_the_profiles_an_earlier_run_enabled_until_dropped(tmp_path: Path, venv: Path) -> None:
+    """Before: a re-run without --profile silently dropped the profile the first run had enabled."""
+    repo = backend_project(tmp_path / "p", "p")
+    quiet = Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),))
+    loud = Profile("loud", "loud logs", (("DEMO_LOUD", "1"),))
+    lock = demo_lock(locked(repo, Source("p", repo.url, "main", "p")), profiles=(quiet, loud))
+    code = "import os; print(os.environ.get('TRANSFORMERS_VERBOSITY'), os.environ.get('DEMO_LOUD'))"
+    first = run_recipe(lock, venv, "--profile", "quiet")
+    assert first.returncode == 0, first.stderr
+    assert in_env(venv, code, activate=True).stdout.split() == ["error", "None"]
+    again = run_recipe(lock, venv)
+    assert again.returncode == 0 and "profiles: quiet" in again.stderr
+    assert in_env(venv, code, activate=True).stdout.split() == ["error", "None"]
+    more = run_recipe(lock, venv, "--profile", "loud")
+    assert more.returncode == 0 and in_env(venv, code, activate=True).stdout.split() == ["error", "1"]
+    fewer = run_recipe(lock, venv, "--no-profile", "quiet")
+    assert fewer.returncode == 0 and "profiles: loud" in fewer.stderr
+    assert in_env(venv, code, activate=True).stdout.split() == ["None", "1"]
+    bad = run_recipe(lock, venv, "--no-profile", "nope")
+    assert bad.returncode != 0 and "unknown profile nope (known: quiet loud)" in bad.stderr
+
+
 def test_second_run_changes_nothing(tmp_path: Path, venv: Path) -> None:
     one = backend_project(tmp_path / "one", "one")
     two = backend_project(tmp_path / "two", "two", importable=False)

@@ -17,6 +17,34 @@ add_profile() {
 	esac
 }
 
+drop_profile() {
+	if ! known_profile "$1"; then
+		die "unknown profile $1 (known: $KNOWN_PROFILES)"
+	fi
+	dropped="$dropped $1"
+}
+
+# A re-run keeps the profiles an earlier run enabled (remembered in $state/profiles), less those dropped with
+# --no-profile; a name the lock no longer defines is forgotten.
+settle_profiles() {
+	if [ -f "$state/profiles" ]; then
+		while IFS= read -r name; do
+			if [ -n "$name" ] && known_profile "$name"; then add_profile "$name"; fi
+		done <"$state/profiles"
+	fi
+	kept=
+	for name in $profiles; do
+		case " $dropped " in *" $name "*) ;; *) kept="$kept $name" ;; esac
+	done
+	profiles=$kept
+}
+
+remember_profiles() {
+	for name in $profiles; do printf '%s\n' "$name"; done >"$state/profiles.tmp"
+	replace "$state/profiles.tmp" "$state/profiles"
+	say "profiles:${profiles:- none}"
+}
+
 has_profile() { case " $profiles " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 # fetch DIR URL SHA DEPTH: one commit by sha; servers refusing unadvertised shas get a full fetch instead.

@@ -84,7 +84,8 @@ def _header(lock: Lock) -> str:
 def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     env = lock.env
     lines = [
-        f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--skip-cann]",
+        f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--no-profile NAME]...",
+        "       [--skip-cann]",
         "",
         f"Installs the git sources of env {env} at their locked commits, in order, each with",
         "`python -m pip install --no-deps` of the env's own python, then writes activation hooks",
@@ -93,15 +94,17 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         f"  conda-lock install -n NAME locks/{env}.yml   (or -p DIR)",
         "  conda activate NAME",
         f"  sh locks/{env}.install.sh",
-        f"`envgen install {env} --prefix DIR` does both steps. Running this script again changes nothing;",
-        "reactivate the env afterwards so the activation hooks take effect.",
+        f"`envgen install {env} --prefix DIR` does both steps. Running this script again changes nothing and",
+        "keeps the profiles an earlier run enabled (--no-profile NAME drops one); reactivate the env afterwards",
+        "so the activation hooks take effect.",
         "",
         "Options:",
         "  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)",
         "  --src DIR       where the sources are cloned (default: <prefix>/src)",
-        "  --profile NAME  also set an optional activation profile (repeatable):",
+        "  --profile NAME  also set an optional activation profile (repeatable; remembered for re-runs):",
         *(f"                    {p.name}: {one_line(p.description)}" for p in lock.profiles),
         *(["                    (this env defines none)"] if not lock.profiles else []),
+        "  --no-profile NAME  drop a profile an earlier run enabled (repeatable)",
         "  --skip-cann     skip the sources that need CANN"
         + (f" ({', '.join(cann_sources)}): the env is then incomplete" if cann_sources else " (none in this env)"),
         "  -h, --help      show this help",
@@ -140,6 +143,7 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "prefix=${CONDA_PREFIX:-${VIRTUAL_ENV:-}}",
         "src=",
         "profiles=",
+        "dropped=",
         "skip_cann=0",
         "while [ $# -gt 0 ]; do",
         "\tcase $1 in",
@@ -149,6 +153,8 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "\t\t--src=*) src=${1#*=}; shift ;;",
         '\t\t--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;',
         '\t\t--profile=*) add_profile "${1#*=}"; shift ;;',
+        '\t\t--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;',
+        '\t\t--no-profile=*) drop_profile "${1#*=}"; shift ;;',
         "\t\t--skip-cann) skip_cann=1; shift ;;",
         "\t\t-h | --help) usage; exit 0 ;;",
         '\t\t*) die "unknown argument $1 (see --help)" ;;',
@@ -169,6 +175,7 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         'src=$(cd "$src" && pwd -P)',
         "state=$prefix/etc/envgen/$ENVGEN_ENV",
         'mkdir -p "$state"',
+        "settle_profiles",
         f"cann_set_env=${{ASCEND_SET_ENV:-{quote(set_env)}}}",
         "cann_sourced=0",
         "pythonpath=",
@@ -305,6 +312,7 @@ def _hooks(lock: Lock) -> str:
         f"printf '%s\\n' {quote(marker_end)}; }} >>\"$prefix/bin/activate.tmp\"",
         '\treplace "$prefix/bin/activate.tmp" "$prefix/bin/activate"',
         "fi",
+        "remember_profiles",
         'say "done: reactivate the env to pick up $activate"',
     ]
     return "\n".join(lines) + "\n"

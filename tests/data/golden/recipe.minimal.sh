@@ -12,7 +12,8 @@ PICK_FLAGS='--no-gpg-sign --cleanup=verbatim'
 
 usage() {
 	printf '%s\n' \
-		'Usage: sh locks/tiny.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--skip-cann]' \
+		'Usage: sh locks/tiny.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--no-profile NAME]...' \
+		'       [--skip-cann]' \
 		'' \
 		'Installs the git sources of env tiny at their locked commits, in order, each with' \
 		'`python -m pip install --no-deps` of the env'"'"'s own python, then writes activation hooks' \
@@ -21,14 +22,16 @@ usage() {
 		'  conda-lock install -n NAME locks/tiny.yml   (or -p DIR)' \
 		'  conda activate NAME' \
 		'  sh locks/tiny.install.sh' \
-		'`envgen install tiny --prefix DIR` does both steps. Running this script again changes nothing;' \
-		'reactivate the env afterwards so the activation hooks take effect.' \
+		'`envgen install tiny --prefix DIR` does both steps. Running this script again changes nothing and' \
+		'keeps the profiles an earlier run enabled (--no-profile NAME drops one); reactivate the env afterwards' \
+		'so the activation hooks take effect.' \
 		'' \
 		Options: \
 		'  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)' \
 		'  --src DIR       where the sources are cloned (default: <prefix>/src)' \
-		'  --profile NAME  also set an optional activation profile (repeatable):' \
+		'  --profile NAME  also set an optional activation profile (repeatable; remembered for re-runs):' \
 		'                    (this env defines none)' \
+		'  --no-profile NAME  drop a profile an earlier run enabled (repeatable)' \
 		'  --skip-cann     skip the sources that need CANN (none in this env)' \
 		'  -h, --help      show this help' \
 		'' \
@@ -56,6 +59,34 @@ add_profile() {
 		*" $1 "*) ;;
 		*) profiles="$profiles $1" ;;
 	esac
+}
+
+drop_profile() {
+	if ! known_profile "$1"; then
+		die "unknown profile $1 (known: $KNOWN_PROFILES)"
+	fi
+	dropped="$dropped $1"
+}
+
+# A re-run keeps the profiles an earlier run enabled (remembered in $state/profiles), less those dropped with
+# --no-profile; a name the lock no longer defines is forgotten.
+settle_profiles() {
+	if [ -f "$state/profiles" ]; then
+		while IFS= read -r name; do
+			if [ -n "$name" ] && known_profile "$name"; then add_profile "$name"; fi
+		done <"$state/profiles"
+	fi
+	kept=
+	for name in $profiles; do
+		case " $dropped " in *" $name "*) ;; *) kept="$kept $name" ;; esac
+	done
+	profiles=$kept
+}
+
+remember_profiles() {
+	for name in $profiles; do printf '%s\n' "$name"; done >"$state/profiles.tmp"
+	replace "$state/profiles.tmp" "$state/profiles"
+	say "profiles:${profiles:- none}"
 }
 
 has_profile() { case " $profiles " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -212,6 +243,7 @@ known_profile() {
 prefix=${CONDA_PREFIX:-${VIRTUAL_ENV:-}}
 src=
 profiles=
+dropped=
 skip_cann=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -221,6 +253,8 @@ while [ $# -gt 0 ]; do
 		--src=*) src=${1#*=}; shift ;;
 		--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;
 		--profile=*) add_profile "${1#*=}"; shift ;;
+		--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;
+		--no-profile=*) drop_profile "${1#*=}"; shift ;;
 		--skip-cann) skip_cann=1; shift ;;
 		-h | --help) usage; exit 0 ;;
 		*) die "unknown argument $1 (see --help)" ;;
@@ -238,6 +272,7 @@ mkdir -p "$src"
 src=$(cd "$src" && pwd -P)
 state=$prefix/etc/envgen/$ENVGEN_ENV
 mkdir -p "$state"
+settle_profiles
 cann_set_env=${ASCEND_SET_ENV:-/usr/local/Ascend/cann/set_env.sh}
 cann_sourced=0
 pythonpath=
@@ -265,4 +300,5 @@ if [ -f "$prefix/pyvenv.cfg" ] && [ -f "$prefix/bin/activate" ]; then
 	{ printf '%s\n' '# >>> envgen tiny >>>'; printf '. %s\n' "$(quote "$activate")"; printf '%s\n' '# <<< envgen tiny <<<'; } >>"$prefix/bin/activate.tmp"
 	replace "$prefix/bin/activate.tmp" "$prefix/bin/activate"
 fi
+remember_profiles
 say "done: reactivate the env to pick up $activate"
