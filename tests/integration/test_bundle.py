@@ -15,11 +15,12 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from envgen.bundle import archive
-from envgen.bundle.manifest import MANIFEST, parse_manifest
+from envgen.bundle.manifest import MANIFEST, Wanted, parse_manifest
 from envgen.cli import cli
 from envgen.commands.bundle import bundle_env
 from envgen.commands.check_throwaway import Hardware, import_steps
@@ -316,3 +317,36 @@ def test_the_conda_part_installs_from_the_bundle_with_nothing_served(offline: Bu
     assert code == 4 and "pip packages installed through it would land elsewhere" in out, out
     assert (prefix / "lib" / "libdemo.txt").read_text() == f"libdemo 1.0 for {HOST}\n"
     assert list((prefix / "conda-meta").glob("libdemo-1.0-*.json"))
+
+
+def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run_resumes(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envgen.commands import bundle as bundle_command
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))
+    real_fetch = bundle_command.fetch_all
+
+    def fetch_then_interrupt(*args: Any, **kwargs: Any) -> Any:
+        def interrupting(item: Wanted, size: int) -> None:
+            raise KeyboardInterrupt  # as Ctrl-C would, once the first artifact is in
+
+        return real_fetch(*args, **{**kwargs, "progress": interrupting})
+
+    with served_example(tmp_path_factory, tmp_path / "example") as example:
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(example.gitconfig))
+        assert invoke("lock", ENV, "-q", "--root", str(example.root))[0] == 0
+        project, out = Project(example.root), tmp_path / "out" / "demo.tar"
+        monkeypatch.setattr(bundle_command, "fetch_all", fetch_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            bundle_env(project, ENV, out, platforms=(HOST,), cache=cache)
+        assert not out.parent.exists() or list(out.parent.iterdir()) == []
+        artifacts = [p for p in (cache / "artifacts").rglob("*") if p.is_file()]
+        assert artifacts and not [p for p in artifacts if ".part" in p.name]
+        monkeypatch.setattr(bundle_command, "fetch_all", real_fetch)
+        summary = bundle_env(project, ENV, out, platforms=(HOST,), cache=cache)
+    lock = read_lock(project, ENV)
+    assert lock is not None
+    wanted = {e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))}
+    assert summary.downloaded == len(wanted) - len(artifacts) and out.is_file()
