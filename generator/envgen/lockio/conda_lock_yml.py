@@ -13,7 +13,7 @@ import yaml
 
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting
-from envgen.inputs.untrusted import entry_problems
+from envgen.inputs.untrusted import entry_problems, input_hash_problem
 from envgen.lockio.condalock import Channel as CondaLockChannel
 from envgen.lockio.condalock import (
     HashModel,
@@ -158,9 +158,10 @@ def lockfile_to_yml(lockfile: Lockfile, where: str) -> LockYml:
     meta = lockfile.metadata
     hashes = set(meta.content_hash.values())
     recorded = (meta.custom_metadata or {}).get("envgen_input_hash")
-    if recorded is None or hashes - {recorded}:
+    if recorded is None or hashes - {recorded} or input_hash_problem(recorded):
         raise InputError(
-            f"{where}: metadata.custom_metadata.envgen_input_hash is missing or differs from content_hash",
+            f"{where}: metadata.custom_metadata.envgen_input_hash is missing, not a 64-hex sha256, or differs from "
+            "content_hash",
             hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
         )
     platforms = tuple(meta.platforms)
