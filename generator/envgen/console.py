@@ -31,7 +31,7 @@ log = logging.getLogger("envgen.cli")
 # The one table of conditions and exit codes: README.md and every `--help` print it, tests walk it.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
-    (1, "differences or drift: a lock stale, missing or behind a moved ref (status); locks differ (diff -q)"),
+    (1, "differences or drift: a lock stale, missing or behind a moved ref (status); locks differ (diff --exit-code)"),
     (
         2,
         "bad input or usage: no envgen project, an unknown env or profile, a malformed matrix, channel file or "
