@@ -20,6 +20,13 @@ while IFS=$'\t' read -r _added _deleted path; do
 done < <(git apply --numstat -- "$out/relock.patch")
 
 git apply --index -- "$out/relock.patch"
+# --numstat names only the new side of a rename or copy: every path the index now changes, both sides.
+while IFS= read -r -d '' path; do
+    case $path in
+        locks/*) ;;
+        *) echo "relock-pr: the patch touches $path, outside locks/; refusing" >&2 && exit 1 ;;
+    esac
+done < <(git diff --cached --no-renames --name-only -z HEAD)
 envs=$(paste -sd ' ' "$out/changed-envs.txt")
 git -c user.name="github-actions[bot]" -c user.email="41898282+github-actions[bot]@users.noreply.github.com" \
     commit --quiet -m "Re-lock $envs" -m "Written by the relock workflow (ci/relock.py); the pull request says what moved."

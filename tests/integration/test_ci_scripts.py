@@ -119,6 +119,24 @@ def test_relock_pr_refuses_a_patch_outside_locks(
     assert "envgen/relock" not in GitRepo(tmp_path / "origin.git").git("branch", "--list")
 
 
+def test_relock_pr_refuses_a_rename_from_outside_locks(
+    checkout: tuple[Path, Path], gh: dict[str, str], tmp_path: Path
+) -> None:
+    # `git apply --numstat` names only the new side of a rename: moving README into locks/ deletes it.
+    work, out = checkout
+    (work / "README").write_text("envgen\n")
+    GitRepo(work).git("add", "README")
+    GitRepo(work).git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "readme")
+    rename = b"diff --git a/README b/locks/readme.yml\nsimilarity index 100%\nrename from README\n"
+    rename += b"rename to locks/readme.yml\n"
+    (out / "relock.patch").write_bytes((out / "relock.patch").read_bytes() + rename)
+    result = relock_pr(work, out, gh)
+    assert result.returncode == 1
+    assert "the patch touches README, outside locks/; refusing" in result.stderr
+    assert calls(tmp_path) == []
+    assert "envgen/relock" not in GitRepo(tmp_path / "origin.git").git("branch", "--list")
+
+
 # --- ci/npu-watchdog.sh --------------------------------------------------------------------------------------
 
 
