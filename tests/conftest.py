@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,17 @@ def _clean_tool_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Te
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("UV_NO_CONFIG", "1")
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(_session_cache(tmp_path_factory)))
+
+
+@pytest.fixture(autouse=True)
+def _envgen_logger_as_python_leaves_it() -> Iterator[None]:
+    """An in-process CLI call points the envgen logger at its own handler and stops propagation; the next test
+    in the same worker (caplog reads the root logger) must not inherit that."""
+    yield
+    logger = logging.getLogger("envgen")
+    logger.handlers.clear()
+    logger.propagate = True
+    logger.setLevel(logging.NOTSET)
 
 
 _cache: dict[str, Path] = {}
