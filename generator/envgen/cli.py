@@ -285,7 +285,7 @@ def install_command(
     from envgen.commands.install import install_lock
     from envgen.project import cache_dir
 
-    proj = current_project()
+    proj = current_project(required=from_bundle is None)
     if from_bundle is None:  # a bundle brings its own lock
         proj.known_envs([env], locked=True)
     installed = install_lock(
@@ -371,7 +371,7 @@ def check_command(
     from envgen.commands.check_report import render_report
     from envgen.project import cache_dir
 
-    proj = current_project()
+    proj = current_project(required=from_bundle is None)
     if from_bundle is None:  # a bundle brings its own lock
         proj.known_envs([env])
     report = check_env(

@@ -306,8 +306,14 @@ def guarded(run: Callable[[], object]) -> None:
         sys.exit(INTERNAL_ERROR)
 
 
-def current_project() -> Project:
-    """The project of this invocation: found upward from --root (or the current directory)."""
-    from envgen.project import find_project
+def current_project(*, required: bool = True) -> Project:
+    """The project of this invocation: found upward from --root (or the current directory).
 
-    return find_project(settings().root or Path.cwd())
+    Not `required` (a bundle brings its own lock): without one, that directory stands for a project with no locks.
+    """
+    from envgen.project import Project, find_project, is_project
+
+    start = settings().root or Path.cwd()
+    if not required and not any(is_project(d) for d in (start.resolve(), *start.resolve().parents)):
+        return Project(start.resolve())
+    return find_project(start)

@@ -350,3 +350,21 @@ def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run
     assert lock is not None
     wanted = {e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))}
     assert summary.downloaded == len(wanted) - len(artifacts) and out.is_file()
+
+
+def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(offline: Bundled, tmp_path: Path) -> None:
+    files = members(offline.bundle)
+    manifest = json.loads(files[MANIFEST])
+    real, manifest["input_hash"] = manifest["input_hash"], "f" * 64
+    files[MANIFEST] = json.dumps(manifest).encode()
+    with tarfile.open(tmp_path / "swapped.tar", "w") as tar:
+        for member, content in files.items():
+            info = tarfile.TarInfo(member)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    # No project lock under --root to compare with: the bundle must still agree with itself.
+    (tmp_path / "empty").mkdir()
+    args = ("--prefix", str(tmp_path / "env"), "--venv", "--root", str(tmp_path / "empty"))
+    code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "swapped.tar"), *args)
+    assert code == 4 and f"its lock has input hash {real}, its bundle.json says {'f' * 64}" in out, out
+    assert not (tmp_path / "env").exists()

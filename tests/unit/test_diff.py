@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -244,3 +246,46 @@ def test_workflow_runs_the_diff_and_updates_one_marked_comment() -> None:
     assert "${{" not in runs
     script = next(s for s in steps if s.get("uses", "").startswith("actions/github-script"))["with"]["script"]
     assert MARKER in script and "updateComment" in script and "createComment" in script
+
+
+_SCRIPT_HARNESS = """
+const calls = [];
+const comments = JSON.parse(process.env.COMMENTS);
+const github = {
+  paginate: async () => comments,
+  rest: { issues: {
+    listComments: "listComments",
+    updateComment: async (args) => calls.push(["update", args.comment_id]),
+    createComment: async (args) => calls.push(["create", args.issue_number]),
+  } },
+};
+const context = {
+  repo: { owner: "o", repo: "r" }, issue: { number: 7 }, payload: { pull_request: { base: { ref: "main" } } },
+};
+(async () => { SCRIPT
+  console.log(JSON.stringify(calls));
+})();
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the workflow's script")
+def test_the_comment_updated_is_the_workflows_own_not_one_quoting_the_marker(tmp_path: Path) -> None:
+    # Anyone can comment with the marker; updating that comment would put the lock diff where its author
+    # can edit it afterwards (a forged "No lock changes."). Only the bot's own comment is updated.
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    script = next(s for s in steps if s.get("uses", "").startswith("actions/github-script"))["with"]["script"]
+    (tmp_path / "lock-diff.md").write_text(f"{MARKER}\n## envgen lock diff\n")
+    harness = tmp_path / "harness.js"
+    harness.write_text(_SCRIPT_HARNESS.replace("SCRIPT", script))
+
+    def run(comments: list[dict[str, object]]) -> list[list[object]]:
+        env = {**os.environ, "COMMENTS": json.dumps(comments)}
+        done = subprocess.run(["node", str(harness)], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    forged = {"id": 1, "body": f"{MARKER} quoted", "user": {"login": "mallory", "type": "User"}}
+    own = {"id": 2, "body": f"{MARKER}\n## envgen lock diff", "user": {"login": "github-actions[bot]", "type": "Bot"}}
+    assert run([forged]) == [["create", 7]]
+    assert run([forged, own]) == [["update", 2]]

@@ -15,6 +15,7 @@ from envgen.bundle.gitpacks import make_mirror, mirror_git_environment
 from envgen.bundle.manifest import check_fits
 from envgen.commands.check_report import OK, CheckReport, Step
 from envgen.commands.check_throwaway import throwaway_steps
+from envgen.errors import VerificationError
 from envgen.installer import Installer, install_env
 from envgen.lockio.input_hashes import recorded_state
 from envgen.lockio.store import parse_lock
@@ -58,7 +59,11 @@ def opened_bundle(project: Project, env: str, bundle: Path, platform: str) -> It
             f"{bundle}:locks/{yml.name}",
             f"{bundle}:locks/{sources.name}",
         )
-        check_fits(manifest, env, platform, lock.input_hash)
+        if lock.input_hash != manifest.input_hash:
+            raise VerificationError(
+                f"{bundle}: its lock has input hash {lock.input_hash}, its bundle.json says {manifest.input_hash}",
+                hint="the bundle was altered: make it again",
+            )
         mirrors = []
         for number, pack in enumerate(manifest.git):
             mirror = scratch / "mirrors" / f"{number}.git"
