@@ -205,3 +205,17 @@ def test_an_unexpected_exception_is_one_line_and_exit_70(
     assert "Traceback" not in err and "second line" not in err
     assert err.splitlines()[0] == "internal error: RuntimeError: something impossible"
     assert "please file an issue" in err
+
+
+def test_a_truncated_sources_toml_is_input_error_wherever_it_is_cut(project: Path) -> None:
+    """The key-line scanner expects valid TOML: a file cut inside a string reached it before the parser."""
+    with_lock(project)
+    path = project / "locks" / "valid.sources.toml"
+    whole = path.read_bytes()
+    for cut in range(len(whole) // 7, len(whole), len(whole) // 7):
+        path.write_bytes(whole[:cut])
+        result = CliRunner().invoke(cli, ["status", "valid", "--root", str(project)])
+        # Cut between tables it may still be valid TOML (then the lock reads as stale, exit 1).
+        assert result.exit_code in (1, 2), (cut, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit), (cut, repr(result.exception))
+        assert result.exit_code == 1 or "valid.sources.toml" in result.stderr

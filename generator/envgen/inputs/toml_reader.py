@@ -369,7 +369,14 @@ class StrictReader:
 
     def __init__(self, file: str, text: str, hint: str) -> None:
         with bounded_nesting(file):
-            self.problems = Problems(file, key_lines(text))
+            try:
+                # The line scanner expects valid TOML (it may not even stop on a truncated file): what is
+                # not valid gets no lines, and the caller's parser reports the problem.
+                tomllib.loads(text)
+                lines = key_lines(text)
+            except tomllib.TOMLDecodeError:
+                lines = {}
+        self.problems = Problems(file, lines)
         self.hint = hint
 
     def fail(self, path: KeyPath, message: str) -> InputError:
