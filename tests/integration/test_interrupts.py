@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,6 +51,9 @@ def restore(root: Path, wanted: dict[str, bytes]) -> None:
 def interrupted_lock(example: Example, sig: signal.Signals, *, line: int | None, delay: float) -> tuple[int, str]:
     """Run `envgen lock` in a child process and send `sig` after its `line`-th log line (or after `delay`)."""
     env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+    # A cache of its own: a kill can leave git's config.lock in a cached repository, which would fail every
+    # later lock sharing the session's cache (tests/conftest.py).
+    env["ENVGEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="interrupted-cache-", dir=example.root.parent)
     proc = subprocess.Popen(
         [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(example.root)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
