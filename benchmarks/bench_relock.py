@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -57,6 +58,7 @@ class Captured:
 def capturing_uv(where: Path) -> Iterator[list[Captured]]:
     """Record every `uv pip compile` run in this process (through subprocess.Popen, which envgen.process uses)."""
     captured: list[Captured] = []
+    lock = threading.Lock()
     real = subprocess.Popen
 
     class Spy(real):  # type: ignore[misc,valid-type]
@@ -67,11 +69,14 @@ def capturing_uv(where: Path) -> Iterator[list[Captured]]:
 
         def communicate(self, *args: Any, **kwargs: Any) -> Any:
             result = super().communicate(*args, **kwargs)
-            if self.seen is not None:
-                cmd, cwd, env = self.seen
-                files = where / f"uv-{len(captured)}"
-                shutil.copytree(cwd, files)
-                captured.append(Captured([str(c) for c in cmd], dict(env), files))
+            # Platforms run concurrently, and a run may be waited on more than once: record each once.
+            with lock:
+                if self.seen is not None:
+                    cmd, cwd, env = self.seen
+                    self.seen = None
+                    files = where / f"uv-{len(captured)}"
+                    shutil.copytree(cwd, files)
+                    captured.append(Captured([str(c) for c in cmd], dict(env), files))
             return result
 
     subprocess.Popen = Spy  # type: ignore[misc]
@@ -189,7 +194,7 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
     load = os.getloadavg()
     forced = interleaved_medians({"envgen": cli("--force"), "bare": lambda: bare_uv(runs, tmp, previous=True)}, repeats)
     bump = interleaved_medians({"envgen": bumped}, repeats)
-    moved = json.loads(bumped().stdout)[0]["moved"]  # type: ignore[attr-defined]
+    moved = json.loads(bumped().stdout)["results"][0]["moved"]  # type: ignore[attr-defined]
     noop = interleaved_medians(
         {"envgen": cli(), "version": lambda: subprocess.run([*envgen, "--version"], env=env, capture_output=True)},
         repeats,
