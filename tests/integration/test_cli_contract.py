@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from click import Option
 from envgen.console import EXIT_CODES
 from envgen.lockio.store import write_lock
 from envgen.project import Project
@@ -115,10 +116,17 @@ def test_init_starts_a_project_that_the_other_commands_accept(tmp_path: Path) ->
 
 
 def test_the_table_is_in_every_help() -> None:
-    for command in ["", *PROJECT_COMMANDS, "diff", "demo", "init"]:
+    from envgen.cli import cli
+
+    assert {"bundle", "demo", "init", *PROJECT_COMMANDS} <= set(cli.commands)
+    for command in ["", *cli.commands]:  # every registered command, a new one included
         proc = envgen(*command.split(), "--help")
         assert proc.returncode == 0
-        assert "Examples:" in proc.stdout, command
+        examples = proc.stdout.split("Examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        assert examples and all(line.strip().startswith("envgen ") for line in examples), command
+        if command:  # every option says what it does (before: --installer had no description)
+            undescribed = [p.name for p in cli.commands[command].params if isinstance(p, Option) and not p.help]
+            assert undescribed == [], command
         for code, meaning in EXIT_CODES:
             assert f"{code:>3}  {meaning}" in proc.stdout, (command, code)
     readme = (REPO / "README.md").read_text()

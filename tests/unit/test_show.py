@@ -183,3 +183,15 @@ def test_document_of_the_valid_fixture() -> None:
     assert document["sources"][0]["cherry_picks"] == ["b" * 40, "a" * 40]
     assert document["pip"]["packages"]["Ray"]["extras"] == ["client", "default"]
     assert document["pending"] == [{"name": "torch-npu", "note": "not published yet"}]
+
+
+@pytest.mark.parametrize("env", ["a2", "a3", "a5", "valid", "example"])
+def test_no_line_ends_in_spaces(env: str, tmp_path: Path) -> None:
+    """Before: a matrix without sources (`envgen init`'s example) printed its install order as a line of spaces."""
+    from envgen.commands.init import init_project
+
+    init_project(tmp_path)
+    root = {"valid": MATRICES, "example": tmp_path}.get(env, REPO)
+    text = show(env, "--root", str(root))
+    assert text.count("\n") > 20
+    assert [line for line in text.splitlines() if line != line.rstrip()] == []

@@ -174,7 +174,8 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
     lines += _section("pip indexes", _rows([(i.name, _index_text(matrix, i.name)) for i in matrix.indexes]))
     lines += _section("pip packages", _rows([(p.name, _package_text(matrix, p)) for p in matrix.packages]))
     lines += _section("sources (in install order)", [line for s in matrix.sources for line in _source_text(s)])
-    lines += _section("install order", [f"  {' -> '.join(s.name for s in matrix.sources)}"])
+    order = " -> ".join(s.name for s in matrix.sources)
+    lines += _section("install order", [f"  {order}"] if order else [])
     overrides: list[str] = []
     for override in matrix.overrides:
         scope = "  transitive: replaces third-party metadata too" if override.transitive else ""
@@ -190,7 +191,8 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
     lines += _section("import checks", _rows([(c.module, _check_text(c)) for c in matrix.checks]))
     lines += _section("notes", _rows(list(matrix.notes)))
     lines += _section("pending", _rows([(item["name"], item["note"]) for item in _pending(matrix)]))
-    return "\n".join(lines) + "\n"
+    # An empty value (a profile without a description, no CANN scripts) must not leave a line ending in spaces.
+    return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 def _section(title: str, body: list[str]) -> list[str]:
