@@ -27,6 +27,7 @@ _lock = threading.Lock()
 _children: set[subprocess.Popen[str]] = set()
 _committing: set[str] = set()
 _written: list[str] = []
+_cleaned: list[str] = []  # what the interrupted work removed (a half-installed prefix), for the message
 _idle = threading.Condition(_lock)
 
 
@@ -101,8 +102,18 @@ def kill_group(proc: subprocess.Popen[str]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def cleaned(note: str) -> None:
+    """Record what the interrupted work removed or left, for the message it ends with."""
+    with _lock:
+        _cleaned.append(note)
+
+
 def message(written: list[str]) -> str:
-    """What an interrupted command says about locks/."""
+    """What an interrupted command says about what it wrote: the locks, or what it removed (an install)."""
+    with _lock:
+        notes = list(_cleaned)
+    if notes:
+        return f"interrupted: {'; '.join(notes)}"
     if written:
         return f"interrupted: the new lock of {', '.join(written)} was written"
     return "interrupted: nothing was written (the previous lock files are unchanged)"
@@ -134,3 +145,4 @@ def reset() -> None:
     with _lock:
         cancelled.clear()
         _written.clear()
+        _cleaned.clear()

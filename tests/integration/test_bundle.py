@@ -9,9 +9,11 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -286,8 +288,19 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     assert (checkout / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
 
 
-def test_check_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
-    args = ("check", ENV, "--from-bundle", str(offline.bundle), "--venv", "--json", "--root", str(offline.root))
+def test_check_from_the_bundle_with_nothing_served_and_no_project(offline: Bundled, tmp_path: Path) -> None:
+    """The bundle brings the lock files: a directory that is no envgen project will do."""
+    (tmp_path / "no-project").mkdir()
+    args = (
+        "check",
+        ENV,
+        "--from-bundle",
+        str(offline.bundle),
+        "--venv",
+        "--json",
+        "--root",
+        str(tmp_path / "no-project"),
+    )
     code, out = invoke(*args)
     assert code == 0, out
     steps = {s["name"]: s["status"] for s in json.loads(out[out.index("{") :])["results"][0]["steps"]}
@@ -368,3 +381,38 @@ def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(offline:
     code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "swapped.tar"), *args)
     assert code == 4 and f"its lock has input hash {real}, its bundle.json says {'f' * 64}" in out, out
     assert not (tmp_path / "env").exists()
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_install_into_a_new_prefix_removes_it(
+    offline: Bundled, tmp_path: Path, signum: int, code: int
+) -> None:
+    """The signal arrives while the recipe fetches its first source (a git that waits there), after the venv
+    and the pip part are in the prefix: the prefix goes, and the message says so."""
+    shims, marker = tmp_path / "shims", tmp_path / "fetching"
+    shims.mkdir()
+    real_git = shutil.which("git")
+    (shims / "git").write_text(
+        f'#!/bin/sh\ncase " $* " in *" fetch -q --depth "*) : >{marker}; exec sleep 120 ;; esac\nexec {real_git} "$@"\n'
+    )
+    (shims / "git").chmod(0o755)
+    prefix = tmp_path / "env"
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}", "NO_COLOR": "1"}
+    args = ["install", ENV, "--from-bundle", str(offline.bundle), "--prefix", str(prefix), "--venv"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envgen", *args], env=env, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), proc.stderr.read() if proc.poll() is not None else "the recipe never fetched"
+        assert (prefix / "pyvenv.cfg").is_file()  # the install had got this far
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert f"interrupted: the partly installed {prefix} was removed" in err, err
+    assert not prefix.exists()
+    assert not list((tmp_path / "tmp").iterdir())  # the unpacked bundle too

@@ -6,7 +6,9 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from shlex import quote
@@ -16,6 +18,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
+from envgen import interrupts
 from envgen.commands.check_npu import npu_step_names, npu_steps
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step, step_of
 from envgen.commands.check_static import pip_by_name, version_in
@@ -218,6 +221,15 @@ def _installed_env_steps(
     return steps
 
 
+@contextmanager
+def _said_when_interrupted(tmp: Path, keep: bool) -> Iterator[None]:
+    try:
+        yield
+    except (KeyboardInterrupt, interrupts.Interrupted):
+        interrupts.cleaned(f"the throwaway env {tmp} was {'kept (--keep)' if keep else 'removed'}")
+        raise
+
+
 def throwaway_steps(
     lock: Lock,
     recipe: Path,
@@ -245,7 +257,7 @@ def throwaway_steps(
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
     skip_cann = bool(cann_sources) and not hardware.cann and not require_npu
     steps: list[Step] = []
-    with scratch_dir(f"envgen-check-{lock.env}-", keep=keep) as tmp:
+    with scratch_dir(f"envgen-check-{lock.env}-", keep=keep) as tmp, _said_when_interrupted(tmp, keep):
         prefix = tmp / "env"
         log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, prefix)
         kind = "venv" if venv else "conda prefix"

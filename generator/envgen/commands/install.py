@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+from envgen import interrupts
 from envgen.commands.install_bundle import install_from_bundle
 from envgen.installer import Installer, install_env
 from envgen.lockio.store import require_lock
 from envgen.platforms import host_platform
 from envgen.project import Project
+
+
+@contextmanager
+def removed_if_interrupted(prefix: Path) -> Iterator[None]:
+    """An install into a new (or empty) prefix that is interrupted (Ctrl-C, SIGTERM) removes what it put there:
+    half an env would look installed. A prefix that held an env before is left for the next run to finish."""
+    fresh = not prefix.exists() or (prefix.is_dir() and not any(prefix.iterdir()))
+    existed = prefix.exists()
+    try:
+        yield
+    except (KeyboardInterrupt, interrupts.Interrupted):
+        if not fresh:
+            interrupts.cleaned(f"{prefix} held an env before and is left as it is: run the install again")
+            raise
+        shutil.rmtree(prefix, ignore_errors=True)
+        if existed:
+            prefix.mkdir(exist_ok=True)
+        interrupts.cleaned(f"the partly installed {prefix} was removed{' (emptied)' if existed else ''}")
+        raise
 
 
 def install_lock(
@@ -26,7 +48,34 @@ def install_lock(
 ) -> Path:
     """Install the lock of `env` for this host's platform into `prefix`; returns the prefix's absolute path.
 
-    With `bundle`, the lock and everything it names come from that bundle, with no network."""
+    With `bundle`, the lock and everything it names come from that bundle, with no network. Interrupted, a new
+    prefix is removed."""
+    with removed_if_interrupted(prefix.absolute()):
+        return _install(
+            project,
+            env,
+            prefix,
+            cache=cache,
+            venv=venv,
+            installer=installer,
+            profiles=profiles,
+            skip_cann=skip_cann,
+            bundle=bundle,
+        )
+
+
+def _install(
+    project: Project,
+    env: str,
+    prefix: Path,
+    *,
+    cache: Path,
+    venv: bool,
+    installer: Installer,
+    profiles: Sequence[str],
+    skip_cann: bool,
+    bundle: Path | None,
+) -> Path:
     if bundle is not None:
         return install_from_bundle(
             project,
