@@ -6,6 +6,7 @@ import hashlib
 import logging
 import re
 import tarfile
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -120,6 +121,7 @@ def cached_repo(cache: Path, url: str, source: str) -> Iterator[CachedRepo]:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(url).path.strip("/"))[-60:].strip("-.") or "repo"
     path = root / f"{slug}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.git"
     with FileLock(f"{path}.lock"):
+        remove_stale_git_locks(path, before=time.time())
         repo = CachedRepo(path, url, source)
         if not (path / "HEAD").exists():
             path.mkdir(parents=True, exist_ok=True)
@@ -127,6 +129,26 @@ def cached_repo(cache: Path, url: str, source: str) -> Iterator[CachedRepo]:
         # Set on every use (it is idempotent), so a repository an interrupted run left without it still works.
         repo.git("config", "--", "remote.origin.url", url)
         yield repo
+
+
+def remove_stale_git_locks(repo: Path, *, before: float) -> list[Path]:
+    """Remove the `*.lock` files git left in `repo` (config.lock, shallow.lock, refs/…/x.lock) older than `before`.
+
+    Called holding the repository's mutex, which every envgen git call in it runs under: a lock file made before
+    that was taken belongs to a run that was killed, and would fail every later `git config` or fetch here.
+    Ref names cannot end in `.lock`, so each such file is git's; `objects/` (packs, loose objects) is not walked.
+    """
+    if not repo.is_dir():
+        return []
+    walked = [p for p in repo.iterdir() if p.name != "objects"] + [repo / "objects" / "info"]
+    found = [p for top in walked for p in ([top] if top.is_file() else top.rglob("*.lock"))]
+    removed = sorted(p for p in found if p.name.endswith(".lock") and p.is_file() and p.stat().st_mtime < before)
+    for lock in removed:
+        lock.unlink(missing_ok=True)
+    if removed:
+        names = ", ".join(str(p.relative_to(repo)) for p in removed)
+        logger.warning("git cache %s: removed lock files a killed run left behind: %s", repo.name, names)
+    return removed
 
 
 def apply_cherry_picks(repo: CachedRepo, commit: str, picks: tuple[str, ...]) -> tuple[str, ...]:
