@@ -101,6 +101,42 @@ def test_pythonpath_source_is_importable_after_activation_only(tmp_path: Path, v
     assert after == "/keep unset"
 
 
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+def test_venv_deactivate_restores_what_the_hooks_set(tmp_path: Path, venv: Path, shell: str) -> None:
+    """Before: in a venv, `deactivate` left the envgen PYTHONPATH and the hooks' variables set (conda runs
+    deactivate.d; a venv's bin/activate knew nothing of it)."""
+    repo = backend_project(tmp_path / "msfix", "msfix", "0.1.0", importable=False)
+    source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
+    lock = demo_lock(
+        locked(repo, source),
+        activation_env=(("DEMO_MODE", "on"),),
+        profiles=(Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),),
+    )
+    assert run_recipe(lock, venv, "--profile", "quiet").returncode == 0
+    activate = (venv / "bin" / "activate").read_bytes()
+    assert run_recipe(lock, venv).returncode == 0
+    assert (venv / "bin" / "activate").read_bytes() == activate  # a re-run edits it once, not twice
+    show = 'echo "${PYTHONPATH-unset}|${DEMO_MODE-unset}|${TRANSFORMERS_VERBOSITY-unset}|$(env | grep -c _ENVGEN_)"'
+    script = (
+        f'SETUP; before=$({show}); . "{venv}/bin/activate"; {show};'
+        # Sourcing activate again (as a user re-activating does) must not stack a second PYTHONPATH entry.
+        f' . "{venv}/bin/activate"; {show}; deactivate; after=$({show}); echo "$after";'
+        ' [ "$before" = "$after" ] && echo same'
+    )
+    inside = f"{(venv / 'src' / 'msfix').resolve()}"
+    for setup, keep in (
+        ("export PYTHONPATH=/keep TRANSFORMERS_VERBOSITY=warning; unset DEMO_MODE", "/keep"),
+        ("unset PYTHONPATH DEMO_MODE TRANSFORMERS_VERBOSITY", None),
+    ):
+        proc = subprocess.run([shell, "-c", script.replace("SETUP", setup)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        active, again, after, same = proc.stdout.splitlines()
+        saved = 2 if keep else 0  # the old values of PYTHONPATH and TRANSFORMERS_VERBOSITY, when they had one
+        assert active == again == f"{inside}{':' + keep if keep else ''}|on|error|{saved}"
+        assert after == ("/keep|unset|warning|0" if keep else "unset|unset|unset|0")
+        assert same == "same"
+
+
 def test_source_needing_cann_stops_when_set_env_is_missing_and_builds_with_it(tmp_path: Path, venv: Path) -> None:
     home = tmp_path / "Ascend"
     repo = backend_project(tmp_path / "ascendfix", "ascendfix", require_env={"ASCEND_HOME_PATH": str(home)})
@@ -226,7 +262,7 @@ def test_second_run_changes_nothing(tmp_path: Path, venv: Path) -> None:
     assert "one: already at" in second.stderr and "two: already installed at" in second.stderr
     assert _snapshot(venv) == before
     activate = (venv / "bin" / "activate").read_text()
-    assert activate.count("# >>> envgen demo >>>") == 1
+    assert activate.count("# >>> envgen demo >>>") == 2  # in deactivate (), and at the end
 
 
 def test_cherry_picks_reproduce_the_locked_head_and_a_wrong_tree_fails(tmp_path: Path, venv: Path) -> None:

@@ -270,7 +270,6 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
 
 def _hooks(lock: Lock) -> str:
     env = lock.env
-    marker_begin, marker_end = f"# >>> envgen {env} >>>", f"# <<< envgen {env} <<<"
     lines = [
         "# Activation hooks: PYTHONPATH, CANN, the env's variables and the chosen profiles.",
         f"hook_prefix={quote(hook_prefix(env))}",
@@ -306,12 +305,7 @@ def _hooks(lock: Lock) -> str:
         '{ activate_hook >"$activate.tmp"; deactivate_hook >"$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp"; }',
         'replace "$activate.tmp" "$activate"',
         'replace "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp" "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh"',
-        'if [ -f "$prefix/pyvenv.cfg" ] && [ -f "$prefix/bin/activate" ]; then',
-        f'\tsed {quote(f"/^{marker_begin}$/,/^{marker_end}$/d")} "$prefix/bin/activate" >"$prefix/bin/activate.tmp"',
-        f"\t{{ printf '%s\\n' {quote(marker_begin)}; printf '. %s\\n' \"$(quote \"$activate\")\"; "
-        f"printf '%s\\n' {quote(marker_end)}; }} >>\"$prefix/bin/activate.tmp\"",
-        '\treplace "$prefix/bin/activate.tmp" "$prefix/bin/activate"',
-        "fi",
+        'if [ -f "$prefix/pyvenv.cfg" ] && [ -f "$prefix/bin/activate" ]; then venv_hooks; fi',
         "remember_profiles",
         'say "done: reactivate the env to pick up $activate"',
     ]

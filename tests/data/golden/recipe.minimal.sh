@@ -235,6 +235,30 @@ deactivate_hook() {
 	done
 }
 
+# venv_hooks: a venv has no activate.d/deactivate.d, so its bin/activate sources the activation hook at its end
+# and its deactivate () sources the deactivation hook first, as conda would (only after an activation: activate
+# itself calls `deactivate nondestructive` first). A re-run replaces the blocks an earlier run added.
+venv_hooks() {
+	_envgen_active=${hook_prefix%OLD_}ACTIVE
+	_envgen_undo=$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh
+	grep -q '^deactivate *() *{' "$prefix/bin/activate" \
+		|| say "warning: $prefix/bin/activate defines no deactivate (): deactivating will not undo the hook"
+	_envgen_begin="# >>> envgen $ENVGEN_ENV >>>" _envgen_end="# <<< envgen $ENVGEN_ENV <<<" \
+		_envgen_apply=". $(quote "$activate"); $_envgen_active=1" \
+		_envgen_undo="if [ -n \"\${$_envgen_active-}\" ]; then unset $_envgen_active;\
+ [ ! -f $(quote "$_envgen_undo") ] || . $(quote "$_envgen_undo"); fi" \
+		awk '
+			$0 == ENVIRON["_envgen_begin"] { skip = 1; next }
+			skip { if ($0 == ENVIRON["_envgen_end"]) skip = 0; next }
+			{ print }
+			/^deactivate *\(\) *\{/ && !done {
+				print ENVIRON["_envgen_begin"]; print ENVIRON["_envgen_undo"]; print ENVIRON["_envgen_end"]; done = 1
+			}
+			END { print ENVIRON["_envgen_begin"]; print ENVIRON["_envgen_apply"]; print ENVIRON["_envgen_end"] }
+		' "$prefix/bin/activate" >"$prefix/bin/activate.tmp"
+	replace "$prefix/bin/activate.tmp" "$prefix/bin/activate"
+}
+
 KNOWN_PROFILES='(none)'
 known_profile() {
 	return 1
@@ -295,10 +319,6 @@ activate=$hooks/activate.d/envgen-$ENVGEN_ENV.sh
 { activate_hook >"$activate.tmp"; deactivate_hook >"$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp"; }
 replace "$activate.tmp" "$activate"
 replace "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp" "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh"
-if [ -f "$prefix/pyvenv.cfg" ] && [ -f "$prefix/bin/activate" ]; then
-	sed '/^# >>> envgen tiny >>>$/,/^# <<< envgen tiny <<<$/d' "$prefix/bin/activate" >"$prefix/bin/activate.tmp"
-	{ printf '%s\n' '# >>> envgen tiny >>>'; printf '. %s\n' "$(quote "$activate")"; printf '%s\n' '# <<< envgen tiny <<<'; } >>"$prefix/bin/activate.tmp"
-	replace "$prefix/bin/activate.tmp" "$prefix/bin/activate"
-fi
+if [ -f "$prefix/pyvenv.cfg" ] && [ -f "$prefix/bin/activate" ]; then venv_hooks; fi
 remember_profiles
 say "done: reactivate the env to pick up $activate"
