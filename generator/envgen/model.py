@@ -134,10 +134,12 @@ class Source:
     build_index: str | None = None
     requirements: tuple[str, ...] = ()
     origin: str | None = None
-    # Check out its git submodules recursively, at the commits the source's own commit records (gitlinks).
-    submodules: bool = False
+    # Check out its git submodules recursively, at the commits the source's own tree records (gitlinks); a
+    # source that opts out (False) says why in `submodules_reason`.
+    submodules: bool = True
     dependencies: str = METADATA
     dependencies_reason: str | None = None
+    submodules_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -277,6 +279,17 @@ def python_versions(entries: Iterable[CondaEntry]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Submodule:
+    """A git submodule of a locked source (nested ones too): its path from the source's root, its canonical URL
+    (a relative URL of `.gitmodules` resolved against the URL of the repository naming it) and the commit the
+    tree records for it (the gitlink), never a branch."""
+
+    path: str
+    url: str
+    commit: str
+
+
+@dataclass(frozen=True)
 class LockedSource:
     """A source pinned to a commit, with the requirements read from its tree at that commit."""
 
@@ -291,6 +304,9 @@ class LockedSource:
     picked: tuple[str, ...] = ()
     # Why the declared metadata of a METADATA source could not be read (its listed files counted alone).
     metadata_fallback: str | None = None
+    # Every submodule the installed tree records, recursively, parents before their own submodules; empty
+    # when the source has none or opts out.
+    submodules: tuple[Submodule, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -29,14 +29,13 @@ from envgen.commands.check_throwaway import Hardware, import_steps
 from envgen.commands.install_bundle import install_from_bundle
 from envgen.example.http import serve_directory
 from envgen.lockio.store import read_lock, write_lock
-from envgen.model import LockedSource, Source
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
 
 from tests.support.builders import conda_entry, make_lock
 from tests.support.example import served_example
-from tests.support.submodules import nested_submodules
+from tests.support.submodules import locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
@@ -253,10 +252,9 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     up = tmp_path / "upstream"
     repos = nested_submodules(up)
-    parent, child_locked, grand_locked = repos.parent, repos.child_locked, repos.grand_locked
-    commit = parent.rev()
-    source = Source("parentpkg", parent.url, "main", "parentpkg", submodules=True)
-    tree = parent.git("rev-parse", f"{commit}^{{tree}}")
+    child_locked, grand_locked = repos.child_locked, repos.grand_locked
+    parent = locked_parent(repos, tmp_path / "cache")
+    commit = parent.commit
     # A venv install reads only the python version of the conda part; its file is bundled all the same.
     python = conda_entry("python", ".".join(map(str, sys.version_info[:3])), HOST)
     served = tmp_path / "channel" / HOST / "python.conda"
@@ -269,7 +267,7 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
         python = dataclasses.replace(
             python, url=f"{base}/{HOST}/python.conda", sha256=hashlib.sha256(served.read_bytes()).hexdigest()
         )
-        lock = make_lock(ENV, platforms=(HOST,), conda=(python,), sources=(LockedSource(source, commit, tree=tree),))
+        lock = make_lock(ENV, platforms=(HOST,), conda=(python,), sources=(parent,))
         write_lock(project, ENV, lock, render_recipe(lock))
         bundle_env(project, ENV, out, platforms=(HOST,), cache=tmp_path / "cache")
     manifest = parse_manifest(members(out)[MANIFEST].decode(), "bundle.json")

@@ -16,7 +16,7 @@ from envgen.model import Cann, Lock, LockedSource, Profile, Source
 from envgen.recipe.render import render_recipe
 
 from tests.support.builders import make_lock
-from tests.support.submodules import nested_submodules
+from tests.support.submodules import locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv
 
 
@@ -193,26 +193,48 @@ def test_several_cann_scripts_are_sourced_in_order(tmp_path: Path, venv: Path) -
 
 
 def test_submodules_are_checked_out_recursively_at_the_recorded_commits(tmp_path: Path, venv: Path) -> None:
-    """The parent's commit fixes its submodules (gitlinks): later commits on their branches stay out."""
-    repos = nested_submodules(tmp_path)
-    parent, child_locked, grand_locked = repos.parent, repos.child_locked, repos.grand_locked
+    """The parent's commit fixes its submodules (gitlinks): later commits on their branches stay out. Their
+    URLs are relative, so they resolve against the parent's locked URL as they did when locking."""
+    repos = nested_submodules(tmp_path / "up")
     # the fixtures are file:// remotes, which git refuses for submodules unless allowed
     allow = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
 
-    source = Source("parentpkg", parent.url, "main", "parentpkg", submodules=True)
-    proc = run_recipe(demo_lock(locked(parent, source)), venv, env=allow)
+    parent = locked_parent(repos, tmp_path / "cache")
+    assert parent.submodules == repos.recorded
+    proc = run_recipe(demo_lock(parent), venv, env=allow)
     assert proc.returncode == 0, proc.stderr
     checkout = venv / "src" / "parentpkg"
     assert (checkout / "csrc" / "kernels" / "kernel.txt").read_text() == "locked\n"
     assert (checkout / "csrc" / "kernels" / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
     kernels = GitRepo(checkout / "csrc" / "kernels")
-    assert kernels.rev() == child_locked
-    assert GitRepo(checkout / "csrc" / "kernels" / "third_party" / "grand").rev() == grand_locked
+    assert kernels.rev() == repos.child_locked
+    assert GitRepo(checkout / "csrc" / "kernels" / "third_party" / "grand").rev() == repos.grand_locked
     assert in_env(venv, "import parentpkg").returncode == 0
+    again = run_recipe(demo_lock(parent), venv, env=allow)
+    assert again.returncode == 0, again.stderr
 
-    plain = run_recipe(demo_lock(locked(parent, replace(source, submodules=False))), venv, env=allow)
+    plain = run_recipe(demo_lock(replace(parent, submodules=())), venv, env=allow)
     assert plain.returncode == 0, plain.stderr
     assert "submodules at the commits" in proc.stderr and "submodules at the commits" not in plain.stderr
+
+
+def test_a_submodule_commit_the_tree_does_not_record_fails_the_recipe(tmp_path: Path, venv: Path) -> None:
+    """A lock whose recorded submodule commit was altered (or a tree whose gitlink differs from the lock's) stops
+    the recipe before pip runs, naming the submodule and both commits."""
+    repos = nested_submodules(tmp_path / "up")
+    allow = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
+    parent = locked_parent(repos, tmp_path / "cache")
+    moved = repos.child.rev()
+    kernels, grand = parent.submodules
+    tampered = replace(parent, submodules=(replace(kernels, commit=moved), grand))
+    proc = run_recipe(demo_lock(tampered), venv, env=allow)
+    assert proc.returncode != 0
+    assert f"csrc/kernels {repos.child_locked}" in proc.stderr and f"csrc/kernels {moved}" in proc.stderr
+    assert "are not those the lock recorded" in proc.stderr and "pip install" not in proc.stderr
+    assert in_env(venv, "import parentpkg").returncode != 0
+
+    missing = run_recipe(demo_lock(replace(parent, submodules=(kernels,))), venv, env=allow)
+    assert missing.returncode != 0 and "csrc/kernels/third_party/grand" in missing.stderr
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:

@@ -1,5 +1,6 @@
-"""A source with nested submodules whose branches moved after the parent recorded them: the recipe and the bundle
-must check out the recorded commits, not the branch tips."""
+"""A source with nested submodules whose branches moved after the parent recorded them: the lock, the recipe and
+the bundle must use the recorded commits, not the branch tips. Both submodule URLs are relative (`../child`), as
+most projects write them: they resolve against the URL of the repository naming them."""
 
 from __future__ import annotations
 
@@ -8,25 +9,47 @@ from pathlib import Path
 
 from envgen.example.gitrepos import GitRepo
 from envgen.example.srcprojects import backend_project
+from envgen.model import FILES, LockedSource, Source, Submodule
+from envgen.resolve.git_sources import resolve_sources
+
+from tests.support.builders import make_matrix
 
 
 @dataclass(frozen=True)
 class NestedSubmodules:
-    """`parent` (the installable `parentpkg`) records `csrc/kernels` at `child_locked`, which records
-    `third_party/grand` at `grand_locked`; both submodule branches have a later commit."""
+    """`parent` (the installable `parentpkg`) records `csrc/kernels` (repository `child`) at `child_locked`, which
+    records `third_party/grand` (repository `grand`) at `grand_locked`; both submodule branches have a later
+    commit."""
 
     parent: GitRepo
+    child: GitRepo
+    grand: GitRepo
     child_locked: str
     grand_locked: str
+
+    @property
+    def recorded(self) -> tuple[Submodule, ...]:
+        """What the lock must record for the parent: every submodule, nested ones by their full path."""
+        return (
+            Submodule("csrc/kernels", self.child.url, self.child_locked),
+            Submodule("csrc/kernels/third_party/grand", self.grand.url, self.grand_locked),
+        )
 
 
 def nested_submodules(root: Path) -> NestedSubmodules:
     grand = GitRepo.create(root / "grand", {"grand.txt": "locked\n"})
     grand_locked = grand.rev()
     child = GitRepo.create(root / "child", {"kernel.txt": "locked\n"})
-    child_locked = child.submodule("third_party/grand", grand.url, grand_locked, "add grand")
+    child_locked = child.submodule("third_party/grand", "../grand", grand_locked, "add grand")
     parent = backend_project(root / "parent", "parentpkg")
-    parent.submodule("csrc/kernels", child.url, child_locked, "add kernels")
+    parent.submodule("csrc/kernels", "../child", child_locked, "add kernels")
     grand.commit({"grand.txt": "moved\n"}, "upstream moves")
     child.commit({"kernel.txt": "moved\n"}, "upstream moves")
-    return NestedSubmodules(parent, child_locked, grand_locked)
+    return NestedSubmodules(parent, child, grand, child_locked, grand_locked)
+
+
+def locked_parent(repos: NestedSubmodules, cache: Path, **fields: object) -> LockedSource:
+    """The parent as `envgen lock` pins it: its submodules read from its tree, each fetched into `cache`."""
+    source = Source("parentpkg", repos.parent.url, "main", "parentpkg", dependencies=FILES, **fields)  # type: ignore[arg-type]
+    (locked,) = resolve_sources(make_matrix("sub", sources=(source,)), cache=cache)
+    return locked

@@ -19,6 +19,7 @@ from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.lockio.store import parse_lock, read_lock, write_lock
 from envgen.model import (
     Lock,
+    Submodule,
 )
 from envgen.project import Project
 
@@ -356,16 +357,59 @@ def test_recorded_state_is_the_hash_both_files_agree_on_and_the_source_digests(t
     assert recorded_state(project, "a5") is None  # the two files disagree: not known fresh
 
 
-def test_sources_toml_records_submodules_only_where_set() -> None:
-    lock = sample_lock()
+KERNELS = Submodule("csrc/kernels", "https://github.com/org/kernels.git", "1" * 40)
+NESTED = Submodule("csrc/kernels/third_party/grand", "https://github.com/org/grand.git", "2" * 40)
+
+
+def with_submodules(lock: Lock, *subs: Submodule, **source: object) -> Lock:
     first, *rest = lock.sources
-    with_submodules = dataclasses.replace(
-        lock, sources=(dataclasses.replace(first, source=dataclasses.replace(first.source, submodules=True)), *rest)
-    )
-    text = render_sources_toml(with_submodules)
-    assert text.count("submodules = true") == 1 and "submodules" not in render_sources_toml(lock)
+    changed = dataclasses.replace(first, source=dataclasses.replace(first.source, **source), submodules=subs)
+    return dataclasses.replace(lock, sources=(changed, *rest))
+
+
+def test_sources_toml_records_each_submodule_and_an_opt_out_with_its_reason() -> None:
+    lock = sample_lock()
+    text = render_sources_toml(with_submodules(lock, KERNELS, NESTED))
+    assert "submodules" not in render_sources_toml(lock)  # sources without any keep their bytes
+    assert text.count("[[sources.submodules]]") == 2
+    assert f'path = "csrc/kernels"\nurl = "https://github.com/org/kernels.git"\ncommit = "{"1" * 40}"' in text
     parsed = parse_sources_toml(text).lock.sources
-    assert [s.source.submodules for s in parsed] == [True] + [False] * len(rest)
+    assert [s.submodules for s in parsed] == [(KERNELS, NESTED)] + [()] * (len(parsed) - 1)
+    assert all(s.source.submodules for s in parsed)
+
+    opted_out = render_sources_toml(with_submodules(lock, submodules=False, submodules_reason="built without"))
+    assert 'submodules-reason = "built without"' in opted_out
+    first = parse_sources_toml(opted_out).lock.sources[0].source
+    assert (first.submodules, first.submodules_reason) == (False, "built without")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("commit", "1" * 39, "is not a full 40-hex commit"),
+        ("commit", "--upload-pack=touch /tmp/x", "is not a full 40-hex commit"),
+        ("path", "../../outside", "is not a relative path inside the repository"),
+        ("path", "/etc", "is not a relative path inside the repository"),
+        ("path", "csrc/.git/hooks", "is not a relative path inside the repository"),
+        ("path", "a\nb", "must not contain control characters"),
+        ("url", "ext::sh -c touch% /tmp/x", "must be a non-empty URL without whitespace"),
+        ("url", "--upload-pack=touch", "starts with '-'"),
+        ("url", "ext::git-remote-evil", "is neither a URL git fetches"),
+    ],
+)
+def test_sources_toml_refuses_a_tampered_submodule(field: str, value: str, problem: str) -> None:
+    # The recipe checks out and verifies what these name: a lock edited in a pull request is untrusted.
+    lock = with_submodules(sample_lock(), KERNELS, dataclasses.replace(NESTED, **{field: value}))
+    with pytest.raises(
+        InputError, match=rf"locks/x.sources.toml:\d+: sources\[0\]\.submodules\[1\]\.{field}: .*{problem}"
+    ):
+        parse_sources_toml(render_sources_toml(lock), "locks/x.sources.toml")
+
+
+def test_sources_toml_refuses_submodules_of_a_source_that_opts_out() -> None:
+    lock = with_submodules(sample_lock(), KERNELS, submodules=False, submodules_reason="none")
+    with pytest.raises(InputError, match="submodules-reason checks out no submodules"):
+        parse_sources_toml(render_sources_toml(lock), "x.toml")
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from envgen.model import Cann, Index, Lock, LockedSource, Profile, Source
+from envgen.model import Cann, Index, Lock, LockedSource, Profile, Source, Submodule
 from envgen.recipe.render import hook_prefix, install_key, render_recipe
 
 from tests.support.builders import make_lock
@@ -48,6 +48,10 @@ def a5_like_lock() -> Lock:
             commit=SHA,
             tree="c" * 40,
             picked=("d" * 40,),
+            submodules=(
+                Submodule("csrc/third_party/catlass", "https://gitcode.com/cann/catlass.git", "9" * 40),
+                Submodule("csrc/third_party/catlass/docs theme", "https://github.com/x/theme.git", "8" * 40),
+            ),
         ),
         LockedSource(
             Source("mindspeed", "https://gitcode.com/Ascend/MindSpeed.git", SHA, "mindspeed", pythonpath=True),

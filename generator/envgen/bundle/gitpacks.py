@@ -5,11 +5,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from urllib.parse import urljoin
 
 from envgen.bundle.manifest import GitPack, git_commits, git_path
-from envgen.errors import InputError, VerificationError
-from envgen.inputs.untrusted import git_url_problem
+from envgen.errors import VerificationError
 from envgen.model import LockedSource
 from envgen.process import run, tail
 from envgen.resolve.git_cache import CachedRepo, cached_repo
@@ -33,61 +31,21 @@ def _bundle(repo: CachedRepo, commits: Sequence[str], pack_path: str, scratch: P
     return tuple(sorted(sha for sha in boundary if sha in reachable))
 
 
-def gitlinks(repo: CachedRepo, commit: str, parent_url: str) -> list[tuple[str, str, str]]:
-    """(path, URL, commit) of each submodule `commit`'s tree records; relative URLs resolved against the parent's."""
-    links = {}
-    for entry in repo.git("ls-tree", "-r", "-z", commit).split("\0"):
-        meta, _, path = entry.partition("\t")
-        if meta.startswith("160000 commit "):
-            links[path] = meta.split()[2]
-    if not links:
-        return []
-    proc = run(
-        ["git", "config", "--blob", f"{commit}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$"],
-        cwd=repo.path,
-        env=git_env(),
-        check=False,
-    )
-    keys: dict[str, dict[str, str]] = {}
-    for line in proc.stdout.splitlines():
-        key, _, value = line.partition(" ")
-        name, _, field = key.removeprefix("submodule.").rpartition(".")
-        keys.setdefault(name, {})[field] = value
-    urls = {k["path"]: k["url"] for k in keys.values() if "path" in k and "url" in k}
-    missing = sorted(set(links) - set(urls))
-    if missing:
-        raise InputError(
-            f"source {repo.source}: .gitmodules at {commit} names no URL for the submodule(s) {', '.join(missing)}",
-            hint="pin a commit whose .gitmodules is complete, or set submodules = false for the source",
-        )
-    resolved = {
-        p: urljoin(parent_url.rstrip("/") + "/", u) if u.startswith(("./", "../")) else u for p, u in urls.items()
-    }
-    for url in resolved.values():
-        problem = git_url_problem(url)
-        if problem:
-            raise InputError(f"source {repo.source}: submodule URL {url} in .gitmodules at {commit}: {problem}")
-    return [(path, resolved[path], sha) for path, sha in sorted(links.items())]
-
-
-def _pack_submodules(cache: Path, owner: str, url: str, commit: str, scratch: Path) -> list[GitPack]:
-    """A pack per submodule of `commit` (of the repository at `url`), recursively."""
-    with cached_repo(cache, url, owner) as repo:
-        links = gitlinks(repo, commit, url)
+def _pack_submodules(cache: Path, locked: LockedSource, scratch: Path) -> list[GitPack]:
+    """A pack per submodule the lock records for `locked` (nested ones included), each at its gitlink commit."""
     packs = []
-    for path, sub_url, sha in links:
-        name = f"{owner}/{path}"
-        pack_path = f"git/submodules/{hashlib.sha256(f'{sub_url} {sha}'.encode()).hexdigest()[:16]}.bundle"
-        with cached_repo(cache, sub_url, name) as repo:
-            repo.fetch(sha, depth=1, what="submodule commit")
-            shallow = _bundle(repo, (sha,), pack_path, scratch)
-        packs.append(GitPack(name, sub_url, pack_path, (sha,), shallow))
-        packs += _pack_submodules(cache, name, sub_url, sha, scratch)
+    for sub in locked.submodules:
+        name = f"{locked.source.name}/{sub.path}"
+        pack_path = f"git/submodules/{hashlib.sha256(f'{sub.url} {sub.commit}'.encode()).hexdigest()[:16]}.bundle"
+        with cached_repo(cache, sub.url, name) as repo:
+            repo.fetch(sub.commit, depth=1, what="submodule commit")
+            shallow = _bundle(repo, (sub.commit,), pack_path, scratch)
+        packs.append(GitPack(name, sub.url, pack_path, (sub.commit,), shallow))
     return packs
 
 
 def pack_source(cache: Path, locked: LockedSource, scratch: Path) -> list[GitPack]:
-    """Write the bundles of `locked` (and of its submodules, if it checks them out) under `scratch`.
+    """Write the bundles of `locked` and of each submodule its lock records under `scratch`.
 
     They come from the cache repositories the git stage filled: commits already cached are not fetched again;
     a missing one is fetched from its remote (an unreachable remote is a ResolutionError naming it). The cache's
@@ -100,12 +58,7 @@ def pack_source(cache: Path, locked: LockedSource, scratch: Path) -> list[GitPac
         for pick in src.cherry_picks:
             repo.fetch(pick, depth=2, what="cherry-pick")
         shallow = _bundle(repo, commits, git_path(locked), scratch)
-        # The installed tree's gitlinks: after the cherry-picks when the cache still holds their result.
-        final = locked.picked[-1] if locked.picked and repo.has_commit(locked.picked[-1]) else locked.commit
-    packs = [GitPack(src.name, src.url, git_path(locked), commits, shallow)]
-    if src.submodules:
-        packs += _pack_submodules(cache, src.name, src.url, final, scratch)
-    return packs
+    return [GitPack(src.name, src.url, git_path(locked), commits, shallow), *_pack_submodules(cache, locked, scratch)]
 
 
 def make_mirror(pack: GitPack, bundle_file: Path, mirror: Path) -> None:

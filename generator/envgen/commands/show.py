@@ -120,6 +120,7 @@ def _source(source: Source) -> dict[str, Any]:
         "build_isolation": source.build_isolation,
         "needs_cann": source.needs_cann,
         "submodules": source.submodules,
+        "submodules_reason": source.submodules_reason,
         "build_index": source.build_index,
         "requirements": list(source.requirements),
         "dependencies": source.dependencies,
@@ -249,7 +250,12 @@ def _source_text(source: Source) -> list[str]:
         ("env", " ".join(f"{k}={shlex.quote(v)}" for k, v in source.env) or "-"),
         ("build isolation", "yes" if source.build_isolation else "no (--no-build-isolation)"),
         ("needs CANN", "yes (set_env sourced first)" if source.needs_cann else "no"),
-        ("submodules", "yes (at the commits the source records)" if source.submodules else "no"),
+        (
+            "submodules",
+            "yes, any its tree records (at their gitlink commits)"
+            if source.submodules
+            else f"no (reason: {source.submodules_reason})",
+        ),
         ("build index", source.build_index or "-"),
         ("requirements", ", ".join(source.requirements) or "-"),
         ("dependencies", _dependencies_text(source)),

@@ -40,6 +40,7 @@ _SOURCE_KEYS = (
     "env",
     "build-isolation",
     "submodules",
+    "submodules-reason",
     "needs-cann",
     "build-index",
     "requirements",
@@ -88,7 +89,7 @@ class SourceSectionReader(SectionReader):
         pythonpath = get_bool(self.p, table, (*path, "pythonpath"), default=False)
         build_isolation = get_bool(self.p, table, (*path, "build-isolation"), default=True)
         needs_cann = get_bool(self.p, table, (*path, "needs-cann"), default=False)
-        submodules = get_bool(self.p, table, (*path, "submodules"), default=False)
+        submodules, submodules_reason = self.submodules(path, table)
         env = get_env(self.p, table, (*path, "env"))
         if len(self.p.items) > before or url is None or ref is None:
             return None
@@ -106,6 +107,7 @@ class SourceSectionReader(SectionReader):
             build_index=build_index,
             requirements=tuple(requirements),
             submodules=submodules,
+            submodules_reason=submodules_reason,
             dependencies=dependencies,
             dependencies_reason=dependencies_reason,
         )
@@ -146,6 +148,19 @@ class SourceSectionReader(SectionReader):
             else:
                 picks.append(sha.lower())
         return picks
+
+    def submodules(self, path: KeyPath, table: dict[str, Any]) -> tuple[bool, str | None]:
+        """Check out the submodules (the default) or not, which needs `submodules-reason`."""
+        wanted = get_bool(self.p, table, (*path, "submodules"), default=True)
+        reason = get_str(self.p, table, (*path, "submodules-reason"), empty=True)
+        if not wanted and (reason is None or not reason.strip()):
+            self.p.add(
+                (*path, "submodules"),
+                "false needs `submodules-reason`: say why the source installs without its submodules",
+            )
+        elif wanted and reason is not None:
+            self.p.add((*path, "submodules-reason"), "only submodules = false takes a reason")
+        return wanted, reason if not wanted else None
 
     def dependencies(self, path: KeyPath, table: dict[str, Any], requirements: list[str]) -> tuple[str, str | None]:
         """Which requirements of a source count: metadata (default), files, or none with its reason."""

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from envgen.commits import is_abbreviated_commit, is_full_commit
-from envgen.model import CondaEntry, Env, Lock, LockedSource, PipEntry
+from envgen.model import CondaEntry, Env, Lock, LockedSource, PipEntry, Submodule
 
 # `git check-ref-format` rules: no control characters, space, ~ ^ : ? * [ or backslash; no `..`, `@{` or
 # `//`; no component starting with `.` or ending with `.lock`; not starting or ending with `/`, not ending
@@ -70,6 +70,15 @@ def variable_problem(name: str) -> str | None:
 def commit_problem(sha: str) -> str | None:
     """Why `sha` is not a full 40-hex commit, or None."""
     return None if is_full_commit(sha) else f"{sha!r} is not a full 40-hex commit"
+
+
+def submodule_path_problem(path: str) -> str | None:
+    """Why `path` is not a submodule path inside its repository (relative, no `..`, `.` or `.git` component, no
+    backslash or control character), or None: the recipe checks out and verifies what is under it."""
+    # An empty component also catches "", a leading or trailing "/" and "//".
+    if "\\" in path or _CONTROL.search(path) or {"", ".", "..", ".git"} & set(path.split("/")):
+        return f"{path!r} is not a relative path inside the repository (no '..', '.', '.git' or empty component)"
+    return None
 
 
 def ref_problem(ref: str) -> str | None:
@@ -170,6 +179,20 @@ def _source_problems(key: str, locked: LockedSource) -> Iterator[str]:
     }
     yield from (f"{key}.{field}: {problem}" for field, problem in checks.items() if problem)
     yield from _env_problems(f"{key}.env", src.env)
+    for i, sub in enumerate(locked.submodules):
+        yield from _submodule_problems(f"{key}.submodules[{i}]", sub)
+    paths = [sub.path for sub in locked.submodules]
+    if len(set(paths)) != len(paths):
+        yield f"{key}.submodules: a path is recorded twice"
+
+
+def _submodule_problems(key: str, sub: Submodule) -> Iterator[str]:
+    checks = {
+        "path": submodule_path_problem(sub.path),
+        "url": git_url_problem(sub.url),
+        "commit": commit_problem(sub.commit),
+    }
+    yield from (f"{key}.{field}: {problem}" for field, problem in checks.items() if problem)
 
 
 def lock_problems(lock: Lock) -> list[str]:

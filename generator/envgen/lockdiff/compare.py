@@ -14,7 +14,7 @@ from packaging.version import Version as PipVersion
 from rattler.exceptions import InvalidVersionError
 
 from envgen.commits import SHORT_SHA
-from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, PipEntry, Source
+from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, PipEntry, Source, Submodule
 from envgen.redact import redact_url
 
 # Kinds of package change, in the order renderings list them.
@@ -63,6 +63,18 @@ class FieldChange:
 
 
 @dataclass(frozen=True)
+class SubmoduleChange:
+    """A submodule of a source (by path) added, removed or moved to another commit or URL."""
+
+    path: str
+    kind: str  # "added", "removed" or "changed"
+    old_url: str | None = None
+    new_url: str | None = None
+    old_commit: str | None = None
+    new_commit: str | None = None
+
+
+@dataclass(frozen=True)
 class SourceChange:
     """A git source added, removed or moved to another ref, commit, URL, cherry-picks or settings."""
 
@@ -78,6 +90,7 @@ class SourceChange:
     cherry_picks_added: tuple[str, ...] = ()
     cherry_picks_removed: tuple[str, ...] = ()
     fields: tuple[FieldChange, ...] = ()
+    submodules: tuple[SubmoduleChange, ...] = ()
 
     @property
     def old_short(self) -> str | None:
@@ -303,7 +316,8 @@ def _diff_source(a: LockedSource, b: LockedSource) -> SourceChange | None:
         # Same cherry-picks in another order: applied in order, so it is a change of its own.
         fields += (FieldChange("cherry-pick order", _show(a.source.cherry_picks), _show(b.source.cherry_picks)),)
     moved = (a.source.url, a.source.ref, a.commit) != (b.source.url, b.source.ref, b.commit)
-    if not (moved or fields or picks_added or picks_removed):
+    submodules = _diff_submodules(a.submodules, b.submodules)
+    if not (moved or fields or picks_added or picks_removed or submodules):
         return None
     link = None
     if a.commit != b.commit and _same_repo(a.source.url, b.source.url):
@@ -321,7 +335,31 @@ def _diff_source(a: LockedSource, b: LockedSource) -> SourceChange | None:
         cherry_picks_added=picks_added,
         cherry_picks_removed=picks_removed,
         fields=fields,
+        submodules=submodules,
     )
+
+
+def _diff_submodules(old: Iterable[Submodule], new: Iterable[Submodule]) -> tuple[SubmoduleChange, ...]:
+    """The submodules whose commit or URL differ between two records of a source, by path."""
+    before = {s.path: s for s in old}
+    after = {s.path: s for s in new}
+    changes = []
+    for path in sorted(set(before) | set(after)):
+        a, b = before.get(path), after.get(path)
+        if a == b:
+            continue
+        kind = "added" if a is None else "removed" if b is None else "changed"
+        changes.append(
+            SubmoduleChange(
+                path,
+                kind,
+                old_url=redact_url(a.url) if a else None,
+                new_url=redact_url(b.url) if b else None,
+                old_commit=a.commit if a else None,
+                new_commit=b.commit if b else None,
+            )
+        )
+    return tuple(changes)
 
 
 def _show(value: object) -> str:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 
 from envgen.commits import SHORT_SHA, is_full_commit
-from envgen.lockdiff.compare import ItemChange, LockDiff, PackageChange, SourceChange
+from envgen.lockdiff.compare import ItemChange, LockDiff, PackageChange, SourceChange, SubmoduleChange
 
 MARKER = "<!-- envgen-lock-diff -->"
 # A platform's table in markdown starts unfolded up to this many rows: a bump is read at a glance, a re-lock
@@ -94,9 +94,20 @@ def _source_details(change: SourceChange) -> list[str]:
     lines += [f"cherry-pick added {p}" for p in change.cherry_picks_added]
     lines += [f"cherry-pick removed {p}" for p in change.cherry_picks_removed]
     lines += [f"{f.field} {f.old} -> {f.new}" for f in change.fields]
+    lines += [_submodule_line(s) for s in change.submodules]
     if change.compare_url:
         lines.append(change.compare_url)
     return lines
+
+
+def _submodule_line(change: SubmoduleChange) -> str:
+    old, new = _short(change.old_commit), _short(change.new_commit)
+    if change.kind == "added":
+        return f"submodule {change.path} added: {change.new_url} @ {new}"
+    if change.kind == "removed":
+        return f"submodule {change.path} removed: {change.old_url} @ {old}"
+    url = f" ({change.old_url} -> {change.new_url})" if change.old_url != change.new_url else ""
+    return f"submodule {change.path}: {old} -> {new}{url}"
 
 
 def _item_value(item: ItemChange, value: str | None) -> str:

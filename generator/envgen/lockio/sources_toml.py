@@ -10,7 +10,14 @@ import tomlkit
 
 from envgen.errors import InputError
 from envgen.inputs.toml_reader import KeyPath, StrictReader
-from envgen.inputs.untrusted import commit_problem, git_url_problem, lock_problems, name_problem, ref_problem
+from envgen.inputs.untrusted import (
+    commit_problem,
+    git_url_problem,
+    lock_problems,
+    name_problem,
+    ref_problem,
+    submodule_path_problem,
+)
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.model import (
     DEPENDENCY_MODES,
@@ -28,6 +35,7 @@ from envgen.model import (
     Pending,
     Profile,
     Source,
+    Submodule,
     TracedRequirement,
 )
 from envgen.redact import strip_credentials
@@ -71,8 +79,8 @@ def _source(locked: LockedSource) -> dict[str, Any]:
             "env": _inline(src.env) if src.env else None,
             "build-isolation": src.build_isolation,
             "needs-cann": src.needs_cann,
-            # Written only when set, so the locks of sources without submodules keep their bytes.
-            "submodules": src.submodules or None,
+            # Written only for a source that opts out, so the locks of sources without submodules keep their bytes.
+            "submodules-reason": src.submodules_reason if not src.submodules else None,
             "build-index": src.build_index,
             "requirement-files": list(src.requirements),
             "dependencies": src.dependencies,
@@ -81,6 +89,9 @@ def _source(locked: LockedSource) -> dict[str, Any]:
             "origin": src.origin,
             "digest": locked.digest or None,
             "requirements": [_requirement(r) for r in locked.requirements],
+            "submodules": [
+                {"path": sub.path, "url": strip_credentials(sub.url), "commit": sub.commit} for sub in locked.submodules
+            ],
         }
     )
 
@@ -176,6 +187,7 @@ _SOURCE_OPTIONAL = (
     "build-isolation",
     "needs-cann",
     "submodules",
+    "submodules-reason",
     "build-index",
     "requirement-files",
     "dependencies",
@@ -221,7 +233,8 @@ def _read_source(r: StrictReader, data: object, key: KeyPath) -> LockedSource:
         env=r.env(row, "env", key),
         build_isolation=r.flag(row, "build-isolation", key, True),
         needs_cann=r.flag(row, "needs-cann", key, False),
-        submodules=r.flag(row, "submodules", key, False),
+        submodules="submodules-reason" not in row,
+        submodules_reason=r.maybe(row, "submodules-reason", key),
         build_index=r.maybe(row, "build-index", key),
         requirements=r.strings(row, "requirement-files", key),
         origin=r.maybe(row, "origin", key),
@@ -236,7 +249,23 @@ def _read_source(r: StrictReader, data: object, key: KeyPath) -> LockedSource:
         tree=shas["tree"][0],
         picked=shas["picked"],
         metadata_fallback=r.maybe(row, "metadata-fallback", key),
+        submodules=_read_submodules(r, row, key),
     )
+
+
+def _read_submodules(r: StrictReader, row: dict[str, Any], key: KeyPath) -> tuple[Submodule, ...]:
+    """The recorded submodules: each path, URL and commit checked as the recipe will use it (paths inside the
+    tree, URLs git cannot read as an option, full commits), since a lock arrives as untrusted as a matrix."""
+    found = []
+    for k, sub in r.table_rows(row, "submodules", key, ("path", "url", "commit")):
+        path, url, commit = r.text(sub, "path", k), r.text(sub, "url", k), r.text(sub, "commit", k)
+        r.check((*k, "path"), submodule_path_problem(path))
+        r.check((*k, "url"), git_url_problem(url))
+        r.check((*k, "commit"), commit_problem(commit))
+        found.append(Submodule(path, url, commit))
+    if found and "submodules-reason" in row:
+        raise r.fail((*key, "submodules"), "a source with submodules-reason checks out no submodules")
+    return tuple(found)
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,8 @@ def install_key(lock: Lock, locked: LockedSource) -> str:
         "build_isolation": src.build_isolation,
         "env": sorted(src.env),
         "index": _index_args(lock, src.build_index),
-        # only when set: the keys of sources without submodules stay what they were
-        **({"submodules": True} if src.submodules else {}),
+        # only when there are any: the keys of sources without submodules stay what they were
+        **({"submodules": [[s.path, s.commit] for s in locked.submodules]} if locked.submodules else {}),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -127,6 +127,7 @@ def _usage_source(locked: LockedSource) -> str:
         *(["on PYTHONPATH"] if src.pythonpath else []),
         *(["needs CANN"] if src.needs_cann else []),
         *([f"{len(src.cherry_picks)} cherry-picks"] if src.cherry_picks else []),
+        *([f"{len(locked.submodules)} submodules"] if locked.submodules else []),
     ]
     return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {locked.commit[:12]} ({', '.join(flags)})"
 
@@ -238,8 +239,9 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
         ]
     )
     body = [checkout]
-    if src.submodules:
-        body.append(f"submodules {name}")
+    if locked.submodules:
+        pairs = (f"{quote(s.path)} {quote(s.commit)}" for s in locked.submodules)
+        body.append(f"submodules {name} {quote(strip_credentials(src.url))} {' '.join(pairs)}")
     if src.needs_cann:
         body.append(f"use_cann {name}")
     body += [

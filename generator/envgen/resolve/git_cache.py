@@ -39,12 +39,14 @@ class CachedRepo:
         return run(["git", *args], cwd=self.path, env=git_env(extra), timeout=FETCH_TIMEOUT, check=check).stdout
 
     def has_commit(self, sha: str) -> bool:
-        proc = run(
-            ["git", "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}"],
-            cwd=self.path,
-            env=git_env(),
-            check=False,
-        )
+        return self._exists(f"{sha}^{{commit}}")
+
+    def has_file(self, commit: str, path: str) -> bool:
+        """Whether the tree of `commit` holds `path`."""
+        return self._exists(f"{commit}:{path}")
+
+    def _exists(self, spec: str) -> bool:
+        proc = run(["git", "cat-file", "-e", "--end-of-options", spec], cwd=self.path, env=git_env(), check=False)
         return proc.returncode == 0
 
     def read(self, commit: str, path: str) -> bytes | None:

@@ -19,6 +19,7 @@ from envgen.model import METADATA, LockedSource, Matrix, Source
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git_cache import apply_cherry_picks, cached_repo
 from envgen.resolve.git_remote import ls_remote, resolve_ref
+from envgen.resolve.git_submodules import lock_submodules
 from envgen.resolve.source_metadata import BuildSettings, Declared, declared_dependencies
 from envgen.resolve.source_requirements import digest_files, read_requirements, split_requirements
 
@@ -47,7 +48,8 @@ def _pin(
     matrix_names: frozenset[str],
     settings: BuildSettings,
 ) -> tuple[LockedSource, tuple[Source, ...]]:
-    """One source pinned, with its requirements and the git requirements it brings."""
+    """One source pinned: its requirements, its submodules (the installed tree's gitlinks, fixed by its commit:
+    they never drift) and the git requirements it brings."""
     for pick in source.cherry_picks:
         if not is_full_commit(pick):
             raise InputError(
@@ -60,9 +62,8 @@ def _pin(
         commit = source.ref.lower()
     else:
         commit = resolve_ref(ls_remote(source.url, source=source.name), source.ref, url=source.url, source=source.name)
-    what = "recorded commit" if kept else "commit"
     with cached_repo(cache, source.url, source.name) as repo:
-        repo.fetch(commit, depth=1, what=what)
+        repo.fetch(commit, depth=1, what="recorded commit" if kept else "commit")
         for pick in source.cherry_picks:
             repo.fetch(pick, depth=2, what="cherry-pick")
         picked = apply_cherry_picks(repo, commit, source.cherry_picks) if source.cherry_picks else ()
@@ -96,6 +97,7 @@ def _pin(
         tree=tree,
         picked=picked,
         metadata_fallback=declared.fallback,
+        submodules=lock_submodules(cache, source.name, source.url, head) if source.submodules else (),
     )
     return locked, discovered
 

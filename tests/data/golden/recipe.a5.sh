@@ -38,7 +38,7 @@ usage() {
 		'' \
 		'Sources, in install order:' \
 		'  vllm: https://github.com/vllm-project/vllm.git v0.23.0 = aaaaaaaaaaaa (editable)' \
-		'  vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0 = 0123456789ab (editable, needs CANN, 1 cherry-picks)' \
+		'  vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0 = 0123456789ab (editable, needs CANN, 1 cherry-picks, 2 submodules)' \
 		'  mindspeed: https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567 = 0123456789ab (editable, on PYTHONPATH)' \
 		'  transferqueue: https://github.com/Ascend/TransferQueue.git main = ffffffffffff (plain)' \
 		'' \
@@ -167,14 +167,26 @@ checkout() {
 	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
 }
 
-# submodules NAME: the source's submodules, recursively, at the commits its checked-out tree records (never
-# at a moving branch); a checkout already there is left as it is.
+# submodules NAME URL [PATH COMMIT]...: the source's submodules, recursively, at the commits its verified tree
+# records (never at a moving branch), then checked against the lock: exactly these paths at these commits.
+# Relative submodule URLs resolve against URL, as they did when locking; url.<base>.insteadOf applies to each.
 submodules() {
-	say "$1: submodules at the commits its tree records"
-	git -C "$src/$1" submodule --quiet sync --recursive
-	git -C "$src/$1" submodule --quiet update --init --recursive --checkout --force \
-		|| die "$1: cannot check out its submodules: check their URLs in $src/$1/.gitmodules are reachable" \
+	name=$1 url=$2 dir=$src/$1
+	shift 2
+	say "$name: submodules at the commits its tree records"
+	git -C "$dir" config -- remote.origin.url "$url"
+	git -C "$dir" submodule --quiet sync --recursive
+	git -C "$dir" submodule --quiet update --init --recursive --checkout --force \
+		|| die "$name: cannot check out its submodules: check their URLs in $dir/.gitmodules are reachable" \
 			"(git config url.<base>.insteadOf for mirrors)"
+	want=$(while [ $# -ge 2 ]; do printf '%s %s\n' "$1" "$2"; shift 2; done | LC_ALL=C sort)
+	# The single-quoted command is expanded by git, once per submodule (displaypath: from $dir, nested ones too).
+	got=$(git -C "$dir" submodule --quiet foreach --recursive \
+		'printf "%s %s\n" "$displaypath" "$(git rev-parse HEAD)"' | LC_ALL=C sort)
+	[ "$got" = "$want" ] \
+		|| die "$name: the submodules in $dir are not those the lock recorded (path commit):" \
+			"checked out: $(printf '%s' "$got" | tr '\n' ';') recorded: $(printf '%s' "$want" | tr '\n' ';')" \
+			"re-lock (envgen lock) if the lock is out of date"
 }
 
 # installed NAME DISTRIBUTION KEY: this source was installed from this checkout with these settings.
@@ -327,13 +339,14 @@ if [ "$skip_cann" = 1 ]; then
 	say 'vllm-ascend: skipped (needs CANN; --skip-cann)'
 else
 	checkout vllm-ascend https://github.com/vllm-project/vllm-ascend.git 0123456789abcdef0123456789abcdef01234567 cccccccccccccccccccccccccccccccccccccccc dddddddddddddddddddddddddddddddddddddddd 89abcdef0123456789abcdef0123456789abcdef
+	submodules vllm-ascend https://github.com/vllm-project/vllm-ascend.git csrc/third_party/catlass 9999999999999999999999999999999999999999 'csrc/third_party/catlass/docs theme' 8888888888888888888888888888888888888888
 	use_cann vllm-ascend
-	if installed vllm-ascend vllm_ascend c6d408dcea2eb952; then
+	if installed vllm-ascend vllm_ascend 297d29e9766d5731; then
 		say 'vllm-ascend: already installed at 0123456789abcdef0123456789abcdef01234567'
 	else
 		say 'vllm-ascend: pip install'
 		env SOC_VERSION=ascend950dt_9582 "$python" -m pip install --no-deps --no-build-isolation --extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ --trusted-host triton-ascend.osinfra.cn -e "$src"/vllm-ascend
-		mark_installed vllm-ascend c6d408dcea2eb952
+		mark_installed vllm-ascend 297d29e9766d5731
 	fi
 fi
 

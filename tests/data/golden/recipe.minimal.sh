@@ -163,14 +163,26 @@ checkout() {
 	printf '%s\n' "$want" >"$dir/.git/envgen-locked"
 }
 
-# submodules NAME: the source's submodules, recursively, at the commits its checked-out tree records (never
-# at a moving branch); a checkout already there is left as it is.
+# submodules NAME URL [PATH COMMIT]...: the source's submodules, recursively, at the commits its verified tree
+# records (never at a moving branch), then checked against the lock: exactly these paths at these commits.
+# Relative submodule URLs resolve against URL, as they did when locking; url.<base>.insteadOf applies to each.
 submodules() {
-	say "$1: submodules at the commits its tree records"
-	git -C "$src/$1" submodule --quiet sync --recursive
-	git -C "$src/$1" submodule --quiet update --init --recursive --checkout --force \
-		|| die "$1: cannot check out its submodules: check their URLs in $src/$1/.gitmodules are reachable" \
+	name=$1 url=$2 dir=$src/$1
+	shift 2
+	say "$name: submodules at the commits its tree records"
+	git -C "$dir" config -- remote.origin.url "$url"
+	git -C "$dir" submodule --quiet sync --recursive
+	git -C "$dir" submodule --quiet update --init --recursive --checkout --force \
+		|| die "$name: cannot check out its submodules: check their URLs in $dir/.gitmodules are reachable" \
 			"(git config url.<base>.insteadOf for mirrors)"
+	want=$(while [ $# -ge 2 ]; do printf '%s %s\n' "$1" "$2"; shift 2; done | LC_ALL=C sort)
+	# The single-quoted command is expanded by git, once per submodule (displaypath: from $dir, nested ones too).
+	got=$(git -C "$dir" submodule --quiet foreach --recursive \
+		'printf "%s %s\n" "$displaypath" "$(git rev-parse HEAD)"' | LC_ALL=C sort)
+	[ "$got" = "$want" ] \
+		|| die "$name: the submodules in $dir are not those the lock recorded (path commit):" \
+			"checked out: $(printf '%s' "$got" | tr '\n' ';') recorded: $(printf '%s' "$want" | tr '\n' ';')" \
+			"re-lock (envgen lock) if the lock is out of date"
 }
 
 # installed NAME DISTRIBUTION KEY: this source was installed from this checkout with these settings.
