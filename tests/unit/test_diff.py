@@ -14,7 +14,7 @@ import pytest
 import yaml
 from envgen.lockdiff.compare import LockDiff, compare_url, diff_locks
 from envgen.lockdiff.render import MARKER, OPEN_ROWS, render_json, render_markdown, render_text
-from envgen.model import AppliedOverride, Override, Pending
+from envgen.model import AppliedOverride, Lock, Override, Pending, Submodule
 
 from tests.support.builders import (
     DIFF_PLATFORMS,
@@ -175,6 +175,36 @@ def test_source_moved_to_another_repository_has_no_compare_link() -> None:
     assert "url https://github.com/vllm-project/vllm-ascend.git -> https://github.com/someone/vllm-ascend.git" in (
         render_text([diff])
     )
+
+
+def test_submodules_added_removed_and_moved_are_changes_of_their_source() -> None:
+    old = diff_lock()
+    kernels = Submodule("csrc/kernels", "https://github.com/org/kernels.git", "1" * 40)
+    docs = Submodule("docs/theme", "https://github.com/org/theme.git", "2" * 40)
+    recipe = Submodule("recipe", "https://github.com/org/recipe.git", "3" * 40)
+
+    def with_subs(*subs: Submodule) -> Lock:
+        first, *rest = old.sources
+        return dataclasses.replace(old, sources=(dataclasses.replace(first, submodules=subs), *rest))
+
+    moved = dataclasses.replace(kernels, commit="4" * 40)
+    forked = dataclasses.replace(docs, url="https://github.com/fork/theme.git", commit="5" * 40)
+    diff = diff_locks(with_subs(kernels, docs, recipe), with_subs(moved, forked))
+    (change,) = diff.sources
+    assert (change.old_commit, change.kind) == (change.new_commit, "changed")  # the source itself did not move
+    assert [(s.path, s.kind) for s in change.submodules] == [
+        ("csrc/kernels", "changed"),
+        ("docs/theme", "changed"),
+        ("recipe", "removed"),
+    ]
+    text = render_text([diff])
+    assert f"submodule csrc/kernels: 1111111 -> 4444444 {compare_url(kernels.url, '1' * 40, '4' * 40)}" in text
+    assert (
+        "submodule docs/theme: 2222222 -> 5555555 (https://github.com/org/theme.git -> https://github.com/fork/" in text
+    )
+    assert "submodule recipe removed: https://github.com/org/recipe.git @ 3333333" in text
+    assert "submodule recipe added" in render_text([diff_locks(with_subs(), with_subs(recipe))])
+    assert diff_locks(with_subs(kernels), with_subs(kernels)).empty
 
 
 def test_overrides_pending_and_inputs() -> None:

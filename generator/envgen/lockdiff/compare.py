@@ -72,6 +72,7 @@ class SubmoduleChange:
     new_url: str | None = None
     old_commit: str | None = None
     new_commit: str | None = None
+    compare_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -349,6 +350,7 @@ def _diff_submodules(old: Iterable[Submodule], new: Iterable[Submodule]) -> tupl
         if a == b:
             continue
         kind = "added" if a is None else "removed" if b is None else "changed"
+        link = compare_url(b.url, a.commit, b.commit) if a and b and _same_repo(a.url, b.url) else None
         changes.append(
             SubmoduleChange(
                 path,
@@ -357,6 +359,7 @@ def _diff_submodules(old: Iterable[Submodule], new: Iterable[Submodule]) -> tupl
                 new_url=redact_url(b.url) if b else None,
                 old_commit=a.commit if a else None,
                 new_commit=b.commit if b else None,
+                compare_url=link,
             )
         )
     return tuple(changes)

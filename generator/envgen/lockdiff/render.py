@@ -107,7 +107,8 @@ def _submodule_line(change: SubmoduleChange) -> str:
     if change.kind == "removed":
         return f"submodule {change.path} removed: {change.old_url} @ {old}"
     url = f" ({change.old_url} -> {change.new_url})" if change.old_url != change.new_url else ""
-    return f"submodule {change.path}: {old} -> {new}{url}"
+    link = f" {change.compare_url}" if change.compare_url else ""
+    return f"submodule {change.path}: {old} -> {new}{url}{link}"
 
 
 def _item_value(item: ItemChange, value: str | None) -> str:
