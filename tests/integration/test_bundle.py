@@ -36,7 +36,7 @@ from envgen.recipe.render import render_recipe
 from tests.support.builders import conda_entry, make_lock
 from tests.support.example import served_example
 from tests.support.submodules import locked_parent, nested_submodules
-from tests.support.venvs import fresh_venv
+from tests.support.venvs import fresh_venv, site_packages
 
 ENV = "demo"
 HOST = host_platform()
@@ -414,3 +414,80 @@ def test_an_interrupted_install_into_a_new_prefix_removes_it(
     assert f"interrupted: the partly installed {prefix} was removed" in err, err
     assert not prefix.exists()
     assert not list((tmp_path / "tmp").iterdir())  # the unpacked bundle too
+
+
+def run_recipe_with_bundle(root: Path, prefix: Path, bundle: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+    """The recipe as a cluster without envgen runs it: sh, with PATH holding the system's tools only (no
+    envgen), git seeing no config that could reach the example's repositories, and nothing served."""
+    path = os.pathsep.join(d for d in ("/usr/local/bin", "/usr/bin", "/bin") if Path(d).is_dir())
+    assert shutil.which("envgen", path=path) is None
+    (tmp.parent / "home").mkdir(exist_ok=True)
+    env = {"PATH": path, "HOME": str(tmp.parent / "home"), "TMPDIR": str(tmp), "GIT_CONFIG_GLOBAL": os.devnull}
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    recipe = root / "locks" / f"{ENV}.install.sh"
+    cmd = ["sh", str(recipe), "--prefix", str(prefix), "--bundle", str(bundle)]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_the_recipe_installs_the_pip_part_and_sources_from_the_bundle_without_envgen(
+    offline: Bundled, tmp_path: Path, pip_site_packages: Path
+) -> None:
+    prefix = fresh_venv(tmp_path / "env", pip_site_packages)
+    proc = run_recipe_with_bundle(offline.root, prefix, offline.bundle, tmp_path / "tmp")
+    assert proc.returncode == 0, proc.stderr
+    assert f"verified every member of {offline.bundle}" in proc.stderr
+    lock = read_lock(Project(offline.root), ENV)
+    assert lock is not None
+    steps = import_steps(
+        lock, prefix, HOST, venv=True, hardware=Hardware("", cann=False, npu=False), require_npu=False, skipped=set()
+    )
+    ran = {s.name: s.status for s in steps}
+    assert ran["import rollout"] == ran["import post"] == ran["import demo_queue"] == "ok", steps
+    assert ran["import demo_torch"] == ran["import trainer"] == "ok", steps
+    assert all(s.status == "ok" or "needs CANN" in s.detail for s in steps), steps
+    assert not list((tmp_path / "tmp").iterdir())  # the unpacked bundle and its mirrors are gone
+
+
+@pytest.mark.parametrize("member", ["pip/", "conda/", "git/", "requirements/", "missing"])
+def test_the_recipe_refuses_an_altered_or_missing_member_before_installing(
+    offline: Bundled, tmp_path: Path, pip_site_packages: Path, member: str
+) -> None:
+    files = members(offline.bundle)
+    if member == "missing":
+        name = next(n for n in files if n.startswith("pip/"))
+        with tarfile.open(tmp_path / "bad.tar", "w") as tar:
+            for path, content in files.items():
+                if path != name:
+                    info = tarfile.TarInfo(path)
+                    info.size = len(content)
+                    tar.addfile(info, io.BytesIO(content))
+        expected = f"member {name} is missing"
+    else:
+        name = next(n for n in files if n.startswith(member))
+        rewritten(offline.bundle, tmp_path / "bad.tar", name)
+        expected = f"member {name} has sha256 {hashlib.sha256(members(tmp_path / 'bad.tar')[name]).hexdigest()}"
+    prefix = fresh_venv(tmp_path / "env", pip_site_packages)
+    before = sorted(p.name for p in site_packages(prefix).iterdir())
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    proc = run_recipe_with_bundle(offline.root, prefix, tmp_path / "bad.tar", tmp_path / "tmp")
+    assert proc.returncode != 0
+    assert expected in proc.stderr and "nothing was installed" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in site_packages(prefix).iterdir()) == before
+    assert not list((prefix / "src").iterdir())
+
+
+def test_the_recipe_refuses_a_bundle_of_another_lock(offline: Bundled, tmp_path: Path, pip_site_packages: Path) -> None:
+    sources = offline.root / "locks" / f"{ENV}.sources.toml"
+    saved = sources.read_text()
+    lock = read_lock(Project(offline.root), ENV)
+    assert lock is not None
+    moved = "f" * 64
+    sources.write_text(saved.replace(lock.input_hash, moved))
+    try:
+        proc = run_recipe_with_bundle(
+            offline.root, fresh_venv(tmp_path / "env", pip_site_packages), offline.bundle, tmp_path / "tmp"
+        )
+    finally:
+        sources.write_text(saved)
+    assert proc.returncode != 0
+    assert f"made for the lock with input hash {lock.input_hash}" in proc.stderr and moved in proc.stderr, proc.stderr

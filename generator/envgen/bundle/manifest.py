@@ -82,6 +82,17 @@ def wanted_artifacts(lock: Lock, platforms: Iterable[str]) -> tuple[Wanted, ...]
     return tuple(sorted(found.values(), key=lambda w: w.path))
 
 
+def requirements_path(platform: str) -> str:
+    return f"requirements/{platform}.txt"
+
+
+def find_links_requirements(lock: Lock, platform: str) -> str:
+    """The pip part of `platform` as `name==version --hash=sha256:...` lines, sorted: what the recipe's
+    `--bundle` installs with `pip --no-index --find-links` from the bundle's pip/ (pip checks every hash)."""
+    entries = sorted(lock.pip_for(platform), key=lambda e: e.name)
+    return "".join(f"{e.name}=={e.version} --hash=sha256:{e.sha256}\n" for e in entries)
+
+
 def git_path(locked: LockedSource) -> str:
     return f"git/{locked.source.name}.bundle"
 

@@ -13,7 +13,15 @@ from envgen import __version__
 from envgen.bundle.archive import file_sha256, write_archive
 from envgen.bundle.downloads import fetch_all
 from envgen.bundle.gitpacks import pack_source
-from envgen.bundle.manifest import Manifest, Member, Wanted, render_manifest, wanted_artifacts
+from envgen.bundle.manifest import (
+    Manifest,
+    Member,
+    Wanted,
+    find_links_requirements,
+    render_manifest,
+    requirements_path,
+    wanted_artifacts,
+)
 from envgen.errors import InputError
 from envgen.inputs.channels import access_index
 from envgen.lockio.store import require_lock
@@ -82,6 +90,11 @@ def bundle_env(project: Project, env: str, out: Path, *, platforms: Sequence[str
                 files.append((pack.path, scratch / pack.path, ""))
         for path in lock_files:
             files.append((f"locks/{path.name}", path, ""))
+        for platform in chosen:  # what the recipe's --bundle installs with pip, without envgen
+            requirements = scratch / requirements_path(platform)
+            requirements.parent.mkdir(parents=True, exist_ok=True)
+            requirements.write_text(find_links_requirements(lock, platform), encoding="utf-8")
+            files.append((requirements_path(platform), requirements, ""))
         # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed as archived.
         files = [(name, path, sha or file_sha256(path)) for name, path, sha in files]
         members += [Member(name, sha, path.stat().st_size) for name, path, sha in files[len(wanted) :]]

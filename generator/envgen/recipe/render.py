@@ -85,7 +85,7 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     env = lock.env
     lines = [
         f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--no-profile NAME]...",
-        "       [--skip-cann]",
+        "       [--skip-cann] [--bundle FILE]",
         "",
         f"Installs the git sources of env {env} at their locked commits, in order, each with",
         "`python -m pip install --no-deps` of the env's own python, then writes activation hooks",
@@ -107,6 +107,9 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "  --no-profile NAME  drop a profile an earlier run enabled (repeatable)",
         "  --skip-cann     skip the sources that need CANN"
         + (f" ({', '.join(cann_sources)}): the env is then incomplete" if cann_sources else " (none in this env)"),
+        "  --bundle FILE   offline: take the pip part and the sources from a bundle (envgen bundle), every",
+        "                  member checked against its bundle.json (sha256sum) first; needs tar, sha256sum,",
+        "                  git, pip (and zstd for .tar.zst), not envgen. The conda part stays conda-lock's.",
         "  -h, --help      show this help",
         "",
         "Sources, in install order:",
@@ -146,6 +149,7 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "profiles=",
         "dropped=",
         "skip_cann=0",
+        "bundle=",
         "while [ $# -gt 0 ]; do",
         "\tcase $1 in",
         '\t\t--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;',
@@ -157,6 +161,8 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         '\t\t--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;',
         '\t\t--no-profile=*) drop_profile "${1#*=}"; shift ;;',
         "\t\t--skip-cann) skip_cann=1; shift ;;",
+        '\t\t--bundle) [ $# -ge 2 ] || die "--bundle needs a file"; bundle=$2; shift 2 ;;',
+        "\t\t--bundle=*) bundle=${1#*=}; shift ;;",
         "\t\t-h | --help) usage; exit 0 ;;",
         '\t\t*) die "unknown argument $1 (see --help)" ;;',
         "\tesac",
@@ -189,6 +195,7 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
             "fi",
         ]
     lines.append('say "installing into $prefix (sources in $src)"')
+    lines.append('if [ -n "$bundle" ]; then use_bundle "$bundle"; fi')
     return "\n".join(lines) + "\n"
 
 

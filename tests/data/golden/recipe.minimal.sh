@@ -13,7 +13,7 @@ PICK_FLAGS='--no-gpg-sign --cleanup=verbatim'
 usage() {
 	printf '%s\n' \
 		'Usage: sh locks/tiny.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--no-profile NAME]...' \
-		'       [--skip-cann]' \
+		'       [--skip-cann] [--bundle FILE]' \
 		'' \
 		'Installs the git sources of env tiny at their locked commits, in order, each with' \
 		'`python -m pip install --no-deps` of the env'"'"'s own python, then writes activation hooks' \
@@ -33,6 +33,9 @@ usage() {
 		'                    (this env defines none)' \
 		'  --no-profile NAME  drop a profile an earlier run enabled (repeatable)' \
 		'  --skip-cann     skip the sources that need CANN (none in this env)' \
+		'  --bundle FILE   offline: take the pip part and the sources from a bundle (envgen bundle), every' \
+		'                  member checked against its bundle.json (sha256sum) first; needs tar, sha256sum,' \
+		'                  git, pip (and zstd for .tar.zst), not envgen. The conda part stays conda-lock'"'"'s.' \
 		'  -h, --help      show this help' \
 		'' \
 		'Sources, in install order:' \
@@ -271,6 +274,166 @@ venv_hooks() {
 	replace "$prefix/bin/activate.tmp" "$prefix/bin/activate"
 }
 
+# --bundle FILE: the pip part and the sources come from a bundle (`envgen bundle`) instead of the network.
+# Every member is checked against the sha256 bundle.json lists before anything is installed; git is sent to
+# mirrors made from the bundle's git bundles, and nowhere else.
+
+# bundle_platform: this host's conda platform, the one whose pip part is installed.
+bundle_platform() {
+	case $(uname -s)-$(uname -m) in
+		Linux-x86_64) printf '%s\n' linux-64 ;;
+		Linux-aarch64 | Linux-arm64) printf '%s\n' linux-aarch64 ;;
+		*) printf '\n' ;;
+	esac
+}
+
+# bundle_cat FILE: the tar stream of a bundle (.tar as it is; .tar.zst through zstd).
+bundle_cat() {
+	if [ "$(dd if="$1" bs=4 count=1 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 28b52ffd ]; then
+		zstd -q -dc -- "$1"
+	else
+		cat -- "$1"
+	fi
+}
+
+# bundle_index FILE: bundle.json (as `envgen bundle` writes it: sorted keys, two-space indent) as tab-separated
+# records: env NAME, input_hash H, platform P, member SHA256 PATH, git PATH URL SHALLOW... A value holding an
+# escape, or a manifest of another shape, ends with exit 3 (the caller names the bundle).
+bundle_index() {
+	awk -v OFS='	' '
+		function value(line) {
+			if (line ~ /\\/) { bad = 1 }
+			sub(/^ *("[a-z_0-9]+": )?"/, "", line)
+			sub(/",?$/, "", line)
+			return line
+		}
+		/^  "[a-z_]+": / { section = $1; gsub(/[":]/, "", section); field = "" }
+		/^  "env": "/ { print "env", value($0) }
+		/^  "input_hash": "/ { print "input_hash", value($0) }
+		/^  "format": / { format = $2 }
+		section == "platforms" && /^    "/ { print "platform", value($0) }
+		/^      "[a-z_]+": / { field = $1; gsub(/[":]/, "", field) }
+		section != "" && field == "path" && /^      "path": "/ { path = value($0) }
+		section == "members" && /^      "sha256": "/ { sha = value($0) }
+		section == "git" && /^      "url": "/ { url = value($0) }
+		section == "git" && field == "shallow" && /^        "/ { shallow = shallow OFS value($0) }
+		section == "members" && /^    }/ { print "member", sha, path; path = sha = "" }
+		section == "git" && /^    }/ { print "git", path, url shallow; path = url = shallow = "" }
+		END { if (bad || format != "1,") exit 3 }
+	' "$1"
+}
+
+# bundle_path PATH: a relative path of plain names (no '..', no option, no space), as the bundle writes them.
+bundle_path() {
+	printf '%s\n' "$1" | grep -Eqx '[A-Za-z0-9][A-Za-z0-9._+!-]*(/[A-Za-z0-9][A-Za-z0-9._+!-]*)*'
+}
+
+bundle_hex() { printf '%s\n' "$1" | grep -Eqx '[0-9a-f]{64}'; }
+
+bundle_commit() { printf '%s\n' "$1" | grep -Eqx '[0-9a-f]{40}|[0-9a-f]{64}'; }
+
+# unpack_bundle FILE DIR: extract only regular files with plain names, then check each against bundle.json.
+unpack_bundle() {
+	[ -f "$1" ] || die "no bundle at $1"
+	command -v sha256sum >/dev/null 2>&1 || die "--bundle needs sha256sum (GNU coreutils) to verify $1"
+	if [ "$(dd if="$1" bs=4 count=1 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 28b52ffd ]; then
+		command -v zstd >/dev/null 2>&1 || die "$1 is zstd-compressed and zstd is not installed: install zstd," \
+			"or make the bundle as a .tar"
+	fi
+	listing=$(bundle_cat "$1" | tar -tvf -) || die "$1 is not a readable bundle (tar): copy or make it again"
+	odd=$(printf '%s\n' "$listing" | awk '$1 !~ /^-/ { print; exit }')
+	[ -z "$odd" ] || die "$1 holds a member that is not a regular file ($odd): it was not made by envgen bundle"
+	unsafe=$(bundle_cat "$1" | tar -tf - | while IFS= read -r name; do
+		bundle_path "$name" || { printf '%s\n' "$name"; break; }
+	done)
+	[ -z "$unsafe" ] || die "$1 holds a member with an unsafe name: $unsafe"
+	mkdir "$2"
+	bundle_cat "$1" | tar -xf - -C "$2" || die "cannot extract $1 into $2"
+	[ -f "$2/bundle.json" ] || die "$1 has no bundle.json: make it with envgen bundle"
+	bundle_index "$2/bundle.json" >"$2.index" || die "$1: bundle.json is not a manifest this script reads"
+	while IFS='	' read -r kind sha path; do
+		[ "$kind" = member ] || continue
+		{ bundle_hex "$sha" && bundle_path "$path"; } || die "$1: bundle.json lists a member that is not a plain" \
+			"path with a sha256: $path"
+		[ -f "$2/$path" ] || die "$1: member $path is missing (bundle.json lists it): nothing was installed;" \
+			"copy the bundle again"
+		got=$(sha256sum <"$2/$path" | cut -d' ' -f1)
+		[ "$got" = "$sha" ] || die "$1: member $path has sha256 $got, bundle.json says $sha: the bundle was" \
+			"altered or damaged in transit; nothing was installed, copy it again"
+		printf '%s\n' "$path"
+	done <"$2.index" >"$2.checked"
+	LC_ALL=C sort "$2.checked" >"$2.listed"
+	extra=$(cd "$2" && find . -type f ! -path ./bundle.json | sed 's|^\./||' | LC_ALL=C sort \
+		| LC_ALL=C comm -23 - "$2.listed" | head -n 1)
+	[ -z "$extra" ] || die "$1: member $extra is not in bundle.json: the bundle was altered; nothing was installed"
+}
+
+# use_bundle FILE: verify the bundle, install its pip part for this host, and send git to its mirrors.
+use_bundle() {
+	bundle_dir=$(mktemp -d "${TMPDIR:-/tmp}/envgen-bundle.XXXXXX") || die "cannot make a temporary directory"
+	trap 'rm -rf -- "$bundle_dir"' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	b=$bundle_dir/b
+	say "verifying $1"
+	unpack_bundle "$1" "$b"
+	bundle_field() { awk -F '	' -v k="$1" '$1 == k { print $2 }' "$b.index"; }
+	[ "$(bundle_field env)" = "$ENVGEN_ENV" ] || die "$1 is a bundle of env $(bundle_field env), not $ENVGEN_ENV"
+	platform=$(bundle_platform)
+	[ -n "$platform" ] || die "this host ($(uname -s) $(uname -m)) is none of the platforms a bundle carries"
+	bundle_field platform | grep -qx -- "$platform" || die "$1 carries $(bundle_field platform | tr '\n' ' ')" \
+		"but this host is $platform: make a bundle with --platform $platform"
+	bundled_hash=$(bundle_field input_hash)
+	beside=$(dirname -- "$0")/$ENVGEN_ENV.sources.toml
+	if [ -f "$beside" ]; then
+		locked_hash=$(sed -n 's/^input-hash = "\([0-9a-f]*\)"$/\1/p' "$beside")
+		[ "$locked_hash" = "$bundled_hash" ] || die "$1 was made for the lock with input hash $bundled_hash;" \
+			"$beside has $locked_hash: make the bundle again from this lock, or use the bundle's own locks/"
+	fi
+	cmp -s -- "$0" "$b/locks/$ENVGEN_ENV.install.sh" || die "$1 carries another recipe than $0:" \
+		"it was made for another lock; use its own locks/$ENVGEN_ENV.install.sh, or make the bundle again"
+	requirements=$b/requirements/$platform.txt
+	[ -f "$requirements" ] || die "$1 has no requirements/$platform.txt: make it again with this envgen"
+	bundle_mirrors "$1"
+	say "verified every member of $1"
+	if [ -s "$requirements" ]; then
+		say "installing the pip part for $platform from $1 (no index, every file hash-checked)"
+		PIP_CONFIG_FILE=/dev/null "$python" -m pip install -q --disable-pip-version-check --no-input --no-index \
+			--find-links "$b/pip" --no-deps --require-hashes -r "$requirements" \
+			|| die "pip could not install the pip part from $1 into $prefix (output above)"
+	fi
+}
+
+# bundle_mirrors FILE: a bare mirror per git bundle (shallow where its history stops), each locked URL rewritten to
+# it for git (url.<mirror>.insteadOf), and git allowed no other transport than local files.
+bundle_mirrors() {
+	n=${GIT_CONFIG_COUNT:-0}
+	number=0
+	while IFS='	' read -r kind path url shallow; do
+		[ "$kind" = git ] || continue
+		bundle_path "$path" || die "bundle.json names an unsafe git bundle path: $path"
+		number=$((number + 1))
+		mirror=$bundle_dir/mirrors/$number.git
+		mkdir -p "$mirror"
+		git init -q --bare "$mirror"
+		for sha in $shallow; do
+			bundle_commit "$sha" || die "bundle.json names a shallow commit that is not a commit id: $sha"
+			printf '%s\n' "$sha" >>"$mirror/shallow"
+		done
+		git -C "$mirror" fetch -q -- "$b/$path" '+refs/heads/envgen/*:refs/heads/envgen/*' \
+			|| die "$1: $path (for $url) is not a usable git bundle: make the bundle again"
+		eval "GIT_CONFIG_KEY_$n=\"url.file://\$mirror.insteadOf\" GIT_CONFIG_VALUE_$n=\$url"
+		export "GIT_CONFIG_KEY_$n" "GIT_CONFIG_VALUE_$n"
+		n=$((n + 1))
+	done <"$b.index"
+	# Submodules are cloned from the mirrors too, over the file transport git refuses them by default.
+	eval "GIT_CONFIG_KEY_$n=protocol.file.allow GIT_CONFIG_VALUE_$n=always"
+	export "GIT_CONFIG_KEY_$n" "GIT_CONFIG_VALUE_$n"
+	GIT_CONFIG_COUNT=$((n + 1)) GIT_ALLOW_PROTOCOL=file GIT_TERMINAL_PROMPT=0
+	export GIT_CONFIG_COUNT GIT_ALLOW_PROTOCOL GIT_TERMINAL_PROMPT
+	say "$number git bundles of $1 stand in for their remotes"
+}
+
 KNOWN_PROFILES='(none)'
 known_profile() {
 	return 1
@@ -281,6 +444,7 @@ src=
 profiles=
 dropped=
 skip_cann=0
+bundle=
 while [ $# -gt 0 ]; do
 	case $1 in
 		--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;
@@ -292,6 +456,8 @@ while [ $# -gt 0 ]; do
 		--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;
 		--no-profile=*) drop_profile "${1#*=}"; shift ;;
 		--skip-cann) skip_cann=1; shift ;;
+		--bundle) [ $# -ge 2 ] || die "--bundle needs a file"; bundle=$2; shift 2 ;;
+		--bundle=*) bundle=${1#*=}; shift ;;
 		-h | --help) usage; exit 0 ;;
 		*) die "unknown argument $1 (see --help)" ;;
 	esac
@@ -313,6 +479,7 @@ cann_set_env=${ASCEND_SET_ENV:-/usr/local/Ascend/cann/set_env.sh}
 cann_sourced=0
 pythonpath=
 say "installing into $prefix (sources in $src)"
+if [ -n "$bundle" ]; then use_bundle "$bundle"; fi
 
 # Activation hooks: PYTHONPATH, CANN, the env's variables and the chosen profiles.
 hook_prefix=_ENVGEN_TINY_OLD_
