@@ -89,7 +89,7 @@ def lock_command(
     per platform what moved and why.
     """
     from envgen.commands.lock import lock_envs, summarize, summary_lines
-    from envgen.resolve.preferences import Upgrade
+    from envgen.resolve.upgrade import Upgrade
 
     if update_all and update:
         raise click.UsageError("--update-all moves every source: give it or --update SOURCE, not both")

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import platform as host
 import sys
-
-from packaging.tags import Tag, compatible_tags, cpython_tags
+from typing import TYPE_CHECKING
 
 from envgen.errors import InputError
-from envgen.model import Matrix
+
+if TYPE_CHECKING:
+    from packaging.tags import Tag
+
+    from envgen.model import Matrix
 
 # conda subdir -> machine name used in wheel tags and `platform_machine` markers.
 PLATFORMS: dict[str, str] = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
@@ -53,6 +56,12 @@ def virtual_packages(matrix: Matrix, platform: str) -> tuple[str, ...]:
 
     Explicit rather than detected, so any host locks any platform the same way.
     """
+    return glibc_virtual_packages(platform, matrix.glibc)
+
+
+def glibc_virtual_packages(platform: str, glibc: str) -> tuple[str, ...]:
+    """`virtual_packages` of a matrix whose glibc floor is `glibc` (what the no-op lock recomputes without
+    loading the matrix)."""
     if platform not in PLATFORMS:
         raise InputError(
             f"cannot solve conda specs for platform {platform!r}: envgen knows {', '.join(sorted(PLATFORMS))}",
@@ -60,7 +69,7 @@ def virtual_packages(matrix: Matrix, platform: str) -> tuple[str, ...]:
         )
     return (
         f"__archspec=1={PLATFORMS[platform]}",
-        f"__glibc={matrix.glibc}=0",
+        f"__glibc={glibc}=0",
         f"__linux={LINUX_VERSION}=0",
         "__unix=0=0",
     )
@@ -87,6 +96,10 @@ def manylinux_platforms(platform: str, glibc: str) -> list[str]:
 
 def platform_tags(platform: str, python_version: str, glibc: str) -> list[Tag]:
     """Every wheel tag CPython `python_version` on `platform` (glibc floor `glibc`) accepts, best first."""
+    # Imported here: packaging.tags loads sysconfig and the host probes, which the matrix loader and the no-op
+    # lock (both import this module) never need.
+    from packaging.tags import compatible_tags, cpython_tags
+
     major, minor = (int(p) for p in python_version.split(".")[:2])
     interpreter = f"cp{major}{minor}"
     platforms = manylinux_platforms(platform, glibc)

@@ -55,7 +55,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bundle",
     ),
     "lockdiff": (*FOUNDATION, "lockdiff.compare"),
-    "lockdiff.moves": (*FOUNDATION, "resolve.preferences"),
+    "lockdiff.moves": (*FOUNDATION, "resolve.upgrade"),
     "lockdiff.revisions": (*FOUNDATION, "inputs.files", "inputs.untrusted", "lockdiff", "lockio"),
     "commands": (
         *FOUNDATION,

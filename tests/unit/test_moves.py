@@ -6,7 +6,8 @@ import tomllib
 
 from envgen.lockdiff.moves import SOLVER, UNAVAILABLE, explain_conda, explain_pip
 from envgen.model import CondaEntry, Origin, PipEntry, TracedRequirement
-from envgen.resolve.preferences import NO_UPGRADE, Upgrade, kept, render_pylock
+from envgen.resolve.preferences import kept, render_pylock
+from envgen.resolve.upgrade import NO_UPGRADE, Upgrade
 
 P = "linux-64"
 MATRIX = Origin(file="env-templates/a5.toml", key="pip.packages.torch.version")

@@ -15,8 +15,7 @@ from envgen.commands.install_bundle import check_from_bundle
 from envgen.errors import EnvgenError, NetworkError
 from envgen.inputs.matrix import load_env
 from envgen.installer import Installer, install_env
-from envgen.lockio.exports.pylock import pylock_name
-from envgen.lockio.exports.requirements_txt import requirements_name
+from envgen.lockio.exports.names import pylock_name, requirements_name
 from envgen.lockio.store import no_lock, read_lock
 from envgen.model import Lock, Matrix, PipPackage
 from envgen.platforms import host_platform

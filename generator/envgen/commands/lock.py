@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from envgen import interrupts
 from envgen.errors import EnvgenError, InputError
-from envgen.inputs.matrix import load_env
+from envgen.inputs.extends import read_layered
 from envgen.inputs.toml_reader import did_you_mean
-from envgen.lockio.exports.derived import derived_present
-from envgen.lockio.input_hashes import input_hash, project_inputs, recorded_packages, recorded_state
-from envgen.model import Lock, Matrix
+from envgen.lockio.exports.names import derived_present
+from envgen.lockio.input_hashes import recorded_inputs, recorded_packages, recorded_state, still_current
 from envgen.project import Project, cache_dir
-from envgen.resolve.preferences import NO_UPGRADE, Upgrade, package_key
+from envgen.resolve.upgrade import NO_UPGRADE, Upgrade, package_key
 
 if TYPE_CHECKING:
     from envgen.lockdiff.moves import Move
+    from envgen.model import Lock
 
 log = logging.getLogger(__name__)
 
@@ -46,38 +46,63 @@ def lock_env(
     cache: Path | None = None,
     upgrade: Upgrade = NO_UPGRADE,
 ) -> LockResult:
-    """Lock one env; a no-op when the recorded input hash still matches (unless forced, updating or upgrading).
+    """Lock one env; a no-op when the recorded inputs are unchanged (unless forced, updating or upgrading).
 
     Freshness is read first without the env's mutex: each lock file is replaced atomically and the two must
     agree on the hash, so a re-lock caught half-way reads as stale, and is checked again under the mutex.
     """
-    matrix = load_env(project, env)
     relocking = bool(force or update or upgrade != NO_UPGRADE)
-    fresh = None if relocking else fresh_hash(project, matrix)
+    fresh = None if relocking else unchanged_hash(project, env)
     if fresh is not None:  # the CLI says it, once (and -q silences it)
         return LockResult(env, "up-to-date", fresh)
-    # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when something may move.
+    # Imported here: the matrix loader (rattler, packaging), the mutex (filelock), conda-lock's models, uv and
+    # git matter only when something may move.
+    from envgen.inputs.matrix import load_env
     from envgen.lockio.env_mutex import env_lock
     from envgen.resolve.pipeline import relock
 
+    matrix = load_env(project, env)
     with env_lock(project, env):
-        fresh = None if relocking else fresh_hash(project, matrix)  # another run may just have written it
+        fresh = None if relocking else unchanged_hash(project, env)  # another run may just have written it
         if fresh is not None:
             return LockResult(env, "up-to-date", fresh)
         done = relock(project, matrix, update=update, offline=offline, cache=cache or cache_dir(), upgrade=upgrade)
         return LockResult(env, "locked", done.lock.input_hash, done.lock, done.moves)
 
 
-def fresh_hash(project: Project, matrix: Matrix) -> str | None:
-    """The input hash recorded for `matrix`'s lock when it still matches its inputs and every derived file is
-    there for it; None when stale or absent (a re-lock then writes them all again)."""
-    state = recorded_state(project, matrix.name)
-    if state is None or input_hash(project_inputs(project, matrix, state[1])) != state[0]:
+def unchanged_hash(project: Project, env: str) -> str | None:
+    """The input hash recorded for the lock of `env` when every input it records still holds and every
+    derived file is there for it; None when stale, absent or unreadable (a re-lock then reads it all properly).
+
+    Reads the two lock files, the files the lock records digests of, and the glibc floor of the matrix (its
+    virtual packages depend on it): the matrix is not validated, so a no-op lock loads none of what resolving
+    needs. A matrix whose bytes are those it was locked from was valid then.
+    """
+    recorded = recorded_inputs(project, env)
+    if recorded is None:
         return None
-    if not derived_present(project.locks_dir, matrix.name, matrix.platforms, state[0]):
-        log.info("%s: a derived file is missing or from another lock: locking again", matrix.name)
+    digest, inputs = recorded
+    glibc = _glibc_floor(project.template(env))
+    if glibc is None or not still_current(project, env, inputs, glibc):
         return None
-    return state[0]
+    prefix = "virtual-packages:"
+    platforms = [k.removeprefix(prefix) for k in inputs if k.startswith(prefix)]
+    if not derived_present(project.locks_dir, env, platforms, digest):
+        log.info("%s: a derived file is missing or from another lock: locking again", env)
+        return None
+    return digest
+
+
+def _glibc_floor(matrix_path: Path) -> str | None:
+    """`[system] glibc` of a matrix, the files it extends merged in; None when it does not read (the re-lock
+    that follows reports why)."""
+    try:
+        layered = read_layered(matrix_path)
+    except InputError:
+        return None
+    system = layered.data.get("system")
+    glibc = system.get("glibc") if isinstance(system, dict) else None
+    return glibc if isinstance(glibc, str) else None
 
 
 def lock_envs(
@@ -131,6 +156,8 @@ def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> E
 
 def known_sources(project: Project, envs: Sequence[str]) -> set[str]:
     """The source names of `envs`: in their matrices and their recorded locks."""
+    from envgen.inputs.matrix import load_env
+
     known: set[str] = set()
     for env in envs:
         known |= {s.name for s in load_env(project, env).sources}
@@ -154,6 +181,8 @@ def check_update_names(project: Project, envs: Sequence[str], update: Collection
 
 def check_upgrade_names(project: Project, envs: Sequence[str], names: Collection[str]) -> None:
     """InputError for an `--upgrade-package` name that is no package or source of any env, before any work."""
+    from envgen.inputs.matrix import load_env
+
     known = {package_key(n) for n in known_sources(project, envs)}
     for env in envs:
         matrix = load_env(project, env)

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from envgen.commits import is_abbreviated_commit, is_full_commit
-from envgen.model import CondaEntry, Env, Lock, LockedSource, PipEntry, Submodule
+
+if TYPE_CHECKING:
+    from envgen.model import CondaEntry, Env, Lock, LockedSource, PipEntry, Submodule
 
 # `git check-ref-format` rules: no control characters, space, ~ ^ : ? * [ or backslash; no `..`, `@{` or
 # `//`; no component starting with `.` or ending with `.lock`; not starting or ending with `/`, not ending
@@ -126,6 +129,8 @@ def entry_problems(entry: CondaEntry | PipEntry) -> list[str]:
     """Every string of a locked artifact that may not reach pip's requirements lines or an export, as
     `field: why`: the installer writes `name @ url --hash=sha256:...` from them, so a newline or a leading `-`
     would add an option line (another index, an editable install) that no lock diff shows as such."""
+    from envgen.model import CondaEntry  # imported here: the no-op lock imports this module, not the model
+
     checks = {
         "name": name_problem(entry.name, "package name"),
         "version": None if _VERSION.fullmatch(entry.version) else f"{entry.version!r} is not a version",

@@ -17,7 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envgen.model import CondaEntry, LockedSource, PipEntry, TracedRequirement
-from envgen.resolve.preferences import Upgrade, package_key
+from envgen.resolve.upgrade import Upgrade, package_key
 
 _E = TypeVar("_E", PipEntry, CondaEntry)
 

@@ -10,11 +10,15 @@ import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envgen.errors import InputError
-from envgen.model import LockedSource, Matrix
-from envgen.platforms import virtual_packages
+from envgen.inputs.untrusted import name_problem
+from envgen.platforms import glibc_virtual_packages, virtual_packages
 from envgen.project import Project
+
+if TYPE_CHECKING:
+    from envgen.model import LockedSource, Matrix
 
 # Bumped when the meaning of a lock's files changes; part of every input hash, so old locks read as stale.
 LOCK_SCHEMA = 1
@@ -42,17 +46,11 @@ def input_digests(
     recorded them.
     """
 
-    def read(path: Path, what: str) -> bytes:
-        try:
-            return path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read {what} {path}: {exc.strerror}", hint="check the file exists") from exc
-
-    digests = {"matrix": _sha256(read(matrix_path, "the matrix")), "schema": str(LOCK_SCHEMA)}
+    digests = {"matrix": _file_digest(matrix_path, "the matrix"), "schema": str(LOCK_SCHEMA)}
     for name, path in (base_paths or {}).items():
-        digests[f"base:{name}"] = _sha256(read(path, "the matrix it extends"))
+        digests[f"base:{name}"] = _file_digest(path, "the matrix it extends")
     for name, path in channel_paths.items():
-        digests[f"channel:{name}"] = _sha256(read(path, f"channel file of {name!r}"))
+        digests[f"channel:{name}"] = _file_digest(path, f"channel file of {name!r}")
     if isinstance(sources, Mapping):
         source_digests = dict(sources)
     else:
@@ -61,8 +59,19 @@ def input_digests(
     for name, digest in source_digests.items():
         digests[f"source:{name}"] = digest
     for platform, specs in virtual_packages.items():
-        digests[f"virtual-packages:{platform}"] = _sha256("\n".join(sorted(specs)).encode())
+        digests[f"virtual-packages:{platform}"] = _specs_digest(specs)
     return tuple(sorted(digests.items()))
+
+
+def _file_digest(path: Path, what: str) -> str:
+    try:
+        return _sha256(path.read_bytes())
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror}", hint="check the file exists") from exc
+
+
+def _specs_digest(specs: Sequence[str]) -> str:
+    return _sha256("\n".join(sorted(specs)).encode())
 
 
 def input_hash(inputs: Sequence[tuple[str, str]]) -> str:
@@ -70,8 +79,9 @@ def input_hash(inputs: Sequence[tuple[str, str]]) -> str:
     return _sha256(json.dumps(sorted(inputs), separators=(",", ":")).encode())
 
 
-def recorded_state(project: Project, env: str) -> tuple[str, dict[str, str]] | None:
-    """The input hash both lock files agree on and the recorded source digests; None when absent or not agreeing.
+def recorded_inputs(project: Project, env: str) -> tuple[str, dict[str, str]] | None:
+    """The input hash both lock files agree on and the input digests sources.toml records, by component; None
+    when absent or not agreeing.
 
     A quick read for the no-op check only: anything unexpected means "not known fresh", and the full re-lock
     that follows reads (and reports on) the files properly.
@@ -85,8 +95,55 @@ def recorded_state(project: Project, env: str) -> tuple[str, dict[str, str]] | N
     inputs = sources.get("inputs", {})
     if not isinstance(recorded, str) or match is None or match.group(1) != recorded or not isinstance(inputs, dict):
         return None
+    if not all(isinstance(v, str) for v in inputs.values()):
+        return None
+    return recorded, inputs
+
+
+def recorded_state(project: Project, env: str) -> tuple[str, dict[str, str]] | None:
+    """The input hash both lock files agree on and the recorded source digests; None when absent or not agreeing."""
+    recorded = recorded_inputs(project, env)
+    if recorded is None:
+        return None
     prefix = "source:"
-    return recorded, {k.removeprefix(prefix): str(v) for k, v in inputs.items() if k.startswith(prefix)}
+    return recorded[0], {k.removeprefix(prefix): v for k, v in recorded[1].items() if k.startswith(prefix)}
+
+
+def still_current(project: Project, env: str, recorded: Mapping[str, str], glibc: str) -> bool:
+    """Whether every input digest the lock of `env` recorded still holds: its matrix, the matrices it extends
+    and its channel files byte for byte, the schema, and each recorded platform's virtual packages for the
+    matrix's glibc floor `glibc` (sources keep their recorded digests: they move only when asked).
+
+    The components are the recorded ones, so the matrix is neither loaded nor validated: which bases, channels
+    and platforms it names follows from its text and its bases' texts, both checked unchanged here.
+    """
+    for component, digest in recorded.items():
+        kind, _, name = component.partition(":")
+        if kind == "source":
+            continue
+        try:
+            if _current_digest(project, env, kind, name, glibc) != digest:
+                return False
+        except InputError:  # a file gone, or a name the lock should not hold: a re-lock reports it
+            return False
+    return True
+
+
+def _current_digest(project: Project, env: str, kind: str, name: str, glibc: str) -> str | None:
+    """What the component `kind:name` of env's input digests is now (None for a kind no lock records)."""
+    if kind in ("base", "channel") and name_problem(name, kind):
+        return None  # names read from the lock are file names under env-templates/ or channels/, never paths
+    if kind == "matrix" and not name:
+        return _file_digest(project.template(env), "the matrix")
+    if kind == "base":
+        return _file_digest(project.template(name), "the matrix it extends")
+    if kind == "channel":
+        return _file_digest(project.channel(name), f"channel file of {name!r}")
+    if kind == "virtual-packages":
+        return _specs_digest(glibc_virtual_packages(name, glibc))
+    if kind == "schema" and not name:
+        return str(LOCK_SCHEMA)
+    return None
 
 
 def recorded_packages(project: Project, env: str) -> set[str]:

@@ -20,7 +20,8 @@ from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import admits, python_version, solve_conda_preferring
 from envgen.resolve.git_sources import resolve_sources
 from envgen.resolve.pip_stage import PypiLock, lock_pypi, still_offered
-from envgen.resolve.preferences import NO_UPGRADE, Upgrade, kept
+from envgen.resolve.preferences import kept
+from envgen.resolve.upgrade import NO_UPGRADE, Upgrade
 
 log = logging.getLogger(__name__)
 

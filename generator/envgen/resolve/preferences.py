@@ -7,46 +7,16 @@ version while the inputs still allow it, so a re-lock moves only what its inputs
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TypeVar
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envgen.inputs.matrix_sections import PROJECT_NAME
 from envgen.model import CondaEntry, PipEntry
+from envgen.resolve.upgrade import Upgrade, package_key
 
 _E = TypeVar("_E", PipEntry, CondaEntry)
-
-
-def package_key(name: str) -> str:
-    """One spelling per package across pip (PEP 503) and conda (lower case) names."""
-    return str(canonicalize_name(name))
-
-
-@dataclass(frozen=True)
-class Upgrade:
-    """What a re-lock may move beyond what its inputs require: everything, or the named packages."""
-
-    everything: bool = False
-    packages: frozenset[str] = field(default_factory=frozenset)
-
-    @classmethod
-    def of(cls, everything: bool = False, packages: Iterable[str] = ()) -> Upgrade:
-        return cls(everything, frozenset(package_key(p) for p in packages))
-
-    def covers(self, name: str) -> bool:
-        """Whether `name` is free to move to its newest allowed version."""
-        return self.everything or package_key(name) in self.packages
-
-    def describe(self, name: str) -> str:
-        """The flag that let `name` move."""
-        return "--upgrade" if self.everything else f"--upgrade-package {package_key(name)}"
-
-
-# A re-lock that keeps every previous version its inputs allow.
-NO_UPGRADE = Upgrade()
 
 
 def kept(entries: Sequence[_E], upgrade: Upgrade) -> tuple[_E, ...]:

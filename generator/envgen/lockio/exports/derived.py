@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from envgen.errors import InputError
-from envgen.lockio.exports.nix import expected_nix, nix_name, parse_nix, render_nix
-from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, pylock_name, render_pylock
-from envgen.lockio.exports.requirements_txt import (
-    expected_requirements,
-    parse_requirements,
-    render_requirements,
-    requirements_name,
-)
+from envgen.lockio.exports.names import nix_name, pylock_name, recorded_hash, requirements_name
+from envgen.lockio.exports.nix import expected_nix, parse_nix, render_nix
+from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
+from envgen.lockio.exports.requirements_txt import expected_requirements, parse_requirements, render_requirements
 from envgen.model import Lock, Matrix
 
 
@@ -54,38 +49,10 @@ def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
     return files
 
 
-_INPUT_HASH = re.compile(r"envgen-input-hash: ([0-9a-f]+)|input-hash = \"([0-9a-f]+)\"")
-
-
-def _recorded_hash(text: str) -> str | None:
-    match = _INPUT_HASH.search(text)
-    return (match.group(1) or match.group(2)) if match else None
-
-
 def _differences(found: Sequence[object], wanted: Sequence[object]) -> list[str]:
     extra = [f"not in the lock: {item}" for item in found if item not in wanted]
     missing = [f"missing: {item}" for item in wanted if item not in found]
     return extra + missing
-
-
-def derived_names(env: str, platforms: Sequence[str]) -> list[str]:
-    """The names in locks/ of the files derived from the lock of `env` for `platforms`."""
-    names = [name for p in platforms for name in (requirements_name(env, p), pylock_name(env, p))]
-    return [*names, nix_name(env)]
-
-
-def derived_present(locks_dir: Path, env: str, platforms: Sequence[str], input_hash: str) -> bool:
-    """Whether every derived file exists and names `input_hash` (a cheap test, for the no-op lock: it reads
-    headers, renders nothing; `derived_problems` compares the whole text)."""
-    for name in derived_names(env, platforms):
-        try:
-            with (locks_dir / name).open(encoding="utf-8") as handle:
-                head = handle.read(1024)
-        except (OSError, UnicodeDecodeError):
-            return False
-        if _recorded_hash(head) != input_hash:
-            return False
-    return True
 
 
 def derived_problem(locks_dir: Path, file: Derived, lock: Lock) -> str | None:
@@ -100,7 +67,7 @@ def derived_problem(locks_dir: Path, file: Derived, lock: Lock) -> str | None:
         return f"cannot read locks/{file.name}: {exc}"
     if text == file.text:
         return None
-    recorded = _recorded_hash(text)
+    recorded = recorded_hash(text)
     if recorded != lock.input_hash:
         return f"locks/{file.name} belongs to another lock (input hash {(recorded or 'none')[:12]})"
     try:

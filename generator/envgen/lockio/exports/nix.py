@@ -148,10 +148,6 @@ def lock_value(lock: Lock) -> dict[str, Value]:
     }
 
 
-def nix_name(env: str) -> str:
-    return f"{env}.nix"
-
-
 def render_nix(lock: Lock) -> str:
     """locks/<env>.nix: the Lock as Nix data, every artifact and source as fetcher arguments."""
     lines = header(lock, f"The lock of env {lock.env} as a Nix expression; it needs no nixpkgs to evaluate.")

@@ -15,14 +15,11 @@ from packaging.utils import canonicalize_name
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting
 from envgen.lockio.exports.common import bare_url, entry_index, header
+from envgen.lockio.exports.names import pylock_name
 from envgen.model import Lock, PipEntry
 from envgen.platforms import PLATFORMS
 
 LOCK_VERSION = "1.0"
-
-
-def pylock_name(env: str, platform: str) -> str:
-    return f"pylock.{env}-{platform}.toml"
 
 
 def environment_marker(platform: str) -> str:

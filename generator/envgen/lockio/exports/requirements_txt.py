@@ -19,12 +19,9 @@ from envgen.lockio.exports.common import (
     trusted_hosts,
     written_url,
 )
+from envgen.lockio.exports.names import requirements_name
 from envgen.model import Lock, Matrix, PipEntry
 from envgen.redact import strip_credentials
-
-
-def requirements_name(env: str, platform: str) -> str:
-    return f"{env}.{platform}.requirements.txt"
 
 
 def _is_direct(lock: Lock, entry: PipEntry) -> bool:

@@ -1,0 +1,48 @@
+"""The names in locks/ of the files `envgen lock` derives from a lock, and the input hash each file's header
+records: all the no-op lock reads of them, without the exporters (tomlkit, packaging) it never needs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+_INPUT_HASH = re.compile(r"envgen-input-hash: ([0-9a-f]+)|input-hash = \"([0-9a-f]+)\"")
+
+
+def requirements_name(env: str, platform: str) -> str:
+    return f"{env}.{platform}.requirements.txt"
+
+
+def pylock_name(env: str, platform: str) -> str:
+    return f"pylock.{env}-{platform}.toml"
+
+
+def nix_name(env: str) -> str:
+    return f"{env}.nix"
+
+
+def derived_names(env: str, platforms: Sequence[str]) -> list[str]:
+    """The names in locks/ of the files derived from the lock of `env` for `platforms`."""
+    names = [name for p in platforms for name in (requirements_name(env, p), pylock_name(env, p))]
+    return [*names, nix_name(env)]
+
+
+def recorded_hash(text: str) -> str | None:
+    """The input hash a derived file's text records (its header comment, or pylock's tool.envgen table)."""
+    match = _INPUT_HASH.search(text)
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def derived_present(locks_dir: Path, env: str, platforms: Sequence[str], input_hash: str) -> bool:
+    """Whether every derived file exists and names `input_hash` (a cheap test, for the no-op lock: it reads
+    headers, renders nothing; `derived.derived_problems` compares the whole text)."""
+    for name in derived_names(env, platforms):
+        try:
+            with (locks_dir / name).open(encoding="utf-8") as handle:
+                head = handle.read(1024)
+        except (OSError, UnicodeDecodeError):
+            return False
+        if recorded_hash(head) != input_hash:
+            return False
+    return True
