@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -17,15 +18,19 @@ from pathlib import Path
 
 import pytest
 from envgen.commits import SHORT_SHA
+from envgen.errors import InputError, ResolutionError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.project import Example
+from envgen.example.srcprojects import backend_project
 from envgen.lockio.store import read_lock
-from envgen.model import Lock, Submodule
+from envgen.model import FILES, Lock, Source, Submodule
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
+from envgen.resolve.git_sources import resolve_sources
 
-from tests.support.example import restored_example, run_envgen
-from tests.support.submodules import NestedSubmodules, nested_submodules
+from tests.support.builders import make_matrix
+from tests.support.example import empty_git_config, restored_example, run_envgen
+from tests.support.submodules import NestedSubmodules, locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv
 
 ENV = "subs"
@@ -137,9 +142,14 @@ def test_the_lock_records_each_gitlink_and_the_recipe_checks_out_exactly_those(
     assert report["drifted"] == [] and [d["name"] for d in report["drift"]] == ["parentpkg"]
 
 
-def test_a_parent_bump_that_moves_a_gitlink_shows_in_diff(subs: Subs, tmp_path: Path) -> None:
+def test_a_parent_bump_that_moves_a_gitlink_shows_in_diff_and_moves_the_checkout(
+    subs: Subs, tmp_path: Path, pip_site_packages: Path
+) -> None:
     repos = subs.repos
     subs.lock()
+    prefix = fresh_venv(tmp_path / "env", pip_site_packages)
+    first = subs.recipe(prefix)
+    assert first.returncode == 0, first.stderr
     old = tmp_path / "old"
     old.mkdir()
     for name in (f"{ENV}.yml", f"{ENV}.sources.toml"):
@@ -163,6 +173,12 @@ def test_a_parent_bump_that_moves_a_gitlink_shows_in_diff(subs: Subs, tmp_path: 
     link = f"https://github.com/envgen-demo/child/compare/{repos.child_locked}...{moved}"
     assert f"submodule csrc/kernels: {short} {link}" in out
     assert "third_party/grand" not in out
+    # the same prefix again: the parent moves, and its submodule with it
+    again = subs.recipe(prefix)
+    assert again.returncode == 0, again.stderr
+    assert GitRepo(prefix / "src" / "parentpkg" / "csrc" / "kernels").rev() == moved
+    assert (prefix / "src" / "parentpkg" / "csrc" / "kernels" / "kernel.txt").read_text() == "moved\n"
+
     code, out, _ = run_envgen(subs.example, "diff", str(old / f"{ENV}.yml"), new, "--json")
     (diff,) = json.loads(out)["results"]
     (source,) = diff["sources"]
@@ -201,3 +217,47 @@ def test_a_tampered_submodule_commit_is_caught(subs: Subs, tmp_path: Path, pip_s
     code, _, err = run_envgen(subs.example, "status", ENV)
     assert code == 2
     assert f"{ENV}.sources.toml" in err and "sources[0].submodules[0].commit" in err and "Traceback" not in err
+
+
+@pytest.fixture
+def bare_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No served example: an empty git configuration and a cache of the test's own."""
+    empty_git_config(tmp_path, monkeypatch)
+    return tmp_path / "cache"
+
+
+def test_a_source_that_opts_out_or_has_no_gitmodules_records_none(tmp_path: Path, bare_git: Path) -> None:
+    repos = nested_submodules(tmp_path / "up")
+    assert locked_parent(repos, bare_git).submodules == repos.recorded
+    opted_out = locked_parent(repos, bare_git, submodules=False, submodules_reason="built without its kernels")
+    assert opted_out.submodules == ()
+    # a gitlink without .gitmodules (a stray one, as some repositories carry) is not a submodule to check out
+    plain = backend_project(tmp_path / "plain", "plainpkg")
+    plain.git("update-index", "--add", "--cacheinfo", f"160000,{repos.child_locked},vendor/stray")
+    plain.commit({}, "a stray gitlink")
+    source = Source("plainpkg", plain.url, "main", "plainpkg", dependencies=FILES)
+    (locked,) = resolve_sources(make_matrix("t", sources=(source,)), cache=bare_git)
+    assert locked.submodules == ()
+
+
+def test_gitmodules_without_a_url_or_with_a_hostile_one_is_refused(tmp_path: Path, bare_git: Path) -> None:
+    repos = nested_submodules(tmp_path / "up")
+    repos.parent.git("update-index", "--add", "--cacheinfo", f"160000,{repos.child_locked},csrc/extra")
+    repos.parent.commit({}, "a gitlink .gitmodules does not name")
+    with pytest.raises(InputError, match=r"source parentpkg: \.gitmodules at [0-9a-f]{40} names no URL .*csrc/extra"):
+        locked_parent(repos, bare_git)
+
+    for url, problem in (("-oProxyCommand=touch%20/tmp/x", "starts with '-'"), ("ext::sh", "neither a URL")):
+        hostile = nested_submodules(tmp_path / f"hostile{len(url)}")
+        hostile.parent.submodule("csrc/evil", url, hostile.child_locked, "a hostile submodule")
+        with pytest.raises(InputError, match=rf"submodule 'csrc/evil' \({re.escape(url)}\): .*{problem}") as err:
+            locked_parent(hostile, bare_git)
+        assert "submodules = false" in (err.value.hint or "")
+
+
+def test_an_unreachable_submodule_fails_the_lock_naming_its_url(tmp_path: Path, bare_git: Path) -> None:
+    repos = nested_submodules(tmp_path / "up")
+    gone = tmp_path / "gone"
+    repos.parent.submodule("csrc/gone", gone.as_uri(), repos.child_locked, "a submodule whose upstream vanished")
+    with pytest.raises(ResolutionError, match=rf"source parentpkg submodule csrc/gone: .*{re.escape(gone.as_uri())}"):
+        locked_parent(repos, bare_git)
