@@ -15,6 +15,7 @@ from envgen.console import (
     Outcome,
     common_options,
     current_project,
+    download_display,
     env_names,
     epilog,
     guarded,
@@ -323,7 +324,8 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
 
     proj = current_project()
     proj.known_envs([env], locked=True)
-    summary = bundle_env(proj, env, output, platforms=platforms, cache=cache_dir())
+    display = download_display(settings())
+    summary = bundle_env(proj, env, output, platforms=platforms, cache=cache_dir(), display=display)
     result = {"env": env, "path": str(summary.path), "files": summary.files, "size": summary.size}
     outcome = Outcome(results=[result | {"downloaded": summary.downloaded, "seconds": round(summary.seconds, 1)}])
     outcome.note(summary.describe(env))

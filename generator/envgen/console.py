@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -73,6 +74,55 @@ class Settings:
         if os.environ.get("FORCE_COLOR"):
             return True
         return stream.isatty()
+
+
+class TerminalDownloads:
+    """Downloads shown on a terminal: a rich progress bar on stderr of the files verified and the bytes
+    received so far (chunks arrive from the download threads; rich's Progress is thread-safe)."""
+
+    def __init__(self, colored: bool) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(file=sys.stderr, no_color=not colored, highlight=False)
+        self.progress = Progress(
+            TextColumn("downloading"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("files  {task.fields[size]}"),
+            TimeElapsedColumn(),
+            console=console,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self.task = self.progress.add_task("downloading", total=None, size="0 bytes", start=False)
+        self.bytes, self.lock = 0, threading.Lock()
+
+    def started(self, files: int) -> None:
+        self.progress.update(self.task, total=files)
+        self.progress.start_task(self.task)
+        self.progress.start()
+
+    def received(self, size: int) -> None:
+        from rich.filesize import decimal
+
+        with self.lock:
+            self.bytes += size
+            self.progress.update(self.task, size=decimal(self.bytes))
+
+    def finished(self, wanted: object, size: int) -> None:
+        self.progress.advance(self.task)
+
+    def stopped(self) -> None:
+        self.progress.stop()
+
+
+def download_display(flags: Settings) -> TerminalDownloads | None:
+    """How `envgen bundle` shows its downloads: a progress bar on a terminal (colour as --color says); elsewhere,
+    or with -q, None: plain log lines (dropped by -q)."""
+    if flags.quiet or not sys.stderr.isatty():
+        return None
+    return TerminalDownloads(flags.colored(sys.stderr))
 
 
 def settings() -> Settings:

@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from envgen.bundle import archive
+from envgen.bundle.downloads import LogDisplay
 from envgen.bundle.manifest import MANIFEST, Wanted, parse_manifest
 from envgen.cli import cli
 from envgen.commands.bundle import bundle_env
@@ -339,11 +341,12 @@ def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))
     real_fetch = bundle_command.fetch_all
 
-    def fetch_then_interrupt(*args: Any, **kwargs: Any) -> Any:
-        def interrupting(item: Wanted, size: int) -> None:
+    class Interrupting(LogDisplay):
+        def finished(self, wanted: Wanted, size: int) -> None:
             raise KeyboardInterrupt  # as Ctrl-C would, once the first artifact is in
 
-        return real_fetch(*args, **{**kwargs, "progress": interrupting})
+    def fetch_then_interrupt(*args: Any, **kwargs: Any) -> Any:
+        return real_fetch(*args, **{**kwargs, "display": Interrupting()})
 
     with served_example(tmp_path_factory, tmp_path / "example") as example:
         monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(example.gitconfig))
@@ -491,3 +494,47 @@ def test_the_recipe_refuses_a_bundle_of_another_lock(offline: Bundled, tmp_path:
         sources.write_text(saved)
     assert proc.returncode != 0
     assert f"made for the lock with input hash {lock.input_hash}" in proc.stderr and moved in proc.stderr, proc.stderr
+
+
+def _run_on_a_terminal(cmd: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """`cmd` with its stderr on a pseudo-terminal (as in an interactive shell); what it wrote there."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal's other side closed: the process is done writing
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    # Colour and cursor control are the terminal's; the text between them is what the assertions read.
+    return proc.wait(timeout=300), re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
+
+
+def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    with served_example(tmp_path_factory, tmp_path / "example") as example:
+        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+        env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cache")
+        assert invoke("lock", ENV, "-q", "--root", str(example.root), env=env)[0] == 0
+        bundle = [sys.executable, "-m", "envgen", "bundle", ENV, "--platform", HOST, "--root", str(example.root)]
+        code, shown = _run_on_a_terminal([*bundle, "-o", str(tmp_path / "a.tar")], env)
+        assert code == 0, shown
+        lock = read_lock(Project(example.root), ENV)
+        assert lock is not None
+        files = len({e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))})
+        # The bar, redrawn as files arrive, ends at all of them with the bytes received; then the summary.
+        assert f"{files}/{files} files" in shown and " kB" in shown, shown
+        assert "downloaded 1/" not in shown
+        assert re.search(r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ kB\) \(\d+ downloaded", shown), shown
+        env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cold-again")
+        plain = subprocess.run([*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr
+    assert f"downloaded {files}/{files}" in plain.stderr and "\x1b[" not in plain.stderr, plain.stderr

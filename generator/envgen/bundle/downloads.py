@@ -6,9 +6,10 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
 import requests
 
@@ -23,7 +24,39 @@ log = logging.getLogger(__name__)
 DOWNLOAD_JOBS = 4
 _CHUNK = 1 << 20
 
-Progress = Callable[[Wanted, int], None]
+
+class Display(Protocol):
+    """What shows a download run: its start (the files to download), every chunk received (called from the
+    worker threads), every file verified and kept, and its end (also when it fails or is interrupted)."""
+
+    def started(self, files: int) -> None: ...
+
+    def received(self, size: int) -> None: ...
+
+    def finished(self, wanted: Wanted, size: int) -> None: ...
+
+    def stopped(self) -> None: ...
+
+
+class LogDisplay:
+    """Plain lines through the log, one per file (the display when stderr is no terminal)."""
+
+    def __init__(self) -> None:
+        self.total = self.done = self.size = 0
+
+    def started(self, files: int) -> None:
+        self.total = files
+
+    def received(self, size: int) -> None:
+        return
+
+    def finished(self, wanted: Wanted, size: int) -> None:
+        self.done += 1
+        self.size += size
+        log.info("downloaded %d/%d  %s  (%d bytes so far)", self.done, self.total, wanted.path, self.size)
+
+    def stopped(self) -> None:
+        return
 
 
 def cached_path(cache: Path, sha256: str) -> Path:
@@ -35,7 +68,7 @@ class _Stopped(Exception):
     """Another download failed or the run was interrupted: this one gives up at its next chunk."""
 
 
-def _download(client: IndexClient, wanted: Wanted, target: Path, stop: threading.Event) -> int:
+def _download(client: IndexClient, wanted: Wanted, target: Path, stop: threading.Event, display: Display) -> int:
     """Stream `wanted` into a part file next to `target`, hashing as it comes; renamed only when it matches."""
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(f"{target.name}.part-{os.getpid()}")
@@ -50,6 +83,7 @@ def _download(client: IndexClient, wanted: Wanted, target: Path, stop: threading
                     digest.update(chunk)
                     size += len(chunk)
                     out.write(chunk)
+                    display.received(len(chunk))
     except requests.RequestException as exc:
         part.unlink(missing_ok=True)
         raise ResolutionError(
@@ -70,7 +104,7 @@ def _download(client: IndexClient, wanted: Wanted, target: Path, stop: threading
 
 
 def fetch_all(
-    client: IndexClient, wanted: Sequence[Wanted], cache: Path, *, progress: Progress | None = None
+    client: IndexClient, wanted: Sequence[Wanted], cache: Path, *, display: Display | None = None
 ) -> tuple[dict[str, Path], int]:
     """Every artifact in the cache (path by sha256) and how many were downloaded (a warm cache: none)."""
     paths = {w.sha256: cached_path(cache, w.sha256) for w in wanted}
@@ -78,18 +112,21 @@ def fetch_all(
     if not missing:
         return paths, 0
     log.info("downloading %d of %d artifacts (%d at a time)", len(missing), len(wanted), DOWNLOAD_JOBS)
+    shown = display or LogDisplay()
     stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=DOWNLOAD_JOBS) as pool:
-        futures = [(w, pool.submit(_download, client, w, paths[w.sha256], stop)) for w in missing]
-        try:
-            for w, future in futures:
-                size = future.result()
-                if progress is not None:
-                    progress(w, size)
-        except BaseException:
-            # Leaving the pool waits for its threads: make the running ones stop (removing their part files).
-            stop.set()
-            for _, future in futures:
-                future.cancel()
-            raise
+    shown.started(len(missing))
+    try:
+        with ThreadPoolExecutor(max_workers=DOWNLOAD_JOBS) as pool:
+            futures = [(w, pool.submit(_download, client, w, paths[w.sha256], stop, shown)) for w in missing]
+            try:
+                for w, future in futures:
+                    shown.finished(w, future.result())
+            except BaseException:
+                # Leaving the pool waits for its threads: make the running ones stop (removing their part files).
+                stop.set()
+                for _, future in futures:
+                    future.cancel()
+                raise
+    finally:
+        shown.stopped()
     return paths, len(missing)

@@ -9,14 +9,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.filesize import decimal
+
 from envgen import __version__
 from envgen.bundle.archive import file_sha256, write_archive
-from envgen.bundle.downloads import fetch_all
+from envgen.bundle.downloads import Display, fetch_all
 from envgen.bundle.gitpacks import pack_source
 from envgen.bundle.manifest import (
     Manifest,
     Member,
-    Wanted,
     find_links_requirements,
     render_manifest,
     requirements_path,
@@ -43,7 +44,7 @@ class BundleSummary:
 
     def describe(self, env: str) -> str:
         return (
-            f"{env}: {self.path}: {self.files} files, {self.size} bytes "
+            f"{env}: {self.path}: {self.files} files, {self.size} bytes ({decimal(self.size)}) "
             f"({self.downloaded} downloaded, the rest from the cache) in {self.seconds:.1f}s"
         )
 
@@ -58,26 +59,24 @@ def _platforms(lock: Lock, chosen: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(chosen)) or lock.platforms
 
 
-def _downloaded(lock: Lock, wanted: Sequence[Wanted], cache: Path) -> tuple[dict[str, Path], int]:
-    total = len(wanted)
-    done = [0, 0]
+def bundle_env(
+    project: Project,
+    env: str,
+    out: Path,
+    *,
+    platforms: Sequence[str],
+    cache: Path,
+    display: Display | None = None,
+) -> BundleSummary:
+    """Write the bundle of `env` for `platforms` (default: all of the lock's) to `out`, all or nothing.
 
-    def progress(item: Wanted, size: int) -> None:
-        done[0] += 1
-        done[1] += size
-        log.info("downloaded %d/%d  %s  (%d bytes so far)", done[0], total, item.path, done[1])
-
-    with IndexClient([access_index(i, os.environ) for i in lock.indexes]) as client:
-        return fetch_all(client, wanted, cache, progress=progress)
-
-
-def bundle_env(project: Project, env: str, out: Path, *, platforms: Sequence[str], cache: Path) -> BundleSummary:
-    """Write the bundle of `env` for `platforms` (default: all of the lock's) to `out`, all or nothing."""
+    `display` shows the downloads (default: a log line per file)."""
     started = time.monotonic()
     lock = require_lock(project, env)
     chosen = _platforms(lock, platforms)
     wanted = wanted_artifacts(lock, chosen)
-    paths, downloaded = _downloaded(lock, wanted, cache)
+    with IndexClient([access_index(i, os.environ) for i in lock.indexes]) as client:
+        paths, downloaded = fetch_all(client, wanted, cache, display=display)
     files = [(w.path, paths[w.sha256], w.sha256) for w in wanted]
     members = [Member(w.path, w.sha256, paths[w.sha256].stat().st_size, w.url) for w in wanted]
     lock_files = (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))
