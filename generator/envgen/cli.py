@@ -73,6 +73,11 @@ def init_command(directory: Path) -> Outcome:
 @click.option("--update-all", is_flag=True, help="Move every source to its ref's current commit.")
 @click.option("--force", is_flag=True, help="Re-lock even when the inputs did not change.")
 @click.option("--offline", is_flag=True, help="Resolve pip packages from the cache only.")
+@click.option(
+    "--no-preflight",
+    is_flag=True,
+    help="Skip asking every git remote, channel and index first (all unreachable ones reported at once, exit 3).",
+)
 @common_options
 @reporting("lock")
 def lock_command(
@@ -83,6 +88,7 @@ def lock_command(
     update_all: bool,
     force: bool,
     offline: bool,
+    no_preflight: bool,
 ) -> Outcome:
     """Lock ENV... (default: every env in env-templates/) into locks/<env>.{yml,sources.toml,install.sh}.
 
@@ -102,6 +108,7 @@ def lock_command(
         force=force,
         offline=offline,
         upgrade=Upgrade.of(upgrade, upgrade_packages),
+        preflight=not no_preflight,
     )
     summaries = [summarize(r) for r in results]
     outcome = Outcome(results=summaries)

@@ -19,9 +19,11 @@ from envgen.cli import cli
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.gitrepos import GitRepo, python_project
 from envgen.example.http import serve_directory
+from envgen.resolve.preflight import host_of
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = "a3"
+INDEXES = ("pypi", "pytorch-cpu", "triton-ascend")
 # The a3 sources as the guide names them, with the refs the matrix asks for.
 SOURCES = {
     "https://github.com/vllm-project/vllm.git": ("vllm", {"requirements/common.txt": "xgrammar==0.1.33\n"}),
@@ -48,7 +50,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for env in ("a2", ENV):  # a2 extends a3
         shutil.copy(REPO / "env-templates" / f"{env}.toml", root / "env-templates")
     shutil.copytree(REPO / "channels", root / "channels")
-    for name in ("pypi", "pytorch-cpu", "triton-ascend"):
+    for name in INDEXES:
         channel(root, name, closed_url("/simple"))
     channel(root, "conda-forge", closed_url("/conda-forge"))
     gitconfig = tmp_path / "gitconfig"
@@ -81,10 +83,50 @@ def mirror_sources(tmp_path: Path) -> None:
     (tmp_path / "gitconfig").write_text("\n".join(lines) + "\n")
 
 
-def lock(root: Path, *envs: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, ["lock", *(envs or (ENV,)), "--root", str(root)])
+def lock(root: Path, *envs: str, preflight: bool = False) -> tuple[int, str]:
+    """`envgen lock`; without the preflight unless asked, so each stage meets its unreachable host itself."""
+    args = ["lock", *(envs or (ENV,)), "--root", str(root), *(() if preflight else ("--no-preflight",))]
+    result = CliRunner().invoke(cli, args)
     assert "Traceback" not in result.stderr
     return result.exit_code, result.stderr
+
+
+def url_of(root: Path, name: str) -> str:
+    return (root / "channels" / f"{name}.toml").read_text().split('url = "')[1].split('"')[0]
+
+
+def test_preflight_names_every_unreachable_host_at_once(project: Path) -> None:
+    """One run names every host, one line each, before any work (without it: one host per run, stage by stage)."""
+    code, err = lock(project, "a2", ENV, preflight=True)
+    assert code == 3, err
+    assert "error: 6 hosts that the lock needs did not answer; nothing was locked:" in err
+    listed = [line for line in err.splitlines() if line.startswith("  ") and not line.startswith("  hint:")]
+    assert len(listed) == 6, err
+    expected = {
+        "github.com": "git remote https://github.com/vllm-project/vllm.git (a2 source vllm, a3 source vllm) and 3 more",
+        "gitcode.com": "git remote https://gitcode.com/Ascend/MindSpeed.git (a2 source mindspeed, a3 source mindspeed)",
+        host_of(url_of(project, "conda-forge")): f"conda channel {url_of(project, 'conda-forge')} (a2, a3)",
+        **{host_of(url_of(project, n)): f"pip index {url_of(project, n)} (a2, a3)" for n in INDEXES},
+    }
+    for host, what in expected.items():
+        (line,) = [line for line in listed if line.startswith(f"  {host}: ")]
+        assert line.startswith(f"  {host}: {what}: "), line
+        assert line.endswith(("[Errno 111] Connection refused", "Couldn't connect to server")), line
+    assert "`envgen lock --no-preflight` skips this check" in err
+    assert not (project.parent / "cache" / "git").exists()  # nothing was fetched
+
+
+def test_preflight_passes_once_the_hosts_answer(project: Path, tmp_path: Path) -> None:
+    """The git remotes reached through insteadOf (a mirror), the conda channel served: only the indexes are left."""
+    mirror_sources(tmp_path)
+    write_channel(tmp_path / "conda", demo_packages("3.12.4"))
+    with serve_directory(tmp_path / "conda") as conda_url:
+        channel(project, "conda-forge", conda_url)
+        code, err = lock(project, preflight=True)
+    assert code == 3, err
+    assert "error: 3 hosts that the lock needs did not answer" in err
+    listed = [line for line in err.splitlines() if line.startswith("  ") and not line.startswith("  hint:")]
+    assert [line.split(": ")[1].split(" ")[:2] for line in listed] == [["pip", "index"]] * 3, err
 
 
 def test_unreachable_git_host_names_the_first_source_url(project: Path) -> None:

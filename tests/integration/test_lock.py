@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -236,6 +237,41 @@ def test_a_forced_re_lock_writes_the_same_bytes(example: Example) -> None:
     before = lock_files(example)
     assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
     assert lock_files(example) == before
+
+
+def test_the_preflight_asks_only_for_envs_to_re_lock(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A fresh lock asks nothing; a re-lock asks first every host it will need: a git remote only when it moves
+    a source or lacks a commit (the commits kept are in the cache)."""
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    before = lock_files(example)
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    # The git remotes' mirror goes away; the matrix, and so the input hash, stays the same.
+    (tmp_path / "gitconfig").write_text(f'[url "{down}"]\n\tinsteadOf = https://github.com/\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    assert envgen(example, "lock", ENV) == (0, "", f"{ENV}: up to date (input hash {read_hash(example)[:12]})\n")
+    assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0  # every kept commit is in the cache
+    assert lock_files(example) == before
+    code, _, err = envgen(example, "lock", ENV, "--update-all")
+    assert code == 3, err
+    first = "https://github.com/envgen-demo/rollout.git (demo source rollout) and 2 more"
+    assert (
+        f"error: 1 host that the lock needs did not answer; nothing was locked:\n  github.com: git remote {first}"
+        in err
+    )
+    assert lock_files(example) == before
+    code, _, err = envgen(example, "lock", ENV, "--update-all", "--no-preflight")
+    assert code == 3 and "cannot reach git remote https://github.com/envgen-demo/" in err, err
+    assert lock_files(example) == before
+
+
+def read_hash(example: Example) -> str:
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    return lock.input_hash
 
 
 def test_lock_without_arguments_locks_every_env(example: Example) -> None:

@@ -113,16 +113,21 @@ def lock_envs(
     force: bool = False,
     offline: bool = False,
     upgrade: Upgrade = NO_UPGRADE,
+    preflight: bool = True,
 ) -> list[LockResult]:
     """Lock several envs concurrently (they share nothing but the caches); results in the given order.
 
     Every name in `update` must be a source of one of the envs (in its matrix or its recorded lock), and every
-    name `upgrade` lists a package or source of one of them: both are checked before any work.
+    name `upgrade` lists a package or source of one of them: both are checked before any work. With
+    `preflight`, every host the envs to re-lock need is asked first, and all that do not answer are reported
+    at once (NetworkError) before anything is resolved.
     """
     if update is not True and update:
         check_update_names(project, envs, update)
     if upgrade.packages:
         check_upgrade_names(project, envs, upgrade.packages)
+    if preflight:
+        ask_hosts(project, envs, update=update, upgrade=upgrade, force=force, offline=offline)
     pool = ThreadPoolExecutor(max_workers=max(1, min(4, len(envs))), initializer=interrupts.worker_thread)
     try:
         futures = [
@@ -142,6 +147,35 @@ def lock_envs(
     if failed:
         raise _first_failure(failed, several=len(envs) > 1)
     return results
+
+
+def ask_hosts(
+    project: Project,
+    envs: Sequence[str],
+    *,
+    update: Collection[str] | bool,
+    upgrade: Upgrade,
+    force: bool,
+    offline: bool,
+) -> None:
+    """The preflight: every host the envs to re-lock (all of them when forced, updating or upgrading, else the
+    stale ones) will ask, asked first; all that do not answer are reported at once (NetworkError). A fresh env
+    asks nothing."""
+    relocking = bool(force or update or upgrade != NO_UPGRADE)
+    stale = [m for m in (load_env(project, env) for env in envs) if relocking or fresh_hash(project, m) is None]
+    if not stale:
+        return
+    # Imported here, as in lock_env: only when something may move.
+    from envgen.resolve.pipeline import read_previous, sources_to_update
+    from envgen.resolve.preflight import Relock, preflight
+
+    relocks = []
+    for matrix in stale:
+        moving = sources_to_update(matrix, update, upgrade)  # as the re-lock will read them
+        previous = read_previous(project, matrix.name, afresh=moving is True)
+        kept = {} if previous is None else {s.source.name: s for s in previous.sources}
+        relocks.append(Relock(matrix, kept, moving))
+    preflight(relocks, cache=cache_dir(), offline=offline)
 
 
 def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> EnvgenError:

@@ -7,7 +7,7 @@ import logging
 import re
 import tarfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,13 +115,25 @@ class CachedRepo:
             )
 
 
+def repo_path(cache: Path, url: str) -> Path:
+    """Where the cache keeps the repository of `url`: `<cache>/git/<path slug>-<hash of the URL>.git`."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(url).path.strip("/"))[-60:].strip("-.") or "repo"
+    return cache / "git" / f"{slug}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.git"
+
+
+def has_commits(cache: Path, url: str, shas: Sequence[str]) -> bool:
+    """Whether the cache already holds every commit of `shas` from `url` (then a lock need not ask the remote)."""
+    path = repo_path(cache, url)
+    if not (path / "HEAD").exists():
+        return False
+    return all(CachedRepo(path, url, "").has_commit(sha) for sha in shas)
+
+
 @contextmanager
 def cached_repo(cache: Path, url: str, source: str) -> Iterator[CachedRepo]:
     """The cache repository of `url`, created on first use and held exclusively (sources may share a URL)."""
-    root = cache / "git"
-    root.mkdir(parents=True, exist_ok=True)
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(url).path.strip("/"))[-60:].strip("-.") or "repo"
-    path = root / f"{slug}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.git"
+    path = repo_path(cache, url)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{path}.lock"):
         remove_stale_git_locks(path, before=time.time())
         repo = CachedRepo(path, url, source)

@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-def _is_kept(source: Source, previous: Mapping[str, LockedSource], update: Collection[str] | bool) -> str | None:
+def kept_commit(source: Source, previous: Mapping[str, LockedSource], update: Collection[str] | bool) -> str | None:
     """The recorded commit to keep, if the source is unchanged and not asked to update."""
     if update is True:
         return None
@@ -126,7 +126,7 @@ def resolve_sources(
     settings = BuildSettings(tuple(access_index(i, environ) for i in matrix.indexes), cache, environ)
 
     def pin(source: Source) -> tuple[LockedSource, tuple[Source, ...]]:
-        kept = _is_kept(source, previous, update)
+        kept = kept_commit(source, previous, update)
         return _pin(source, cache=cache, kept=kept, matrix_names=matrix_names, settings=settings)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="envgen-git") as pool:

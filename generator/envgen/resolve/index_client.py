@@ -68,15 +68,23 @@ class IndexClient:
         """The indexes' credentials, to mask in messages."""
         return tuple(s for i in self.indexes for s in i.secrets)
 
-    def get(self, url: str, headers: Mapping[str, str] | None = None, *, stream: bool = False) -> requests.Response:
+    def get(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        stream: bool = False,
+        timeout: float = HTTP_TIMEOUT,
+    ) -> requests.Response:
         """GET `url` with the credentials of the index on its host; a trusted host's certificate is not verified.
 
-        `stream` leaves the body unread, for artifacts too large to hold in memory."""
+        `stream` leaves the body unread, for artifacts too large to hold in memory; `timeout` (seconds) bounds
+        the connection and each wait for data."""
         index = next((i for i in self.indexes if _same_host(i.url, url)), None)
         auth = (index.username or "", index.password or "") if index and index.secrets else None
         verify = not any(_trusts(i, url) for i in self.indexes)
         return self.session.get(
-            url, headers=dict(headers or {}), auth=auth, timeout=HTTP_TIMEOUT, verify=verify, stream=stream
+            url, headers=dict(headers or {}), auth=auth, timeout=timeout, verify=verify, stream=stream
         )
 
 

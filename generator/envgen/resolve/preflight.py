@@ -1,0 +1,188 @@
+"""Before a lock does any work: is every host it needs reachable? Git remotes (`git ls-remote`), conda channels
+(their repodata) and pip indexes are asked in parallel, each briefly, and every unreachable host is reported at
+once, one line each, rather than one per run as each stage meets the next."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+
+from envgen import interrupts
+from envgen.commits import is_full_commit
+from envgen.errors import NetworkError, ToolError
+from envgen.inputs.channels import access_index, expand_url
+from envgen.model import Index, LockedSource, Matrix, Source
+from envgen.process import run
+from envgen.redact import redact_text, redact_url
+from envgen.resolve.git_cache import has_commits
+from envgen.resolve.git_remote import MIRROR_HINT, git_env
+from envgen.resolve.git_sources import kept_commit
+from envgen.resolve.index_client import IndexClient
+
+# Seconds one probe may take: a reachable host answers a single request in well under that.
+PROBE_TIMEOUT = 10.0
+# Probes run at once; each mostly waits on the network.
+PROBE_WORKERS = 16
+
+
+@dataclass(frozen=True)
+class Target:
+    """One URL a lock needs: a git remote, a conda channel or a pip index, and who needs it."""
+
+    kind: str  # "git remote", "conda channel", "pip index"
+    url: str  # as the matrix writes it (`${VAR}` unexpanded, credentials masked when shown)
+    needed_by: tuple[str, ...]  # "a5 source vllm", "a5", ...
+
+    @property
+    def host(self) -> str:
+        """The host as reached: a channel's or index's `${VAR}` expanded (git's insteadOf is git's own)."""
+        url = self.url if self.kind == "git remote" else expand_url(self.url, f"{self.kind} {self.url}", os.environ)
+        return host_of(url)
+
+
+def host_of(url: str) -> str:
+    """The host (and port) a URL reaches as written: `github.com`, `127.0.0.1:8080`; scp-like git URLs
+    (`git@host:path`) name their host; a local path is `local`."""
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https", "ssh", "git") and parts.hostname:
+        return parts.hostname + (f":{parts.port}" if parts.port else "")
+    scp = re.match(r"^(?:[^@/]+@)?([^:/]+):(?!//)", url)
+    return scp.group(1) if scp and not parts.scheme.startswith("file") else "local"
+
+
+@dataclass(frozen=True)
+class Relock:
+    """An env about to be re-locked: its matrix, the sources its lock on disk records (their commits are kept
+    unless updated) and the `update` asked for (source names, or True for all)."""
+
+    matrix: Matrix
+    previous: Mapping[str, LockedSource] = field(default_factory=dict)
+    update: Collection[str] | bool = ()
+
+
+def asks_remote(source: Source, relock: Relock, cache: Path) -> bool:
+    """Whether re-locking asks the source's remote: for its refs (a commit not kept, a ref not a full commit) or
+    for a commit or cherry-pick the git cache lacks."""
+    commit = kept_commit(source, relock.previous, relock.update)
+    if commit is None and is_full_commit(source.ref):
+        commit = source.ref.lower()
+    return commit is None or not has_commits(cache, source.url, (commit, *source.cherry_picks))
+
+
+def targets(relocks: Sequence[Relock], *, cache: Path, offline: bool = False) -> list[Target]:
+    """Every remote, channel and index the re-locks need (indexes not when `offline`: uv then reads its cache;
+    a remote only when asked, see `asks_remote`), each once, with the envs that need it. Git requirements found
+    inside a source's files are known only once it is read, so they are not among them."""
+    needs: dict[tuple[str, str], list[str]] = {}
+    for relock in relocks:
+        matrix = relock.matrix
+        for source in matrix.sources:
+            if asks_remote(source, relock, cache):
+                needs.setdefault(("git remote", source.url), []).append(f"{matrix.name} source {source.name}")
+        for channel in matrix.channels:
+            needs.setdefault(("conda channel", channel.url), []).append(matrix.name)
+        for index in () if offline else matrix.indexes:
+            needs.setdefault(("pip index", index.url), []).append(matrix.name)
+    return [Target(kind, url, tuple(dict.fromkeys(who))) for (kind, url), who in needs.items()]
+
+
+def _probe(target: Target, indexes: Sequence[Index], timeout: float) -> str | None:
+    """None when the target answered; else why not, in one line."""
+    interrupts.check()
+    if target.kind == "git remote":
+        return _probe_git(target.url, timeout)
+    if target.kind == "conda channel":
+        url = expand_url(target.url, f"conda channel {redact_url(target.url)}", os.environ)
+        with IndexClient(()) as plain:  # no index credentials: a channel's own are in its URL
+            return _probe_http(plain, url.rstrip("/") + "/noarch/repodata.json", timeout)
+    index = next(i for i in indexes if i.url == target.url)
+    access = access_index(index, os.environ)
+    with IndexClient([access]) as client:
+        return _probe_http(client, access.url, timeout)
+
+
+def _probe_git(url: str, timeout: float) -> str | None:
+    """`git ls-remote` of HEAD alone: the user's git config applies (insteadOf mirrors, credentials)."""
+    try:
+        proc = run(["git", "ls-remote", "--", url, "HEAD"], env=git_env(), timeout=timeout, check=False)
+    except ToolError:  # the timeout: git was still waiting for the host
+        return f"no answer within {timeout:g} s"
+    if proc.returncode == 0:
+        return None
+    lines = [line.strip() for line in redact_text(proc.stderr).splitlines() if line.strip()]
+    return lines[-1].removeprefix("fatal: ") if lines else f"git ls-remote exited with {proc.returncode}"
+
+
+def _probe_http(client: IndexClient, url: str, timeout: float) -> str | None:
+    """A GET whose body is never read: any answer but a server error or a refused login is a reachable host."""
+    try:
+        with client.get(url, stream=True, timeout=timeout) as response:
+            status = response.status_code
+    except requests.Timeout:
+        return f"no answer within {timeout:g} s"
+    except requests.RequestException as exc:
+        return _innermost(exc)
+    if status in (401, 403):
+        return f"HTTP {status}: the credentials were refused (channels/*.toml, or the variables its URL names)"
+    return f"HTTP {status} from the server" if status >= 500 else None
+
+
+def _innermost(exc: BaseException) -> str:
+    """The innermost cause of a requests error, on one line (`[Errno 111] Connection refused`)."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    text = redact_text(str(exc))
+    errno = re.findall(r"\[Errno -?\d+\] [^'\")]+", text)
+    if errno:
+        return errno[-1].strip()
+    return re.sub(r"^<[^>]*>:\s*", "", text).strip() or type(exc).__name__
+
+
+def unreachable_hosts(
+    relocks: Sequence[Relock], *, cache: Path, offline: bool = False, timeout: float = PROBE_TIMEOUT
+) -> list[tuple[str, list[Target], str]]:
+    """Every host with a target that did not answer: (host, its failed targets, the first one's reason)."""
+    found = targets(relocks, cache=cache, offline=offline)
+    if not found:
+        return []
+    indexes = [i for r in relocks for i in r.matrix.indexes]
+    pool = ThreadPoolExecutor(max_workers=min(PROBE_WORKERS, len(found)), initializer=interrupts.worker_thread)
+    try:
+        reasons = list(pool.map(lambda t: _probe(t, indexes, timeout), found))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    by_host: dict[str, tuple[list[Target], str]] = {}
+    for target, reason in zip(found, reasons, strict=True):
+        if reason is not None:
+            by_host.setdefault(target.host, ([], reason))[0].append(target)
+    return [(host, failed, reason) for host, (failed, reason) in by_host.items()]
+
+
+def preflight(relocks: Sequence[Relock], *, cache: Path, offline: bool = False, timeout: float = PROBE_TIMEOUT) -> None:
+    """NetworkError (exit 3) naming every unreachable host, one line each, when any host the re-locks need does
+    not answer; nothing has been resolved or written then."""
+    failed = unreachable_hosts(relocks, cache=cache, offline=offline, timeout=timeout)
+    if not failed:
+        return
+    lines = [_line(host, targets_, reason) for host, targets_, reason in failed]
+    count = f"{len(failed)} host{'s' if len(failed) > 1 else ''}"
+    raise NetworkError(
+        f"{count} that the lock needs did not answer; nothing was locked:\n" + "\n".join(lines),
+        hint=f"{MIRROR_HINT}; conda channels and pip indexes: their URLs in channels/*.toml; "
+        "`envgen lock --no-preflight` skips this check",
+    )
+
+
+def _line(host: str, failed: Iterable[Target], reason: str) -> str:
+    """`  github.com: git remote https://github.com/a/b.git (a5 source b) and 3 more: <reason>`."""
+    failed = list(failed)
+    first = failed[0]
+    more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+    return f"  {host}: {first.kind} {redact_url(first.url)} ({', '.join(first.needed_by)}){more}: {reason}"
