@@ -162,15 +162,16 @@ def ask_hosts(
     stale ones) will ask, asked first; all that do not answer are reported at once (NetworkError). A fresh env
     asks nothing."""
     relocking = bool(force or update or upgrade != NO_UPGRADE)
-    stale = [m for m in (load_env(project, env) for env in envs) if relocking or fresh_hash(project, m) is None]
+    stale = [env for env in envs if relocking or unchanged_hash(project, env) is None]
     if not stale:
         return
     # Imported here, as in lock_env: only when something may move.
+    from envgen.inputs.matrix import load_env
     from envgen.resolve.pipeline import read_previous, sources_to_update
     from envgen.resolve.preflight import Relock, preflight
 
     relocks = []
-    for matrix in stale:
+    for matrix in (load_env(project, env) for env in stale):
         moving = sources_to_update(matrix, update, upgrade)  # as the re-lock will read them
         previous = read_previous(project, matrix.name, afresh=moving is True)
         kept = {} if previous is None else {s.source.name: s for s in previous.sources}
