@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,19 @@ from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.lockio.exports.nix import render_nix
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
 from envgen.lockio.exports.requirements_txt import expected_requirements, parse_requirements, render_requirements
-from envgen.model import AppliedOverride, CondaEntry, Index, Lock, Override, Pending, PipEntry
+from envgen.lockio.exports.sbom import render_cyclonedx
+from envgen.model import (
+    AppliedOverride,
+    CondaEntry,
+    Index,
+    Lock,
+    LockedSource,
+    Override,
+    Pending,
+    PipEntry,
+    Source,
+    Submodule,
+)
 
 from tests.support.builders import make_lock
 
@@ -152,3 +165,19 @@ def test_nix_strings_escape_interpolation_and_quotes() -> None:
     hostile = lock(pending=(Pending("x", 'a "quote" ${builtins.abort "no"} \\ end'),))
     text = render_nix(hostile)
     assert r'note = "a \"quote\" \${builtins.abort \"no\"} \\ end";' in text
+
+
+def test_the_sbom_holds_each_submodule_as_a_component_of_its_source() -> None:
+    kernels = Submodule("csrc/kernels", "https://user:s3cret@github.com/org/kernels.git", "1" * 40)
+    grand = Submodule("csrc/kernels/third_party/grand", "https://github.com/org/grand.git", "2" * 40)
+    source = Source("vllm-ascend", "https://github.com/org/vllm-ascend.git", "main", "vllm_ascend")
+    plain = LockedSource(Source("verl", "https://github.com/org/verl.git", "main", "verl"), "4" * 40)
+    lock = make_lock("a5", sources=(LockedSource(source, "3" * 40, submodules=(kernels, grand)), plain))
+    text = render_cyclonedx(lock)
+    components = {c["bom-ref"]: c for c in json.loads(text)["components"]}
+    parts = components["source:vllm-ascend"]["components"]
+    assert [(p["name"], p["version"], p["purl"].split("?vcs_url=")[1]) for p in parts] == [
+        ("csrc/kernels", "1" * 40, f"git%2Bhttps://github.com/org/kernels.git%40{'1' * 40}"),
+        ("csrc/kernels/third_party/grand", "2" * 40, f"git%2Bhttps://github.com/org/grand.git%40{'2' * 40}"),
+    ]
+    assert "s3cret" not in text and "components" not in components["source:verl"]

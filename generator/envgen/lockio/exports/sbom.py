@@ -69,7 +69,6 @@ def _pip(entry: PipEntry) -> Component:
 
 def _source(locked: LockedSource) -> Component:
     source = locked.source
-    url = bare_url(source.url)
     properties = [
         Property(name=f"{NS}:source", value=source.name),
         Property(name=f"{NS}:ref", value=source.ref),
@@ -78,19 +77,41 @@ def _source(locked: LockedSource) -> Component:
     ]
     if locked.tree:
         properties.append(Property(name=f"{NS}:tree", value=locked.tree))
+    # A source's submodules are parts of it: each a component of its own, at its gitlink commit.
+    submodules = [
+        _git(
+            sub.path,
+            sub.url,
+            sub.commit,
+            f"source:{source.name}:{sub.path}",
+            [Property(name=f"{NS}:submodule", value=sub.path)],
+        )
+        for sub in locked.submodules
+    ]
+    return _git(
+        canonicalize_name(source.distribution),
+        source.url,
+        locked.commit,
+        f"source:{source.name}",
+        properties,
+        submodules,
+    )
+
+
+def _git(
+    name: str, url: str, commit: str, ref: str, properties: list[Property], components: Sequence[Component] = ()
+) -> Component:
+    """A git repository at `commit` as a component: its purl and SCM reference name the URL and the commit."""
+    url = bare_url(url)
     return Component(
         type=ComponentType.LIBRARY,
-        name=canonicalize_name(source.distribution),
-        version=locked.commit,
-        bom_ref=f"source:{source.name}",
-        purl=PackageURL(
-            type="generic",
-            name=canonicalize_name(source.distribution),
-            version=locked.commit,
-            qualifiers={"vcs_url": f"git+{url}@{locked.commit}"},
-        ),
-        external_references=[ExternalReference(type=ExternalReferenceType.SCM, url=XsUri(url), comment=locked.commit)],
+        name=name,
+        version=commit,
+        bom_ref=ref,
+        purl=PackageURL(type="generic", name=name, version=commit, qualifiers={"vcs_url": f"git+{url}@{commit}"}),
+        external_references=[ExternalReference(type=ExternalReferenceType.SCM, url=XsUri(url), comment=commit)],
         properties=properties,
+        components=components,
     )
 
 
