@@ -410,8 +410,8 @@ def demo_command(keep: bool) -> Outcome:
     """Run the whole flow offline on the bundled example (shipped in the package), served on 127.0.0.1.
 
     lock, check in a throwaway venv, a version bump, lock again, the diff in markdown, status after a branch
-    moves upstream. Stops at the first step that fails, with its exit code; Ctrl-C stops the servers and
-    removes the directory too. Needs no project.
+    moves upstream, a bundle, and an install from it with every server stopped. Stops at the first step that
+    fails, with its exit code; Ctrl-C stops the servers and removes the directory too. Needs no project.
     """
     import time
 

@@ -18,6 +18,7 @@ import pytest
 from envgen.commands.demo import StepError, run_demo
 from envgen.errors import InputError
 from envgen.example.project import EXAMPLE_DIR
+from envgen.platforms import host_platform
 
 from tests.support.installed import clean_environment, install_wheel
 from tests.support.shared import build_once
@@ -30,6 +31,8 @@ BANNERS = [
     "$ envgen lock demo",
     "$ envgen diff --git HEAD --format markdown",
     "$ envgen status demo",
+    f"$ envgen bundle demo --platform {host_platform()} -o demo-{host_platform()}.tar.zst",
+    f"$ envgen install demo --from-bundle demo-{host_platform()}.tar.zst --prefix offline-env --venv",
 ]
 MARKER = "DEMO_TEST_MARKER"  # a name the demo passes on to its steps
 
@@ -111,7 +114,7 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_be
     )
     out = proc.stdout
     assert proc.returncode == 0, out
-    lock1, check, bump, lock2, diff, status = in_order(out, BANNERS)
+    lock1, check, bump, lock2, diff, status, bundle, install = in_order(out, BANNERS)
 
     assert out.count("demo: locked (") == 2
     for name in ("demo.yml", "demo.linux-64.requirements.txt", "pylock.demo-linux-aarch64.toml", "demo.nix"):
@@ -133,7 +136,12 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_be
     assert "rollout v0.23.0: up to date" in out[status:]
     assert "demo-npu: stands in for torch_npu" in out[status:]
     assert "# exit 1 is status reporting the drift" in out[status:]
-    assert "# done: 6 commands ran as expected" in out[status:]
+    assert re.search(rf"demo: demo-{host_platform()}\.tar\.zst: \d+ files, \d+ bytes", out[bundle:install])
+    # The servers stopped before the install: it came from the bundle alone.
+    assert out.index("# the servers are stopped", bundle) < install
+    assert re.search(r"verified \d+ members of demo-linux-(64|aarch64)\.tar\.zst", out[install:])
+    assert re.search(r"demo: installed into .*/offline-env\n", out[install:])
+    assert "# done: 8 commands ran as expected" in out[install:]
 
     assert list((tmp_path / "tmp").iterdir()) == []
     assert processes_with(marker) == []

@@ -25,6 +25,7 @@ from envgen.example.project import (
     bump_version,
     serve_example,
 )
+from envgen.platforms import host_platform
 from envgen.scratch import scratch_dir
 
 Say = Callable[[str], None]
@@ -203,6 +204,28 @@ def _tour(step: _Steps, say: Say, example: Example) -> None:
     say(f"# exit 1 is status reporting the drift; `envgen lock {ENV} --update {source}` would take it")
 
 
+def _bundle(step: _Steps, platform: str) -> str:
+    """Bundle the lock for this host while the servers still run; returns the bundle's name (in the project)."""
+    bundle = f"{ENV}-{platform}.tar.zst"
+    step(
+        "bundle: every artifact, source commit and lock file for this host in one verified archive",
+        ["envgen", "bundle", ENV, "--platform", platform, "-o", bundle],
+    )
+    return bundle
+
+
+def _offline_install(step: _Steps, say: Say, bundle: str) -> None:
+    """With every server stopped and git seeing no configuration, install from the bundle alone."""
+    say("")
+    say("# the servers are stopped, and git below reads no configuration (no insteadOf to the example's")
+    say("# repositories): what installs now comes from the bundle alone")
+    step.env = {**step.env, "GIT_CONFIG_GLOBAL": os.devnull}
+    step(
+        "install from the bundle with no network: every member checked against bundle.json first",
+        ["envgen", "install", ENV, "--from-bundle", bundle, "--prefix", "offline-env", "--venv"],
+    )
+
+
 def run_demo(
     say: Say,
     *,
@@ -210,7 +233,8 @@ def run_demo(
     example_dir: Path = EXAMPLE_DIR,
     envgen: Sequence[str] = (sys.executable, "-m", "envgen"),
 ) -> DemoResult:
-    """Build and serve the example, then lock, check, bump, re-lock, diff and status it as a user would.
+    """Build and serve the example, then lock, check, bump, re-lock, diff and status it as a user would, bundle
+    it, stop the servers and install from the bundle.
 
     Every command's banner goes through `say`; its output goes straight to this process's stdout and stderr.
     Raises StepError at the first step that exits with an unexpected code. The servers stop and the
@@ -225,6 +249,8 @@ def run_demo(
             say(f"# every command below runs in the example project {example.root} (--root)")
             step = _Steps(say, envgen, example.root, step_environment(example, workdir, os.environ), workdir, keep)
             _tour(step, say, example)
+            bundle = _bundle(step, host_platform())
+        _offline_install(step, say, bundle)
         say("")
         say(f"# done: {step.commands} commands ran as expected; the servers are stopped")
     return DemoResult(step.commands, workdir if keep else None)
