@@ -1,5 +1,5 @@
 """Time `envgen bundle` on the bundled example (cold and warm cache) and an install from the bundle, with every
-server stopped, against a networked install of the same lock.
+server stopped, against a networked install of the same lock, and the recipe's `--bundle` (no envgen).
 
     .venv/bin/python benchmarks/bench_bundle.py [--platform P] [--zstd]
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,6 +38,16 @@ def _timed(label: str, rows: list[tuple[str, str]], run: Callable[[], T]) -> T:
 def _install(project: Project, prefix: Path, cache: Path, bundle: Path | None = None) -> Path:
     return install_lock(
         project, "demo", prefix, cache=cache, venv=True, installer="pip", profiles=(), skip_cann=False, bundle=bundle
+    )
+
+
+def _recipe(project: Project, work: Path, bundle: Path) -> None:
+    """What a cluster without envgen runs: a venv, then the recipe with --bundle (pip part and sources)."""
+    prefix = work / "recipe-env"
+    subprocess.run([sys.executable, "-m", "venv", str(prefix)], check=True)
+    recipe = project.install_sh("demo")
+    subprocess.run(
+        ["sh", str(recipe), "--prefix", str(prefix), "--bundle", str(bundle)], check=True, capture_output=True
     )
 
 
@@ -75,6 +87,7 @@ def main() -> None:
             rows,
             lambda: _install(project, work / "offline-env", work / "off-cache", out),
         )
+        _timed("recipe --bundle, no envgen (servers stopped, venv)", rows, lambda: _recipe(project, work, out))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         print(f"{label:<{width}}  {value}")
