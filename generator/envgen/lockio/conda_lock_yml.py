@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 import pydantic
@@ -21,8 +19,8 @@ from envgen.lockio.condalock import (
     Lockfile,
     LockfileV1,
     LockMeta,
+    conda_lock_text,
     lockfile_v1_to_v2,
-    write_conda_lock_file,
 )
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.model import CondaEntry, Lock, PipEntry
@@ -86,7 +84,7 @@ def _dependency(entry: CondaEntry | PipEntry) -> LockedDependency:
 
 
 def render_lock_yml(lock: Lock) -> str:
-    """locks/<env>.yml: a conda-lock v1 file, built from conda-lock's models and written by its writer.
+    """locks/<env>.yml: a conda-lock v1 file, built from conda-lock's models and written as its writer does.
 
     The writer orders packages by (manager, name, platform) and their dependencies by name; nothing time-
     or host-dependent is recorded, so the same Lock always gives the same bytes.
@@ -107,10 +105,7 @@ def render_lock_yml(lock: Lock) -> str:
             f"conda-lock rejects the lock of env {lock.env!r}: {exc}",
             hint="every entry needs a URL, conda entries an md5; re-run `envgen lock`",
         ) from exc
-    with tempfile.TemporaryDirectory(prefix="envgen-yml-") as tmp:
-        path = Path(tmp) / f"{lock.env}.yml"
-        write_conda_lock_file(content, path, metadata_choices=None, include_help_text=False)
-        return _header(lock.env) + path.read_text(encoding="utf-8")
+    return _header(lock.env) + conda_lock_text(content)
 
 
 def _entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
