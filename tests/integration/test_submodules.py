@@ -157,7 +157,17 @@ def test_a_parent_bump_that_moves_a_gitlink_shows_in_diff_and_moves_the_checkout
     moved = repos.child.rev()
     repos.parent.git("update-index", "--cacheinfo", f"160000,{moved},csrc/kernels")
     bumped = repos.parent.commit({}, "bump kernels")
-    subs.lock("--update", "parentpkg")
+    code, out, err = run_envgen(subs.example, "lock", ENV, "--update", "parentpkg", "--json")
+    assert code == 0, err
+    (summary,) = json.loads(out)["results"]
+    assert summary["sources_moved"][1] == {
+        "manager": "submodule",
+        "name": "parentpkg/csrc/kernels",
+        "old": repos.child_locked,
+        "new": moved,
+        "reason": "the gitlink at parentpkg's new commit",
+    }
+    assert len(summary["sources_moved"]) == 2  # the source and the one submodule that moved with it
     (parent,) = subs.read().sources
     assert parent.commit == bumped
     # the moved child records the grand submodule at the same commit

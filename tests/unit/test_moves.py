@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 
-from envgen.lockdiff.moves import SOLVER, UNAVAILABLE, explain_conda, explain_pip
-from envgen.model import CondaEntry, Origin, PipEntry, TracedRequirement
+from envgen.lockdiff.moves import SOLVER, UNAVAILABLE, explain_conda, explain_pip, explain_sources
+from envgen.model import CondaEntry, LockedSource, Origin, PipEntry, Source, Submodule, TracedRequirement
 from envgen.resolve.preferences import kept, render_pylock
 from envgen.resolve.upgrade import NO_UPGRADE, Upgrade
 
@@ -115,3 +116,20 @@ def test_the_same_version_from_another_file_is_a_move_too() -> None:
         "2.1.0",
         "same version, other file torch-2.1.0-3-cp311-cp311-linux_x86_64.whl",
     )
+
+
+def test_submodules_move_with_their_source_and_say_why() -> None:
+    source = Source("vllm-ascend", "https://github.com/org/vllm-ascend.git", "main", "vllm_ascend")
+    kernels = Submodule("csrc/kernels", "https://github.com/org/kernels.git", "1" * 40)
+    old = LockedSource(source, "a" * 40, submodules=(kernels,))
+    bumped = LockedSource(source, "b" * 40, submodules=(dataclasses.replace(kernels, commit="2" * 40),))
+    moves = explain_sources([old], [bumped], {"vllm-ascend"}, NO_UPGRADE)
+    assert [(m.manager, m.name, m.old, m.new, m.reason) for m in moves] == [
+        ("source", "vllm-ascend", "a" * 40, "b" * 40, "--update vllm-ascend"),
+        ("submodule", "vllm-ascend/csrc/kernels", "1" * 40, "2" * 40, "the gitlink at vllm-ascend's new commit"),
+    ]
+    opted_out = LockedSource(dataclasses.replace(source, submodules=False, submodules_reason="no kernels"), "a" * 40)
+    (move,) = explain_sources([old], [opted_out], (), NO_UPGRADE)
+    assert (move.name, move.old, move.new) == ("vllm-ascend/csrc/kernels", "1" * 40, None)
+    assert move.reason == "new input sources.vllm-ascend.submodules (false)"
+    assert explain_sources([old], [old], True, NO_UPGRADE) == []

@@ -245,7 +245,7 @@ def summarize(result: LockResult) -> dict[str, Any]:
             "overrides": {o.override.name: o.override.reason for o in lock.overrides},
             "builds_from_source": sorted({f"{e.name}=={e.version}" for e in lock.pip if e.sdist}),
             "moved": {p: [m.as_dict() for m in result.moves if m.platform == p] for p in lock.platforms},
-            "sources_moved": [m.as_dict() for m in result.moves if m.manager == "source"],
+            "sources_moved": [m.as_dict() for m in result.moves if m.manager in ("source", "submodule")],
         }
     return summary
 

@@ -230,9 +230,31 @@ def explain_sources(
             moves.append(Move("", "source", name, old.commit, None, "no longer a source"))
         elif old is None:
             moves.append(Move("", "source", name, None, now.commit, f"new input sources.{name}"))
-        elif old.commit != now.commit:
-            moves.append(Move("", "source", name, old.commit, now.commit, _source_reason(old, now, update, upgrade)))
+        else:
+            if old.commit != now.commit:
+                reason = _source_reason(old, now, update, upgrade)
+                moves.append(Move("", "source", name, old.commit, now.commit, reason))
+            moves += _submodule_moves(old, now)
     return moves
+
+
+def _submodule_moves(old: LockedSource, now: LockedSource) -> list[Move]:
+    """The submodules of a source that changed commit, appeared or disappeared (named `source/path`): they
+    move only with the source's commit, or when the source opts in or out of them."""
+    before = {s.path: s.commit for s in old.submodules}
+    after = {s.path: s.commit for s in now.submodules}
+    name = now.source.name
+    if old.source.submodules != now.source.submodules:
+        reason = f"new input sources.{name}.submodules ({str(now.source.submodules).lower()})"
+    elif old.commit != now.commit:
+        reason = f"the gitlink at {name}'s new commit"
+    else:
+        reason = f"read from {name}'s tree"
+    return [
+        Move("", "submodule", f"{name}/{path}", before.get(path), after.get(path), reason)
+        for path in sorted(before.keys() | after.keys())
+        if before.get(path) != after.get(path)
+    ]
 
 
 def unavailable(moves: Collection[Move]) -> list[Move]:
