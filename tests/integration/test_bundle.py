@@ -538,3 +538,34 @@ def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
         plain = subprocess.run([*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True)
     assert plain.returncode == 0, plain.stderr
     assert f"downloaded {files}/{files}" in plain.stderr and "\x1b[" not in plain.stderr, plain.stderr
+
+
+def test_the_recipe_takes_pip_hashes_only_from_the_lock_beside_it(
+    offline: Bundled, tmp_path: Path, pip_site_packages: Path
+) -> None:
+    """A bundle altered consistently (a requirement's hash and bundle.json both rewritten) still fails: every
+    hash pip is given must be one the lock beside the script pins."""
+    files = members(offline.bundle)
+    name = f"requirements/{HOST}.txt"
+    text = files[name].decode()
+    first = re.search(r"--hash=sha256:([0-9a-f]{64})", text)
+    assert first is not None
+    forged = "0" * 64
+    files[name] = text.replace(first.group(1), forged).encode()
+    manifest = json.loads(files[MANIFEST])
+    for member in manifest["members"]:
+        if member["path"] == name:
+            member["sha256"], member["size"] = hashlib.sha256(files[name]).hexdigest(), len(files[name])
+    files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+    with tarfile.open(tmp_path / "forged.tar", "w") as tar:
+        for path, content in files.items():
+            info = tarfile.TarInfo(path)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    prefix = fresh_venv(tmp_path / "env", pip_site_packages)
+    before = sorted(p.name for p in site_packages(prefix).iterdir())
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    proc = run_recipe_with_bundle(offline.root, prefix, tmp_path / "forged.tar", tmp_path / "tmp")
+    assert proc.returncode != 0
+    assert f"pins sha256 {forged}, which" in proc.stderr and "nothing was installed" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in site_packages(prefix).iterdir()) == before

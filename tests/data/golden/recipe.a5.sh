@@ -398,6 +398,17 @@ use_bundle() {
 		"it was made for another lock; use its own locks/$ENVGEN_ENV.install.sh, or make the bundle again"
 	requirements=$b/requirements/$platform.txt
 	[ -f "$requirements" ] || die "$1 has no requirements/$platform.txt: make it again with this envgen"
+	# pip checks each file against the hash its requirement names; those hashes must be the lock's, not only
+	# the bundle's: each must appear in the lock beside this script.
+	yml=$(dirname -- "$0")/$ENVGEN_ENV.yml
+	if [ -f "$yml" ]; then
+		for sha in $(sed -n 's/.* --hash=sha256:\([0-9a-f]*\)$/\1/p' "$requirements"); do
+			grep -qF -- "$sha" "$yml" || die "$1: requirements/$platform.txt pins sha256 $sha, which $yml does" \
+				"not: the bundle does not match this lock; nothing was installed"
+		done
+	else
+		say "no $yml beside this script: the pip hashes are checked against the bundle's own lock only"
+	fi
 	bundle_mirrors "$1"
 	say "verified every member of $1"
 	if [ -s "$requirements" ]; then
