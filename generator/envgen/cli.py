@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 import click
 
@@ -402,11 +401,17 @@ def check_command(
     return outcome
 
 
-@cli.command("demo", epilog=epilog("envgen demo", "envgen demo --keep"))
+@cli.command("demo", epilog=epilog("envgen demo", "envgen demo --keep", "envgen demo --serve /tmp/envgen-demo-x1y2"))
 @click.option("--keep", is_flag=True, help="Keep the demo's directory (project, locks, repositories) and print it.")
+@click.option(
+    "--serve",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Serve a directory --keep kept again, until Ctrl-C, and print what to set to lock, check, diff in it.",
+)
 @common_options
 @reporting("demo")
-def demo_command(keep: bool) -> Outcome:
+def demo_command(keep: bool, serve: Path | None) -> Outcome:
     """Run the whole flow offline on the bundled example (shipped in the package), served on 127.0.0.1.
 
     lock, check in a throwaway venv, a version bump, lock again, the diff in markdown, status after a branch
@@ -415,23 +420,18 @@ def demo_command(keep: bool) -> Outcome:
     """
     import time
 
-    from envgen.commands.demo import run_demo
-    from envgen.console import paint
+    from envgen.commands.demo import run_demo, serve_kept
+    from envgen.console import banners, paint
 
     flags = settings()
-    # With --json the banners go to stderr: stdout carries the one JSON document.
-    stream = sys.stderr if flags.as_json else sys.stdout
+    say = banners(flags)
 
-    def say(line: str) -> None:
-        color = "cyan" if line.startswith("#") else None
-        stream.write(paint(line, flags, stream, color, bold=line.startswith("$")) + "\n")
-        stream.flush()
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    # A terminated demo (a CI job cancelled) cleans up like an interrupted one.
-    signal.signal(signal.SIGTERM, interrupt)
+    # A terminated demo (a CI job cancelled) cleans up like an interrupted one: SIGTERM raises KeyboardInterrupt.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if serve is not None:
+        if keep:
+            raise click.UsageError("--serve serves a directory an earlier --keep kept: give one of them")
+        return Outcome(results=[serve_kept(say, serve)])
     started = time.monotonic()
     try:
         result = run_demo(say, keep=keep)

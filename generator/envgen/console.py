@@ -256,6 +256,19 @@ def paint(text: str, flags: Settings, stream: TextIO, color: str | None = None, 
     return click.style(text, fg=color, bold=bold or None)
 
 
+def banners(flags: Settings) -> Callable[[str], None]:
+    """How the demo shows its lines as they come: `# ...` in cyan, `$ command` in bold; on stderr with --json
+    (stdout carries the one JSON document)."""
+    stream = sys.stderr if flags.as_json else sys.stdout
+
+    def say(line: str) -> None:
+        color = "cyan" if line.startswith("#") else None
+        stream.write(paint(line, flags, stream, color, bold=line.startswith("$")) + "\n")
+        stream.flush()
+
+    return say
+
+
 def envelope(command: str, exit_code: int, results: list[Any], error: EnvgenError | None = None) -> str:
     """The one JSON shape of every command (docs/cli.schema.json)."""
     document: dict[str, Any] = {"command": command, "ok": exit_code == 0, "exit_code": exit_code, "results": results}

@@ -243,3 +243,95 @@ def test_a_missing_example_stops_before_any_step_and_says_how_to_get_it_back(
     assert "reinstall envgen" in str(missing.value.hint)
     assert not any(line.startswith("$ envgen") for line in said)
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def _serve(kept: Path, env: Mapping[str, str]) -> tuple[subprocess.Popen[str], list[str]]:
+    """`envgen demo --serve KEPT` started; its lines up to the last command it suggests."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "envgen", "demo", "--serve", str(kept)],
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert server.stdout is not None
+    lines = []
+    for line in server.stdout:
+        lines.append(line.rstrip("\n"))
+        if line.startswith("envgen bundle demo"):
+            break
+    return server, lines
+
+
+def _stop(server: subprocess.Popen[str]) -> tuple[int, str]:
+    server.send_signal(signal.SIGINT)
+    code = server.wait(timeout=30)
+    assert server.stdout is not None
+    return code, server.stdout.read()
+
+
+def test_a_kept_demo_is_served_again_as_a_playground(tmp_path: Path) -> None:
+    """`demo --keep` says how to serve its directory again; `demo --serve DIR` does, on the ports its locks name,
+    until Ctrl-C, with what to set: lock, status and bundle then work in the kept project."""
+    marker = f"serve-{os.getpid()}"
+    env = demo_environment(tmp_path / "tmp", marker)
+    demo = subprocess.run(
+        [sys.executable, "-m", "envgen", "demo", "--keep"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    kept = Path(demo.stdout.strip().splitlines()[-1])
+    assert kept.parent == tmp_path / "tmp" and (kept / "project" / "locks" / "demo.yml").is_file()
+    assert f"# kept {kept}: `envgen demo --serve {kept}` serves it again" in demo.stdout
+    channels = {p.name: p.read_text() for p in (kept / "project" / "channels").iterdir()}
+
+    server, lines = _serve(kept, env)
+    try:
+        assert lines[0] == f"# serving the demo kept in {kept} on 127.0.0.1 until Ctrl-C:", lines
+        assert {p.name: p.read_text() for p in (kept / "project" / "channels").iterdir()} == channels  # same ports
+        (exports,) = [line for line in lines if line.startswith("export ")]
+        variables = dict(word.split("=", 1) for word in exports.removeprefix("export ").split())
+        assert f"cd {kept / 'project'}" in lines
+        shell = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "ENVGEN_"))} | variables
+
+        def envgen(*args: str) -> subprocess.CompletedProcess[str]:
+            argv = [sys.executable, "-m", "envgen", *args]
+            return subprocess.run(argv, cwd=kept / "project", env=shell, capture_output=True, text=True, timeout=300)
+
+        assert envgen("status", "demo").returncode == 1  # the branch the demo moved
+        locked = envgen("lock", "demo", "--update", "trainer")
+        assert locked.returncode == 0, locked.stderr
+        assert "source trainer " in locked.stderr and ": --update trainer" in locked.stderr
+        assert envgen("status", "demo").returncode == 0
+        bundled = envgen("bundle", "demo", "-o", str(tmp_path / "demo.tar"))
+        assert bundled.returncode == 0, bundled.stderr
+    finally:
+        code, rest = _stop(server)
+    assert code == 0, rest
+    assert rest.endswith("# stopped the servers; the directory is kept\n")
+    urls = re.findall(r"http://127\.0\.0\.1:\d+", "\n".join(lines))
+    assert len(set(urls)) == 3 and all(refuses(url) for url in urls)
+    assert (kept / "project" / "locks" / "demo.yml").is_file()
+    assert processes_with(marker) == []
+
+    # A port taken meanwhile: another one, and the project's channel file follows it.
+    taken = re.search(r"pip index 'pypi' +(http://127\.0\.0\.1:\d+)", "\n".join(lines))
+    assert taken is not None
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the last run's closed connections
+        sock.bind(("127.0.0.1", int(taken.group(1).rsplit(":", 1)[1])))
+        sock.listen()
+        server, lines = _serve(kept, env)
+        code, _ = _stop(server)
+    assert code == 0
+    moved = (kept / "project" / "channels" / "pypi.toml").read_text()
+    assert taken.group(1) not in moved and re.search(r'url = "http://127\.0\.0\.1:\d+/simple"', moved)
+    assert (kept / "project" / "channels" / "extra.toml").read_text() == channels["extra.toml"]
+
+
+def test_serve_refuses_a_directory_the_demo_did_not_keep(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "envgen", "demo", "--serve", str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert f"error: {tmp_path} is not a directory `envgen demo --keep` kept: it has no pypi, extra" in proc.stderr

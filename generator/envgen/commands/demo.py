@@ -24,6 +24,7 @@ from envgen.example.project import (
     advance_branch,
     bump_version,
     serve_example,
+    serve_kept_example,
 )
 from envgen.platforms import host_platform
 from envgen.scratch import scratch_dir
@@ -66,17 +67,22 @@ def step_environment(example: Example, workdir: Path, environ: Mapping[str, str]
     redirect the example's loopback indexes or its canonical GitHub URLs.
     """
     env = {k: v for k, v in environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_", "GIT_", "ENVGEN_"))}
-    env.update(
-        GIT_CONFIG_GLOBAL=str(example.gitconfig),
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_TERMINAL_PROMPT="0",
-        PIP_CONFIG_FILE=os.devnull,
-        UV_NO_CONFIG="1",
-        ENVGEN_CACHE_DIR=str(workdir / "cache"),
-        TMPDIR=str(workdir / "tmp"),
-    )
+    env.update(demo_variables(example, workdir), TMPDIR=str(workdir / "tmp"))
     (workdir / "tmp").mkdir(exist_ok=True)
     return env
+
+
+def demo_variables(example: Example, workdir: Path) -> dict[str, str]:
+    """What envgen needs set to work on the example: git's config mapping GitHub to its repositories, the
+    machine's pip and uv configuration out of the way, a cache of its own."""
+    return {
+        "GIT_CONFIG_GLOBAL": str(example.gitconfig),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "PIP_CONFIG_FILE": os.devnull,
+        "UV_NO_CONFIG": "1",
+        "ENVGEN_CACHE_DIR": str(workdir / "cache"),
+    }
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -253,4 +259,46 @@ def run_demo(
         _offline_install(step, say, bundle)
         say("")
         say(f"# done: {step.commands} commands ran as expected; the servers are stopped")
+        if keep:
+            say(f"# kept {workdir}: `envgen demo --serve {shlex.quote(str(workdir))}` serves it again, to lock, check,")
+            say("# diff and bundle in its project")
     return DemoResult(step.commands, workdir if keep else None)
+
+
+def serve_kept(say: Say, workdir: Path, *, wait: Callable[[], object] = signal.pause) -> dict[str, object]:
+    """Serve a directory `run_demo(keep=True)` left until Ctrl-C (or SIGTERM): its servers as the demo had them,
+    and what to set and run in another shell. Returns what was served."""
+    workdir = workdir.resolve()
+    with serve_kept_example(workdir) as example:
+        variables = demo_variables(example, workdir)
+        say(f"# serving the demo kept in {workdir} on 127.0.0.1 until Ctrl-C:")
+        for line in describe_servers(example):
+            say(line)
+        say("# in another shell (git reaches the example's repositories; your pip and uv settings stay out):")
+        say("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items()))
+        say(f"cd {shlex.quote(str(example.root))}")
+        for command, why in PLAYGROUND:
+            say(f"{command:<34} # {why}")
+        served: dict[str, object] = {
+            "kept": str(workdir),
+            "project": str(example.root),
+            "urls": {"pypi": example.pypi_url, "extra": example.extra_url, "conda": example.channel_url},
+            "environment": variables,
+        }
+        try:
+            while True:
+                wait()
+        except KeyboardInterrupt:
+            pass
+    say("# stopped the servers; the directory is kept")
+    return served
+
+
+# What a kept demo is for, as `envgen demo --serve` shows it.
+PLAYGROUND = (
+    (f"envgen status {ENV}", "the upstream branch the demo moved"),
+    (f"envgen lock {ENV} --update {MOVED[0]}", "take it: one source moves"),
+    ("envgen diff --git HEAD", "what moved since the demo's commit"),
+    (f"envgen check {ENV} --venv", "prove the lock in a throwaway venv"),
+    (f"envgen bundle {ENV} -o {ENV}.tar.zst", "everything it names, for an offline install"),
+)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import shutil
+import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from envgen.errors import InputError
 from envgen.example.condapkgs import CondaPackage, demo_packages, write_channel
@@ -147,6 +149,48 @@ def serve_built_example(workdir: Path, example_dir: Path = EXAMPLE_DIR) -> Itera
             extra_url=urls["extra"],
             channel_url=urls["conda"],
         )
+
+
+# The directories the example serves, and the channel file of its project that names each.
+SERVED = {"pypi": "pypi", "extra": "extra", "conda": "demo-forge"}
+
+
+@contextmanager
+def serve_kept_example(workdir: Path) -> Iterator[Example]:
+    """Serve again a directory `envgen demo --keep` left, as it is (its matrix, locks and git history are the
+    user's now): each index and the channel on the port its project's channel file names, so the URLs its locks
+    record still hold. A port taken meanwhile is replaced by a free one, written into that channel file."""
+    root = workdir / "project"
+    needed = [*SERVED, "upstream", "gitconfig", *(f"project/channels/{c}.toml" for c in SERVED.values())]
+    missing = [name for name in needed if not (workdir / name).exists()]
+    if missing:
+        raise InputError(
+            f"{workdir} is not a directory `envgen demo --keep` kept: it has no {', '.join(missing)}",
+            hint="run `envgen demo --keep` and pass the directory it prints at the end",
+        )
+    repos = {path.name: GitRepo(path) for path in sorted((workdir / "upstream").iterdir())}
+    with ExitStack() as stack:
+        urls = {
+            name: stack.enter_context(_serve_again(workdir / name, root / "channels" / f"{channel}.toml"))
+            for name, channel in SERVED.items()
+        }
+        yield Example(root, workdir / "gitconfig", repos, urls["pypi"], urls["extra"], urls["conda"])
+
+
+@contextmanager
+def _serve_again(directory: Path, channel_file: Path) -> Iterator[str]:
+    """`directory` served on the port `channel_file`'s URL names, else on a free one written into the file."""
+    text = channel_file.read_text()
+    written = urlsplit(tomllib.loads(text).get("url", ""))
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(serve_directory(directory, port=written.port or 0))
+        except OSError:  # taken since: a free port, and the project follows it (its locks then read as stale)
+            url = stack.enter_context(serve_directory(directory))
+        old = f"{written.scheme}://{written.netloc}"
+        if url != old:
+            channel_file.write_text(text.replace(f'"{old}', f'"{url}'))
+        yield url
 
 
 def bump_version(example: Example, package: str, old: str, new: str) -> None:
