@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.filesize import decimal
 
-from envgen import __version__
+from envgen import __version__, interrupts
 from envgen.bundle.archive import file_sha256, write_archive
 from envgen.bundle.downloads import Display, fetch_all
 from envgen.bundle.gitpacks import pack_source
@@ -71,6 +71,19 @@ def bundle_env(
     """Write the bundle of `env` for `platforms` (default: all of the lock's) to `out`, all or nothing.
 
     `display` shows the downloads (default: a log line per file)."""
+    try:
+        return _bundle(project, env, out, platforms=platforms, cache=cache, display=display)
+    except (KeyboardInterrupt, interrupts.Interrupted):
+        interrupts.cleaned(
+            f"no bundle was written at {out} (nor a part file); what was downloaded and verified stays in the "
+            "cache, and the next run resumes from it"
+        )
+        raise
+
+
+def _bundle(
+    project: Project, env: str, out: Path, *, platforms: Sequence[str], cache: Path, display: Display | None
+) -> BundleSummary:
     started = time.monotonic()
     lock = require_lock(project, env)
     chosen = _platforms(lock, platforms)
