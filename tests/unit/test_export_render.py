@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -167,13 +169,37 @@ def test_nix_strings_escape_interpolation_and_quotes() -> None:
     assert r'note = "a \"quote\" \${builtins.abort \"no\"} \\ end";' in text
 
 
-def test_the_sbom_holds_each_submodule_as_a_component_of_its_source() -> None:
+def submodules_lock() -> Lock:
+    """A source with a submodule (its URL with credentials) and a nested one, and a source without any."""
     kernels = Submodule("csrc/kernels", "https://user:s3cret@github.com/org/kernels.git", "1" * 40)
     grand = Submodule("csrc/kernels/third_party/grand", "https://github.com/org/grand.git", "2" * 40)
     source = Source("vllm-ascend", "https://github.com/org/vllm-ascend.git", "main", "vllm_ascend")
     plain = LockedSource(Source("verl", "https://github.com/org/verl.git", "main", "verl"), "4" * 40)
-    lock = make_lock("a5", sources=(LockedSource(source, "3" * 40, submodules=(kernels, grand)), plain))
-    text = render_cyclonedx(lock)
+    return make_lock("a5", sources=(LockedSource(source, "3" * 40, submodules=(kernels, grand)), plain))
+
+
+@pytest.mark.skipif(shutil.which("nix-instantiate") is None, reason="nix-instantiate is not installed")
+def test_the_nix_expression_names_each_submodule_at_its_gitlink(tmp_path: Path) -> None:
+    text = render_nix(submodules_lock())
+    assert "s3cret" not in text
+    (tmp_path / "a5.nix").write_text(text)
+    cmd = ["nix-instantiate", "--eval", "--strict", "--json", str(tmp_path / "a5.nix")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    first, plain = json.loads(proc.stdout)["sources"]
+    assert [(s["path"], s["rev"], s["fetchGit"]) for s in first["submodules"]] == [
+        ("csrc/kernels", "1" * 40, {"url": "https://github.com/org/kernels.git", "rev": "1" * 40, "allRefs": True}),
+        (
+            "csrc/kernels/third_party/grand",
+            "2" * 40,
+            {"url": "https://github.com/org/grand.git", "rev": "2" * 40, "allRefs": True},
+        ),
+    ]
+    assert plain["submodules"] == []
+
+
+def test_the_sbom_holds_each_submodule_as_a_component_of_its_source() -> None:
+    text = render_cyclonedx(submodules_lock())
     components = {c["bom-ref"]: c for c in json.loads(text)["components"]}
     parts = components["source:vllm-ascend"]["components"]
     assert [(p["name"], p["version"], p["purl"].split("?vcs_url=")[1]) for p in parts] == [

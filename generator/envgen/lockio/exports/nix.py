@@ -115,6 +115,16 @@ def _source(locked: LockedSource) -> dict[str, Value]:
         "rev": locked.commit,
         "fetchGit": _fetchgit(url, locked.commit),
         "cherryPicks": [{"rev": pick, "fetchGit": _fetchgit(url, pick)} for pick in source.cherry_picks],
+        # Each at its gitlink commit, nested ones by their path from the source's root (the recipe checks them out).
+        "submodules": [
+            {
+                "path": sub.path,
+                "url": bare_url(sub.url),
+                "rev": sub.commit,
+                "fetchGit": _fetchgit(bare_url(sub.url), sub.commit),
+            }
+            for sub in locked.submodules
+        ],
         "picked": list(locked.picked),
         "tree": locked.tree or None,
         "editable": source.editable,
