@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -9,6 +10,7 @@ from typing import Any, TypeVar
 import tomlkit
 
 from envgen.errors import InputError
+from envgen.inputs.files import bounded_nesting
 from envgen.inputs.toml_reader import KeyPath, StrictReader
 from envgen.inputs.untrusted import (
     commit_problem,
@@ -364,8 +366,9 @@ def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
     """Read locks/<env>.sources.toml back; the mirror of render_sources_toml."""
     r = StrictReader(where, text, hint="re-run `envgen lock` to rewrite the file")
     try:
-        data = tomlkit.parse(text).unwrap()
-    except tomlkit.exceptions.ParseError as exc:
+        with bounded_nesting(where):
+            data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{where}: not valid TOML: {exc}", hint="re-run `envgen lock`") from exc
     top = r.table(data, (), _TOP_KEYS, _TOP_OPTIONAL)
     if top["schema"] != LOCK_SCHEMA:
