@@ -9,6 +9,7 @@ import os
 import pty
 import select
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -187,6 +188,27 @@ def test_verification_and_differences(project: Path, tmp_path: Path) -> None:
     assert "no sources.toml next to it" in differs.stderr
     quiet = envgen("diff", lock, str(other), "-q")
     assert quiet.stdout == differs.stdout and quiet.stderr == ""
+
+
+def test_an_external_tool_failing_is_exit_5(project: Path, tmp_path: Path) -> None:
+    """git missing from PATH: a tool failure (5) naming the command and what to install, not an unreachable host
+    (3), with the preflight asking the hosts first and without it; nothing is written."""
+    (tmp_path / "empty").mkdir()
+    (project / "channels" / "conda-forge.toml").write_text(f'kind = "conda"\nurl = "{closed_url()}/forge"\n')
+    env = {"PATH": str(tmp_path / "empty"), "MIRROR_HOST": "mirror.invalid"}
+    for extra in ((), ("--no-preflight",)):
+        proc = envgen("lock", "valid", "--offline", *extra, cwd=project, env=env)
+        assert proc.returncode == 5, proc.stderr
+        assert "error: cannot run `git ls-remote -- https://example.com/" in proc.stderr, proc.stderr
+        assert "hint: install 'git' and retry" in proc.stderr and "Traceback" not in proc.stderr
+        assert list(project.glob("locks/valid.*")) == []
+
+
+def closed_url() -> str:
+    """A loopback URL nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 # --- 3. output flags ----------------------------------------------------------------------------------------

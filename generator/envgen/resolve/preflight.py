@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -112,8 +113,10 @@ def _probe_git(url: str, timeout: float) -> str | None:
     """`git ls-remote` of HEAD alone: the user's git config applies (insteadOf mirrors, credentials)."""
     try:
         proc = run(["git", "ls-remote", "--", url, "HEAD"], env=git_env(), timeout=timeout, check=False)
-    except ToolError:  # the timeout: git was still waiting for the host
-        return f"no answer within {timeout:g} s"
+    except ToolError as exc:
+        if isinstance(exc.__cause__, subprocess.TimeoutExpired):  # git was still waiting for the host
+            return f"no answer within {timeout:g} s"
+        raise  # git itself is missing: a tool failure (exit 5), not an unreachable host
     if proc.returncode == 0:
         return None
     lines = [line.strip() for line in redact_text(proc.stderr).splitlines() if line.strip()]
