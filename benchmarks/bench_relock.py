@@ -9,6 +9,8 @@ the bare uv runs of the two platforms run concurrently too):
 - no-op lock vs `envgen --version`;
 - cold lock (no previous lock) vs bare `uv pip compile` in a fresh directory.
 The uv inputs are captured from a real lock: every `uv pip compile` envgen runs has its work directory copied.
+envgen's modules are byte-compiled first, as an installed envgen's are (an editable checkout run with
+PYTHONDONTWRITEBYTECODE would otherwise compile its sources in every timed process).
 With --network the pip side is the A5 PyPI set on pypi.org (linux-aarch64; transformers alternates between
 4.57.6 and 4.57.5), the conda side the example's loopback channel; run it from the repository root.
 """
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import envgen as envgen_package
 from envgen.commands.lock import lock_envs
 from envgen.example.project import ENV, EXAMPLE_DIR, serve_example
 from envgen.project import Project
@@ -170,6 +173,7 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
     envgen = [sys.executable, "-m", "envgen"]
     lock = [*envgen, "lock", subject.env, "--root", str(subject.root), "-q"]
     project = Project(subject.root)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(envgen_package.__file__).parent)], check=True)
     subprocess.run(lock, env=env, check=True, capture_output=True)  # fills the caches and writes the first lock
     logging.getLogger("envgen").setLevel(logging.ERROR)
     with capturing_uv(tmp / "captured") as runs:
