@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import platformdirs
-
 from envgen.errors import InputError
 from envgen.inputs.untrusted import env_name_problem
 
@@ -110,4 +108,8 @@ def checked_env(env: str) -> str:
 
 def cache_dir() -> Path:
     """envgen's cache (git objects, uv cache, conda packages): $ENVGEN_CACHE_DIR or the user cache dir."""
-    return Path(os.environ.get("ENVGEN_CACHE_DIR") or platformdirs.user_cache_dir("envgen"))
+    if os.environ.get("ENVGEN_CACHE_DIR"):
+        return Path(os.environ["ENVGEN_CACHE_DIR"])
+    import platformdirs  # imported here: only a run that resolves or installs needs the cache
+
+    return Path(platformdirs.user_cache_dir("envgen"))

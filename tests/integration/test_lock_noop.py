@@ -30,7 +30,17 @@ def locked(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example
 
 
 # What a no-op must not import: each is a second or more of a re-lock's fixed cost in some part.
-RESOLVING = ("rattler", "conda_lock", "pydantic", "tomlkit", "yaml", "filelock", "requests", "envgen.inputs.matrix")
+RESOLVING = (
+    "rattler",
+    "conda_lock",
+    "pydantic",
+    "tomlkit",
+    "yaml",
+    "filelock",
+    "requests",
+    "packaging.tags",
+    "envgen.inputs.matrix",
+)
 
 _NO_OP = """
 import json, sys

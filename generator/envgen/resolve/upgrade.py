@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from packaging.utils import canonicalize_name
-
 
 def package_key(name: str) -> str:
     """One spelling per package across pip (PEP 503) and conda (lower case) names."""
+    # Imported here: packaging.utils loads packaging.tags and sysconfig, which a no-op lock never needs.
+    from packaging.utils import canonicalize_name
+
     return str(canonicalize_name(name))
 
 
