@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 
 
@@ -36,6 +37,16 @@ def redact_url(url: str) -> str:
 def strip_credentials(url: str) -> str:
     """The URL without its userinfo: what a lock may record."""
     return _with_userinfo(url, "") if has_credentials(url) else url
+
+
+def written_url(url: str) -> str:
+    """`url` as a lock or an export may record it: credentials given as `${VAR}` are kept (pip expands them when
+    it reads a requirements file; envgen when it uses the lock), literal ones are dropped, so no secret is
+    ever written."""
+    parts = urlsplit(url)
+    secret = parts.password if parts.password is not None else parts.username
+    keep = secret is not None and _REFERENCE.fullmatch(secret) is not None
+    return url if keep else strip_credentials(url)
 
 
 def redact_text(text: str, secrets: tuple[str, ...] = ()) -> str:

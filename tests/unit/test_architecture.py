@@ -14,6 +14,7 @@ CLI_LAYER = ("cli", "console")
 FOUNDATION = (
     "errors",
     "redact",
+    "credentials",
     "npu",
     "model",
     "commits",
@@ -29,6 +30,7 @@ FOUNDATION = (
 ALLOWED: dict[str, tuple[str, ...]] = {
     "errors": (),
     "redact": (),
+    "credentials": ("redact",),
     "npu": (),
     "commits": (),
     "cherry_picks": (),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from envgen.errors import InputError
-from envgen.lockio.exports.common import direct_url, written_url
+from envgen.lockio.exports.common import direct_url
 from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.lockio.exports.nix import render_nix
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
@@ -27,6 +27,7 @@ from envgen.model import (
     Source,
     Submodule,
 )
+from envgen.redact import written_url
 
 from tests.support.builders import make_lock
 

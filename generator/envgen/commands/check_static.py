@@ -68,8 +68,9 @@ def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
         where = f"{matrix.path}: sources.{source.name}"
         if found is None:
             problems.append(f"{where}: not in the lock")
-        elif (found.source.url, found.source.ref, found.source.cherry_picks) != (
-            source.url,
+        # A lock records the URL without credentials; the matrix may give it with them.
+        elif (strip_credentials(found.source.url), found.source.ref, found.source.cherry_picks) != (
+            strip_credentials(source.url),
             source.ref,
             source.cherry_picks,
         ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -21,7 +22,7 @@ from envgen.lockio.input_hashes import project_inputs
 from envgen.lockio.store import read_lock
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.project import Project
-from envgen.redact import redact_url
+from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git_remote import upstream_commit
 from envgen.resolve.index_client import IndexClient, fetch_filenames, file_versions
 
@@ -231,7 +232,7 @@ def status_env(
             f"{p}: `envgen lock {env} --force` writes it again"
             for p in derived_problems(project.locks_dir, lock, matrix)
         )
-    drift = check_drift(moving_sources(lock))
+    drift = check_drift(moving_sources(lock), matrix)
     found = check_outdated(matrix, lock) if outdated else ()
     return build_report(env, lock, reasons, drift, found)
 
@@ -255,14 +256,17 @@ def one_line(message: str) -> str:
     return head
 
 
-def check_drift(sources: Sequence[LockedSource]) -> tuple[SourceDrift, ...]:
-    """Ask each source's remote (through git, so `insteadOf` mirrors apply) what its ref names now."""
+def check_drift(sources: Sequence[LockedSource], matrix: Matrix | None = None) -> tuple[SourceDrift, ...]:
+    """Ask each source's remote (through git, so `insteadOf` mirrors apply) what its ref names now.
+
+    A lock records URLs without credentials: a source the matrix gives with `user:password@` is asked with them."""
+    given = {strip_credentials(s.url): s.url for s in matrix.sources} if matrix else {}
     found = []
     for locked in sources:
         src = locked.source
         url = redact_url(src.url)
         try:
-            now = upstream_commit(src)
+            now = upstream_commit(dataclasses.replace(src, url=given.get(strip_credentials(src.url), src.url)))
         except EnvgenError as exc:
             log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
             found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=one_line(exc.message)))

@@ -40,7 +40,7 @@ from envgen.model import (
     Submodule,
     TracedRequirement,
 )
-from envgen.redact import strip_credentials
+from envgen.redact import strip_credentials, written_url
 
 _T = TypeVar("_T")
 
@@ -99,15 +99,14 @@ def _source(locked: LockedSource) -> dict[str, Any]:
 
 
 def _places(lock: Lock) -> dict[str, Any]:
-    """The channels and indexes, without credentials."""
+    """The channels and indexes, without credentials (a `${VAR}` reference to one is kept: it is no secret, and
+    the derived requirements.txt, rendered again from the lock read back, names it too)."""
     indexes = [
-        _table(
-            {"name": i.name, "url": strip_credentials(i.url), "explicit": i.explicit, "trusted-host": i.trusted_host}
-        )
+        _table({"name": i.name, "url": written_url(i.url), "explicit": i.explicit, "trusted-host": i.trusted_host})
         for i in lock.indexes
     ]
     return _table(
-        {"channels": [{"name": c.name, "url": strip_credentials(c.url)} for c in lock.channels], "indexes": indexes}
+        {"channels": [{"name": c.name, "url": written_url(c.url)} for c in lock.channels], "indexes": indexes}
     )
 
 

@@ -12,8 +12,17 @@ from urllib.parse import urlsplit
 
 import rattler
 import rattler.exceptions
+from rattler.networking import (
+    AddHeadersMiddleware,
+    AuthenticationMiddleware,
+    GCSMiddleware,
+    OciMiddleware,
+    RetryMiddleware,
+    S3Middleware,
+)
 from rattler.package import BuildString
 
+from envgen.credentials import Credentials, split_credential
 from envgen.errors import ResolutionError
 from envgen.inputs.channels import expand_url
 from envgen.model import CondaEntry, Matrix, python_versions
@@ -63,6 +72,23 @@ def _entry(record: rattler.RepoDataRecord, platform: str) -> CondaEntry:
     )
 
 
+def rattler_client(credentials: Credentials) -> rattler.Client:
+    """rattler's standard client, plus each credential as an Authorization header on the requests it covers.
+
+    The channel URLs rattler sees carry no credentials, so none reaches its repodata cache (`*.info.json`,
+    shard caches) or a record's URL; the header is added in memory for each request."""
+    return rattler.Client(
+        [
+            RetryMiddleware(3),
+            AuthenticationMiddleware(),
+            AddHeadersMiddleware(credentials.headers),
+            OciMiddleware(),
+            GCSMiddleware(),
+            S3Middleware(),
+        ]
+    )
+
+
 def _failed_channel(matrix: Matrix, message: str) -> str:
     """The channel URLs a gateway message names (all of them when it names none)."""
     named = [c.url for c in matrix.channels if c.url.rstrip("/") in message]
@@ -88,13 +114,16 @@ def solve_conda_preferring(
     """Solve the matrix's conda specs for `platform` (+ noarch), keeping `preferred` records where the specs allow.
 
     Repodata is cached under `cache/conda`. Virtual packages come from `virtual_packages`, never the host.
-    `${VAR}` in a channel URL is expanded from the environment; no credential is kept in an entry's URL.
+    `${VAR}` in a channel URL is expanded from the environment; its credentials travel as a header
+    (`rattler_client`), never in a URL rattler could cache or an entry could record.
     A preferred entry is handed to rattler as the channel's own record of the same file (same sha256): rattler
     would otherwise keep a record the channel no longer serves; those fall back to a fresh choice.
     """
     vpkgs = [_generic(v) for v in virtual_packages(matrix, platform)]
-    channels = [rattler.Channel(expand_url(c.url, f"conda channel {c.name}", os.environ)) for c in matrix.channels]
-    gateway = rattler.Gateway(cache_dir=cache / "conda" / "repodata")
+    urls = [expand_url(c.url, f"conda channel {c.name}", os.environ) for c in matrix.channels]
+    credentials = Credentials.of(urls)
+    channels = [rattler.Channel(split_credential(url)[0]) for url in urls]
+    gateway = rattler.Gateway(cache_dir=cache / "conda" / "repodata", client=rattler_client(credentials))
     subdirs = [rattler.Subdir(platform), rattler.Subdir("noarch")]
     specs = ", ".join(matrix.conda_specs)
     log.info("solving conda specs for %s: %s", platform, specs)
@@ -113,13 +142,13 @@ def solve_conda_preferring(
     except rattler.exceptions.SolverError as exc:
         raise ResolutionError(
             f"{matrix.path}: [conda] specs cannot be satisfied for {platform} (glibc {matrix.glibc}): {specs}\n"
-            f"{redact_text(str(exc).strip())}",
+            f"{redact_text(str(exc).strip(), credentials.secrets)}",
             hint="relax the specs named above, or check that the channels carry them for this platform",
         ) from exc
     except (rattler.exceptions.GatewayError, rattler.exceptions.FetchRepoDataError) as exc:
         raise ResolutionError(
             f"cannot fetch repodata for {platform} from conda channel {_failed_channel(matrix, str(exc))}:\n"
-            f"{redact_text(str(exc).strip())}",
+            f"{redact_text(str(exc).strip(), credentials.secrets)}",
             hint="check the channel URL in channels/*.toml and the network (a mirror can replace it there)",
         ) from exc
     entries = tuple(sorted((_entry(r, platform) for r in records), key=lambda e: e.name))

@@ -19,7 +19,7 @@ from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.errors import InputError, ResolutionError
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
-from envgen.resolve.git_remote import git_env, ls_remote
+from envgen.resolve.git_remote import bare_url, git_env, ls_remote
 from envgen.scratch import scratch_dir
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class CachedRepo:
         shallow = run(
             ["git", "fetch", "--quiet", f"--depth={depth}", "--", "origin", sha],
             cwd=self.path,
-            env=git_env(),
+            env=git_env(url=self.url),
             timeout=FETCH_TIMEOUT,
             check=False,
         )
@@ -98,7 +98,7 @@ class CachedRepo:
                 "+refs/tags/*:refs/tags/*",
             ],
             cwd=self.path,
-            env=git_env(),
+            env=git_env(url=self.url),
             timeout=FETCH_TIMEOUT,
             check=False,
         )
@@ -116,9 +116,11 @@ class CachedRepo:
 
 
 def repo_path(cache: Path, url: str) -> Path:
-    """Where the cache keeps the repository of `url`: `<cache>/git/<path slug>-<hash of the URL>.git`."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(url).path.strip("/"))[-60:].strip("-.") or "repo"
-    return cache / "git" / f"{slug}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.git"
+    """Where the cache keeps the repository of `url`: `<cache>/git/<path slug>-<hash of the URL>.git` (the URL
+    without credentials: a token named nothing on disk, and a new token finds the same repository)."""
+    bare = bare_url(url)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(bare).path.strip("/"))[-60:].strip("-.") or "repo"
+    return cache / "git" / f"{slug}-{hashlib.sha256(bare.encode()).hexdigest()[:12]}.git"
 
 
 def has_commits(cache: Path, url: str, shas: Sequence[str]) -> bool:
@@ -131,7 +133,10 @@ def has_commits(cache: Path, url: str, shas: Sequence[str]) -> bool:
 
 @contextmanager
 def cached_repo(cache: Path, url: str, source: str) -> Iterator[CachedRepo]:
-    """The cache repository of `url`, created on first use and held exclusively (sources may share a URL)."""
+    """The cache repository of `url`, created on first use and held exclusively (sources may share a URL).
+
+    The repository knows the URL without credentials (its `config` is a file on disk); fetches get them from
+    the environment (`git_env(url=...)`)."""
     path = repo_path(cache, url)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{path}.lock"):
@@ -141,7 +146,7 @@ def cached_repo(cache: Path, url: str, source: str) -> Iterator[CachedRepo]:
             path.mkdir(parents=True, exist_ok=True)
             repo.git("init", "--quiet", "--bare")
         # Set on every use (it is idempotent), so a repository an interrupted run left without it still works.
-        repo.git("config", "--", "remote.origin.url", url)
+        repo.git("config", "--", "remote.origin.url", bare_url(url))
         yield repo
 
 

@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping
 
 from envgen.commits import is_full_commit
+from envgen.credentials import Credentials, split_credential
 from envgen.errors import ResolutionError
 from envgen.model import Source
 from envgen.process import run, tail
@@ -28,18 +29,28 @@ MIRROR_HINT = (
 )
 
 
-def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The user's environment (so their git config, insteadOf mirrors and credentials apply), never prompting."""
+def git_env(extra: Mapping[str, str] | None = None, *, url: str | None = None) -> dict[str, str]:
+    """The user's environment (so their git config, insteadOf mirrors and credentials apply), never prompting.
+
+    When `url` carries `user:password@`, git gets it as an `http.<url>.extraHeader` in the environment
+    (`bare_url` is what git is given instead), so no config file, command line or reflog holds it."""
     env = dict(os.environ)
     # Only the transports a source URL may name: `ext::` and other helpers would run a command.
     env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_ALLOW_PROTOCOL=GIT_PROTOCOLS)
     env.update(extra or {})
-    return env
+    credential = split_credential(url)[1] if url else None
+    return Credentials((credential,)).git_environment(env) if credential else env
+
+
+def bare_url(url: str) -> str:
+    """The URL git is given: an http(s) URL without its credentials (git_env carries those)."""
+    return split_credential(url)[0]
 
 
 def ls_remote(url: str, *, source: str | None = None) -> dict[str, str]:
     """Every ref the remote advertises (`HEAD`, `refs/heads/…`, `refs/tags/…`) -> commit, tags peeled."""
-    proc = run(["git", "ls-remote", "--", url], env=git_env(), timeout=LS_REMOTE_TIMEOUT, check=False)
+    cmd = ["git", "ls-remote", "--", bare_url(url)]
+    proc = run(cmd, env=git_env(url=url), timeout=LS_REMOTE_TIMEOUT, check=False)
     if proc.returncode != 0:
         raise unreachable(url, source, proc.stderr)
     return parse_ls_remote(proc.stdout)

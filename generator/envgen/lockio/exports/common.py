@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
@@ -11,21 +10,7 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen.model import Index, Lock, Matrix, PipEntry
-from envgen.redact import strip_credentials
-
-_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
-
-
-def _is_reference(text: str | None) -> bool:
-    return text is not None and _REFERENCE.fullmatch(text) is not None
-
-
-def written_url(url: str) -> str:
-    """`url` as an export may record it: credentials given as `${VAR}` are kept (pip expands them when it
-    reads the file), literal ones are dropped, so no secret is ever written."""
-    parts = urlsplit(url)
-    keep = _is_reference(parts.password if parts.password is not None else parts.username)
-    return url if keep else strip_credentials(url)
+from envgen.redact import strip_credentials, written_url
 
 
 def bare_url(url: str) -> str:

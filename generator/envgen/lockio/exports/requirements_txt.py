@@ -17,11 +17,10 @@ from envgen.lockio.exports.common import (
     header,
     origins,
     trusted_hosts,
-    written_url,
 )
 from envgen.lockio.exports.names import requirements_name
 from envgen.model import Lock, Matrix, PipEntry
-from envgen.redact import strip_credentials
+from envgen.redact import strip_credentials, written_url
 
 
 def _is_direct(lock: Lock, entry: PipEntry) -> bool:
