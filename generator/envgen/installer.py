@@ -16,13 +16,14 @@ import rattler
 import rattler.exceptions
 from uv import find_uv_bin
 
+from envgen.credentials import NO_CREDENTIALS, NO_LOCK_CREDENTIALS, Credentials, LockCredentials, netrc_in_memory
 from envgen.errors import InputError, ToolError, VerificationError
 from envgen.lockio.exports.common import trusted_hosts
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.process import run, tail
 from envgen.recipe.render import render_recipe
 from envgen.redact import redact_text
-from envgen.resolve.conda_stage import repodata_record
+from envgen.resolve.conda_stage import rattler_client, repodata_record
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +59,13 @@ _INSTALL_ERRORS = (
 )
 
 
-def install_conda(entries: Sequence[CondaEntry], prefix: Path, *, cache: Path) -> None:
+def install_conda(
+    entries: Sequence[CondaEntry], prefix: Path, *, cache: Path, credentials: Credentials = NO_CREDENTIALS
+) -> None:
     """Create (or update) the conda prefix `prefix` from one platform's locked entries.
 
     Packages are downloaded into `cache/conda/pkgs`; rattler checks each http(s) download against its sha256.
+    `credentials` go with the downloads from their channels' hosts, as headers (the URLs carry none).
     """
     platforms = sorted({e.platform for e in entries})
     if len(platforms) != 1:
@@ -79,12 +83,13 @@ def install_conda(entries: Sequence[CondaEntry], prefix: Path, *, cache: Path) -
                 platform=rattler.Subdir(platforms[0]),
                 show_progress=False,
                 execute_link_scripts=False,
+                client=rattler_client(credentials),
             )
         )
     except _INSTALL_ERRORS as exc:
         raise VerificationError(
             f"installing the locked conda packages for {platforms[0]} into {prefix} failed:\n"
-            f"{redact_text(str(exc).strip())}",
+            f"{redact_text(str(exc).strip(), credentials.secrets)}",
             hint="a hash mismatch means the channel serves other bytes than were locked: re-lock or fix the "
             "channel; otherwise check the channel is reachable",
         ) from exc
@@ -174,10 +179,13 @@ def install_pip(
     trusted: Sequence[str] = (),
     requirements: Path | None = None,
     offline: bool = False,
+    credentials: Credentials = NO_CREDENTIALS,
 ) -> None:
     """Install `entries` into the prefix's python: no dependencies, every artifact checked against its sha256.
 
     `trusted` names hosts whose TLS is not verified, as the matrix's channels allow for their indexes.
+    `credentials` (the indexes') reach pip or uv as a netrc in memory, for the artifacts on their hosts: the
+    requirements and every file on disk stay without them.
     `requirements` is a file of the lock's to install from instead (its requirements.txt for pip, its pylock
     for uv), so the file users install from is the one proven; it must name exactly `entries`.
     """
@@ -195,10 +203,11 @@ def install_pip(
             requirements.write_text(pip_requirements(entries))
         cmd = pip_install_command(installer, python, requirements, cache=cache, trusted=trusted, offline=offline)
         log.info("installing %d pip packages with %s from %s into %s", len(entries), installer, requirements, prefix)
-        proc = run(cmd, env=tool_environment(), check=False)
+        with netrc_in_memory(NO_CREDENTIALS if offline else credentials) as (netrc, fds):
+            proc = run(cmd, env={**tool_environment(), **netrc}, check=False, pass_fds=fds, secrets=credentials.secrets)
     if proc.returncode == 0:
         return
-    output = redact_text(tail(proc.stderr + proc.stdout))
+    output = redact_text(tail(proc.stderr + proc.stdout), credentials.secrets)
     if any(marker in proc.stderr + proc.stdout for marker in _HASH_MISMATCH):
         raise VerificationError(
             f"a pip artifact does not match its locked sha256 ({installer} install into {prefix}):\n{output}",
@@ -214,16 +223,19 @@ def run_recipe(
     profiles: Sequence[str] = (),
     skip_cann: bool = False,
     environ: Mapping[str, str] | None = None,
+    credentials: Credentials = NO_CREDENTIALS,
 ) -> str:
-    """Run the install.sh recipe on `prefix`; returns its log (stderr)."""
+    """Run the install.sh recipe on `prefix`; returns its log (stderr). `credentials` (the git sources') reach
+    its git through the environment (`http.<url>.extraHeader`), as they reach envgen's own git."""
     cmd = ["sh", str(recipe), "--prefix", str(prefix)]
     for name in profiles:
         cmd += ["--profile", name]
     if skip_cann:
         cmd.append("--skip-cann")
-    proc = run(cmd, env=dict(os.environ if environ is None else environ), check=False)
+    env = credentials.git_environment(os.environ if environ is None else environ)
+    proc = run(cmd, env=env, check=False, secrets=credentials.secrets)
     if proc.returncode != 0:
-        output = redact_text(tail(proc.stderr + proc.stdout))
+        output = redact_text(tail(proc.stderr + proc.stdout), credentials.secrets)
         raise ToolError(
             f"{recipe} --prefix {prefix} failed (exit {proc.returncode}):\n{output}",
             hint="the last lines above name the source and step; fix it and run again (finished steps are kept)",
@@ -245,13 +257,15 @@ def install_env(
     requirements: Path | None = None,
     local: Mapping[str, Path] | None = None,
     recipe_environ: Mapping[str, str] | None = None,
+    credentials: LockCredentials = NO_LOCK_CREDENTIALS,
 ) -> None:
     """Install everything `lock` pins for `platform` into `prefix`, then run its recipe for the git sources.
 
     With `venv` the env is a venv of this interpreter (the lock's conda part is not installed; its python
     version must match); otherwise rattler installs the conda part, which must bring python and pip.
     `local` maps every artifact's sha256 to a verified local file (a bundle's): no index or channel is used.
-    `recipe_environ` is the recipe's environment (a bundle's sends git to local mirrors).
+    `recipe_environ` is the recipe's environment (a bundle's sends git to local mirrors). `credentials` are
+    those of the lock's channels, indexes and git sources, each used for its own host only.
     """
     if platform not in lock.platforms:
         raise InputError(
@@ -270,7 +284,7 @@ def install_env(
     if venv:
         create_venv(prefix, lock, platform)
     else:
-        install_conda(_located(lock.conda_for(platform), local), prefix, cache=cache)
+        install_conda(_located(lock.conda_for(platform), local), prefix, cache=cache, credentials=credentials.conda)
     ensure_own_python(prefix)
     entries = lock.pip_for(platform)
     trusted = trusted_hosts(lock, entries)
@@ -282,9 +296,12 @@ def install_env(
         trusted=trusted,
         requirements=requirements,
         offline=local is not None,
+        credentials=credentials.pip,
     )
     log.info("running %s on %s", recipe.name, prefix)
-    run_recipe(recipe, prefix, profiles=profiles, skip_cann=skip_cann, environ=recipe_environ)
+    run_recipe(
+        recipe, prefix, profiles=profiles, skip_cann=skip_cann, environ=recipe_environ, credentials=credentials.git
+    )
 
 
 _E = TypeVar("_E", CondaEntry, PipEntry)

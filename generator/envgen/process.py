@@ -49,12 +49,13 @@ def run(
     check: bool = True,
     input: str | None = None,
     secrets: tuple[str, ...] = (),
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.CompletedProcess[str]:
     """Run a command quietly and capture its output.
 
-    `env` replaces the environment when given. With `check`, a non-zero exit raises ToolError naming the
-    command and the tail of its stderr (credentials and `secrets` redacted); callers that map failures to
-    other errors pass `check=False` and read `returncode`.
+    `env` replaces the environment when given; `pass_fds` stay open in the child (an in-memory netrc). With
+    `check`, a non-zero exit raises ToolError naming the command and the tail of its stderr (credentials and
+    `secrets` redacted); callers that map failures to other errors pass `check=False` and read `returncode`.
     """
     argv = [os.fspath(c) for c in cmd]
     shown = redact_text(" ".join(argv), secrets)
@@ -72,6 +73,7 @@ def run(
             # Its own process group: Ctrl-C reaches envgen alone, which stops the children itself and so
             # knows why they ended (envgen.interrupts).
             process_group=0,
+            pass_fds=tuple(pass_fds),
         )
     except FileNotFoundError as exc:
         raise ToolError(f"cannot run `{shown}`: {exc.strerror}", hint=f"install {argv[0]!r} and retry") from exc

@@ -108,7 +108,8 @@ def fetch_all(
 ) -> tuple[dict[str, Path], int]:
     """Every artifact in the cache (path by sha256) and how many were downloaded (a warm cache: none)."""
     paths = {w.sha256: cached_path(cache, w.sha256) for w in wanted}
-    missing = [w for w in wanted if not paths[w.sha256].is_file()]
+    # One download per sha256: two at once would share a part file (a file two platforms name, e.g. noarch).
+    missing = list({w.sha256: w for w in wanted if not paths[w.sha256].is_file()}.values())
     if not missing:
         return paths, 0
     log.info("downloading %d of %d artifacts (%d at a time)", len(missing), len(wanted), DOWNLOAD_JOBS)

@@ -25,6 +25,7 @@ from envgen.bundle.manifest import (
 )
 from envgen.errors import InputError
 from envgen.inputs.channels import access_index
+from envgen.inputs.credentials import lock_credentials
 from envgen.lockio.store import require_lock
 from envgen.model import Lock
 from envgen.project import Project
@@ -88,7 +89,9 @@ def _bundle(
     lock = require_lock(project, env)
     chosen = _platforms(lock, platforms)
     wanted = wanted_artifacts(lock, chosen)
-    with IndexClient([access_index(i, os.environ) for i in lock.indexes]) as client:
+    found = lock_credentials(lock, project.channels_dir, None, os.environ)
+    indexes = [access_index(i, os.environ) for i in lock.indexes]
+    with IndexClient(indexes, credentials=found.pip + found.conda) as client:
         paths, downloaded = fetch_all(client, wanted, cache, display=display)
     files = [(w.path, paths[w.sha256], w.sha256) for w in wanted]
     members = [Member(w.path, w.sha256, paths[w.sha256].stat().st_size, w.url) for w in wanted]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import os
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -13,6 +15,7 @@ from envgen.commands.check_static import pip_by_name, python_of, static_steps
 from envgen.commands.check_throwaway import EnvInstaller, throwaway_steps
 from envgen.commands.install_bundle import check_from_bundle
 from envgen.errors import EnvgenError, NetworkError
+from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
 from envgen.installer import Installer, install_env
 from envgen.lockio.exports.names import pylock_name, requirements_name
@@ -122,7 +125,8 @@ def check_env(
     throwaway env is removed even then).
 
     The throwaway env's pip part comes from the lock's derived file of this platform: its requirements.txt
-    with pip, its PEP 751 pylock with uv. With `bundle`, the throwaway env comes from that bundle, with no
+    with pip, its PEP 751 pylock with uv; the install sends the credentials of the lock's channels, indexes
+    and sources as `envgen install` does. With `bundle`, the throwaway env comes from that bundle, with no
     network, and the bundle's own lock is checked (raises, exit 4, when a member does not match its manifest)."""
     if bundle is not None:
         return check_from_bundle(project, env, bundle, cache=cache, venv=venv, require_npu=require_npu, keep=keep)
@@ -145,6 +149,7 @@ def check_env(
         steps.append(Step("env: install", SKIPPED, "--no-env" if not throwaway else f"the lock has no {platform} part"))
         return report()
     derived = requirements_name(env, platform) if installer == "pip" else pylock_name(env, platform)
+    credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
     env_steps, kept = throwaway_steps(
         lock,
         project.install_sh(env),
@@ -153,7 +158,7 @@ def check_env(
         cache=cache,
         require_npu=require_npu,
         keep=keep,
-        install=install,
+        install=functools.partial(install, credentials=credentials),
         npu=matrix.npu,
         installer=installer,
         requirements=project.locks_dir / derived,

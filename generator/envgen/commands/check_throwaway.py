@@ -22,6 +22,7 @@ from envgen import interrupts
 from envgen.commands.check_npu import npu_step_names, npu_steps
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step, step_of
 from envgen.commands.check_static import pip_by_name, version_in
+from envgen.credentials import LockCredentials
 from envgen.errors import EnvgenError
 from envgen.installer import Installer, install_env, tool_environment
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock
@@ -191,6 +192,7 @@ class EnvInstaller(Protocol):
         skip_cann: bool,
         installer: Installer,
         requirements: Path | None,
+        credentials: LockCredentials = ...,
     ) -> None: ...
 
 

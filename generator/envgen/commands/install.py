@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -9,10 +11,26 @@ from pathlib import Path
 
 from envgen import interrupts
 from envgen.commands.install_bundle import install_from_bundle
+from envgen.errors import InputError
+from envgen.inputs.credentials import lock_credentials
+from envgen.inputs.matrix import load_env
 from envgen.installer import Installer, install_env
 from envgen.lockio.store import require_lock
+from envgen.model import Matrix
 from envgen.platforms import host_platform
 from envgen.project import Project
+
+log = logging.getLogger(__name__)
+
+
+def _matrix(project: Project, env: str) -> Matrix | None:
+    """The matrix of `env`, for its git sources' credentials only: one that does not load is not needed to
+    install the lock, which then goes without them."""
+    try:
+        return load_env(project, env)
+    except InputError as exc:
+        log.warning("the matrix of %s does not load, so its sources' credentials are not used: %s", env, exc.message)
+        return None
 
 
 @contextmanager
@@ -89,6 +107,7 @@ def _install(
             skip_cann=skip_cann,
         )
     lock = require_lock(project, env)
+    credentials = lock_credentials(lock, project.channels_dir, _matrix(project, env), os.environ)
     install_env(
         lock,
         project.install_sh(env),
@@ -99,5 +118,6 @@ def _install(
         installer=installer,
         profiles=profiles,
         skip_cann=skip_cann,
+        credentials=credentials,
     )
     return prefix.absolute()

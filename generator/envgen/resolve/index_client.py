@@ -27,6 +27,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from envgen.credentials import NO_CREDENTIALS, Credentials
 from envgen.errors import EnvgenError, ResolutionError, VerificationError
 from envgen.inputs.channels import IndexAccess
 from envgen.redact import redact_text, redact_url, strip_credentials
@@ -49,12 +50,20 @@ def _metadata_from_archive(data: bytes, filename: str) -> str:
 
 
 class IndexClient:
-    """HTTP GETs to a set of indexes over one session; a context manager closing the session it opened."""
+    """HTTP GETs to a set of indexes over one session; a context manager closing the session it opened.
 
-    def __init__(self, indexes: Sequence[IndexAccess], session: requests.Session | None = None) -> None:
+    `credentials` are more (a conda channel's, an index's read from channels/) for the hosts no index covers."""
+
+    def __init__(
+        self,
+        indexes: Sequence[IndexAccess],
+        session: requests.Session | None = None,
+        credentials: Credentials = NO_CREDENTIALS,
+    ) -> None:
         self.indexes = tuple(indexes)
         self.session = session or requests.Session()
         self._owned = session is None
+        self.credentials = credentials
 
     def __enter__(self) -> IndexClient:
         return self
@@ -66,7 +75,7 @@ class IndexClient:
     @property
     def secrets(self) -> tuple[str, ...]:
         """The indexes' credentials, to mask in messages."""
-        return tuple(s for i in self.indexes for s in i.secrets)
+        return (*(s for i in self.indexes for s in i.secrets), *self.credentials.secrets)
 
     def get(
         self,
@@ -80,8 +89,10 @@ class IndexClient:
 
         `stream` leaves the body unread, for artifacts too large to hold in memory; `timeout` (seconds) bounds
         the connection and each wait for data."""
-        index = next((i for i in self.indexes if _same_host(i.url, url)), None)
-        auth = (index.username or "", index.password or "") if index and index.secrets else None
+        index = next((i for i in self.indexes if _same_host(i.url, url) and i.secrets), None)
+        other = self.credentials.for_url(url) if index is None else None
+        auth = (index.username or "", index.password or "") if index else None
+        auth = (other.username, other.password) if other else auth
         verify = not any(_trusts(i, url) for i in self.indexes)
         return self.session.get(
             url, headers=dict(headers or {}), auth=auth, timeout=timeout, verify=verify, stream=stream

@@ -1,0 +1,121 @@
+"""Credentials of channels, indexes and git sources: used by every command, written nowhere.
+
+The example is served behind basic auth: its conda channel and "extra" index take a token from `${VAR}`, its
+"pypi" index and one git source (over git's smart HTTP) carry theirs in the URL. lock, status, check (pip and
+uv), install and bundle must all succeed, and afterwards no file of the cache, `locks/`, the prefix, the kept
+throwaway env or the temporary directory holds a secret, nor the base64 of a `user:secret` pair.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.example.gitrepos import GitRepo
+from envgen.example.http import serve_directory
+from envgen.example.project import ENV, EXAMPLE_DIR, build_example, write_gitconfig, write_project
+
+from tests.support.example import use_git_config
+from tests.support.githttp import serve_git
+from tests.support.shared import build_once
+
+PAIRS = {
+    "conda": ("condauser", "cOnDa-t0ken-9f31"),
+    "pypi": ("pipuser", "pYpI-t0ken-77aa"),
+    "extra": ("extrauser", "eXtRa-t0ken-c0de"),
+    "git": ("gituser", "g1t-t0ken-5eed"),
+}
+SECRETS = tuple(secret for _, secret in PAIRS.values())
+
+
+def _needles() -> tuple[bytes, ...]:
+    """Each secret, and each `user:secret` pair as an Authorization header carries it (base64)."""
+    pairs = [f"{user}:{secret}".encode() for user, secret in PAIRS.values()]
+    return (*(s.encode() for s in SECRETS), *(base64.b64encode(p) for p in pairs))
+
+
+def secret_hits(*roots: Path) -> tuple[int, list[str]]:
+    """How many files under `roots` were read, and each `path: needle` where a secret was found."""
+    needles = _needles()
+    scanned, hits = 0, []
+    for root in roots:
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+            scanned += 1
+            data = path.read_bytes()
+            hits += [f"{path}: {needle.decode()}" for needle in needles if needle in data]
+    return scanned, hits
+
+
+@pytest.fixture
+def project(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """The example served behind basic auth, with credentials in its channel files and one source URL."""
+    workdir = tmp_path / "work"
+    shutil.copytree(build_once(tmp_path_factory, "example-artifacts", build_example), workdir, symlinks=True)
+    repos = {path.name: GitRepo(path) for path in sorted((workdir / "upstream").iterdir())}
+    monkeypatch.setenv("CONDA_TOKEN", PAIRS["conda"][1])
+    monkeypatch.setenv("EXTRA_TOKEN", PAIRS["extra"][1])
+    with ExitStack() as stack:
+        hosts = {
+            # Each on a host of its own: pip and uv get credentials by host (a netrc).
+            name: stack.enter_context(
+                serve_directory(workdir / name, auth=":".join(PAIRS[name]), host=host)
+            ).removeprefix("http://")
+            for name, host in (("pypi", "127.0.0.1"), ("extra", "127.0.0.2"), ("conda", "127.0.0.3"))
+        }
+        git_base, _ = stack.enter_context(serve_git(workdir / "upstream", ":".join(PAIRS["git"])))
+        urls = {
+            "conda": f"http://{PAIRS['conda'][0]}:${{CONDA_TOKEN}}@{hosts['conda']}",
+            "pypi": f"http://{':'.join(PAIRS['pypi'])}@{hosts['pypi']}",
+            "extra": f"http://{PAIRS['extra'][0]}:${{EXTRA_TOKEN}}@{hosts['extra']}",
+        }
+        root = write_project(workdir / "project", EXAMPLE_DIR, urls, repos["post"].rev("fix"))
+        matrix = root / "env-templates" / f"{ENV}.toml"
+        git_url = git_base.replace("http://", f"http://{':'.join(PAIRS['git'])}@") + "/rollout"
+        matrix.write_text(matrix.read_text().replace("https://github.com/envgen-demo/rollout.git", git_url))
+        # The other sources come from local repositories through a mirror rule, as in the demo.
+        use_git_config(write_gitconfig(workdir / "gitconfig", repos), monkeypatch)
+        monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
+        temp = tmp_path / "tmp"
+        temp.mkdir()
+        monkeypatch.setenv("TMPDIR", str(temp))
+        monkeypatch.setattr(tempfile, "tempdir", str(temp))
+        yield root
+
+
+def envgen(root: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, [*args, "--root", str(root)], catch_exceptions=False)
+    return result.exit_code, result.stdout + result.stderr
+
+
+def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path: Path) -> None:
+    code, out = envgen(project, "lock", ENV)
+    assert code == 0, out
+    code, out = envgen(project, "status", ENV)
+    assert code == 0, out
+    kept = []
+    for installer in ("pip", "uv"):
+        code, out = envgen(project, "check", ENV, "--venv", "--keep", "--installer", installer)
+        assert code == 0, out
+        assert "env: install (venv)" in out
+        kept += [Path(word) for word in out.split() if word.startswith(str(tmp_path / "tmp"))]
+    prefix = tmp_path / "prefix"
+    code, out = envgen(project, "install", ENV, "--venv", "--prefix", str(prefix))
+    assert code == 0, out
+    assert (prefix / "src" / "rollout").is_dir() or any(prefix.rglob("rollout*"))
+    code, out = envgen(project, "bundle", ENV, "-o", str(tmp_path / "demo.tar"))
+    assert code == 0, out
+    for secret in SECRETS:
+        assert secret not in out
+    assert len(kept) == 2 and all((path / "env" / "bin" / "python").exists() for path in kept)
+    scanned, hits = secret_hits(tmp_path / "cache", project / "locks", prefix, tmp_path / "tmp")
+    assert scanned > 100
+    assert hits == []
