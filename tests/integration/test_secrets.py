@@ -9,6 +9,7 @@ throwaway env or the temporary directory holds a secret, nor the base64 of a `us
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -18,10 +19,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
+from envgen.errors import VerificationError
+from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
 from envgen.example.project import ENV, EXAMPLE_DIR, build_example, write_gitconfig, write_project
+from envgen.inputs.credentials import lock_credentials
+from envgen.installer import install_conda
+from envgen.model import Channel
+from envgen.resolve.conda_stage import solve_conda
 
+from tests.support.builders import make_lock, make_matrix
 from tests.support.example import use_git_config
 from tests.support.githttp import serve_git
 from tests.support.shared import build_once
@@ -101,12 +109,10 @@ def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path:
     assert code == 0, out
     code, out = envgen(project, "status", ENV)
     assert code == 0, out
-    kept = []
     for installer in ("pip", "uv"):
         code, out = envgen(project, "check", ENV, "--venv", "--keep", "--installer", installer)
         assert code == 0, out
         assert "env: install (venv)" in out
-        kept += [Path(word) for word in out.split() if word.startswith(str(tmp_path / "tmp"))]
     prefix = tmp_path / "prefix"
     code, out = envgen(project, "install", ENV, "--venv", "--prefix", str(prefix))
     assert code == 0, out
@@ -115,7 +121,33 @@ def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path:
     assert code == 0, out
     for secret in SECRETS:
         assert secret not in out
+    # The two kept throwaway envs are in the temporary directory the scan reads.
+    kept = sorted((tmp_path / "tmp").glob("envgen-check-*"))
     assert len(kept) == 2 and all((path / "env" / "bin" / "python").exists() for path in kept)
     scanned, hits = secret_hits(tmp_path / "cache", project / "locks", prefix, tmp_path / "tmp")
     assert scanned > 100
+    assert hits == []
+
+
+def test_a_conda_prefix_installs_from_an_authenticated_channel_and_keeps_no_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_channel(tmp_path / "served" / "demo", demo_packages())
+    user, secret = PAIRS["conda"]
+    monkeypatch.setenv("CONDA_TOKEN", secret)
+    with serve_directory(tmp_path / "served", auth=f"{user}:{secret}") as base:
+        written = base.replace("http://", f"http://{user}:${{CONDA_TOKEN}}@") + "/demo"
+        channel = Channel("demo", written)
+        matrix = make_matrix(channels=(channel,), conda_specs=("python 3.11.*", "pip"))
+        entries = solve_conda(matrix, "linux-64", cache=tmp_path / "cache")
+        assert all(e.url.startswith(f"{base}/demo/") for e in entries)
+        lock = make_lock(channels=(channel,), conda=entries)
+        credentials = lock_credentials(lock, tmp_path / "no-channels", None, os.environ)
+        # Without them the channel refuses the downloads: the credentials are what makes the install work.
+        with pytest.raises(VerificationError, match="401"):
+            install_conda(entries, tmp_path / "refused", cache=tmp_path / "cache-refused")
+        install_conda(entries, tmp_path / "prefix", cache=tmp_path / "cache", credentials=credentials.conda)
+    assert (tmp_path / "prefix" / "conda-meta").is_dir()
+    scanned, hits = secret_hits(tmp_path / "cache", tmp_path / "prefix")
+    assert scanned > 10
     assert hits == []
