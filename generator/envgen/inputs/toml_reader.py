@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import tomllib
 from collections.abc import Collection, Iterable
@@ -94,6 +95,9 @@ def key_lines(text: str) -> dict[KeyPath, int]:
     return _LineScanner(text).scan()
 
 
+_NEWLINE = re.compile("\n")
+
+
 class _LineScanner:
     """A small lexer over TOML that tracks key paths, enough to point at lines (the text already parsed)."""
 
@@ -102,9 +106,12 @@ class _LineScanner:
         self.pos = 0
         self.lines: dict[KeyPath, int] = {}
         self.array_tables: dict[KeyPath, int] = {}
+        # Where each line ends: a line number is then a binary search, not a count from the start of the text
+        # (which made a lock's sources.toml, a table per package, quadratic to scan).
+        self.newlines = [match.start() for match in _NEWLINE.finditer(text)]
 
     def line(self) -> int:
-        return self.text.count("\n", 0, self.pos) + 1
+        return bisect.bisect_left(self.newlines, self.pos) + 1
 
     def peek(self, n: int = 1) -> str:
         return self.text[self.pos : self.pos + n]
