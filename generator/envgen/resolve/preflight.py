@@ -80,7 +80,8 @@ def asks_remote(source: Source, relock: Relock, cache: Path) -> bool:
 def targets(relocks: Sequence[Relock], *, cache: Path, offline: bool = False) -> list[Target]:
     """Every remote, channel and index the re-locks need (indexes not when `offline`: uv then reads its cache;
     a remote only when asked, see `asks_remote`), each once, with the envs that need it. Git requirements found
-    inside a source's files are known only once it is read, so they are not among them."""
+    in a source's files and its submodules are known only once it is read, so they are not among them (the
+    stage that meets one unreachable names it)."""
     needs: dict[tuple[str, str], list[str]] = {}
     for relock in relocks:
         matrix = relock.matrix
