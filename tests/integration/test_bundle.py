@@ -386,12 +386,9 @@ def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(offline:
     assert not (tmp_path / "env").exists()
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_an_interrupted_install_into_a_new_prefix_removes_it(
-    offline: Bundled, tmp_path: Path, signum: int, code: int
-) -> None:
-    """The signal arrives while the recipe fetches its first source (a git that waits there), after the venv
-    and the pip part are in the prefix: the prefix goes, and the message says so."""
+def interrupted_while_fetching(tmp_path: Path, args: list[str], signum: int, ready: Path) -> tuple[int, str]:
+    """Run envgen with `args` and send `signum` while its recipe fetches the first source (a git that waits
+    there), once `ready` exists; its exit code and stderr."""
     shims, marker = tmp_path / "shims", tmp_path / "fetching"
     shims.mkdir()
     real_git = shutil.which("git")
@@ -399,9 +396,7 @@ def test_an_interrupted_install_into_a_new_prefix_removes_it(
         f'#!/bin/sh\ncase " $* " in *" fetch -q --depth "*) : >{marker}; exec sleep 120 ;; esac\nexec {real_git} "$@"\n'
     )
     (shims / "git").chmod(0o755)
-    prefix = tmp_path / "env"
     env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}", "NO_COLOR": "1"}
-    args = ["install", ENV, "--from-bundle", str(offline.bundle), "--prefix", str(prefix), "--venv"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "envgen", *args], env=env, stderr=subprocess.PIPE, text=True, cwd=tmp_path
     )
@@ -410,15 +405,35 @@ def test_an_interrupted_install_into_a_new_prefix_removes_it(
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert marker.exists(), proc.stderr.read() if proc.poll() is not None else "the recipe never fetched"
-        assert (prefix / "pyvenv.cfg").is_file()  # the install had got this far
+        assert ready.exists()  # the install had got this far
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
-    assert proc.returncode == code, err
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_install_into_a_new_prefix_removes_it(
+    offline: Bundled, tmp_path: Path, signum: int, code: int
+) -> None:
+    """The signal arrives after the venv and the pip part are in the prefix: the prefix goes, the message says so."""
+    prefix = tmp_path / "env"
+    args = ["install", ENV, "--from-bundle", str(offline.bundle), "--prefix", str(prefix), "--venv"]
+    returncode, err = interrupted_while_fetching(tmp_path, args, signum, prefix / "pyvenv.cfg")
+    assert returncode == code, err
     assert f"interrupted: the partly installed {prefix} was removed" in err, err
     assert not prefix.exists()
     assert not list((tmp_path / "tmp").iterdir())  # the unpacked bundle too
+
+
+def test_an_interrupted_check_from_a_bundle_removes_its_throwaway_env(offline: Bundled, tmp_path: Path) -> None:
+    args = ["check", ENV, "--from-bundle", str(offline.bundle), "--venv", "--root", str(offline.root)]
+    ready = tmp_path / "tmp"  # holds the throwaway env by then (the marker proves its recipe was running)
+    returncode, err = interrupted_while_fetching(tmp_path, args, signal.SIGINT, ready)
+    assert returncode == 130, err
+    assert re.search(r"interrupted: the throwaway env \S+envgen-check-demo-\S+ was removed", err), err
+    assert not list((tmp_path / "tmp").iterdir())
 
 
 def run_recipe_with_bundle(root: Path, prefix: Path, bundle: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
