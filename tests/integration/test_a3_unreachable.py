@@ -166,3 +166,22 @@ def test_unreachable_index_is_named(project: Path, tmp_path: Path) -> None:
     name, url = match.group(1), match.group(2)
     assert name in ("pypi", "pytorch-cpu", "triton-ascend")
     assert f'url = "{url}"' in (project / "channels" / f"{name}.toml").read_text()
+
+
+def test_preflight_sends_a_channels_credentials_and_names_a_refused_login(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mirror_sources(tmp_path)
+    write_channel(tmp_path / "conda", demo_packages("3.12.4"))
+    with serve_directory(tmp_path / "conda", auth="ci:s3cret-token") as conda_url:
+        channel(project, "conda-forge", conda_url.replace("http://", "http://ci:${CONDA_TOKEN}@"))
+        monkeypatch.setenv("CONDA_TOKEN", "wrong-token")
+        code, refused = lock(project, preflight=True)
+        monkeypatch.setenv("CONDA_TOKEN", "s3cret-token")
+        _, accepted = lock(project, preflight=True)
+    assert code == 3
+    host = conda_url.removeprefix("http://")
+    assert "error: 4 hosts that the lock needs did not answer" in refused
+    assert f"  {host}: conda channel http://***@{host} (a3): HTTP 401: the credentials were refused" in refused
+    assert "error: 3 hosts that the lock needs did not answer" in accepted and f"  {host}: " not in accepted
+    assert "token" not in refused + accepted

@@ -23,7 +23,7 @@ from envgen.model import Index, LockedSource, Matrix, Source
 from envgen.process import run
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.git_cache import has_commits
-from envgen.resolve.git_remote import MIRROR_HINT, git_env
+from envgen.resolve.git_remote import MIRROR_HINT, bare_url, git_env
 from envgen.resolve.git_sources import kept_commit
 from envgen.resolve.index_client import IndexClient
 
@@ -101,9 +101,10 @@ def _probe(target: Target, indexes: Sequence[Index], timeout: float) -> str | No
     if target.kind == "git remote":
         return _probe_git(target.url, timeout)
     if target.kind == "conda channel":
-        url = expand_url(target.url, f"conda channel {redact_url(target.url)}", os.environ)
-        with IndexClient(()) as plain:  # no index credentials: a channel's own are in its URL
-            return _probe_http(plain, url.rstrip("/") + "/noarch/repodata.json", timeout)
+        # A channel's `user:token@` travels as an index's would: apart from the URL, as a header.
+        access = access_index(Index(f"conda channel {redact_url(target.url)}", target.url), os.environ)
+        with IndexClient([access]) as client:
+            return _probe_http(client, access.url.rstrip("/") + "/noarch/repodata.json", timeout)
     index = next(i for i in indexes if i.url == target.url)
     access = access_index(index, os.environ)
     with IndexClient([access]) as client:
@@ -111,9 +112,11 @@ def _probe(target: Target, indexes: Sequence[Index], timeout: float) -> str | No
 
 
 def _probe_git(url: str, timeout: float) -> str | None:
-    """`git ls-remote` of HEAD alone: the user's git config applies (insteadOf mirrors, credentials)."""
+    """`git ls-remote` of HEAD alone: the user's git config applies (insteadOf mirrors, credentials), and the
+    URL's own credential travels in the environment, as for every git call."""
     try:
-        proc = run(["git", "ls-remote", "--", url, "HEAD"], env=git_env(), timeout=timeout, check=False)
+        cmd = ["git", "ls-remote", "--", bare_url(url), "HEAD"]
+        proc = run(cmd, env=git_env(url=url), timeout=timeout, check=False)
     except ToolError as exc:
         if isinstance(exc.__cause__, subprocess.TimeoutExpired):  # git was still waiting for the host
             return f"no answer within {timeout:g} s"
@@ -132,17 +135,17 @@ def _probe_http(client: IndexClient, url: str, timeout: float) -> str | None:
     except requests.Timeout:
         return f"no answer within {timeout:g} s"
     except requests.RequestException as exc:
-        return _innermost(exc)
+        return _innermost(exc, client.secrets)
     if status in (401, 403):
         return f"HTTP {status}: the credentials were refused (channels/*.toml, or the variables its URL names)"
     return f"HTTP {status} from the server" if status >= 500 else None
 
 
-def _innermost(exc: BaseException) -> str:
+def _innermost(exc: BaseException, secrets: tuple[str, ...]) -> str:
     """The innermost cause of a requests error, on one line (`[Errno 111] Connection refused`)."""
     while exc.__cause__ is not None or exc.__context__ is not None:
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    text = redact_text(str(exc))
+    text = redact_text(str(exc), secrets)
     errno = re.findall(r"\[Errno -?\d+\] [^'\")]+", text)
     if errno:
         return errno[-1].strip()
