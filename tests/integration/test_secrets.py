@@ -3,7 +3,8 @@
 The example is served behind basic auth: its conda channel and "extra" index take a token from `${VAR}`, its
 "pypi" index and one git source (over git's smart HTTP) carry theirs in the URL. lock, status, check (pip and
 uv), install and bundle must all succeed, and afterwards no file of the cache, `locks/`, the prefix, the kept
-throwaway env or the temporary directory holds a secret, nor the base64 of a `user:secret` pair.
+throwaway envs, the temporary directory or the home directory holds a secret, nor the base64 of a
+`user:secret` pair.
 """
 
 from __future__ import annotations
@@ -94,6 +95,9 @@ def project(
         monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
         temp = tmp_path / "tmp"
         temp.mkdir()
+        # A home of its own: anything a tool writes under ~ (a cache, a config) is scanned too.
+        (tmp_path / "home").mkdir()
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
         monkeypatch.setenv("TMPDIR", str(temp))
         monkeypatch.setattr(tempfile, "tempdir", str(temp))
         yield root
@@ -124,7 +128,7 @@ def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path:
     # The two kept throwaway envs are in the temporary directory the scan reads.
     kept = sorted((tmp_path / "tmp").glob("envgen-check-*"))
     assert len(kept) == 2 and all((path / "env" / "bin" / "python").exists() for path in kept)
-    scanned, hits = secret_hits(tmp_path / "cache", project / "locks", prefix, tmp_path / "tmp")
+    scanned, hits = secret_hits(tmp_path / "cache", project / "locks", prefix, tmp_path / "tmp", tmp_path / "home")
     assert scanned > 100
     assert hits == []
 

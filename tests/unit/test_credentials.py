@@ -6,9 +6,16 @@ import base64
 import netrc
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from envgen.credentials import Credential, Credentials, netrc_in_memory, split_credential
+from envgen.errors import InputError
+from envgen.inputs.credentials import lock_credentials
+from envgen.model import Channel, Index, Source
 from envgen.redact import written_url
+
+from tests.support.builders import make_lock, make_matrix
 
 
 def test_split_credential_keeps_the_url_bare_and_decodes_the_userinfo() -> None:
@@ -88,3 +95,26 @@ def test_a_lock_keeps_a_credential_reference_and_drops_a_literal_one() -> None:
     assert written_url("https://${TOKEN}@repo.example/simple") == "https://${TOKEN}@repo.example/simple"
     assert written_url("https://u:s3cret@repo.example/simple") == "https://repo.example/simple"
     assert written_url("https://u:pre${TOKEN}@repo.example/simple") == "https://repo.example/simple"
+
+
+def test_a_lock_gets_its_credentials_from_channels_and_its_references_each_tool_its_own(tmp_path: Path) -> None:
+    channels = tmp_path / "channels"
+    channels.mkdir()
+    (channels / "private.toml").write_text('kind = "pip"\nurl = "https://pip:l1teral@pypi.corp/simple"\n')
+    (channels / "forge.toml").write_text('kind = "conda"\nurl = "https://conda.corp/forge"\n')
+    lock = make_lock(
+        channels=(Channel("forge", "https://conda:${CONDA_TOKEN}@conda.corp/forge"),),
+        # What sources.toml records: a literal credential dropped, a reference kept.
+        indexes=(Index("private", "https://pypi.corp/simple"), Index("extra", "https://x:${EXTRA}@extra.corp/simple")),
+    )
+    matrix = make_matrix(sources=(Source("proj", "https://git:g1t@git.corp/org/proj.git", "main", "proj"),))
+    found = lock_credentials(lock, channels, matrix, {"CONDA_TOKEN": "c0nda", "EXTRA": "3xtra"})
+    assert [(c.url, c.username, c.password) for c in found.pip.items] == [
+        ("https://pypi.corp/simple", "pip", "l1teral"),
+        ("https://extra.corp/simple", "x", "3xtra"),
+    ]
+    assert [(c.username, c.password) for c in found.conda.items] == [("conda", "c0nda")]
+    assert [(c.url, c.password) for c in found.git.items] == [("https://git.corp/org/proj.git", "g1t")]
+    assert sorted(found.secrets) == ["3xtra", "c0nda", "g1t", "l1teral"]
+    with pytest.raises(InputError, match=r"index extra: .*\$\{EXTRA\}, which is not set"):
+        lock_credentials(lock, channels, None, {"CONDA_TOKEN": "c0nda"})
