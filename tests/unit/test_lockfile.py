@@ -472,3 +472,20 @@ def test_an_input_hash_that_is_not_a_sha256_is_refused() -> None:
     sources = render_sources_toml(sample_lock())
     with pytest.raises(InputError, match="input-hash"):
         parse_sources_toml(sources.replace(recorded, "0 $(touch x)"), "a5.sources.toml")
+
+
+def test_a_lock_is_parsed_once_per_text(tmp_path: Path) -> None:
+    """The preflight and the re-lock both read the previous lock: the second read is the first one's Lock, and
+    a file written anew (or edited) is parsed again."""
+    project = Project(tmp_path)
+    lock = sample_lock()
+    write_lock(project, "a5", lock, "#!/bin/sh\n")
+    first = read_lock(project, "a5")
+    assert first is not None and first.pending and read_lock(project, "a5") is first
+    write_lock(project, "a5", dataclasses.replace(lock, pending=()), "#!/bin/sh\n")
+    second = read_lock(project, "a5")
+    assert second is not None and second.pending == () and read_lock(project, "a5") is second
+    yml = project.lock_yml("a5")
+    yml.write_text(yml.read_text().replace("platforms:", "platform:", 1))  # edited in place: read again, refused
+    with pytest.raises(InputError):
+        read_lock(project, "a5")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Sequence
@@ -21,6 +22,9 @@ def _read_text(path: Path) -> str:
     return read_input_text(path, hint="re-run `envgen lock` to rewrite it")
 
 
+# Pure, and most of reading a lock (pydantic validates every package): a re-lock reads the previous lock in its
+# preflight and again under the env's mutex, so the last few texts parsed are kept with their Lock.
+@functools.lru_cache(maxsize=8)
 def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> Lock:
     """The Lock held by a yml and its sources.toml (pure; the `where`s name the files in errors)."""
     yml = parse_lock_yml(yml_text, yml_where)
