@@ -235,7 +235,8 @@ def status_command(envs: tuple[str, ...], outdated: bool) -> Outcome:
     """Is each lock of ENV... fresh for its inputs, have its branches moved upstream, what is still pending.
 
     Exits 0 when every lock is fresh and every branch, tag or HEAD it pins still names the locked commit;
-    1 when a lock is missing (no lock yet) or stale, a ref moved, or a remote could not be asked.
+    1 when a lock is missing (no lock yet) or stale, a ref moved, or a remote could not be asked; 4 when a
+    lock's files were edited after `envgen lock` wrote them (tampered).
     """
     from envgen.commands.status import render_status, status_env
 
@@ -244,7 +245,7 @@ def status_command(envs: tuple[str, ...], outdated: bool) -> Outcome:
     return Outcome(
         results=[r.as_dict() for r in reports],
         text=render_status(reports),
-        exit_code=0 if all(r.ok for r in reports) else 1,
+        exit_code=4 if any(r.tampered for r in reports) else 0 if all(r.ok for r in reports) else 1,
     )
 
 

@@ -19,9 +19,9 @@ from uv import find_uv_bin
 from envgen.credentials import NO_CREDENTIALS, NO_LOCK_CREDENTIALS, Credentials, LockCredentials, netrc_in_memory
 from envgen.errors import InputError, ToolError, VerificationError
 from envgen.lockio.exports.common import trusted_hosts
+from envgen.lockio.integrity import recipe_problem, repair_hint
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.process import run, tail
-from envgen.recipe.render import render_recipe
 from envgen.redact import redact_text
 from envgen.resolve.conda_stage import rattler_client, repodata_record
 
@@ -96,18 +96,17 @@ def install_conda(
 
 
 def verify_recipe(lock: Lock, recipe: Path) -> None:
-    """The recipe on disk must be what the lock renders: it is derived, never edited."""
+    """The recipe about to run must be what the lock renders (the rule: lockio/integrity.py): it is derived,
+    never edited."""
     try:
         text = recipe.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(
             f"cannot read the recipe {recipe}: {exc.strerror}", hint=f"run `envgen lock {lock.env}`"
         ) from exc
-    if text != render_recipe(lock):
-        raise VerificationError(
-            f"{recipe} differs from the recipe its lock renders: it was edited by hand or belongs to another lock",
-            hint=f"run `envgen lock {lock.env} --force` to render it again; change env-templates/, not the recipe",
-        )
+    problem = recipe_problem(lock, text, str(recipe))
+    if problem is not None:
+        raise VerificationError(problem, hint=repair_hint(lock.env))
 
 
 def create_venv(prefix: Path, lock: Lock, platform: str, *, python: str = sys.executable) -> None:

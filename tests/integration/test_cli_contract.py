@@ -18,10 +18,9 @@ import jsonschema
 import pytest
 from click import Option
 from envgen.console import EXIT_CODES
-from envgen.lockio.store import write_lock
 from envgen.project import Project
 
-from tests.support.builders import sample_lock
+from tests.support.builders import sample_lock, write_intact
 
 DATA = Path(__file__).parents[1] / "data" / "matrices"
 REPO = Path(__file__).parents[2]
@@ -61,7 +60,7 @@ def project(tmp_path: Path) -> Path:
 
 def with_lock(root: Path) -> None:
     """A lock for `valid` that parses but was not made from today's matrix (check finds it stale)."""
-    write_lock(Project(root), "valid", dataclasses.replace(sample_lock(), env="valid"), "#!/bin/sh\n")
+    write_intact(Project(root), dataclasses.replace(sample_lock(), env="valid"))
 
 
 # --- 1. project discovery -----------------------------------------------------------------------------------

@@ -14,16 +14,16 @@ from envgen.example.gitrepos import GitRepo
 from envgen.lockio.store import write_lock
 from envgen.model import Lock
 from envgen.project import Project
+from envgen.recipe.render import render_recipe
 
 from tests.support.builders import bump, diff_lock
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
-RECIPE = "#!/usr/bin/env bash\nset -euo pipefail\n"
 
 
 def put(root: Path, lock: Lock) -> None:
     (root / "locks").mkdir(exist_ok=True)
-    write_lock(Project(root), lock.env, lock, RECIPE)
+    write_lock(Project(root), lock.env, lock, render_recipe(lock))
 
 
 @pytest.fixture

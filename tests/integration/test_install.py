@@ -203,7 +203,12 @@ def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_pa
     project = Project(tmp_path / "project")
     for part in ("locks", "env-templates", "channels"):  # a project, though its env has only a lock
         (project.root / part).mkdir(parents=True)
-    lock = demo_lock(wheel_entries(base, files))
+    # A lock as `envgen lock` writes it: its index and channel listed (`install` checks its integrity first).
+    lock = demo_lock(
+        wheel_entries(base, files),
+        indexes=(Index("pypi", f"{base}/simple"),),
+        channels=(Channel("conda-forge", "https://conda.anaconda.org/conda-forge"),),
+    )
     write_lock(project, "demo", lock, render_recipe(lock))
     prefix = tmp_path / "env"
     result = CliRunner().invoke(

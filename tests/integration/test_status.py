@@ -25,6 +25,7 @@ from envgen.lockio.store import write_lock
 from envgen.model import Lock, LockedSource, Pending
 from envgen.platforms import virtual_packages
 from envgen.project import Project
+from envgen.recipe.render import render_recipe
 from envgen.resolve.index_client import IndexClient, fetch_filenames
 
 from tests.support.builders import make_lock, pip_entry
@@ -74,7 +75,7 @@ distribution = "pinned"
 def write_whole_lock(project: Project, lock: Lock) -> None:
     """Write `lock` with its recipe and the files derived from it, as `envgen lock` does."""
     derived = [(f.name, f.text) for f in derived_files(lock, load_env(project, "demo"))]
-    write_lock(project, "demo", lock, "#!/usr/bin/env bash\n", derived)
+    write_lock(project, "demo", lock, render_recipe(lock), derived)
 
 
 class Demo:

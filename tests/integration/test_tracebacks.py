@@ -15,10 +15,9 @@ from click.testing import CliRunner
 from envgen import cli as cli_module
 from envgen.cli import cli
 from envgen.console import INTERNAL_ERROR
-from envgen.lockio.store import write_lock
 from envgen.project import Project
 
-from tests.support.builders import sample_lock
+from tests.support.builders import sample_lock, write_intact
 
 DATA = Path(__file__).parents[1] / "data" / "matrices"
 DEEP = 100_000
@@ -50,8 +49,7 @@ def assert_clean_exit(proc: subprocess.CompletedProcess[str], code: int, *parts:
 
 
 def with_lock(project: Path) -> None:
-    lock = dataclasses.replace(sample_lock(), env="valid")
-    write_lock(Project(project), "valid", lock, "#!/bin/sh\n")
+    write_intact(Project(project), dataclasses.replace(sample_lock(), env="valid"))
 
 
 @pytest.mark.parametrize("where", ["env-templates/valid.toml", "channels/pypi.toml"])

@@ -11,6 +11,8 @@ import dataclasses
 import hashlib
 
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_hash
+from envgen.lockio.seal import url_host
+from envgen.lockio.store import read_lock, write_lock
 from envgen.model import (
     AppliedOverride,
     Cann,
@@ -29,6 +31,8 @@ from envgen.model import (
     Source,
     TracedRequirement,
 )
+from envgen.project import Project
+from envgen.recipe.render import render_recipe
 
 CANN = Cann("pending", "/usr/local/Ascend/cann/set_env.sh")
 CONDA_FORGE = "https://conda.anaconda.org/conda-forge"
@@ -261,3 +265,23 @@ def bump() -> tuple[Lock, Lock]:
     """One conda package, two pip packages and one source commit bumped."""
     new = diff_lock(python="3.11.9", transformers="4.57.6", mbridge="0.15.1", vllm_ascend=NEW_COMMIT)
     return diff_lock(), new
+
+
+# --- a hand-built lock written as `envgen lock` writes one -------------------------------------------------------
+
+
+def write_intact(project: Project, lock: Lock) -> Lock:
+    """Write `lock` so that it passes the integrity check (lockio/integrity.py) as a lock `envgen lock` wrote
+    would: every index an entry names is listed (on that entry's host), and the recipe is rendered from the lock
+    as it reads back (canonical order, no credentials). Returns that read-back lock."""
+    listed = {i.name for i in lock.indexes}
+    missing = {e.index: e.url for e in lock.pip if e.index and e.index not in listed}
+    indexes = (
+        *lock.indexes,
+        *(Index(name, f"https://{url_host(url)}/simple") for name, url in sorted(missing.items())),
+    )
+    write_lock(project, lock.env, dataclasses.replace(lock, indexes=indexes), "")
+    back = read_lock(project, lock.env)
+    assert back is not None
+    write_lock(project, lock.env, back, render_recipe(back))
+    return back

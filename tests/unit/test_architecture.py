@@ -46,8 +46,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "lockdiff.moves", "recipe"),
     "lockio": (*FOUNDATION, "inputs.files", "inputs.toml_reader", "inputs.untrusted", "lockio"),
     "lockio.consistency": (*FOUNDATION, "lockio", "resolve.uv_pylock"),
+    "lockio.integrity": (*FOUNDATION, "inputs.files", "lockio", "recipe.render"),
     "recipe": (*FOUNDATION, "inputs.untrusted"),
-    "installer": (*FOUNDATION, "lockio.exports", "recipe", "resolve.conda_stage"),
+    "installer": (*FOUNDATION, "lockio.exports", "lockio.integrity", "recipe", "resolve.conda_stage"),
     "bundle": (
         *FOUNDATION,
         "inputs.untrusted",

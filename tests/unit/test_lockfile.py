@@ -15,6 +15,7 @@ from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
 from envgen.lockio.env_mutex import env_lock
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash, recorded_state
+from envgen.lockio.seal import seal
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.lockio.store import parse_lock, read_lock, write_lock
 from envgen.model import (
@@ -254,6 +255,8 @@ def test_write_then_read_gives_the_lock_back(tmp_path: Path) -> None:
     assert project.install_sh("a5").read_text() == RECIPE
     assert project.install_sh("a5").stat().st_mode & 0o777 == 0o755
     assert project.lock_yml("a5").read_text() == render_lock_yml(lock)
+    # The sources.toml as it renders, sealed with the content hash of the three files.
+    assert project.sources_toml("a5").read_text() == seal(render_lock_yml(lock), render_sources_toml(lock), RECIPE)
     assert sorted(p.name for p in project.locks_dir.iterdir()) == ["a5.install.sh", "a5.sources.toml", "a5.yml"]
 
 

@@ -19,7 +19,8 @@ from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
 from envgen.installer import Installer, install_env
 from envgen.lockio.exports.names import pylock_name, requirements_name
-from envgen.lockio.store import no_lock, read_lock
+from envgen.lockio.integrity import checked_lock
+from envgen.lockio.store import no_lock
 from envgen.model import Lock, Matrix, PipPackage
 from envgen.platforms import host_platform
 from envgen.project import Project
@@ -80,23 +81,28 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     return step_of("solve: same pip set", problems, f"{len(lock.pip)} entries on {len(lock.platforms)} platforms")
 
 
-def _load(project: Project, env: str) -> tuple[Lock, Matrix] | Step:
-    """The lock of `env` and its matrix, or the failed step when the lock cannot be read (the verdict of check).
-    No lock at all or a malformed matrix is bad input (exit 2): there is nothing to verify."""
+def _load(project: Project, env: str) -> tuple[Lock, Matrix, tuple[str, ...]] | Step:
+    """The lock of `env`, its matrix and the lock's integrity problems, or the failed step when the lock cannot
+    be read (the verdict of check). No lock at all or a malformed matrix is bad input (exit 2): there is nothing
+    to verify."""
     try:
-        lock = read_lock(project, env)
+        checked = checked_lock(project, env)
     except EnvgenError as exc:
         return Step("static: lock parses", FAILED, exc.message)
-    if lock is None:
+    if checked is None:
         raise no_lock(project, env)
-    return lock, load_env(project, env)
+    if checked.lock is None:
+        return Step("static: lock parses", FAILED, "; ".join(checked.problems))
+    return checked.lock, load_env(project, env), checked.problems
 
 
-def _static_and_solve(project: Project, lock: Lock, matrix: Matrix, *, solve: bool, cache: Path) -> list[Step]:
+def _static_and_solve(
+    project: Project, lock: Lock, matrix: Matrix, integrity: tuple[str, ...], *, solve: bool, cache: Path
+) -> list[Step]:
     """The static steps, then the re-solve (skipped when a static step failed, or with --no-solve)."""
     log.info("check %s: static checks", lock.env)
     counts = f"{len(lock.conda)} conda, {len(lock.pip)} pip, {len(lock.sources)} sources"
-    steps = [Step("static: lock parses", OK, counts), *static_steps(project, lock, matrix)]
+    steps = [Step("static: lock parses", OK, counts), *static_steps(project, lock, matrix, integrity)]
     if any(s.status == FAILED for s in steps):
         return [*steps, Step("solve: same pip set", SKIPPED, "static checks failed")]
     if not solve:
@@ -140,8 +146,8 @@ def check_env(
     if isinstance(loaded, Step):
         steps.append(loaded)
         return report()
-    lock, matrix = loaded
-    steps += _static_and_solve(project, lock, matrix, solve=solve, cache=cache)
+    lock, matrix, integrity = loaded
+    steps += _static_and_solve(project, lock, matrix, integrity, solve=solve, cache=cache)
     if any(s.status == FAILED for s in steps if s.name.startswith("static")):
         steps.append(Step("env: install", SKIPPED, "static checks failed"))
         return report()

@@ -5,7 +5,7 @@ All but static_steps are pure functions of a Lock and its Matrix."""
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 
 import rattler
@@ -14,11 +14,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envgen.commands.check_report import FAILED, OK, Step, step_of
+from envgen.commands.check_report import OK, Step, step_of
 from envgen.commands.status import stale_reasons
 from envgen.commits import is_full_commit
-from envgen.errors import EnvgenError
-from envgen.installer import verify_recipe
 from envgen.lockio.consistency import explained, violations
 from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.lockio.input_hashes import input_hash, project_inputs
@@ -179,8 +177,9 @@ def import_check_problems(matrix: Matrix, lock: Lock) -> list[str]:
 # --- static checks (effects: files) ----------------------------------------------------------------------
 
 
-def static_steps(project: Project, lock: Lock, matrix: Matrix) -> list[Step]:
-    """Input hash, pins, dependencies, indexes, the derived files and the recipe file."""
+def static_steps(project: Project, lock: Lock, matrix: Matrix, integrity: Sequence[str]) -> list[Step]:
+    """Input hash, pins, dependencies, indexes, the derived files, and the integrity of the three lock files
+    (`integrity`: their problems, lockio/integrity.py)."""
     current = project_inputs(project, matrix, lock.sources)
     stale = list(stale_reasons(lock.inputs, current, matrix.path))
     if not stale and input_hash(current) != lock.input_hash:
@@ -202,9 +201,7 @@ def static_steps(project: Project, lock: Lock, matrix: Matrix) -> list[Step]:
             f"{len(derived_files(lock, matrix))} files",
         ),
     ]
-    try:
-        verify_recipe(lock, project.install_sh(lock.env))
-        steps.append(Step("static: recipe", OK, str(project.install_sh(lock.env).relative_to(project.root))))
-    except EnvgenError as exc:
-        steps.append(Step("static: recipe", FAILED, exc.message))
+    files = f"{project.lock_yml(lock.env).name}, .sources.toml, .install.sh"
+    fix = f"restore locks/ (git checkout -- locks/) or re-lock with `envgen lock {lock.env} --force`"
+    steps.append(step_of("static: integrity", [f"{p}: {fix}" for p in integrity], files))
     return steps

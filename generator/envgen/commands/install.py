@@ -15,7 +15,7 @@ from envgen.errors import InputError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
 from envgen.installer import Installer, install_env
-from envgen.lockio.store import require_lock
+from envgen.lockio.integrity import require_intact
 from envgen.model import Matrix
 from envgen.platforms import host_platform
 from envgen.project import Project
@@ -67,7 +67,8 @@ def install_lock(
     """Install the lock of `env` for this host's platform into `prefix`; returns the prefix's absolute path.
 
     With `bundle`, the lock and everything it names come from that bundle, with no network. Interrupted, a new
-    prefix is removed."""
+    prefix is removed. A tampered lock (lockio/integrity.py) is refused with exit 4 before anything is
+    installed."""
     with removed_if_interrupted(prefix.absolute()):
         return _install(
             project,
@@ -106,7 +107,8 @@ def _install(
             profiles=profiles,
             skip_cann=skip_cann,
         )
-    lock = require_lock(project, env)
+    # Refused before the prefix is touched when the lock's files are not as `envgen lock` wrote them.
+    lock = require_intact(project, env)
     credentials = lock_credentials(lock, project.channels_dir, _matrix(project, env), os.environ)
     install_env(
         lock,

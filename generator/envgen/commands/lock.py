@@ -14,7 +14,13 @@ from envgen.errors import EnvgenError, InputError
 from envgen.inputs.extends import read_layered
 from envgen.inputs.toml_reader import did_you_mean
 from envgen.lockio.exports.names import derived_present
-from envgen.lockio.input_hashes import recorded_inputs, recorded_packages, recorded_state, still_current
+from envgen.lockio.input_hashes import (
+    recorded_inputs,
+    recorded_intact,
+    recorded_packages,
+    recorded_state,
+    still_current,
+)
 from envgen.project import Project, cache_dir
 from envgen.resolve.upgrade import NO_UPGRADE, Upgrade, package_key
 
@@ -89,6 +95,9 @@ def unchanged_hash(project: Project, env: str) -> str | None:
     platforms = [k.removeprefix(prefix) for k in inputs if k.startswith(prefix)]
     if not derived_present(project.locks_dir, env, platforms, digest):
         log.info("%s: a derived file is missing or from another lock: locking again", env)
+        return None
+    if not recorded_intact(project, env):
+        log.info("%s: the lock files do not hash to the content hash they record: locking again", env)
         return None
     return digest
 

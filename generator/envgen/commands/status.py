@@ -19,7 +19,7 @@ from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
 from envgen.lockio.exports.derived import derived_problems
 from envgen.lockio.input_hashes import project_inputs
-from envgen.lockio.store import read_lock
+from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.project import Project
 from envgen.redact import redact_url, strip_credentials
@@ -92,7 +92,8 @@ class StatusReport:
 
     env: str
     fresh: bool
-    reasons: tuple[str, ...] = ()  # why the lock is stale
+    reasons: tuple[str, ...] = ()  # why the lock is stale or tampered
+    tampered: bool = False  # its files are not as `envgen lock` wrote them (lockio/integrity.py)
     drift: tuple[SourceDrift, ...] = ()
     pending: tuple[tuple[str, str], ...] = ()  # (name, note)
     outdated: tuple[Outdated, ...] = ()
@@ -104,7 +105,10 @@ class StatusReport:
 
     @property
     def state(self) -> str:
-        """One of fresh, stale (an input changed since the lock was written) or no-lock."""
+        """One of fresh, stale (an input changed since the lock was written), tampered (its files were edited
+        after `envgen lock` wrote them) or no-lock."""
+        if self.tampered:
+            return "tampered"
         return "fresh" if self.fresh else "no-lock" if self.reasons == (NO_LOCK,) else "stale"
 
     def as_dict(self) -> dict[str, object]:
@@ -216,11 +220,15 @@ def status_env(
     *,
     outdated: bool = False,
 ) -> StatusReport:
-    """The status of `env`: inputs re-digested, derived files compared, moving refs asked upstream, and with
-    `outdated` the indexes."""
-    lock = read_lock(project, env)
-    if lock is None:
+    """The status of `env`: the lock's integrity, inputs re-digested, derived files compared, moving refs asked
+    upstream, and with `outdated` the indexes."""
+    checked = checked_lock(project, env)
+    if checked is None:
         return build_report(env, None, ())
+    if checked.problems or checked.lock is None:
+        # Nothing else about a tampered lock can be trusted: its inputs and sources are what was edited.
+        return StatusReport(env, fresh=False, reasons=checked.problems, tampered=True)
+    lock = checked.lock
     template = project.template(env)
     if not template.is_file():
         return build_report(env, lock, (f"matrix {_shown(project, template)} removed",))
@@ -313,8 +321,10 @@ def render_status(reports: Sequence[StatusReport]) -> str:
         notes = [f"{drifted} source{'s' if drifted != 1 else ''} drifted"] if drifted else []
         notes += [f"{unknown} remote{'s' if unknown != 1 else ''} unreachable"] if unknown else []
         out.append(f"{report.env}: {state}" + (f" ({', '.join(notes)})" if notes else ""))
-        if state == "stale":
+        if state in ("stale", "tampered"):
             out += [f"  {reason}" for reason in report.reasons]
+        if state == "tampered":
+            out.append(f"  {repair_hint(report.env)}")
         if report.drift:
             out.append("  upstream:")
             out += [f"    {d.describe()}" for d in report.drift]

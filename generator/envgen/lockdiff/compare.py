@@ -125,10 +125,13 @@ class LockDiff:
     packages: tuple[PackageChange, ...] = ()
     sources: tuple[SourceChange, ...] = ()
     items: tuple[ItemChange, ...] = ()
+    # The new side's integrity problems (lockio/integrity.py): its files were edited after `envgen lock`.
+    tampered: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.platforms_added or self.platforms_removed or self.packages or self.sources or self.items)
+        changed = self.platforms_added or self.platforms_removed or self.packages or self.sources or self.items
+        return not (changed or self.tampered)
 
     @property
     def loud(self) -> tuple[PackageChange, ...]:
@@ -147,6 +150,7 @@ class LockDiff:
             "platforms added": len(self.platforms_added),
             "platforms removed": len(self.platforms_removed),
             "other changes": len(self.items),
+            "integrity problems": len(self.tampered),
         }
         ordered = {kind: counts[kind] for kind in KINDS if counts.get(kind)}
         ordered.update({k: v for k, v in entries.items() if v})

@@ -130,6 +130,7 @@ def render_text(diffs: list[LockDiff]) -> str:
     for diff in diffs:
         out.append(f"{diff.env}: {diff.old_label} -> {diff.new_label}")
         out.append(f"  {_headline(diff)}")
+        out += [f"  TAMPERED: {problem}" for problem in diff.tampered]
         out += [f"  WARNING: same version, different artifact: {_warning(c)}" for c in diff.loud]
         if diff.platforms_added:
             out.append(f"  platforms added: {', '.join(diff.platforms_added)}")
@@ -176,6 +177,10 @@ def render_markdown(diffs: list[LockDiff]) -> str:
     for diff in diffs:
         out += [f"### `{diff.env}`: `{diff.old_label}` → `{diff.new_label}`", ""]
         out += [f"**{_headline(diff, ' · ')}**", ""]
+        if diff.tampered:
+            out += ["> [!CAUTION]", "> **Edited after `envgen lock` wrote it:** re-lock instead of editing a lock."]
+            out += [f"> - {_cell(problem)}" for problem in diff.tampered]
+            out.append("")
         if diff.loud:
             out += ["> [!WARNING]", "> **Same version, different artifact hash:** check these were rebuilt on purpose."]
             out += [f"> - {_cell(_warning(c))}" for c in diff.loud]

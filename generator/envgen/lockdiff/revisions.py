@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envgen.errors import InputError
@@ -12,6 +12,7 @@ from envgen.inputs.files import read_input_text
 from envgen.inputs.untrusted import env_name_problem
 from envgen.lockdiff.compare import LockDiff, diff_locks
 from envgen.lockio.conda_lock_yml import LockYml, parse_lock_yml
+from envgen.lockio.integrity import checked_lock, missing_files, read_texts, tampered
 from envgen.lockio.store import parse_lock
 from envgen.model import Lock
 from envgen.process import run
@@ -174,12 +175,25 @@ def diff_sides(old: LockText, new: LockText) -> LockDiff:
     return diff_locks(*locks, labels=(old.label, new.label))
 
 
+def working_integrity(project: Project, env: str) -> tuple[str, ...]:
+    """The integrity problems of the work tree's lock of `env` (lockio/integrity.py); a missing file of the
+    three, while another exists, is an error (exit 4): there is no lock to compare."""
+    texts = read_texts(project, env)
+    missing = missing_files(texts)
+    if missing:
+        raise tampered(missing, env)
+    checked = checked_lock(project, env)
+    return checked.problems if checked is not None else ()
+
+
 def diff_against_rev(project: Project, rev: str) -> list[LockDiff]:
-    """Each lock in locks/ against the same file at `rev` (added and deleted locks too); unchanged ones left out."""
+    """Each lock in locks/ against the same file at `rev` (added and deleted locks too); unchanged ones left out.
+    The work tree's locks are checked for integrity too: a hand-edited file is a change to report."""
     root = repo_root(project.locks_dir)
     verify_rev(root, rev)
     reldir = repo_path(root, project.locks_dir)
-    names = {p.name for p in project.locks_dir.glob("*.yml")} if project.locks_dir.is_dir() else set()
+    present = project.locks_dir.is_dir()
+    names = {p.name for p in project.locks_dir.glob("*.yml")} if present else set()
     names |= {Path(p).name for p in list_at_rev(root, rev, reldir) if p.endswith(".yml")}
     diffs = []
     for name in sorted(names):
@@ -187,12 +201,14 @@ def diff_against_rev(project: Project, rev: str) -> list[LockDiff]:
         working = project.locks_dir / name
         old = _rev_side(root, rev, relpath, f"{rev}:{relpath}")
         new = _file_side(working, relpath) if working.is_file() else None
+        problems = working_integrity(project, env_of(relpath)) if present else ()
         if old is not None and new is not None:
             diff = diff_sides(old, new)
         elif new is not None:
             diff = diff_locks(Lock(new.env, (), "", (), (), ()), parse_side(new), labels=(f"{rev}: none", relpath))
         elif old is not None:
             diff = diff_locks(parse_side(old), Lock(old.env, (), "", (), (), ()), labels=(old.label, "deleted"))
+        diff = replace(diff, tampered=problems)
         if not diff.empty:
             diffs.append(diff)
     return diffs

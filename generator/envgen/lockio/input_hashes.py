@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from envgen.errors import InputError
 from envgen.inputs.untrusted import name_problem
+from envgen.lockio.seal import intact
 from envgen.platforms import glibc_virtual_packages, virtual_packages
 from envgen.project import Project
 
@@ -144,6 +145,17 @@ def _current_digest(project: Project, env: str, kind: str, name: str, glibc: str
     if kind == "schema" and not name:
         return str(LOCK_SCHEMA)
     return None
+
+
+def recorded_intact(project: Project, env: str) -> bool:
+    """Whether the three lock files of `env` hash to the content hash their sources.toml records (lockio/seal.py):
+    a no-op `envgen lock` keeps only an intact lock, and re-locks one edited by hand (or written before the
+    content hash was recorded)."""
+    try:
+        texts = [p.read_text() for p in (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))]
+    except (OSError, UnicodeDecodeError):
+        return False
+    return intact(*texts)
 
 
 def recorded_packages(project: Project, env: str) -> set[str]:

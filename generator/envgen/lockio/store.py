@@ -13,7 +13,8 @@ from envgen import interrupts
 from envgen.errors import InputError
 from envgen.inputs.files import read_input_text
 from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
-from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
+from envgen.lockio.seal import seal
+from envgen.lockio.sources_toml import SourcesToml, parse_sources_toml, render_sources_toml
 from envgen.model import Lock
 from envgen.project import Project
 
@@ -27,6 +28,12 @@ def _read_text(path: Path) -> str:
 @functools.lru_cache(maxsize=8)
 def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> Lock:
     """The Lock held by a yml and its sources.toml (pure; the `where`s name the files in errors)."""
+    return parse_lock_parts(yml_text, sources_text, yml_where, sources_where)[0]
+
+
+def parse_lock_parts(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> tuple[Lock, SourcesToml]:
+    """The Lock held by a yml and its sources.toml, and the sources.toml as read (its pip-index rows and file
+    hosts, which the integrity check compares with the yml)."""
     yml = parse_lock_yml(yml_text, yml_where)
     sources = parse_sources_toml(sources_text, sources_where)
     if sources.lock.input_hash != yml.input_hash:
@@ -36,7 +43,7 @@ def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: 
         )
     index = dict(sources.pip_indexes)
     pip = tuple(replace(e, index=index.get((e.platform, e.name))) for e in yml.pip)
-    return replace(sources.lock, platforms=yml.platforms, conda=yml.conda, pip=pip)
+    return replace(sources.lock, platforms=yml.platforms, conda=yml.conda, pip=pip), sources
 
 
 def read_lock(project: Project, env: str) -> Lock | None:
@@ -122,12 +129,15 @@ def _remove_leftovers(targets: Sequence[Path]) -> None:
 def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()) -> None:
     """Write locks/<env>.yml, .sources.toml, .install.sh (0755) and the `derived` files (name, text) all or nothing.
 
+    The sources.toml records the content hash of the three (lockio/seal.py), so a hand edit of any shows.
     Every file is rendered first, then written to temp files in locks/ and fsynced, then renamed; a failure
     before the renames leaves the old files byte-identical, and a failed rename puts back those already renamed.
     """
+    yml = render_lock_yml(lock)
+    sources = seal(yml, render_sources_toml(lock), recipe)
     files = [
-        (project.lock_yml(env), render_lock_yml(lock), 0o644),
-        (project.sources_toml(env), render_sources_toml(lock), 0o644),
+        (project.lock_yml(env), yml, 0o644),
+        (project.sources_toml(env), sources, 0o644),
         (project.install_sh(env), recipe, 0o755),
         *((project.locks_dir / name, text, 0o644) for name, text in derived),
     ]

