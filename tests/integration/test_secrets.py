@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.errors import VerificationError
+from envgen.errors import InputError, VerificationError
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
@@ -155,3 +155,16 @@ def test_a_conda_prefix_installs_from_an_authenticated_channel_and_keeps_no_cred
     scanned, hits = secret_hits(tmp_path / "cache", tmp_path / "prefix")
     assert scanned > 10
     assert hits == []
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/t/${CONDA_TOKEN}/demo", "http://127.0.0.1:9/t/tk-5ecret/demo"])
+def test_a_conda_token_in_the_channel_path_is_refused_before_any_request(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONDA_TOKEN", "tk-5ecret")
+    matrix = make_matrix(channels=(Channel("private", url),), conda_specs=("python 3.11.*",))
+    with pytest.raises(InputError) as raised:
+        solve_conda(matrix, "linux-64", cache=tmp_path / "cache")
+    assert "channels/private.toml" in raised.value.message and "/t/***/demo" in raised.value.message
+    assert "tk-5ecret" not in str(raised.value) + (raised.value.hint or "")
+    assert not (tmp_path / "cache").exists()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -23,9 +24,9 @@ from rattler.networking import (
 from rattler.package import BuildString
 
 from envgen.credentials import Credentials, split_credential
-from envgen.errors import ResolutionError
+from envgen.errors import InputError, ResolutionError
 from envgen.inputs.channels import expand_url
-from envgen.model import CondaEntry, Matrix, python_versions
+from envgen.model import Channel, CondaEntry, Matrix, python_versions
 from envgen.platforms import virtual_packages
 from envgen.redact import redact_text, redact_url, strip_credentials
 
@@ -89,6 +90,25 @@ def rattler_client(credentials: Credentials) -> rattler.Client:
     )
 
 
+# anaconda.org's token in the path: `https://conda.anaconda.org/t/<token>/<channel>`.
+_PATH_TOKEN = re.compile(r"/t/[^/]+(/|$)")
+
+
+def _channel_url(channel: Channel, environ: Mapping[str, str]) -> str:
+    """The channel's URL, `${VAR}` expanded; a token in its path is refused: every package URL rattler
+    records and caches, and so the lock, would carry it (only userinfo is split off and sent as a header)."""
+    url = expand_url(channel.url, f"conda channel {channel.name}", environ)
+    if _PATH_TOKEN.search(urlsplit(url).path):
+        shown = _PATH_TOKEN.sub(r"/t/***\1", redact_url(channel.url))
+        raise InputError(
+            f"channels/{channel.name}.toml: url {shown} has a token in its path (/t/...), which every package URL "
+            "of the lock and rattler's cache would carry",
+            hint="give it as user:token@ (sent as a header, e.g. https://user:${TOKEN}@host/channel), or store "
+            "it with rattler's authentication (`pixi auth login HOST --conda-token ...`, RATTLER_AUTH_FILE)",
+        )
+    return url
+
+
 def _failed_channel(matrix: Matrix, message: str) -> str:
     """The channel URLs a gateway message names (all of them when it names none)."""
     named = [c.url for c in matrix.channels if c.url.rstrip("/") in message]
@@ -120,7 +140,7 @@ def solve_conda_preferring(
     would otherwise keep a record the channel no longer serves; those fall back to a fresh choice.
     """
     vpkgs = [_generic(v) for v in virtual_packages(matrix, platform)]
-    urls = [expand_url(c.url, f"conda channel {c.name}", os.environ) for c in matrix.channels]
+    urls = [_channel_url(c, os.environ) for c in matrix.channels]
     credentials = Credentials.of(urls)
     channels = [rattler.Channel(split_credential(url)[0]) for url in urls]
     gateway = rattler.Gateway(cache_dir=cache / "conda" / "repodata", client=rattler_client(credentials))
