@@ -252,7 +252,7 @@ def _source_text(source: Source) -> list[str]:
         ("needs CANN", "yes (set_env sourced first)" if source.needs_cann else "no"),
         (
             "submodules",
-            "yes, any its tree records (at their gitlink commits)"
+            "yes (those its tree records, at their gitlink commits)"
             if source.submodules
             else f"no (reason: {source.submodules_reason})",
         ),
