@@ -232,3 +232,20 @@ def test_lock_rewrites_a_tampered_lock_rather_than_calling_it_up_to_date(example
     assert json.loads(out)["results"][0]["status"] == "locked"
     assert lock_file(example, ".yml").read_text() == written
     assert run_envgen(example, "status", ENV)[0] == 0
+
+
+def test_the_conda_re_solve_catches_a_changed_sha256_even_with_the_hash_recomputed(example: Example) -> None:
+    """`check --venv` installs no conda package: the conda re-solve asks the channel for each locked file."""
+    change_sha256(example, "libdemo", "linux-64")
+    reseal(example)
+    code, out, err = run_envgen(example, "check", ENV, "--venv", "--no-env", "--json")
+    assert code == 4, err
+    steps = {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
+    assert steps["static: integrity"]["status"] == "ok"
+    assert steps["solve: same pip set"]["status"] == "ok"
+    conda = steps["solve: same conda set"]
+    assert conda["status"] == "failed"
+    assert (
+        f"linux-64: the channels serve no file with the locked sha256 of libdemo 1.0 h0_0 ({'f' * 12})"
+        in (conda["problems"])
+    )

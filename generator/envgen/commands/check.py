@@ -24,6 +24,7 @@ from envgen.lockio.store import no_lock
 from envgen.model import Lock, Matrix, PipPackage
 from envgen.platforms import host_platform
 from envgen.project import Project
+from envgen.resolve.conda_stage import solve_conda_preferring
 from envgen.resolve.pip_stage import lock_pypi
 
 log = logging.getLogger(__name__)
@@ -73,12 +74,46 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
         problems += [
             f"{platform}: resolved now {n} {v} ({s[:12]}), not in the lock" for n, v, s in sorted(after - before)
         ]
+    return _solve_verdict("solve: same pip set", problems, unreachable, f"{len(lock.pip)} entries", lock)
+
+
+def _solve_verdict(name: str, problems: list[str], unreachable: list[str], entries: str, lock: Lock) -> Step:
     if unreachable and not problems:
-        return Step(
-            "solve: same pip set", FAILED, "an index could not be reached", tuple(unreachable), unreachable=True
-        )
-    problems += unreachable
-    return step_of("solve: same pip set", problems, f"{len(lock.pip)} entries on {len(lock.platforms)} platforms")
+        # Not a verdict on the lock: the step fails as unreachable and check exits 3, not 4.
+        return Step(name, FAILED, "an index or channel could not be reached", tuple(unreachable), unreachable=True)
+    return step_of(name, problems + unreachable, f"{entries} on {len(lock.platforms)} platforms")
+
+
+def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
+    """Solve the conda part again, preferring every locked file: each must still be a file the channels serve
+    (matched by its sha256, so a changed hash shows even where the env step installs no conda package: --venv,
+    --no-env), and the same set must come out."""
+    problems: list[str] = []
+    unreachable: list[str] = []
+    for platform in lock.platforms:
+        locked = lock.conda_for(platform)
+        try:
+            again = solve_conda_preferring(matrix, platform, locked, cache=cache)
+        except NetworkError as exc:
+            unreachable.append(f"{platform}: {exc.message.splitlines()[0]}")
+            continue
+        except EnvgenError as exc:
+            problems.append(f"{platform}: {exc.message}")
+            continue
+        problems += [
+            f"{platform}: the channels serve no file with the locked sha256 of {e.name} {e.version} {e.build} "
+            f"({e.sha256[:12]})"
+            for e in again.unavailable
+        ]
+        before = {(e.name, e.version, e.build, e.sha256) for e in locked}
+        after = {(e.name, e.version, e.build, e.sha256) for e in again.entries}
+        problems += [
+            f"{platform}: the lock has {n} {v} {b} ({s[:12]}), not solved now" for n, v, b, s in sorted(before - after)
+        ]
+        problems += [
+            f"{platform}: solved now {n} {v} {b} ({s[:12]}), not in the lock" for n, v, b, s in sorted(after - before)
+        ]
+    return _solve_verdict("solve: same conda set", problems, unreachable, f"{len(lock.conda)} entries", lock)
 
 
 def _load(project: Project, env: str) -> tuple[Lock, Matrix, tuple[str, ...]] | Step:
@@ -103,12 +138,15 @@ def _static_and_solve(
     log.info("check %s: static checks", lock.env)
     counts = f"{len(lock.conda)} conda, {len(lock.pip)} pip, {len(lock.sources)} sources"
     steps = [Step("static: lock parses", OK, counts), *static_steps(project, lock, matrix, integrity)]
+    names = ("solve: same pip set", "solve: same conda set")
     if any(s.status == FAILED for s in steps):
-        return [*steps, Step("solve: same pip set", SKIPPED, "static checks failed")]
+        return [*steps, *(Step(name, SKIPPED, "static checks failed") for name in names)]
     if not solve:
-        return [*steps, Step("solve: same pip set", SKIPPED, "--no-solve")]
+        return [*steps, *(Step(name, SKIPPED, "--no-solve") for name in names)]
     log.info("check %s: resolving the pip set again with every version pinned", lock.env)
-    return [*steps, solve_step(matrix, lock, cache=cache)]
+    steps.append(solve_step(matrix, lock, cache=cache))
+    log.info("check %s: solving the conda part again, preferring every locked file", lock.env)
+    return [*steps, conda_solve_step(matrix, lock, cache=cache)]
 
 
 def check_env(
