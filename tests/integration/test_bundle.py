@@ -30,6 +30,7 @@ from envgen.cli import cli
 from envgen.commands.bundle import bundle_env
 from envgen.commands.check_throwaway import Hardware, import_steps
 from envgen.commands.install_bundle import install_from_bundle
+from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
 from envgen.lockio.store import read_lock, write_lock
 from envgen.platforms import host_platform
@@ -288,6 +289,13 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     checkout = prefix / "src" / "parentpkg" / "csrc" / "kernels"
     assert (checkout / "kernel.txt").read_text() == "locked\n"
     assert (checkout / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
+    # the recipe alone, without envgen, checks them out from the same bundle (relative URLs to mirrors too)
+    (tmp_path / "tmp").mkdir()
+    alone = fresh_venv(tmp_path / "alone", pip_site_packages)
+    proc = run_recipe_with_bundle(project.root, alone, out, tmp_path / "tmp")
+    assert proc.returncode == 0, proc.stderr
+    kernels = alone / "src" / "parentpkg" / "csrc" / "kernels"
+    assert [GitRepo(kernels).rev(), GitRepo(kernels / "third_party" / "grand").rev()] == [child_locked, grand_locked]
 
 
 def test_check_from_the_bundle_with_nothing_served_and_no_project(offline: Bundled, tmp_path: Path) -> None:
