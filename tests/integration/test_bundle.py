@@ -594,3 +594,31 @@ def test_the_recipe_takes_pip_hashes_only_from_the_lock_beside_it(
     assert proc.returncode != 0
     assert f"pins sha256 {forged}, which" in proc.stderr and "nothing was installed" in proc.stderr, proc.stderr
     assert sorted(p.name for p in site_packages(prefix).iterdir()) == before
+
+
+def test_a_bundle_whose_lock_was_edited_and_its_manifest_updated_is_refused(offline: Bundled, tmp_path: Path) -> None:
+    """The manifest holds the members' sha256, but nothing holds the manifest's: a package removed from the
+    bundled yml, with bundle.json updated to match, is caught by the lock's own integrity check (exit 4)."""
+    files = members(offline.bundle)
+    yml = f"locks/{ENV}.yml"
+    blocks = re.split(r"(?m)^(?=- name: )", files[yml].decode())
+    kept = [b for b in blocks if not (b.startswith("- name: demo-peft\n") and f"platform: {HOST}\n" in b)]
+    assert len(kept) == len(blocks) - 1
+    files[yml] = "".join(kept).encode()
+    manifest = json.loads(files[MANIFEST])
+    for member in manifest["members"]:
+        if member["path"] == yml:
+            member["sha256"], member["size"] = hashlib.sha256(files[yml]).hexdigest(), len(files[yml])
+    files[MANIFEST] = json.dumps(manifest).encode()
+    with tarfile.open(tmp_path / "edited.tar", "w") as tar:
+        for member, content in files.items():
+            info = tarfile.TarInfo(member)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    (tmp_path / "empty").mkdir()
+    args = ("--prefix", str(tmp_path / "env"), "--venv", "--root", str(tmp_path / "empty"))
+    code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "edited.tar"), *args)
+    assert code == 4, out
+    assert f"the lock of {ENV} was tampered with" in out
+    assert f"pip-indexes names index pypi for demo-peft ({HOST})" in out
+    assert not (tmp_path / "env").exists()

@@ -249,3 +249,13 @@ def test_the_conda_re_solve_catches_a_changed_sha256_even_with_the_hash_recomput
         f"linux-64: the channels serve no file with the locked sha256 of libdemo 1.0 h0_0 ({'f' * 12})"
         in (conda["problems"])
     )
+
+
+def test_bundle_refuses_a_tampered_lock_before_downloading(example: Example, tmp_path: Path) -> None:
+    """Before: the tampered lock was bundled, to be installed offline on a cluster."""
+    remove_package(example, "demo-peft", "linux-64")
+    out = tmp_path / "demo.tar"
+    code, _, err = run_envgen(example, "bundle", ENV, "-o", str(out))
+    assert code == 4, err
+    assert "the lock of demo was tampered with" in err
+    assert not out.exists()

@@ -26,7 +26,7 @@ from envgen.bundle.manifest import (
 from envgen.errors import InputError
 from envgen.inputs.channels import access_index
 from envgen.inputs.credentials import lock_credentials
-from envgen.lockio.store import require_lock
+from envgen.lockio.integrity import require_intact
 from envgen.model import Lock
 from envgen.project import Project
 from envgen.resolve.index_client import IndexClient
@@ -86,7 +86,8 @@ def _bundle(
     project: Project, env: str, out: Path, *, platforms: Sequence[str], cache: Path, display: Display | None
 ) -> BundleSummary:
     started = time.monotonic()
-    lock = require_lock(project, env)
+    # A tampered lock (lockio/integrity.py) is refused (exit 4): a bundle would carry it to the cluster.
+    lock = require_intact(project, env)
     chosen = _platforms(lock, platforms)
     wanted = wanted_artifacts(lock, chosen)
     found = lock_credentials(lock, project.channels_dir, None, os.environ)

@@ -18,7 +18,8 @@ from envgen.commands.check_throwaway import throwaway_steps
 from envgen.errors import VerificationError
 from envgen.installer import Installer, install_env
 from envgen.lockio.input_hashes import recorded_state
-from envgen.lockio.store import parse_lock
+from envgen.lockio.integrity import LockTexts, integrity_problems, missing_files, tampered
+from envgen.lockio.store import parse_lock_parts
 from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
@@ -38,6 +39,22 @@ class OpenedBundle:
     members: int
 
 
+def _intact_lock(locks: Path, env: str, bundle: Path) -> Lock:
+    """The lock a bundle carries, if its three files pass the integrity check (lockio/integrity.py): the
+    members match the manifest, but a bundle made from a tampered lock would carry the tampering along."""
+    paths = [locks / f"{env}{suffix}" for suffix in (".yml", ".sources.toml", ".install.sh")]
+    names = (f"{bundle}:locks/{paths[0].name}", f"{bundle}:locks/{paths[1].name}", f"{bundle}:locks/{paths[2].name}")
+    yml, sources, recipe = (p.read_text(encoding="utf-8") if p.is_file() else None for p in paths)
+    texts = LockTexts(env, yml, sources, recipe, names)
+    if yml is None or sources is None:
+        raise tampered(missing_files(texts) or [f"{bundle} carries no lock of {env}"], env)
+    lock, parts = parse_lock_parts(yml, sources, names[0], names[1])
+    problems = integrity_problems(texts, lock, parts)
+    if problems:
+        raise tampered(problems, env)
+    return lock
+
+
 @contextmanager
 def opened_bundle(project: Project, env: str, bundle: Path, platform: str) -> Iterator[OpenedBundle]:
     """Unpack `bundle` into a scratch directory (removed afterwards) and check it before anything uses it.
@@ -52,13 +69,7 @@ def opened_bundle(project: Project, env: str, bundle: Path, platform: str) -> It
         recorded = recorded_state(project, env)
         check_fits(manifest, env, platform, recorded[0] if recorded else None)
         locks = unpacked / "locks"
-        yml, sources = locks / f"{env}.yml", locks / f"{env}.sources.toml"
-        lock = parse_lock(
-            yml.read_text(encoding="utf-8"),
-            sources.read_text(encoding="utf-8"),
-            f"{bundle}:locks/{yml.name}",
-            f"{bundle}:locks/{sources.name}",
-        )
+        lock = _intact_lock(locks, env, bundle)
         if lock.input_hash != manifest.input_hash:
             raise VerificationError(
                 f"{bundle}: its lock has input hash {lock.input_hash}, its bundle.json says {manifest.input_hash}",
