@@ -95,9 +95,6 @@ def key_lines(text: str) -> dict[KeyPath, int]:
     return _LineScanner(text).scan()
 
 
-_NEWLINE = re.compile("\n")
-
-
 class _LineScanner:
     """A small lexer over TOML that tracks key paths, enough to point at lines (the text already parsed)."""
 
@@ -106,9 +103,8 @@ class _LineScanner:
         self.pos = 0
         self.lines: dict[KeyPath, int] = {}
         self.array_tables: dict[KeyPath, int] = {}
-        # Where each line ends: a line number is then a binary search, not a count from the start of the text
-        # (which made a lock's sources.toml, a table per package, quadratic to scan).
-        self.newlines = [match.start() for match in _NEWLINE.finditer(text)]
+        # Line ends, for a binary search: counting from the start at each key was quadratic in the text.
+        self.newlines = [match.start() for match in re.finditer("\n", text)]
 
     def line(self) -> int:
         return bisect.bisect_left(self.newlines, self.pos) + 1
