@@ -3,8 +3,9 @@
 A URL's `user:password@` is split off where the URL is used: the bare URL goes to the tool (and so into its
 caches and config files), the credential travels apart — to rattler as a header its client adds in memory, to
 git as `http.<url>.extraHeader` in the environment (`GIT_CONFIG_*`), to pip and uv as a netrc that lives in an
-anonymous in-memory file (`memfd`) the child reads through `/dev/fd`. A credential applies to the scheme,
-host and port it was given for (as pip and uv apply an index's), to no other host.
+anonymous in-memory file (`memfd`) the child reads through `/dev/fd`. A credential goes to its own host
+only: by scheme, host and port where the tool lets us say so (git, `for_url`), by host name where it knows no
+more (rattler's callback is given no port; a netrc names machines).
 """
 
 from __future__ import annotations
