@@ -40,6 +40,7 @@ RESOLVING = (
     "requests",
     "packaging.tags",
     "envgen.inputs.matrix",
+    "envgen.model",
 )
 
 _NO_OP = """

@@ -12,9 +12,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from envgen.model import Index, Lock
+if TYPE_CHECKING:  # types only: the no-op lock imports this module (its content hash), and never the model
+    from envgen.model import Index, Lock
 
 # The value the sources.toml renderer writes and `seal` replaces; blanked to the same value before hashing,
 # so the hash never covers itself.
