@@ -4,7 +4,8 @@
 
 Whole processes, medians of N interleaved runs, warm caches, both platforms (envgen solves them concurrently;
 the bare uv runs of the two platforms run concurrently too):
-- forced re-lock (`envgen lock demo --force`) vs bare `uv pip compile` with the previous output present;
+- forced re-lock (`envgen lock demo --force`, and with `--no-preflight`: the hosts are not asked first) vs bare
+  `uv pip compile` with the previous output present;
 - re-lock after a one-pin bump (demo-torch alternates between 2.10.0 and 2.10.1), and what it moved;
 - no-op lock vs `envgen --version`;
 - cold lock (no previous lock) vs bare `uv pip compile` in a fresh directory.
@@ -196,7 +197,14 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
         return cli()()
 
     load = os.getloadavg()
-    forced = interleaved_medians({"envgen": cli("--force"), "bare": lambda: bare_uv(runs, tmp, previous=True)}, repeats)
+    forced = interleaved_medians(
+        {
+            "envgen": cli("--force"),
+            "no preflight": cli("--force", "--no-preflight"),
+            "bare": lambda: bare_uv(runs, tmp, previous=True),
+        },
+        repeats,
+    )
     bump = interleaved_medians({"envgen": bumped}, repeats)
     moved = json.loads(bumped().stdout)["results"][0]["moved"]  # type: ignore[attr-defined]
     noop = interleaved_medians(
@@ -208,6 +216,7 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: {os.getloadavg()[0]:.2f}")
     rows = (
         ("forced re-lock", forced["envgen"], "bare uv, previous output present", forced["bare"]),
+        ("  the same, --no-preflight", forced["no preflight"], "bare uv, previous output present", forced["bare"]),
         ("re-lock after a one-pin bump", bump["envgen"], "bare uv, previous output present", forced["bare"]),
         ("no-op lock", noop["envgen"], "envgen --version", noop["version"]),
         ("cold lock (no previous lock)", fresh["envgen"], "bare uv, fresh directory", fresh["bare"]),
