@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from envgen import __version__, interrupts
+from envgen import __version__, interrupts, network
 from envgen.errors import EnvgenError, InputError
 from envgen.logs import setup_logging
 
@@ -58,9 +58,10 @@ EXIT_EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {meaning}" for code
 
 
 def epilog(*examples: str) -> str:
-    """The end of a command's --help: its examples, then the exit-code table (`\\b`: click keeps the lines)."""
+    """The end of a command's --help: its examples, the exit-code table, the network limits (`\\b`: click keeps
+    the lines)."""
     lines = "\n".join(f"  {example}" for example in examples)
-    return f"\b\nExamples:\n{lines}\n\n{EXIT_EPILOG}"
+    return f"\b\nExamples:\n{lines}\n\n{EXIT_EPILOG}\n\n{network.HELP}"
 
 
 @dataclass
@@ -237,6 +238,7 @@ def _work(body: Callable[..., Outcome], flags: Settings, *args: Any, **kwargs: A
     interrupts.reset()
     _working.append(True)
     try:
+        network.limits()  # a malformed ENVGEN_*_TIMEOUT is bad input, found before any work
         return body(*args, **kwargs)
     except KeyboardInterrupt:
         # Workers may be writing a lock right now: stop them and wait for a write in progress, then say what
@@ -361,7 +363,8 @@ def guarded(run: Callable[[], object]) -> None:
     try:
         run()
     except SystemExit as exc:
-        if interrupts.cancelled.is_set():
+        if interrupts.cancelled.is_set() or network.abandoned.is_set():
+            # A request abandoned in a library's threads must not meet the interpreter's finalization.
             interrupts.leave(exc.code if isinstance(exc.code, int) else 1)
         # Done and reported: a signal from here on would only turn a true exit status into "killed".
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -16,12 +16,13 @@ import rattler
 import rattler.exceptions
 from uv import find_uv_bin
 
+from envgen import network
 from envgen.credentials import NO_CREDENTIALS, NO_LOCK_CREDENTIALS, Credentials, LockCredentials, netrc_in_memory
-from envgen.errors import InputError, ToolError, VerificationError
+from envgen.errors import EnvgenError, InputError, NetworkError, ToolError, VerificationError
 from envgen.lockio.exports.common import trusted_hosts
 from envgen.lockio.integrity import recipe_problem, repair_hint
 from envgen.model import CondaEntry, Lock, PipEntry
-from envgen.process import run, tail
+from envgen.process import TimedOut, run, tail
 from envgen.redact import redact_text
 from envgen.resolve.conda_stage import rattler_client, repodata_record
 
@@ -32,6 +33,14 @@ INSTALLERS: tuple[Installer, ...] = ("pip", "uv")
 
 # What pip and uv print when an artifact's bytes differ from the locked sha256.
 _HASH_MISMATCH = ("DO NOT MATCH THE HASHES", "Hash mismatch")
+# What pip, uv and rattler print when a download could not reach its host.
+_DOWNLOAD_FAILED = re.compile(
+    r"Max retries exceeded|timed out|Failed to (?:download|fetch)|error sending request|NewConnectionError|"
+    r"Connection refused|ConnectionError|name resolution|Name or service not known",
+    re.IGNORECASE,
+)
+# A host as pip's urllib3 names it (host='h', port=p), or in a URL (never its credentials).
+_HOST = re.compile(r"host='([^']+)', port=(\d+)|[a-z][a-z0-9+.-]*://(?:[^@/\s]*@)?([^/\s'\"`)]+)")
 
 
 def pip_requirements(entries: Sequence[PipEntry]) -> str:
@@ -46,7 +55,27 @@ def tool_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]
     dropped = ("PIP_", "UV_", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX")
     env = {k: v for k, v in environ.items() if not k.startswith(dropped)}
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", UV_NO_CONFIG="1")
+    env.update(network.uv_environment(network.limits()))
     return env
+
+
+def unreachable_hosts(output: str, what: str) -> NetworkError | None:
+    """A download failure in a tool's output as one line per host it could not reach (None: not one)."""
+    if not _DOWNLOAD_FAILED.search(output):
+        return None
+    limits = network.limits()
+    # The lines reporting the failure name the hosts that failed (pip also lists every file it collects); when
+    # none does, every host the output names is a suspect.
+    failed = "\n".join(line for line in output.splitlines() if _DOWNLOAD_FAILED.search(line))
+    hosts = sorted({f"{m[1]}:{m[2]}" if m[1] else m[3] for m in _HOST.finditer(failed)})
+    hosts = hosts or sorted({f"{m[1]}:{m[2]}" if m[1] else m[3] for m in _HOST.finditer(output)})
+    why = redact_text(network.reason(output, limits))
+    slow = f"; {network.raise_hint('read', limits)}" if network.timed_out(output) else ""
+    hint = f"check the network and the index or channel serving these files{slow}"
+    if not hosts:
+        return NetworkError(f"{what}: {why}", hint=hint)
+    lines = "".join(f"\n  {host}: {why}" for host in hosts)
+    return NetworkError(f"{what}: {'a host' if len(hosts) == 1 else 'hosts'} could not be reached{lines}", hint=hint)
 
 
 # rattler reports download, hash and link failures alike through these.
@@ -74,19 +103,32 @@ def install_conda(
             hint="pass Lock.conda_for(platform)",
         )
     log.info("installing %d conda packages for %s into %s", len(entries), platforms[0], prefix)
-    try:
-        asyncio.run(
-            rattler.install(
-                [repodata_record(e) for e in entries],
-                prefix,
-                cache_dir=cache / "conda" / "pkgs",
-                platform=rattler.Subdir(platforms[0]),
-                show_progress=False,
-                execute_link_scripts=False,
-                client=rattler_client(credentials),
-            )
+    limits = network.limits()
+    work = rattler.install(
+        [repodata_record(e) for e in entries],
+        prefix,
+        cache_dir=cache / "conda" / "pkgs",
+        platform=rattler.Subdir(platforms[0]),
+        show_progress=False,
+        execute_link_scripts=False,
+        client=rattler_client(credentials, limits),
+    )
+
+    def over() -> EnvgenError:
+        return NetworkError(
+            f"installing the locked conda packages for {platforms[0]} took more than "
+            f"{network.seconds('budget', limits)}",
+            hint=f"check the channels and the network; {network.raise_hint('budget', limits)}",
         )
+
+    what = f"downloading the locked conda packages for {platforms[0]}"
+    try:
+        network.run_bounded(work, budget=limits.budget, over=over)
     except _INSTALL_ERRORS as exc:
+        unreachable = unreachable_hosts(redact_text(str(exc), credentials.secrets), what)
+        if unreachable is not None:
+            network.abandoned.set()
+            raise unreachable from exc
         raise VerificationError(
             f"installing the locked conda packages for {platforms[0]} into {prefix} failed:\n"
             f"{redact_text(str(exc).strip(), credentials.secrets)}",
@@ -163,6 +205,7 @@ def pip_install_command(
         cmd += [arg for host in trusted for arg in ("--allow-insecure-host", host)]
     else:
         cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(cache / "pip")]
+        cmd += [*network.pip_options(network.limits())]
         cmd += [arg for host in trusted for arg in ("--trusted-host", host)]
     if offline:
         cmd += ["--no-index", "--offline"] if installer == "uv" else ["--no-index"]
@@ -202,8 +245,17 @@ def install_pip(
             requirements.write_text(pip_requirements(entries))
         cmd = pip_install_command(installer, python, requirements, cache=cache, trusted=trusted, offline=offline)
         log.info("installing %d pip packages with %s from %s into %s", len(entries), installer, requirements, prefix)
-        with netrc_in_memory(NO_CREDENTIALS if offline else credentials) as (netrc, fds):
-            proc = run(cmd, env={**tool_environment(), **netrc}, check=False, pass_fds=fds, secrets=credentials.secrets)
+        limits = network.limits()
+        try:
+            with netrc_in_memory(NO_CREDENTIALS if offline else credentials) as (netrc, fds):
+                env = {**tool_environment(), **netrc}
+                proc = run(cmd, env=env, timeout=limits.budget, check=False, pass_fds=fds, secrets=credentials.secrets)
+        except TimedOut as exc:
+            raise NetworkError(
+                f"{installer} did not finish installing the locked pip packages into {prefix} within "
+                f"{network.seconds('budget', limits)}",
+                hint=f"check the indexes and the network; {network.raise_hint('budget', limits)}",
+            ) from exc
     if proc.returncode == 0:
         return
     output = redact_text(tail(proc.stderr + proc.stdout), credentials.secrets)
@@ -212,6 +264,11 @@ def install_pip(
             f"a pip artifact does not match its locked sha256 ({installer} install into {prefix}):\n{output}",
             hint="the index serves other bytes than were locked: find out why, then re-lock",
         )
+    what = f"{installer} could not download the locked pip packages"
+    unreachable = unreachable_hosts(redact_text(proc.stderr + proc.stdout, credentials.secrets), what)
+    if unreachable is not None:
+        log.debug("%s said:\n%s", installer, output)
+        raise unreachable
     raise ToolError(f"{installer} could not install the locked pip packages into {prefix}:\n{output}")
 
 

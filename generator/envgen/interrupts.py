@@ -119,7 +119,7 @@ def message(written: list[str]) -> str:
     return "interrupted: nothing was written (the previous lock files are unchanged)"
 
 
-def leave(code: int, timeout: float = 5.0) -> None:
+def leave(code: int, timeout: float = 1.0) -> None:
     """End the process after an interrupt was reported: the files are settled and the message printed.
 
     Worker threads get a moment to unwind (their children are dead) and clean up, but one stuck in a solver,

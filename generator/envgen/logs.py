@@ -41,5 +41,7 @@ def setup_logging(*, quiet: bool = False, verbose: int = 0, color: bool = False)
     root.handlers[:] = [handler]
     root.propagate = False
     root.setLevel(logging.ERROR if quiet else logging.DEBUG if verbose else logging.INFO)
+    # urllib3 warns of each retry; envgen reports the failure once, in one line (network.py's limits bound them).
+    logging.getLogger("urllib3").setLevel(logging.DEBUG if verbose >= 2 else logging.ERROR)
     if verbose >= 2:
         logging.basicConfig(handlers=[handler], level=logging.DEBUG, force=True)

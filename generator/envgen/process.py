@@ -24,6 +24,10 @@ def tail(text: str, lines: int = TAIL_LINES) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+class TimedOut(ToolError):
+    """A command ran past its timeout and was killed; callers that know the host it waited on say so."""
+
+
 class Runner(Protocol):
     """What runs a subprocess for envgen: `run` below, or a stand-in where a real process adds nothing to a test."""
 
@@ -83,7 +87,7 @@ def run(
         except subprocess.TimeoutExpired as exc:
             interrupts.kill_group(proc)
             proc.communicate()
-            raise ToolError(f"`{shown}` did not finish within {timeout:.0f} s") from exc
+            raise TimedOut(f"`{shown}` did not finish within {timeout:g} s") from exc
         except BaseException:
             interrupts.kill_group(proc)  # the main thread was interrupted: the child must not outlive the wait
             raise

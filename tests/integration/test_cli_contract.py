@@ -17,6 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click import Option
+from envgen import network
 from envgen.console import EXIT_CODES
 from envgen.project import Project
 
@@ -132,6 +133,16 @@ def test_the_table_is_in_every_help() -> None:
     readme = (REPO / "README.md").read_text()
     for code, meaning in EXIT_CODES:
         assert f"| {code} | {meaning} |" in readme
+
+
+def test_the_network_limits_and_their_defaults_are_in_every_help_and_the_readme() -> None:
+    readme = (REPO / "README.md").read_text()
+    for command in ["", *PROJECT_COMMANDS, "diff", "demo", "init"]:
+        proc = envgen(*command.split(), "--help")
+        for field, name, what in network.VARIABLES:
+            assert f"  {name} (default {network.seconds(field)}): {what}" in proc.stdout, (command, name)
+    for field, name, what in network.VARIABLES:
+        assert f"| `{name}` | {network.seconds(field)} | {what} |" in readme
 
 
 @pytest.mark.parametrize("command", PROJECT_COMMANDS)

@@ -14,7 +14,7 @@ from typing import Protocol
 import requests
 
 from envgen.bundle.manifest import Wanted
-from envgen.errors import ResolutionError, VerificationError
+from envgen.errors import VerificationError
 from envgen.redact import redact_url
 from envgen.resolve.index_client import IndexClient
 
@@ -86,10 +86,9 @@ def _download(client: IndexClient, wanted: Wanted, target: Path, stop: threading
                     display.received(len(chunk))
     except requests.RequestException as exc:
         part.unlink(missing_ok=True)
-        raise ResolutionError(
-            f"cannot download {redact_url(wanted.url)}: {type(exc).__name__}: {redact_url(str(exc))}",
-            hint="the index or channel must be reachable to make a bundle; files already downloaded stay cached",
-        ) from exc
+        error = client.unreachable("download", wanted.url, exc)
+        error.hint = f"a bundle needs every index and channel it names (files downloaded stay cached); {error.hint}"
+        raise error from exc
     except BaseException:
         part.unlink(missing_ok=True)
         raise

@@ -49,7 +49,7 @@ def pinned_matrix(matrix: Matrix, lock: Lock, platform: str) -> Matrix:
 def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     """Resolve again with every package pinned to its locked version: the same files must come out."""
     problems: list[str] = []
-    unreachable: list[str] = []
+    unreachable: dict[str, list[str]] = {}  # one line per host: its failure -> the platforms it failed
     for platform in lock.platforms:
         try:
             again = lock_pypi(
@@ -60,8 +60,7 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
                 cache=cache,
             )
         except NetworkError as exc:
-            # Not a verdict on the lock: the step fails as unreachable and check exits 3, not 4.
-            unreachable.append(f"{platform}: {exc.message.splitlines()[0]}")
+            _unreachable(unreachable, platform, exc)
             continue
         except EnvgenError as exc:
             problems.append(f"{platform}: {exc.message}")
@@ -77,11 +76,18 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     return _solve_verdict("solve: same pip set", problems, unreachable, f"{len(lock.pip)} entries", lock)
 
 
-def _solve_verdict(name: str, problems: list[str], unreachable: list[str], entries: str, lock: Lock) -> Step:
-    if unreachable and not problems:
+def _unreachable(found: dict[str, list[str]], platform: str, exc: NetworkError) -> None:
+    """Add a platform's network failure: one line per host, naming every platform that failed on it."""
+    failure = exc.message.splitlines()[0].replace(f" while locking {platform}", "").replace(f" for {platform}", "")
+    found.setdefault(failure, []).append(platform)
+
+
+def _solve_verdict(name: str, problems: list[str], unreachable: dict[str, list[str]], entries: str, lock: Lock) -> Step:
+    hosts = [f"{failure} ({', '.join(platforms)})" for failure, platforms in unreachable.items()]
+    if hosts and not problems:
         # Not a verdict on the lock: the step fails as unreachable and check exits 3, not 4.
-        return Step(name, FAILED, "an index or channel could not be reached", tuple(unreachable), unreachable=True)
-    return step_of(name, problems + unreachable, f"{entries} on {len(lock.platforms)} platforms")
+        return Step(name, FAILED, "an index or channel could not be reached", tuple(hosts), unreachable=True)
+    return step_of(name, problems + hosts, f"{entries} on {len(lock.platforms)} platforms")
 
 
 def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
@@ -89,13 +95,13 @@ def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     (matched by its sha256, so a changed hash shows even where the env step installs no conda package: --venv,
     --no-env), and the same set must come out."""
     problems: list[str] = []
-    unreachable: list[str] = []
+    unreachable: dict[str, list[str]] = {}  # one line per host: its failure -> the platforms it failed
     for platform in lock.platforms:
         locked = lock.conda_for(platform)
         try:
             again = solve_conda_preferring(matrix, platform, locked, cache=cache)
         except NetworkError as exc:
-            unreachable.append(f"{platform}: {exc.message.splitlines()[0]}")
+            _unreachable(unreachable, platform, exc)
             continue
         except EnvgenError as exc:
             problems.append(f"{platform}: {exc.message}")

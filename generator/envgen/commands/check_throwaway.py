@@ -23,7 +23,7 @@ from envgen.commands.check_npu import npu_step_names, npu_steps
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step, step_of
 from envgen.commands.check_static import pip_by_name, version_in
 from envgen.credentials import LockCredentials
-from envgen.errors import EnvgenError
+from envgen.errors import EnvgenError, NetworkError
 from envgen.installer import Installer, install_env, tool_environment
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock
 from envgen.npu import Npu
@@ -276,7 +276,7 @@ def throwaway_steps(
                 requirements=requirements,
             )
         except EnvgenError as exc:
-            steps.append(Step(f"env: install ({kind})", FAILED, exc.message))
+            steps.append(_install_failed(f"env: install ({kind})", exc))
             steps.append(Step("env: pip check", SKIPPED, "the install failed"))
             steps += [Step(f"import {c.module}", SKIPPED, "the install failed") for c in lock.checks]
             steps += [Step(name, SKIPPED, "the install failed") for name in npu_step_names(npu)]
@@ -290,3 +290,11 @@ def throwaway_steps(
             lock, prefix, platform, venv=venv, hardware=hardware, require_npu=require_npu, skip_cann=skip_cann, npu=npu
         )
         return steps, str(tmp) if keep else None
+
+
+def _install_failed(name: str, exc: EnvgenError) -> Step:
+    """The failed install step: a host that could not be reached is no verdict on the lock (one line per host)."""
+    if isinstance(exc, NetworkError):
+        headline, *hosts = exc.message.splitlines()
+        return Step(name, FAILED, headline, tuple(h.strip() for h in hosts), unreachable=True)
+    return Step(name, FAILED, exc.message)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -23,8 +23,9 @@ from rattler.networking import (
 )
 from rattler.package import BuildString
 
+from envgen import network
 from envgen.credentials import Credentials, split_credential
-from envgen.errors import InputError, ResolutionError
+from envgen.errors import EnvgenError, InputError, NetworkError, ResolutionError
 from envgen.inputs.channels import expand_url
 from envgen.model import Channel, CondaEntry, Matrix, python_versions
 from envgen.platforms import virtual_packages
@@ -73,20 +74,23 @@ def _entry(record: rattler.RepoDataRecord, platform: str) -> CondaEntry:
     )
 
 
-def rattler_client(credentials: Credentials) -> rattler.Client:
-    """rattler's standard client, plus each credential as an Authorization header on the requests it covers.
+def rattler_client(credentials: Credentials, limits: network.Limits) -> rattler.Client:
+    """rattler's standard client, plus each credential as an Authorization header on the requests it covers,
+    within envgen's network limits: each request bounded as a whole (rattler offers no connect or read
+    timeout), a transient failure retried `retries` times.
 
     The channel URLs rattler sees carry no credentials, so none reaches its repodata cache (`*.info.json`,
     shard caches) or a record's URL; the header is added in memory for each request."""
     return rattler.Client(
         [
-            RetryMiddleware(3),
+            RetryMiddleware(limits.retries),
             AuthenticationMiddleware(),
             AddHeadersMiddleware(credentials.headers),
             OciMiddleware(),
             GCSMiddleware(),
             S3Middleware(),
-        ]
+        ],
+        timeout=max(1, math.ceil(limits.conda)),
     )
 
 
@@ -113,6 +117,19 @@ def _failed_channel(matrix: Matrix, message: str) -> str:
     """The channel URLs a gateway message names (all of them when it names none)."""
     named = [c.url for c in matrix.channels if c.url.rstrip("/") in message]
     return ", ".join(redact_url(url) for url in (named or [c.url for c in matrix.channels]))
+
+
+def _unreachable(matrix: Matrix, platform: str, message: str, limits: network.Limits) -> NetworkError:
+    """One line naming the channel and why (the innermost cause, or the timeout that ended the wait)."""
+    if network.timed_out(message):
+        why = f"no complete answer within {network.seconds('conda', limits)}"
+        hint = network.raise_hint("conda", limits)
+    else:
+        why, hint = redact_text(network.cause(message)), "check the network"
+    return NetworkError(
+        f"cannot fetch repodata for {platform} from conda channel {_failed_channel(matrix, message)}: {why}",
+        hint=f"check the channel URL in channels/*.toml (a mirror can replace it there); {hint}",
+    )
 
 
 @dataclass(frozen=True)
@@ -143,22 +160,33 @@ def solve_conda_preferring(
     urls = [_channel_url(c, os.environ) for c in matrix.channels]
     credentials = Credentials.of(urls)
     channels = [rattler.Channel(split_credential(url)[0]) for url in urls]
-    gateway = rattler.Gateway(cache_dir=cache / "conda" / "repodata", client=rattler_client(credentials))
+    limits = network.limits()
+    gateway = rattler.Gateway(cache_dir=cache / "conda" / "repodata", client=rattler_client(credentials, limits))
     subdirs = [rattler.Subdir(platform), rattler.Subdir("noarch")]
     specs = ", ".join(matrix.conda_specs)
     log.info("solving conda specs for %s: %s", platform, specs)
-    try:
-        locked, unavailable = asyncio.run(_offered(gateway, channels, subdirs, preferred))
-        records = asyncio.run(
-            rattler.solve(
-                channels,
-                list(matrix.conda_specs),
-                gateway=gateway,
-                platforms=subdirs,
-                virtual_packages=vpkgs,
-                locked_packages=locked,
-            )
+
+    async def solve() -> tuple[list[rattler.RepoDataRecord], tuple[CondaEntry, ...]]:
+        locked, unavailable = await _offered(gateway, channels, subdirs, preferred)
+        records = await rattler.solve(
+            channels,
+            list(matrix.conda_specs),
+            gateway=gateway,
+            platforms=subdirs,
+            virtual_packages=vpkgs,
+            locked_packages=locked,
         )
+        return records, unavailable
+
+    def over() -> EnvgenError:
+        return NetworkError(
+            f"the conda solve for {platform} (repodata from {_failed_channel(matrix, '')}) took more than "
+            f"{network.seconds('budget', limits)}",
+            hint=f"check the channels' URLs and the network; {network.raise_hint('budget', limits)}",
+        )
+
+    try:
+        records, unavailable = network.run_bounded(solve(), budget=limits.budget, over=over)
     except rattler.exceptions.SolverError as exc:
         raise ResolutionError(
             f"{matrix.path}: [conda] specs cannot be satisfied for {platform} (glibc {matrix.glibc}): {specs}\n"
@@ -166,11 +194,9 @@ def solve_conda_preferring(
             hint="relax the specs named above, or check that the channels carry them for this platform",
         ) from exc
     except (rattler.exceptions.GatewayError, rattler.exceptions.FetchRepoDataError) as exc:
-        raise ResolutionError(
-            f"cannot fetch repodata for {platform} from conda channel {_failed_channel(matrix, str(exc))}:\n"
-            f"{redact_text(str(exc).strip(), credentials.secrets)}",
-            hint="check the channel URL in channels/*.toml and the network (a mirror can replace it there)",
-        ) from exc
+        # Another platform's or subdir's request may still be running in rattler's threads.
+        network.abandoned.set()
+        raise _unreachable(matrix, platform, redact_text(str(exc), credentials.secrets), limits) from exc
     entries = tuple(sorted((_entry(r, platform) for r in records), key=lambda e: e.name))
     # Only what is still needed fell back; a package no longer needed is simply gone.
     needed = {e.name for e in entries}

@@ -19,7 +19,7 @@ from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.errors import InputError, ResolutionError
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
-from envgen.resolve.git_remote import bare_url, git_env, ls_remote
+from envgen.resolve.git_remote import bare_url, git_env, ls_remote, remote_git
 from envgen.scratch import scratch_dir
 
 logger = logging.getLogger(__name__)
@@ -74,33 +74,16 @@ class CachedRepo:
         """Make `sha` present: one shallow fetch by sha, or all refs when the server refuses that."""
         if self.has_commit(sha):
             return
-        shallow = run(
-            ["git", "fetch", "--quiet", f"--depth={depth}", "--", "origin", sha],
-            cwd=self.path,
-            env=git_env(url=self.url),
-            timeout=FETCH_TIMEOUT,
-            check=False,
-        )
+        shallow_fetch = ["fetch", "--quiet", f"--depth={depth}", "--", "origin", sha]
+        shallow = remote_git(shallow_fetch, url=self.url, source=self.source, cwd=self.path)
         if shallow.returncode == 0 and self.has_commit(sha):
             return
         ls_remote(self.url, source=self.source)  # an unreachable remote gets its own message, not a fallback
         logger.info("source %s: %s cannot fetch %s by sha; fetching all refs", self.source, redact_url(self.url), sha)
         unshallow = ["--unshallow"] if self.git("rev-parse", "--is-shallow-repository").strip() == "true" else []
-        full = run(
-            [
-                "git",
-                "fetch",
-                "--quiet",
-                *unshallow,
-                "--",
-                "origin",
-                "+refs/heads/*:refs/remotes/origin/*",
-                "+refs/tags/*:refs/tags/*",
-            ],
-            cwd=self.path,
-            env=git_env(url=self.url),
-            timeout=FETCH_TIMEOUT,
-            check=False,
+        refs = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
+        full = remote_git(
+            ["fetch", "--quiet", *unshallow, "--", "origin", *refs], url=self.url, source=self.source, cwd=self.path
         )
         if full.returncode != 0:
             raise ResolutionError(

@@ -5,22 +5,22 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 
+from envgen import network
 from envgen.commits import is_full_commit
 from envgen.credentials import Credentials, split_credential
-from envgen.errors import ResolutionError
+from envgen.errors import NetworkError, ResolutionError
 from envgen.model import Source
-from envgen.process import run, tail
+from envgen.process import TimedOut, run
 from envgen.redact import redact_text, redact_url
 
 logger = logging.getLogger(__name__)
 
 
 GIT_PROTOCOLS = "https:http:ssh:file"
-
-
-LS_REMOTE_TIMEOUT = 300.0
 
 
 MIRROR_HINT = (
@@ -30,13 +30,15 @@ MIRROR_HINT = (
 
 
 def git_env(extra: Mapping[str, str] | None = None, *, url: str | None = None) -> dict[str, str]:
-    """The user's environment (so their git config, insteadOf mirrors and credentials apply), never prompting.
+    """The user's environment (so their git config, insteadOf mirrors and credentials apply), never prompting,
+    within envgen's network limits.
 
     When `url` carries `user:password@`, git gets it as an `http.<url>.extraHeader` in the environment
     (`bare_url` is what git is given instead), so no config file, command line or reflog holds it."""
     env = dict(os.environ)
     # Only the transports a source URL may name: `ext::` and other helpers would run a command.
     env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_ALLOW_PROTOCOL=GIT_PROTOCOLS)
+    env.update(network.git_environment(network.limits()))
     env.update(extra or {})
     credential = split_credential(url)[1] if url else None
     return Credentials((credential,)).git_environment(env) if credential else env
@@ -49,11 +51,27 @@ def bare_url(url: str) -> str:
 
 def ls_remote(url: str, *, source: str | None = None) -> dict[str, str]:
     """Every ref the remote advertises (`HEAD`, `refs/heads/…`, `refs/tags/…`) -> commit, tags peeled."""
-    cmd = ["git", "ls-remote", "--", bare_url(url)]
-    proc = run(cmd, env=git_env(url=url), timeout=LS_REMOTE_TIMEOUT, check=False)
+    proc = remote_git(["ls-remote", "--", bare_url(url)], url=url, source=source)
     if proc.returncode != 0:
         raise unreachable(url, source, proc.stderr)
     return parse_ls_remote(proc.stdout)
+
+
+def remote_git(
+    args: list[str], *, url: str, source: str | None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A git command that talks to `url` (its credentials in the environment, see git_env): within the network
+    budget, which ends it as the remote's failure."""
+    limits = network.limits()
+    try:
+        return run(["git", *args], cwd=cwd, env=git_env(url=url), timeout=limits.budget, check=False)
+    except TimedOut as exc:
+        who = f"source {source}: " if source else ""
+        raise NetworkError(
+            f"{who}git remote {redact_url(url)} did not finish `git {args[0]}` within "
+            f"{network.seconds('budget', limits)}",
+            hint=f"{MIRROR_HINT}; {network.raise_hint('budget', limits)}",
+        ) from exc
 
 
 def parse_ls_remote(text: str) -> dict[str, str]:
@@ -98,8 +116,15 @@ def _named(ref: str) -> bool:
     return ref.startswith(("refs/heads/", "refs/tags/"))
 
 
-def unreachable(url: str, source: str | None, stderr: str) -> ResolutionError:
+def unreachable(url: str, source: str | None, stderr: str) -> NetworkError:
+    """One line naming the remote and why: git's first `fatal:` line, or the read timeout it ran into."""
     who = f"source {source}: " if source else ""
-    said = redact_text(tail(stderr, 5))
-    detail = f":\n{said}" if said else " (git said nothing)"
-    return ResolutionError(f"{who}cannot reach git remote {redact_url(url)}{detail}", hint=MIRROR_HINT)
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = redact_text(next((line for line in lines if line.startswith("fatal:")), lines[0] if lines else ""))
+    hint = MIRROR_HINT
+    if network.timed_out(said):
+        limits = network.limits()
+        said = f"no data for {network.seconds('read', limits)} ({said})"
+        hint = f"{MIRROR_HINT}; {network.raise_hint('read', limits)}"
+    detail = f": {said}" if said else " (git said nothing)"
+    return NetworkError(f"{who}cannot reach git remote {redact_url(url)}{detail}", hint=hint)

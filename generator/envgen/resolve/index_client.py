@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import html.parser
 import io
+import re
 import tarfile
 import tempfile
 import zipfile
@@ -18,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -27,13 +29,15 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from envgen import network
 from envgen.credentials import NO_CREDENTIALS, Credentials
-from envgen.errors import EnvgenError, ResolutionError, VerificationError
+from envgen.errors import EnvgenError, NetworkError, ResolutionError, VerificationError
 from envgen.inputs.channels import IndexAccess
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve import uv_pylock
 
-HTTP_TIMEOUT = 60.0
+# Answers worth asking again: the index is busy or restarting, not saying no.
+_RETRIED_STATUS = (429, 500, 502, 503, 504)
 
 
 def _metadata_from_archive(data: bytes, filename: str) -> str:
@@ -61,9 +65,20 @@ class IndexClient:
         credentials: Credentials = NO_CREDENTIALS,
     ) -> None:
         self.indexes = tuple(indexes)
-        self.session = session or requests.Session()
+        self.limits = network.limits()
         self._owned = session is None
         self.credentials = credentials
+        self.session = session or requests.Session()
+        if self._owned:
+            retry = urllib3.Retry(
+                total=self.limits.retries,
+                backoff_factor=0.5,
+                status_forcelist=_RETRIED_STATUS,
+                allowed_methods=("GET",),
+                raise_on_status=False,
+            )
+            for scheme in ("http://", "https://"):
+                self.session.mount(scheme, requests.adapters.HTTPAdapter(max_retries=retry))
 
     def __enter__(self) -> IndexClient:
         return self
@@ -83,19 +98,44 @@ class IndexClient:
         headers: Mapping[str, str] | None = None,
         *,
         stream: bool = False,
-        timeout: float = HTTP_TIMEOUT,
+        timeout: float | None = None,
     ) -> requests.Response:
         """GET `url` with the credentials of the index on its host; a trusted host's certificate is not verified.
 
-        `stream` leaves the body unread, for artifacts too large to hold in memory; `timeout` (seconds) bounds
-        the connection and each wait for data."""
+        `stream` leaves the body unread, for artifacts too large to hold in memory. The connection and each wait
+        for data are bounded by the network limits, or by `timeout` (seconds) when given (a brief probe)."""
         index = next((i for i in self.indexes if _same_host(i.url, url) and i.secrets), None)
         other = self.credentials.for_url(url) if index is None else None
         auth = (index.username or "", index.password or "") if index else None
         auth = (other.username, other.password) if other else auth
         verify = not any(_trusts(i, url) for i in self.indexes)
-        return self.session.get(
-            url, headers=dict(headers or {}), auth=auth, timeout=timeout, verify=verify, stream=stream
+        limit = timeout if timeout is not None else (self.limits.connect, self.limits.read)
+        headers = dict(headers or {})
+        return self.session.get(url, headers=headers, auth=auth, timeout=limit, verify=verify, stream=stream)
+
+    def why(self, exc: requests.RequestException) -> str:
+        """Why a request failed, in a few words: the limit it ran into, or the innermost cause."""
+        if isinstance(exc, requests.exceptions.ConnectTimeout):
+            return f"no connection within {network.seconds('connect', self.limits)}"
+        if isinstance(exc, (requests.exceptions.ReadTimeout, requests.exceptions.Timeout)):
+            return f"no answer within {network.seconds('read', self.limits)}"
+        if isinstance(exc, requests.exceptions.RetryError):
+            return f"still failing after {network.seconds('retries', self.limits)} retries"
+        reason = exc.args[0] if exc.args else exc
+        reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the last failure
+        # "<connection object>: Failed to establish a new connection: [Errno 111] Connection refused"
+        said = re.sub(r"\s*\(_ssl\.c:\d+\)", "", str(reason)).rsplit(": ", 1)[-1].strip("')\"")
+        kind = "SSLError: " if isinstance(exc, requests.exceptions.SSLError) else ""
+        return redact_text(f"{kind}{said or type(exc).__name__}", self.secrets)
+
+    def unreachable(self, what: str, url: str, exc: requests.RequestException) -> NetworkError:
+        """One line naming the URL and why, the hint saying which limit to raise when one was reached."""
+        slow = ""
+        if isinstance(exc, requests.exceptions.Timeout):
+            field = "connect" if isinstance(exc, requests.exceptions.ConnectTimeout) else "read"
+            slow = f"; {network.raise_hint(field, self.limits)}"
+        return NetworkError(
+            f"cannot {what} {redact_url(url)}: {self.why(exc)}", hint=f"check the URL and the network{slow}"
         )
 
 
@@ -144,11 +184,7 @@ def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, o
                 )
             text = _metadata_from_archive(response.content, artifact.filename)
     except requests.RequestException as exc:
-        raise ResolutionError(
-            f"cannot read the metadata of {artifact.filename} at {redact_url(url)}: "
-            f"{redact_text(str(exc), client.secrets)}",
-            hint="check the network or the index; the resolution itself succeeded",
-        ) from exc
+        raise client.unreachable(f"read the metadata of {artifact.filename} at", url, exc) from exc
     except (zipfile.BadZipFile, tarfile.TarError, StopIteration, ValueError) as exc:
         raise ResolutionError(f"{artifact.filename} at {redact_url(url)} has no readable metadata: {exc}") from exc
     cached.parent.mkdir(parents=True, exist_ok=True)
@@ -167,7 +203,7 @@ def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[
     except requests.RequestException as exc:
         untrusted = isinstance(exc, requests.exceptions.SSLError) and not index.trusted_host
         trust = f" (if you trust the host, set trusted_host in channels/{index.name}.toml)" if untrusted else ""
-        raise EnvgenError(f"cannot reach {shown}: {type(exc).__name__}{trust}") from exc
+        raise EnvgenError(f"cannot reach {shown}: {client.why(exc)}{trust}") from exc
     if response.status_code == 404:
         return None
     if response.status_code != 200:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 import tempfile
@@ -14,17 +15,16 @@ import uv
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
-from envgen import platforms
+from envgen import network, platforms
 from envgen.errors import EnvgenError, NetworkError, ResolutionError, ToolError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Matrix, Origin, PipEntry, TracedRequirement
-from envgen.process import run, tail
+from envgen.process import TimedOut, run, tail
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.overrides import global_overrides
 from envgen.resolve.preferences import render_pylock
 
-UV_TIMEOUT = 1800.0
-
+log = logging.getLogger(__name__)
 
 PROJECT_NAME = "envgen-inputs"
 # Variables uv may need to reach an index (TLS roots, proxies); nothing else of the caller's env is passed.
@@ -102,10 +102,12 @@ def render_uv_config(indexes: Sequence[IndexAccess], overrides: Sequence[str]) -
 
 
 def uv_environment(indexes: Sequence[IndexAccess], cache: Path, environ: Mapping[str, str]) -> dict[str, str]:
-    """uv's environment: its cache, TLS and proxy settings, index credentials; no UV_*/PIP_* of the caller."""
+    """uv's environment: its cache, TLS and proxy settings, envgen's network limits, index credentials; no
+    UV_*/PIP_* of the caller."""
     env = {k: environ[k] for k in _PASSED_ENV if k in environ}
     env["UV_CACHE_DIR"] = str(cache / "uv")
     env["UV_NO_PROGRESS"] = "1"
+    env.update(network.uv_environment(network.limits()))
     for index in indexes:
         env.update(index.env)
     return env
@@ -117,6 +119,11 @@ def _mentioned(text: str) -> set[str]:
 
 def _index_for_url(url: str, indexes: Sequence[IndexAccess]) -> IndexAccess | None:
     return next((i for i in indexes if url.startswith(i.url.rstrip("/") + "/") or url == i.url), None)
+
+
+def why_unreachable(stderr: str, secrets: Sequence[str] = ()) -> str:
+    """Why uv (or pip) could not reach a host, in a few words: the timeout it ran into, or the innermost cause."""
+    return redact_text(network.reason(stderr, network.limits()), tuple(secrets))
 
 
 def explain_failure(
@@ -155,15 +162,17 @@ def explain_failure(
             if re.search(r"certificate|ssl|tls", stderr, re.IGNORECASE) and not index.trusted_host
             else ""
         )
+        slow = f"; {network.raise_hint('read', network.limits())}" if network.timed_out(stderr) else ""
         return NetworkError(
-            f"cannot reach index {index.name} at {index.shown} while locking {platform}\n{said}",
+            f"cannot reach index {index.name} at {index.shown} while locking {platform}: "
+            f"{why_unreachable(stderr, secrets)}",
             hint=f"check the URL in channels/{index.name}.toml, the network or proxy; {trust}"
-            "or re-lock from cache with --offline",
+            f"or re-lock from cache with --offline{slow}",
         )
     if urls:
         shown_urls = ", ".join(sorted({redact_url(u) for u in urls}))
         return NetworkError(
-            f"uv could not fetch {shown_urls} while locking {platform}\n{said}",
+            f"uv could not fetch {shown_urls} while locking {platform}: {why_unreachable(stderr, secrets)}",
             hint="check the URLs in the matrix and the network",
         )
     return ToolError(f"uv pip compile failed for {platform}:\n{said}", hint="read uv's message above")
@@ -234,7 +243,16 @@ def run_uv_compile(
         if offline:
             cmd.append("--offline")
         env = uv_environment(indexes, cache, environ)
-        proc = run(cmd, cwd=work, env=env, timeout=UV_TIMEOUT, check=False, secrets=secrets)
+        limits = network.limits()
+        try:
+            proc = run(cmd, cwd=work, env=env, timeout=limits.budget, check=False, secrets=secrets)
+        except TimedOut as exc:
+            raise NetworkError(
+                f"uv did not finish resolving {platform} within {network.seconds('budget', limits)} (indexes "
+                f"{', '.join(f'{i.name} at {i.shown}' for i in indexes)})",
+                hint=f"check the indexes and the network; {network.raise_hint('budget', limits)}",
+            ) from exc
         if proc.returncode != 0:
+            log.debug("uv pip compile for %s said:\n%s", platform, redact_text(proc.stderr, secrets))
             raise explain_failure(proc.stderr, inputs, indexes, matrix, platform, offline)
         return (work / "pylock.toml").read_text()

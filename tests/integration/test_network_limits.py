@@ -1,0 +1,230 @@
+"""Hosts that stall or refuse: every network wait of envgen ends within its limits (network.py), in exit 3 with
+one line naming the URL or host and the limit, and Ctrl-C ends it at once.
+
+The real CLI runs in a child process (`python -m envgen`) against loopback servers that accept a connection and
+never answer (or send headers and stall), with limits of a second or two set through the ENVGEN_* variables.
+Times are printed (`pytest -s`), never asserted beyond a generous bound that only a hang would cross.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from envgen.example.condapkgs import demo_packages, write_channel
+from envgen.example.http import serve_directory
+from envgen.example.project import Example
+
+from tests.support.example import served_example
+from tests.support.stalling import MODES, closed_url, stalling_server
+
+# Far above any limit the tests set: only a wait that ignores them reaches it.
+HANG = 60.0
+INTERRUPTED = "interrupted: nothing was written (the previous lock files are unchanged)"
+
+
+def envgen(root: Path, *args: str, **limits: str) -> tuple[int, str, float]:
+    """`envgen ARGS --root ROOT` in a child process with the given ENVGEN_* limits: exit code, stderr, seconds."""
+    env = {**os.environ, **{f"ENVGEN_{name.upper()}": value for name, value in limits.items()}}
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "envgen", *args, "--root", str(root)],
+        env=env, capture_output=True, text=True, timeout=HANG,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    print(f"envgen {' '.join(args)} {limits}: exit {proc.returncode} after {elapsed:.1f} s")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, proc.stderr, elapsed
+
+
+def errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """`envgen init`'s project: python from a conda channel, two pip packages from one index (URLs set per test)."""
+    root = tmp_path / "project"
+    subprocess.run([sys.executable, "-m", "envgen", "init", str(root)], check=True, capture_output=True)
+    matrix = root / "env-templates" / "example.toml"
+    # The loopback channel below serves python but no pip.
+    matrix.write_text(matrix.read_text().replace('specs = ["python 3.11.*", "pip"]', 'specs = ["python 3.11.*"]'))
+    return root
+
+
+def point(root: Path, channel: str, url: str) -> None:
+    path = root / "channels" / f"{channel}.toml"
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("url =")]
+    path.write_text("\n".join([*lines, f'url = "{url}"']) + "\n")
+
+
+@pytest.fixture
+def conda_channel(tmp_path: Path) -> Iterator[str]:
+    write_channel(tmp_path / "conda", demo_packages("3.11.9"))
+    with serve_directory(tmp_path / "conda") as url:
+        yield url
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lock_against_a_stalling_conda_channel_exits_3_naming_the_channel_and_the_timeout(
+    project: Path, mode: str
+) -> None:
+    """Before: `lock` waited on such a channel for good (over 15 minutes)."""
+    with stalling_server(mode) as base:
+        channel = f"{base}/conda-forge"
+        point(project, "conda-forge", channel)
+        point(project, "pypi", closed_url("/simple"))
+        code, err, _ = envgen(project, "lock", "example", conda_timeout="1", retries="0")
+    assert code == 3, err
+    assert errors(err) == [
+        f"error: cannot fetch repodata for linux-64 from conda channel {channel}: no complete answer within 1 s"
+    ]
+    assert "raise ENVGEN_CONDA_TIMEOUT (now 1 s)" in err
+    assert not list(project.glob("locks/example.*"))
+
+
+def test_the_budget_ends_a_conda_solve_whose_requests_each_may_take_longer(project: Path) -> None:
+    with stalling_server("silent") as base:
+        point(project, "conda-forge", f"{base}/conda-forge")
+        code, err, _ = envgen(project, "lock", "example", conda_timeout="50", network_budget="1.5")
+    assert code == 3, err
+    assert errors(err) == [
+        f"error: the conda solve for linux-64 (repodata from {base}/conda-forge) took more than 1.5 s"
+    ]
+    assert "raise ENVGEN_NETWORK_BUDGET (now 1.5 s)" in err
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lock_against_a_stalling_pip_index_exits_3_naming_the_index_and_the_timeout(
+    project: Path, conda_channel: str, mode: str
+) -> None:
+    """Before: uv's defaults (30 s a read, 3 retries) made such an index fail after minutes."""
+    point(project, "conda-forge", conda_channel)
+    with stalling_server(mode) as base:
+        point(project, "pypi", f"{base}/simple")
+        code, err, _ = envgen(project, "lock", "example", read_timeout="1", retries="0")
+    assert code == 3, err
+    assert errors(err) == [
+        f"error: cannot reach index pypi at {base}/simple while locking linux-64: no answer within 1 s"
+    ]
+    assert "raise ENVGEN_READ_TIMEOUT (now 1 s)" in err
+
+
+def test_a_malformed_limit_is_bad_input_before_any_work(project: Path) -> None:
+    code, err, _ = envgen(project, "lock", "example", read_timeout="soon")
+    assert code == 2, err
+    assert errors(err) == ["error: ENVGEN_READ_TIMEOUT='soon' is not a number of seconds above 0"]
+
+
+def interrupt_when(root: Path, line: str, env: dict[str, str] | None = None) -> tuple[int, str, float]:
+    """Start `envgen lock`, send SIGINT to its group once it logged `line` (and waits), the seconds until it ended."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envgen", "lock", "example", "--root", str(root)],
+        env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    said: list[str] = []
+    try:
+        while line not in "".join(said) and (text := proc.stderr.readline()):
+            said.append(text)
+        time.sleep(1.0)  # inside the wait now
+        os.killpg(proc.pid, signal.SIGINT)
+        sent = time.monotonic()
+        rest = proc.communicate(timeout=HANG)[1]
+        elapsed = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    print(f"SIGINT while waiting on `{line}`: exit {proc.returncode} {elapsed:.2f} s after the signal")
+    return proc.returncode, "".join(said) + rest, elapsed
+
+
+def test_ctrl_c_ends_a_lock_waiting_on_a_stalling_conda_channel_at_once(project: Path) -> None:
+    """Before: SIGINT could not stop it; SIGKILL was needed. Default limits: only the interrupt ends this wait."""
+    with stalling_server("silent") as base:
+        point(project, "conda-forge", f"{base}/conda-forge")
+        code, err, elapsed = interrupt_when(project, "solving conda specs")
+    assert (code, err.strip().splitlines()[-1]) == (130, INTERRUPTED), err
+    assert elapsed < 10, f"{elapsed:.1f} s from SIGINT to exit"
+
+
+def test_ctrl_c_ends_a_lock_waiting_on_a_stalling_pip_index_at_once(project: Path, conda_channel: str) -> None:
+    point(project, "conda-forge", conda_channel)
+    with stalling_server("headers") as base:
+        point(project, "pypi", f"{base}/simple")
+        code, err, elapsed = interrupt_when(project, "resolving 2 PyPI requirements with uv")
+    assert (code, err.strip().splitlines()[-1]) == (130, INTERRUPTED), err
+    assert elapsed < 10, f"{elapsed:.1f} s from SIGINT to exit"
+
+
+@pytest.fixture(scope="module")
+def locked_then_gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    """The example locked while served, then its servers stopped: its indexes and channel refuse connections."""
+    with served_example(tmp_path_factory, tmp_path_factory.mktemp("gone")) as example:
+        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+        lock = [sys.executable, "-m", "envgen", "lock", "demo", "--root", str(example.root)]
+        subprocess.run(lock, env=env, check=True, capture_output=True, timeout=600)
+    yield example
+
+
+def hosts(example: Example) -> set[str]:
+    return {url.removeprefix("http://") for url in (example.pypi_url, example.extra_url)}
+
+
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_install_from_unreachable_indexes_exits_3_one_line_per_host(
+    locked_then_gone: Example, tmp_path: Path, installer: str
+) -> None:
+    """Before: pip's retries took minutes, then exit 5 with pip's raw retry lines."""
+    args = ["install", "demo", "--venv", "--prefix", str(tmp_path / "env"), "--installer", installer]
+    code, err, _ = envgen(locked_then_gone.root, *args, read_timeout="2", retries="0")
+    assert code == 3, err
+    # -v shows what the installer said (its raw lines, in the debug log); envgen's error comes last.
+    headline, *rest = err[err.rindex("\nerror: ") + 1 :].splitlines()
+    assert headline.startswith(f"error: {installer} could not download the locked pip packages: ")
+    named = [line for line in rest if not line.startswith("  hint:")]
+    assert named and all(line.endswith(": connection refused") for line in named), err
+    assert {line.strip().split(": ")[0] for line in named} <= hosts(locked_then_gone)
+    assert "Retrying" not in err and "cause:" not in err
+
+
+def test_check_with_unreachable_indexes_exits_3_one_line_per_host(locked_then_gone: Example) -> None:
+    """Before: ~25 s of retries, exit 4, and pip's and uv's raw retry lines pasted into the results table."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "envgen", "check", "demo", "--venv", "--root", str(locked_then_gone.root)],
+        env={**os.environ, "ENVGEN_RETRIES": "0"}, capture_output=True, text=True, timeout=HANG,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    table = [line.strip() for line in proc.stdout.splitlines()]
+    solve = table.index("failed  solve: same pip set: an index could not be reached")
+    pypi = f"cannot reach index pypi at {locked_then_gone.pypi_url}/simple: connection refused"
+    # Both platforms failed on the same host: one line says so.
+    assert table[solve + 1] in (f"{pypi} (linux-aarch64, linux-64)", f"{pypi} (linux-64, linux-aarch64)"), table
+    assert table[solve + 2].startswith("failed  env: install (venv)")
+    install = table[solve + 2]
+    assert install == "failed  env: install (venv): pip could not download the locked pip packages: " + (
+        "a host could not be reached"
+    )
+    assert table[solve + 3] in {f"{host}: connection refused" for host in hosts(locked_then_gone)}
+    assert table[solve + 4].startswith("skipped env: pip check")
+    assert "Retrying" not in proc.stdout and "cause:" not in proc.stdout and "WARNING" not in proc.stdout
+
+
+def test_install_from_an_unreachable_conda_channel_exits_3_naming_the_host(
+    locked_then_gone: Example, tmp_path: Path
+) -> None:
+    """Before: exit 4, as if the channel had served other bytes than were locked."""
+    args = ["install", "demo", "--prefix", str(tmp_path / "env")]
+    code, err, _ = envgen(locked_then_gone.root, *args, conda_timeout="2", retries="0")
+    assert code == 3, err
+    channel = locked_then_gone.channel_url.removeprefix("http://")
+    assert errors(err) == ["error: downloading the locked conda packages for linux-64: a host could not be reached"]
+    assert f"\n  {channel}: connection refused\n" in err
