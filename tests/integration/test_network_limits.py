@@ -80,7 +80,7 @@ def test_lock_against_a_stalling_conda_channel_exits_3_naming_the_channel_and_th
         channel = f"{base}/conda-forge"
         point(project, "conda-forge", channel)
         point(project, "pypi", closed_url("/simple"))
-        code, err, _ = envgen(project, "lock", "example", conda_timeout="1", retries="0")
+        code, err, _ = envgen(project, "lock", "example", "--no-preflight", conda_timeout="1", retries="0")
     assert code == 3, err
     assert errors(err) == [
         f"error: cannot fetch repodata for linux-64 from conda channel {channel}: no complete answer within 1 s"
@@ -92,7 +92,7 @@ def test_lock_against_a_stalling_conda_channel_exits_3_naming_the_channel_and_th
 def test_the_budget_ends_a_conda_solve_whose_requests_each_may_take_longer(project: Path) -> None:
     with stalling_server("silent") as base:
         point(project, "conda-forge", f"{base}/conda-forge")
-        code, err, _ = envgen(project, "lock", "example", conda_timeout="50", network_budget="1.5")
+        code, err, _ = envgen(project, "lock", "example", "--no-preflight", conda_timeout="50", network_budget="1.5")
     assert code == 3, err
     assert errors(err) == [
         f"error: the conda solve for linux-64 (repodata from {base}/conda-forge) took more than 1.5 s"
@@ -108,7 +108,7 @@ def test_lock_against_a_stalling_pip_index_exits_3_naming_the_index_and_the_time
     point(project, "conda-forge", conda_channel)
     with stalling_server(mode) as base:
         point(project, "pypi", f"{base}/simple")
-        code, err, _ = envgen(project, "lock", "example", read_timeout="1", retries="0")
+        code, err, _ = envgen(project, "lock", "example", "--no-preflight", read_timeout="1", retries="0")
     assert code == 3, err
     assert errors(err) == [
         f"error: cannot reach index pypi at {base}/simple while locking linux-64: no answer within 1 s"
@@ -116,8 +116,20 @@ def test_lock_against_a_stalling_pip_index_exits_3_naming_the_index_and_the_time
     assert "raise ENVGEN_READ_TIMEOUT (now 1 s)" in err
 
 
+def test_the_preflight_asks_stalling_hosts_within_the_read_limit(project: Path) -> None:
+    with stalling_server("silent") as channel, stalling_server("silent") as index:
+        point(project, "conda-forge", f"{channel}/conda-forge")
+        point(project, "pypi", f"{index}/simple")
+        code, err, _ = envgen(project, "lock", "example", read_timeout="1", retries="0")
+    assert code == 3, err
+    assert errors(err) == ["error: 2 hosts that the lock needs did not answer; nothing was locked:"]
+    for base, kind, url in ((channel, "conda channel", "/conda-forge"), (index, "pip index", "/simple")):
+        host = base.removeprefix("http://")
+        assert f"\n  {host}: {kind} {base}{url} (example): no answer within 1 s\n" in err
+
+
 def test_a_malformed_limit_is_bad_input_before_any_work(project: Path) -> None:
-    code, err, _ = envgen(project, "lock", "example", read_timeout="soon")
+    code, err, _ = envgen(project, "lock", "example", "--no-preflight", read_timeout="soon")
     assert code == 2, err
     assert errors(err) == ["error: ENVGEN_READ_TIMEOUT='soon' is not a number of seconds above 0"]
 
@@ -125,7 +137,7 @@ def test_a_malformed_limit_is_bad_input_before_any_work(project: Path) -> None:
 def interrupt_when(root: Path, line: str, env: dict[str, str] | None = None) -> tuple[int, str, float]:
     """Start `envgen lock`, send SIGINT to its group once it logged `line` (and waits), the seconds until it ended."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envgen", "lock", "example", "--root", str(root)],
+        [sys.executable, "-m", "envgen", "lock", "example", "--no-preflight", "--root", str(root)],
         env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )  # fmt: skip

@@ -113,11 +113,28 @@ class IndexClient:
         headers = dict(headers or {})
         return self.session.get(url, headers=headers, auth=auth, timeout=limit, verify=verify, stream=stream)
 
+    @staticmethod
+    def limit_reached(exc: requests.RequestException) -> str | None:
+        """The limit a failed request ran into, "connect" or "read" (None: it failed otherwise). After the last
+        retry requests reports a read timeout as a ConnectionError wrapping urllib3's."""
+        reason = getattr(exc.args[0] if exc.args else None, "reason", None)
+        if isinstance(exc, requests.exceptions.ConnectTimeout):
+            return "connect"
+        # urllib3's refused connection (NewConnectionError) is a ConnectTimeoutError too, for history's sake.
+        if isinstance(reason, urllib3.exceptions.ConnectTimeoutError) and not isinstance(
+            reason, urllib3.exceptions.NewConnectionError
+        ):
+            return "connect"
+        if isinstance(exc, requests.exceptions.Timeout) or isinstance(reason, urllib3.exceptions.ReadTimeoutError):
+            return "read"
+        return None
+
     def why(self, exc: requests.RequestException) -> str:
         """Why a request failed, in a few words: the limit it ran into, or the innermost cause."""
-        if isinstance(exc, requests.exceptions.ConnectTimeout):
+        limit = self.limit_reached(exc)
+        if limit == "connect":
             return f"no connection within {network.seconds('connect', self.limits)}"
-        if isinstance(exc, (requests.exceptions.ReadTimeout, requests.exceptions.Timeout)):
+        if limit == "read":
             return f"no answer within {network.seconds('read', self.limits)}"
         if isinstance(exc, requests.exceptions.RetryError):
             return f"still failing after {network.seconds('retries', self.limits)} retries"
@@ -130,10 +147,8 @@ class IndexClient:
 
     def unreachable(self, what: str, url: str, exc: requests.RequestException) -> NetworkError:
         """One line naming the URL and why, the hint saying which limit to raise when one was reached."""
-        slow = ""
-        if isinstance(exc, requests.exceptions.Timeout):
-            field = "connect" if isinstance(exc, requests.exceptions.ConnectTimeout) else "read"
-            slow = f"; {network.raise_hint(field, self.limits)}"
+        limit = self.limit_reached(exc)
+        slow = f"; {network.raise_hint(limit, self.limits)}" if limit else ""
         return NetworkError(
             f"cannot {what} {redact_url(url)}: {self.why(exc)}", hint=f"check the URL and the network{slow}"
         )

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from envgen import interrupts
+from envgen import interrupts, network
 from envgen.commits import is_full_commit
 from envgen.errors import NetworkError, ToolError
 from envgen.inputs.channels import access_index, expand_url
@@ -132,10 +132,8 @@ def _probe_http(client: IndexClient, url: str, timeout: float) -> str | None:
     try:
         with client.get(url, stream=True, timeout=timeout) as response:
             status = response.status_code
-    except requests.Timeout:
-        return f"no answer within {timeout:g} s"
     except requests.RequestException as exc:
-        return _innermost(exc, client.secrets)
+        return f"no answer within {timeout:g} s" if client.limit_reached(exc) else _innermost(exc, client.secrets)
     if status in (401, 403):
         return f"HTTP {status}: the credentials were refused (channels/*.toml, or the variables its URL names)"
     return f"HTTP {status} from the server" if status >= 500 else None
@@ -153,9 +151,12 @@ def _innermost(exc: BaseException, secrets: tuple[str, ...]) -> str:
 
 
 def unreachable_hosts(
-    relocks: Sequence[Relock], *, cache: Path, offline: bool = False, timeout: float = PROBE_TIMEOUT
+    relocks: Sequence[Relock], *, cache: Path, offline: bool = False, timeout: float | None = None
 ) -> list[tuple[str, list[Target], str]]:
-    """Every host with a target that did not answer: (host, its failed targets, the first one's reason)."""
+    """Every host with a target that did not answer: (host, its failed targets, the first one's reason).
+
+    A probe waits `timeout` seconds, by default PROBE_TIMEOUT or the network read limit when that is lower."""
+    timeout = min(PROBE_TIMEOUT, network.limits().read) if timeout is None else timeout
     found = targets(relocks, cache=cache, offline=offline)
     if not found:
         return []
@@ -172,7 +173,7 @@ def unreachable_hosts(
     return [(host, failed, reason) for host, (failed, reason) in by_host.items()]
 
 
-def preflight(relocks: Sequence[Relock], *, cache: Path, offline: bool = False, timeout: float = PROBE_TIMEOUT) -> None:
+def preflight(relocks: Sequence[Relock], *, cache: Path, offline: bool = False, timeout: float | None = None) -> None:
     """NetworkError (exit 3) naming every unreachable host, one line each, when any host the re-locks need does
     not answer; nothing has been resolved or written then."""
     failed = unreachable_hosts(relocks, cache=cache, offline=offline, timeout=timeout)
