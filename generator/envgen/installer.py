@@ -39,6 +39,8 @@ _DOWNLOAD_FAILED = re.compile(
     r"Connection refused|ConnectionError|name resolution|Name or service not known",
     re.IGNORECASE,
 )
+# What says a host was reached and answered, but not with the file: a verdict or a refusal, not a network failure.
+_ANSWERED = re.compile(r"hash mismatch|DO NOT MATCH THE HASHES|HTTP status|\b(?:401|403|404)\b", re.IGNORECASE)
 # A host as pip's urllib3 names it (host='h', port=p), or in a URL (never its credentials).
 _HOST = re.compile(r"host='([^']+)', port=(\d+)|[a-z][a-z0-9+.-]*://(?:[^@/\s]*@)?([^/\s'\"`)]+)")
 
@@ -61,7 +63,7 @@ def tool_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]
 
 def unreachable_hosts(output: str, what: str) -> NetworkError | None:
     """A download failure in a tool's output as one line per host it could not reach (None: not one)."""
-    if not _DOWNLOAD_FAILED.search(output):
+    if not _DOWNLOAD_FAILED.search(output) or _ANSWERED.search(output):
         return None
     limits = network.limits()
     # The lines reporting the failure name the hosts that failed (pip also lists every file it collects); when
