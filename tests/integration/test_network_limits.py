@@ -216,17 +216,18 @@ def test_check_with_unreachable_indexes_exits_3_one_line_per_host(locked_then_go
     )  # fmt: skip
     assert proc.returncode == 3, proc.stderr
     table = [line.strip() for line in proc.stdout.splitlines()]
-    solve = table.index("failed  solve: same pip set: an index could not be reached")
+    unreachable = "an index or channel could not be reached"
+    solve = table.index(f"failed  solve: same pip set: {unreachable}")
     pypi = f"cannot reach index pypi at {locked_then_gone.pypi_url}/simple: connection refused"
     # Both platforms failed on the same host: one line says so.
     assert table[solve + 1] in (f"{pypi} (linux-aarch64, linux-64)", f"{pypi} (linux-64, linux-aarch64)"), table
-    assert table[solve + 2].startswith("failed  env: install (venv)")
-    install = table[solve + 2]
-    assert install == "failed  env: install (venv): pip could not download the locked pip packages: " + (
-        "a host could not be reached"
-    )
-    assert table[solve + 3] in {f"{host}: connection refused" for host in hosts(locked_then_gone)}
-    assert table[solve + 4].startswith("skipped env: pip check")
+    conda = table.index(f"failed  solve: same conda set: {unreachable}")
+    channel = f"cannot fetch repodata from conda channel {locked_then_gone.channel_url}: connection refused"
+    assert table[conda + 1] in (f"{channel} (linux-aarch64, linux-64)", f"{channel} (linux-64, linux-aarch64)")
+    install = table.index("failed  env: install (venv): pip could not download the locked pip packages: a host could "
+                          "not be reached")  # fmt: skip
+    assert table[install + 1] in {f"{host}: connection refused" for host in hosts(locked_then_gone)}
+    assert table[install + 2].startswith("skipped env: pip check")
     assert "Retrying" not in proc.stdout and "cause:" not in proc.stdout and "WARNING" not in proc.stdout
 
 

@@ -125,7 +125,7 @@ def _unreachable(matrix: Matrix, platform: str, message: str, limits: network.Li
         why = f"no complete answer within {network.seconds('conda', limits)}"
         hint = network.raise_hint("conda", limits)
     else:
-        why, hint = redact_text(network.cause(message)), "check the network"
+        why, hint = redact_text(network.reason(message, limits)), "check the network"
     return NetworkError(
         f"cannot fetch repodata for {platform} from conda channel {_failed_channel(matrix, message)}: {why}",
         hint=f"check the channel URL in channels/*.toml (a mirror can replace it there); {hint}",
