@@ -17,9 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from envgen.errors import EnvgenError, NetworkError
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
 from envgen.example.project import Example
+from envgen.inputs.channels import IndexAccess
+from envgen.resolve.git_remote import ls_remote
+from envgen.resolve.index_client import IndexClient, fetch_filenames
 
 from tests.support.example import served_example
 from tests.support.stalling import MODES, closed_url, stalling_server
@@ -241,3 +245,32 @@ def test_install_from_an_unreachable_conda_channel_exits_3_naming_the_host(
     channel = locked_then_gone.channel_url.removeprefix("http://")
     assert errors(err) == ["error: downloading the locked conda packages for linux-64: a host could not be reached"]
     assert f"\n  {channel}: connection refused\n" in err
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_stalling_git_remote_ends_at_the_read_limit(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git's own default waits as long as the server holds the connection open."""
+    monkeypatch.setenv("ENVGEN_READ_TIMEOUT", "1")
+    with stalling_server(mode) as base:
+        started = time.monotonic()
+        with pytest.raises(NetworkError) as raised:
+            ls_remote(f"{base}/org/repo.git", source="lib")
+        print(f"git ls-remote against a {mode} server: {time.monotonic() - started:.1f} s")
+    message = raised.value.message
+    assert message.startswith(f"source lib: cannot reach git remote {base}/org/repo.git: no data for 1 s (fatal: ")
+    assert "\n" not in message
+    assert "raise ENVGEN_READ_TIMEOUT (now 1 s)" in (raised.value.hint or "")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_stalling_index_page_ends_at_the_read_limit_after_the_retries(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENVGEN_READ_TIMEOUT", "0.5")
+    monkeypatch.setenv("ENVGEN_RETRIES", "1")
+    with stalling_server(mode) as base:
+        index = IndexAccess("private", f"{base}/simple", explicit=False)
+        with IndexClient([index]) as client, pytest.raises(EnvgenError) as raised:
+            # the body is read in full: a server that sent only headers stalls the read
+            fetch_filenames(client, index, "demo-torch")
+    assert raised.value.message == f"cannot reach {base}/simple/demo-torch/: no answer within 0.5 s"

@@ -116,8 +116,10 @@ class IndexClient:
     @staticmethod
     def limit_reached(exc: requests.RequestException) -> str | None:
         """The limit a failed request ran into, "connect" or "read" (None: it failed otherwise). After the last
-        retry requests reports a read timeout as a ConnectionError wrapping urllib3's."""
-        reason = getattr(exc.args[0] if exc.args else None, "reason", None)
+        retry requests reports a read timeout as a ConnectionError wrapping urllib3's, and so does a body that
+        stalls after the headers."""
+        inner = exc.args[0] if exc.args else None
+        reason = getattr(inner, "reason", inner)
         if isinstance(exc, requests.exceptions.ConnectTimeout):
             return "connect"
         # urllib3's refused connection (NewConnectionError) is a ConnectTimeoutError too, for history's sake.
