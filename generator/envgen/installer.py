@@ -143,12 +143,13 @@ def verify_recipe(lock: Lock, recipe: Path) -> None:
     """The recipe about to run must be what the lock renders (the rule: lockio/integrity.py): it is derived,
     never edited."""
     try:
-        text = recipe.read_text(encoding="utf-8")
+        written = recipe.read_bytes()
     except OSError as exc:
         raise InputError(
             f"cannot read the recipe {recipe}: {exc.strerror}", hint=f"run `envgen lock {lock.env}`"
         ) from exc
-    problem = recipe_problem(lock, text, str(recipe))
+    # surrogateescape maps bytes to text one to one: a recipe that is not even UTF-8 any more differs like any edit.
+    problem = recipe_problem(lock, written.decode("utf-8", "surrogateescape"), str(recipe))
     if problem is not None:
         raise VerificationError(problem, hint=repair_hint(lock.env))
 
