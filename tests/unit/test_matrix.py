@@ -207,3 +207,10 @@ def test_key_lines_follow_inline_tables_arrays_and_array_tables() -> None:
     assert lines[("c", "items", 0, "m")] == 10
     assert lines[("c", "items", 1)] == 11
     assert lines[("c", "items", 1, "after")] == 15
+
+
+def test_key_lines_skip_escaped_quotes_and_count_lines_across_a_long_file() -> None:
+    text = 'a = "q\\" = [ \\\\"\nb = \'c\\\'\nc = "\\\\\\""\n' + "".join(f"n{i} = {i}\n" for i in range(3000))
+    lines = key_lines(text)
+    assert lines[("a",)] == 1 and lines[("b",)] == 2 and lines[("c",)] == 3
+    assert lines[("n0",)] == 4 and lines[("n2999",)] == 3003

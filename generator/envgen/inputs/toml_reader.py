@@ -19,6 +19,8 @@ KeyPath = tuple[str | int, ...]
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _SYNTAX_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 _SYNTAX_END = re.compile(r"\(at end of document\)")
+_BASIC_STRING = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"', re.DOTALL)
+_LITERAL_STRING = re.compile(r"'([^']*)'")
 # Keys holding prose, which may span lines; every other string must be free of control characters.
 _PROSE_KEYS = frozenset({"description", "note", "reason"})
 
@@ -187,12 +189,10 @@ class _LineScanner:
             value = self.text[self.pos + 3 : end]
             self.pos = end + 3
             return value
-        start = self.pos + 1
-        self.pos = start
-        while self.text[self.pos] != quote:
-            self.pos += 2 if quote == '"' and self.text[self.pos] == "\\" else 1
-        self.pos += 1
-        return self.text[start : self.pos - 1]
+        found = (_BASIC_STRING if quote == '"' else _LITERAL_STRING).match(self.text, self.pos)
+        assert found is not None  # the text parsed as TOML
+        self.pos = found.end()
+        return found.group(1)
 
     def value(self, path: KeyPath) -> None:
         self.skip_space(newlines=False)
