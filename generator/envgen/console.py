@@ -23,6 +23,7 @@ import click
 from envgen import __version__, interrupts, network
 from envgen.errors import EnvgenError, InputError
 from envgen.logs import setup_logging
+from envgen.redact import redact_text
 
 if TYPE_CHECKING:
     from envgen.project import Project
@@ -283,7 +284,7 @@ def envelope(command: str, exit_code: int, results: list[Any], error: EnvgenErro
     """The one JSON shape of every command (docs/cli.schema.json)."""
     document: dict[str, Any] = {"command": command, "ok": exit_code == 0, "exit_code": exit_code, "results": results}
     if error is not None:
-        document["error"] = {"message": error.message, "hint": error.hint}
+        document["error"] = {"message": redact_text(error.message), "hint": error.hint and redact_text(error.hint)}
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -312,9 +313,10 @@ def _emit(command: str, flags: Settings, outcome: Outcome) -> None:
         for line, color in outcome.notes:
             sys.stderr.write(paint(line, flags, sys.stderr, color) + "\n")
     if error is not None:
-        sys.stderr.write(paint(f"error: {error.message}", flags, sys.stderr, "red") + "\n")
+        # The last line of defence: a message may quote a key or value a user wrote with credentials in it.
+        sys.stderr.write(paint(f"error: {redact_text(error.message)}", flags, sys.stderr, "red") + "\n")
         if error.hint:
-            sys.stderr.write(f"  hint: {error.hint}\n")
+            sys.stderr.write(f"  hint: {redact_text(error.hint)}\n")
     sys.stderr.flush()
 
 

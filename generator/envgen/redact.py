@@ -6,21 +6,29 @@ import re
 from urllib.parse import urlsplit, urlunsplit
 
 _REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+# Up to the last `@` of the authority, as urlsplit splits it (`https://a@b:secret@host` is user `a@b`).
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/?#\s]+)@")
 
 
 def _with_userinfo(url: str, userinfo: str) -> str:
     """`url` with its userinfo replaced by `userinfo` ("" drops it)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # not a URL urlsplit can take apart (a bad port or IPv6 bracket): by its text
+        return _USERINFO.sub(lambda m: m.group("scheme") + (f"{userinfo}@" if userinfo else ""), url, count=1)
     host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    if port:
+        host = f"{host}:{port}"
     netloc = f"{userinfo}@{host}" if userinfo else host
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def has_credentials(url: str) -> bool:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return _USERINFO.match(url) is not None
     return parts.username is not None or parts.password is not None
 
 

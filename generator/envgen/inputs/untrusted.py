@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from envgen.commits import is_abbreviated_commit, is_full_commit
+from envgen.redact import redact_text
 
 if TYPE_CHECKING:
     from envgen.model import CondaEntry, Env, Lock, LockedSource, PipEntry, Submodule
@@ -106,22 +107,24 @@ def git_url_problem(url: str) -> str | None:
     (`ext::<command>` runs a command).
     """
     if not url or any(char.isspace() for char in url) or _CONTROL.search(url):
-        return f"{url!r} must be a non-empty URL without whitespace or control characters"
+        return f"{_shown(url)} must be a non-empty URL without whitespace or control characters"
     expected = "expected an https://, http://, ssh:// or file:// URL, user@host:path, or a local path"
     if url.startswith("-"):
-        return f"{url!r} starts with '-'; {expected}"
+        return f"{_shown(url)} starts with '-'; {expected}"
     if "://" in url:
+        if problem := _unparsable(url):
+            return f"{problem}; {expected}"
         parts = urlsplit(url)
         if parts.scheme.lower() not in _GIT_SCHEMES:
-            return f"{url!r}: scheme {parts.scheme!r} is not allowed; {expected}"
+            return f"{_shown(url)}: scheme {parts.scheme!r} is not allowed; {expected}"
         host = parts.hostname or ""
         if (parts.scheme.lower() != "file" and not host) or host.startswith("-") or not parts.path.strip("/"):
-            return f"{url!r} names no host or no repository path; {expected}"
+            return f"{_shown(url)} names no host or no repository path; {expected}"
         return None
     if "::" not in url and _SCP.fullmatch(url):
         return None
     if "::" in url or ":" in url.split("/", 1)[0]:
-        return f"{url!r} is neither a URL git fetches over a known transport nor a local path; {expected}"
+        return f"{_shown(url)} is neither a URL git fetches over a known transport nor a local path; {expected}"
     return None
 
 
@@ -146,7 +149,7 @@ def entry_problems(entry: CondaEntry | PipEntry) -> list[str]:
 def _url_word_problem(url: str) -> str | None:
     """Why `url` is not one index or artifact URL (written as one word of a pip option line), or None."""
     if any(char.isspace() for char in url) or _CONTROL.search(url):
-        return f"{url!r} must be an https://, http:// or file:// URL without whitespace or control characters"
+        return f"{_shown(url)} must be an https://, http:// or file:// URL without whitespace or control characters"
     return index_url_problem(url)
 
 
@@ -158,7 +161,7 @@ def input_hash_problem(digest: str) -> str | None:
 
 def _artifact_url_problem(url: str) -> str | None:
     if url.startswith("${"):
-        return f"{url!r} is not an https://, http:// or file:// URL"
+        return f"{_shown(url)} is not an https://, http:// or file:// URL"
     return _url_word_problem(url)
 
 
@@ -246,5 +249,25 @@ def index_url_problem(url: str) -> str | None:
         return None
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in _INDEX_SCHEMES or not rest.strip("/"):
-        return f"{url!r} is not an https://, http:// or file:// URL"
+        return f"{_shown(url)} is not an https://, http:// or file:// URL"
+    if problem := _unparsable(url):
+        return problem
+    if scheme.lower() != "file" and not urlsplit(url).hostname:
+        return f"{_shown(url)} names no host"
     return None
+
+
+def _unparsable(url: str) -> str | None:
+    """Why `url` cannot be split into its parts (a bad IPv6 bracket, a port that is no number), or None: every
+    later use (a request, git, a redaction) splits it."""
+    try:
+        if urlsplit(url).port == 0:  # reading the port is what checks it
+            return f"{_shown(url)} names port 0"
+    except ValueError as exc:
+        return f"{_shown(url)} is not a valid URL ({exc})"
+    return None
+
+
+def _shown(url: str) -> str:
+    """`url` quoted for a message, without its credentials."""
+    return repr(redact_text(url))
