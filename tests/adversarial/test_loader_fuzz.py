@@ -49,8 +49,8 @@ EXPORT = ("export", ENV, "--format", "requirements", "--platform", "linux-64")
 DIFF = ("diff", "../project/locks/valid.yml", "../project/locks/valid.yml")
 # The commands that read each kind of file: a matrix and its channels are read by show, lock, check and status;
 # a lock's files by everything that reads a lock.
-MATRIX_COMMANDS = [("show", ENV), ("lock", ENV), CHECK, ("status", ENV)]
-CHILD_COMMANDS = [("show", CHILD), ("lock", CHILD), ("lock",), ("status", CHILD)]
+MATRIX_COMMANDS = [("show", ENV), ("lock", ENV), ("lock", ENV, "--no-preflight"), CHECK, ("status", ENV)]
+CHILD_COMMANDS = [("show", CHILD), ("lock", CHILD), ("lock", "--no-preflight"), ("status", CHILD)]
 LOCK_COMMANDS = [("show", ENV), ("lock", ENV), CHECK, ("status", ENV), EXPORT, DIFF, INSTALL]
 RECIPE_COMMANDS = [("lock", ENV), CHECK, ("status", ENV), INSTALL]
 CHANNELS = ["conda-forge.toml", "private.toml", "mirror.toml", "pypi.toml"]
@@ -162,10 +162,22 @@ def test_real_command_line(template: Path, category: str, rel: str, change: obje
 
 # --- what the fuzz found, kept as fixed cases -----------------------------------------------------------------
 
+
+def _credential_key(data: bytes) -> bytes:
+    """The channel's URL, credentials and all, written as a key (a value of its own replaces it)."""
+    return data.replace(b"url = ", b'url = "https://h.example/x"\n').replace(b'forge"\n', b'forge" = 1\n')
+
+
 FOUND = [
     # A recipe that is not UTF-8 was a UnicodeDecodeError in check's static recipe step: it differs (exit 4).
     ("recipe", f"locks/{ENV}.install.sh", lambda data: b"\xff" + data, CHECK, 4),
-    ("recipe", f"locks/{ENV}.install.sh", lambda data: data.decode().encode("utf-16"), INSTALL, 4),
+    ("recipe", f"locks/{ENV}.install.sh", lambda data: data.decode().encode("utf-16"), INSTALL, 2),  # unreadable
+    # A channel URL urlsplit cannot take apart was accepted, then a ValueError when shown or used.
+    ("channels", "channels/conda-forge.toml", lambda data: data.replace(b".com/", b".com:99999/"), ("show", ENV), 2),
+    ("channels", "channels/private.toml", lambda data: data.replace(b"@", b"@["), ("status", ENV), 2),
+    ("channels", "channels/private.toml", lambda data: data.replace(b"@pypi.example.com", b"@"), ("lock", ENV), 2),
+    # A key holding a URL with credentials was echoed as it was written ("unknown key").
+    ("channels", "channels/conda-forge.toml", _credential_key, CHECK, 2),
 ]
 
 

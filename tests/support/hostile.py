@@ -3,8 +3,9 @@ checked: exit code 0-5, no traceback, no lock changed, no file written outside `
 command run from an injected string, no planted credential in any output or written file.
 
 A project is built once per process (`template_project`) and copied per case. Commands run in process through
-Click (`CliRunner`), with the two steps that would need the network replaced by a `ResolutionError` (exit 3):
-resolving git sources (`lock` re-locking) and creating the env (`install`, after every check it makes first).
+Click (`CliRunner`), with the steps that would need the network replaced: `lock`'s preflight finds every host
+unreachable (exit 3, after reading the matrix and the previous lock); resolving git sources (`lock --no-preflight`)
+and creating the env (`install`, after every check it makes first) are a `ResolutionError` (exit 3).
 git itself runs for real (`status` asks remotes), pointed by `insteadOf` at a path that does not exist so
 that no remote is ever reached. `hostile_run` runs the real command line in a child process instead.
 """
@@ -15,6 +16,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,7 +36,7 @@ from envgen.inputs.matrix import load_env
 from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.lockio.store import require_lock, write_lock
-from envgen.model import LockedSource
+from envgen.model import Index, LockedSource
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
 
@@ -114,7 +116,11 @@ def template_project(where: Path) -> Path:
         LockedSource(s, hashlib.sha1(s.name.encode()).hexdigest(), digest=digest(s.name)) for s in matrix.sources
     )
     inputs = project_inputs(project, matrix, sources)
-    lock = dataclasses.replace(sample_lock(), env=ENV, sources=sources, inputs=inputs, input_hash=input_hash(inputs))
+    sample = sample_lock()
+    indexes = (*sample.indexes, Index("pytorch-cpu", "https://download.pytorch.org/whl/cpu", True))  # torch's
+    lock = dataclasses.replace(
+        sample, env=ENV, sources=sources, indexes=indexes, inputs=inputs, input_hash=input_hash(inputs)
+    )
     # Written, then written again as read back: the files are then exactly what the lock renders (credentials
     # in the lock are redacted on the way out, so the first rendering is not).
     for _ in range(2):
@@ -187,9 +193,11 @@ TALLY = Tally()
 
 
 def invoke(project: Path, args: Sequence[str]) -> Outcome:
-    """`envgen ARGS --root PROJECT` in process, with resolution and env creation replaced by exit 3."""
+    """`envgen ARGS --root PROJECT` in process, with the preflight's probes, resolution and env creation stopped
+    (exit 3)."""
     full = (*args, "--root", str(project))
     with (
+        mock.patch("envgen.resolve.preflight._probe", lambda *args: "fuzz: no host is asked here"),
         mock.patch("envgen.resolve.pipeline.resolve_sources", _offline("resolving git sources")),
         mock.patch("envgen.installer.create_venv", _offline("creating the env")),
         mock.patch("envgen.installer.install_conda", _offline("creating the env")),
@@ -217,11 +225,14 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
+_PLANTED = re.compile(rb"[a-zA-Z][a-zA-Z0-9+.-]*://" + re.escape(CREDENTIAL.encode()))
+
+
 def _secret_intact(inputs: Mapping[str, bytes]) -> bool:
-    """Every occurrence of the planted secret still sits in a URL's userinfo (a mutation that cut the URL up
-    made it a plain string, which a message may quote)."""
-    secret, credential = SECRET.encode(), CREDENTIAL.encode()
-    return all(text.count(secret) == text.count(credential) for text in inputs.values())
+    """Every occurrence of the planted secret still sits in the userinfo of a URL (a mutation that cut the URL
+    up, or moved the secret into a path, made it a plain string, which a message may quote)."""
+    secret = SECRET.encode()
+    return all(text.count(secret) == len(_PLANTED.findall(text)) for text in inputs.values())
 
 
 @dataclass
@@ -260,7 +271,7 @@ class Case:
         return outcomes
 
     def _record(self, outcome: Outcome, before: dict[str, bytes], after: dict[str, bytes], intact: bool) -> None:
-        label = f"[{self.category}] envgen {' '.join(outcome.args)}"
+        label = f"[{self.category}] envgen {' '.join(outcome.args)} ({self.note[:300]})"
         TALLY.runs[self.category] += 1
         TALLY.codes[(outcome.args[0], outcome.code)] += 1
         TALLY.slowest = sorted([*TALLY.slowest, (outcome.seconds, label, self.note)], reverse=True)[:5]
@@ -283,9 +294,11 @@ class Case:
             TALLY.secret_checks[self.category] += 1
             written = [self.root / p for p in after if p.startswith(allowed) and before.get(p) != after[p]]
             leaks = [str(p) for p in written if SECRET.encode() in p.read_bytes()]
-            leaks += [name for name, said in (("stdout", outcome.out), ("stderr", outcome.err)) if SECRET in said]
+            said = [line for line in text.splitlines() if SECRET in line]
+            leaks += [name for name, out in (("stdout", outcome.out), ("stderr", outcome.err)) if SECRET in out]
             if leaks:
-                self._broken("secrets", f"{label}: the planted credential is in {', '.join(leaks)}")
+                lines = "\n".join(line[:300] for line in said[:3])
+                self._broken("secrets", f"{label}: the planted credential is in {', '.join(leaks)}:\n{lines}")
 
     def _broken(self, kind: str, message: str) -> None:
         TALLY.broken[kind].append(message)
