@@ -112,7 +112,8 @@ def test_index_urls_other_than_http_https_file_are_refused_at_load(project: Path
 
 def test_a_lock_file_that_cannot_be_opened_is_input_error(project: Path) -> None:
     (project / "locks" / ".valid.lock").mkdir(parents=True)
-    proc = envgen("lock", "valid", "--root", str(project))
+    # Without the preflight: it would ask the fixture's hosts (and need MIRROR_HOST) before the mutex.
+    proc = envgen("lock", "valid", "--no-preflight", "--root", str(project))
     assert_clean_exit(proc, 2, ".valid.lock")
 
 
@@ -143,7 +144,9 @@ def test_permission_errors_from_locks_dir_are_input_errors(request: pytest.Fixtu
     os.chown(cache, 65534, 65534)
     for path in [root, *root.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    proc = envgen("lock", "valid", "--root", str(root), user=NOBODY, env={"ENVGEN_CACHE_DIR": str(cache)})
+    proc = envgen(
+        "lock", "valid", "--no-preflight", "--root", str(root), user=NOBODY, env={"ENVGEN_CACHE_DIR": str(cache)}
+    )
     assert_clean_exit(proc, 2, "locks", "Permission denied")
     (root / "env-templates" / "valid.toml").chmod(0o600)
     proc = envgen("show", "valid", "--root", str(root), user=NOBODY)
@@ -152,7 +155,9 @@ def test_permission_errors_from_locks_dir_are_input_errors(request: pytest.Fixtu
     (root / "locks").chmod(0o777)
     (root / "locks" / ".valid.lock").write_text("")
     (root / "locks" / ".valid.lock").chmod(0o600)
-    proc = envgen("lock", "valid", "--root", str(root), user=NOBODY, env={"ENVGEN_CACHE_DIR": str(cache)})
+    proc = envgen(
+        "lock", "valid", "--no-preflight", "--root", str(root), user=NOBODY, env={"ENVGEN_CACHE_DIR": str(cache)}
+    )
     assert_clean_exit(proc, 2, ".valid.lock", "Permission denied")
 
 
@@ -163,7 +168,7 @@ def test_a_permission_error_from_the_file_lock_is_input_error(project: Path, mon
         raise PermissionError(13, "Permission denied", str(project / "locks" / ".valid.lock"))
 
     monkeypatch.setattr("filelock.BaseFileLock.acquire", refused)
-    result = CliRunner().invoke(cli, ["lock", "valid", "--root", str(project)])
+    result = CliRunner().invoke(cli, ["lock", "valid", "--no-preflight", "--root", str(project)])
     assert result.exit_code == 2, result.output
     assert ".valid.lock" in result.stderr and "Permission denied" in result.stderr
 

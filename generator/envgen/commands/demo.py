@@ -269,27 +269,28 @@ def serve_kept(say: Say, workdir: Path, *, wait: Callable[[], object] = signal.p
     """Serve a directory `run_demo(keep=True)` left until Ctrl-C (or SIGTERM): its servers as the demo had them,
     and what to set and run in another shell. Returns what was served."""
     workdir = workdir.resolve()
-    with serve_kept_example(workdir) as example:
-        variables = demo_variables(example, workdir)
-        say(f"# serving the demo kept in {workdir} on 127.0.0.1 until Ctrl-C:")
-        for line in describe_servers(example):
-            say(line)
-        say("# in another shell (git reaches the example's repositories; your pip and uv settings stay out):")
-        say("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items()))
-        say(f"cd {shlex.quote(str(example.root))}")
-        for command, why in PLAYGROUND:
-            say(f"{command:<34} # {why}")
-        served: dict[str, object] = {
-            "kept": str(workdir),
-            "project": str(example.root),
-            "urls": {"pypi": example.pypi_url, "extra": example.extra_url, "conda": example.channel_url},
-            "environment": variables,
-        }
-        try:
+    served: dict[str, object] = {"kept": str(workdir)}
+    # Ctrl-C is how this ends, whenever it comes: before the servers are up, or while they serve.
+    try:
+        with serve_kept_example(workdir) as example:
+            variables = demo_variables(example, workdir)
+            served.update(
+                project=str(example.root),
+                urls={"pypi": example.pypi_url, "extra": example.extra_url, "conda": example.channel_url},
+                environment=variables,
+            )
+            say(f"# serving the demo kept in {workdir} on 127.0.0.1 until Ctrl-C:")
+            for line in describe_servers(example):
+                say(line)
+            say("# in another shell (git reaches the example's repositories; your pip and uv settings stay out):")
+            say("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items()))
+            say(f"cd {shlex.quote(str(example.root))}")
+            for command, why in PLAYGROUND:
+                say(f"{command:<34} # {why}")
             while True:
                 wait()
-        except KeyboardInterrupt:
-            pass
+    except KeyboardInterrupt:
+        pass
     say("# stopped the servers; the directory is kept")
     return served
 
