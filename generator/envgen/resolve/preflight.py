@@ -133,21 +133,10 @@ def _probe_http(client: IndexClient, url: str, timeout: float) -> str | None:
         with client.get(url, stream=True, timeout=timeout) as response:
             status = response.status_code
     except requests.RequestException as exc:
-        return f"no answer within {timeout:g} s" if client.limit_reached(exc) else _innermost(exc, client.secrets)
+        return f"no answer within {timeout:g} s" if client.limit_reached(exc) else client.why(exc)
     if status in (401, 403):
         return f"HTTP {status}: the credentials were refused (channels/*.toml, or the variables its URL names)"
     return f"HTTP {status} from the server" if status >= 500 else None
-
-
-def _innermost(exc: BaseException, secrets: tuple[str, ...]) -> str:
-    """The innermost cause of a requests error, on one line (`[Errno 111] Connection refused`)."""
-    while exc.__cause__ is not None or exc.__context__ is not None:
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    text = redact_text(str(exc), secrets)
-    errno = re.findall(r"\[Errno -?\d+\] [^'\")]+", text)
-    if errno:
-        return errno[-1].strip()
-    return re.sub(r"^<[^>]*>:\s*", "", text).strip() or type(exc).__name__
 
 
 def unreachable_hosts(
