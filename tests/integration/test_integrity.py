@@ -259,3 +259,18 @@ def test_bundle_refuses_a_tampered_lock_before_downloading(example: Example, tmp
     assert code == 4, err
     assert "the lock of demo was tampered with" in err
     assert not out.exists()
+
+
+def test_a_lock_from_before_the_content_hash_is_stale_for_status_and_lock_writes_it(example: Example) -> None:
+    """An older envgen's lock is not called tampered by `status` (the relock workflow re-locks a stale lock), but
+    `install` still refuses it until `envgen lock` has written the hash."""
+    path = lock_file(example, ".sources.toml")
+    path.write_text(re.sub(r'(?m)^content-hash = "[0-9a-f]{64}"\n', "", path.read_text()))
+    code, out, _ = run_envgen(example, "status", ENV)
+    assert code == 1
+    assert out.startswith(f"{ENV}: stale\n  locks/demo.sources.toml records no content hash")
+    code, out, err = run_envgen(example, "lock", ENV, "--json")
+    assert code == 0, err
+    assert json.loads(out)["results"][0]["status"] == "locked"
+    assert re.search(r'(?m)^content-hash = "[0-9a-f]{64}"$', path.read_text())
+    assert run_envgen(example, "status", ENV)[0] == 0
