@@ -11,11 +11,10 @@ from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.inputs.matrix import load_env
 from envgen.lockio.input_hashes import input_hash, project_inputs
-from envgen.lockio.store import write_lock
 from envgen.model import PipEntry
 from envgen.project import Project
 
-from tests.support.builders import make_lock
+from tests.support.builders import make_lock, write_intact
 from tests.support.tls import serve_tls
 
 MATRIX = """\
@@ -80,7 +79,7 @@ def _project(root: Path, base: str, trusted: bool) -> Project:
         cann=matrix.cann,
         inputs=inputs,
     )
-    write_lock(project, "tls", lock, "#!/bin/sh\n")
+    write_intact(project, lock)
     return project
 
 
