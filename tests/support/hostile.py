@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -225,14 +224,11 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
-_PLANTED = re.compile(rb"[a-zA-Z][a-zA-Z0-9+.-]*://" + re.escape(CREDENTIAL.encode()))
-
-
 def _secret_intact(inputs: Mapping[str, bytes]) -> bool:
     """Every occurrence of the planted secret still sits in the userinfo of a URL (a mutation that cut the URL
     up, or moved the secret into a path, made it a plain string, which a message may quote)."""
-    secret = SECRET.encode()
-    return all(text.count(secret) == len(_PLANTED.findall(text)) for text in inputs.values())
+    secret, planted = SECRET.encode(), b"://" + CREDENTIAL.encode()
+    return all(text.count(secret) == text.count(planted) for text in inputs.values())
 
 
 @dataclass
