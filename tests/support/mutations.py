@@ -150,6 +150,8 @@ def _document(fmt: Format, data: bytes, change: Callable[[Any], None]) -> bytes:
     """`data` parsed, changed and written back; unchanged when it does not parse (already mutated elsewhere)."""
     try:
         doc = fmt.load(data.decode())
+        if len(leaves(doc)) > 2_000:  # tomlkit writes a table in time quadratic in its keys: leave a huge one be
+            return data
         change(doc)  # paths drawn on the original may be gone from a file an earlier mutation changed
         return fmt.dump(doc).encode("utf-8", "surrogatepass")
     except Exception:  # not parseable, a path no longer there, a value the writer cannot express
