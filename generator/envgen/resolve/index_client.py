@@ -143,7 +143,9 @@ class IndexClient:
         reason = exc.args[0] if exc.args else exc
         reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the last failure
         # "<connection object>: Failed to establish a new connection: [Errno 111] Connection refused"
-        said = re.sub(r"\s*\(_ssl\.c:\d+\)", "", str(reason)).rsplit(": ", 1)[-1].strip("')\"")
+        said = re.sub(r"\s*\(_ssl\.c:\d+\)", "", str(reason)).rsplit(": ", 1)[-1].strip("'\"")
+        while said.endswith((")", "'", '"')) and said.count(")") > said.count("("):  # the wrappers' closers only
+            said = said[:-1].rstrip("'\"")
         kind = "SSLError: " if isinstance(exc, requests.exceptions.SSLError) else ""
         return redact_text(f"{kind}{said or type(exc).__name__}", self.secrets)
 
