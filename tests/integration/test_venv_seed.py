@@ -1,0 +1,31 @@
+"""A venv envgen makes has the same seed packages whether uv puts ensurepip's wheels there or venv does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from envgen.installer import _PROBE, _make_venv
+
+
+def _seeded(prefix: Path) -> set[str]:
+    listing = subprocess.run(
+        [str(prefix / "bin" / "python"), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin"},
+    ).stdout
+    return {line.partition("==")[0].lower() for line in listing.split()}
+
+
+def test_uv_seeds_the_wheels_ensurepip_would_install(tmp_path: Path) -> None:
+    bundled = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True)
+    wheels = sorted(Path(bundled.stdout.split("\n")[1]).glob("*.whl"))
+    assert wheels, "this interpreter's ensurepip has its wheels"
+    _make_venv(sys.executable, tmp_path / "uv", wheels)
+    _make_venv(sys.executable, tmp_path / "venv", [])
+    assert _seeded(tmp_path / "uv") == _seeded(tmp_path / "venv") >= {"pip"}
+    assert (tmp_path / "uv" / "bin" / "pip").exists()
+    assert "deactivate ()" in (tmp_path / "uv" / "bin" / "activate").read_text()
