@@ -47,9 +47,3 @@ def _session_cache(factory: pytest.TempPathFactory) -> Path:
 def pip_site_packages(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What a fresh venv (tests/support/venvs.py) copies pip from; made once per session."""
     return venvs.pip_site_packages(tmp_path_factory)
-
-
-@pytest.fixture
-def quick_venvs(monkeypatch: pytest.MonkeyPatch, pip_site_packages: Path) -> None:
-    """envgen's `python -m venv` made from the session's pip copy (venvs.substitute_venv_creation)."""
-    venvs.substitute_venv_creation(monkeypatch, pip_site_packages)

@@ -28,8 +28,6 @@ from tests.support.example import served_example
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
-# The throwaway envs of `check --venv` come from the session's pip copy, not ensurepip (tests/support/venvs.py).
-pytestmark = pytest.mark.usefixtures("quick_venvs")
 
 
 @pytest.fixture(scope="module")

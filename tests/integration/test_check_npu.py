@@ -23,8 +23,6 @@ from tests.support.builders import make_lock
 from tests.support.example import served_example
 
 ENV = "demo"
-# The throwaway envs of `check --venv` come from the session's pip copy, not ensurepip (tests/support/venvs.py).
-pytestmark = pytest.mark.usefixtures("quick_venvs")
 
 # The example's matrix targets an A3, built for ascend910_9392; the fake build records that chip.
 NPU = """

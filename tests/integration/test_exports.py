@@ -29,8 +29,6 @@ from tests.support.example import run_envgen, use_git_config
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
-# The throwaway envs of `check --venv` come from the session's pip copy, not ensurepip (tests/support/venvs.py).
-pytestmark = pytest.mark.usefixtures("quick_venvs")
 HOST = "linux-64" if sys.platform == "linux" and __import__("platform").machine() == "x86_64" else "linux-aarch64"
 
 

@@ -13,12 +13,9 @@ import shutil
 import subprocess
 import sys
 import venv
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
-from envgen import installer
 
 from tests.support.shared import build_once
 
@@ -54,20 +51,3 @@ def fresh_venv(path: Path, pip_from: Path, *, only_pip: bool = False) -> Path:
         else:
             shutil.copy2(entry, target / entry.name)
     return path
-
-
-def substitute_venv_creation(monkeypatch: pytest.MonkeyPatch, pip_from: Path) -> None:
-    """In this test, envgen's one `python -m venv` (ensurepip: seconds of CPU per env) is made by fresh_venv
-    instead: the same venv of this interpreter with pip importable. envgen's own logic around it (the locked
-    python's version, reusing a venv, refusing a non-empty directory) and every other command it runs stay real.
-    For tests about what happens in a throwaway env; the demo's and `envgen install`'s tests create theirs."""
-    real = installer.run
-
-    def run(cmd: Sequence[str | os.PathLike[str]], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        args = [str(part) for part in cmd]
-        if len(args) == 4 and args[0] == sys.executable and args[1:3] == ["-m", "venv"]:
-            fresh_venv(Path(args[3]), pip_from)
-            return subprocess.CompletedProcess(args, 0, "", "")
-        return real(cmd, **kwargs)
-
-    monkeypatch.setattr(installer, "run", run)
