@@ -127,7 +127,8 @@ def leave(code: int, timeout: float = 1.0) -> None:
     """
     deadline = time.monotonic() + timeout
     for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
+        # An interrupt inside Thread.start() leaves a thread listed that never started: nothing to wait for.
+        if thread is not threading.current_thread() and not thread.daemon and thread.ident is not None:
             thread.join(max(0.0, deadline - time.monotonic()))
     sys.stdout.flush()
     sys.stderr.flush()
