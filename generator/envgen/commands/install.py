@@ -70,56 +70,31 @@ def install_lock(
     prefix is removed. A tampered lock (lockio/integrity.py) is refused with exit 4 before anything is
     installed."""
     with removed_if_interrupted(prefix.absolute()):
-        return _install(
-            project,
-            env,
+        if bundle is not None:
+            return install_from_bundle(
+                project,
+                env,
+                bundle,
+                prefix,
+                cache=cache,
+                venv=venv,
+                installer=installer,
+                profiles=profiles,
+                skip_cann=skip_cann,
+            )
+        # Refused before the prefix is touched when the lock's files are not as `envgen lock` wrote them.
+        lock = require_intact(project, env)
+        credentials = lock_credentials(lock, project.channels_dir, _matrix(project, env), os.environ)
+        install_env(
+            lock,
+            project.install_sh(env),
             prefix,
-            cache=cache,
+            platform=host_platform(),
             venv=venv,
+            cache=cache,
             installer=installer,
             profiles=profiles,
             skip_cann=skip_cann,
-            bundle=bundle,
+            credentials=credentials,
         )
-
-
-def _install(
-    project: Project,
-    env: str,
-    prefix: Path,
-    *,
-    cache: Path,
-    venv: bool,
-    installer: Installer,
-    profiles: Sequence[str],
-    skip_cann: bool,
-    bundle: Path | None,
-) -> Path:
-    if bundle is not None:
-        return install_from_bundle(
-            project,
-            env,
-            bundle,
-            prefix,
-            cache=cache,
-            venv=venv,
-            installer=installer,
-            profiles=profiles,
-            skip_cann=skip_cann,
-        )
-    # Refused before the prefix is touched when the lock's files are not as `envgen lock` wrote them.
-    lock = require_intact(project, env)
-    credentials = lock_credentials(lock, project.channels_dir, _matrix(project, env), os.environ)
-    install_env(
-        lock,
-        project.install_sh(env),
-        prefix,
-        platform=host_platform(),
-        venv=venv,
-        cache=cache,
-        installer=installer,
-        profiles=profiles,
-        skip_cann=skip_cann,
-        credentials=credentials,
-    )
-    return prefix.absolute()
+        return prefix.absolute()
