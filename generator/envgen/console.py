@@ -365,9 +365,10 @@ def guarded(run: Callable[[], object]) -> None:
     try:
         run()
     except SystemExit as exc:
-        if interrupts.cancelled.is_set() or network.abandoned.is_set():
-            # A request abandoned in a library's threads must not meet the interpreter's finalization.
-            interrupts.leave(exc.code if isinstance(exc.code, int) else 1)
+        if interrupts.cancelled.is_set() or network.abandoned.is_set() or network.native_threads.is_set():
+            # A library's threads still running (a request abandoned, rattler's runtime) must not meet the
+            # interpreter's finalization.
+            interrupts.leave(exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1))
         # Done and reported: a signal from here on would only turn a true exit status into "killed".
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)

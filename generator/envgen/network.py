@@ -149,6 +149,10 @@ def reason(text: str, current: Limits) -> str:
 # A library request abandoned at the budget or on Ctrl-C may still be in flight in its own threads (rattler's);
 # finalizing the interpreter under it can crash, so the command line then ends the process directly.
 abandoned = threading.Event()
+# rattler's runtime threads call back into Python (the headers middleware) and can outlive the command that made
+# the client: an interpreter finalizing under such a call aborts (PyGILState_Release, exit -6), so a process that
+# made a rattler client ends the same way as one that abandoned a request.
+native_threads = threading.Event()
 
 
 def run_bounded(work: Coroutine[Any, Any, T], *, budget: float | None, over: Callable[[], EnvgenError]) -> T:

@@ -81,6 +81,7 @@ def rattler_client(credentials: Credentials, limits: network.Limits) -> rattler.
 
     The channel URLs rattler sees carry no credentials, so none reaches its repodata cache (`*.info.json`,
     shard caches) or a record's URL; the header is added in memory for each request."""
+    network.native_threads.set()
     return rattler.Client(
         [
             RetryMiddleware(limits.retries),
