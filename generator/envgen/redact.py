@@ -7,7 +7,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 _REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 # Up to the last `@` of the authority, as urlsplit splits it (`https://a@b:secret@host` is user `a@b`).
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/?#\s]+)@")
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)(?P<userinfo>[^/?#\s]+)@")
 
 
 def _with_userinfo(url: str, userinfo: str) -> str:
