@@ -249,6 +249,16 @@ def status_command(envs: tuple[str, ...], outdated: bool) -> Outcome:
     )
 
 
+# install and check install the pip part the same two ways.
+INSTALLER = click.option(
+    "--installer",
+    type=click.Choice(["pip", "uv"]),
+    default="pip",
+    show_default=True,
+    help="Install the pip part with pip (requirements.txt, --require-hashes) or with uv (the PEP 751 pylock).",
+)
+
+
 @cli.command(
     "install",
     epilog=epilog(
@@ -266,13 +276,7 @@ def status_command(envs: tuple[str, ...], outdated: bool) -> Outcome:
 @click.option("--venv", is_flag=True, help="A venv of this python instead of the lock's conda packages.")
 @click.option("--profile", "profiles", multiple=True, metavar="NAME", help="An optional activation profile.")
 @click.option("--skip-cann", is_flag=True, help="Skip the sources that need CANN (the env is then incomplete).")
-@click.option(
-    "--installer",
-    type=click.Choice(["pip", "uv"]),
-    default="pip",
-    show_default=True,
-    help="Install the pip part with pip (requirements.txt, --require-hashes) or with uv (the PEP 751 pylock).",
-)
+@INSTALLER
 @click.option(
     "--from-bundle",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -350,13 +354,7 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
 @click.option("--no-solve", is_flag=True, help="Skip re-resolving the pip set (it needs the indexes).")
 @click.option("--no-env", is_flag=True, help="Skip the throwaway env: static checks and the re-solve only.")
 @click.option("--from-bundle", type=click.Path(dir_okay=False, path_type=Path), help="Offline, from this bundle.")
-@click.option(
-    "--installer",
-    type=click.Choice(["pip", "uv"]),
-    default="pip",
-    show_default=True,
-    help="Install the pip part with pip from the requirements.txt, or with uv from the PEP 751 pylock.",
-)
+@INSTALLER
 @click.option(
     "--require-env",
     is_flag=True,

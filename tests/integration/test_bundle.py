@@ -95,18 +95,23 @@ def members(bundle: Path) -> dict[str, bytes]:
         return {info.name: tar.extractfile(info).read() for info in tar}  # type: ignore[union-attr]
 
 
-def rewritten(bundle: Path, out: Path, name: str) -> Path:
-    """A copy of `bundle` (as plain tar) with one byte of member `name` changed."""
-    files = members(bundle)
-    data = bytearray(files[name])
-    data[len(data) // 2] ^= 0xFF
-    files[name] = bytes(data)
+def written_tar(out: Path, files: dict[str, bytes]) -> Path:
+    """A plain tar at `out` holding `files` (member name -> content), in that order."""
     with tarfile.open(out, "w") as tar:
         for member, content in files.items():
             info = tarfile.TarInfo(member)
             info.size = len(content)
             tar.addfile(info, io.BytesIO(content))
     return out
+
+
+def rewritten(bundle: Path, out: Path, name: str) -> Path:
+    """A copy of `bundle` (as plain tar) with one byte of member `name` changed."""
+    files = members(bundle)
+    data = bytearray(files[name])
+    data[len(data) // 2] ^= 0xFF
+    files[name] = bytes(data)
+    return written_tar(out, files)
 
 
 def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(bundled: Bundled) -> None:
@@ -164,12 +169,7 @@ def test_an_altered_member_fails_before_anything_is_installed(offline: Bundled, 
 def test_a_missing_member_is_named(offline: Bundled, tmp_path: Path) -> None:
     files = members(offline.bundle)
     name = next(n for n in files if n.startswith("conda/"))
-    with tarfile.open(tmp_path / "short.tar", "w") as tar:
-        for member, content in files.items():
-            if member != name:
-                info = tarfile.TarInfo(member)
-                info.size = len(content)
-                tar.addfile(info, io.BytesIO(content))
+    written_tar(tmp_path / "short.tar", {member: content for member, content in files.items() if member != name})
     code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "short.tar"), "--prefix", str(tmp_path / "e"))
     assert code == 4 and f"{name}: missing" in out, out
 
@@ -381,11 +381,7 @@ def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(offline:
     manifest = json.loads(files[MANIFEST])
     real, manifest["input_hash"] = manifest["input_hash"], "f" * 64
     files[MANIFEST] = json.dumps(manifest).encode()
-    with tarfile.open(tmp_path / "swapped.tar", "w") as tar:
-        for member, content in files.items():
-            info = tarfile.TarInfo(member)
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
+    written_tar(tmp_path / "swapped.tar", files)
     # No project lock under --root to compare with: the bundle must still agree with itself.
     (tmp_path / "empty").mkdir()
     args = ("--prefix", str(tmp_path / "env"), "--venv", "--root", str(tmp_path / "empty"))
@@ -483,12 +479,7 @@ def test_the_recipe_refuses_an_altered_or_missing_member_before_installing(
     files = members(offline.bundle)
     if member == "missing":
         name = next(n for n in files if n.startswith("pip/"))
-        with tarfile.open(tmp_path / "bad.tar", "w") as tar:
-            for path, content in files.items():
-                if path != name:
-                    info = tarfile.TarInfo(path)
-                    info.size = len(content)
-                    tar.addfile(info, io.BytesIO(content))
+        written_tar(tmp_path / "bad.tar", {path: content for path, content in files.items() if path != name})
         expected = f"member {name} is missing"
     else:
         name = next(n for n in files if n.startswith(member))
@@ -582,11 +573,7 @@ def test_the_recipe_takes_pip_hashes_only_from_the_lock_beside_it(
         if member["path"] == name:
             member["sha256"], member["size"] = hashlib.sha256(files[name]).hexdigest(), len(files[name])
     files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
-    with tarfile.open(tmp_path / "forged.tar", "w") as tar:
-        for path, content in files.items():
-            info = tarfile.TarInfo(path)
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
+    written_tar(tmp_path / "forged.tar", files)
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
     before = sorted(p.name for p in site_packages(prefix).iterdir())
     (tmp_path / "tmp").mkdir(exist_ok=True)
@@ -610,11 +597,7 @@ def test_a_bundle_whose_lock_was_edited_and_its_manifest_updated_is_refused(offl
         if member["path"] == yml:
             member["sha256"], member["size"] = hashlib.sha256(files[yml]).hexdigest(), len(files[yml])
     files[MANIFEST] = json.dumps(manifest).encode()
-    with tarfile.open(tmp_path / "edited.tar", "w") as tar:
-        for member, content in files.items():
-            info = tarfile.TarInfo(member)
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
+    written_tar(tmp_path / "edited.tar", files)
     (tmp_path / "empty").mkdir()
     args = ("--prefix", str(tmp_path / "env"), "--venv", "--root", str(tmp_path / "empty"))
     code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "edited.tar"), *args)
