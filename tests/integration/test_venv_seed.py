@@ -8,6 +8,8 @@ from pathlib import Path
 
 from envgen.installer import _PROBE, _make_venv
 
+from tests.support.venvs import site_packages
+
 
 def _seeded(prefix: Path) -> set[str]:
     listing = subprocess.run(
@@ -26,6 +28,9 @@ def test_uv_seeds_the_wheels_ensurepip_would_install(tmp_path: Path) -> None:
     assert wheels, "this interpreter's ensurepip has its wheels"
     _make_venv(sys.executable, tmp_path / "uv", wheels)
     _make_venv(sys.executable, tmp_path / "venv", [])
+    # pip compiled as ensurepip leaves it, whatever PYTHONDONTWRITEBYTECODE says (asked before pip runs there).
+    for prefix in (tmp_path / "uv", tmp_path / "venv"):
+        assert list((site_packages(prefix) / "pip" / "__pycache__").glob("__init__.*.pyc")), prefix
     assert _seeded(tmp_path / "uv") == _seeded(tmp_path / "venv") >= {"pip"}
     assert (tmp_path / "uv" / "bin" / "pip").exists()
     assert "deactivate ()" in (tmp_path / "uv" / "bin" / "activate").read_text()
