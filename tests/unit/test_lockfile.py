@@ -24,24 +24,7 @@ from envgen.model import (
 )
 from envgen.project import Project
 
-from tests.support.builders import SAMPLE_PLATFORMS, digest, sample_lock
-
-
-def stripped(lock: Lock) -> Lock:
-    """What a lock is expected to read back as: credentials gone, canonical order."""
-    return dataclasses.replace(
-        lock,
-        conda=tuple(sorted(lock.conda, key=lambda e: (SAMPLE_PLATFORMS.index(e.platform), e.name))),
-        pip=tuple(sorted(lock.pip, key=lambda e: (SAMPLE_PLATFORMS.index(e.platform), e.name))),
-        sources=tuple(
-            dataclasses.replace(s, source=dataclasses.replace(s.source, url=s.source.url.replace("user:secret@", "")))
-            for s in lock.sources
-        ),
-        indexes=tuple(dataclasses.replace(i, url=i.url.replace("u:p@", "")) for i in lock.indexes),
-        overrides=tuple(sorted(lock.overrides, key=lambda o: o.override.name)),
-        profiles=tuple(sorted(lock.profiles, key=lambda p: p.name)),
-    )
-
+from tests.support.builders import SAMPLE_PLATFORMS, digest, sample_lock, stripped
 
 # --- yml ------------------------------------------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import string
 import tomllib
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -19,12 +18,12 @@ from envgen.lockio.exports.pylock import (
     parse_pylock,
     render_pylock,
 )
-from envgen.model import Index, Lock, PipEntry
+from envgen.model import Lock, PipEntry
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from packaging.utils import canonicalize_name
 
-from tests.support.builders import conda_entry, make_lock, sample_lock
+from tests.support.builders import sample_lock
+from tests.support.lock_strategies import PLATFORMS, locks
 
 # --- the document as tomlkit built it (the renderer before it wrote text itself) --------------------------------
 
@@ -85,41 +84,7 @@ def tomlkit_pylock(lock: Lock, platform: str) -> str:
     return tomlkit.dumps(doc)
 
 
-# --- generated locks ----------------------------------------------------------------------------------------------
-
-PLATFORM = "linux-64"
-_NAME = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=12)
-# Any text at all where the lock holds a string: quotes, backslashes, control characters, unicode.
-_ANY = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=16)
-_URL = st.one_of(_ANY, st.builds(lambda n, f: f"https://u:p@files.example.org/{n}/{f}", _NAME, _ANY))
-
-
-@st.composite
-def pip_entries(draw: st.DrawFn, indexes: tuple[str, ...]) -> PipEntry:
-    return PipEntry(
-        name=draw(_NAME),
-        version=draw(_ANY),
-        platform=draw(st.sampled_from([PLATFORM, "linux-aarch64"])),
-        url=draw(_URL),
-        sha256=draw(_ANY),
-        depends=tuple((d, ">=1") for d in draw(st.lists(_NAME, max_size=3))),
-        index=draw(st.sampled_from((None, *indexes))),
-        sdist=draw(st.booleans()),
-    )
-
-
-@st.composite
-def locks(draw: st.DrawFn) -> Lock:
-    indexes = tuple(Index(name, draw(_URL)) for name in draw(st.lists(_NAME, max_size=3, unique=True)))
-    python = draw(st.one_of(st.none(), st.sampled_from(["3.11.9", "3.12.1"])))
-    return make_lock(
-        draw(_NAME),
-        platforms=(PLATFORM, "linux-aarch64"),
-        input_hash=draw(st.text("0123456789abcdef", min_size=64, max_size=64)),
-        pip=tuple(draw(st.lists(pip_entries(tuple(i.name for i in indexes)), max_size=8))),
-        conda=(conda_entry("python", python, PLATFORM),) if python else (),
-        indexes=indexes,
-    )
+PLATFORM = PLATFORMS[0]
 
 
 @settings(max_examples=300, deadline=None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting
 from envgen.lockio.exports.common import bare_url, entry_index, header
 from envgen.lockio.exports.names import pylock_name
+from envgen.lockio.toml_text import string, value
 from envgen.model import Lock, PipEntry
 from envgen.platforms import PLATFORMS
 
@@ -31,55 +31,41 @@ def _filename(url: str) -> str:
     return unquote(basename(urlsplit(url).path))
 
 
-# What a TOML basic string escapes: control characters, the quote and the backslash (the short forms where TOML
-# 1.0 has them). The layout below is tomlkit's, which wrote these files before: the same lock gives the same
-# bytes (a test renders every lock both ways), about ten times faster than building tomlkit items.
-_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
-_TO_ESCAPE = re.compile(r'[\x00-\x1f\x7f"\\]')
-
-
-def _string(text: str) -> str:
-    """`text` as a TOML basic string."""
-    return '"' + _TO_ESCAPE.sub(lambda m: _ESCAPES.get(m[0]) or f"\\u{ord(m[0]):04x}", text) + '"'
-
-
-def _inline(items: dict[str, str]) -> str:
-    return "{" + ", ".join(f"{key} = {value}" for key, value in items.items()) + "}"
-
-
 def _package(lock: Lock, entry: PipEntry, names: AbstractSet[str]) -> list[str]:
-    lines = [f"name = {_string(canonicalize_name(entry.name))}", f"version = {_string(entry.version)}"]
+    lines = [f"name = {string(canonicalize_name(entry.name))}", f"version = {string(entry.version)}"]
     depends = sorted({canonicalize_name(d) for d, _ in entry.depends} & names)
     if depends:
-        lines.append(f"dependencies = [{', '.join(_inline({'name': _string(name)}) for name in depends)}]")
+        lines.append(f"dependencies = {value([{'name': name} for name in depends])}")
     index = entry_index(lock, entry)
-    hashes = _inline({"sha256": _string(entry.sha256)})
+    hashes = {"sha256": entry.sha256}
     if index is None:
-        return [*lines, f"archive = {_inline({'url': _string(bare_url(entry.url)), 'hashes': hashes})}"]
-    lines.append(f"index = {_string(bare_url(index.url))}")
-    file = _inline({"name": _string(_filename(entry.url)), "url": _string(bare_url(entry.url)), "hashes": hashes})
-    return [*lines, f"sdist = {file}" if entry.sdist else f"wheels = [{file}]"]
+        return [*lines, f"archive = {value({'url': bare_url(entry.url), 'hashes': hashes})}"]
+    lines.append(f"index = {string(bare_url(index.url))}")
+    file = {"name": _filename(entry.url), "url": bare_url(entry.url), "hashes": hashes}
+    return [*lines, f"sdist = {value(file)}" if entry.sdist else f"wheels = {value([file])}"]
 
 
 def render_pylock(lock: Lock, platform: str) -> str:
     """One platform's pip artifacts as PEP 751 (lock-version 1.0): per package its version, the index it came
-    from, and the one file the lock chose with its URL and sha256. The git sources are the recipe's job."""
+    from, and the one file the lock chose with its URL and sha256. The git sources are the recipe's job.
+    Written in tomlkit's layout (lockio/toml_text.py), which wrote these files before: the same lock, the same
+    bytes."""
     lines = header(lock, f"The pip packages of env {lock.env} for {platform} as a PEP 751 lock.")
     lines.append(f"# Install: uv pip install -r locks/{pylock_name(lock.env, platform)}")
     if lock.sources:
         lines.append(f'# then the git sources: sh locks/{lock.env}.install.sh --prefix "$VIRTUAL_ENV"')
-    lines += [f"lock-version = {_string(LOCK_VERSION)}", f"environments = [{_string(environment_marker(platform))}]"]
+    lines += [f"lock-version = {string(LOCK_VERSION)}", f"environments = [{string(environment_marker(platform))}]"]
     python = lock.python_for(platform)
     if python:
         minor = ".".join(python.split(".")[:2])
-        lines.append(f"requires-python = {_string(f'=={minor}.*')}")
-    lines.append(f"created-by = {_string('envgen')}")
+        lines.append(f"requires-python = {string(f'=={minor}.*')}")
+    lines.append(f"created-by = {string('envgen')}")
     entries = sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))
     names = {canonicalize_name(e.name) for e in entries}
     for entry in entries:
         lines += ["", "[[packages]]", *_package(lock, entry, names)]
     tool = {"env": lock.env, "platform": platform, "input-hash": lock.input_hash}
-    lines += ["", "[tool.envgen]", *(f"{key} = {_string(value)}" for key, value in tool.items())]
+    lines += ["", "[tool.envgen]", *(f"{key} = {string(value)}" for key, value in tool.items())]
     # tomlkit wrote an empty array of tables above everything else: kept, so such files stay byte-identical.
     return ("" if entries else "packages = []\n") + "\n".join(lines) + "\n"
 
