@@ -1,5 +1,5 @@
 """The names in locks/ of the files `envgen lock` derives from a lock, and the input hash each file's header
-records: all the no-op lock reads of them, without the exporters (tomlkit, packaging) it never needs."""
+records: all the no-op lock reads of them, without the exporters (and packaging) it never needs."""
 
 from __future__ import annotations
 
