@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from envgen import __version__
 from envgen.console import (
     Outcome,
     common_options,
@@ -25,7 +24,7 @@ from envgen.errors import EnvgenError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=epilog("envgen init", "envgen lock"))
-@click.version_option(__version__, prog_name="envgen")
+@click.version_option(package_name="envgen", prog_name="envgen")
 @common_options
 def cli() -> None:
     """Compile version matrices (env-templates/*.toml) into pinned, verified conda-lock environments.

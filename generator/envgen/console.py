@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from envgen import __version__, interrupts, network
+import envgen
+from envgen import interrupts, network
 from envgen.errors import EnvgenError, InputError
 from envgen.logs import setup_logging
 from envgen.redact import redact_text
@@ -378,7 +379,7 @@ def guarded(run: Callable[[], object]) -> None:
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         sys.stderr.write(f"internal error: {type(exc).__name__}: {first}\n")
-        hint = f"this is a bug in envgen {__version__}: please file an issue in the envgen repository with the "
+        hint = f"this is a bug in envgen {envgen.__version__}: please file an issue in the envgen repository with the "
         sys.stderr.write(f"  {hint}command you ran and this message (ENVGEN_DEBUG=1 shows the traceback)\n")
         sys.exit(INTERNAL_ERROR)
 

@@ -53,18 +53,17 @@ def check() -> None:
         raise Interrupted("interrupted")
 
 
-@contextmanager
-def child(proc: subprocess.Popen[str]) -> Iterator[None]:
-    """Track `proc` while it runs, so an interrupt can kill it."""
+def track(proc: subprocess.Popen[str]) -> None:
+    """Track `proc` until `untrack`, so an interrupt can kill it (killed at once when one came already)."""
     with _lock:
         _children.add(proc)
-    try:
-        if cancelled.is_set():
-            kill_group(proc)
-        yield
-    finally:
-        with _lock:
-            _children.discard(proc)
+    if cancelled.is_set():
+        kill_group(proc)
+
+
+def untrack(proc: subprocess.Popen[str]) -> None:
+    with _lock:
+        _children.discard(proc)
 
 
 @contextmanager

@@ -9,7 +9,6 @@ library call runs through `run_bounded`: cancelled at the budget, and promptly o
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import re
@@ -158,6 +157,7 @@ native_threads = threading.Event()
 def run_bounded(work: Coroutine[Any, Any, T], *, budget: float | None, over: Callable[[], EnvgenError]) -> T:
     """Run `work` in an event loop of its own: cancelled on Ctrl-C (raises Interrupted) within a tenth of a
     second, and after `budget` seconds (raises `over()`; None: no budget)."""
+    import asyncio  # only rattler's calls need an event loop: not every command's start-up
 
     async def watch() -> T:
         task = asyncio.ensure_future(work)

@@ -44,6 +44,82 @@ class Runner(Protocol):
     ) -> subprocess.CompletedProcess[str]: ...
 
 
+class Running:
+    """A child `start`ed and not yet waited for: `wait` for its result, or `stop` it (killed, then reaped)."""
+
+    def __init__(self, proc: subprocess.Popen[str], shown: str, secrets: tuple[str, ...], input: str | None) -> None:
+        self.proc, self.shown, self.secrets, self.input = proc, shown, secrets, input
+        self.started = time.monotonic()
+
+    def wait(self, timeout: float | None = None, *, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Its output, once it has ended; `timeout` counts from its start. See `run`."""
+        proc = self.proc
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - self.started))
+        try:
+            with proc:
+                try:
+                    stdout, stderr = proc.communicate(self.input, timeout=left)
+                except subprocess.TimeoutExpired as exc:
+                    interrupts.kill_group(proc)
+                    proc.communicate()
+                    raise TimedOut(f"`{self.shown}` did not finish within {timeout:g} s") from exc
+                except BaseException:
+                    interrupts.kill_group(proc)  # the main thread was interrupted: the child must not outlive the wait
+                    raise
+        finally:
+            interrupts.untrack(proc)
+        interrupts.check()  # killed by an interrupt: its failure is not the tool's
+        # `envgen -v` shows every command envgen runs, with its time and exit code.
+        log.debug("ran `%s`: exit code %d in %.2f s", self.shown, proc.returncode, time.monotonic() - self.started)
+        completed = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        if check and completed.returncode != 0:
+            out = tail(completed.stderr or completed.stdout)
+            raise ToolError(
+                f"`{self.shown}` failed with exit code {completed.returncode}:\n{redact_text(out, self.secrets)}"
+            )
+        return completed
+
+    def stop(self) -> None:
+        """Kill it and what it started (its output no longer matters); a `wait` under way returns at once."""
+        interrupts.kill_group(self.proc)
+
+
+def start(
+    cmd: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    secrets: tuple[str, ...] = (),
+    pass_fds: Sequence[int] = (),
+) -> Running:
+    """Start a command quietly, its output captured, in its own process group and tracked for interrupts.
+
+    Its output pipes fill up unless someone `wait`s: a caller that starts it to wait later waits in a thread.
+    """
+    argv = [os.fspath(c) for c in cmd]
+    shown = redact_text(" ".join(argv), secrets)
+    interrupts.check()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            # Its own process group: Ctrl-C reaches envgen alone, which stops the children itself and so
+            # knows why they ended (envgen.interrupts).
+            process_group=0,
+            pass_fds=tuple(pass_fds),
+        )
+    except FileNotFoundError as exc:
+        raise ToolError(f"cannot run `{shown}`: {exc.strerror}", hint=f"install {argv[0]!r} and retry") from exc
+    interrupts.track(proc)
+    return Running(proc, shown, secrets, input)
+
+
 def run(
     cmd: Sequence[str | os.PathLike[str]],
     *,
@@ -61,41 +137,5 @@ def run(
     `check`, a non-zero exit raises ToolError naming the command and the tail of its stderr (credentials and
     `secrets` redacted); callers that map failures to other errors pass `check=False` and read `returncode`.
     """
-    argv = [os.fspath(c) for c in cmd]
-    shown = redact_text(" ".join(argv), secrets)
-    interrupts.check()
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            # Its own process group: Ctrl-C reaches envgen alone, which stops the children itself and so
-            # knows why they ended (envgen.interrupts).
-            process_group=0,
-            pass_fds=tuple(pass_fds),
-        )
-    except FileNotFoundError as exc:
-        raise ToolError(f"cannot run `{shown}`: {exc.strerror}", hint=f"install {argv[0]!r} and retry") from exc
-    with proc, interrupts.child(proc):
-        try:
-            stdout, stderr = proc.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            interrupts.kill_group(proc)
-            proc.communicate()
-            raise TimedOut(f"`{shown}` did not finish within {timeout:g} s") from exc
-        except BaseException:
-            interrupts.kill_group(proc)  # the main thread was interrupted: the child must not outlive the wait
-            raise
-    interrupts.check()  # killed by an interrupt: its failure is not the tool's
-    # `envgen -v` shows every command envgen runs, with its time and exit code.
-    log.debug("ran `%s`: exit code %d in %.2f s", shown, proc.returncode, time.monotonic() - started)
-    completed = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
-    if check and completed.returncode != 0:
-        out = tail(completed.stderr or completed.stdout)
-        raise ToolError(f"`{shown}` failed with exit code {completed.returncode}:\n{redact_text(out, secrets)}")
-    return completed
+    running = start(cmd, cwd=cwd, env=env, input=input, secrets=secrets, pass_fds=pass_fds)
+    return running.wait(timeout, check=check)

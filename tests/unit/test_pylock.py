@@ -57,7 +57,7 @@ def test_uv_platform_never_exceeds_the_floor() -> None:
 
 
 def test_choice_prefers_the_most_specific_tag_within_the_floor() -> None:
-    tags = platforms.platform_tags(ARM, "3.11", "2.28")
+    tags = uv_pylock.tag_priority(platforms.platform_tags(ARM, "3.11", "2.28"))
     files = (
         "torch-2.10.0-cp311-cp311-manylinux_2_34_aarch64.whl",
         "torch-2.10.0-py3-none-any.whl",
@@ -73,7 +73,7 @@ def test_choice_prefers_the_most_specific_tag_within_the_floor() -> None:
 
 
 def test_build_tag_tie_is_resolved_the_same_way_in_any_order() -> None:
-    tags = platforms.platform_tags("linux-64", "3.11", "2.28")
+    tags = uv_pylock.tag_priority(platforms.platform_tags("linux-64", "3.11", "2.28"))
     files = (
         "torch-2.10.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
         "torch-2.10.0+cpu-3-cp311-cp311-manylinux_2_28_x86_64.whl",
@@ -87,7 +87,7 @@ def test_build_tag_tie_is_resolved_the_same_way_in_any_order() -> None:
 
 
 def test_never_a_wheel_of_another_platform() -> None:
-    tags = platforms.platform_tags(ARM, "3.11", "2.28")
+    tags = uv_pylock.tag_priority(platforms.platform_tags(ARM, "3.11", "2.28"))
     x86_only = ("torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl",)
     fallback = uv_pylock.choose_artifact(package(*x86_only, sdist="torch-2.10.0.tar.gz"), tags, ARM)
     assert fallback.sdist and fallback.artifact.filename == "torch-2.10.0.tar.gz"
@@ -124,7 +124,7 @@ wheels = [{ url = "https://host/alpha-2.0-py3-none-any.whl", hashes = { sha256 =
 
 
 def test_depends_follow_markers_and_requested_extras() -> None:
-    env = platforms.marker_environment(ARM, "3.11")
+    env = uv_pylock.Target(platforms.marker_environment(ARM, "3.11"))
     ray = uv_pylock.parse_metadata(
         "Metadata-Version: 2.1\nName: ray\nVersion: 2.0\n"
         "Requires-Dist: click>=7\n"
@@ -140,7 +140,7 @@ def test_depends_follow_markers_and_requested_extras() -> None:
     assert extras == {"ray": frozenset({"default"}), "yarl": frozenset({"idna"})}
     assert uv_pylock.depends(ray, env, extras["ray"]) == (("aiohttp", ">=3.7"), ("click", "!=8.0.0,>=7"))
     assert uv_pylock.depends(ray, env, ()) == (("click", "!=8.0.0,>=7"),)
-    x86 = platforms.marker_environment("linux-64", "3.11")
+    x86 = uv_pylock.Target(platforms.marker_environment("linux-64", "3.11"))
     assert ("nvidia-nccl", "") in uv_pylock.depends(ray, x86, ())
 
 

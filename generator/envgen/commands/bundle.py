@@ -11,7 +11,8 @@ from pathlib import Path
 
 from rich.filesize import decimal
 
-from envgen import __version__, interrupts
+import envgen
+from envgen import interrupts
 from envgen.bundle.archive import file_sha256, write_archive
 from envgen.bundle.downloads import Display, fetch_all
 from envgen.bundle.gitpacks import pack_source
@@ -114,7 +115,7 @@ def _bundle(
         # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed as archived.
         files = [(name, path, sha or file_sha256(path)) for name, path, sha in files]
         members += [Member(name, sha, path.stat().st_size) for name, path, sha in files[len(wanted) :]]
-        manifest = Manifest(env, lock.input_hash, chosen, __version__, tuple(members), tuple(packs))
+        manifest = Manifest(env, lock.input_hash, chosen, envgen.__version__, tuple(members), tuple(packs))
         log.info("writing %s (%d files)", out, len(files) + 1)
         write_archive(out, files, render_manifest(manifest))
     return BundleSummary(out, len(files) + 1, out.stat().st_size, downloaded, time.monotonic() - started)

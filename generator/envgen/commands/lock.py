@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,9 +26,13 @@ from envgen.resolve.upgrade import NO_UPGRADE, Upgrade, package_key
 
 if TYPE_CHECKING:
     from envgen.lockdiff.moves import Move
-    from envgen.model import Lock
+    from envgen.model import Lock, Matrix
+    from envgen.resolve.head_start import HeadStart
 
 log = logging.getLogger(__name__)
+
+# Seconds the re-locks get to end once a failed preflight stopped them (a killed child ends them at once).
+STOP_WAIT = 2.0
 
 
 @dataclass(frozen=True)
@@ -52,28 +56,41 @@ def lock_env(
     cache: Path | None = None,
     upgrade: Upgrade = NO_UPGRADE,
 ) -> LockResult:
-    """Lock one env; a no-op when the recorded inputs are unchanged (unless forced, updating or upgrading).
+    """Lock one env, without the preflight; a no-op when the recorded inputs are unchanged (unless forced,
+    updating or upgrading)."""
+    return lock_envs(
+        project, [env], update=update, force=force, offline=offline, upgrade=upgrade, preflight=False, cache=cache
+    )[0]
 
-    Freshness is read first without the env's mutex: each lock file is replaced atomically and the two must
-    agree on the hash, so a re-lock caught half-way reads as stale, and is checked again under the mutex.
-    """
-    relocking = bool(force or update or upgrade != NO_UPGRADE)
-    fresh = None if relocking else unchanged_hash(project, env)
-    if fresh is not None:  # the CLI says it, once (and -q silences it)
-        return LockResult(env, "up-to-date", fresh)
-    # Imported here: the matrix loader (rattler, packaging), the mutex (filelock), conda-lock's models, uv and
-    # git matter only when something may move.
-    from envgen.inputs.matrix import load_env
+
+def _relock_env(
+    project: Project, matrix: Matrix, started: HeadStart, gate: Callable[[], None], options: _Options
+) -> LockResult:
+    """Re-lock one env under its mutex, unless another run just wrote a fresh lock (checked again under it)."""
+    # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when something may move,
+    # and only once the head start has begun.
     from envgen.lockio.env_mutex import env_lock
     from envgen.resolve.pipeline import relock
 
-    matrix = load_env(project, env)
-    with env_lock(project, env):
-        fresh = None if relocking else unchanged_hash(project, env)  # another run may just have written it
-        if fresh is not None:
-            return LockResult(env, "up-to-date", fresh)
-        done = relock(project, matrix, update=update, offline=offline, cache=cache or cache_dir(), upgrade=upgrade)
-        return LockResult(env, "locked", done.lock.input_hash, done.lock, done.moves)
+    env = matrix.name
+    try:
+        with env_lock(project, env):
+            fresh = None if options.relocking else unchanged_hash(project, env)
+            if fresh is not None:
+                return LockResult(env, "up-to-date", fresh)
+            done = relock(
+                project,
+                matrix,
+                update=options.update,
+                offline=options.offline,
+                cache=options.cache,
+                upgrade=options.upgrade,
+                ahead=started.adopt,
+                before_write=gate,
+            )
+            return LockResult(env, "locked", done.lock.input_hash, done.lock, done.moves)
+    finally:
+        started.close()
 
 
 def unchanged_hash(project: Project, env: str) -> str | None:
@@ -114,6 +131,15 @@ def _glibc_floor(matrix_path: Path) -> str | None:
     return glibc if isinstance(glibc, str) else None
 
 
+@dataclass(frozen=True)
+class _Options:
+    update: Collection[str] | bool
+    offline: bool
+    upgrade: Upgrade
+    cache: Path
+    relocking: bool
+
+
 def lock_envs(
     project: Project,
     envs: Sequence[str],
@@ -123,69 +149,95 @@ def lock_envs(
     offline: bool = False,
     upgrade: Upgrade = NO_UPGRADE,
     preflight: bool = True,
+    cache: Path | None = None,
 ) -> list[LockResult]:
     """Lock several envs concurrently (they share nothing but the caches); results in the given order.
 
     Every name in `update` must be a source of one of the envs (in its matrix or its recorded lock), and every
-    name `upgrade` lists a package or source of one of them: both are checked before any work. With
-    `preflight`, every host the envs to re-lock need is asked first, and all that do not answer are reported
-    at once (NetworkError) before anything is resolved.
+    name `upgrade` lists a package or source of one of them: both are checked before any work. An env whose
+    recorded inputs still hold is up to date (unless forced, updating or upgrading); the matrices of the others
+    are all loaded before any work, and each gets its head start (resolve/head_start.py). With `preflight`,
+    every host they need is asked meanwhile, and all that do not answer are reported at once (NetworkError):
+    the work stops then, and nothing is written.
     """
     if update is not True and update:
         check_update_names(project, envs, update)
     if upgrade.packages:
         check_upgrade_names(project, envs, upgrade.packages)
-    if preflight:
-        ask_hosts(project, envs, update=update, upgrade=upgrade, force=force, offline=offline)
-    pool = ThreadPoolExecutor(max_workers=max(1, min(4, len(envs))), initializer=interrupts.worker_thread)
+    relocking = bool(force or update or upgrade != NO_UPGRADE)
+    options = _Options(update, offline, upgrade, cache or cache_dir(), relocking)
+    fresh = {env: None if relocking else unchanged_hash(project, env) for env in envs}
+    stale = [env for env in envs if fresh[env] is None]
+    if not stale:  # the CLI says "up to date", once per env (and -q silences it)
+        return [LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest is not None]
+    # Imported here: the matrix loader (rattler, packaging) matters only when something may move.
+    from envgen.inputs.matrix import load_env
+    from envgen.resolve.head_start import head_start
+
+    matrices = [load_env(project, env) for env in stale]
+    starts = {
+        m.name: head_start(project, m, cache=options.cache, offline=offline, upgrade=upgrade, update=update)
+        for m in matrices
+    }
+    pool = ThreadPoolExecutor(max_workers=min(4, len(stale)) + 1, initializer=interrupts.worker_thread)
     try:
-        futures = [
-            pool.submit(lock_env, project, e, update=update, force=force, offline=offline, upgrade=upgrade)
-            for e in envs
-        ]
-        results: list[LockResult] = []
-        failed: list[tuple[str, EnvgenError]] = []
-        for env, future in zip(envs, futures, strict=True):
-            try:
-                results.append(future.result())
-            except EnvgenError as exc:
-                failed.append((env, exc))
+        asked = pool.submit(ask_hosts, project, matrices, options) if preflight else None
+        gate = asked.result if asked is not None else lambda: None
+        futures = {m.name: pool.submit(_relock_env, project, m, starts[m.name], gate, options) for m in matrices}
+        failed = _wait_for(futures, asked)
     finally:
+        for started in starts.values():
+            started.close()
         # Not waiting: after an interrupt the caller stops the workers (envgen.interrupts) and reports at once.
         pool.shutdown(wait=False, cancel_futures=True)
     if failed:
         raise _first_failure(failed, several=len(envs) > 1)
-    return results
+    return [
+        futures[env].result() if env in futures else LockResult(env, "up-to-date", fresh[env] or "") for env in envs
+    ]
 
 
-def ask_hosts(
-    project: Project,
-    envs: Sequence[str],
-    *,
-    update: Collection[str] | bool,
-    upgrade: Upgrade,
-    force: bool,
-    offline: bool,
-) -> None:
-    """The preflight: every host the envs to re-lock (all of them when forced, updating or upgrading, else the
-    stale ones) will ask, asked first; all that do not answer are reported at once (NetworkError). A fresh env
-    asks nothing."""
-    relocking = bool(force or update or upgrade != NO_UPGRADE)
-    stale = [env for env in envs if relocking or unchanged_hash(project, env) is None]
-    if not stale:
-        return
-    # Imported here, as in lock_env: only when something may move.
-    from envgen.inputs.matrix import load_env
+def _wait_for(futures: Mapping[str, Future[LockResult]], asked: Future[None] | None) -> list[tuple[str, EnvgenError]]:
+    """The envs that failed, once every re-lock has ended; a preflight that found unreachable hosts (or could
+    not read what it needed) stops the re-locks at once, and its error is the one raised."""
+    waiting: set[Future[Any]] = set(futures.values()) | ({asked} if asked is not None else set())
+    while waiting:
+        done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+        if asked in done and asked.exception() is not None:
+            _stop(futures.values())
+            raise asked.exception()  # type: ignore[misc]
+    failed = []
+    for env, future in futures.items():
+        error = future.exception()
+        if isinstance(error, EnvgenError):
+            failed.append((env, error))
+        elif error is not None:
+            raise error
+    return failed
+
+
+def _stop(futures: Iterable[Future[LockResult]]) -> None:
+    """Stop the re-locks as an interrupt does (children killed, no lock written from here on); once they have
+    all ended, the process may go on with other work (a re-lock stuck in a library call leaves it stopped)."""
+    interrupts.interrupt()
+    _, running = wait(list(futures), timeout=STOP_WAIT)
+    if not running:
+        interrupts.reset()
+
+
+def ask_hosts(project: Project, matrices: Sequence[Matrix], options: _Options) -> None:
+    """The preflight: every host the re-locks of `matrices` will ask, asked; all that do not answer are
+    reported at once (NetworkError)."""
     from envgen.resolve.pipeline import read_previous, sources_to_update
     from envgen.resolve.preflight import Relock, preflight
 
     relocks = []
-    for matrix in (load_env(project, env) for env in stale):
-        moving = sources_to_update(matrix, update, upgrade)  # as the re-lock will read them
+    for matrix in matrices:
+        moving = sources_to_update(matrix, options.update, options.upgrade)  # as the re-lock will read them
         previous = read_previous(project, matrix.name, afresh=moving is True)
         kept = {} if previous is None else {s.source.name: s for s in previous.sources}
         relocks.append(Relock(matrix, kept, moving))
-    preflight(relocks, cache=cache_dir(), offline=offline)
+    preflight(relocks, cache=options.cache, offline=options.offline)
 
 
 def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> EnvgenError:

@@ -10,7 +10,7 @@ import pydantic
 import yaml
 
 from envgen.errors import InputError
-from envgen.inputs.files import bounded_nesting
+from envgen.inputs.files import bounded_nesting, safe_yaml
 from envgen.inputs.untrusted import entry_problems, input_hash_problem
 from envgen.lockio.condalock import Channel as CondaLockChannel
 from envgen.lockio.condalock import (
@@ -178,26 +178,11 @@ def lockfile_to_yml(lockfile: Lockfile, where: str) -> LockYml:
     )
 
 
-# libyaml's safe loader reads a lock about ten times faster than the pure-Python one (a re-lock reads the
-# previous lock; check, diff and status read locks too); the same safe YAML either way.
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _load_yaml(text: str) -> object:
-    try:
-        return yaml.load(text, Loader=_SAFE_LOADER)
-    except yaml.YAMLError as exc:
-        # libyaml stops at its nesting limit where the Python loader runs out of recursion: the same problem.
-        if "maximum nesting depth" in str(exc):
-            raise RecursionError(str(exc)) from exc
-        raise
-
-
 def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
     """Read locks/<env>.yml back through conda-lock's v1 model (as its own parser does)."""
     try:
         with bounded_nesting(where):
-            content = _load_yaml(text)
+            content = safe_yaml(text)
     except yaml.YAMLError as exc:
         raise InputError(f"{where}: not valid YAML: {exc}", hint="re-run `envgen lock`") from exc
     if not isinstance(content, dict) or content.get("version") != 1:

@@ -171,13 +171,26 @@ def _same_host(index_url: str, url: str) -> bool:
     return urlsplit(url).netloc == urlsplit(index_url).netloc
 
 
+def _cached(cache: Path, sha256: str) -> Path:
+    return cache / "pypi-metadata" / f"{sha256}.METADATA"
+
+
+def warm_metadata(cache: Path, artifacts: Iterable[tuple[str, str]]) -> None:
+    """Parse ahead the cached metadata of these artifacts (URL, 64-hex sha256), which a re-lock most likely
+    chooses again (uv_pylock.parse_metadata keeps what it parsed); an artifact not cached is left alone."""
+    for url, sha256 in artifacts:
+        path = _cached(cache, sha256)
+        if path.is_file():
+            uv_pylock.parse_metadata(path.read_text(), uv_pylock.Artifact(url, sha256).filename)
+
+
 def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, offline: bool) -> str:
     """The core metadata of a chosen artifact: from envgen's cache (by sha256), PEP 658, or the file itself.
 
     A whole file is downloaded only when the index serves no `.metadata`, and its sha256 is checked.
     """
     artifact = choice.artifact
-    cached = cache / "pypi-metadata" / f"{artifact.sha256}.METADATA"
+    cached = _cached(cache, artifact.sha256)
     if cached.exists():
         return cached.read_text()
     url = strip_credentials(artifact.url)

@@ -20,8 +20,7 @@ from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import overrides, uv_pylock
-from envgen.resolve.index_client import IndexClient, fetch_metadata, offers
-from envgen.resolve.uv_compile import Inputs, run_uv_compile
+from envgen.resolve.uv_compile import NOTHING_AHEAD, Ahead, Inputs, run_uv_compile
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +97,7 @@ def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource]
     )
 
 
-def _ordered(matrix: Matrix, accesses: Mapping[str, IndexAccess]) -> list[IndexAccess]:
+def ordered_indexes(matrix: Matrix, accesses: Mapping[str, IndexAccess]) -> list[IndexAccess]:
     """Default indexes first in matrix order (the first one is uv's default), then explicit ones."""
     return [accesses[i.name] for i in matrix.default_indexes] + [accesses[i.name] for i in matrix.indexes if i.explicit]
 
@@ -157,6 +156,8 @@ def _read_metadata(
     choices: Sequence[uv_pylock.Choice], indexes: Sequence[IndexAccess], cache: Path, offline: bool
 ) -> dict[uv_pylock.Choice, uv_pylock.Metadata]:
     """The core metadata of every chosen artifact, fetched eight at a time."""
+    from envgen.resolve.index_client import IndexClient, fetch_metadata  # requests: not before uv has started
+
     with IndexClient(indexes) as client, ThreadPoolExecutor(max_workers=8) as pool:
         texts = list(pool.map(lambda c: fetch_metadata(client, c, cache, offline), choices))
     return {c: uv_pylock.parse_metadata(t, c.artifact.filename) for c, t in zip(choices, texts, strict=True)}
@@ -171,15 +172,17 @@ def lock_pypi(
     cache: Path,
     offline: bool = False,
     preferred: Sequence[PipEntry] = (),
+    ahead: Ahead = NOTHING_AHEAD,
 ) -> PypiLock:
     """Resolve the matrix's pip packages and the sources' requirements for `platform` with uv.
 
     Only the matrix's indexes are used (never the machine's pip/uv config); every package gets exactly one
     artifact for the platform, pinned by URL and sha256. `preferred` versions are kept where the inputs allow.
+    `ahead` gives the outcome of the uv run a head start began for an equal job (resolve/head_start.py).
     """
     environ = os.environ
     accesses = {i.name: access_index(i, environ) for i in matrix.indexes}
-    indexes = _ordered(matrix, accesses)
+    indexes = ordered_indexes(matrix, accesses)
     inputs = gather_inputs(matrix, platform, sources, environ)
     for name, index in inputs.pins:
         if index not in accesses:
@@ -195,15 +198,35 @@ def lock_pypi(
         offline=offline,
         environ=environ,
         preferred=preferred,
+        ahead=ahead,
     )
     environment = platforms.marker_environment(platform, python_version)
     tags = platforms.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]
-    choices = [uv_pylock.choose_artifact(p, tags, platform) for p in packages]
+    priority = uv_pylock.tag_priority(tags)
+    choices = [uv_pylock.choose_artifact(p, priority, platform) for p in packages]
     _check_matrix_hashes(choices, inputs)
+    entries = _entries(choices, inputs, indexes, uv_pylock.Target(environment), platform, cache, offline)
+    return PypiLock(
+        entries=tuple(sorted(entries, key=lambda e: e.name)),
+        overrides=apply_overrides(matrix, inputs, entries, platform, environment),
+        requirements=inputs.requirements,
+    )
+
+
+def _entries(
+    choices: Sequence[uv_pylock.Choice],
+    inputs: Inputs,
+    indexes: Sequence[IndexAccess],
+    target: uv_pylock.Target,
+    platform: str,
+    cache: Path,
+    offline: bool,
+) -> list[PipEntry]:
+    """The PipEntry of each chosen artifact, with the dependencies its metadata declares on the target."""
     metadata = _read_metadata(choices, indexes, cache, offline)
     roots = [Pep508(r.text) for r in inputs.requirements if not r.constraint]
-    extras = uv_pylock.requested_extras(roots, {c.package.name: m for c, m in metadata.items()}, environment)
+    extras = uv_pylock.requested_extras(roots, {c.package.name: m for c, m in metadata.items()}, target)
     entries = []
     for choice in choices:
         if choice.sdist:
@@ -214,13 +237,9 @@ def lock_pypi(
                 choice.package.version,
                 redact_url(strip_credentials(choice.artifact.url)),
             )
-        deps = uv_pylock.depends(metadata[choice], environment, extras.get(choice.package.name, frozenset()))
+        deps = uv_pylock.depends(metadata[choice], target, extras.get(choice.package.name, frozenset()))
         entries.append(uv_pylock.to_entry(choice, platform, deps, entry_index(choice, inputs, indexes)))
-    return PypiLock(
-        entries=tuple(sorted(entries, key=lambda e: e.name)),
-        overrides=apply_overrides(matrix, inputs, entries, platform, environment),
-        requirements=inputs.requirements,
-    )
+    return entries
 
 
 def still_offered(matrix: Matrix, entries: Sequence[PipEntry]) -> set[str]:
@@ -229,6 +248,8 @@ def still_offered(matrix: Matrix, entries: Sequence[PipEntry]) -> set[str]:
     Asked when a preferred version moved with no requirement against it: uv does not say whether it left
     the version because the index dropped it or to fit other changes. Unknown answers count as dropped.
     """
+    from envgen.resolve.index_client import IndexClient, offers
+
     indexes = {i.name: access_index(i, os.environ) for i in matrix.indexes}
     found = set()
     with IndexClient(tuple(indexes.values())) as client:

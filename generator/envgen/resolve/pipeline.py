@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +22,7 @@ from envgen.resolve.git_sources import resolve_sources
 from envgen.resolve.pip_stage import PypiLock, lock_pypi, still_offered
 from envgen.resolve.preferences import kept
 from envgen.resolve.upgrade import NO_UPGRADE, Upgrade
+from envgen.resolve.uv_compile import NOTHING_AHEAD, Ahead
 
 log = logging.getLogger(__name__)
 
@@ -52,21 +53,27 @@ def relock(
     offline: bool,
     cache: Path,
     upgrade: Upgrade = NO_UPGRADE,
+    ahead: Ahead = NOTHING_AHEAD,
+    before_write: Callable[[], None] = lambda: None,
 ) -> Relocked:
     """Resolve everything for `matrix` and write the lock.
 
     The previous lock (read once) gives the source commits to keep unless updated, and the versions the
-    resolvers prefer unless upgraded.
+    resolvers prefer unless upgraded. `ahead` gives the uv runs a head start began (resolve/head_start.py);
+    `before_write` may still stop the re-lock (with an error) before anything is written.
     """
     update = sources_to_update(matrix, update, upgrade)
     previous = read_previous(project, matrix.name, afresh=update is True)
     kept_sources = {} if update is True or previous is None else {s.source.name: s for s in previous.sources}
     log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
     sources = resolve_sources(matrix, cache=cache, previous=kept_sources, update=update)
-    platforms = lock_platforms(matrix, sources, cache=cache, offline=offline, previous=previous, upgrade=upgrade)
+    platforms = lock_platforms(
+        matrix, sources, cache=cache, offline=offline, previous=previous, upgrade=upgrade, ahead=ahead
+    )
     lock = consistent(assemble_lock(matrix, sources, platforms, project_inputs(project, matrix, sources)), matrix)
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
     derived = [(file.name, file.text) for file in derived_files(lock, matrix)]
+    before_write()
     write_lock(project, matrix.name, lock, render_recipe(lock), derived)
     moved = explain_sources(previous.sources, sources, update, upgrade) if previous else []
     return Relocked(lock, tuple(moved) + tuple(m for p in matrix.platforms for m in platforms[p].moves))
@@ -105,6 +112,7 @@ def lock_platforms(
     offline: bool,
     previous: Lock | None = None,
     upgrade: Upgrade = NO_UPGRADE,
+    ahead: Ahead = NOTHING_AHEAD,
 ) -> dict[str, PlatformLock]:
     """Per platform, concurrently: conda first (it decides the exact python), then pip for that python.
 
@@ -119,7 +127,14 @@ def lock_platforms(
         python = python_version(conda)
         log.info("%s %s: conda solved, %d packages, python %s", matrix.name, platform, len(conda), python)
         pypi = lock_pypi(
-            matrix, platform, python, sources, cache=cache, offline=offline, preferred=kept(before_pip, upgrade)
+            matrix,
+            platform,
+            python,
+            sources,
+            cache=cache,
+            offline=offline,
+            preferred=kept(before_pip, upgrade),
+            ahead=ahead,
         )
         log.info("%s %s: pip resolved, %d packages", matrix.name, platform, len(pypi.entries))
         moves: list[Move] = []

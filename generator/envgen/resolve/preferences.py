@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
 from envgen.inputs.matrix_sections import PROJECT_NAME
-from envgen.model import CondaEntry, PipEntry
 from envgen.resolve.upgrade import Upgrade, package_key
 
-_E = TypeVar("_E", PipEntry, CondaEntry)
+
+class Pin(Protocol):
+    """What a preference is made of: a locked entry's name and version."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+
+
+_E = TypeVar("_E", bound=Pin)
 
 
 def kept(entries: Sequence[_E], upgrade: Upgrade) -> tuple[_E, ...]:
@@ -24,7 +33,7 @@ def kept(entries: Sequence[_E], upgrade: Upgrade) -> tuple[_E, ...]:
     return tuple(e for e in entries if not upgrade.covers(e.name))
 
 
-def _valid(entry: PipEntry) -> bool:
+def _valid(entry: Pin) -> bool:
     try:
         Version(entry.version)
     except InvalidVersion:
@@ -32,7 +41,7 @@ def _valid(entry: PipEntry) -> bool:
     return PROJECT_NAME.fullmatch(entry.name) is not None
 
 
-def render_pylock(entries: Sequence[PipEntry]) -> str:
+def render_pylock(entries: Sequence[Pin]) -> str:
     """A minimal pylock.toml of the previous pins, which `uv pip compile --output-file` reads as preferences.
 
     Names and versions are all uv takes from it; artifacts come from the indexes again. The lock is input

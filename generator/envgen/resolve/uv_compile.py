@@ -6,8 +6,7 @@ import json
 import logging
 import re
 import sys
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,11 +17,12 @@ from packaging.utils import canonicalize_name
 from envgen import network, platforms
 from envgen.errors import EnvgenError, NetworkError, ResolutionError, ToolError
 from envgen.inputs.channels import IndexAccess
-from envgen.model import Matrix, Origin, PipEntry, TracedRequirement
-from envgen.process import TimedOut, run, tail
+from envgen.model import Matrix, Origin, TracedRequirement
+from envgen.process import Running, TimedOut, start, tail
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.overrides import global_overrides
-from envgen.resolve.preferences import render_pylock
+from envgen.resolve.preferences import Pin, render_pylock
+from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +198,105 @@ def name_of(text: str) -> str:
     return Pep508(text).name
 
 
+@dataclass(frozen=True)
+class UvJob:
+    """One `uv pip compile` run, whole: the files of its work directory, its command and its environment.
+
+    Equal jobs are the same resolution: a run started ahead on the inputs a previous lock predicts
+    (`resolve/head_start.py`) stands in only for a job equal to it.
+    """
+
+    platform: str
+    files: tuple[tuple[str, str], ...]
+    cmd: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    secrets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class UvOutcome:
+    """How a job ended: uv's exit code and stderr, the pylock.toml text it wrote (on success), or the budget
+    running out (`timed_out`)."""
+
+    returncode: int
+    stderr: str
+    pylock: str = ""
+    timed_out: bool = False
+
+
+# The outcome of a uv run started ahead for a job equal to the one given, if any (resolve/head_start.py).
+Ahead = Callable[[UvJob], UvOutcome | None]
+
+
+def NOTHING_AHEAD(job: UvJob) -> UvOutcome | None:  # noqa: N802 - a constant, in use
+    """No run was started ahead."""
+    return None
+
+
+def plan_uv_compile(
+    matrix: Matrix,
+    platform: str,
+    python_version: str,
+    inputs: Inputs,
+    indexes: Sequence[IndexAccess],
+    *,
+    cache: Path,
+    offline: bool,
+    environ: Mapping[str, str],
+    preferred: Sequence[Pin] = (),
+) -> UvJob:
+    """The `uv pip compile` run resolving `inputs` for `platform` (pure but for locating uv).
+
+    `preferred` (the previous lock's pins) is written as the existing output file, which uv keeps where the
+    inputs allow.
+    """
+    # Only transitive overrides reach uv: the others were applied to the direct layer already.
+    transitive = global_overrides(matrix.overrides)
+    files = {
+        "pyproject.toml": render_pyproject(inputs, indexes, python_version),
+        "uv.toml": render_uv_config(indexes, transitive),
+    }
+    if preferred:
+        files["pylock.toml"] = render_pylock(preferred)
+    cmd = [uv.find_uv_bin(), "pip", "compile", "pyproject.toml"]
+    # --config-file replaces every config uv would discover (user, system, project): only ours counts.
+    cmd += ["--config-file", "uv.toml"]
+    if inputs.excluded:
+        files["excludes.txt"] = "".join(f"{name}\n" for name in inputs.excluded)
+        cmd += ["--excludes", "excludes.txt"]
+    constraints = [r.text for r in inputs.requirements if r.constraint]
+    if constraints:
+        # `-c` files of the sources limit versions without requiring anything.
+        files["constraints.txt"] = "".join(f"{text}\n" for text in constraints)
+        cmd += ["--constraints", "constraints.txt"]
+    cmd += ["--python-version", python_version]
+    cmd += ["--python-platform", platforms.uv_python_platform(platform, matrix.glibc)]
+    cmd += ["--format", "pylock.toml", "--output-file", "pylock.toml", "--no-header"]
+    # The interpreter running envgen builds any sdist; --python-version alone decides the resolution.
+    cmd += ["--python", sys.executable, "--no-python-downloads", "--color", "never"]
+    if offline:
+        cmd.append("--offline")
+    env = uv_environment(indexes, cache, environ)
+    secrets = tuple(s for i in indexes for s in i.secrets)
+    return UvJob(platform, tuple(sorted(files.items())), tuple(cmd), tuple(sorted(env.items())), secrets)
+
+
+def execute(job: UvJob, started: Callable[[Running], None] = lambda _: None) -> UvOutcome:
+    """Run `job` in a scratch work directory, within the network budget; `started` is told of the process."""
+    budget = network.limits().budget
+    with scratch_dir("envgen-uv-") as work:
+        for name, text in job.files:
+            (work / name).write_text(text)
+        running = start(job.cmd, cwd=work, env=dict(job.env), secrets=job.secrets)
+        started(running)
+        try:
+            proc = running.wait(budget, check=False)
+        except TimedOut:
+            return UvOutcome(-1, "", timed_out=True)
+        pylock = (work / "pylock.toml").read_text() if proc.returncode == 0 else ""
+    return UvOutcome(proc.returncode, proc.stderr, pylock)
+
+
 def run_uv_compile(
     matrix: Matrix,
     platform: str,
@@ -208,51 +307,33 @@ def run_uv_compile(
     cache: Path,
     offline: bool,
     environ: Mapping[str, str],
-    preferred: Sequence[PipEntry] = (),
+    preferred: Sequence[Pin] = (),
+    ahead: Ahead = NOTHING_AHEAD,
 ) -> str:
     """Run `uv pip compile` on the generated project; returns the pylock.toml text uv wrote.
 
-    `preferred` (the previous lock's pins) is written as the existing output file, which uv keeps where the
-    inputs allow.
+    `ahead` gives the outcome of an equal job started earlier, if there is one (see `plan_uv_compile`).
     """
-    # Only transitive overrides reach uv: the others were applied to the direct layer already.
-    transitive = global_overrides(matrix.overrides)
-    secrets = tuple(s for i in indexes for s in i.secrets)
-    with tempfile.TemporaryDirectory(prefix="envgen-uv-") as tmp:
-        work = Path(tmp)
-        (work / "pyproject.toml").write_text(render_pyproject(inputs, indexes, python_version))
-        (work / "uv.toml").write_text(render_uv_config(indexes, transitive))
-        if preferred:
-            (work / "pylock.toml").write_text(render_pylock(preferred))
-        cmd = [uv.find_uv_bin(), "pip", "compile", "pyproject.toml"]
-        # --config-file replaces every config uv would discover (user, system, project): only ours counts.
-        cmd += ["--config-file", "uv.toml"]
-        if inputs.excluded:
-            (work / "excludes.txt").write_text("".join(f"{name}\n" for name in inputs.excluded))
-            cmd += ["--excludes", "excludes.txt"]
-        constraints = [r.text for r in inputs.requirements if r.constraint]
-        if constraints:
-            # `-c` files of the sources limit versions without requiring anything.
-            (work / "constraints.txt").write_text("".join(f"{text}\n" for text in constraints))
-            cmd += ["--constraints", "constraints.txt"]
-        cmd += ["--python-version", python_version]
-        cmd += ["--python-platform", platforms.uv_python_platform(platform, matrix.glibc)]
-        cmd += ["--format", "pylock.toml", "--output-file", "pylock.toml", "--no-header"]
-        # The interpreter running envgen builds any sdist; --python-version alone decides the resolution.
-        cmd += ["--python", sys.executable, "--no-python-downloads", "--color", "never"]
-        if offline:
-            cmd.append("--offline")
-        env = uv_environment(indexes, cache, environ)
+    job = plan_uv_compile(
+        matrix,
+        platform,
+        python_version,
+        inputs,
+        indexes,
+        cache=cache,
+        offline=offline,
+        environ=environ,
+        preferred=preferred,
+    )
+    outcome = ahead(job) or execute(job)
+    if outcome.timed_out:
         limits = network.limits()
-        try:
-            proc = run(cmd, cwd=work, env=env, timeout=limits.budget, check=False, secrets=secrets)
-        except TimedOut as exc:
-            raise NetworkError(
-                f"uv did not finish resolving {platform} within {network.seconds('budget', limits)} (indexes "
-                f"{', '.join(f'{i.name} at {i.shown}' for i in indexes)})",
-                hint=f"check the indexes and the network; {network.raise_hint('budget', limits)}",
-            ) from exc
-        if proc.returncode != 0:
-            log.debug("uv pip compile for %s said:\n%s", platform, redact_text(proc.stderr, secrets))
-            raise explain_failure(proc.stderr, inputs, indexes, matrix, platform, offline)
-        return (work / "pylock.toml").read_text()
+        raise NetworkError(
+            f"uv did not finish resolving {platform} within {network.seconds('budget', limits)} (indexes "
+            f"{', '.join(f'{i.name} at {i.shown}' for i in indexes)})",
+            hint=f"check the indexes and the network; {network.raise_hint('budget', limits)}",
+        )
+    if outcome.returncode != 0:
+        log.debug("uv pip compile for %s said:\n%s", platform, redact_text(outcome.stderr, job.secrets))
+        raise explain_failure(outcome.stderr, inputs, indexes, matrix, platform, offline)
+    return outcome.pylock

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import tomllib
@@ -107,9 +108,14 @@ def _wheel_rank(artifact: Artifact, priority: Mapping[Tag, int]) -> tuple[int, i
     return (min(ranks), -number, artifact.filename)
 
 
-def choose_artifact(package: LockedPackage, tags: Sequence[Tag], platform: str) -> Choice:
-    """The one wheel of `package` best for `tags`, else its sdist; never a wheel of another platform."""
-    priority = {tag: i for i, tag in enumerate(tags)}
+def tag_priority(tags: Sequence[Tag]) -> dict[Tag, int]:
+    """Each of a platform's tags by rank (lower is better), as `choose_artifact` takes them."""
+    return {tag: i for i, tag in enumerate(tags)}
+
+
+def choose_artifact(package: LockedPackage, priority: Mapping[Tag, int], platform: str) -> Choice:
+    """The one wheel of `package` best for the platform's tags (`tag_priority`), else its sdist; never a wheel
+    of another platform."""
     ranked = sorted((rank, wheel) for wheel in package.wheels if (rank := _wheel_rank(wheel, priority)) is not None)
     if ranked:
         return Choice(package, ranked[0][1])
@@ -143,8 +149,11 @@ class Metadata:
     requires: tuple[Pep508, ...]
 
 
+# Parsing the metadata of a few hundred packages is most of a re-lock's work after uv: what a head start parsed
+# while uv ran (index_client.warm_metadata) is not parsed again.
+@functools.lru_cache(maxsize=4096)
 def parse_metadata(text: str, where: str) -> Metadata:
-    """The Requires-Dist lines of a METADATA / PKG-INFO file."""
+    """The Requires-Dist lines of a METADATA / PKG-INFO file (pure)."""
     headers = HeaderParser().parsestr(text)
     requires = []
     for line in headers.get_all("Requires-Dist") or ():
@@ -155,26 +164,43 @@ def parse_metadata(text: str, where: str) -> Metadata:
     return Metadata(tuple(requires))
 
 
-def _active(req: Pep508, environment: Mapping[str, str], extras: Iterable[str]) -> bool:
-    if req.marker is None:
-        return True
-    return any(req.marker.evaluate({**environment, "extra": extra}) for extra in ("", *extras))
+class Target:
+    """A platform's marker environment, and whether a requirement is active in it for an extra: each verdict is
+    evaluated once (the extras' fixed point and every package's dependencies ask the same markers again)."""
+
+    def __init__(self, environment: Mapping[str, str]) -> None:
+        self.environment = dict(environment)
+        # (id of the requirement, extra) -> (the requirement, kept so its id stays its own; the verdict)
+        self._verdicts: dict[tuple[int, str], tuple[Pep508, bool]] = {}
+
+    def active(self, req: Pep508, extras: Iterable[str]) -> bool:
+        if req.marker is None:
+            return True
+        return any(self._holds(req, extra) for extra in ("", *extras))
+
+    def _holds(self, req: Pep508, extra: str) -> bool:
+        key = (id(req), extra)
+        known = self._verdicts.get(key)
+        if known is None:
+            assert req.marker is not None
+            known = self._verdicts[key] = (req, req.marker.evaluate({**self.environment, "extra": extra}))
+        return known[1]
 
 
 def requested_extras(
-    roots: Iterable[Pep508], metadata: Mapping[str, Metadata], environment: Mapping[str, str]
+    roots: Iterable[Pep508], metadata: Mapping[str, Metadata], target: Target
 ) -> dict[str, frozenset[str]]:
     """Which extras of each package are asked for, by the inputs or by active dependencies (a fixed point)."""
     extras: dict[str, set[str]] = {}
     for req in roots:
-        if req.marker is None or req.marker.evaluate({**environment, "extra": ""}):
+        if target.active(req, ()):
             extras.setdefault(canonicalize_name(req.name), set()).update(canonicalize_name(e) for e in req.extras)
     changed = True
     while changed:
         changed = False
         for name, meta in metadata.items():
             for req in meta.requires:
-                if not _active(req, environment, extras.get(name, ())):
+                if not target.active(req, extras.get(name, ())):
                     continue
                 wanted = extras.setdefault(canonicalize_name(req.name), set())
                 new = {canonicalize_name(e) for e in req.extras} - wanted
@@ -184,11 +210,11 @@ def requested_extras(
     return {name: frozenset(values) for name, values in extras.items() if values}
 
 
-def depends(meta: Metadata, environment: Mapping[str, str], extras: Iterable[str]) -> tuple[tuple[str, str], ...]:
+def depends(meta: Metadata, target: Target, extras: Iterable[str]) -> tuple[tuple[str, str], ...]:
     """Active dependencies of a package on the target: (name, specifier), sorted, one per name."""
     specs: dict[str, set[str]] = {}
     for req in meta.requires:
-        if _active(req, environment, tuple(extras)):
+        if target.active(req, tuple(extras)):
             specs.setdefault(canonicalize_name(req.name), set()).update(str(s) for s in req.specifier)
     return tuple((name, ",".join(sorted(parts))) for name, parts in sorted(specs.items()))
 

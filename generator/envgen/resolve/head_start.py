@@ -1,0 +1,167 @@
+"""A re-lock's head start: `uv pip compile` of each platform started on the inputs the previous lock predicts
+(`lockio/prediction.py`), before the re-lock imports its stages, asks the hosts, pins the git sources and
+solves the conda part, all of which then happen while uv works.
+
+A started run stands in only for a run the pip stage plans equal to it (`uv_compile.UvJob`: the same files,
+command and environment, hence the same resolution). When the inputs turned out otherwise (a source moved, the
+conda solve chose another python), the pip stage runs uv itself; the runs nobody adopted are stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as Pep508
+
+from envgen import interrupts
+from envgen.errors import EnvgenError
+from envgen.inputs.channels import access_index
+from envgen.lockio.prediction import predict
+from envgen.model import LockedSource, Matrix
+from envgen.process import Running
+from envgen.project import Project
+from envgen.resolve.pip_stage import gather_inputs, ordered_indexes
+from envgen.resolve.preferences import kept
+from envgen.resolve.upgrade import Upgrade
+from envgen.resolve.uv_compile import UvJob, UvOutcome, execute, plan_uv_compile
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+class _Run:
+    """One run started ahead: its outcome to come, and its process, to stop it when nobody adopts it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.process: Running | None = None
+        self.stopped = False
+        self.outcome: Future[UvOutcome] | None = None
+
+    def started(self, process: Running) -> None:
+        with self.lock:
+            self.process = process
+            if self.stopped:
+                process.stop()
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            if self.process is not None:
+                self.process.stop()
+
+
+class HeadStart:
+    """The uv runs started ahead for one re-lock; `adopt` hands one to the pip stage, `close` stops the rest."""
+
+    def __init__(self) -> None:
+        self._runs: dict[UvJob, _Run] = {}
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _submit(self, work: Callable[..., _T], *args: object) -> Future[_T]:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(thread_name_prefix="head-start", initializer=interrupts.worker_thread)
+        return self._pool.submit(work, *args)
+
+    def start(self, job: UvJob) -> None:
+        run = _Run()
+        run.outcome = self._submit(execute, job, run.started)
+        with self._lock:
+            self._runs[job] = run
+
+    def meanwhile(self, work: Callable[..., object], *args: object) -> None:
+        """Run `work` (a warm-up: its result and errors do not matter) in the background while uv runs."""
+        self._submit(work, *args)
+
+    def adopt(self, job: UvJob) -> UvOutcome | None:
+        """The outcome of the run started ahead for `job`, waited for; None when none was (the other runs of its
+        platform are stopped then: the pip stage plans one job per platform)."""
+        with self._lock:
+            run = self._runs.pop(job, None)
+            stale = [self._runs.pop(j) for j in [j for j in self._runs if j.platform == job.platform]]
+        for other in stale:
+            other.stop()
+        if stale:
+            log.debug("%s: the uv run started ahead does not fit the inputs: resolving afresh", job.platform)
+        if run is None or run.outcome is None:
+            return None
+        log.debug("%s: adopting the uv run started ahead", job.platform)
+        return run.outcome.result()
+
+    def close(self) -> None:
+        """Stop every run nobody adopted, and wait for them to end (each removes its work directory)."""
+        with self._lock:
+            runs, self._runs = list(self._runs.values()), {}
+        for run in runs:
+            run.stop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+def head_start(
+    project: Project, matrix: Matrix, *, cache: Path, offline: bool, upgrade: Upgrade, update: Collection[str] | bool
+) -> HeadStart:
+    """Start uv for every platform the lock of `matrix` predicts a python for (none without a lock, or when
+    every source moves: their requirements are unknown until they are pinned again)."""
+    started = HeadStart()
+    prediction = None if update is True else predict(project, matrix.name)
+    if prediction is None or not _plain(prediction.sources):
+        return started
+    try:
+        accesses = {i.name: access_index(i, os.environ) for i in matrix.indexes}
+        indexes = ordered_indexes(matrix, accesses)
+        for platform in matrix.platforms:
+            python = prediction.python.get(platform)
+            if python is None:
+                continue
+            inputs = gather_inputs(matrix, platform, prediction.sources, os.environ)
+            preferred = kept(prediction.pip.get(platform, ()), upgrade)
+            job = plan_uv_compile(
+                matrix,
+                platform,
+                python,
+                inputs,
+                indexes,
+                cache=cache,
+                offline=offline,
+                environ=os.environ,
+                preferred=preferred,
+            )
+            started.start(job)
+            log.debug("%s: uv started ahead, on python %s and %d pins of the lock", platform, python, len(preferred))
+            artifacts = [(p.url, p.sha256) for p in prediction.pip.get(platform, ()) if p.sha256]
+            started.meanwhile(_warm_metadata, cache, artifacts)
+    except EnvgenError as exc:  # the re-lock proper meets the same problem and reports it
+        log.debug("no head start: %s", exc.message)
+    return started
+
+
+def _warm_metadata(cache: Path, artifacts: Sequence[tuple[str, str]]) -> None:
+    # Imported here, in the background: the index client (requests) is not needed before uv has started.
+    from envgen.resolve.index_client import warm_metadata
+
+    warm_metadata(cache, artifacts)
+
+
+def _plain(sources: Sequence[LockedSource]) -> bool:
+    """Whether every requirement the lock records for its sources names a package alone, no URL: uv is started
+    here on requirements the re-lock has not read from the sources' trees yet, so a hand-edited lock must not
+    make it fetch (or build) anything from a place the matrix does not name."""
+    for source in sources:
+        for req in source.requirements:
+            try:
+                if Pep508(req.text).url is not None:
+                    log.debug("no head start: %s requires %s", source.source.name, req.text)
+                    return False
+            except InvalidRequirement:
+                return False
+    return True

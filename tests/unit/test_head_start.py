@@ -1,0 +1,155 @@
+"""The quick read of a lock a head start starts uv on (lockio/prediction.py), and the runs it starts: adopted only
+by an equal job, stopped (process and work directory gone) when nobody adopts them."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from envgen.lockio.prediction import Pinned, predict
+from envgen.lockio.store import write_lock
+from envgen.project import Project
+from envgen.resolve.head_start import HeadStart
+from envgen.resolve.uv_compile import UvJob
+
+from tests.support.builders import sample_lock
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    project = Project(tmp_path)
+    write_lock(project, "a5", sample_lock(), "")
+    return project
+
+
+def test_the_prediction_is_the_python_and_the_pins_of_each_platform(project: Project) -> None:
+    lock = sample_lock()
+    predicted = predict(project, "a5")
+    assert predicted is not None
+    assert dict(predicted.python) == {p: "3.11.9" for p in lock.platforms}
+    for platform in lock.platforms:
+        expected = [Pinned(e.name, e.version, e.url, e.sha256) for e in lock.pip_for(platform)]
+        assert sorted(predicted.pip[platform]) == sorted(expected)
+    assert [s.source.name for s in predicted.sources] == [s.source.name for s in lock.sources]
+    assert [s.requirements for s in predicted.sources] == [s.requirements for s in lock.sources]
+
+
+@pytest.mark.parametrize(
+    ("edit", "what"),
+    [
+        (lambda yml: yml.replace("version: 3.11.9", "version: 3.11.9 --offline"), "an option after the python"),
+        (lambda yml: yml.replace("version: 3.11.9", "version: $(touch x)"), "a command as the python"),
+    ],
+)
+def test_a_python_that_is_not_a_version_predicts_no_python(project: Project, edit: object, what: str) -> None:
+    yml = project.lock_yml("a5")
+    yml.write_text(edit(yml.read_text()))  # type: ignore[operator]
+    predicted = predict(project, "a5")
+    assert predicted is not None, what
+    assert dict(predicted.python) == {}, what
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "not: [valid", "package: 3\n", "version: 1\npackage:\n- name: x\n", "!!python/object:os.system {}\n", "[]"],
+)
+def test_a_yml_that_does_not_read_as_expected_predicts_nothing(project: Project, text: str) -> None:
+    project.lock_yml("a5").write_text(text)
+    assert predict(project, "a5") is None
+
+
+def test_no_lock_predicts_nothing(tmp_path: Path) -> None:
+    assert predict(Project(tmp_path), "a5") is None
+
+
+def test_an_artifact_with_a_malformed_sha256_is_not_predicted(project: Project) -> None:
+    yml = project.lock_yml("a5")
+    torch = sample_lock().pip_for("linux-aarch64")[0]
+    yml.write_text(yml.read_text().replace(torch.sha256, "../../../etc/passwd", 1))
+    predicted = predict(project, "a5")
+    assert predicted is not None
+    assert [p for p in predicted.pip["linux-aarch64"] if p.name == torch.name][0][2:] == ("", "")
+
+
+def job(platform: str, script: str) -> UvJob:
+    """A job whose "uv" is a shell script run in the work directory (where `input.txt` holds `platform`)."""
+    return UvJob(platform, (("input.txt", platform),), ("sh", "-c", script), (("PATH", os.environ["PATH"]),), ())
+
+
+def descendants() -> set[str]:
+    """The command lines of this process's live descendants (a job's children are in its process group)."""
+    parents: dict[int, int] = {}
+    lines: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            pid = int(stat.parent.name)
+            parents[pid], lines[pid] = int(fields[1]), cmdline.replace(b"\0", b" ").decode(errors="replace")
+
+    def ours(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    return {line for pid, line in lines.items() if ours(pid)}
+
+
+def running(command: str) -> bool:
+    """Whether a child `command` runs; waits for it to start (a few seconds at most) when it does not yet."""
+    for _ in range(100):
+        if any(c.startswith(command) for c in descendants()):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def running_now(command: str) -> bool:
+    return any(c.startswith(command) for c in descendants())
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def test_an_equal_job_adopts_the_run_and_gets_its_output(scratch: Path) -> None:
+    started = HeadStart()
+    script = "cp input.txt pylock.toml"
+    started.start(job("linux-64", script))
+    outcome = started.adopt(job("linux-64", script))
+    started.close()
+    assert outcome is not None and outcome.returncode == 0 and outcome.pylock == "linux-64"
+    assert not list(scratch.glob("envgen-uv-*"))
+
+
+def test_another_job_of_the_platform_stops_the_run_and_gets_none(scratch: Path) -> None:
+    started = HeadStart()
+    started.start(job("linux-64", "sleep 301"))
+    started.start(job("linux-aarch64", "cp input.txt pylock.toml"))
+    assert running("sleep 301")
+    assert started.adopt(job("linux-64", "sleep 302")) is None
+    assert not running_now("sleep 301")  # stopped at once, not left to run
+    outcome = started.adopt(job("linux-aarch64", "cp input.txt pylock.toml"))  # the other platform's is kept
+    assert outcome is not None and outcome.pylock == "linux-aarch64"
+    started.close()
+    assert not list(scratch.glob("envgen-uv-*"))
+
+
+def test_close_stops_every_run_nobody_adopted(scratch: Path) -> None:
+    started = HeadStart()
+    for platform, seconds in (("linux-64", 303), ("linux-aarch64", 304)):
+        started.start(job(platform, f"sleep {seconds}"))
+    assert running("sleep 303") and running("sleep 304")
+    started.close()
+    assert not running_now("sleep 303") and not running_now("sleep 304")
+    assert not list(scratch.glob("envgen-uv-*"))
