@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-lock: $(STAMP)  ## re-lock every env in env-templates/; every host is asked first, all unreachable ones named (ARGS="a5 --update-all")
+lock: $(STAMP)  ## re-lock every env in env-templates/; every host is asked as it starts, all unreachable ones named (ARGS="a5 --update-all")
 	$(ENVGEN) lock $(ARGS)
 
 check: $(STAMP)  ## verify a lock: static checks, re-solve, throwaway install (ENV=a5 by default; ARGS=--venv)

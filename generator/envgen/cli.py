@@ -74,7 +74,7 @@ def init_command(directory: Path) -> Outcome:
 @click.option(
     "--no-preflight",
     is_flag=True,
-    help="Skip asking every git remote, channel and index first (all unreachable ones reported at once, exit 3).",
+    help="Skip asking every git remote, channel and index as the lock starts (unreachable ones: exit 3).",
 )
 @common_options
 @reporting("lock")
