@@ -3,19 +3,25 @@ by an equal job, stopped (process and work directory gone) when nobody adopts th
 
 from __future__ import annotations
 
+import copy
 import os
+import string
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
-from envgen.lockio.prediction import Pinned, predict
+from envgen.lockio.condalock import Lockfile, conda_lock_text
+from envgen.lockio.prediction import Pinned, _entries, predict
 from envgen.lockio.store import write_lock
 from envgen.project import Project
 from envgen.resolve.head_start import HeadStart
 from envgen.resolve.uv_compile import UvJob
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from tests.support.builders import sample_lock
+from tests.unit.test_condalock_writer import _ANY_TEXT, lockfiles
 
 
 @pytest.fixture
@@ -153,3 +159,36 @@ def test_close_stops_every_run_nobody_adopted(scratch: Path) -> None:
     started.close()
     assert not running_now("sleep 303") and not running_now("sleep 304")
     assert not list(scratch.glob("envgen-uv-*"))
+
+
+_PLAIN_TEXT = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=20)
+
+
+def written(content: Lockfile) -> list[tuple[str, ...]]:
+    """Each entry's fields the head start reads (a sha256 only when it is one: 64 hex digits)."""
+    sha256 = [d.hash.sha256 if len(d.hash.sha256 or "") == 64 else "" for d in content.package]
+    return sorted(
+        (d.name, d.version, d.manager, d.platform, d.url, s) for d, s in zip(content.package, sha256, strict=True)
+    )
+
+
+def read(entries: list[dict[str, str]]) -> list[tuple[str, ...]]:
+    keys = ("name", "version", "manager", "platform", "url", "sha256")
+    return sorted(tuple(e.get(k, "") for k in keys) for e in entries)
+
+
+@settings(max_examples=150, deadline=None)
+@given(content=lockfiles(_ANY_TEXT))
+def test_the_yml_read_line_by_line_is_what_was_written_or_nothing(content: Lockfile) -> None:
+    entries = _entries(conda_lock_text(copy.deepcopy(content)))
+    if entries is not None:
+        assert read(entries) == written(content)
+
+
+@settings(max_examples=150, deadline=None)
+@given(content=lockfiles(_PLAIN_TEXT))
+def test_plain_names_and_versions_are_always_read(content: Lockfile) -> None:
+    assume(content.package)  # an empty lock (`package: []`) predicts nothing
+    entries = _entries(conda_lock_text(copy.deepcopy(content)))
+    assert entries is not None
+    assert read(entries) == written(content)

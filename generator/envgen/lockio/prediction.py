@@ -2,9 +2,10 @@
 and its pip pins, and the sources it records.
 
 A re-lock starts uv on this prediction before anything else (`resolve/head_start.py`), so the read must not
-wait for conda-lock's models: the yml goes through the safe YAML loader alone, and the entries it needs are
-checked for shape only. It is a guess, never a result: anything unexpected predicts nothing, and a run started
-on a wrong prediction is not used (it stands in only for a uv run planned from the validated lock).
+wait for conda-lock's models, or for a YAML parser: the yml is read line by line as envgen writes it, and the
+entries it needs are checked for shape only. It is a guess, never a result: anything unexpected predicts
+nothing, and a run started on a wrong prediction is not used (it stands in only for a uv run planned from the
+validated lock).
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import yaml
-
 from envgen.errors import InputError
-from envgen.inputs.files import bounded_nesting, read_input_text, safe_yaml
+from envgen.inputs.files import read_input_text
 from envgen.lockio.sources_toml import parse_sources_toml
 from envgen.model import LockedSource
 from envgen.project import Project
@@ -50,36 +49,63 @@ class Prediction:
 def predict(project: Project, env: str) -> Prediction | None:
     """The prediction of the lock of `env`; None when there is none or it does not read as expected."""
     try:
-        yml = read_input_text(project.lock_yml(env), hint="")
+        entries = _entries(read_input_text(project.lock_yml(env), hint=""))
         sources = read_input_text(project.sources_toml(env), hint="")
-        with bounded_nesting("lock"):
-            content = safe_yaml(yml)
         recorded = parse_sources_toml(sources, str(project.sources_toml(env))).lock.sources
-    except (InputError, yaml.YAMLError):  # the re-lock proper reads the files again, and reports on them
+    except InputError:  # the re-lock proper reads the files again, and reports on them
         return None
-    packages = content.get("package") if isinstance(content, dict) else None
-    if not isinstance(packages, list):
+    if entries is None:
         return None
     python: dict[str, set[str]] = {}
     pip: dict[str, list[Pinned]] = {}
-    for package in packages:
-        keys = ("manager", "name", "version", "platform")
-        fields = [package.get(k) for k in keys] if isinstance(package, dict) else []
-        strings = [f for f in fields if isinstance(f, str)]
-        if len(strings) != len(keys):
+    for entry in entries:
+        fields = [entry.get(k) for k in ("manager", "name", "version", "platform")]
+        if None in fields:
             return None
-        manager, name, version, platform = strings
+        manager, name, version, platform = (f or "" for f in fields)
         if manager == "pip":
-            pip.setdefault(platform, []).append(Pinned(name, version, *_artifact(package)))
+            sha256 = entry.get("sha256", "")
+            pip.setdefault(platform, []).append(Pinned(name, version, entry.get("url", "") if sha256 else "", sha256))
         elif name == "python":
             python.setdefault(platform, set()).add(version)
     pythons = {p: next(iter(v)) for p, v in python.items() if len(v) == 1 and _PYTHON.fullmatch(next(iter(v)))}
     return Prediction(pythons, {p: tuple(pins) for p, pins in pip.items()}, recorded)
 
 
-def _artifact(package: dict[str, object]) -> tuple[str, str]:
-    url, digests = package.get("url"), package.get("hash")
-    sha256 = digests.get("sha256") if isinstance(digests, dict) else None
-    if not isinstance(url, str) or not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
-        return "", ""
-    return url, sha256
+# The yml is read line by line, as conda-lock's writer lays it out: under `package:`, an entry per `- name: `
+# line, its fields two spaces in, its hashes four. Reading it through YAML (and importing a YAML library)
+# would cost the head start more than the rest of its preparation; any other layout predicts nothing.
+_FIELD = re.compile(r"  (version|manager|platform|url|hash):(?: (.*))?")
+_HASH = re.compile(r"    sha256: ([0-9a-f]{64})")
+
+
+def _entries(yml: str) -> list[dict[str, str]] | None:
+    """Each package entry's name, version, manager, platform, url and sha256, as far as the yml gives them."""
+    lines = iter(yml.splitlines())
+    if "package:" not in lines:  # consumes the lines up to it
+        return None
+    entries: list[dict[str, str]] = []
+    hashes = False
+    for line in lines:
+        if line.startswith("- name: "):
+            entries.append({"name": _scalar(line.removeprefix("- name: "))})
+        elif entries and (field := _FIELD.fullmatch(line)):
+            hashes = field.group(1) == "hash"
+            if not hashes:
+                entries[-1][field.group(1)] = _scalar(field.group(2) or "")
+        elif entries and hashes and (digest := _HASH.fullmatch(line)):
+            entries[-1]["sha256"] = digest.group(1)
+        elif line and not line.startswith(" "):  # the next top-level key: no more entries
+            break
+    if any("" in e.values() for e in entries):
+        return None
+    return entries
+
+
+def _scalar(text: str) -> str:
+    """A plain or single-quoted YAML scalar's value; "" for any other (double-quoted, flow, block, tagged)."""
+    if text.startswith("'") and text.endswith("'") and len(text) >= 2:
+        inner = text[1:-1]
+        return inner.replace("''", "'") if "'" not in inner.replace("''", "") else ""
+    indicator = not text or text[0] in "[]{},#&*!|>'\"%@`" or text[:2] in ("- ", "? ", ": ") or text in "-?:"
+    return "" if indicator or ": " in text or " #" in text or text != text.strip() else text
