@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
 from envgen.errors import EnvgenError, NetworkError
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
@@ -55,7 +57,9 @@ def errors(stderr: str) -> list[str]:
 def project(tmp_path: Path) -> Path:
     """`envgen init`'s project: python from a conda channel, two pip packages from one index (URLs set per test)."""
     root = tmp_path / "project"
-    subprocess.run([sys.executable, "-m", "envgen", "init", str(root)], check=True, capture_output=True)
+    # Made in process: the limits under test are those of the child processes each test starts.
+    made = CliRunner().invoke(cli, ["init", str(root)], catch_exceptions=False)
+    assert made.exit_code == 0, made.output
     matrix = root / "env-templates" / "example.toml"
     # The loopback channel below serves python but no pip.
     matrix.write_text(matrix.read_text().replace('specs = ["python 3.11.*", "pip"]', 'specs = ["python 3.11.*"]'))
@@ -185,9 +189,9 @@ def test_ctrl_c_ends_a_lock_waiting_on_a_stalling_pip_index_at_once(project: Pat
 def locked_then_gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
     """The example locked while served, then its servers stopped: its indexes and channel refuse connections."""
     with served_example(tmp_path_factory, tmp_path_factory.mktemp("gone")) as example:
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
-        lock = [sys.executable, "-m", "envgen", "lock", "demo", "--root", str(example.root)]
-        subprocess.run(lock, env=env, check=True, capture_output=True, timeout=600)
+        env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+        locked = CliRunner().invoke(cli, ["lock", "demo", "-q", "--root", str(example.root)], env=env)
+        assert locked.exit_code == 0, locked.output
     yield example
 
 
