@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
 from click import Option
 from envgen import network
@@ -239,6 +238,10 @@ def test_every_command_speaks_one_json_envelope(project: Path, tmp_path: Path) -
         "install": envgen("install", "nope", "--prefix", str(tmp_path / "p"), "--json", cwd=project),
         "init": envgen("init", str(tmp_path / "new"), "--json"),
     }
+    # Imported here, not at collection: jsonschema loads rfc3987-syntax, which builds its grammar on import (about
+    # 1 s of CPU), in every xdist worker that collects this module, whether or not it runs this test.
+    import jsonschema
+
     for command, proc in runs.items():
         document = json.loads(proc.stdout)
         jsonschema.validate(document, SCHEMA)

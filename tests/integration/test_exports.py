@@ -10,8 +10,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cyclonedx.schema import SchemaVersion
-from cyclonedx.validation.json import JsonStrictValidator
 from envgen.commands.check_throwaway import installed_set_step
 from envgen.example.project import Example
 from envgen.installer import tool_environment
@@ -274,6 +272,11 @@ def test_the_sbom_is_valid_cyclonedx_16_with_one_component_per_artifact_and_sour
     lock = locked(example)
     code, stdout, err = envgen(example, "export", ENV, "--format", "cyclonedx")
     assert code == 0, err
+    # Imported here, not at collection: its validator loads jsonschema, and with it rfc3987-syntax, which builds
+    # its grammar on import (about 1 s of CPU), in every xdist worker that collects this module.
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(stdout) is None
     bom = json.loads(stdout)
     assert bom["specVersion"] == "1.6"

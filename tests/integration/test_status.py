@@ -9,7 +9,6 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 from envgen.cli import cli
@@ -153,6 +152,10 @@ def demo(tmp_path: Path, index: str) -> Demo:
 
 def _valid_status_json(*reports: dict[str, object]) -> None:
     """The reports match the documented schema (docs/status.schema.json)."""
+    # Imported here, not at collection: jsonschema loads rfc3987-syntax, which builds its grammar on import (about
+    # 1 s of CPU), in every xdist worker that collects this module, whether or not it runs this test.
+    import jsonschema
+
     jsonschema.validate(list(reports), json.loads(STATUS_SCHEMA.read_text()))
 
 
