@@ -4,7 +4,7 @@
 
 Whole processes, medians of N interleaved runs, warm caches, both platforms (envgen solves them concurrently;
 the bare uv runs of the two platforms run concurrently too):
-- forced re-lock (`envgen lock demo --force`, and with `--no-preflight`: the hosts are not asked first) vs bare
+- forced re-lock (`envgen lock demo --force`, and with `--no-preflight`: the hosts are not asked alongside) vs bare
   `uv pip compile` with the previous output present;
 - re-lock after a one-pin bump (demo-torch alternates between 2.10.0 and 2.10.1), and what it moved;
 - no-op lock vs `envgen --version`;
