@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from envgen.lockio.store import read_lock, write_lock
 from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Matrix, Pending, PipEntry
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
-from envgen.resolve.conda_stage import admits, python_version, solve_conda_preferring
+from envgen.resolve.conda_stage import CondaSolve, admits, python_version, solve_conda_preferring
 from envgen.resolve.git_sources import resolve_sources
 from envgen.resolve.pip_stage import PypiLock, lock_pypi, still_offered
 from envgen.resolve.preferences import kept
@@ -65,11 +65,20 @@ def relock(
     update = sources_to_update(matrix, update, upgrade)
     previous = read_previous(project, matrix.name, afresh=update is True)
     kept_sources = {} if update is True or previous is None else {s.source.name: s for s in previous.sources}
-    log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
-    sources = resolve_sources(matrix, cache=cache, previous=kept_sources, update=update)
-    platforms = lock_platforms(
-        matrix, sources, cache=cache, offline=offline, previous=previous, upgrade=upgrade, ahead=ahead
-    )
+    # The conda part needs nothing of the sources: each platform is solved while they are pinned.
+    pool = ThreadPoolExecutor(max_workers=len(matrix.platforms))
+    try:
+        solving = {
+            p: pool.submit(solve_conda_preferring, matrix, p, kept(conda_of(previous, p), upgrade), cache=cache)
+            for p in matrix.platforms
+        }
+        log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
+        sources = resolve_sources(matrix, cache=cache, previous=kept_sources, update=update)
+        platforms = lock_platforms(
+            matrix, sources, solving, cache=cache, offline=offline, previous=previous, upgrade=upgrade, ahead=ahead
+        )
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # a source that failed does not wait for the solves
     lock = consistent(assemble_lock(matrix, sources, platforms, project_inputs(project, matrix, sources)), matrix)
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
     derived = [(file.name, file.text) for file in derived_files(lock, matrix)]
@@ -104,9 +113,14 @@ def read_previous(project: Project, env: str, *, afresh: bool) -> Lock | None:
         ) from exc
 
 
+def conda_of(previous: Lock | None, platform: str) -> tuple[CondaEntry, ...]:
+    return previous.conda_for(platform) if previous else ()
+
+
 def lock_platforms(
     matrix: Matrix,
     sources: Sequence[LockedSource],
+    solving: Mapping[str, Future[CondaSolve]],
     *,
     cache: Path,
     offline: bool,
@@ -114,15 +128,16 @@ def lock_platforms(
     upgrade: Upgrade = NO_UPGRADE,
     ahead: Ahead = NOTHING_AHEAD,
 ) -> dict[str, PlatformLock]:
-    """Per platform, concurrently: conda first (it decides the exact python), then pip for that python.
+    """Per platform, concurrently: the conda solve `solving` it (it decides the exact python), then pip for that
+    python.
 
     Each stage prefers the previous lock's entries of the platform, except those `upgrade` covers.
     """
 
     def one(platform: str) -> PlatformLock:
-        before_conda = previous.conda_for(platform) if previous else ()
+        before_conda = conda_of(previous, platform)
         before_pip = previous.pip_for(platform) if previous else ()
-        solved = solve_conda_preferring(matrix, platform, kept(before_conda, upgrade), cache=cache)
+        solved = solving[platform].result()
         conda = solved.entries
         python = python_version(conda)
         log.info("%s %s: conda solved, %d packages, python %s", matrix.name, platform, len(conda), python)
