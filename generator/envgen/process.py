@@ -81,7 +81,8 @@ class Running:
 
     def stop(self) -> None:
         """Kill it and what it started (its output no longer matters); a `wait` under way returns at once."""
-        interrupts.kill_group(self.proc)
+        if self.proc.returncode is None:  # once reaped, its process group id may be another process's
+            interrupts.kill_group(self.proc)
 
 
 def start(

@@ -4,16 +4,21 @@ by an equal job, stopped (process and work directory gone) when nobody adopts th
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import string
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from envgen import interrupts
 from envgen.lockio.condalock import Lockfile, conda_lock_text
 from envgen.lockio.prediction import Pinned, _entries, predict
 from envgen.lockio.store import write_lock
+from envgen.process import start
 from envgen.project import Project
 from envgen.resolve.head_start import HeadStart
 from envgen.resolve.uv_compile import UvJob
@@ -122,6 +127,16 @@ def running_now(command: str) -> bool:
     return any(c.startswith(command) for c in descendants())
 
 
+def gone(command: str) -> bool:
+    """Whether no child `command` runs, once a SIGKILL sent to it has had a few seconds at most to land (on a
+    loaded machine, a killed process may take a moment to be scheduled and die)."""
+    for _ in range(100):
+        if not running_now(command):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.fixture
 def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -144,7 +159,7 @@ def test_another_job_of_the_platform_stops_the_run_and_gets_none(scratch: Path) 
     started.start(job("linux-aarch64", "cp input.txt pylock.toml"))
     assert running("sleep 301")
     assert started.adopt(job("linux-64", "sleep 302")) is None
-    assert not running_now("sleep 301")  # stopped at once, not left to run
+    assert gone("sleep 301")  # stopped, not left to run
     outcome = started.adopt(job("linux-aarch64", "cp input.txt pylock.toml"))  # the other platform's is kept
     assert outcome is not None and outcome.pylock == "linux-aarch64"
     started.close()
@@ -159,6 +174,40 @@ def test_close_stops_every_run_nobody_adopted(scratch: Path) -> None:
     started.close()
     assert not running_now("sleep 303") and not running_now("sleep 304")
     assert not list(scratch.glob("envgen-uv-*"))
+
+
+def test_close_stops_a_run_its_adopter_still_waits_for(scratch: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Ctrl-C while the pip stage waits on the run it adopted: `lock_envs` closes the head starts on its way out,
+    before the interrupt kills the children; the close must stop that run, not wait for uv to finish."""
+    caplog.set_level(logging.DEBUG, logger="envgen.resolve.head_start")
+    started = HeadStart()
+    started.start(job("linux-64", "sleep 60"))
+    assert running("sleep 60")
+    with ThreadPoolExecutor(1) as pool:
+        adopted = pool.submit(started.adopt, job("linux-64", "sleep 60"))
+        for _ in range(200):  # until the adopter has taken the run (and waits for it)
+            if "adopting the uv run started ahead" in caplog.text:
+                break
+            time.sleep(0.05)
+        closing = threading.Thread(target=started.close, daemon=True)
+        closing.start()
+        closing.join(30)
+        assert not closing.is_alive(), "close waited for the adopted run to finish"
+        outcome = adopted.result(timeout=30)
+    assert outcome is not None and outcome.returncode != 0  # killed: the pip stage reports a failure
+    assert not running_now("sleep 60")
+    assert not list(scratch.glob("envgen-uv-*"))
+
+
+def test_stopping_a_run_that_ended_kills_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run is stopped after it ended (another job of its platform adopted, or a close): its pid, hence its
+    process group id, is free once reaped, and may be another process's by then."""
+    running = start(["true"])
+    running.wait()
+    killed: list[int] = []
+    monkeypatch.setattr(interrupts, "kill_group", lambda proc: killed.append(proc.pid))
+    running.stop()
+    assert killed == []
 
 
 _PLAIN_TEXT = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=20)

@@ -63,7 +63,8 @@ class HeadStart:
     """The uv runs started ahead for one re-lock; `adopt` hands one to the pip stage, `close` stops the rest."""
 
     def __init__(self) -> None:
-        self._runs: dict[UvJob, _Run] = {}
+        self._runs: dict[UvJob, _Run] = {}  # not adopted yet
+        self._started: list[_Run] = []
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
@@ -77,6 +78,7 @@ class HeadStart:
         run.outcome = self._submit(execute, job, run.started)
         with self._lock:
             self._runs[job] = run
+            self._started.append(run)
 
     def meanwhile(self, work: Callable[..., object], *args: object) -> None:
         """Run `work` (a warm-up: its result and errors do not matter) in the background while uv runs."""
@@ -98,9 +100,14 @@ class HeadStart:
         return run.outcome.result()
 
     def close(self) -> None:
-        """Stop every run nobody adopted, and wait for them to end (each removes its work directory)."""
+        """Stop every run still going, and wait for them to end (each removes its work directory).
+
+        Those nobody adopted, and an adopted one too: its adopter waits for it, so it still goes only when the
+        re-lock is being abandoned (Ctrl-C reaches `lock_envs`, which closes the head starts on its way out,
+        before the interrupt kills the children: waiting for uv to finish would hold the exit up meanwhile).
+        """
         with self._lock:
-            runs, self._runs = list(self._runs.values()), {}
+            runs, self._runs = list(self._started), {}
         for run in runs:
             run.stop()
         if self._pool is not None:
