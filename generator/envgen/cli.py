@@ -19,12 +19,13 @@ from envgen.console import (
     guarded,
     reporting,
     settings,
+    version_option,
 )
 from envgen.errors import EnvgenError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=epilog("envgen init", "envgen lock"))
-@click.version_option(package_name="envgen", prog_name="envgen")
+@version_option
 @common_options
 def cli() -> None:
     """Compile version matrices (env-templates/*.toml) into pinned, verified conda-lock environments.

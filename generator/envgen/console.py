@@ -199,6 +199,24 @@ _COMMON = (
 )
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    # envgen.__version__ is read only here (importlib.metadata would cost every command's start-up), and is
+    # "0.0.0" from a source tree never installed, where click's own lookup by package name fails.
+    if value and not ctx.resilient_parsing:
+        click.echo(f"envgen, version {envgen.__version__}")
+        ctx.exit()
+
+
+version_option = click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the version and exit.",
+)
+
+
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(_COMMON):
         func = option(func)
