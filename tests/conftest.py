@@ -24,7 +24,7 @@ def pytest_configure(config: pytest.Config) -> None:
     anew: about 0.1 s of CPU per `envgen show`, 0.2 s per `envgen check`. Python reads bytecode whatever that
     variable says. Once per run: under xdist the controller does it before the workers start."""
     if not hasattr(config, "workerinput"):
-        compileall.compile_dir(PACKAGE, quiet=1)
+        compileall.compile_dir(PACKAGE, quiet=2)  # a checkout it cannot write to: no bytecode, as before
 
 
 @pytest.hookimpl(wrapper=True)
