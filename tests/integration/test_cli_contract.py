@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 from click import Option
+from click.testing import CliRunner
 from envgen import network
+from envgen.cli import cli
 from envgen.console import EXIT_CODES
 from envgen.project import Project
 
@@ -115,20 +117,25 @@ def test_init_starts_a_project_that_the_other_commands_accept(tmp_path: Path) ->
 # --- 2. one exit code per condition, through every command --------------------------------------------------
 
 
-def test_the_table_is_in_every_help() -> None:
-    from envgen.cli import cli
+def help_text(command: str) -> str:
+    """`envgen COMMAND --help`, in process: click writes the same text there as in a child process (the other
+    tests of this module run the real command line, where the process boundary is what they test)."""
+    result = CliRunner().invoke(cli, [*command.split(), "--help"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
 
+
+def test_the_table_is_in_every_help() -> None:
     assert {"bundle", "demo", "init", *PROJECT_COMMANDS} <= set(cli.commands)
     for command in ["", *cli.commands]:  # every registered command, a new one included
-        proc = envgen(*command.split(), "--help")
-        assert proc.returncode == 0
-        examples = proc.stdout.split("Examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        text = help_text(command)
+        examples = text.split("Examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
         assert examples and all(line.strip().startswith("envgen ") for line in examples), command
         if command:  # every option says what it does (before: --installer had no description)
             undescribed = [p.name for p in cli.commands[command].params if isinstance(p, Option) and not p.help]
             assert undescribed == [], command
         for code, meaning in EXIT_CODES:
-            assert f"{code:>3}  {meaning}" in proc.stdout, (command, code)
+            assert f"{code:>3}  {meaning}" in text, (command, code)
     readme = (REPO / "README.md").read_text()
     for code, meaning in EXIT_CODES:
         assert f"| {code} | {meaning} |" in readme
@@ -137,9 +144,9 @@ def test_the_table_is_in_every_help() -> None:
 def test_the_network_limits_and_their_defaults_are_in_every_help_and_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
     for command in ["", *PROJECT_COMMANDS, "diff", "demo", "init"]:
-        proc = envgen(*command.split(), "--help")
+        text = help_text(command)
         for field, name, what in network.VARIABLES:
-            assert f"  {name} (default {network.seconds(field)}): {what}" in proc.stdout, (command, name)
+            assert f"  {name} (default {network.seconds(field)}): {what}" in text, (command, name)
     for field, name, what in network.VARIABLES:
         assert f"| `{name}` | {network.seconds(field)} | {what} |" in readme
 
