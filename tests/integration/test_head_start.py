@@ -112,6 +112,20 @@ def test_a_lock_recording_a_url_requirement_gets_no_head_start(locked: Example) 
     assert lock_files(locked) == before
 
 
+def test_a_lock_recording_a_distribution_that_is_not_a_name_gets_no_head_start(locked: Example) -> None:
+    """A source's distribution becomes a line of uv's excludes file: a hand-edited one must not put an option
+    there (`-r FILE` would have uv read any file of the machine)."""
+    before = lock_files(locked)
+    sources = locked.root / "locks" / f"{ENV}.sources.toml"
+    text = sources.read_text()
+    distribution = tomllib.loads(text)["sources"][0]["distribution"]
+    sources.write_text(text.replace(f'distribution = "{distribution}"', 'distribution = "-r /etc/passwd"', 1))
+    err = relock(locked)
+    assert "no head start: " in err and "records the distribution '-r /etc/passwd'" in err, err
+    assert "started ahead" not in err
+    assert lock_files(locked) == before
+
+
 def test_a_preflight_that_fails_stops_the_run_started_ahead(locked: Example) -> None:
     """The conda channel no longer answers: the preflight names it while uv already runs; the run is stopped,
     the lock is unchanged and no scratch directory is left."""

@@ -23,6 +23,7 @@ from packaging.requirements import Requirement as Pep508
 from envgen import interrupts
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
+from envgen.inputs.matrix_sections import PROJECT_NAME
 from envgen.lockio.prediction import predict
 from envgen.model import LockedSource, Matrix
 from envgen.process import Running
@@ -162,8 +163,13 @@ def _warm_metadata(cache: Path, artifacts: Sequence[tuple[str, str]]) -> None:
 def _plain(sources: Sequence[LockedSource]) -> bool:
     """Whether every requirement the lock records for its sources names a package alone, no URL: uv is started
     here on requirements the re-lock has not read from the sources' trees yet, so a hand-edited lock must not
-    make it fetch (or build) anything from a place the matrix does not name."""
+    make it fetch (or build) anything from a place the matrix does not name. Every distribution a source records
+    must be a project name too: it becomes a line of uv's excludes file, where `-r FILE` would be an option (the
+    re-lock proper takes it from the matrix, which checks it)."""
     for source in sources:
+        if not PROJECT_NAME.fullmatch(source.source.distribution):
+            log.debug("no head start: %s records the distribution %r", source.source.name, source.source.distribution)
+            return False
         for req in source.requirements:
             try:
                 if Pep508(req.text).url is not None:
