@@ -24,7 +24,10 @@ def pool() -> Iterator[ThreadPoolExecutor]:
     workers.shutdown(wait=True)
 
 
-def test_a_failed_preflight_kills_the_relocks_children_and_is_the_error_raised(pool: ThreadPoolExecutor) -> None:
+def test_a_failed_preflight_kills_the_relocks_children_and_is_the_error_raised(
+    pool: ThreadPoolExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lock, "STOP_WAIT", 30.0)  # ample on a loaded machine: the wait ends when the re-lock does
     relocking = pool.submit(run, ["sleep", "62"])  # a re-lock waiting on git or uv
 
     def preflight() -> None:
