@@ -22,6 +22,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -196,6 +197,11 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
             path.unlink()
         return cli()()
 
+    # What the head start did in a forced re-lock: each platform's uv run adopted, so uv ran once per platform.
+    verbose = [*envgen, "-v", "lock", subject.env, "--root", str(subject.root), "--force"]
+    said = subprocess.run(verbose, env=env, check=True, capture_output=True, text=True).stderr
+    adopted = said.count("adopting the uv run started ahead")
+    uv_runs = len(re.findall(r"ran `\S+ pip compile ", said))
     load = os.getloadavg()
     forced = interleaved_medians(
         {
@@ -223,6 +229,7 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
     )
     for what, ours, against, theirs in rows:
         print(f"  {what:30s} {ours:7.3f} s   {against:34s} {theirs:7.3f} s   ratio {ours / theirs:5.2f}x")
+    print(f"  a forced re-lock adopted the head start's uv run on {adopted} platform(s) and ran uv {uv_runs} time(s)")
     shown = {p: [f"{m['name']} {m['old']} -> {m['new']}" for m in ms] for p, ms in moved.items()}
     print(f"  the last bump moved: {shown}")
 
