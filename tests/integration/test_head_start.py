@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import re
 import tempfile
+import threading
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from envgen.commands import lock as lock_command
+from envgen.errors import NetworkError
 from envgen.example.project import Example
 from envgen.inputs.matrix import load_env
 from envgen.project import Project
+from envgen.resolve import pipeline
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -142,3 +146,33 @@ def test_a_preflight_that_fails_stops_the_run_started_ahead(locked: Example) -> 
     assert "uv started ahead" in err, err
     assert lock_files(locked) == before
     assert no_scratch_left()
+
+
+def test_a_relock_ready_before_the_preflight_fails_writes_nothing(
+    locked: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-lock has everything to write while the preflight still waits on a host, which then does not
+    answer: the write waits for the preflight's verdict, so nothing is written."""
+    ready, wrote = threading.Event(), threading.Event()
+    derived_files, write_lock = pipeline.derived_files, pipeline.write_lock
+
+    def derived(*args: object) -> object:
+        files = derived_files(*args)
+        ready.set()
+        return files
+
+    def write(*args: object) -> None:
+        wrote.set()
+        write_lock(*args)
+
+    def preflight(*args: object) -> None:
+        assert ready.wait(120), "the re-lock never got ready to write"
+        wrote.wait(3)  # a re-lock not held back writes meanwhile
+        raise NetworkError("1 host that the lock needs did not answer; nothing was locked")
+
+    monkeypatch.setattr(pipeline, "derived_files", derived)
+    monkeypatch.setattr(pipeline, "write_lock", write)
+    monkeypatch.setattr(lock_command, "ask_hosts", preflight)
+    code, _, err = run_envgen(locked, "lock", ENV, "--force")
+    assert code == 3 and "did not answer; nothing was locked" in err, err
+    assert not wrote.is_set()
