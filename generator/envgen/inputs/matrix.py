@@ -263,7 +263,7 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
         specs: list[str] = []
         for key, spec in get_str_list(self.p, table, (*path, "specs")):
             try:
-                rattler.MatchSpec(spec.strip())
+                rattler.MatchSpec(spec.strip(), strict=True)  # as the solver reads it
             except Exception as exc:  # rattler raises its own exception classes, not exported by type
                 self.p.add(key, f"'{spec}' is not a conda match spec: {exc}")
             else:
