@@ -5,24 +5,28 @@ run is stopped. Either way the lock is the one a re-lock without a head start wr
 from __future__ import annotations
 
 import re
+import socket
 import tempfile
 import threading
 import tomllib
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
 from envgen.commands import lock as lock_command
 from envgen.errors import NetworkError
-from envgen.example.project import Example
+from envgen.example.condapkgs import demo_packages
+from envgen.example.project import Example, republish
 from envgen.inputs.matrix import load_env
+from envgen.lockio.store import read_lock
 from envgen.project import Project
 from envgen.resolve import pipeline
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.support.example import restored_example, run_envgen
-from tests.support.stalling import closed_url, stalling_server
+from tests.support.example import restored_example, run_envgen, served_example, use_git_config
+from tests.support.stalling import closed_url
 
 ENV = "demo"
 PLATFORMS = ("linux-64", "linux-aarch64")
@@ -81,53 +85,92 @@ def test_a_forced_relock_uses_the_run_started_ahead_and_writes_the_same_bytes(lo
     assert no_scratch_left()
 
 
-def test_a_prediction_the_relock_does_not_confirm_is_not_used(locked: Example) -> None:
-    """The lock records a requirement of a source that its tree does not declare: the head start resolves it,
-    the re-lock reads the tree, plans another run and resolves again; the head start's run is not used."""
+@contextmanager
+def listening() -> Iterator[tuple[str, list[object]]]:
+    """A loopback URL and the connections made to it (accepted, then closed)."""
+    accepted: list[object] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        listener.settimeout(0.2)
+        stop = threading.Event()
+
+        def accept() -> None:
+            while not stop.is_set():
+                with suppress(OSError):
+                    conn, _ = listener.accept()
+                    accepted.append(conn)
+                    conn.close()
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
+        finally:
+            stop.set()
+            thread.join(5)
+
+
+@pytest.mark.parametrize("edit", ["another requirement", "a URL requirement", "an option as distribution"])
+def test_what_a_lock_records_of_its_sources_never_reaches_uv(locked: Example, edit: str) -> None:
+    """A hand-edited sources.toml: a source requirement its tree does not declare (uv would resolve and build it),
+    one on a URL (uv would fetch it), a distribution that is an option (a line of uv's excludes file). The head
+    start pins the sources as the re-lock does, reading their trees: its uv run is the re-lock's own, the edit
+    reaches no uv run, and the host in the URL is never asked."""
     before = lock_files(locked)
     sources = locked.root / "locks" / f"{ENV}.sources.toml"
     text = sources.read_text()
     _, recorded = resolved_requirement(locked)
-    edited = Requirement(recorded)
-    edited.specifier &= "!=0.0.0.1"
-    sources.write_text(text.replace(f'text = "{recorded}"', f'text = "{edited}"', 1))
-    err = relock(locked)
+    with listening() as (host, accepted):
+        distribution = tomllib.loads(text)["sources"][0]["distribution"]
+        old, new = {
+            "another requirement": (f'text = "{recorded}"', 'text = "evil-build-me>=0"'),
+            "a URL requirement": (f'text = "{recorded}"', f'text = "{Requirement(recorded).name} @ {host}/x.tar.gz"'),
+            "an option as distribution": (f'distribution = "{distribution}"', 'distribution = "-r /etc/passwd"'),
+        }[edit]
+        assert old in text
+        sources.write_text(text.replace(old, new, 1))
+        err = relock(locked)
     for platform in PLATFORMS:
-        assert f"{platform}: uv started ahead" in err, err
-        assert f"{platform}: the uv run started ahead does not fit the inputs: resolving afresh" in err, err
-    assert "adopting" not in err
-    assert lock_files(locked) == before  # the tree's requirements, as locked before
+        assert f"{platform}: adopting the uv run started ahead" in err, err
+    assert len(UV_RUN.findall(err)) == len(PLATFORMS), err
+    assert not accepted
+    assert lock_files(locked) == before  # the hand edit is gone: the sources.toml is written again
     assert no_scratch_left()
 
 
-def test_a_lock_recording_a_url_requirement_gets_no_head_start(locked: Example) -> None:
-    """A hand-edited lock cannot make the head start fetch from a host the matrix does not name: the host below
-    would be asked for the requirement's file if uv were started on it."""
-    before = lock_files(locked)
-    sources = locked.root / "locks" / f"{ENV}.sources.toml"
-    text = sources.read_text()
-    source, recorded = resolved_requirement(locked)
-    with stalling_server("silent") as host:
-        hostile = f"{Requirement(recorded).name} @ {host}/evil-1.0.tar.gz"
-        sources.write_text(text.replace(f'text = "{recorded}"', f'text = "{hostile}"', 1))
-        err = relock(locked)
-    assert f"no head start: {source} requires {hostile}" in err, err
-    assert "started ahead" not in err
-    assert lock_files(locked) == before
+@pytest.fixture
+def example(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
+    """A served example of the test's own (its channel changes), git mirrors active, locked."""
+    with served_example(tmp_path_factory, tmp_path / "example") as served:
+        use_git_config(served.gitconfig, monkeypatch)
+        code, _, err = run_envgen(served, "lock", ENV, "-q")
+        assert code == 0, err
+        yield served
 
 
-def test_a_lock_recording_a_distribution_that_is_not_a_name_gets_no_head_start(locked: Example) -> None:
-    """A source's distribution becomes a line of uv's excludes file: a hand-edited one must not put an option
-    there (`-r FILE` would have uv read any file of the machine)."""
-    before = lock_files(locked)
-    sources = locked.root / "locks" / f"{ENV}.sources.toml"
-    text = sources.read_text()
-    distribution = tomllib.loads(text)["sources"][0]["distribution"]
-    sources.write_text(text.replace(f'distribution = "{distribution}"', 'distribution = "-r /etc/passwd"', 1))
-    err = relock(locked)
-    assert "no head start: " in err and "records the distribution '-r /etc/passwd'" in err, err
-    assert "started ahead" not in err
-    assert lock_files(locked) == before
+def test_a_run_started_on_another_python_is_not_used(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matrix now asks for python 3.11.10, which the channel has gained: the lock predicts 3.11.9, the conda
+    solve chooses 3.11.10, the pip stage plans another run and resolves again; the head start's is stopped."""
+    scratch = example.root.parent / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    newer = [p for p in demo_packages("3.11.10") if p.name == "python"]
+    republish(example, conda=(*demo_packages(), *newer))
+    example.matrix.write_text(example.matrix.read_text().replace('"python 3.11.*"', '"python ==3.11.10"'))
+    code, _, err = run_envgen(example, "-v", "lock", ENV)
+    assert code == 0, err
+    for platform in PLATFORMS:
+        assert f"{platform}: uv started ahead, on python 3.11.9" in err, err
+        assert f"{platform}: the uv run started ahead does not fit the inputs: resolving afresh" in err, err
+    assert "adopting" not in err
+    assert len(UV_RUN.findall(err)) <= 2 * len(PLATFORMS), err
+    locked = read_lock(Project(example.root), ENV)
+    assert locked is not None and {locked.python_for(p) for p in PLATFORMS} == {"3.11.10"}
+    assert {e.platform for e in locked.pip} == set(PLATFORMS)
+    assert not list(scratch.glob("envgen-uv-*"))
 
 
 def test_a_preflight_that_fails_stops_the_run_started_ahead(locked: Example) -> None:

@@ -228,7 +228,8 @@ def _stop(futures: Iterable[Future[LockResult]]) -> None:
 def ask_hosts(project: Project, matrices: Sequence[Matrix], options: _Options) -> None:
     """The preflight: every host the re-locks of `matrices` will ask, asked; all that do not answer are
     reported at once (NetworkError)."""
-    from envgen.resolve.pipeline import read_previous, sources_to_update
+    from envgen.resolve.git_sources import sources_to_update
+    from envgen.resolve.pipeline import read_previous
     from envgen.resolve.preflight import Relock, preflight
 
     relocks = []

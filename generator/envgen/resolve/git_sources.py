@@ -17,11 +17,12 @@ from envgen.errors import EnvgenError, InputError, MatrixError
 from envgen.inputs.channels import access_index
 from envgen.model import METADATA, LockedSource, Matrix, Source
 from envgen.redact import redact_url, strip_credentials
-from envgen.resolve.git_cache import apply_cherry_picks, cached_repo
+from envgen.resolve.git_cache import apply_cherry_picks, cached_repo, has_commits
 from envgen.resolve.git_remote import ls_remote, resolve_ref
 from envgen.resolve.git_submodules import lock_submodules
 from envgen.resolve.source_metadata import BuildSettings, Declared, declared_dependencies
 from envgen.resolve.source_requirements import digest_files, read_requirements, split_requirements
+from envgen.resolve.upgrade import Upgrade
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -38,6 +39,24 @@ def kept_commit(source: Source, previous: Mapping[str, LockedSource], update: Co
     recorded = (strip_credentials(old.source.url), old.source.ref, old.source.cherry_picks)
     same = recorded == (strip_credentials(source.url), source.ref, source.cherry_picks)
     return old.commit if same else None
+
+
+def asks_remote(
+    source: Source, previous: Mapping[str, LockedSource], update: Collection[str] | bool, cache: Path
+) -> bool:
+    """Whether pinning `source` asks its remote: for its refs (a commit not kept, a ref not a full commit) or for
+    a commit or cherry-pick the git cache lacks."""
+    commit = kept_commit(source, previous, update)
+    if commit is None and is_full_commit(source.ref):
+        commit = source.ref.lower()
+    return commit is None or not has_commits(cache, source.url, (commit, *source.cherry_picks))
+
+
+def sources_to_update(matrix: Matrix, update: Collection[str] | bool, upgrade: Upgrade) -> Collection[str] | bool:
+    """The sources that move to their ref's current commit: `--update`'s, and those `--upgrade` covers."""
+    if update is True or upgrade.everything:
+        return True
+    return sorted(set(update or ()) | {s.name for s in matrix.sources if upgrade.covers(s.name)})
 
 
 def _pin(

@@ -1,10 +1,13 @@
-"""A re-lock's head start: `uv pip compile` of each platform started on the inputs the previous lock predicts
-(`lockio/prediction.py`), before the re-lock imports its stages, asks the hosts, pins the git sources and
-solves the conda part, all of which then happen while uv works.
+"""A re-lock's head start: `uv pip compile` of each platform started before the re-lock imports its stages,
+asks the hosts and solves the conda part (all of which then happen while uv works), on what the previous lock
+predicts (`lockio/prediction.py`): per platform its python, and its pins as preferences.
 
-A started run stands in only for a run the pip stage plans equal to it (`uv_compile.UvJob`: the same files,
-command and environment, hence the same resolution). When the inputs turned out otherwise (a source moved, the
-conda solve chose another python), the pip stage runs uv itself; the runs nobody adopted are stopped.
+The git sources are pinned first, as the re-lock pins them, when that needs no remote (the recorded commits are
+in the git cache): their requirements are read at their trees, never taken from the lock, so a hand-edited lock
+cannot choose what uv resolves. A started run stands in only for a run the pip stage plans equal to it
+(`uv_compile.UvJob`: the same files, command and environment, hence the same resolution). When the inputs
+turned out otherwise (the conda solve chose another python, a source moved meanwhile), the pip stage runs uv
+itself; the runs nobody adopted are stopped.
 """
 
 from __future__ import annotations
@@ -17,13 +20,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from packaging.requirements import InvalidRequirement
-from packaging.requirements import Requirement as Pep508
-
 from envgen import interrupts
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
-from envgen.inputs.matrix_sections import PROJECT_NAME
 from envgen.lockio.prediction import predict
 from envgen.model import LockedSource, Matrix
 from envgen.process import Running
@@ -118,20 +117,23 @@ class HeadStart:
 def head_start(
     project: Project, matrix: Matrix, *, cache: Path, offline: bool, upgrade: Upgrade, update: Collection[str] | bool
 ) -> HeadStart:
-    """Start uv for every platform the lock of `matrix` predicts a python for (none without a lock, or when
-    every source moves: their requirements are unknown until they are pinned again)."""
+    """Start uv for every platform the lock of `matrix` predicts a python for: none without a lock, or when a
+    source needs its remote to be pinned (the preflight asks the hosts first)."""
     started = HeadStart()
-    prediction = None if update is True else predict(project, matrix.name)
-    if prediction is None or not _plain(prediction.sources):
+    prediction = predict(project, matrix.name)
+    if prediction is None:
         return started
     try:
+        sources = _pinned_sources(matrix, prediction.sources, cache, update, upgrade)
+        if sources is None:
+            return started
         accesses = {i.name: access_index(i, os.environ) for i in matrix.indexes}
         indexes = ordered_indexes(matrix, accesses)
         for platform in matrix.platforms:
             python = prediction.python.get(platform)
             if python is None:
                 continue
-            inputs = gather_inputs(matrix, platform, prediction.sources, os.environ)
+            inputs = gather_inputs(matrix, platform, sources, os.environ)
             preferred = kept(prediction.pip.get(platform, ()), upgrade)
             job = plan_uv_compile(
                 matrix,
@@ -153,28 +155,33 @@ def head_start(
     return started
 
 
+def _pinned_sources(
+    matrix: Matrix,
+    recorded: Sequence[LockedSource],
+    cache: Path,
+    update: Collection[str] | bool,
+    upgrade: Upgrade,
+) -> tuple[LockedSource, ...] | None:
+    """The sources as the re-lock pins them, when that needs no remote (None when one does): each at the commit
+    the lock records for it, its requirements read at its tree in the git cache as the re-lock reads them. The
+    lock's own record of a source's requirements never reaches uv: a hand-edited lock must not choose what uv
+    resolves (and builds)."""
+    if not matrix.sources:
+        return ()
+    # Imported here: a matrix without sources starts uv without git's modules.
+    from envgen.resolve.git_sources import asks_remote, resolve_sources, sources_to_update
+
+    moving = sources_to_update(matrix, update, upgrade)
+    previous = {} if moving is True else {s.source.name: s for s in recorded}
+    remote = [s.name for s in matrix.sources if asks_remote(s, previous, moving, cache)]
+    if remote:
+        log.debug("no head start: source %s needs its remote", remote[0])
+        return None
+    return resolve_sources(matrix, cache=cache, previous=previous, update=moving)
+
+
 def _warm_metadata(cache: Path, artifacts: Sequence[tuple[str, str]]) -> None:
     # Imported here, in the background: the index client (requests) is not needed before uv has started.
     from envgen.resolve.index_client import warm_metadata
 
     warm_metadata(cache, artifacts)
-
-
-def _plain(sources: Sequence[LockedSource]) -> bool:
-    """Whether every requirement the lock records for its sources names a package alone, no URL: uv is started
-    here on requirements the re-lock has not read from the sources' trees yet, so a hand-edited lock must not
-    make it fetch (or build) anything from a place the matrix does not name. Every distribution a source records
-    must be a project name too: it becomes a line of uv's excludes file, where `-r FILE` would be an option (the
-    re-lock proper takes it from the matrix, which checks it)."""
-    for source in sources:
-        if not PROJECT_NAME.fullmatch(source.source.distribution):
-            log.debug("no head start: %s records the distribution %r", source.source.name, source.source.distribution)
-            return False
-        for req in source.requirements:
-            try:
-                if Pep508(req.text).url is not None:
-                    log.debug("no head start: %s requires %s", source.source.name, req.text)
-                    return False
-            except InvalidRequirement:
-                return False
-    return True

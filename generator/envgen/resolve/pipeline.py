@@ -18,7 +18,7 @@ from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Matrix
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import CondaSolve, admits, python_version, solve_conda_preferring
-from envgen.resolve.git_sources import resolve_sources
+from envgen.resolve.git_sources import resolve_sources, sources_to_update
 from envgen.resolve.pip_stage import PypiLock, lock_pypi, still_offered
 from envgen.resolve.preferences import kept
 from envgen.resolve.upgrade import NO_UPGRADE, Upgrade
@@ -86,13 +86,6 @@ def relock(
     write_lock(project, matrix.name, lock, render_recipe(lock), derived)
     moved = explain_sources(previous.sources, sources, update, upgrade) if previous else []
     return Relocked(lock, tuple(moved) + tuple(m for p in matrix.platforms for m in platforms[p].moves))
-
-
-def sources_to_update(matrix: Matrix, update: Collection[str] | bool, upgrade: Upgrade) -> Collection[str] | bool:
-    """The sources that move to their ref's current commit: `--update`'s, and those `--upgrade` covers."""
-    if update is True or upgrade.everything:
-        return True
-    return sorted(set(update or ()) | {s.name for s in matrix.sources if upgrade.covers(s.name)})
 
 
 def read_previous(project: Project, env: str, *, afresh: bool) -> Lock | None:

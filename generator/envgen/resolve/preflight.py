@@ -16,15 +16,13 @@ from urllib.parse import urlsplit
 import requests
 
 from envgen import interrupts, network
-from envgen.commits import is_full_commit
 from envgen.errors import NetworkError, ToolError
 from envgen.inputs.channels import access_index, expand_url
-from envgen.model import Index, LockedSource, Matrix, Source
+from envgen.model import Index, LockedSource, Matrix
 from envgen.process import run
 from envgen.redact import redact_text, redact_url
-from envgen.resolve.git_cache import has_commits
 from envgen.resolve.git_remote import MIRROR_HINT, bare_url, git_env
-from envgen.resolve.git_sources import kept_commit
+from envgen.resolve.git_sources import asks_remote
 from envgen.resolve.index_client import IndexClient
 
 # Seconds one probe may take: a reachable host answers a single request in well under that.
@@ -68,15 +66,6 @@ class Relock:
     update: Collection[str] | bool = ()
 
 
-def asks_remote(source: Source, relock: Relock, cache: Path) -> bool:
-    """Whether re-locking asks the source's remote: for its refs (a commit not kept, a ref not a full commit) or
-    for a commit or cherry-pick the git cache lacks."""
-    commit = kept_commit(source, relock.previous, relock.update)
-    if commit is None and is_full_commit(source.ref):
-        commit = source.ref.lower()
-    return commit is None or not has_commits(cache, source.url, (commit, *source.cherry_picks))
-
-
 def targets(relocks: Sequence[Relock], *, cache: Path, offline: bool = False) -> list[Target]:
     """Every remote, channel and index the re-locks need (indexes not when `offline`: uv then reads its cache;
     a remote only when asked, see `asks_remote`), each once, with the envs that need it. Git requirements found
@@ -86,7 +75,7 @@ def targets(relocks: Sequence[Relock], *, cache: Path, offline: bool = False) ->
     for relock in relocks:
         matrix = relock.matrix
         for source in matrix.sources:
-            if asks_remote(source, relock, cache):
+            if asks_remote(source, relock.previous, relock.update, cache):
                 needs.setdefault(("git remote", source.url), []).append(f"{matrix.name} source {source.name}")
         for channel in matrix.channels:
             needs.setdefault(("conda channel", channel.url), []).append(matrix.name)
