@@ -36,7 +36,8 @@ INTERRUPTED = "interrupted: nothing was written (the previous lock files are unc
 
 
 def envgen(root: Path, *args: str, **limits: str) -> tuple[int, str, float]:
-    """`envgen ARGS --root ROOT` in a child process with the given ENVGEN_* limits: exit code, stderr, seconds."""
+    """`envgen ARGS --root ROOT` in a child process with the given ENVGEN_* limits (or cache_dir): exit code,
+    stderr, seconds."""
     env = {**os.environ, **{f"ENVGEN_{name.upper()}": value for name, value in limits.items()}}
     started = time.monotonic()
     proc = subprocess.run(
@@ -244,7 +245,10 @@ def test_install_from_an_unreachable_conda_channel_exits_3_naming_the_host(
 ) -> None:
     """Before: exit 4, as if the channel had served other bytes than were locked."""
     args = ["install", "demo", "--prefix", str(tmp_path / "env")]
-    code, err, _ = envgen(locked_then_gone.root, *args, conda_timeout="2", retries="0")
+    # A cache of its own: the session's may already hold these packages (every served example has the same
+    # bytes, and other tests install them), and rattler rightly takes them from there without asking the channel.
+    cache = str(tmp_path / "cache")
+    code, err, _ = envgen(locked_then_gone.root, *args, conda_timeout="2", retries="0", cache_dir=cache)
     assert code == 3, err
     channel = locked_then_gone.channel_url.removeprefix("http://")
     assert errors(err) == ["error: downloading the locked conda packages for linux-64: a host could not be reached"]
