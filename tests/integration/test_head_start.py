@@ -81,6 +81,8 @@ def test_a_forced_relock_uses_the_run_started_ahead_and_writes_the_same_bytes(lo
         assert f"{platform}: uv started ahead, on python 3.11.9" in err, err
         assert f"{platform}: adopting the uv run started ahead" in err, err
     assert len(UV_RUN.findall(err)) == len(PLATFORMS), err  # uv ran once per platform, not twice
+    pinned = re.findall(r"source (\S+): \S+ -> [0-9a-f]{40}$", err, re.MULTILINE)
+    assert pinned and len(pinned) == len(set(pinned)), err  # the re-lock took the sources the head start pinned
     assert lock_files(locked) == before
     assert no_scratch_left()
 

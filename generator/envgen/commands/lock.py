@@ -86,6 +86,7 @@ def _relock_env(
                 cache=options.cache,
                 upgrade=options.upgrade,
                 ahead=started.adopt,
+                pinned=started.pinned,
                 before_write=gate,
             )
             return LockResult(env, "locked", done.lock.input_hash, done.lock, done.moves)

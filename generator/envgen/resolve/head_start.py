@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -59,10 +60,20 @@ class _Run:
                 self.process.stop()
 
 
+@dataclass(frozen=True)
+class PinnedSources:
+    """The sources a head start pinned, and from what: the commits kept (by source name), the sources moving."""
+
+    kept: dict[str, str]
+    update: Collection[str] | bool
+    sources: tuple[LockedSource, ...]
+
+
 class HeadStart:
     """The uv runs started ahead for one re-lock; `adopt` hands one to the pip stage, `close` stops the rest."""
 
-    def __init__(self) -> None:
+    def __init__(self, sources: PinnedSources | None = None) -> None:
+        self._sources = sources
         self._runs: dict[UvJob, _Run] = {}  # not adopted yet
         self._started: list[_Run] = []
         self._lock = threading.Lock()
@@ -79,6 +90,16 @@ class HeadStart:
         with self._lock:
             self._runs[job] = run
             self._started.append(run)
+
+    def pinned(
+        self, kept: Mapping[str, LockedSource], update: Collection[str] | bool
+    ) -> tuple[LockedSource, ...] | None:
+        """The sources the head start pinned, when it pinned them from these kept commits and `update` (the
+        re-lock then need not pin them again); else None."""
+        pinned = self._sources
+        if pinned is None or pinned.kept != {name: s.commit for name, s in kept.items()} or pinned.update != update:
+            return None
+        return pinned.sources
 
     def meanwhile(self, work: Callable[..., object], *args: object) -> None:
         """Run `work` (a warm-up: its result and errors do not matter) in the background while uv runs."""
@@ -119,21 +140,25 @@ def head_start(
 ) -> HeadStart:
     """Start uv for every platform the lock of `matrix` predicts a python for: none without a lock, or when a
     source needs its remote to be pinned (the preflight asks the hosts first)."""
-    started = HeadStart()
     prediction = predict(project, matrix.name)
     if prediction is None:
-        return started
+        return HeadStart()
     try:
-        sources = _pinned_sources(matrix, prediction.sources, cache, update, upgrade)
-        if sources is None:
-            return started
+        pinned = _pinned_sources(matrix, prediction.sources, cache, update, upgrade)
+    except EnvgenError as exc:  # the re-lock proper meets the same problem and reports it
+        log.debug("no head start: %s", exc.message)
+        return HeadStart()
+    if pinned is None:
+        return HeadStart()
+    started = HeadStart(pinned)
+    try:
         accesses = {i.name: access_index(i, os.environ) for i in matrix.indexes}
         indexes = ordered_indexes(matrix, accesses)
         for platform in matrix.platforms:
             python = prediction.python.get(platform)
             if python is None:
                 continue
-            inputs = gather_inputs(matrix, platform, sources, os.environ)
+            inputs = gather_inputs(matrix, platform, pinned.sources, os.environ)
             preferred = kept(prediction.pip.get(platform, ()), upgrade)
             job = plan_uv_compile(
                 matrix,
@@ -161,13 +186,13 @@ def _pinned_sources(
     cache: Path,
     update: Collection[str] | bool,
     upgrade: Upgrade,
-) -> tuple[LockedSource, ...] | None:
+) -> PinnedSources | None:
     """The sources as the re-lock pins them, when that needs no remote (None when one does): each at the commit
     the lock records for it, its requirements read at its tree in the git cache as the re-lock reads them. The
     lock's own record of a source's requirements never reaches uv: a hand-edited lock must not choose what uv
     resolves (and builds)."""
     if not matrix.sources:
-        return ()
+        return PinnedSources({}, (), ())
     # Imported here: a matrix without sources starts uv without git's modules.
     from envgen.resolve.git_sources import asks_remote, resolve_sources, sources_to_update
 
@@ -177,7 +202,9 @@ def _pinned_sources(
     if remote:
         log.debug("no head start: source %s needs its remote", remote[0])
         return None
-    return resolve_sources(matrix, cache=cache, previous=previous, update=moving)
+    log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
+    sources = resolve_sources(matrix, cache=cache, previous=previous, update=moving)
+    return PinnedSources({name: s.commit for name, s in previous.items()}, moving, sources)
 
 
 def _warm_metadata(cache: Path, artifacts: Sequence[tuple[str, str]]) -> None:

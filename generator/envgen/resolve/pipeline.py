@@ -26,6 +26,9 @@ from envgen.resolve.uv_compile import NOTHING_AHEAD, Ahead
 
 log = logging.getLogger(__name__)
 
+# The sources pinned already from these kept commits and this `update`, if they were (resolve/head_start.py).
+Pinned = Callable[[Mapping[str, LockedSource], Collection[str] | bool], "tuple[LockedSource, ...] | None"]
+
 
 @dataclass(frozen=True)
 class PlatformLock:
@@ -54,13 +57,15 @@ def relock(
     cache: Path,
     upgrade: Upgrade = NO_UPGRADE,
     ahead: Ahead = NOTHING_AHEAD,
+    pinned: Pinned = lambda kept, update: None,
     before_write: Callable[[], None] = lambda: None,
 ) -> Relocked:
     """Resolve everything for `matrix` and write the lock.
 
     The previous lock (read once) gives the source commits to keep unless updated, and the versions the
-    resolvers prefer unless upgraded. `ahead` gives the uv runs a head start began (resolve/head_start.py);
-    `before_write` may still stop the re-lock (with an error) before anything is written.
+    resolvers prefer unless upgraded. `ahead` gives the uv runs a head start began (resolve/head_start.py), and
+    `pinned` the sources it pinned from the same kept commits, if it did; `before_write` may still stop the
+    re-lock (with an error) before anything is written.
     """
     update = sources_to_update(matrix, update, upgrade)
     previous = read_previous(project, matrix.name, afresh=update is True)
@@ -72,8 +77,10 @@ def relock(
             p: pool.submit(solve_conda_preferring, matrix, p, kept(conda_of(previous, p), upgrade), cache=cache)
             for p in matrix.platforms
         }
-        log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
-        sources = resolve_sources(matrix, cache=cache, previous=kept_sources, update=update)
+        sources = pinned(kept_sources, update)
+        if sources is None:
+            log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
+            sources = resolve_sources(matrix, cache=cache, previous=kept_sources, update=update)
         platforms = lock_platforms(
             matrix, sources, solving, cache=cache, offline=offline, previous=previous, upgrade=upgrade, ahead=ahead
         )
