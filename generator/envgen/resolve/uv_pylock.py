@@ -150,8 +150,9 @@ class Metadata:
 
 
 # Parsing the metadata of a few hundred packages is most of a re-lock's work after uv: what a head start parsed
-# while uv ran (index_client.warm_metadata) is not parsed again.
-@functools.lru_cache(maxsize=4096)
+# while uv ran (index_client.warm_metadata) is not parsed again. The texts are the keys: enough for every
+# platform of a few envs locked together, not every text a long-lived process ever read.
+@functools.lru_cache(maxsize=1024)
 def parse_metadata(text: str, where: str) -> Metadata:
     """The Requires-Dist lines of a METADATA / PKG-INFO file (pure)."""
     headers = HeaderParser().parsestr(text)
