@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from envgen.model import Channel, Index, Source
-from envgen.resolve.preflight import Relock, host_of, targets
+from envgen.resolve.preflight import Relock, host_of, targets, unreachable_hosts
 
 from tests.support.builders import locked_source, make_matrix
 
@@ -51,3 +55,62 @@ def test_targets_each_url_once_and_only_the_remotes_a_re_lock_asks(tmp_path: Pat
     }
     offline = targets(relocks[:1], cache=tmp_path, offline=True)
     assert [t.kind for t in offline] == ["git remote"] * 3 + ["conda channel"]
+
+
+class _Recording(BaseHTTPRequestHandler):
+    """An index root: HEAD answered (unless `head` is None: 501, as a server without HEAD), GET a large page;
+    every request's method recorded."""
+
+    head: int | None = 200
+    seen: list[str] = []
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.seen.append("GET")
+        self.send_response(200)
+        self.send_header("Content-Length", str(1 << 20))
+        self.end_headers()
+        self.wfile.write(b" " * (1 << 20))
+
+    def do_HEAD(self) -> None:
+        self.seen.append("HEAD")
+        if self.head is None:
+            self.send_error(501)
+            return
+        self.send_response(self.head)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+@contextmanager
+def index_root(head: int | None) -> Iterator[tuple[str, list[str]]]:
+    handler = type("Handler", (_Recording,), {"head": head, "seen": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple/", handler.seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("head", "methods", "reason"),
+    [
+        (200, ["HEAD"], None),  # the page itself is never asked for
+        (None, ["HEAD", "GET"], None),  # a server without HEAD: its GET answers, the body unread
+        (401, ["HEAD"], "HTTP 401: the credentials were refused"),
+        (503, ["HEAD"], "HTTP 503 from the server"),
+    ],
+)
+def test_an_index_is_asked_with_head_and_a_get_only_when_head_is_not_taken(
+    tmp_path: Path, head: int | None, methods: list[str], reason: str | None
+) -> None:
+    with index_root(head) as (url, seen):
+        matrix = make_matrix("a5", indexes=(Index("pypi", url),))
+        failed = unreachable_hosts([Relock(matrix)], cache=tmp_path, timeout=10)
+    assert seen == methods
+    assert [(why.split(" (")[0] if why else why) for _, _, why in failed] == ([reason] if reason else [])

@@ -50,11 +50,10 @@ def predict(project: Project, env: str) -> Prediction | None:
     """The prediction of the lock of `env`; None when there is none or it does not read as expected."""
     try:
         entries = _entries(read_input_text(project.lock_yml(env), hint=""))
-        sources = read_input_text(project.sources_toml(env), hint="")
-        recorded = parse_sources_toml(sources, str(project.sources_toml(env))).lock.sources
     except InputError:  # the re-lock proper reads the files again, and reports on them
         return None
-    if entries is None:
+    recorded = recorded_sources(project, env)
+    if entries is None or recorded is None:
         return None
     python: dict[str, set[str]] = {}
     pip: dict[str, list[Pinned]] = {}
@@ -70,6 +69,15 @@ def predict(project: Project, env: str) -> Prediction | None:
             python.setdefault(platform, set()).add(version)
     pythons = {p: next(iter(v)) for p, v in python.items() if len(v) == 1 and _PYTHON.fullmatch(next(iter(v)))}
     return Prediction(pythons, {p: tuple(pins) for p, pins in pip.items()}, recorded)
+
+
+def recorded_sources(project: Project, env: str) -> tuple[LockedSource, ...] | None:
+    """The sources the lock of `env` records (its sources.toml alone, validated); None when it does not read."""
+    path = project.sources_toml(env)
+    try:
+        return parse_sources_toml(read_input_text(path, hint=""), str(path)).lock.sources
+    except InputError:  # the re-lock proper reads the files again, and reports on them
+        return None
 
 
 # The yml is read line by line, as conda-lock's writer lays it out: under `package:`, an entry per `- name: `

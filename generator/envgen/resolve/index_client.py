@@ -104,14 +104,32 @@ class IndexClient:
 
         `stream` leaves the body unread, for artifacts too large to hold in memory. The connection and each wait
         for data are bounded by the network limits, or by `timeout` (seconds) when given (a brief probe)."""
+        return self._request("GET", url, headers, stream=stream, timeout=timeout)
+
+    def head(self, url: str, *, timeout: float | None = None) -> requests.Response:
+        """HEAD `url` as `get` would GET it, redirects followed: whether a host answers, without a body (an
+        index's root page or a channel's repodata may be tens of megabytes)."""
+        return self._request("HEAD", url, None, stream=False, timeout=timeout)
+
+    def _request(
+        self, method: str, url: str, headers: Mapping[str, str] | None, *, stream: bool, timeout: float | None
+    ) -> requests.Response:
         index = next((i for i in self.indexes if _same_host(i.url, url) and i.secrets), None)
         other = self.credentials.for_url(url) if index is None else None
         auth = (index.username or "", index.password or "") if index else None
         auth = (other.username, other.password) if other else auth
         verify = not any(_trusts(i, url) for i in self.indexes)
         limit = timeout if timeout is not None else (self.limits.connect, self.limits.read)
-        headers = dict(headers or {})
-        return self.session.get(url, headers=headers, auth=auth, timeout=limit, verify=verify, stream=stream)
+        return self.session.request(
+            method,
+            url,
+            headers=dict(headers or {}),
+            auth=auth,
+            timeout=limit,
+            verify=verify,
+            stream=stream,
+            allow_redirects=True,
+        )
 
     @staticmethod
     def limit_reached(exc: requests.RequestException) -> str | None:
