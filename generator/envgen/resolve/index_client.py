@@ -193,13 +193,21 @@ def _cached(cache: Path, sha256: str) -> Path:
     return cache / "pypi-metadata" / f"{sha256}.METADATA"
 
 
+def cached_metadata(cache: Path, sha256: str) -> str | None:
+    """The metadata envgen's cache holds for the artifact with this sha256 (64 hex digits); None if none."""
+    try:
+        return _cached(cache, sha256).read_text()
+    except FileNotFoundError:
+        return None
+
+
 def warm_metadata(cache: Path, artifacts: Iterable[tuple[str, str]]) -> None:
     """Parse ahead the cached metadata of these artifacts (URL, 64-hex sha256), which a re-lock most likely
     chooses again (uv_pylock.parse_metadata keeps what it parsed); an artifact not cached is left alone."""
     for url, sha256 in artifacts:
-        path = _cached(cache, sha256)
-        if path.is_file():
-            uv_pylock.parse_metadata(path.read_text(), uv_pylock.Artifact(url, sha256).filename)
+        text = cached_metadata(cache, sha256)
+        if text is not None:
+            uv_pylock.parse_metadata(text, uv_pylock.Artifact(url, sha256).filename)
 
 
 def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, offline: bool) -> str:
@@ -209,8 +217,9 @@ def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, o
     """
     artifact = choice.artifact
     cached = _cached(cache, artifact.sha256)
-    if cached.exists():
-        return cached.read_text()
+    text = cached_metadata(cache, artifact.sha256)
+    if text is not None:
+        return text
     url = strip_credentials(artifact.url)
     if offline:
         raise ResolutionError(

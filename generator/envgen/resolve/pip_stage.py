@@ -155,12 +155,16 @@ def _check_matrix_hashes(choices: Sequence[uv_pylock.Choice], inputs: Inputs) ->
 def _read_metadata(
     choices: Sequence[uv_pylock.Choice], indexes: Sequence[IndexAccess], cache: Path, offline: bool
 ) -> dict[uv_pylock.Choice, uv_pylock.Metadata]:
-    """The core metadata of every chosen artifact, fetched eight at a time."""
-    from envgen.resolve.index_client import IndexClient, fetch_metadata  # requests: not before uv has started
+    """The core metadata of every chosen artifact: from envgen's cache, else fetched eight at a time."""
+    # Imported here: requests is not needed before uv has started.
+    from envgen.resolve.index_client import IndexClient, cached_metadata, fetch_metadata
 
-    with IndexClient(indexes) as client, ThreadPoolExecutor(max_workers=8) as pool:
-        texts = list(pool.map(lambda c: fetch_metadata(client, c, cache, offline), choices))
-    return {c: uv_pylock.parse_metadata(t, c.artifact.filename) for c, t in zip(choices, texts, strict=True)}
+    texts = {c: cached_metadata(cache, c.artifact.sha256) for c in choices}
+    missing = [c for c, text in texts.items() if text is None]
+    if missing:
+        with IndexClient(indexes) as client, ThreadPoolExecutor(max_workers=8) as pool:
+            texts |= zip(missing, pool.map(lambda c: fetch_metadata(client, c, cache, offline), missing), strict=True)
+    return {c: uv_pylock.parse_metadata(text or "", c.artifact.filename) for c, text in texts.items()}
 
 
 def lock_pypi(

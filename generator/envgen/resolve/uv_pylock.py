@@ -171,21 +171,26 @@ class Target:
 
     def __init__(self, environment: Mapping[str, str]) -> None:
         self.environment = dict(environment)
-        # (id of the requirement, extra) -> (the requirement, kept so its id stays its own; the verdict)
-        self._verdicts: dict[tuple[int, str], tuple[Pep508, bool]] = {}
+        # id of a requirement -> (the requirement, kept so its id stays its own; its marker's text)
+        self._markers: dict[int, tuple[Pep508, str]] = {}
+        # (a marker's text, extra) -> verdict: packages share markers (`extra == "test"`, a python bound)
+        self._verdicts: dict[tuple[str, str], bool] = {}
 
     def active(self, req: Pep508, extras: Iterable[str]) -> bool:
-        if req.marker is None:
+        marker = req.marker
+        if marker is None:
             return True
-        return any(self._holds(req, extra) for extra in ("", *extras))
-
-    def _holds(self, req: Pep508, extra: str) -> bool:
-        key = (id(req), extra)
-        known = self._verdicts.get(key)
+        known = self._markers.get(id(req))
         if known is None:
-            assert req.marker is not None
-            known = self._verdicts[key] = (req, req.marker.evaluate({**self.environment, "extra": extra}))
-        return known[1]
+            known = self._markers[id(req)] = (req, str(marker))
+        text = known[1]
+        for extra in ("", *extras):
+            verdict = self._verdicts.get((text, extra))
+            if verdict is None:
+                verdict = self._verdicts[(text, extra)] = marker.evaluate({**self.environment, "extra": extra})
+            if verdict:
+                return True
+        return False
 
 
 def requested_extras(
