@@ -8,7 +8,6 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from urllib.parse import unquote, urlsplit
 
 from packaging.markers import Marker
@@ -155,6 +154,8 @@ class Metadata:
 @functools.lru_cache(maxsize=1024)
 def parse_metadata(text: str, where: str) -> Metadata:
     """The Requires-Dist lines of a METADATA / PKG-INFO file (pure)."""
+    from email.parser import HeaderParser  # not before uv has started: a re-lock parses metadata while uv runs
+
     headers = HeaderParser().parsestr(text)
     requires = []
     for line in headers.get_all("Requires-Dist") or ():
