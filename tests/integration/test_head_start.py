@@ -221,3 +221,17 @@ def test_a_relock_ready_before_the_preflight_fails_writes_nothing(
     code, _, err = run_envgen(locked, "lock", ENV, "--force")
     assert code == 3 and "did not answer; nothing was locked" in err, err
     assert not wrote.is_set()
+
+
+def test_a_conda_spec_the_solver_refuses_stops_the_relock_after_its_head_start(locked: Example) -> None:
+    """The conda specs are parsed once uv has started (they are not uv's): one rattler's solver refuses still
+    ends the lock with exit 2 naming its key, the head start's run stopped and nothing written."""
+    before = lock_files(locked)
+    locked.matrix.write_text(locked.matrix.read_text().replace('"python 3.11.*"', '"python 3.11.9"'))
+    code, _, err = run_envgen(locked, "-v", "lock", ENV)
+    assert code == 2, err
+    assert "uv started ahead" in err, err
+    assert "conda.specs[0]: 'python 3.11.9' is not a conda match spec: missing range specifier" in err, err
+    assert "Traceback" not in err
+    assert lock_files(locked) == before
+    assert no_scratch_left()

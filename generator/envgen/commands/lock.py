@@ -171,17 +171,21 @@ def lock_envs(
     stale = [env for env in envs if fresh[env] is None]
     if not stale:  # the CLI says "up to date", once per env (and -q silences it)
         return [LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest is not None]
-    # Imported here: the matrix loader (rattler, packaging) matters only when something may move.
-    from envgen.inputs.matrix import load_env
+    # Imported here: the matrix loader (packaging) matters only when something may move.
+    from envgen.inputs.matrix import check_conda_specs, load_env
     from envgen.resolve.head_start import head_start
 
-    matrices = [load_env(project, env) for env in stale]
-    starts = {
-        m.name: head_start(project, m, cache=options.cache, offline=offline, upgrade=upgrade, update=update)
-        for m in matrices
-    }
+    # The conda specs are parsed (rattler) once uv has started: they are not uv's, and nothing runs them before.
+    matrices = [load_env(project, env, conda_specs=False) for env in stale]
+    starts: dict[str, HeadStart] = {}
     pool = ThreadPoolExecutor(max_workers=min(4, len(stale)) + 1, initializer=interrupts.worker_thread)
     try:
+        for matrix in matrices:
+            starts[matrix.name] = head_start(
+                project, matrix, cache=options.cache, offline=offline, upgrade=upgrade, update=update
+            )
+        for env, matrix in zip(stale, matrices, strict=True):
+            check_conda_specs(project, env, matrix)
         asked = pool.submit(ask_hosts, project, matrices, options) if preflight else None
         gate = asked.result if asked is not None else lambda: None
         futures = {m.name: pool.submit(_relock_env, project, m, starts[m.name], gate, options) for m in matrices}

@@ -7,7 +7,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import rattler
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
@@ -57,8 +56,13 @@ _MAJOR_MINOR = re.compile(r"\d+\.\d+")
 _GLIBC = re.compile(r"2\.\d+")
 
 
-def load_matrix(path: Path, channels_dir: Path) -> Matrix:
-    """Read and validate the matrix at `path` against the channels in `channels_dir`."""
+def load_matrix(path: Path, channels_dir: Path, *, conda_specs: bool = True) -> Matrix:
+    """Read and validate the matrix at `path` against the channels in `channels_dir`.
+
+    Without `conda_specs`, a matrix otherwise valid is returned with its conda specs not yet parsed by rattler
+    (whose import is a fifth of what a re-lock does before uv starts): the caller checks them with
+    `check_conda_specs` before using them.
+    """
     if not path.is_file():
         envs = sorted(p.stem for p in path.parent.glob("*.toml")) if path.parent.is_dir() else []
         available = ", ".join(envs) if envs else f"none (no *.toml in {path.parent})"
@@ -71,8 +75,11 @@ def load_matrix(path: Path, channels_dir: Path) -> Matrix:
     layered = read_layered(path)
     problems = layered.problems
     matrix = None
+    reader = MatrixReader(problems, path, channels_dir, channels, broken)
     if not problems.items:
-        matrix = MatrixReader(problems, path, channels_dir, channels, broken).matrix(layered.data)
+        matrix = reader.matrix(layered.data)
+    if conda_specs or problems.items:  # a bad matrix is reported whole, its conda specs too
+        reader.check_specs()
     # Channel files first, then the matrix top to bottom (keys without a line, i.e. missing ones, first), then
     # the files it extends, nearest first.
     rank = {str(p): i for i, p in enumerate((path, *layered.bases))}
@@ -82,17 +89,37 @@ def load_matrix(path: Path, channels_dir: Path) -> Matrix:
     return replace(matrix, bases=tuple(str(p) for p in layered.bases))
 
 
-def load_env(project: Project, env: str) -> Matrix:
+def load_env(project: Project, env: str, *, conda_specs: bool = True) -> Matrix:
     """The matrix of `env` in `project`, its path relative to the project root (so nothing written depends on
-    where the checkout lives)."""
+    where the checkout lives); `conda_specs` as for `load_matrix`."""
     path = project.template(env)
-    matrix = load_matrix(path, project.channels_dir)
+    matrix = load_matrix(path, project.channels_dir, conda_specs=conda_specs)
     bases = tuple(Path(p).relative_to(project.root).as_posix() for p in matrix.bases)
     return replace(matrix, path=path.relative_to(project.root).as_posix(), bases=bases)
 
 
+def conda_spec_problem(spec: str) -> str | None:
+    """Why `spec` is not a conda match spec as the solver reads it (rattler, strictly); None if it is one."""
+    import rattler  # only where conda specs are checked: a re-lock checks them once uv has started
+
+    try:
+        rattler.MatchSpec(spec.strip(), strict=True)
+    except Exception as exc:  # rattler raises its own exception classes, not exported by type
+        return f"'{spec}' is not a conda match spec: {exc}"
+    return None
+
+
+def check_conda_specs(project: Project, env: str, matrix: Matrix) -> None:
+    """The check `load_env(..., conda_specs=False)` left out: when a conda spec of `matrix` does not parse, the
+    matrix is loaded again whole, which reports it (MatrixError, located)."""
+    if any(conda_spec_problem(spec) for spec in matrix.conda_specs):
+        load_env(project, env)
+
+
 class MatrixReader(PipSectionReader, SourceSectionReader):
     """Walks the parsed TOML, records problems with key paths, and builds what is valid."""
+
+    specs: tuple[tuple[KeyPath, str], ...] = ()  # the conda specs read, with their keys (`check_specs` parses them)
 
     def matrix(self, data: dict[str, Any]) -> Matrix:
         check_keys(self.p, (), data, _TOP_KEYS, _TOP_REQUIRED)
@@ -260,15 +287,14 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
                 channels.append(channel)
         if isinstance(table.get("channels"), list) and not table["channels"]:
             self.p.add((*path, "channels"), "name at least one conda channel")
-        specs: list[str] = []
-        for key, spec in get_str_list(self.p, table, (*path, "specs")):
-            try:
-                rattler.MatchSpec(spec.strip(), strict=True)  # as the solver reads it
-            except Exception as exc:  # rattler raises its own exception classes, not exported by type
-                self.p.add(key, f"'{spec}' is not a conda match spec: {exc}")
-            else:
-                specs.append(spec.strip())
-        return tuple(channels), tuple(specs)
+        self.specs = tuple(get_str_list(self.p, table, (*path, "specs")))
+        return tuple(channels), tuple(spec.strip() for _, spec in self.specs)
+
+    def check_specs(self) -> None:
+        """Each conda spec read, parsed as the solver parses it (rattler, strictly)."""
+        for key, spec in self.specs:
+            if problem := conda_spec_problem(spec):
+                self.p.add(key, problem)
 
     def overrides(self, data: dict[str, Any]) -> tuple[Override, ...]:
         out: list[Override] = []
