@@ -233,16 +233,17 @@ def _stop(futures: Iterable[Future[LockResult]]) -> None:
 def ask_hosts(project: Project, matrices: Sequence[Matrix], options: _Options) -> None:
     """The preflight: every host the re-locks of `matrices` will ask, asked; all that do not answer are
     reported at once (NetworkError)."""
-    from envgen.lockio.prediction import recorded_sources
     from envgen.resolve.git_sources import sources_to_update
+    from envgen.resolve.pipeline import read_previous
     from envgen.resolve.preflight import Relock, preflight
 
     relocks = []
     for matrix in matrices:
         moving = sources_to_update(matrix, options.update, options.upgrade)  # as the re-lock will read them
-        # The commits the lock records, from its sources.toml alone: not the whole lock (conda-lock's models),
-        # which the re-lock reads, and reports on if it does not read.
-        kept = {s.source.name: s for s in recorded_sources(project, matrix.name) or ()}
+        # The whole lock, as the re-lock reads it (parsed once: the re-lock finds it parsed): a lock that does
+        # not read is bad input, reported before any host is (exit 2).
+        previous = read_previous(project, matrix.name, afresh=moving is True)
+        kept = {} if previous is None else {s.source.name: s for s in previous.sources}
         relocks.append(Relock(matrix, kept, moving))
     preflight(relocks, cache=options.cache, offline=options.offline)
 
