@@ -25,7 +25,7 @@ from envgen.resolve import pipeline
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.support.example import restored_example, run_envgen, served_example, use_git_config
+from tests.support.example import restored_example, run_envgen
 from tests.support.stalling import closed_url
 
 ENV = "demo"
@@ -141,21 +141,11 @@ def test_what_a_lock_records_of_its_sources_never_reaches_uv(locked: Example, ed
     assert no_scratch_left()
 
 
-@pytest.fixture
-def example(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Example]:
-    """A served example of the test's own (its channel changes), git mirrors active, locked."""
-    with served_example(tmp_path_factory, tmp_path / "example") as served:
-        use_git_config(served.gitconfig, monkeypatch)
-        code, _, err = run_envgen(served, "lock", ENV, "-q")
-        assert code == 0, err
-        yield served
-
-
 def test_a_run_started_on_another_python_is_not_used(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
     """The matrix now asks for python 3.11.10, which the channel has gained: the lock predicts 3.11.9, the conda
     solve chooses 3.11.10, the pip stage plans another run and resolves again; the head start's is stopped."""
+    code, _, err = run_envgen(example, "lock", ENV, "-q")
+    assert code == 0, err
     scratch = example.root.parent / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))

@@ -7,7 +7,6 @@ newer releases (or loses one), as a real index does while a lock sits in a repos
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from envgen.lockio.store import read_lock
 from envgen.project import Project
 from envgen.resolve.pip_stage import still_offered
 
-from tests.support.example import run_envgen, served_example, use_git_config
+from tests.support.example import run_envgen
 
 ENV = "demo"
 PLATFORMS = ("linux-64", "linux-aarch64")
@@ -34,16 +33,6 @@ NEWER_DATA = CondaPackage(
     files=(PackageFile("share/demo-data/README", b"demo data, rebuilt\n"),),
     noarch="generic",
 )
-
-
-@pytest.fixture
-def example(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Example]:
-    """A freshly served example (each test changes what its index offers), git mirrors active, no lock yet."""
-    with served_example(tmp_path_factory, tmp_path / "example") as served:
-        use_git_config(served.gitconfig, monkeypatch)
-        yield served
 
 
 envgen = run_envgen

@@ -20,7 +20,7 @@ from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import overrides, uv_pylock
-from envgen.resolve.uv_compile import NOTHING_AHEAD, Ahead, Inputs, run_uv_compile
+from envgen.resolve.uv_compile import NOTHING_AHEAD, Ahead, Inputs, plan_uv_compile, run_uv_compile
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ def lock_pypi(
         if index not in accesses:
             raise InputError(f"{matrix.path}: pip.packages.{name}.index names {index!r}, which is not an index")
     log.info("%s: resolving %d PyPI requirements with uv", platform, len(inputs.requirements))
-    text = run_uv_compile(
+    job = plan_uv_compile(
         matrix,
         platform,
         python_version,
@@ -202,8 +202,8 @@ def lock_pypi(
         offline=offline,
         environ=environ,
         preferred=preferred,
-        ahead=ahead,
     )
+    text = run_uv_compile(job, matrix, inputs, indexes, offline=offline, ahead=ahead)
     environment = platforms.marker_environment(platform, python_version)
     tags = platforms.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]

@@ -298,33 +298,14 @@ def execute(job: UvJob, started: Callable[[Running], None] = lambda _: None) -> 
 
 
 def run_uv_compile(
-    matrix: Matrix,
-    platform: str,
-    python_version: str,
-    inputs: Inputs,
-    indexes: Sequence[IndexAccess],
-    *,
-    cache: Path,
-    offline: bool,
-    environ: Mapping[str, str],
-    preferred: Sequence[Pin] = (),
-    ahead: Ahead = NOTHING_AHEAD,
+    job: UvJob, matrix: Matrix, inputs: Inputs, indexes: Sequence[IndexAccess], *, offline: bool, ahead: Ahead
 ) -> str:
-    """Run `uv pip compile` on the generated project; returns the pylock.toml text uv wrote.
+    """Run a planned `uv pip compile` (`plan_uv_compile`); returns the pylock.toml text uv wrote.
 
-    `ahead` gives the outcome of an equal job started earlier, if there is one (see `plan_uv_compile`).
+    `ahead` gives the outcome of an equal job started earlier, if there is one; a failure is explained with the
+    inputs and indexes the job was planned from.
     """
-    job = plan_uv_compile(
-        matrix,
-        platform,
-        python_version,
-        inputs,
-        indexes,
-        cache=cache,
-        offline=offline,
-        environ=environ,
-        preferred=preferred,
-    )
+    platform = job.platform
     outcome = ahead(job) or execute(job)
     if outcome.timed_out:
         limits = network.limits()
