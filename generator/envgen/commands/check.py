@@ -6,7 +6,9 @@ import dataclasses
 import functools
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from packaging.utils import canonicalize_name
 
@@ -25,9 +27,10 @@ from envgen.model import Lock, Matrix, PipPackage
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.resolve.conda_stage import solve_conda_preferring
-from envgen.resolve.pip_stage import lock_pypi
+from envgen.resolve.pip_stage import PypiLock, lock_pypi
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 def pinned_matrix(matrix: Matrix, lock: Lock, platform: str) -> Matrix:
@@ -51,19 +54,8 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     problems: list[str] = []
     unreachable: dict[str, list[str]] = {}  # one line per host: its failure -> the platforms it failed
     for platform in lock.platforms:
-        try:
-            again = lock_pypi(
-                pinned_matrix(matrix, lock, platform),
-                platform,
-                python_of(lock, matrix, platform),
-                lock.sources,
-                cache=cache,
-            )
-        except NetworkError as exc:
-            _unreachable(unreachable, platform, exc)
-            continue
-        except EnvgenError as exc:
-            problems.append(f"{platform}: {exc.message}")
+        again = _again(platform, problems, unreachable, functools.partial(_pip_again, matrix, lock, platform, cache))
+        if again is None:
             continue
         before = {(canonicalize_name(e.name), e.version, e.sha256) for e in lock.pip_for(platform)}
         after = {(canonicalize_name(e.name), e.version, e.sha256) for e in again.entries}
@@ -76,10 +68,23 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     return _solve_verdict("solve: same pip set", problems, unreachable, f"{len(lock.pip)} entries", lock)
 
 
-def _unreachable(found: dict[str, list[str]], platform: str, exc: NetworkError) -> None:
-    """Add a platform's network failure: one line per host, naming every platform that failed on it."""
-    failure = exc.message.splitlines()[0].replace(f" while locking {platform}", "").replace(f" for {platform}", "")
-    found.setdefault(failure, []).append(platform)
+def _pip_again(matrix: Matrix, lock: Lock, platform: str, cache: Path) -> PypiLock:
+    return lock_pypi(
+        pinned_matrix(matrix, lock, platform), platform, python_of(lock, matrix, platform), lock.sources, cache=cache
+    )
+
+
+def _again(platform: str, problems: list[str], unreachable: dict[str, list[str]], solve: Callable[[], _T]) -> _T | None:
+    """`solve()` for `platform`, or None with its failure recorded: a network failure once per host, naming every
+    platform that failed on it; any other as a problem of the platform."""
+    try:
+        return solve()
+    except NetworkError as exc:
+        failure = exc.message.splitlines()[0].replace(f" while locking {platform}", "").replace(f" for {platform}", "")
+        unreachable.setdefault(failure, []).append(platform)
+    except EnvgenError as exc:
+        problems.append(f"{platform}: {exc.message}")
+    return None
 
 
 def _solve_verdict(name: str, problems: list[str], unreachable: dict[str, list[str]], entries: str, lock: Lock) -> Step:
@@ -98,13 +103,9 @@ def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     unreachable: dict[str, list[str]] = {}  # one line per host: its failure -> the platforms it failed
     for platform in lock.platforms:
         locked = lock.conda_for(platform)
-        try:
-            again = solve_conda_preferring(matrix, platform, locked, cache=cache)
-        except NetworkError as exc:
-            _unreachable(unreachable, platform, exc)
-            continue
-        except EnvgenError as exc:
-            problems.append(f"{platform}: {exc.message}")
+        solve = functools.partial(solve_conda_preferring, matrix, platform, locked, cache=cache)
+        again = _again(platform, problems, unreachable, solve)
+        if again is None:
             continue
         problems += [
             f"{platform}: the channels serve no file with the locked sha256 of {e.name} {e.version} {e.build} "
