@@ -1,5 +1,7 @@
-"""`envgen check --require-npu` against a fake Ascend host: a fake `npu-smi` on PATH, a fake `torch_npu` (and a
-build's recorded chip) on the throwaway env's PYTHONPATH, driving pass, wrong generation and missing device."""
+"""`envgen check --require-npu` against a fake Ascend host: a fake `npu-smi` on PATH, a fake
+`torch_npu` and two fake vllm-ascend builds on the throwaway env's PYTHONPATH (one recording its
+device type, as builds do since 2025-11-26, one only its chip, as older builds did), driving pass,
+wrong generation, a build for another generation and a missing device."""
 
 from __future__ import annotations
 
@@ -23,13 +25,16 @@ from tests.support.builders import make_lock
 from tests.support.example import served_example
 
 ENV = "demo"
+A3, A5 = "Atlas A3 (910_93)", "Ascend 950 (A5)"
+CURRENT, LEGACY = "fake_ascend._build_info", "fake_legacy._build_info"
 
-# The example's matrix targets an A3, built for ascend910_9392; the fake build records that chip.
+# The example's matrix targets an A3, built for ascend910_9392, and reads the older build, which
+# records only that chip; the envs extending it read the newer build, which records "A5".
 NPU = """
 [system.npu]
 generation = "a3"
 soc-version = "ascend910_9392"
-built-soc = "fake_ascend._build_info.__soc_version__"
+build-info = "fake_legacy._build_info"
 
 [sources.fakenpu]
 url = "{github}fakenpu.git"
@@ -38,6 +43,13 @@ pythonpath = true
 dependencies = "none"
 dependencies-reason = "a stand-in for torch_npu, on PYTHONPATH only"
 """
+
+# Envs extending the example, both reading the build that records "A5": an A5 target and an A3 one.
+A5_BUILD = 'build-info = "fake_ascend._build_info"\n'
+EXTENDING = {
+    "demo-a5": f'\n[system.npu]\ngeneration = "a5"\nsoc-version = "ascend950dt_9582"\n{A5_BUILD}',
+    "demo-a3-on-a5-build": f"\n[system.npu]\n{A5_BUILD}",
+}
 
 # torch_npu as the test sets it up per case: what the device reports comes from FAKE_NPU_* variables.
 TORCH_NPU = """\
@@ -77,9 +89,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
             {
                 "torch_npu/__init__.py": "from . import npu\n",
                 "torch_npu/npu.py": TORCH_NPU,
+                # as vllm-ascend's gen_build_info() writes it
                 "fake_ascend/__init__.py": "",
-                # as vllm-ascend's build writes it: the chip in upper case
-                "fake_ascend/_build_info.py": '__soc_version__ = "ASCEND910_9392"\n',
+                "fake_ascend/_build_info.py": "# Auto-generated file\n__device_type__ = 'A5'\n",
+                # as older builds wrote it: the chip as SOC_VERSION gave it, here in upper case
+                "fake_legacy/__init__.py": "",
+                "fake_legacy/_build_info.py": '__soc_version__ = "ASCEND910_9392"\n',
             },
             "a stand-in for torch_npu",
         )
@@ -89,8 +104,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
         )
         with example.matrix.open("a") as matrix:
             matrix.write(NPU.format(github=GITHUB))
+        for name, target in EXTENDING.items():
+            (example.matrix.parent / f"{name}.toml").write_text(
+                f'schema = 1\nextends = "{ENV}"\n\n[env]\nname = "{name}"\n{target}'
+            )
         env = {"GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "PIP_CONFIG_FILE": "/dev/null"}
-        result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)], env=env)
+        argv = ["lock", ENV, *EXTENDING, "-q", "--root", str(example.root)]
+        result = CliRunner().invoke(cli, argv, env=env)
         assert result.exit_code == 0, result.output
         bin_dir = work / "bin"
         bin_dir.mkdir()
@@ -114,8 +134,12 @@ def host(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> It
     yield served
 
 
-def check(example: Example, *args: str) -> tuple[int, dict[str, dict[str, str]], str]:
-    result = CliRunner().invoke(cli, ["check", ENV, "--root", str(example.root), "--venv", "--no-solve", *args])
+Steps = dict[str, dict[str, str]]
+
+
+def check(example: Example, *args: str, env: str = ENV) -> tuple[int, Steps, str]:
+    argv = ["check", env, "--root", str(example.root), "--venv", "--no-solve", *args]
+    result = CliRunner().invoke(cli, argv)
     assert "Traceback" not in result.output
     steps = {s["name"]: s for s in json.loads(result.stdout)["results"][0]["steps"]} if "--json" in args else {}
     return result.exit_code, steps, result.stdout
@@ -135,8 +159,39 @@ def test_the_host_the_env_was_built_for_passes(host: Example, monkeypatch: pytes
         "npu: device": ("ok", "1 NPU device"),
         "npu: soc version": ("ok", "253 (Atlas A3 (910_93)), within 250-255"),
         "npu: device name": ("ok", "Ascend910_9392"),
-        "npu: built for": ("ok", "ASCEND910_9392 (fake_ascend._build_info.__soc_version__)"),
+        # the older build, judged by the chip it recorded
+        "npu: built for": ("ok", f"ASCEND910_9392 ({A3}) ({LEGACY}.__soc_version__)"),
     }
+
+
+def test_a_build_recording_its_device_type_passes_on_the_env_of_that_generation(
+    host: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NPU_SOC", "260")
+    monkeypatch.setenv("FAKE_NPU_NAME", "Ascend950DT")
+    code, steps, _ = check(host, "--require-npu", "--json", env="demo-a5")
+    assert code == 0, steps
+    assert npu(steps) == {
+        "npu: npu-smi": ("ok", "npu-smi info lists the NPUs"),
+        "npu: device": ("ok", "1 NPU device"),
+        "npu: soc version": ("ok", f"260 ({A5}), within 260"),
+        "npu: device name": ("ok", "Ascend950DT"),
+        "npu: built for": ("ok", f"A5 ({A5}) ({CURRENT}.__device_type__)"),
+    }
+
+
+def test_another_generations_build_fails(host: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host is the A3 the env targets; the env's build is the A5 one."""
+    monkeypatch.setenv("FAKE_NPU_SOC", "253")
+    monkeypatch.setenv("FAKE_NPU_NAME", "Ascend910_9392")
+    code, steps, _ = check(host, "--require-npu", "--json", env="demo-a3-on-a5-build")
+    assert code == 4
+    found = npu(steps)
+    assert found["npu: built for"] == (
+        "failed",
+        f"expected a build for A3 ({A3}), found A5 ({A5}) ({CURRENT}.__device_type__)",
+    )
+    assert {found[n][0] for n in ("npu: soc version", "npu: device name")} == {"ok"}
 
 
 def test_a_host_of_another_generation_fails_naming_expected_and_found(
@@ -189,7 +244,7 @@ def test_a_hanging_npu_smi_fails_its_step_without_stopping_the_check(
     (tmp_path / "bin" / "npu-smi").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setattr(check_npu, "SMI_TIMEOUT", 1)
-    target = Npu("a3", "ascend910_9392", "fake_ascend._build_info.__soc_version__")
+    target = Npu("a3", "ascend910_9392", "fake_legacy._build_info")
     steps = {s.name: s for s in check_npu.npu_steps(target, tmp_path / "no-env", "true", require_npu=True)}
     assert steps["npu: npu-smi"].status == "failed"
     assert "did not finish within 1 s" in steps["npu: npu-smi"].detail

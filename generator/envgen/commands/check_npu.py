@@ -1,9 +1,10 @@
 """The NPU steps of `envgen check`: is this host the hardware the env targets, and was the env built for its chip?
 
 Run in the throwaway env after the imports: `npu-smi info` on the host, then torch_npu in the env reports its
-devices, `get_soc_version()` and `get_device_name()`, and the build's recorded chip is read where the matrix says
-(`[system.npu] built-soc`). What each generation reports is data (envgen.npu.GENERATIONS). Without `npu-smi` the
-steps are skipped with that reason; `--require-npu` makes them fail.
+devices, `get_soc_version()` and `get_device_name()`, and what the build recorded is read from the
+module the matrix names (`[system.npu] build-info`): its device type, or an older build's chip. What
+each generation reports is data (envgen.npu.GENERATIONS). Without `npu-smi` the steps are skipped
+with that reason; `--require-npu` makes them fail.
 """
 
 from __future__ import annotations
@@ -16,14 +17,23 @@ from shlex import quote
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step
 from envgen.errors import ToolError
 from envgen.installer import tool_environment
-from envgen.npu import GENERATIONS, Npu, Probe, compare_build, compare_device
+from envgen.npu import (
+    DEVICE_TYPE_ATTRIBUTE,
+    GENERATIONS,
+    LEGACY_SOC_ATTRIBUTE,
+    Npu,
+    Probe,
+    compare_build,
+    compare_device,
+)
 from envgen.process import run, tail
 from envgen.redact import redact_text
 
 SMI_TIMEOUT = 60
 STEPS = ("npu-smi", "device", "soc version", "device name", "built for")
 
-# Runs in the env's python: what torch_npu reports, and the build's recorded chip (argv[1]: "module.attribute").
+# Runs in the env's python: what torch_npu reports, and what the build recorded (argv: the
+# build-info module, then the attribute of the device type and that of an older build's chip).
 _PROBE = r"""
 import importlib, json, sys
 out = {}
@@ -35,10 +45,13 @@ try:
         out["device_name"] = str(torch_npu.npu.get_device_name(0))
 except BaseException as exc:
     out["torch_npu_error"] = f"{type(exc).__name__}: {exc}"
-module, _, attribute = sys.argv[1].rpartition(".")
+module, device_type, soc = sys.argv[1:4]
 if module:
     try:
-        out["built_soc"] = str(getattr(importlib.import_module(module), attribute))
+        info = importlib.import_module(module)
+        for key, attribute in (("built_device_type", device_type), ("built_soc", soc)):
+            if hasattr(info, attribute):
+                out[key] = str(getattr(info, attribute))
     except BaseException as exc:
         out["built_error"] = f"{type(exc).__name__}: {exc}"
 print(json.dumps(out))
@@ -62,7 +75,7 @@ def npu_step_names(npu: Npu | None) -> list[str]:
     """The names of the NPU steps an env targeting `npu` gets, in order (none without a target)."""
     if npu is None:
         return []
-    steps = STEPS if npu.built_soc and npu.soc_version else STEPS[:-1]
+    steps = STEPS if npu.build_info else STEPS[:-1]
     return [f"npu: {step}" for step in steps]
 
 
@@ -76,13 +89,22 @@ def _probe(npu: Npu, smi: str, prefix: Path, activation: str) -> Probe:
     else:
         if proc.returncode != 0:
             smi_error = f"`npu-smi info` exited {proc.returncode}: {redact_text(tail(proc.stderr or proc.stdout, 3))}"
-    script = f'{activation}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$1"'
-    proc = run(["sh", "-c", script, _PROBE, npu.built_soc or ""], env=tool_environment(), check=False)
+    script = f'{activation}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$@"'
+    argv = [npu.build_info or "", DEVICE_TYPE_ATTRIBUTE, LEGACY_SOC_ATTRIBUTE]
+    proc = run(["sh", "-c", script, _PROBE, *argv], env=tool_environment(), check=False)
     try:
         found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         found = {"torch_npu_error": f"the probe did not run: {redact_text(tail(proc.stderr or proc.stdout, 5))}"}
-    fields = ("devices", "soc_code", "device_name", "torch_npu_error", "built_soc", "built_error")
+    fields = (
+        "devices",
+        "soc_code",
+        "device_name",
+        "torch_npu_error",
+        "built_device_type",
+        "built_soc",
+        "built_error",
+    )
     return Probe(smi_error=smi_error, **{k: found[k] for k in fields if k in found})
 
 

@@ -140,7 +140,8 @@ def _npu(matrix: Matrix) -> dict[str, Any] | None:
         "soc_codes": [generation.soc_codes[0], generation.soc_codes[-1]],
         "device_names": list(generation.device_names),
         "soc_version": npu.soc_version,
-        "built_soc": npu.built_soc,
+        "device_type": generation.device_types[0],
+        "build_info": npu.build_info,
     }
 
 
@@ -234,7 +235,8 @@ def _package_text(matrix: Matrix, package: PipPackage) -> str:
 def _npu_text(matrix: Matrix) -> str:
     doc = _npu(matrix) or {}
     chip = f", built for {doc['soc_version']}" if doc["soc_version"] else ""
-    recorded = f" (recorded in {doc['built_soc']})" if doc["built_soc"] else ""
+    where = doc["build_info"]
+    recorded = f"; the build records device type {doc['device_type']} in {where}" if where else ""
     codes = "-".join(str(c) for c in dict.fromkeys(doc["soc_codes"]))
     names = " or ".join(doc["device_names"])
     return f"{doc['generation']}: {doc['title']}, soc codes {codes}, device name {names}{chip}{recorded}"

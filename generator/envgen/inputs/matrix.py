@@ -43,7 +43,14 @@ from envgen.model import (
     Profile,
     Source,
 )
-from envgen.npu import GENERATIONS, SOC_VARIABLE, Npu, soc_version_problem
+from envgen.npu import (
+    DEVICE_TYPE_ATTRIBUTE,
+    GENERATIONS,
+    LEGACY_SOC_ATTRIBUTE,
+    SOC_VARIABLE,
+    Npu,
+    soc_version_problem,
+)
 from envgen.platforms import OLDEST_GLIBC, PLATFORMS
 from envgen.project import Project
 
@@ -54,6 +61,10 @@ _TOP_REQUIRED = ("schema", "env", "system", "conda", "pip")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAJOR_MINOR = re.compile(r"\d+\.\d+")
 _GLIBC = re.compile(r"2\.\d+")
+# [system.npu]: where a build records what it was built for; the key it replaced is refused by name.
+BUILD_INFO = "build-info"
+_RETIRED_BUILT_SOC = "built-soc"
+_VLLM_ASCEND_BUILD_INFO = "vllm_ascend._build_info"
 
 
 def load_matrix(path: Path, channels_dir: Path, *, conda_specs: bool = True) -> Matrix:
@@ -234,11 +245,12 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
         return CANN_SCRIPT_SEPARATOR.join(script for _, script in scripts) or DEFAULT_CANN_SET_ENV
 
     def npu(self, data: dict[str, Any], sources: list[Source] | tuple[Source, ...]) -> Npu | None:
-        """[system.npu]: the generation targeted (a row of npu.GENERATIONS), its chip and where a build records it."""
+        """[system.npu]: the generation targeted (a row of npu.GENERATIONS), its chip and where a
+        build records what it was built for."""
         path: KeyPath = ("system", "npu")
-        table = self.section(
-            dict_or_empty(data.get("system")), path, ("generation", "soc-version", "built-soc"), ("generation",)
-        )
+        system = self.without_retired_built_soc(dict_or_empty(data.get("system")), path)
+        keys = ("generation", "soc-version", BUILD_INFO)
+        table = self.section(system, path, keys, ("generation",))
         if table is None:
             return None
         generation = get_str(self.p, table, (*path, "generation"))
@@ -261,17 +273,32 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
                     ("sources", source.name, "env", SOC_VARIABLE),
                     f"builds for '{built}' while system.npu.soc-version is '{soc}': make them the same chip",
                 )
-        built_soc = get_str(self.p, table, (*path, "built-soc"))
-        if built_soc is not None and not (_MODULE.fullmatch(built_soc) and "." in built_soc):
-            self.p.add(
-                (*path, "built-soc"), f"'{built_soc}' is not module.attribute (vllm_ascend._build_info.__soc_version__)"
-            )
-            built_soc = None
-        if built_soc is not None and soc is None:
-            self.p.add((*path, "built-soc"), "needs soc-version: the chip the build is compared with")
+        build_info = get_str(self.p, table, (*path, BUILD_INFO))
+        if build_info is not None and not _MODULE.fullmatch(build_info):
+            problem = f"'{build_info}' is not a module name ({_VLLM_ASCEND_BUILD_INFO})"
+            self.p.add((*path, BUILD_INFO), problem)
+            build_info = None
         if generation is None:
             return None
-        return Npu(generation=generation, soc_version=soc, built_soc=built_soc)
+        return Npu(generation=generation, soc_version=soc, build_info=build_info)
+
+    def without_retired_built_soc(self, system: dict[str, Any], path: KeyPath) -> dict[str, Any]:
+        """[system] with `built-soc` taken out of its npu table and refused, saying what to write:
+        it named an attribute vllm-ascend no longer writes."""
+        npu = system.get(str(path[-1]))
+        if not isinstance(npu, dict) or _RETIRED_BUILT_SOC not in npu:
+            return system
+        value = npu[_RETIRED_BUILT_SOC]
+        module = value.rpartition(".")[0] if isinstance(value, str) else ""
+        module = module if _MODULE.fullmatch(module) else _VLLM_ASCEND_BUILD_INFO
+        self.p.add(
+            (*path, _RETIRED_BUILT_SOC),
+            f"vllm-ascend builds record their device type ({DEVICE_TYPE_ATTRIBUTE}) since "
+            f'2025-11-26, not their chip: write {BUILD_INFO} = "{module}" instead, the module '
+            f"they record it in (an older build's {LEGACY_SOC_ATTRIBUTE} is read from there too)",
+        )
+        rest = {key: v for key, v in npu.items() if key != _RETIRED_BUILT_SOC}
+        return {**system, str(path[-1]): rest}
 
     def conda(self, data: dict[str, Any]) -> tuple[tuple[Channel, ...], tuple[str, ...]]:
         path: KeyPath = ("conda",)
