@@ -279,6 +279,18 @@ def test_an_unmet_pin_and_a_missing_dependency_are_reported(example: Example) ->
     assert "demo-torch==2.10.1 needs demo-numpy>=1.26, linux-64 has none locked" in unmet
 
 
+def test_a_pin_an_override_replaces_is_held_to_the_override(example: Example) -> None:
+    """a5 keeps its guide's table pin (transformers==4.57.6) and overrides it: the lock holds the
+    override's version, not the pin's."""
+    matrix, lock = _loaded(example)
+    guide = {"demo-transformers": "==5.0.0"}  # as a guide's table might say; the override decides
+    pins = matrix.packages
+    table = tuple(dataclasses.replace(p, specifier=guide.get(p.name, p.specifier)) for p in pins)
+    assert pin_problems(dataclasses.replace(matrix, packages=table), lock) == []
+    without = pin_problems(dataclasses.replace(matrix, packages=table, overrides=()), lock)
+    assert any("demo-transformers: wants ==5.0.0, linux-64 has 4.57.6" in p for p in without)
+
+
 def test_a_marker_keeps_an_x86_only_dependency_out_of_the_aarch64_check(example: Example) -> None:
     matrix, lock = _loaded(example)
     helper = [e for e in lock.pip if e.name == "demo-x86-helper"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 
 import rattler
 from packaging.markers import Marker
@@ -57,7 +58,7 @@ def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
     for platform in lock.platforms:
         environment = marker_environment(platform, python_of(lock, matrix, platform))
         entries = pip_by_name(lock, platform)
-        for package in matrix.packages:
+        for package in _own_pins(matrix):
             problems += _package_problems(package, platform, environment, entries, provided, matrix.path)
         problems += _conda_problems(matrix, lock, platform)
     locked = {s.source.name: s for s in lock.sources}
@@ -76,6 +77,17 @@ def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
         elif is_full_commit(source.ref) and source.ref.lower() != found.commit:
             problems.append(f"{where}: pinned to {source.ref}, locked at {found.commit}")
     return problems
+
+
+def _own_pins(matrix: Matrix) -> list[PipPackage]:
+    """The matrix's packages, the pins an override replaces dropped: the dependencies step holds the
+    lock to the override instead."""
+    gone = {canonicalize_name(o.name) for o in matrix.overrides}
+    own = []
+    for package in matrix.packages:
+        replaced = canonicalize_name(package.name) in gone
+        own.append(replace(package, specifier="") if replaced else package)
+    return own
 
 
 def _package_problems(
