@@ -6,15 +6,9 @@ FACTS is the guide's version matrix and its notes, transcribed row by row (compo
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
-from click.testing import CliRunner
-from envgen.cli import cli
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.templates import REPO, Fact, differing, missing_origins, show_json, wrong_facts
 
 TOOLKIT = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
 NNAL = "/usr/local/Ascend/nnal/atb/set_env.sh"
@@ -34,10 +28,42 @@ HCCL = {
     "HCCL_NPU_SOCKET_PORT_RANGE": "61000-61050",
     "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1",
 }
+OPENCV = "opencv-python-headless==4.11.0.86"
+ORDER = ["vllm", "vllm-ascend", "megatron-lm", "mindspeed", "verl"]
+PROFILES = "activation/profiles"
+QUIET = {"TRANSFORMERS_VERBOSITY": "error"}
+ROCE = {"HCCL_INTRA_ROCE_ENABLE": "1"}
+# Every requirement an override decides, by origin: each is named in its reason (file:line and the
+# specifier as written there), so a reason cannot drop a requirement it overrules or keeps.
+ORIGINS: dict[str, list[str]] = {
+    "transformers": [
+        "install_vllm_mcore_npu.sh:52",
+        "requirements.txt:38 transformers==5.5.4",
+        "setup.py:43 transformers>=5.5.3,!=5.6.0,<5.11",
+        "MindSpeed requirements.txt:17 transformers>=4.43.2",
+        "requirements/common.txt:10 transformers>=4.56.0",
+    ],
+    "xgrammar": [
+        "install_vllm_mcore_npu.sh:52",
+        "requirements/common.txt:28 xgrammar>=0.2.0,<1.0.0",
+        "requirements.txt:22 xgrammar>=0.1.30",
+    ],
+    "numpy": [
+        "requirements-npu.txt:8 numpy<2.0.0",
+        "setup.py:32 numpy>=2.0.0",
+        "MindSpeed requirements.txt:4 numpy<=1.26.0",
+        "requirements/common.txt:5",
+        "vllm-ascend requirements.txt:5",
+    ],
+    "opencv-python-headless": [
+        "requirements/common.txt:36 asks opencv-python-headless>=4.13.0",
+        "opencv-python-headless>=4.0.0",
+        "numpy>=2",
+    ],
+}
 
-# (component, path in the show document, expected value; a str starting with "~" means "contains").
-# Paths: dict keys, "sources/<name>" picks a source by name, "imports/<module>" an import check by module.
-FACTS: list[tuple[str, str, object]] = [
+# (component, path in the show document, expected value), as tests/support/templates.py reads them.
+FACTS: list[Fact] = [
     ("driver/firmware (HDK) 26.0.rc1", "env/notes/driver", "~HDK) 26.0.rc1"),
     ("CANN 9.1.0", "system/cann/version", "9.1.0"),
     ("CANN: both set_env.sh, toolkit first", "system/cann/scripts", [TOOLKIT, NNAL]),
@@ -92,10 +118,15 @@ FACTS: list[tuple[str, str, object]] = [
     ("verl pip install -e", "sources/verl/install", "editable"),
     ("requirements-npu.txt wins on numpy", "overrides/numpy/requirement", "numpy<2.0.0"),
     ("... the reason", "overrides/numpy/reason", "~installs requirements-npu.txt last"),
-    ("order", "install/order", ["vllm", "vllm-ascend", "mindspeed", "megatron-lm", "verl"]),
+    ("opencv accepting numpy 1", "overrides/opencv-python-headless/requirement", OPENCV),
+    ("order: Megatron-LM first", "install/order", ORDER),
     ("order: overrides last", "env/notes/install-order", "~finally transformers 5.10.4 and xgrammar 0.1.33 again"),
     ("USE_MEGATRON=1", "env/notes/install-order", "~USE_MEGATRON=1"),
     ("runtime variables as a profile", "activation/profiles/npu-runtime/env", HCCL),
+    ("the guide's log filter", f"{PROFILES}/quiet-transformers/env", QUIET),
+    ("... its origin", f"{PROFILES}/quiet-transformers/description", "~install_guidance.rst"),
+    ("intra-node RoCE, CANN >= 8.5.0", f"{PROFILES}/intra-roce/env", ROCE),
+    ("... its origin", f"{PROFILES}/intra-roce/description", "~verl/checkpoint_engine/README"),
     ("vllm-ascend's build records here", "system/npu/build_info", "vllm_ascend._build_info"),
     ("import torch 2.10.0", "imports/torch", {"distribution": "torch", "version": "2.10.0", "needs": "none"}),
     ("import torch_npu", "imports/torch_npu", {"distribution": "torch-npu", "version": "2.10.0.post4", "needs": "npu"}),
@@ -114,7 +145,7 @@ FACTS: list[tuple[str, str, object]] = [
 ]
 
 # What differs between the generations: the chip, how to detect it, its dies and its image.
-PER_ENV: dict[str, list[tuple[str, str, object]]] = {
+PER_ENV: dict[str, list[Fact]] = {
     "a2": [
         ("A2 builds for ascend910b1", "sources/vllm-ascend/env", {"SOC_VERSION": "ascend910b1"}),
         ("A2 soc-version", "system/npu/soc_version", "ascend910b1"),
@@ -140,62 +171,18 @@ PER_ENV: dict[str, list[tuple[str, str, object]]] = {
 }
 
 
-def show_json(env: str) -> dict[str, Any]:
-    result = CliRunner().invoke(cli, ["show", env, "--json", "--root", str(REPO)])
-    assert result.exit_code == 0, result.stderr
-    document: dict[str, Any] = json.loads(result.stdout)["results"][0]
-    return document
-
-
-def walk(document: dict[str, Any], path: str) -> object:
-    node: Any = document
-    parts = path.split("/")
-    while parts:
-        part = parts.pop(0)
-        if part == "sources":
-            name = parts.pop(0)
-            node = next(s for s in node["sources"] if s["name"] == name)
-        elif part == "imports":
-            module = parts.pop(0)
-            node = next(c for c in node["checks"]["imports"] if c["module"] == module)
-        elif isinstance(node, list):
-            node = node[int(part)]
-        else:
-            node = node[part]
-    return node
-
-
 @pytest.mark.parametrize("env", ["a2", "a3"])
 def test_every_fact_of_the_guide_is_in_the_matrix(env: str) -> None:
-    document = show_json(env)
-    wrong = []
-    for component, path, expected in FACTS + PER_ENV[env]:
-        found = walk(document, path)
-        if isinstance(expected, str) and expected.startswith("~"):
-            holds = isinstance(found, str) and expected[1:] in found
-        elif isinstance(expected, dict) and isinstance(found, dict):
-            holds = {k: found.get(k) for k in expected} == expected
-        else:
-            holds = found == expected
-        if not holds:
-            wrong.append(f"{component}: {path} is {found!r}, expected {expected!r}")
+    wrong = wrong_facts(show_json(env), FACTS + PER_ENV[env])
     assert not wrong, "\n".join(wrong)
 
 
-def leaves(node: object, path: str = "") -> dict[str, object]:
-    """Every scalar of a document by path; sources and import checks keyed by name, not position."""
-    if isinstance(node, dict):
-        return {k: v for key, value in node.items() for k, v in leaves(value, f"{path}/{key}").items()}
-    if isinstance(node, list) and node and all(isinstance(i, dict) and ("name" in i or "module" in i) for i in node):
-        return {k: v for i in node for k, v in leaves(i, f"{path}/{i.get('name') or i['module']}").items()}
-    if isinstance(node, list):
-        return {k: v for n, i in enumerate(node) for k, v in leaves(i, f"{path}/{n}").items()}
-    return {path: node}
+@pytest.mark.parametrize("env", ["a2", "a3"])
+def test_every_override_names_every_origin_of_what_it_decides(env: str) -> None:
+    assert not missing_origins(show_json(env), ORIGINS)
 
 
 def test_a2_and_a3_differ_exactly_in_the_chip_the_generation_and_their_notes() -> None:
-    a2, a3 = leaves(show_json("a2")), leaves(show_json("a3"))
-    differing = {path for path in set(a2) | set(a3) if a2.get(path) != a3.get(path)}
     expected = {
         "/env/name",
         "/env/extends/0",
@@ -214,11 +201,12 @@ def test_a2_and_a3_differ_exactly_in_the_chip_the_generation_and_their_notes() -
         "/env/notes/soc-version",
         "/env/notes/image",
     }
-    assert differing == expected
+    assert differing("a2", "a3") == expected
 
 
 def test_a2_is_written_as_the_difference_and_a5_stands_alone() -> None:
     a2 = (REPO / "env-templates" / "a2.toml").read_text()
     assert 'extends = "a3"' in a2 and len(a2.splitlines()) < 30
-    assert "extends" not in (REPO / "env-templates" / "a5.toml").read_text()
+    a5 = (REPO / "env-templates" / "a5.toml").read_text().splitlines()
+    assert not [line for line in a5 if line.startswith("extends")]
     assert show_json("a5")["env"]["extends"] == []
