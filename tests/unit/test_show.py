@@ -33,9 +33,10 @@ def test_a5_system_and_conda(a5: dict[str, Any]) -> None:
     assert a5["env"]["python"] == "3.11"
     assert a5["system"]["glibc"] == "2.28"
     cann = a5["system"]["cann"]
-    assert cann["version"] == "pending" and cann["pending"] is True
+    assert cann["version"] == "9.1.0" and cann["pending"] is False
     assert "Q2" in cann["note"]
-    assert cann["set_env"] == "/usr/local/Ascend/cann/set_env.sh"
+    toolkit = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+    assert cann["scripts"] == [toolkit, "/usr/local/Ascend/nnal/atb/set_env.sh"]
     assert a5["conda"]["channels"] == [{"name": "conda-forge", "url": "https://conda.anaconda.org/conda-forge"}]
     assert "python 3.11.*" in a5["conda"]["specs"]
 
@@ -59,8 +60,8 @@ def test_a5_pip_pins_and_indexes(a5: dict[str, Any]) -> None:
     assert packages["triton-ascend"]["index"] == {"linux-64": "triton-ascend", "linux-aarch64": "triton-ascend"}
     assert packages["transformers"]["specifier"] == "==4.57.6"
     assert packages["mbridge"]["specifier"] == "" and packages["mbridge"]["pending"] is None
-    assert "Q2" in packages["torch-npu"]["pending"]
-    assert packages["torch-npu"]["specifier"] == ""
+    assert packages["torch-npu"]["pending"] is None
+    assert packages["torch-npu"]["specifier"] == "==2.10.0.post4"
 
 
 def test_a5_sources_refs_flags_and_order(a5: dict[str, Any]) -> None:
@@ -108,8 +109,8 @@ def test_a5_activation_checks_notes_and_pending(a5: dict[str, Any]) -> None:
     assert modules["torch_npu"]["needs"] == "npu"
     assert "Ascend950" in a5["env"]["notes"]["device-detection"]
     assert "BF16" in a5["env"]["notes"]["precision"]
-    assert [p["name"] for p in a5["pending"]] == ["CANN", "torch-npu"]
-    assert all("Q2" in p["note"] for p in a5["pending"])
+    assert a5["pending"] == []
+    assert "Q2" in a5["env"]["notes"]["torch-npu"]
 
 
 def test_json_is_stable_and_sorted() -> None:
@@ -127,8 +128,8 @@ def test_a5_text_has_every_row() -> None:
         "linux-aarch64, linux-64",
         "3.11",
         "2.28",
-        f"pending ({matrix.cann.note})",
-        "/usr/local/Ascend/cann/set_env.sh",
+        f"9.1.0 ({matrix.cann.note})",
+        "/usr/local/Ascend/ascend-toolkit/set_env.sh, then /usr/local/Ascend/nnal/atb/set_env.sh",
         "conda-forge  https://conda.anaconda.org/conda-forge",
         "python 3.11.*",
         "https://triton-ascend.osinfra.cn/pypi/simple/",
@@ -185,7 +186,7 @@ def test_document_of_the_valid_fixture() -> None:
     assert document["pending"] == [{"name": "torch-npu", "note": "not published yet"}]
 
 
-@pytest.mark.parametrize("env", ["a2", "a3", "a5", "valid", "example"])
+@pytest.mark.parametrize("env", ["a2", "a3", "a5", "a5-950pr", "valid", "example"])
 def test_no_line_ends_in_spaces(env: str, tmp_path: Path) -> None:
     """Before: a matrix without sources (`envgen init`'s example) printed its install order as a line of spaces."""
     from envgen.commands.init import init_project
