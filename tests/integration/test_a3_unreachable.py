@@ -133,7 +133,7 @@ def test_unreachable_git_host_names_the_first_source_url(project: Path) -> None:
     code, err = lock(project)
     assert code == 3, err
     assert "error: source vllm: cannot reach git remote https://github.com/vllm-project/vllm.git" in err
-    assert "(sources vllm-ascend, mindspeed, megatron-lm, verl failed too)" in err
+    assert "(sources vllm-ascend, megatron-lm, mindspeed, verl failed too)" in err
 
 
 def test_locking_every_env_names_the_env_that_failed_and_the_others(project: Path) -> None:
