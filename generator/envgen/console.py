@@ -22,7 +22,7 @@ import click
 
 import envgen
 from envgen import interrupts, network
-from envgen.errors import EnvgenError, InputError
+from envgen.errors import ConflictError, EnvgenError, InputError
 from envgen.logs import setup_logging
 from envgen.redact import redact_text
 
@@ -304,6 +304,8 @@ def envelope(command: str, exit_code: int, results: list[Any], error: EnvgenErro
     document: dict[str, Any] = {"command": command, "ok": exit_code == 0, "exit_code": exit_code, "results": results}
     if error is not None:
         document["error"] = {"message": redact_text(error.message), "hint": error.hint and redact_text(error.hint)}
+        if isinstance(error, ConflictError) and error.conflicts:
+            document["error"]["conflicts"] = list(error.conflicts)
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -15,7 +15,7 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen import platforms
-from envgen.errors import EnvgenError, InputError, VerificationError
+from envgen.errors import ConflictError, EnvgenError, InputError, VerificationError
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
 from envgen.redact import redact_url, strip_credentials
@@ -203,8 +203,19 @@ def lock_pypi(
         environ=environ,
         preferred=preferred,
     )
-    text = run_uv_compile(job, matrix, inputs, indexes, offline=offline, ahead=ahead)
     environment = platforms.marker_environment(platform, python_version)
+    try:
+        text = run_uv_compile(job, matrix, inputs, indexes, offline=offline, ahead=ahead)
+    except ConflictError as exc:
+        if offline:
+            raise
+        # Imported here: only a failed resolution asks the index pages.
+        from envgen.resolve.direct_layer import explain_conflicts
+
+        explained = explain_conflicts(exc, matrix.path, inputs, indexes, platform, environment)
+        if explained is exc:
+            raise
+        raise explained from exc
     tags = platforms.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]
     priority = uv_pylock.tag_priority(tags)
