@@ -36,15 +36,20 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
     (
         1,
-        "differences or drift: a lock stale, missing or behind a moved ref (status); locks differ or a lock was "
-        "edited by hand (diff --exit-code)",
+        "differences or drift: a lock stale, missing or behind a moved ref, "
+        "a matrix upstream no longer agrees with (status, status --watch); "
+        "locks differ or a lock was edited by hand (diff --exit-code)",
     ),
     (
         2,
         "bad input or usage: no envgen project, an unknown env or profile, a malformed matrix, channel file or "
         "option, no lock yet (check, install, export); found before any work",
     ),
-    (3, "resolution or network: a conflict, an unreachable index, channel or remote (lock, check's re-solve, install)"),
+    (
+        3,
+        "resolution or network: a conflict, an unreachable index, channel or remote "
+        "(lock, check's re-solve, install, status --watch)",
+    ),
     (
         4,
         "verification: a step of `check` failed (a lock stale, edited, unparsable, or not installing as locked); "
