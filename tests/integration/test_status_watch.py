@@ -203,3 +203,18 @@ def test_a_malformed_record_or_pattern_is_exit_2_naming_the_key(
     code, _, err = run_envgen(example, "status", ENV, "--watch")
     assert code == 2
     assert f"{MATRIX}:" in err and f": watch.{key}: " in err
+
+
+def test_with_no_lock_yet_the_pages_are_watched_and_plain_status_asks_nothing(
+    example: Example,
+) -> None:
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    trainer = example.repos["trainer"]
+    written = trainer.commit({"docs/install.rst": "v1\n"}, "the guide", branch="docs")
+    trainer.commit({"docs/install.rst": "v2\n"}, "the guide moves", branch="docs")
+    add_watch(example, page("trainer", "docs", "docs/install.rst", H, written))
+    code, watched = watch(example)
+    assert code == 1
+    assert [f["kind"] for f in watched["findings"]] == ["page"]
+    code, out, _ = run_envgen(example, "status", ENV, "--json", "-q")
+    assert code == 1 and json.loads(out)["results"][0]["watch"] is None

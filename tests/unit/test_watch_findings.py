@@ -63,9 +63,11 @@ def test_release_refs_newer_than_the_sources_own_ref() -> None:
     assert finding.details["newer"] == ["releases/v0.24.0rc", "releases/v0.26.0rc"]
     assert release_refs("vllm-ascend", "releases/v0.26.0rc", ["releases/v*"], names) is None
     megatron = ["core_r0.12.0", "core_r0.19.0", "core_v0.12.1", "core_v0.19.0", "core_r0.7.0.beta"]
+    megatron += ["core_v0.19.0rc1", "core_v0.20.0rc0"]
     finding = release_refs("megatron-lm", "core_r0.12.0", ["core_r*", "core_v*"], megatron)
     assert finding is not None
-    assert finding.details["newer"] == ["core_v0.12.1", "core_r0.19.0", "core_v0.19.0"]
+    newer = ["core_v0.12.1", "core_r0.19.0", "core_v0.19.0", "core_v0.20.0rc0"]
+    assert finding.details["newer"] == newer
     pinned = release_refs("mindspeed", COMMIT, ["core_r*"], megatron)
     assert pinned is not None and pinned.details["newer"] == ["core_r0.19.0"]
     assert "(its ref 0c6c0ce" in pinned.message

@@ -99,7 +99,7 @@ class StatusReport:
     drift: tuple[SourceDrift, ...] = ()
     pending: tuple[tuple[str, str], ...] = ()  # (name, note)
     outdated: tuple[Outdated, ...] = ()
-    watch: WatchReport | None = None  # with --watch, for an env with a lock that is not tampered
+    watch: WatchReport | None = None  # with --watch, for an env whose lock is not tampered
 
     @property
     def ok(self) -> bool:
@@ -229,7 +229,9 @@ def status_env(
     upstream, with `outdated` the indexes, and with `watch` (the cache directory) the watch."""
     checked = checked_lock(project, env)
     if checked is None:
-        return build_report(env, None, ())
+        # With no lock yet the watch still follows the matrix's pages, release refs and pins.
+        none = build_report(env, None, ())
+        return none if watch is None else _watched(none, load_env(project, env), None, (), watch)
     if only_unsealed(checked.problems):
         return StatusReport(env, fresh=False, reasons=(f"{checked.problems[0]}: `envgen lock {env}` writes it",))
     if checked.problems or checked.lock is None:
@@ -250,12 +252,23 @@ def status_env(
     drift = check_drift(moving_sources(lock), matrix)
     found = check_outdated(matrix, lock) if outdated else ()
     report = build_report(env, lock, reasons, drift, found)
-    if watch is None:
+    return _watched(report, matrix, lock, drift, watch)
+
+
+def _watched(
+    report: StatusReport,
+    matrix: Matrix,
+    lock: Lock | None,
+    drift: Sequence[SourceDrift],
+    cache: Path | None,
+) -> StatusReport:
+    """The report with the watch's, when asked for (`cache`: where its git objects go)."""
+    if cache is None:
         return report
     from envgen.commands.watch import watch_env  # git, indexes, moved trees: only with --watch
 
     drifted = [(d.name, d.ref, d.upstream) for d in drift if d.upstream and d.drifted]
-    return dataclasses.replace(report, watch=watch_env(matrix, lock, drifted, cache=watch))
+    return dataclasses.replace(report, watch=watch_env(matrix, lock, drifted, cache=cache))
 
 
 def status_exit_code(reports: Sequence[StatusReport]) -> int:

@@ -88,9 +88,10 @@ def _index_findings(
     asked: _Asked,
     environments: judge.Environments,
 ) -> Found:
-    """Pending packages with a release meeting what the sources ask; newer releases of pins."""
+    """Pending packages with a release meeting what the lock's sources ask (with no lock yet, what
+    they ask is unknown: none is judged); newer releases of pins."""
     every = tuple(sorted(asked.accesses, key=lambda i: i.explicit))  # defaults first, in order
-    pending = [p for p in matrix.packages if p.pending is not None]
+    pending = [p for p in matrix.packages if p.pending is not None and lock is not None]
     pinned = [p for p in matrix.packages if not p.url and judge.exact_pin(p.specifier)]
     wanted: dict[tuple[str, ...], dict[str, Sequence[IndexAccess]]] = {}
     for package in pending:

@@ -176,8 +176,12 @@ def release_refs(
     names: Iterable[str],
 ) -> Finding | None:
     """A finding naming the refs matching `patterns` whose version (the `*` part) is newer than the
-    source's own ref's; when its ref matches none (a commit, `main`), the newest release ref."""
+    source's own ref's; when its ref matches none (a commit, `main`), the newest release ref. A
+    pre-release ref whose final release is there too (`core_v0.13.0rc0` beside `core_v0.13.0`) is
+    no news."""
     matched = {n: v for n in names for p in patterns if (v := _ref_version(n, p)) is not None}
+    finals = {v.release for v in matched.values() if not v.is_prerelease}
+    matched = {n: v for n, v in matched.items() if not (v.is_prerelease and v.release in finals)}
     own = next((v for p in patterns if (v := _ref_version(ref, p)) is not None), None)
     if own is None:
         newer = [max(matched, key=lambda n: matched[n])] if matched else []
