@@ -140,7 +140,10 @@ def test_checks_re_solve_names_every_conflict_when_the_index_drops_locked_releas
     assert step["status"] == "failed"
     assert {c["name"] for c in step["conflicts"]} == {"demo-transformers", "demo-bridge"}
     bridge = next(c for c in step["conflicts"] if c["name"] == "demo-bridge")
-    assert [o["requirement"] for o in bridge["origins"]] == ["demo-bridge==0.2.0", "demo-bridge"]
+    assert [(o["requirement"], o["origin"]) for o in bridge["origins"]] == [
+        ("demo-bridge==0.2.0", f"locks/{ENV}.yml: the locked demo-bridge"),
+        ("demo-bridge", "source rollout: requirements.txt:2"),
+    ]
     assert bridge["offered"] == ["0.1.0"]
     headline = "no release meets every requirement on demo-bridge, demo-transformers"
     assert any(headline in p for p in step["problems"])

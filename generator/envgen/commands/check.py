@@ -73,9 +73,10 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
 
 
 def _pip_again(matrix: Matrix, lock: Lock, platform: str, cache: Path) -> PypiLock:
-    return lock_pypi(
-        pinned_matrix(matrix, lock, platform), platform, python_of(lock, matrix, platform), lock.sources, cache=cache
-    )
+    pinned = pinned_matrix(matrix, lock, platform)
+    python = python_of(lock, matrix, platform)
+    yml = f"locks/{lock.env}.yml"
+    return lock_pypi(pinned, platform, python, lock.sources, cache=cache, pinned_from=yml)
 
 
 def _again(

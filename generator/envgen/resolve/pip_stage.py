@@ -41,11 +41,18 @@ def _parse(text: str, origin: Origin) -> Pep508:
         raise InputError(f"{origin}: {text!r} is not a PEP 508 requirement: {exc}") from exc
 
 
-def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource], environ: Mapping[str, str]) -> Inputs:
+def gather_inputs(
+    matrix: Matrix,
+    platform: str,
+    sources: Sequence[LockedSource],
+    environ: Mapping[str, str],
+    pinned_from: str | None = None,
+) -> Inputs:
     """The requirements uv resolves for `platform`: matrix pins and source requirements, with origins.
 
     Requirements on a name a source provides or on a pending package are dropped (and excluded from the
-    resolution), and so are git requirements: those are sources, locked by commit elsewhere.
+    resolution), and so are git requirements: those are sources, locked by commit elsewhere. With
+    `pinned_from` (a lock file), the matrix's versions are that lock's, and their origin says so.
     """
     provided = {canonicalize_name(s.distribution) for s in matrix.sources}
     provided |= {canonicalize_name(ls.source.distribution) for ls in sources}
@@ -71,6 +78,8 @@ def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource]
                 hashes[name] = (package.sha256.lower(), Origin(file=matrix.path, key=f"{key}.sha256"))
         else:
             origin = Origin(file=matrix.path, key=f"{key}.version")
+            if pinned_from is not None:
+                origin = Origin(file=pinned_from, key=f"the locked {package.name}")
             requirements.append(TracedRequirement(str(_parse(package.requirement, origin)), origin))
         index = package.index_for(platform)
         if index:
@@ -177,17 +186,19 @@ def lock_pypi(
     offline: bool = False,
     preferred: Sequence[PipEntry] = (),
     ahead: Ahead = NOTHING_AHEAD,
+    pinned_from: str | None = None,
 ) -> PypiLock:
     """Resolve the matrix's pip packages and the sources' requirements for `platform` with uv.
 
     Only the matrix's indexes are used (never the machine's pip/uv config); every package gets exactly one
     artifact for the platform, pinned by URL and sha256. `preferred` versions are kept where the inputs allow.
     `ahead` gives the outcome of the uv run a head start began for an equal job (resolve/head_start.py).
+    `pinned_from` names the lock whose versions the matrix was pinned to (check's re-solve).
     """
     environ = os.environ
     accesses = {i.name: access_index(i, environ) for i in matrix.indexes}
     indexes = ordered_indexes(matrix, accesses)
-    inputs = gather_inputs(matrix, platform, sources, environ)
+    inputs = gather_inputs(matrix, platform, sources, environ, pinned_from)
     for name, index in inputs.pins:
         if index not in accesses:
             raise InputError(f"{matrix.path}: pip.packages.{name}.index names {index!r}, which is not an index")
