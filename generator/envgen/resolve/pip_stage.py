@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,14 @@ from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import overrides, uv_pylock
-from envgen.resolve.uv_compile import NOTHING_AHEAD, Ahead, Inputs, plan_uv_compile, run_uv_compile
+from envgen.resolve.uv_compile import (
+    NOTHING_AHEAD,
+    Ahead,
+    Inputs,
+    UvJob,
+    plan_uv_compile,
+    run_uv_compile,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +91,25 @@ def gather_inputs(
         index = package.index_for(platform)
         if index:
             pins[name] = index
+    requirements += _source_requirements(sources, excluded, direct)
+    scoped = overrides.scope(matrix.overrides, requirements, excluded, matrix.path)
+    return Inputs(
+        requirements=scoped,
+        replaced=tuple(r for r in requirements if r not in scoped),
+        pins=tuple(sorted(pins.items())),
+        excluded=tuple(sorted(excluded)),
+        direct=tuple(sorted(direct)),
+        hashes=tuple(sorted(hashes.items())),
+    )
+
+
+def _source_requirements(
+    sources: Sequence[LockedSource],
+    excluded: Collection[str],
+    direct: set[str],
+) -> list[TracedRequirement]:
+    """The sources' requirements uv resolves; a name locked by URL is added to `direct`."""
+    requirements = []
     for locked in sources:
         for req in locked.requirements:
             parsed = _parse(req.text, req.origin)
@@ -95,15 +121,7 @@ def gather_inputs(
             if parsed.url and not req.constraint:
                 direct.add(canonicalize_name(parsed.name))
             requirements.append(TracedRequirement(str(parsed), req.origin, constraint=req.constraint))
-    scoped = overrides.scope(matrix.overrides, requirements, excluded, matrix.path)
-    return Inputs(
-        requirements=scoped,
-        replaced=tuple(r for r in requirements if r not in scoped),
-        pins=tuple(sorted(pins.items())),
-        excluded=tuple(sorted(excluded)),
-        direct=tuple(sorted(direct)),
-        hashes=tuple(sorted(hashes.items())),
-    )
+    return requirements
 
 
 def ordered_indexes(matrix: Matrix, accesses: Mapping[str, IndexAccess]) -> list[IndexAccess]:
@@ -215,18 +233,7 @@ def lock_pypi(
         preferred=preferred,
     )
     environment = platforms.marker_environment(platform, python_version)
-    try:
-        text = run_uv_compile(job, matrix, inputs, indexes, offline=offline, ahead=ahead)
-    except ConflictError as exc:
-        if offline:
-            raise
-        # Imported here: only a failed resolution asks the index pages.
-        from envgen.resolve.direct_layer import explain_conflicts
-
-        explained = explain_conflicts(exc, matrix.path, inputs, indexes, platform, environment)
-        if explained is exc:
-            raise
-        raise explained from exc
+    text = _resolve(job, matrix, inputs, indexes, environment, offline=offline, ahead=ahead)
     tags = platforms.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]
     priority = uv_pylock.tag_priority(tags)
@@ -238,6 +245,32 @@ def lock_pypi(
         overrides=apply_overrides(matrix, inputs, entries, platform, environment),
         requirements=inputs.requirements,
     )
+
+
+def _resolve(
+    job: UvJob,
+    matrix: Matrix,
+    inputs: Inputs,
+    indexes: Sequence[IndexAccess],
+    environment: Mapping[str, str],
+    *,
+    offline: bool,
+    ahead: Ahead,
+) -> str:
+    """uv's pylock.toml for the job; when uv finds no resolution, every conflict of the direct layer
+    first, then uv's explanation."""
+    try:
+        return run_uv_compile(job, matrix, inputs, indexes, offline=offline, ahead=ahead)
+    except ConflictError as exc:
+        if offline:
+            raise
+        # Imported here: only a failed resolution asks the index pages.
+        from envgen.resolve.direct_layer import explain_conflicts
+
+        explained = explain_conflicts(exc, matrix.path, inputs, indexes, job.platform, environment)
+        if explained is exc:
+            raise
+        raise explained from exc
 
 
 def _entries(
