@@ -17,7 +17,8 @@ from packaging.utils import canonicalize_name
 
 from envgen import platforms
 from envgen.commands import watch_findings as judge
-from envgen.errors import EnvgenError
+from envgen.commits import is_full_commit
+from envgen.errors import EnvgenError, ResolutionError
 from envgen.inputs.channels import IndexAccess, access_index
 from envgen.model import Lock, Matrix, Origin, PipPackage, TracedRequirement
 from envgen.resolve.git_cache import cached_repo
@@ -196,6 +197,8 @@ def _page_findings(matrix: Matrix, asked: _Asked, cache: Path) -> Found:
             continue
         try:
             upstream = resolve_ref(refs, page.ref, url=page.url, source=who)
+            if not is_full_commit(upstream):  # what a remote says goes into a link, not only to git
+                raise ResolutionError(f"{who}: {page.ref} names {upstream!r}, not a commit")
             with cached_repo(cache, page.url, who) as repo:
                 repo.fetch(upstream, depth=1, what="commit")
                 blob = repo.blob(upstream, page.path)
