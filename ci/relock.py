@@ -3,15 +3,16 @@
     python ci/relock.py [--root DIR] [--envs "a5 a3"] [--update "vllm megatron" | --update all]
                         [--out DIR] [--base REV]
 
-1. `envgen status --json` for the envs (every env by default);
+1. `envgen status --watch --json` for the envs (every env by default);
 2. `envgen lock ENV` for each env that is stale, has no lock, or has a drifted source, with `--update NAME` for
    exactly its drifted sources (`--update` names instead of those; `--update all` moves every source);
 3. `envgen check ENV --no-env` (static checks and a re-solve) for each env whose lock files changed;
 4. into --out: `status.json` always; when a lock changed also `relock.patch` (a binary git diff of locks/
-   against --base), `pr-body.md` (the status summary and `envgen diff --format markdown`), `changed-envs.txt`
-   and `checks/<env>.json`.
+   against --base), `pr-body.md` (the status summary, what the watch found, and
+   `envgen diff --format markdown`), `changed-envs.txt` and `checks/<env>.json`.
 
-Nothing changed: no patch and no body. Writes `changed=true|false` to $GITHUB_OUTPUT when that is set.
+Nothing changed: no patch and no body (what the watch found is a warning on the run).
+Writes `changed=true|false` to $GITHUB_OUTPUT when that is set.
 Exit codes: 0 done (with or without changes); 2 bad arguments; 4 a check of a changed lock failed (the body is
 still written, for the job summary); otherwise the code of the envgen or git command that failed.
 Standard library only: it drives envgen through its command line, as the workflow would.
@@ -137,6 +138,18 @@ def status_lines(reports: Sequence[dict], plans: Sequence[Plan], changed: Sequen
     return [*lines, ""]
 
 
+def watch_lines(reports: Sequence[dict]) -> list[str]:
+    """Markdown: where a matrix no longer says what upstream says; what the watch could not ask."""
+    lines = []
+    for report in reports:
+        watched, env = report.get("watch") or {}, report["env"]
+        lines += [f"- **{env}**: {_cell(f['message'])}" for f in watched.get("findings", [])]
+        lines += [f"- **{env}**: not asked: {_cell(e)}" for e in watched.get("errors", [])]
+    if not lines:
+        return []
+    return ["### Upstream says otherwise (`envgen status --watch`)", "", *lines, ""]
+
+
 def check_lines(checks: dict[str, dict]) -> list[str]:
     """Markdown: the verdict of `envgen check ENV --no-env` per changed env, and its failed steps."""
     lines = ["### Checks (`envgen check ENV --no-env`: static checks and a re-solve)", ""]
@@ -154,7 +167,8 @@ def check_lines(checks: dict[str, dict]) -> list[str]:
 def pr_body(reports: Sequence[dict], plans: Sequence[Plan], changed: Sequence[str], checks: dict, diff: str) -> str:
     """The pull request's body: summary first, then the lock diff, cut to what GitHub accepts."""
     lines = [MARKER, "## Re-lock", "", f"Locks changed: {', '.join(f'`{e}`' for e in changed)}.", ""]
-    lines += moved_table(reports, changed) + status_lines(reports, plans, changed) + check_lines(checks)
+    lines += moved_table(reports, changed) + status_lines(reports, plans, changed)
+    lines += watch_lines(reports) + check_lines(checks)
     body = "\n".join(lines) + "\n" + diff
     if len(body) > BODY_LIMIT:
         body = body[:BODY_LIMIT] + "\n\n*Cut here: run `make diff REV=<base>` on the branch for the rest.*\n"
@@ -219,13 +233,15 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
     )
     if verify.returncode != 0:
         raise Failed(f"{root}: not a git checkout with a commit {base!r} to compare the locks with", 2)
-    status = envgen(root, "status", "--json", "--quiet", "--", *envs, ok=(0, 1))
+    status = envgen(root, "status", "--watch", "--json", "--quiet", "--", *envs, ok=(0, 1, 3))
     (out / "status.json").write_text(status)
     reports = json.loads(status)["results"]
     for report in reports:
         for d in report["drift"]:
             if d["error"]:
                 _warn(f"{report['env']}: source {d['name']}: upstream not asked: {d['error']}")
+        for error in (report.get("watch") or {}).get("errors", []):
+            _warn(f"{report['env']}: watch: not asked: {error}")
     plans = plan_envs(reports, update)
     for plan in plans:
         print(f"relock: {plan.env}: {'; '.join(plan.why)}", file=sys.stderr)
@@ -233,6 +249,9 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
     patch, files = lock_patch(root, base)
     changed = changed_envs(plans, files)
     if not changed:
+        for report in reports:
+            for finding in (report.get("watch") or {}).get("findings", []):
+                _warn(f"{report['env']}: {finding['message']}")
         print("relock: no lock changed; no pull request", file=sys.stderr)
         return False, 0
     checks = {}

@@ -226,27 +226,28 @@ def diff_command(old: str | None, new: str | None, rev: str | None, fmt: str, ex
     return Outcome(results=diff_results(diffs), text=text, exit_code=1 if diffs and exit_code else 0)
 
 
-@cli.command("status", epilog=epilog("envgen status", "envgen status a5 --outdated", "envgen status --json -q"))
+@cli.command("status", epilog=epilog("envgen status --watch", "envgen status a5 --json -q"))
 @click.argument("envs", nargs=-1, callback=env_names)
 @click.option("--outdated", is_flag=True, help="Also ask the default indexes for newer unpinned pip packages.")
+@click.option("--watch", is_flag=True, help="Also ask upstream whether each matrix still holds.")
 @common_options
 @reporting("status")
-def status_command(envs: tuple[str, ...], outdated: bool) -> Outcome:
+def status_command(envs: tuple[str, ...], outdated: bool, watch: bool) -> Outcome:
     """Is each lock of ENV... fresh for its inputs, have its branches moved upstream, what is still pending.
 
     Exits 0 when every lock is fresh and every branch, tag or HEAD it pins still names the locked commit;
-    1 when a lock is missing (no lock yet) or stale, a ref moved, or a remote could not be asked; 4 when a
-    lock's files were edited after `envgen lock` wrote them (tampered).
+    1 when a lock is missing (no lock yet) or stale, a ref moved, a remote could not be asked, or
+    --watch found the matrix no longer true; 3 when --watch could not ask a host; 4 when a lock's
+    files were edited after `envgen lock` wrote them (tampered).
     """
-    from envgen.commands.status import render_status, status_env
+    from envgen.commands.status import render_status, status_env, status_exit_code
+    from envgen.project import cache_dir
 
-    proj = current_project()
-    reports = [status_env(proj, env, outdated=outdated) for env in proj.known_envs(envs, locked=True)]
-    return Outcome(
-        results=[r.as_dict() for r in reports],
-        text=render_status(reports),
-        exit_code=4 if any(r.tampered for r in reports) else 0 if all(r.ok for r in reports) else 1,
-    )
+    proj, cache = current_project(), cache_dir() if watch else None
+    named = proj.known_envs(envs, locked=True)
+    reports = [status_env(proj, env, outdated=outdated, watch=cache) for env in named]
+    text, code = render_status(reports), status_exit_code(reports)
+    return Outcome(results=[r.as_dict() for r in reports], text=text, exit_code=code)
 
 
 # install and check install the pip part the same two ways.

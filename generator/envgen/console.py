@@ -22,7 +22,7 @@ import click
 
 import envgen
 from envgen import interrupts, network
-from envgen.errors import EnvgenError, InputError
+from envgen.errors import ConflictError, EnvgenError, InputError
 from envgen.logs import setup_logging
 from envgen.redact import redact_text
 
@@ -36,15 +36,20 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
     (
         1,
-        "differences or drift: a lock stale, missing or behind a moved ref (status); locks differ or a lock was "
-        "edited by hand (diff --exit-code)",
+        "differences or drift: a lock stale, missing or behind a moved ref, "
+        "a matrix upstream no longer agrees with (status, status --watch); "
+        "locks differ or a lock was edited by hand (diff --exit-code)",
     ),
     (
         2,
         "bad input or usage: no envgen project, an unknown env or profile, a malformed matrix, channel file or "
         "option, no lock yet (check, install, export); found before any work",
     ),
-    (3, "resolution or network: a conflict, an unreachable index, channel or remote (lock, check's re-solve, install)"),
+    (
+        3,
+        "resolution or network: a conflict, an unreachable index, channel or remote "
+        "(lock, check's re-solve, install, status --watch)",
+    ),
     (
         4,
         "verification: a step of `check` failed (a lock stale, edited, unparsable, or not installing as locked); "
@@ -304,6 +309,8 @@ def envelope(command: str, exit_code: int, results: list[Any], error: EnvgenErro
     document: dict[str, Any] = {"command": command, "ok": exit_code == 0, "exit_code": exit_code, "results": results}
     if error is not None:
         document["error"] = {"message": redact_text(error.message), "hint": error.hint and redact_text(error.hint)}
+        if isinstance(error, ConflictError) and error.conflicts:
+            document["error"]["conflicts"] = list(error.conflicts)
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -33,6 +33,23 @@ class NetworkError(ResolutionError):
     """A host (an index, a channel, a remote) could not be reached: the answer is unknown, not wrong."""
 
 
+class ConflictError(ResolutionError):
+    """No resolution exists: `conflicts` are the direct layer's (plain data, as `--json` shows
+    them), `said` is the resolver's own explanation."""
+
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        conflicts: tuple[dict[str, object], ...] = (),
+        said: str = "",
+    ) -> None:
+        super().__init__(message, hint)
+        self.conflicts = conflicts
+        self.said = said
+
+
 class VerificationError(EnvgenError):
     """A lock did not verify: stale, tampered, failed to install or to import."""
 

@@ -176,6 +176,28 @@ class ImportCheck:
 
 
 @dataclass(frozen=True)
+class Page:
+    """An upstream page the matrix encodes (an install guide, a script): its repository, the branch
+    or tag it is read on, its path, the blob the matrix was written from and a commit holding that
+    blob (where a compare link starts)."""
+
+    url: str
+    ref: str
+    path: str
+    blob: str
+    commit: str
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What `envgen status --watch` follows besides the lock: the pages the matrix encodes, and per
+    source the patterns of its release refs (`releases/v*`)."""
+
+    pages: tuple[Page, ...] = ()
+    releases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
 class Matrix:
     """A whole environment template, validated and normalised. Sources are in install order."""
 
@@ -201,6 +223,7 @@ class Matrix:
     npu: Npu | None = None
     # The matrix files this one extends (`extends = "a3"`), nearest first; their keys are merged in.
     bases: tuple[str, ...] = ()
+    watch: Watch = Watch()
 
     @property
     def extends(self) -> tuple[str, ...]:

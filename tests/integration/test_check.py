@@ -131,6 +131,7 @@ def test_no_env_runs_static_checks_and_the_re_solve_only(example: Example, tmp_p
         "detail": "--no-env",
         "problems": [],
         "unreachable": False,
+        "conflicts": [],
     }
     assert not any(name.startswith("import ") for name in steps)
     assert throwaways(tmp_path) == []

@@ -16,6 +16,7 @@ from envgen.example.project import ENV, GITHUB, Example, advance_branch
 from tests.support.example import served_example
 
 SCRIPT = Path(__file__).resolve().parents[2] / "ci" / "relock.py"
+TORCH_NEWS = "demo-torch ==2.10.0: newer in 2.10 on pypi: 2.10.1"
 
 
 class Served:
@@ -63,6 +64,9 @@ def test_nothing_moved_no_changes_and_no_body(served: Served) -> None:
     result = served.relock()
     assert result.returncode == 0, result.stderr
     assert "no lock changed; no pull request" in result.stderr
+    # The watch's news without a pull request: a warning on the run (the example pins demo-torch
+    # ==2.10.0 beside 2.10.1).
+    assert f"relock: warning: {ENV}: {TORCH_NEWS}\n" in result.stderr
     assert result.stdout == ""  # stdout carries only Actions annotations
     assert not (served.out / "pr-body.md").exists()
     assert not (served.out / "relock.patch").exists()
@@ -106,6 +110,8 @@ def test_moved_branch_relocks_that_source_and_writes_the_pr_body(served: Served)
         compare = f"{GITHUB}trainer/compare/{old}...{new}"
         assert f"| {ENV} | `trainer` | `core_r0.12.0` | `{old[:7]}` | `{new[:7]}` | [compare]({compare}) |" in body
         assert f"- **{ENV}** (changed): source trainer moved upstream" in body
+        heading = "### Upstream says otherwise (`envgen status --watch`)"
+        assert f"{heading}\n\n- **{ENV}**: {TORCH_NEWS}\n" in body
         assert f"- **{ENV}**: ok (" in body
         # The lock diff follows the summary: the trainer commit change, nothing about rollout or post.
         diff = body.split("### Checks", 1)[1]

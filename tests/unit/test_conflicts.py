@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import tomllib
+
 from envgen.model import Origin, TracedRequirement
 from envgen.platforms import marker_environment
-from envgen.resolve.conflicts import find_conflicts, met_by
+from envgen.resolve.conflicts import (
+    asked,
+    conflict_record,
+    describe_conflicts,
+    find_conflicts,
+    met_by,
+    override_snippet,
+)
 from packaging.version import Version
 
 AARCH64 = marker_environment("linux-aarch64", "3.11")
@@ -64,3 +73,46 @@ def test_pre_releases_count_only_where_named_or_alone() -> None:
     assert met_by([traced("pkg>=2.0", "a.txt")], offered) == [Version("2.1rc1")]
     assert met_by([traced("pkg>=1.0", "a.txt")], offered) == [Version("1.0")]
     assert met_by([traced("pkg>=2.1rc1", "a.txt")], offered) == [Version("2.1rc1")]
+
+
+def test_the_settlement_meets_the_most_origins_and_its_snippet_is_the_override_to_paste() -> None:
+    conflicts = find_conflicts(A5, lambda name: OFFERED.get(name), AARCH64)
+    (numpy,) = [c for c in conflicts if c.name == "numpy"]
+    # It meets verl's requirements-npu.txt and MindSpeed's pin.
+    assert numpy.settlement() == Version("1.26.0")
+    snippet = override_snippet(numpy)
+    assert snippet is not None
+    table = tomllib.loads(snippet)["overrides"]["numpy"]
+    assert table == {"requirement": "numpy==1.26.0", "reason": ""}
+    assert "# overrules numpy>=2.0.0 (source verl: setup.py)" in snippet
+    assert "# meets numpy<=1.26.0 (source mindspeed: requirements.txt:2)" in snippet
+    record = conflict_record(numpy, "linux-aarch64", "pypi")
+    assert record["override"] == {
+        "requirement": "numpy==1.26.0",
+        "meets": ["source verl: requirements-npu.txt:3", "source mindspeed: requirements.txt:2"],
+        "overrules": ["source verl: setup.py"],
+        "toml": snippet,
+    }
+    assert record["offered"] == ["1.26.0", "1.26.4", "2.0.0", "2.2.6"]
+
+
+def test_ties_go_to_the_newest_final_release_and_nothing_offered_has_no_settlement() -> None:
+    demands = [traced(f"pkg=={v}", f"{v}.txt") for v in ("1.0", "2.0", "3.0rc1")]
+    offered = [Version("1.0"), Version("2.0"), Version("3.0rc1")]
+    (conflict,) = find_conflicts(demands, lambda name: offered, X86)
+    assert conflict.settlement() == Version("2.0")
+    (bare,) = find_conflicts(demands[:1], lambda name: [], X86)
+    assert bare.settlement() is None and override_snippet(bare) is None
+    text = describe_conflicts([bare], "linux-64", {"pkg": "pypi"})
+    assert "  pkg (pypi offers no release):" in text and "[overrides" not in text
+
+
+def test_only_required_names_limited_to_some_versions_are_asked_or_conflict() -> None:
+    reqs = [
+        traced("free", "a.txt"),
+        traced("pinned==1.0", "a.txt"),
+        TracedRequirement("limited<2", Origin(file="c.txt", line=1, source="s"), constraint=True),
+        TracedRequirement("limited>=3", Origin(file="c.txt", line=2, source="s"), constraint=True),
+    ]
+    assert asked(reqs, X86) == ["pinned"]
+    assert find_conflicts(reqs, lambda name: [Version("1.0")], X86) == []

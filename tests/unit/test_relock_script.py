@@ -51,10 +51,15 @@ def test_the_body_shows_remote_text_and_refs_as_text_not_markup() -> None:
         "error": None,
     }
     gone = {**drift, "name": "other", "drifted": False, "error": "fatal: <!-- hidden\n--> | x"}
-    reports = [{"env": "demo", "drift": [drift, gone], "reasons": [], "drifted": ["src"]}]
+    news = {"kind": "page", "subject": "a", "message": "page <!-- a | b", "details": {}}
+    watch = {"findings": [news], "errors": ["cannot reach `x`\n<!--"]}
+    report = {"env": "demo", "drift": [drift, gone], "reasons": [], "drifted": ["src"]}
+    reports = [{**report, "watch": watch}]
     plans = relock.plan_envs(reports, [])
     body = relock.pr_body(reports, plans, ["demo"], {}, "")
     assert body.count("<!--") == 1  # the marker's own
     assert "<img" not in body
     assert "`main`&lt;!--`" in body
     assert "`other` not asked: fatal: &lt;!-- hidden --&gt; \\| x" in body
+    assert "- **demo**: page &lt;!-- a \\| b\n" in body
+    assert "- **demo**: not asked: cannot reach `x` &lt;!--\n" in body

@@ -16,7 +16,7 @@ from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step,
 from envgen.commands.check_static import pip_by_name, python_of, static_steps
 from envgen.commands.check_throwaway import EnvInstaller, throwaway_steps
 from envgen.commands.install_bundle import check_from_bundle
-from envgen.errors import EnvgenError, NetworkError
+from envgen.errors import ConflictError, EnvgenError, NetworkError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
 from envgen.installer import Installer, install_env
@@ -53,8 +53,10 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     """Resolve again with every package pinned to its locked version: the same files must come out."""
     problems: list[str] = []
     unreachable: dict[str, list[str]] = {}  # one line per host: its failure -> the platforms it failed
+    conflicts: list[dict[str, object]] = []  # the direct layer's, where no resolution was found
     for platform in lock.platforms:
-        again = _again(platform, problems, unreachable, functools.partial(_pip_again, matrix, lock, platform, cache))
+        pip_again = functools.partial(_pip_again, matrix, lock, platform, cache)
+        again = _again(platform, problems, unreachable, pip_again, conflicts)
         if again is None:
             continue
         before = {(canonicalize_name(e.name), e.version, e.sha256) for e in lock.pip_for(platform)}
@@ -65,18 +67,28 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
         problems += [
             f"{platform}: resolved now {n} {v} ({s[:12]}), not in the lock" for n, v, s in sorted(after - before)
         ]
-    return _solve_verdict("solve: same pip set", problems, unreachable, f"{len(lock.pip)} entries", lock)
+    entries = f"{len(lock.pip)} entries"
+    step = _solve_verdict("solve: same pip set", problems, unreachable, entries, lock)
+    return dataclasses.replace(step, conflicts=tuple(conflicts))
 
 
 def _pip_again(matrix: Matrix, lock: Lock, platform: str, cache: Path) -> PypiLock:
-    return lock_pypi(
-        pinned_matrix(matrix, lock, platform), platform, python_of(lock, matrix, platform), lock.sources, cache=cache
-    )
+    pinned = pinned_matrix(matrix, lock, platform)
+    python = python_of(lock, matrix, platform)
+    yml = f"locks/{lock.env}.yml"
+    return lock_pypi(pinned, platform, python, lock.sources, cache=cache, pinned_from=yml)
 
 
-def _again(platform: str, problems: list[str], unreachable: dict[str, list[str]], solve: Callable[[], _T]) -> _T | None:
+def _again(
+    platform: str,
+    problems: list[str],
+    unreachable: dict[str, list[str]],
+    solve: Callable[[], _T],
+    conflicts: list[dict[str, object]] | None = None,
+) -> _T | None:
     """`solve()` for `platform`, or None with its failure recorded: a network failure once per host, naming every
-    platform that failed on it; any other as a problem of the platform."""
+    platform that failed on it; any other as a problem of the platform (a conflict's data also in
+    `conflicts`)."""
     try:
         return solve()
     except NetworkError as exc:
@@ -84,6 +96,8 @@ def _again(platform: str, problems: list[str], unreachable: dict[str, list[str]]
         unreachable.setdefault(failure, []).append(platform)
     except EnvgenError as exc:
         problems.append(f"{platform}: {exc.message}")
+        if isinstance(exc, ConflictError) and conflicts is not None:
+            conflicts += exc.conflicts
     return None
 
 

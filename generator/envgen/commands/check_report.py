@@ -19,6 +19,8 @@ class Step:
     detail: str = ""
     problems: tuple[str, ...] = ()
     unreachable: bool = False
+    # The re-solve's: each package of the direct layer no offered release meets (conflicts.py).
+    conflicts: tuple[dict[str, object], ...] = ()
 
 
 # What a check proves, in order; a step belongs to the stage its name starts with (imports are env steps).

@@ -54,7 +54,18 @@ def matrix_document(matrix: Matrix, lock: Lock | None = None) -> dict[str, Any]:
             ]
         },
         "pending": _pending(matrix),
+        "watch": _watch(matrix),
     }
+
+
+def _watch(matrix: Matrix) -> dict[str, Any]:
+    """What `status --watch` follows: the pages the matrix encodes, its sources' release refs."""
+    watch = matrix.watch
+    pages = [
+        {"url": redact_url(p.url), "ref": p.ref, "path": p.path, "blob": p.blob, "commit": p.commit}
+        for p in watch.pages
+    ]
+    return {"pages": pages, "releases": {name: list(patterns) for name, patterns in watch.releases}}
 
 
 def _system(matrix: Matrix) -> dict[str, Any]:
@@ -193,6 +204,11 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
     lines += _section("import checks", _rows([(c.module, _check_text(c)) for c in matrix.checks]))
     lines += _section("notes", _rows(list(matrix.notes)))
     lines += _section("pending", _rows([(item["name"], item["note"]) for item in _pending(matrix)]))
+    watch = matrix.watch
+    if watch.pages or watch.releases:
+        watched = [f"  page {p.path} at {p.ref} of {redact_url(p.url)}" for p in watch.pages]
+        watched += [f"  release refs of {name}: {', '.join(refs)}" for name, refs in watch.releases]
+        lines += _section("watched upstream (status --watch)", watched)
     # An empty value (a profile without a description, no CANN scripts) must not leave a line ending in spaces.
     return "\n".join(line.rstrip() for line in lines) + "\n"
 

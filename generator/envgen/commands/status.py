@@ -1,4 +1,5 @@
-"""`envgen status`: is a lock fresh w.r.t. its inputs, have its branches moved upstream, what is pending or outdated."""
+"""`envgen status`: is a lock fresh w.r.t. its inputs, have its branches moved upstream, what is
+pending or outdated; with --watch, does the matrix still say what upstream says."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envgen.commands.watch_findings import WatchReport
 from envgen.commits import SHORT_SHA, is_full_commit
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
@@ -97,6 +99,7 @@ class StatusReport:
     drift: tuple[SourceDrift, ...] = ()
     pending: tuple[tuple[str, str], ...] = ()  # (name, note)
     outdated: tuple[Outdated, ...] = ()
+    watch: WatchReport | None = None  # with --watch, for an env whose lock is not tampered
 
     @property
     def ok(self) -> bool:
@@ -139,6 +142,7 @@ class StatusReport:
                 {"name": o.name, "locked": list(o.locked), "newest": o.newest, "index": o.index, "error": o.error}
                 for o in self.outdated
             ],
+            "watch": self.watch.as_dict() if self.watch is not None else None,
         }
 
 
@@ -219,12 +223,15 @@ def status_env(
     env: str,
     *,
     outdated: bool = False,
+    watch: Path | None = None,
 ) -> StatusReport:
     """The status of `env`: the lock's integrity, inputs re-digested, derived files compared, moving refs asked
-    upstream, and with `outdated` the indexes."""
+    upstream, with `outdated` the indexes, and with `watch` (the cache directory) the watch."""
     checked = checked_lock(project, env)
     if checked is None:
-        return build_report(env, None, ())
+        # With no lock yet the watch still follows the matrix's pages, release refs and pins.
+        none = build_report(env, None, ())
+        return none if watch is None else _watched(none, load_env(project, env), None, (), watch)
     if only_unsealed(checked.problems):
         return StatusReport(env, fresh=False, reasons=(f"{checked.problems[0]}: `envgen lock {env}` writes it",))
     if checked.problems or checked.lock is None:
@@ -244,7 +251,36 @@ def status_env(
         )
     drift = check_drift(moving_sources(lock), matrix)
     found = check_outdated(matrix, lock) if outdated else ()
-    return build_report(env, lock, reasons, drift, found)
+    report = build_report(env, lock, reasons, drift, found)
+    return _watched(report, matrix, lock, drift, watch)
+
+
+def _watched(
+    report: StatusReport,
+    matrix: Matrix,
+    lock: Lock | None,
+    drift: Sequence[SourceDrift],
+    cache: Path | None,
+) -> StatusReport:
+    """The report with the watch's, when asked for (`cache`: where its git objects go)."""
+    if cache is None:
+        return report
+    from envgen.commands.watch import watch_env  # git, indexes, moved trees: only with --watch
+
+    drifted = [(d.name, d.ref, d.upstream) for d in drift if d.upstream and d.drifted]
+    return dataclasses.replace(report, watch=watch_env(matrix, lock, drifted, cache=cache))
+
+
+def status_exit_code(reports: Sequence[StatusReport]) -> int:
+    """4 when a lock is tampered; 3 when the watch could not ask a host; 1 when a lock is missing or
+    stale, a ref moved, a remote could not be asked, or the watch found the matrix no longer true;
+    else 0."""
+    watched = [r.watch for r in reports if r.watch is not None]
+    if any(r.tampered for r in reports):
+        return 4
+    if any(w.errors for w in watched):
+        return 3
+    return 0 if all(r.ok for r in reports) and not any(w.findings for w in watched) else 1
 
 
 def _shown(project: Project, path: Path) -> str:
@@ -341,4 +377,15 @@ def render_status(reports: Sequence[StatusReport]) -> str:
                 # A re-lock keeps locked versions; only an upgrade takes the newer ones.
                 names = " ".join(f"--upgrade-package {name}" for name in behind)
                 out.append(f"  `envgen lock {report.env} {names}` takes them (or --upgrade: everything)")
+        out += _watch_lines(report.watch)
     return "\n".join(out) + "\n" if out else ""
+
+
+def _watch_lines(watch: WatchReport | None) -> list[str]:
+    if watch is None:
+        return []
+    if not watch.findings and not watch.errors:
+        return ["  watch: the matrix still says what upstream says"]
+    lines = ["  watch (the matrix against upstream now):"]
+    lines += [f"    {f.message}" for f in watch.findings]
+    return lines + [f"    not asked: {error}" for error in watch.errors]

@@ -18,6 +18,7 @@ from envgen.inputs.extends import read_layered
 from envgen.inputs.matrix_pip import PipSectionReader
 from envgen.inputs.matrix_sections import PROJECT_NAME, dict_or_empty
 from envgen.inputs.matrix_sources import SourceSectionReader
+from envgen.inputs.matrix_watch import WatchSectionReader
 from envgen.inputs.toml_reader import (
     KeyPath,
     as_table,
@@ -56,7 +57,19 @@ from envgen.project import Project
 
 SCHEMA = 1
 PENDING = "pending"
-_TOP_KEYS = ("schema", "env", "system", "conda", "pip", "sources", "install", "overrides", "activation", "checks")
+_TOP_KEYS = (
+    "schema",
+    "env",
+    "system",
+    "conda",
+    "pip",
+    "sources",
+    "install",
+    "overrides",
+    "activation",
+    "checks",
+    "watch",
+)
 _TOP_REQUIRED = ("schema", "env", "system", "conda", "pip")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAJOR_MINOR = re.compile(r"\d+\.\d+")
@@ -127,7 +140,7 @@ def check_conda_specs(project: Project, env: str, matrix: Matrix) -> None:
         load_env(project, env)
 
 
-class MatrixReader(PipSectionReader, SourceSectionReader):
+class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader):
     """Walks the parsed TOML, records problems with key paths, and builds what is valid."""
 
     specs: tuple[tuple[KeyPath, str], ...] = ()  # the conda specs read, with their keys (`check_specs` parses them)
@@ -164,6 +177,7 @@ class MatrixReader(PipSectionReader, SourceSectionReader):
             checks=self.checks(data),
             notes=notes,
             npu=npu,
+            watch=self.watch(data, sources),
         )
 
     def env(self, data: dict[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:

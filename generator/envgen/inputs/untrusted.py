@@ -99,6 +99,19 @@ def ref_problem(ref: str) -> str | None:
     return None
 
 
+def ref_pattern_problem(pattern: str) -> str | None:
+    """Why `pattern` is not a release-ref pattern, or None: a branch or tag name whose one `*`
+    stands for a version (`releases/v*`). It is matched against the names a remote lists, never
+    given to git."""
+    if pattern.count("*") != 1:
+        return f"{pattern!r} must hold exactly one '*', where the version is (releases/v*)"
+    if pattern.startswith("refs/"):
+        return f"{pattern!r}: give the branch or tag name without refs/ (releases/v*)"
+    if ref_problem(pattern.replace("*", "0")) or pattern.replace("*", "0") == "HEAD":
+        return f"{pattern!r} is not a git branch or tag name with a '*' in it (releases/v*)"
+    return None
+
+
 def git_url_problem(url: str) -> str | None:
     """Why `url` is not a git URL envgen fetches from, or None.
 

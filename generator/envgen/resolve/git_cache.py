@@ -49,6 +49,20 @@ class CachedRepo:
         proc = run(["git", "cat-file", "-e", "--end-of-options", spec], cwd=self.path, env=git_env(), check=False)
         return proc.returncode == 0
 
+    def blob(self, commit: str, path: str) -> str | None:
+        """The blob id of the file `path` in the tree of `commit`; None when it has no such file."""
+        found = self._object(f"{commit}:{path}")
+        return found if found and self._object_type(found) == "blob" else None
+
+    def _object(self, spec: str) -> str | None:
+        cmd = ["git", "rev-parse", "--verify", "--quiet", "--end-of-options", spec]
+        proc = run(cmd, cwd=self.path, env=git_env(), check=False)
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    def _object_type(self, sha: str) -> str:
+        cmd = ["git", "cat-file", "-t", "--end-of-options", sha]
+        return run(cmd, cwd=self.path, env=git_env(), check=False).stdout.strip()
+
     def read(self, commit: str, path: str) -> bytes | None:
         """A text file of the tree at `commit` (newlines normalised), or None when it does not exist."""
         cmd = ["git", "cat-file", "blob", "--end-of-options", f"{commit}:{path}"]

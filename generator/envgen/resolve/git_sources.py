@@ -7,6 +7,7 @@ import logging
 import os
 from collections.abc import Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -15,9 +16,9 @@ from packaging.utils import canonicalize_name
 from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError, InputError, MatrixError
 from envgen.inputs.channels import access_index
-from envgen.model import METADATA, LockedSource, Matrix, Source
+from envgen.model import METADATA, LockedSource, Matrix, Source, Submodule, TracedRequirement
 from envgen.redact import redact_url, strip_credentials
-from envgen.resolve.git_cache import apply_cherry_picks, cached_repo, has_commits
+from envgen.resolve.git_cache import CachedRepo, apply_cherry_picks, cached_repo, has_commits
 from envgen.resolve.git_remote import ls_remote, resolve_ref
 from envgen.resolve.git_submodules import lock_submodules
 from envgen.resolve.source_metadata import BuildSettings, Declared, declared_dependencies
@@ -82,17 +83,62 @@ def _pin(
     else:
         commit = resolve_ref(ls_remote(source.url, source=source.name), source.ref, url=source.url, source=source.name)
     with cached_repo(cache, source.url, source.name) as repo:
-        repo.fetch(commit, depth=1, what="recorded commit" if kept else "commit")
-        for pick in source.cherry_picks:
-            repo.fetch(pick, depth=2, what="cherry-pick")
-        picked = apply_cherry_picks(repo, commit, source.cherry_picks) if source.cherry_picks else ()
-        head = picked[-1] if picked else commit
-        tree = repo.git("rev-parse", "--verify", "--end-of-options", f"{head}^{{tree}}").strip()
-        lines, files = read_requirements(source, lambda path: repo.read(head, path), head)
-        declared = Declared()
-        if source.dependencies == METADATA:
-            export = functools.partial(repo.export, head)
-            declared = declared_dependencies(source, tree, lambda path: repo.read(head, path), export, settings)
+        what = "recorded commit" if kept else "commit"
+        read = _read_tree(repo, source, commit, what, matrix_names, settings)
+    logger.info("source %s: %s -> %s", source.name, source.ref, commit)
+    locked = LockedSource(
+        source,
+        commit,
+        read.requirements,
+        digest=read.digest,
+        tree=read.tree,
+        picked=read.picked,
+        metadata_fallback=read.fallback,
+        submodules=_submodules(source, cache, read.head),
+    )
+    return locked, read.discovered
+
+
+def _submodules(source: Source, cache: Path, head: str) -> tuple[Submodule, ...]:
+    """The submodules of the installed tree, recursively; none for a source that opts out."""
+    return lock_submodules(cache, source.name, source.url, head) if source.submodules else ()
+
+
+@dataclass(frozen=True)
+class _Tree:
+    """A source's tree at a commit, as a lock reads it: the commit after the cherry-picks (`head`),
+    its tree, the requirements that count, the git requirements it brings, their digest."""
+
+    head: str
+    tree: str
+    picked: tuple[str, ...]
+    requirements: tuple[TracedRequirement, ...]
+    discovered: tuple[Source, ...]
+    digest: str
+    fallback: str | None
+
+
+def _read_tree(
+    repo: CachedRepo,
+    source: Source,
+    commit: str,
+    what: str,
+    matrix_names: frozenset[str],
+    settings: BuildSettings,
+) -> _Tree:
+    """`commit` fetched (`what` it is, for messages), the cherry-picks applied, its requirements."""
+    repo.fetch(commit, depth=1, what=what)
+    for pick in source.cherry_picks:
+        repo.fetch(pick, depth=2, what="cherry-pick")
+    picked = apply_cherry_picks(repo, commit, source.cherry_picks) if source.cherry_picks else ()
+    head = picked[-1] if picked else commit
+    tree = repo.git("rev-parse", "--verify", "--end-of-options", f"{head}^{{tree}}").strip()
+    lines, files = read_requirements(source, lambda path: repo.read(head, path), head)
+    declared = Declared()
+    if source.dependencies == METADATA:
+        export = functools.partial(repo.export, head)
+        read = functools.partial(repo.read, head)
+        declared = declared_dependencies(source, tree, read, export, settings)
     if declared.fallback:
         listed = ", ".join(source.requirements) or "none listed"
         logger.warning(
@@ -106,19 +152,34 @@ def _pin(
     written = {line.text for line in lines}
     counted = (*lines, *(line for line in declared.lines if line.text not in written))
     requirements, discovered = split_requirements(source, counted, matrix_names)
-    logger.info("source %s: %s -> %s", source.name, source.ref, commit)
     metadata = tuple((f"{line.file} {line.key}", line.text.encode()) for line in declared.lines)
-    locked = LockedSource(
-        source,
-        commit,
-        requirements,
-        digest=digest_files(files + metadata),
-        tree=tree,
-        picked=picked,
-        metadata_fallback=declared.fallback,
-        submodules=lock_submodules(cache, source.name, source.url, head) if source.submodules else (),
-    )
-    return locked, discovered
+    digest = digest_files(files + metadata)
+    return _Tree(head, tree, picked, requirements, discovered, digest, declared.fallback)
+
+
+def requirements_at(
+    matrix: Matrix,
+    source: Source,
+    commit: str,
+    *,
+    cache: Path,
+) -> tuple[TracedRequirement, ...]:
+    """The requirements `source` declares at `commit` (an upstream commit its ref moved to), read as
+    a lock reads them: cherry-picks applied, the listed files and the declared metadata."""
+    names, settings = _matrix_names(matrix), _settings(matrix, cache)
+    with cached_repo(cache, source.url, source.name) as repo:
+        return _read_tree(repo, source, commit, "upstream commit", names, settings).requirements
+
+
+def _matrix_names(matrix: Matrix) -> frozenset[str]:
+    """The names a source provides: no requirement on them is resolved from an index."""
+    return frozenset(canonicalize_name(n) for s in matrix.sources for n in (s.name, s.distribution))
+
+
+def _settings(matrix: Matrix, cache: Path) -> BuildSettings:
+    """How a source's metadata is built: the matrix's indexes, the cache, this environment."""
+    environ = os.environ
+    return BuildSettings(tuple(access_index(i, environ) for i in matrix.indexes), cache, environ)
 
 
 def resolve_sources(
@@ -137,12 +198,8 @@ def resolve_sources(
     and placed right after the source that names them.
     """
     previous = previous or {}
-    matrix_names = frozenset(
-        name for s in matrix.sources for name in (canonicalize_name(s.name), canonicalize_name(s.distribution))
-    )
-
-    environ = os.environ
-    settings = BuildSettings(tuple(access_index(i, environ) for i in matrix.indexes), cache, environ)
+    matrix_names = _matrix_names(matrix)
+    settings = _settings(matrix, cache)
 
     def pin(source: Source) -> tuple[LockedSource, tuple[Source, ...]]:
         kept = kept_commit(source, previous, update)

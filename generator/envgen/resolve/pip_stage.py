@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +15,19 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen import platforms
-from envgen.errors import EnvgenError, InputError, VerificationError
+from envgen.errors import ConflictError, EnvgenError, InputError, VerificationError
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import overrides, uv_pylock
-from envgen.resolve.uv_compile import NOTHING_AHEAD, Ahead, Inputs, plan_uv_compile, run_uv_compile
+from envgen.resolve.uv_compile import (
+    NOTHING_AHEAD,
+    Ahead,
+    Inputs,
+    UvJob,
+    plan_uv_compile,
+    run_uv_compile,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +48,18 @@ def _parse(text: str, origin: Origin) -> Pep508:
         raise InputError(f"{origin}: {text!r} is not a PEP 508 requirement: {exc}") from exc
 
 
-def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource], environ: Mapping[str, str]) -> Inputs:
+def gather_inputs(
+    matrix: Matrix,
+    platform: str,
+    sources: Sequence[LockedSource],
+    environ: Mapping[str, str],
+    pinned_from: str | None = None,
+) -> Inputs:
     """The requirements uv resolves for `platform`: matrix pins and source requirements, with origins.
 
     Requirements on a name a source provides or on a pending package are dropped (and excluded from the
-    resolution), and so are git requirements: those are sources, locked by commit elsewhere.
+    resolution), and so are git requirements: those are sources, locked by commit elsewhere. With
+    `pinned_from` (a lock file), the matrix's versions are that lock's, and their origin says so.
     """
     provided = {canonicalize_name(s.distribution) for s in matrix.sources}
     provided |= {canonicalize_name(ls.source.distribution) for ls in sources}
@@ -71,10 +85,31 @@ def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource]
                 hashes[name] = (package.sha256.lower(), Origin(file=matrix.path, key=f"{key}.sha256"))
         else:
             origin = Origin(file=matrix.path, key=f"{key}.version")
+            if pinned_from is not None:
+                origin = Origin(file=pinned_from, key=f"the locked {package.name}")
             requirements.append(TracedRequirement(str(_parse(package.requirement, origin)), origin))
         index = package.index_for(platform)
         if index:
             pins[name] = index
+    requirements += _source_requirements(sources, excluded, direct)
+    scoped = overrides.scope(matrix.overrides, requirements, excluded, matrix.path)
+    return Inputs(
+        requirements=scoped,
+        replaced=tuple(r for r in requirements if r not in scoped),
+        pins=tuple(sorted(pins.items())),
+        excluded=tuple(sorted(excluded)),
+        direct=tuple(sorted(direct)),
+        hashes=tuple(sorted(hashes.items())),
+    )
+
+
+def _source_requirements(
+    sources: Sequence[LockedSource],
+    excluded: Collection[str],
+    direct: set[str],
+) -> list[TracedRequirement]:
+    """The sources' requirements uv resolves; a name locked by URL is added to `direct`."""
+    requirements = []
     for locked in sources:
         for req in locked.requirements:
             parsed = _parse(req.text, req.origin)
@@ -86,15 +121,7 @@ def gather_inputs(matrix: Matrix, platform: str, sources: Sequence[LockedSource]
             if parsed.url and not req.constraint:
                 direct.add(canonicalize_name(parsed.name))
             requirements.append(TracedRequirement(str(parsed), req.origin, constraint=req.constraint))
-    scoped = overrides.scope(matrix.overrides, requirements, excluded, matrix.path)
-    return Inputs(
-        requirements=scoped,
-        replaced=tuple(r for r in requirements if r not in scoped),
-        pins=tuple(sorted(pins.items())),
-        excluded=tuple(sorted(excluded)),
-        direct=tuple(sorted(direct)),
-        hashes=tuple(sorted(hashes.items())),
-    )
+    return requirements
 
 
 def ordered_indexes(matrix: Matrix, accesses: Mapping[str, IndexAccess]) -> list[IndexAccess]:
@@ -177,17 +204,19 @@ def lock_pypi(
     offline: bool = False,
     preferred: Sequence[PipEntry] = (),
     ahead: Ahead = NOTHING_AHEAD,
+    pinned_from: str | None = None,
 ) -> PypiLock:
     """Resolve the matrix's pip packages and the sources' requirements for `platform` with uv.
 
     Only the matrix's indexes are used (never the machine's pip/uv config); every package gets exactly one
     artifact for the platform, pinned by URL and sha256. `preferred` versions are kept where the inputs allow.
     `ahead` gives the outcome of the uv run a head start began for an equal job (resolve/head_start.py).
+    `pinned_from` names the lock whose versions the matrix was pinned to (check's re-solve).
     """
     environ = os.environ
     accesses = {i.name: access_index(i, environ) for i in matrix.indexes}
     indexes = ordered_indexes(matrix, accesses)
-    inputs = gather_inputs(matrix, platform, sources, environ)
+    inputs = gather_inputs(matrix, platform, sources, environ, pinned_from)
     for name, index in inputs.pins:
         if index not in accesses:
             raise InputError(f"{matrix.path}: pip.packages.{name}.index names {index!r}, which is not an index")
@@ -203,8 +232,8 @@ def lock_pypi(
         environ=environ,
         preferred=preferred,
     )
-    text = run_uv_compile(job, matrix, inputs, indexes, offline=offline, ahead=ahead)
     environment = platforms.marker_environment(platform, python_version)
+    text = _resolve(job, matrix, inputs, indexes, environment, offline=offline, ahead=ahead)
     tags = platforms.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]
     priority = uv_pylock.tag_priority(tags)
@@ -216,6 +245,32 @@ def lock_pypi(
         overrides=apply_overrides(matrix, inputs, entries, platform, environment),
         requirements=inputs.requirements,
     )
+
+
+def _resolve(
+    job: UvJob,
+    matrix: Matrix,
+    inputs: Inputs,
+    indexes: Sequence[IndexAccess],
+    environment: Mapping[str, str],
+    *,
+    offline: bool,
+    ahead: Ahead,
+) -> str:
+    """uv's pylock.toml for the job; when uv finds no resolution, every conflict of the direct layer
+    first, then uv's explanation."""
+    try:
+        return run_uv_compile(job, matrix, inputs, indexes, offline=offline, ahead=ahead)
+    except ConflictError as exc:
+        if offline:
+            raise
+        # Imported here: only a failed resolution asks the index pages.
+        from envgen.resolve.direct_layer import explain_conflicts
+
+        explained = explain_conflicts(exc, matrix.path, inputs, indexes, job.platform, environment)
+        if explained is exc:
+            raise
+        raise explained from exc
 
 
 def _entries(

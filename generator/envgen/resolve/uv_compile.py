@@ -15,7 +15,7 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen import network, platforms
-from envgen.errors import EnvgenError, NetworkError, ResolutionError, ToolError
+from envgen.errors import ConflictError, EnvgenError, NetworkError, ResolutionError, ToolError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Matrix, Origin, TracedRequirement
 from envgen.process import Running, TimedOut, start, tail
@@ -151,9 +151,10 @@ def explain_failure(
         listed = "".join(f"\n  {r.text}  ({r.origin})" for r in involved) or "\n  (none of the inputs named)"
         # uv calls the generated project by its name: to the user it is the matrix.
         said = said.replace(PROJECT_NAME, "the matrix")
-        return ResolutionError(
+        return ConflictError(
             f"no PyPI resolution for {platform}; these requirements conflict:{listed}\nuv says:\n{said}",
             hint=conflict_hint(sorted({canonicalize_name(name_of(r.text)) for r in involved}), matrix),
+            said=said,
         )
     if reached:
         index = reached[0]
