@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import re
 import shutil
+import tomllib
 from pathlib import Path
 
 import filelock
@@ -14,17 +15,18 @@ from conda_lock.lockfile import parse_conda_lock_file
 from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
 from envgen.lockio.env_mutex import env_lock
+from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash, recorded_state
-from envgen.lockio.seal import seal
+from envgen.lockio.seal import UNSEALED, intact, seal
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.lockio.store import parse_lock, read_lock, write_lock
-from envgen.model import (
-    Lock,
-    Submodule,
-)
+from envgen.model import Lock, Origin, Submodule
 from envgen.project import Project
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.builders import SAMPLE_PLATFORMS, digest, sample_lock, stripped
+from tests.support.lock_strategies import KEY, locks
 
 # --- yml ------------------------------------------------------------------------------------------------
 
@@ -148,6 +150,68 @@ def test_sources_toml_names_a_missing_key() -> None:
     text = render_sources_toml(sample_lock()).replace('commit = "' + "d" * 40 + '"\n', "")
     with pytest.raises(InputError, match=r"sources\[1\].commit: missing"):
         parse_sources_toml(text, "s.toml")
+
+
+# Any text a lock's free-text fields may hold: no control characters or line separators, quotes,
+# backslashes, TOML's own delimiters and escapes, characters outside the Basic Multilingual Plane,
+# any other unicode.
+_MARKS = ['"', "\\", "'", '"""', "\\u0041", "\\n", "#", "[x]", "= 1", "é", "\U0001f600"]
+_FREE = st.one_of(
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")), max_size=16),
+    st.lists(st.sampled_from(_MARKS)).map("".join),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(_FREE, min_size=9, max_size=9), name=KEY)
+def test_free_text_reads_back(texts: list[str], name: str) -> None:
+    """The fields a lock may hold free text in read back as written, whatever the escaping did."""
+    base = sample_lock()
+    source, override = base.sources[0], base.overrides[0]
+    origin = Origin(texts[1], texts[2], 7, texts[3])
+    req = dataclasses.replace(source.requirements[0], text=texts[0], origin=origin)
+    source = dataclasses.replace(source, requirements=(req,), metadata_fallback=texts[5])
+    reason = dataclasses.replace(override.override, reason=texts[4])
+    override = dataclasses.replace(override, override=reason)
+    lock = dataclasses.replace(
+        base,
+        sources=(source, *base.sources[1:]),
+        overrides=(override, *base.overrides[1:]),
+        activation_env=(("PYTHONPATH", texts[6]),),
+        inputs=((name, texts[7]), *base.inputs),
+        pending=(dataclasses.replace(base.pending[0], note=texts[8]),),
+    )
+    parsed = parse_sources_toml(render_sources_toml(lock)).lock
+    inputs = tuple(dict(sorted(lock.inputs)).items())  # one value per key, sorted, as written
+    expected = dataclasses.replace(stripped(lock), platforms=(), conda=(), pip=(), inputs=inputs)
+    assert parsed == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(lock=locks())
+def test_any_lock_is_written_as_toml_the_same_each_time_with_one_line_to_seal(lock: Lock) -> None:
+    """Whatever a Lock holds (control characters, astral planes, odd keys), its sources.toml and
+    pylocks are TOML, the same bytes for the same Lock, and the sources.toml has the one
+    content-hash line `seal` fills."""
+    text = render_sources_toml(lock)
+    assert render_sources_toml(dataclasses.replace(lock)) == text
+    assert tomllib.loads(text)["content-hash"] == UNSEALED
+    assert text.count(f'\ncontent-hash = "{UNSEALED}"\n') == 1
+    for platform in lock.platforms:
+        pylock = render_pylock(lock, platform)
+        assert render_pylock(lock, platform) == pylock
+        tomllib.loads(pylock)
+
+
+def test_the_sample_lock_seals_and_reads_back_the_same() -> None:
+    lock = sample_lock()
+    text = render_sources_toml(lock)
+    yml, recipe = render_lock_yml(lock), "#!/bin/sh\n"
+    sealed = seal(yml, text, recipe)
+    assert UNSEALED not in sealed and intact(yml, sealed, recipe)
+    assert parse_sources_toml(sealed).lock == parse_sources_toml(text).lock
+    for platform in lock.platforms:
+        assert parse_pylock(render_pylock(lock, platform), "p") == expected_pylock(lock, platform)
 
 
 # --- input hash ----------------------------------------------------------------------------------------
