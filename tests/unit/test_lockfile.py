@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 import shutil
 import tomllib
@@ -16,10 +17,10 @@ from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
 from envgen.lockio.env_mutex import env_lock
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
-from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash, recorded_state
+from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash
 from envgen.lockio.seal import UNSEALED, intact, seal
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
-from envgen.lockio.store import parse_lock, read_lock, write_lock
+from envgen.lockio.store import parse_lock, read_files, read_lock, recorded_inputs, write_lock
 from envgen.model import Lock, Origin, Submodule
 from envgen.project import Project
 from hypothesis import given, settings
@@ -392,19 +393,52 @@ def test_env_lock_excludes_a_second_holder(tmp_path: Path) -> None:
     other.release()
 
 
-def test_recorded_state_is_the_hash_both_files_agree_on_and_the_source_digests(tmp_path: Path) -> None:
+def test_the_recorded_inputs_are_the_sources_tomls_and_the_source_digests(tmp_path: Path) -> None:
     project = Project(tmp_path)
-    assert recorded_state(project, "a5") is None
+    assert recorded_inputs(read_files(project, "a5")) is None
     lock = sample_lock()
     lock = dataclasses.replace(lock, inputs=(*lock.inputs, ("source:vllm", digest("vllm-files"))))
     write_lock(project, "a5", lock, RECIPE)
-    recorded = recorded_state(project, "a5")
+    recorded = recorded_inputs(read_files(project, "a5"))
     assert recorded is not None
-    assert recorded[0] == lock.input_hash
-    assert recorded[1] == {"vllm": digest("vllm-files")}
+    assert recorded.input_hash == lock.input_hash
+    assert recorded.inputs == dict(lock.inputs) and recorded.sources == {"vllm": digest("vllm-files")}
+    assert read_files(project, "a5").intact
     other = dataclasses.replace(lock, input_hash=digest("other"))
     project.sources_toml("a5").write_text(render_sources_toml(other))
-    assert recorded_state(project, "a5") is None  # the two files disagree: not known fresh
+    assert not read_files(project, "a5").intact  # the files disagree: the no-op lock re-locks
+
+
+def _plant(path: Path, kind: str, tmp_path: Path) -> None:
+    """A FIFO, or a symlink to a file outside the project, where a lock file should be."""
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        outside = tmp_path / "outside.toml"
+        outside.write_text(render_sources_toml(sample_lock()))
+        path.symlink_to(outside)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_planted_sources_toml_is_refused_unread_and_never_written_over(kind: str, tmp_path: Path) -> None:
+    """The reader opens nothing but a regular file (a FIFO would block it, a symlink lead anywhere), and the
+    writer replaces nothing but one: nothing is written then, the previous files stay."""
+    project = Project(tmp_path / "project")
+    write_lock(project, "a5", sample_lock(), RECIPE)
+    path = project.sources_toml("a5")
+    _plant(path, kind, tmp_path)
+    texts = read_files(project, "a5")
+    assert texts.sources is None and texts.unreadable is not None
+    assert recorded_inputs(texts) is None and not texts.intact
+    with pytest.raises(InputError, match="a5.sources.toml (is a symbolic link|is not a regular file)"):
+        read_lock(project, "a5")
+    before = project.lock_yml("a5").read_bytes()
+    with pytest.raises(InputError, match="a5.sources.toml is not a regular file: envgen does not write"):
+        write_lock(project, "a5", dataclasses.replace(sample_lock(), pending=()), RECIPE)
+    assert project.lock_yml("a5").read_bytes() == before
+    assert path.is_fifo() if kind == "fifo" else path.is_symlink()
+    assert (tmp_path / "outside.toml").exists() or kind == "fifo"
 
 
 KERNELS = Submodule("csrc/kernels", "https://github.com/org/kernels.git", "1" * 40)

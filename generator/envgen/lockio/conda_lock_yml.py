@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
-
-import pydantic
-import yaml
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting, safe_yaml
 from envgen.inputs.untrusted import entry_problems, input_hash_problem
-from envgen.lockio.condalock import Channel as CondaLockChannel
-from envgen.lockio.condalock import (
-    HashModel,
-    LockedDependency,
-    Lockfile,
-    LockfileV1,
-    LockMeta,
-    conda_lock_text,
-    lockfile_v1_to_v2,
-)
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.platforms import PLATFORMS
 from envgen.redact import strip_credentials
+
+if TYPE_CHECKING:
+    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile
 
 # --- canonical order -----------------------------------------------------------------------------------
 
@@ -59,6 +50,8 @@ def _header(env: str) -> str:
 
 
 def _dependency(entry: CondaEntry | PipEntry) -> LockedDependency:
+    from envgen.lockio.condalock import HashModel, LockedDependency
+
     if isinstance(entry, CondaEntry):
         return LockedDependency(
             name=entry.name,
@@ -89,6 +82,11 @@ def render_lock_yml(lock: Lock) -> str:
     The writer orders packages by (manager, name, platform) and their dependencies by name; nothing time-
     or host-dependent is recorded, so the same Lock always gives the same bytes.
     """
+    import pydantic
+
+    from envgen.lockio.condalock import Channel as CondaLockChannel
+    from envgen.lockio.condalock import Lockfile, LockMeta, conda_lock_text
+
     try:
         content = Lockfile(
             package=[*map(_dependency, lock.conda), *map(_dependency, lock.pip)],
@@ -178,8 +176,14 @@ def lockfile_to_yml(lockfile: Lockfile, where: str) -> LockYml:
     )
 
 
-def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
-    """Read locks/<env>.yml back through conda-lock's v1 model (as its own parser does)."""
+# The document a re-lock's head start reads its guess from (lockio/prediction.py) is the one the re-lock then
+# validates: loaded once.
+@functools.lru_cache(maxsize=4)
+def load_lock_yml(text: str, where: str = "lock file") -> dict[str, Any]:
+    """locks/<env>.yml as YAML (the safe loader, libyaml's where present): a conda-lock version 1 document,
+    not yet validated."""
+    import yaml  # imported by the readers of a lock only: the no-op lock reads no yml
+
     try:
         with bounded_nesting(where):
             content = safe_yaml(text)
@@ -190,6 +194,16 @@ def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
             f"{where}: version: expected a conda-lock version 1 file",
             hint="re-run `envgen lock` to rewrite it",
         )
+    return content
+
+
+def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
+    """Read locks/<env>.yml back through conda-lock's v1 model (as its own parser does)."""
+    import pydantic
+
+    from envgen.lockio.condalock import LockfileV1, lockfile_v1_to_v2
+
+    content = load_lock_yml(text, where)
     try:
         lockfile = lockfile_v1_to_v2(LockfileV1.model_validate(content))
     # conda-lock's validators and converter also fail with these on malformed entries.

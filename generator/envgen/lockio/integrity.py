@@ -10,43 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from envgen.errors import VerificationError
-from envgen.inputs.files import read_input_text
 from envgen.lockio.seal import host_problems, recorded, url_host
 from envgen.lockio.sources_toml import SourcesToml
-from envgen.lockio.store import no_lock, parse_lock_parts
+from envgen.lockio.store import LockTexts, no_lock, parse_lock_parts, read_files, repair_hint
 from envgen.model import Lock
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
 
 
-@dataclass(frozen=True)
-class LockTexts:
-    """The three files of one env's lock as read (None: the file does not exist), and how to name them."""
-
-    env: str
-    yml: str | None
-    sources: str | None
-    recipe: str | None
-    names: tuple[str, str, str]  # yml, sources.toml, recipe
-
-    @property
-    def present(self) -> bool:
-        return any(text is not None for text in (self.yml, self.sources, self.recipe))
-
-
-def repair_hint(env: str) -> str:
-    return (
-        f"a lock is never edited by hand: restore the files (git checkout -- locks/) or run "
-        f"`envgen lock {env} --force` to write all three again from env-templates/"
-    )
-
-
 def missing_files(texts: LockTexts) -> list[str]:
-    """The files of a lock that are missing while another of its files exists."""
-    if not texts.present:
+    """The files of a lock that are missing while another of its files exists (one that is there but does not
+    read is not missing: its error is the one reported)."""
+    if not texts.present or texts.unreadable is not None:
         return []
     found = zip((texts.yml, texts.sources, texts.recipe), texts.names, strict=True)
     return [f"{name} is missing" for text, name in found if text is None]
@@ -132,28 +109,7 @@ def tampered(problems: Sequence[str], env: str) -> VerificationError:
     return VerificationError(f"the lock of {env} was tampered with:\n{listed}", hint=repair_hint(env))
 
 
-# --- effects: the files under locks/ ------------------------------------------------------------------------
-
-
-def _maybe_read(path: Path, env: str) -> str | None:
-    if not path.exists():
-        return None
-    return read_input_text(path, hint=repair_hint(env))
-
-
-def read_texts(project: Project, env: str) -> LockTexts:
-    """The three lock files of `env` as they are on disk, named relative to the project."""
-    paths = (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))
-    names = tuple(_shown(project, path) for path in paths)
-    yml, sources, recipe = (_maybe_read(path, env) for path in paths)
-    return LockTexts(env, yml, sources, recipe, (names[0], names[1], names[2]))
-
-
-def _shown(project: Project, path: Path) -> str:
-    try:
-        return path.relative_to(project.root).as_posix()
-    except ValueError:
-        return str(path)
+# --- the files under locks/, read by lockio/store.py ---------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -166,16 +122,22 @@ class Checked:
 
 def checked_lock(project: Project, env: str) -> Checked | None:
     """The lock of `env` and its integrity problems; None when it has no files at all. A yml or sources.toml that
-    does not parse raises InputError, as `read_lock` does."""
-    texts = read_texts(project, env)
+    does not read or parse raises InputError, as `read_lock` does."""
+    return checked(read_files(project, env))
+
+
+def checked(texts: LockTexts) -> Checked | None:
+    """The lock the files `texts` hold and their integrity problems (`checked_lock` of texts already read)."""
     if not texts.present:
         return None
+    if texts.unreadable is not None:
+        raise texts.unreadable
     if texts.yml is None or texts.sources is None:
         return Checked(None, tuple(missing_files(texts)))
     lock, sources = parse_lock_parts(texts.yml, texts.sources, texts.names[0], texts.names[1])
     problems = integrity_problems(texts, lock, sources)
-    if lock.env != env:
-        problems.insert(0, f"{texts.names[1]}: it is the lock of {lock.env!r}, not {env!r}")
+    if lock.env != texts.env:
+        problems.insert(0, f"{texts.names[1]}: it is the lock of {lock.env!r}, not {texts.env!r}")
     return Checked(lock, tuple(problems))
 
 

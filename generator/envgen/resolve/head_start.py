@@ -25,9 +25,9 @@ from envgen import interrupts
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
 from envgen.lockio.prediction import predict
+from envgen.lockio.store import LockTexts
 from envgen.model import LockedSource, Matrix
 from envgen.process import Running
-from envgen.project import Project
 from envgen.resolve.pip_stage import gather_inputs, ordered_indexes
 from envgen.resolve.preferences import kept
 from envgen.resolve.upgrade import Upgrade
@@ -136,11 +136,17 @@ class HeadStart:
 
 
 def head_start(
-    project: Project, matrix: Matrix, *, cache: Path, offline: bool, upgrade: Upgrade, update: Collection[str] | bool
+    matrix: Matrix,
+    previous: LockTexts,
+    *,
+    cache: Path,
+    offline: bool,
+    upgrade: Upgrade,
+    update: Collection[str] | bool,
 ) -> HeadStart:
-    """Start uv for every platform the lock of `matrix` predicts a python for: none without a lock, or when a
-    source needs its remote to be pinned (the preflight asks the hosts first)."""
-    prediction = predict(project, matrix.name)
+    """Start uv for every platform the lock of `matrix` (its files as read, `previous`) predicts a python for:
+    none without a lock, or when a source needs its remote to be pinned (the preflight asks the hosts first)."""
+    prediction = predict(previous)
     if prediction is None:
         return HeadStart()
     try:
