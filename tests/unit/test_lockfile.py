@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 import filelock
@@ -21,9 +22,9 @@ from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash
 from envgen.lockio.seal import UNSEALED, intact, seal
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.lockio.store import parse_lock, read_files, read_lock, recorded_inputs, write_lock
-from envgen.model import Lock, Origin, Submodule
+from envgen.model import CondaEntry, Lock, Origin, PipEntry, Submodule
 from envgen.project import Project
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.support.builders import SAMPLE_PLATFORMS, digest, sample_lock, stripped
@@ -68,6 +69,45 @@ def test_yml_is_read_by_conda_locks_own_parser(tmp_path: Path) -> None:
         dep = got[("pip", pip.platform, pip.name)]
         assert (dep.version, dep.url, dep.hash.sha256, dep.hash.md5) == (pip.version, pip.url, pip.sha256, None)
         assert dep.dependencies == dict(pip.depends)
+
+
+def _packages(entries: Sequence[CondaEntry | PipEntry]) -> list[tuple[object, ...]]:
+    return sorted(
+        (e.platform, e.name, e.version, e.url, e.sha256, tuple(sorted(dict(e.depends).items())))
+        for e in entries
+        if isinstance(e, PipEntry) or not e.name.startswith("__")  # conda-lock leaves virtual packages out
+    )
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lock=locks())
+def test_any_lock_is_read_back_by_conda_locks_own_parser(lock: Lock, tmp_path: Path) -> None:
+    """Whatever the strings of a lock (quotes, YAML indicators, control characters, astral planes), the yml
+    is the same bytes each time and conda-lock's parser reads every package back as it was, or conda-lock's
+    models refuse to write it (an entry without a URL)."""
+    assume(len({(e.platform, e.name) for e in lock.pip}) == len(lock.pip))  # one entry per package, as locked
+    try:
+        text = render_lock_yml(lock)
+    except InputError:
+        return
+    assert render_lock_yml(lock) == text
+    path = tmp_path / "lock.yml"
+    path.write_text(text, encoding="utf-8")
+    parsed = parse_conda_lock_file(path)
+    for manager, entries in (("conda", lock.conda), ("pip", lock.pip)):
+        found = [
+            (d.platform, d.name, d.version, d.url, d.hash.sha256, tuple(sorted(d.dependencies.items())))
+            for d in parsed.package
+            if d.manager == manager
+        ]
+        assert sorted(found) == _packages(entries)
+
+
+def test_libyaml_writes_and_reads_the_yml() -> None:
+    """Without libyaml the yml is still written and read (PyYAML's own emitter and parser), ten times slower."""
+    import yaml
+
+    assert hasattr(yaml, "CSafeDumper") and hasattr(yaml, "CSafeLoader")
 
 
 def test_yml_same_inputs_same_bytes_whatever_the_entry_order() -> None:
