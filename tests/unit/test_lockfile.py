@@ -177,14 +177,21 @@ def test_sources_toml_is_canonical() -> None:
         ('set-env = "', 'setenv = "', "cann.setenv: unknown key"),
         ("needs-cann = true", 'needs-cann = "yes"', r"sources\[0\].needs-cann: expected true or false"),
         ("schema = 1", "schema = 99", "schema: this envgen reads schema 1"),
+        ("SOC_VERSION = ", '"SOC VERSION" = ', r'sources\[0\].env."SOC VERSION": .* is not a variable'),
+        ('    "1111', '    "--upload-pack=x",\n    "1111', r"sources\[0\].cherry-picks\[0\]: .* 40-hex"),
+        ('url = "https://pypi.org/simple"', 'url = "https://pypi.org/simple x"', r"indexes\[0\].url: "),
+        ('[[sources]]\nname = "verl"', '[[sources]\nname = "verl"', "TOML syntax error"),
     ],
 )
-def test_sources_toml_rejects_unknown_keys_and_types(old: str, new: str, key: str) -> None:
+def test_sources_toml_names_file_line_and_key_of_a_problem(old: str, new: str, key: str) -> None:
+    """The file, the line the key is on (the table's, for a missing one), the key and what is wrong."""
     text = render_sources_toml(sample_lock())
     assert old in text
-    # The file, the line the key is on (the table's, for a missing one), the key.
-    with pytest.raises(InputError, match=rf"locks/a5.sources.toml:\d+: {key}"):
-        parse_sources_toml(text.replace(old, new, 1), "locks/a5.sources.toml")
+    edited = text.replace(old, new, 1)
+    lines = zip(text.splitlines(), edited.splitlines(), strict=False)
+    line = next(i for i, (a, b) in enumerate(lines, 1) if a != b)  # the first line edited
+    with pytest.raises(InputError, match=rf"locks/a5.sources.toml:{line}: {key}"):
+        parse_sources_toml(edited, "locks/a5.sources.toml")
 
 
 def test_sources_toml_names_a_missing_key() -> None:
