@@ -264,14 +264,24 @@ def test_bundle_refuses_a_tampered_lock_before_downloading(example: Example, tmp
     assert not out.exists()
 
 
-def test_a_lock_from_before_the_content_hash_is_stale_for_status_and_lock_writes_it(example: Example) -> None:
-    """An older envgen's lock is not called tampered by `status` (the relock workflow re-locks a stale lock), but
-    `install` still refuses it until `envgen lock` has written the hash."""
+def test_a_sources_toml_without_its_content_hash_is_one_verdict_tampered(example: Example, tmp_path: Path) -> None:
+    """Before: `status` called it stale (exit 1, "written by an older envgen, or edited") while `check` and
+    `install` refused it as tampered (exit 4). One file, one verdict: tampered, exit 4, with the re-lock hint;
+    `envgen lock` writes the lock again (a no-op lock keeps only an intact one)."""
     path = lock_file(example, ".sources.toml")
     path.write_text(re.sub(r'(?m)^content-hash = "[0-9a-f]{64}"\n', "", path.read_text()))
-    code, out, _ = run_envgen(example, "status", ENV)
-    assert code == 1
-    assert out.startswith(f"{ENV}: stale\n  locks/demo.sources.toml records no content hash")
+    said = "locks/demo.sources.toml records no content hash: it was edited after `envgen lock` wrote it"
+    hint = f"`envgen lock {ENV} --force`"  # each says to re-lock
+    commands = {
+        "status": ("status", ENV),
+        "check": ("check", ENV, "--no-env", "--no-solve"),
+        "install": ("install", ENV, "--venv", "--prefix", str(tmp_path / "env")),
+    }
+    for name, args in commands.items():
+        code, out, err = run_envgen(example, *args)
+        assert code == 4, (name, out, err)
+        assert said in out + err and hint in out + err, name
+    assert not (tmp_path / "env").exists()
     code, out, err = run_envgen(example, "lock", ENV, "--json")
     assert code == 0, err
     assert json.loads(out)["results"][0]["status"] == "locked"

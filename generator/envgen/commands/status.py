@@ -19,7 +19,7 @@ from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
 from envgen.lockio.exports.derived import derived_problems
 from envgen.lockio.input_hashes import project_inputs
-from envgen.lockio.integrity import checked_lock, only_unsealed, repair_hint
+from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.project import Project
 from envgen.redact import redact_url, strip_credentials
@@ -225,8 +225,6 @@ def status_env(
     checked = checked_lock(project, env)
     if checked is None:
         return build_report(env, None, ())
-    if only_unsealed(checked.problems):
-        return StatusReport(env, fresh=False, reasons=(f"{checked.problems[0]}: `envgen lock {env}` writes it",))
     if checked.problems or checked.lock is None:
         # Nothing else about a tampered lock can be trusted: its inputs and sources are what was edited.
         return StatusReport(env, fresh=False, reasons=checked.problems, tampered=True)

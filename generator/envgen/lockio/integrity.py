@@ -29,20 +29,10 @@ def missing_files(texts: LockTexts) -> list[str]:
     return [f"{name} is missing" for text, name in found if text is None]
 
 
-# The one problem of a lock written before the content hash was recorded (and otherwise intact).
-UNSEALED_NOTE = "records no content hash (written by an older envgen, or edited)"
-
-
-def only_unsealed(problems: Sequence[str]) -> bool:
-    """Whether the only problem is a missing content hash: a lock from an older envgen, which `envgen lock`
-    writes again (`status` calls it stale, not tampered; `check` and `install` still refuse it)."""
-    return bool(problems) and all(p.endswith(UNSEALED_NOTE) for p in problems)
-
-
 def _hash_problems(yml: str, sources: str, recipe: str, names: tuple[str, str, str]) -> list[str]:
     found = recorded(yml, sources, recipe)
     if found.recorded is None:
-        return [f"{names[1]} {UNSEALED_NOTE}"]
+        return [f"{names[1]} records no content hash: it was edited after `envgen lock` wrote it"]
     if found.computed != found.recorded:
         return [
             f"{names[0]}, {names[1]} and {names[2]} do not hash to the content hash {names[1]} records "
