@@ -264,13 +264,17 @@ def test_bundle_refuses_a_tampered_lock_before_downloading(example: Example, tmp
     assert not out.exists()
 
 
-def test_a_sources_toml_without_its_content_hash_is_one_verdict_tampered(example: Example, tmp_path: Path) -> None:
-    """Before: `status` called it stale (exit 1, "written by an older envgen, or edited") while `check` and
-    `install` refused it as tampered (exit 4). One file, one verdict: tampered, exit 4, with the re-lock hint;
-    `envgen lock` writes the lock again (a no-op lock keeps only an intact one)."""
+def test_a_sources_toml_without_its_content_hash_is_one_verdict_tampered(
+    example: Example,
+    tmp_path: Path,
+) -> None:
+    """Before: `status` called it stale (exit 1, "written by an older envgen, or edited") while
+    `check` and `install` refused it as tampered (exit 4). One file, one verdict: tampered, exit 4,
+    with the re-lock hint; `envgen lock` writes the lock again (a no-op lock keeps only an intact
+    one)."""
     path = lock_file(example, ".sources.toml")
     path.write_text(re.sub(r'(?m)^content-hash = "[0-9a-f]{64}"\n', "", path.read_text()))
-    said = "locks/demo.sources.toml records no content hash: it was edited after `envgen lock` wrote it"
+    said = "locks/demo.sources.toml records no content hash: it was edited after `envgen lock`"
     hint = f"`envgen lock {ENV} --force`"  # each says to re-lock
     commands = {
         "status": ("status", ENV),
@@ -289,10 +293,10 @@ def test_a_sources_toml_without_its_content_hash_is_one_verdict_tampered(example
     assert run_envgen(example, "status", ENV)[0] == 0
 
 
-# --- a FIFO or a symlink planted where the sources.toml should be (a pull request can add either) ------------
+# --- a FIFO or a symlink planted where the sources.toml should be (a pull request can add either) -
 
-# Each command, and its exit code: bad input (2), or for `check` a failed static step (4); `show` reports the
-# matrix, and leaves a lock that does not read to `check`.
+# Each command, and its exit code: bad input (2), or for `check` a failed static step (4); `show`
+# reports the matrix, and leaves a lock that does not read to `check`.
 PLANTED_COMMANDS = [
     (("lock", ENV), 2),
     (("lock", ENV, "--force"), 2),
@@ -304,21 +308,23 @@ PLANTED_COMMANDS = [
     (("diff", "--git", "HEAD"), 2),
     (("show", ENV), 0),
 ]
+PLANTED_IDS = [" ".join(args) for args, _ in PLANTED_COMMANDS]
 
 
 def run_child(example: Example, args: tuple[str, ...]) -> tuple[int, str]:
-    """The real command line in a child process, bounded (a read that blocks on a FIFO fails the test): its
-    exit code, and what it said on stdout and stderr."""
+    """The real command line in a child process, bounded (a read that blocks on a FIFO fails the
+    test): its exit code, and what it said on stdout and stderr."""
     argv = [sys.executable, "-m", "envgen", *args, "--root", str(example.root)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize(("args", "code"), PLANTED_COMMANDS, ids=[" ".join(a) for a, _ in PLANTED_COMMANDS])
+@pytest.mark.parametrize(("args", "code"), PLANTED_COMMANDS, ids=PLANTED_IDS)
 def test_a_fifo_at_the_sources_toml_hangs_no_command(
     example: Example, tmp_path: Path, args: tuple[str, ...], code: int
 ) -> None:
-    """Before: `envgen lock` blocked for ever opening the FIFO (its freshness check read locks/ directly)."""
+    """Before: `envgen lock` blocked for ever opening the FIFO (its freshness check read locks/
+    directly)."""
     path = lock_file(example, ".sources.toml")
     path.unlink()
     os.mkfifo(path)
@@ -330,12 +336,12 @@ def test_a_fifo_at_the_sources_toml_hangs_no_command(
     assert not (tmp_path / "env").exists() and not (tmp_path / "demo.tar").exists()
 
 
-@pytest.mark.parametrize(("args", "code"), PLANTED_COMMANDS, ids=[" ".join(a) for a, _ in PLANTED_COMMANDS])
+@pytest.mark.parametrize(("args", "code"), PLANTED_COMMANDS, ids=PLANTED_IDS)
 def test_no_command_follows_a_symlink_at_the_sources_toml(
     example: Example, tmp_path: Path, args: tuple[str, ...], code: int
 ) -> None:
-    """The link points at the lock's own sources.toml, moved out of locks/: a command that followed it would
-    find an intact lock, and succeed."""
+    """The link points at the lock's own sources.toml, moved out of locks/: a command that followed
+    it would find an intact lock, and succeed."""
     path = lock_file(example, ".sources.toml")
     outside = tmp_path / "elsewhere.toml"
     shutil.move(path, outside)

@@ -1,5 +1,5 @@
-"""What a lock predicts a head start starts uv on (lockio/prediction.py), and the runs it starts: adopted only
-by an equal job, stopped (process and work directory gone) when nobody adopts them."""
+"""What a lock predicts a head start starts uv on (lockio/prediction.py), and the runs it starts:
+adopted only by an equal job, stopped (process and work directory gone) when nobody adopts them."""
 
 from __future__ import annotations
 
@@ -95,9 +95,9 @@ def test_an_artifact_with_a_malformed_sha256_is_not_predicted(project: Project) 
 @settings(max_examples=150, deadline=None)
 @given(lock=locks())
 def test_a_written_yml_predicts_the_pins_it_holds(lock: Lock) -> None:
-    """Whatever the strings of a lock, its yml as written predicts each platform's pip pins (an artifact
-    only with a 64-hex sha256) and python (only one that is a version), or, when conda-lock refuses to
-    write it, there is nothing to predict from."""
+    """Whatever the strings of a lock, its yml as written predicts each platform's pip pins (an
+    artifact only with a 64-hex sha256) and python (only one that is a version), or, when conda-lock
+    refuses to write it, there is nothing to predict from."""
     try:
         yml = render_lock_yml(lock)
     except InputError:
@@ -109,11 +109,14 @@ def test_a_written_yml_predicts_the_pins_it_holds(lock: Lock) -> None:
         pins = [_pinned(e.name, e.version, e.url, e.sha256) for e in lock.pip_for(platform)]
         assert sorted(predicted.pip.get(platform, ())) == sorted(pins)
     pythons = {e.platform: e.version for e in lock.conda if e.name == "python"}
-    assert dict(predicted.python) == {p: v for p, v in pythons.items() if re.fullmatch(r"[0-9.]+", v)}
+    versions = {p: v for p, v in pythons.items() if re.fullmatch(r"[0-9.]+", v)}
+    assert dict(predicted.python) == versions
 
 
 def _pinned(name: str, version: str, url: str, sha256: str) -> Pinned:
-    return Pinned(name, version, url, sha256) if re.fullmatch("[0-9a-f]{64}", sha256) else Pinned(name, version, "", "")
+    if re.fullmatch("[0-9a-f]{64}", sha256):
+        return Pinned(name, version, url, sha256)
+    return Pinned(name, version, "", "")
 
 
 def job(platform: str, script: str) -> UvJob:

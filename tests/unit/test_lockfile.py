@@ -71,21 +71,31 @@ def test_yml_is_read_by_conda_locks_own_parser(tmp_path: Path) -> None:
         assert dep.dependencies == dict(pip.depends)
 
 
+def _sorted(dependencies: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(dependencies.items()))
+
+
 def _packages(entries: Sequence[CondaEntry | PipEntry]) -> list[tuple[object, ...]]:
     return sorted(
-        (e.platform, e.name, e.version, e.url, e.sha256, tuple(sorted(dict(e.depends).items())))
+        (e.platform, e.name, e.version, e.url, e.sha256, _sorted(dict(e.depends)))
         for e in entries
-        if isinstance(e, PipEntry) or not e.name.startswith("__")  # conda-lock leaves virtual packages out
+        # conda-lock leaves virtual packages out
+        if isinstance(e, PipEntry) or not e.name.startswith("__")
     )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(lock=locks())
 def test_any_lock_is_read_back_by_conda_locks_own_parser(lock: Lock, tmp_path: Path) -> None:
-    """Whatever the strings of a lock (quotes, YAML indicators, control characters, astral planes), the yml
-    is the same bytes each time and conda-lock's parser reads every package back as it was, or conda-lock's
-    models refuse to write it (an entry without a URL)."""
-    assume(len({(e.platform, e.name) for e in lock.pip}) == len(lock.pip))  # one entry per package, as locked
+    """Whatever the strings of a lock (quotes, YAML indicators, control characters, astral planes),
+    the yml is the same bytes each time and conda-lock's parser reads every package back as it was,
+    or conda-lock's models refuse to write it (an entry without a URL)."""
+    # One entry per package and platform, as a lock holds them.
+    assume(len({(e.platform, e.name) for e in lock.pip}) == len(lock.pip))
     try:
         text = render_lock_yml(lock)
     except InputError:
@@ -96,7 +106,7 @@ def test_any_lock_is_read_back_by_conda_locks_own_parser(lock: Lock, tmp_path: P
     parsed = parse_conda_lock_file(path)
     for manager, entries in (("conda", lock.conda), ("pip", lock.pip)):
         found = [
-            (d.platform, d.name, d.version, d.url, d.hash.sha256, tuple(sorted(d.dependencies.items())))
+            (d.platform, d.name, d.version, d.url, d.hash.sha256, _sorted(d.dependencies))
             for d in parsed.package
             if d.manager == manager
         ]
@@ -104,7 +114,8 @@ def test_any_lock_is_read_back_by_conda_locks_own_parser(lock: Lock, tmp_path: P
 
 
 def test_libyaml_writes_and_reads_the_yml() -> None:
-    """Without libyaml the yml is still written and read (PyYAML's own emitter and parser), ten times slower."""
+    """libyaml writes and reads the yml: without it PyYAML's own emitter and parser do, ten times
+    slower."""
     import yaml
 
     assert hasattr(yaml, "CSafeDumper") and hasattr(yaml, "CSafeLoader")
@@ -177,14 +188,14 @@ def test_sources_toml_is_canonical() -> None:
         ('set-env = "', 'setenv = "', "cann.setenv: unknown key"),
         ("needs-cann = true", 'needs-cann = "yes"', r"sources\[0\].needs-cann: expected true or false"),
         ("schema = 1", "schema = 99", "schema: this envgen reads schema 1"),
-        ("SOC_VERSION = ", '"SOC VERSION" = ', r'sources\[0\].env."SOC VERSION": .* is not a variable'),
-        ('    "1111', '    "--upload-pack=x",\n    "1111', r"sources\[0\].cherry-picks\[0\]: .* 40-hex"),
-        ('url = "https://pypi.org/simple"', 'url = "https://pypi.org/simple x"', r"indexes\[0\].url: "),
+        ("SOC_VERSION = ", '"SOC VERSION" = ', r'sources\[0\].env."SOC VERSION": .*variable'),
+        ('    "1111', '    "-x",\n    "1111', r"sources\[0\].cherry-picks\[0\]: .*40-hex"),
+        ('url = "https://pypi.org/simple"', 'url = "https://pypi.org/s x"', r"indexes\[0\].url: "),
         ('[[sources]]\nname = "verl"', '[[sources]\nname = "verl"', "TOML syntax error"),
     ],
 )
 def test_sources_toml_names_file_line_and_key_of_a_problem(old: str, new: str, key: str) -> None:
-    """The file, the line the key is on (the table's, for a missing one), the key and what is wrong."""
+    """The file, the line the key is on (the table's, for a missing one), the key, what is wrong."""
     text = render_sources_toml(sample_lock())
     assert old in text
     edited = text.replace(old, new, 1)
@@ -449,7 +460,8 @@ def test_the_recorded_inputs_are_the_sources_tomls_and_the_source_digests(tmp_pa
     recorded = recorded_inputs(read_files(project, "a5"))
     assert recorded is not None
     assert recorded.input_hash == lock.input_hash
-    assert recorded.inputs == dict(lock.inputs) and recorded.sources == {"vllm": digest("vllm-files")}
+    assert recorded.inputs == dict(lock.inputs)
+    assert recorded.sources == {"vllm": digest("vllm-files")}
     assert read_files(project, "a5").intact
     other = dataclasses.replace(lock, input_hash=digest("other"))
     project.sources_toml("a5").write_text(render_sources_toml(other))
@@ -468,9 +480,12 @@ def _plant(path: Path, kind: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink"])
-def test_a_planted_sources_toml_is_refused_unread_and_never_written_over(kind: str, tmp_path: Path) -> None:
-    """The reader opens nothing but a regular file (a FIFO would block it, a symlink lead anywhere), and the
-    writer replaces nothing but one: nothing is written then, the previous files stay."""
+def test_a_planted_sources_toml_is_refused_unread_and_never_written_over(
+    kind: str,
+    tmp_path: Path,
+) -> None:
+    """The reader opens nothing but a regular file (a FIFO would block it, a symlink lead anywhere),
+    and the writer replaces nothing but one: nothing is written then, the previous files stay."""
     project = Project(tmp_path / "project")
     write_lock(project, "a5", sample_lock(), RECIPE)
     path = project.sources_toml("a5")
@@ -478,10 +493,10 @@ def test_a_planted_sources_toml_is_refused_unread_and_never_written_over(kind: s
     texts = read_files(project, "a5")
     assert texts.sources is None and texts.unreadable is not None
     assert recorded_inputs(texts) is None and not texts.intact
-    with pytest.raises(InputError, match="a5.sources.toml (is a symbolic link|is not a regular file)"):
+    with pytest.raises(InputError, match="sources.toml (is a symbolic link|is not a regular file)"):
         read_lock(project, "a5")
     before = project.lock_yml("a5").read_bytes()
-    with pytest.raises(InputError, match="a5.sources.toml is not a regular file: envgen does not write"):
+    with pytest.raises(InputError, match="sources.toml is not a regular file: envgen does not"):
         write_lock(project, "a5", dataclasses.replace(sample_lock(), pending=()), RECIPE)
     assert project.lock_yml("a5").read_bytes() == before
     assert path.is_fifo() if kind == "fifo" else path.is_symlink()

@@ -61,8 +61,8 @@ def lock_env(
 def _relock_env(
     project: Project, matrix: Matrix, started: HeadStart, gate: Callable[[], None], options: _Options
 ) -> LockResult:
-    """Re-lock one env under its mutex, unless another run just wrote a fresh lock: its files are read again
-    under it (the head start and the preflight read them before, unguarded)."""
+    """Re-lock one env under its mutex, unless another run just wrote a fresh lock: its files are
+    read again under it (the head start and the preflight read them before, unguarded)."""
     # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when something may move,
     # and only once the head start has begun.
     from envgen.lockio.env_mutex import env_lock
@@ -93,13 +93,14 @@ def _relock_env(
 
 
 def unchanged_hash(project: Project, texts: LockTexts) -> str | None:
-    """The input hash recorded for the lock whose files are `texts` when every input it records still holds,
-    its files are intact and every derived file is there for it; None when stale, absent or unreadable (a
-    re-lock then reads it all properly).
+    """The input hash recorded for the lock whose files are `texts` when every input it records
+    still holds, its files are intact and every derived file is there for it; None when stale,
+    absent or unreadable (a re-lock then reads it all properly).
 
-    Reads the files the lock records digests of, the derived files' headers, and the glibc floor of the
-    matrix (its virtual packages depend on it): the matrix is not validated, so a no-op lock loads none of
-    what resolving needs. A matrix whose bytes are those it was locked from was valid then.
+    Reads the files the lock records digests of, the derived files' headers, and the glibc floor of
+    the matrix (its virtual packages depend on it): the matrix is not validated, so a no-op lock
+    loads none of what resolving needs. A matrix whose bytes are those it was locked from was valid
+    then.
     """
     env = texts.env
     recorded = recorded_inputs(texts)
@@ -161,7 +162,8 @@ def lock_envs(
     every host they need is asked meanwhile, and all that do not answer are reported at once (NetworkError):
     the work stops then, and nothing is written.
     """
-    files = {env: read_files(project, env) for env in envs}  # read once; again under each env's mutex
+    # Each env's lock files read once here, again under its mutex (another run may have written).
+    files = {env: read_files(project, env) for env in envs}
     if update is not True and update:
         check_update_names(project, files, update)
     if upgrade.packages:
@@ -174,7 +176,6 @@ def lock_envs(
         return [LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest is not None]
     # Imported here: the matrix loader (packaging) matters only when something may move.
     from envgen.inputs.matrix import check_conda_specs, load_env
-    from envgen.resolve.head_start import head_start
 
     # The conda specs are parsed (rattler) once uv has started: they are not uv's, and nothing runs them before.
     matrices = [load_env(project, env, conda_specs=False) for env in stale]
@@ -182,9 +183,7 @@ def lock_envs(
     pool = ThreadPoolExecutor(max_workers=min(4, len(stale)) + 1, initializer=interrupts.worker_thread)
     try:
         for matrix in matrices:
-            starts[matrix.name] = head_start(
-                matrix, files[matrix.name], cache=options.cache, offline=offline, upgrade=upgrade, update=update
-            )
+            starts[matrix.name] = _head_start(matrix, files[matrix.name], options)
         for env, matrix in zip(stale, matrices, strict=True):
             check_conda_specs(project, env, matrix)
         asked = pool.submit(ask_hosts, matrices, files, options) if preflight else None
@@ -201,6 +200,19 @@ def lock_envs(
     return [
         futures[env].result() if env in futures else LockResult(env, "up-to-date", fresh[env] or "") for env in envs
     ]
+
+
+def _head_start(matrix: Matrix, previous: LockTexts, options: _Options) -> HeadStart:
+    from envgen.resolve.head_start import head_start
+
+    return head_start(
+        matrix,
+        previous,
+        cache=options.cache,
+        offline=options.offline,
+        upgrade=options.upgrade,
+        update=options.update,
+    )
 
 
 def _wait_for(futures: Mapping[str, Future[LockResult]], asked: Future[None] | None) -> list[tuple[str, EnvgenError]]:
@@ -231,9 +243,13 @@ def _stop(futures: Iterable[Future[LockResult]]) -> None:
         interrupts.reset()
 
 
-def ask_hosts(matrices: Sequence[Matrix], files: Mapping[str, LockTexts], options: _Options) -> None:
-    """The preflight: every host the re-locks of `matrices` (their lock files as read, `files`) will ask,
-    asked; all that do not answer are reported at once (NetworkError)."""
+def ask_hosts(
+    matrices: Sequence[Matrix],
+    files: Mapping[str, LockTexts],
+    options: _Options,
+) -> None:
+    """The preflight: every host the re-locks of `matrices` (their lock files as read, `files`) will
+    ask, asked; all that do not answer are reported at once (NetworkError)."""
     from envgen.resolve.git_sources import sources_to_update
     from envgen.resolve.pipeline import read_previous
     from envgen.resolve.preflight import Relock, preflight
@@ -260,7 +276,8 @@ def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> E
 
 
 def known_sources(project: Project, files: Mapping[str, LockTexts]) -> set[str]:
-    """The source names of the envs whose lock files are `files`: in their matrices and their recorded locks."""
+    """The source names of the envs whose lock files are `files`: in their matrices and their
+    recorded locks."""
     from envgen.inputs.matrix import load_env
 
     known: set[str] = set()
@@ -271,7 +288,11 @@ def known_sources(project: Project, files: Mapping[str, LockTexts]) -> set[str]:
     return known
 
 
-def check_update_names(project: Project, files: Mapping[str, LockTexts], update: Collection[str]) -> None:
+def check_update_names(
+    project: Project,
+    files: Mapping[str, LockTexts],
+    update: Collection[str],
+) -> None:
     """InputError for a name in `update` that no env has as a source, rather than a lock that moves nothing."""
     envs = list(files)
     known = known_sources(project, files)
@@ -285,7 +306,11 @@ def check_update_names(project: Project, files: Mapping[str, LockTexts], update:
         )
 
 
-def check_upgrade_names(project: Project, files: Mapping[str, LockTexts], names: Collection[str]) -> None:
+def check_upgrade_names(
+    project: Project,
+    files: Mapping[str, LockTexts],
+    names: Collection[str],
+) -> None:
     """InputError for an `--upgrade-package` name that is no package or source of any env, before any work."""
     from envgen.inputs.matrix import load_env
 
@@ -306,8 +331,8 @@ def check_upgrade_names(project: Project, files: Mapping[str, LockTexts], names:
 
 
 def _locked_names(texts: LockTexts) -> set[str]:
-    """The names of the packages a lock pins (any platform, conda or pip); none when it does not read (the
-    re-lock reports why)."""
+    """The names of the packages a lock pins (any platform, conda or pip); none when it does not
+    read (the re-lock reports why)."""
     from envgen.lockio.store import lock_of
 
     try:

@@ -91,9 +91,12 @@ def read_toml(path: Path) -> tuple[dict[str, Any], Problems]:
 
 def syntax_problem(file: str, text: str, exc: tomllib.TOMLDecodeError) -> Problem:
     """tomllib's error on `text` (the file `file`) as a problem on the line it names."""
-    match = _SYNTAX_LINE.search(str(exc))
-    line = int(match.group(1)) if match else (text.count("\n") + 1 if _SYNTAX_END.search(str(exc)) else None)
-    message = _SYNTAX_LINE.sub(r"(column \2)", _SYNTAX_END.sub("(at the end of the file)", str(exc))).strip()
+    said = str(exc)
+    match = _SYNTAX_LINE.search(said)
+    at_end = text.count("\n") + 1 if _SYNTAX_END.search(said) else None
+    line = int(match.group(1)) if match else at_end
+    said = _SYNTAX_END.sub("(at the end of the file)", said)
+    message = _SYNTAX_LINE.sub(r"(column \2)", said).strip()
     return Problem(file, "", f"TOML syntax error: {message}", line)
 
 
@@ -159,8 +162,8 @@ class _LineScanner:
                 self.key_value(prefix)
 
     def resolved(self, name: tuple[str, ...]) -> KeyPath:
-        """The key path a table header names: through an array of tables, its last element so far (as
-        `[sources.env]` after a `[[sources]]` is that source's)."""
+        """The key path a table header names: through an array of tables, its last element so far
+        (as `[sources.env]` after a `[[sources]]` is that source's)."""
         path: KeyPath = ()
         for part in name:
             path = (*path, part)

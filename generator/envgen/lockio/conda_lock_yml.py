@@ -1,7 +1,9 @@
-"""locks/<env>.yml: a Lock's packages in conda-lock's v1 format, written and read through conda-lock's models.
+"""locks/<env>.yml: a Lock's packages in conda-lock's v1 format, written and read through
+conda-lock's models.
 
-conda-lock (its whole command line comes with its models) is imported by the functions that need it: the
-no-op lock reads no yml, and a re-lock's head start reads the YAML document before the models validate it.
+conda-lock (its whole command line comes with its models) is imported by the functions that need it:
+the no-op lock reads no yml, and a re-lock's head start reads the YAML document before the models
+validate it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from envgen.redact import strip_credentials
 if TYPE_CHECKING:
     from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile
 
-# --- canonical order -----------------------------------------------------------------------------------
+# --- canonical order ------------------------------------------------------------------------------
 
 
 _E = TypeVar("_E", CondaEntry, PipEntry)
@@ -36,7 +38,8 @@ def canonical_entries(entries: Sequence[_E], platforms: Sequence[str]) -> tuple[
 
 @dataclass(frozen=True)
 class LockYml:
-    """What locks/<env>.yml holds for envgen: platforms, channel URLs, entries and the input hash."""
+    """What locks/<env>.yml holds for envgen: platforms, channel URLs, entries and the input
+    hash."""
 
     platforms: tuple[str, ...]
     channels: tuple[str, ...]
@@ -81,10 +84,11 @@ def _dependency(entry: CondaEntry | PipEntry) -> LockedDependency:
 
 
 def render_lock_yml(lock: Lock) -> str:
-    """locks/<env>.yml: a conda-lock v1 file, built from conda-lock's models and dumped as they give it.
+    """locks/<env>.yml: a conda-lock v1 file, built from conda-lock's models and dumped as they give
+    it.
 
-    The models order packages by (manager, name, platform) and their dependencies by name; nothing time-
-    or host-dependent is recorded, so the same Lock always gives the same bytes.
+    The models order packages by (manager, name, platform) and their dependencies by name; nothing
+    time- or host-dependent is recorded, so the same Lock always gives the same bytes.
     """
     import pydantic
     from conda_lock.lockfile.v2prelim.models import Lockfile, LockMeta
@@ -98,7 +102,10 @@ def render_lock_yml(lock: Lock) -> str:
                 channels=[CondaLockChannel(url=strip_credentials(c.url), used_env_vars=()) for c in lock.channels],
                 platforms=list(lock.platforms),
                 sources=[f"env-templates/{lock.env}.toml"],
-                custom_metadata={"envgen_input_hash": lock.input_hash, "envgen_lock_schema": str(LOCK_SCHEMA)},
+                custom_metadata={
+                    "envgen_input_hash": lock.input_hash,
+                    "envgen_lock_schema": str(LOCK_SCHEMA),
+                },
             ),
         )
     except pydantic.ValidationError as exc:
@@ -110,10 +117,10 @@ def render_lock_yml(lock: Lock) -> str:
 
 
 def _dumped(content: Lockfile) -> str:
-    """The text of `content` as conda-lock's writer (`write_conda_lock_file`) makes it, without its help
-    text: its models sort the lockfile, leave virtual packages out and give the v1 document; PyYAML's C
-    emitter, where present, dumps it (the writer's pure-Python one took 0.4 s for a lock of 500 packages,
-    a tenth of a re-lock). Sorts `content` in place."""
+    """The text of `content` as conda-lock's writer (`write_conda_lock_file`) makes it, without its
+    help text: its models sort the lockfile, leave virtual packages out and give the v1 document;
+    PyYAML's C emitter, where present, dumps it (the writer's pure-Python one took 0.4 s for a lock
+    of 500 packages, a tenth of a re-lock). Sorts `content` in place."""
     import yaml
 
     content.alphasort_inplace()
@@ -193,12 +200,12 @@ def lockfile_to_yml(lockfile: Lockfile, where: str) -> LockYml:
     )
 
 
-# The document a re-lock's head start reads its guess from (lockio/prediction.py) is the one the re-lock then
-# validates: loaded once.
+# The document a re-lock's head start reads its guess from (lockio/prediction.py) is the one the
+# re-lock then validates: loaded once.
 @functools.lru_cache(maxsize=4)
 def load_lock_yml(text: str, where: str = "lock file") -> dict[str, Any]:
-    """locks/<env>.yml as YAML (the safe loader, libyaml's where present): a conda-lock version 1 document,
-    not yet validated."""
+    """locks/<env>.yml as YAML (the safe loader, libyaml's where present): a conda-lock version 1
+    document, not yet validated."""
     import yaml  # imported by the readers of a lock only: the no-op lock reads no yml
 
     try:

@@ -1,7 +1,8 @@
-"""The input digests of an env's lock and their hash, and whether the digests a lock recorded still hold.
+"""The input digests of an env's lock and their hash, and whether the digests a lock recorded still
+hold.
 
-Kept apart from the conda-lock yml module (which needs conda-lock's models) so a no-op `envgen lock` stays
-fast."""
+Kept apart from the conda-lock yml module (which needs conda-lock's models) so a no-op `envgen lock`
+stays fast."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from envgen.project import Project
 if TYPE_CHECKING:
     from envgen.model import LockedSource, Matrix
 
-# Bumped when the meaning of a lock's files changes; part of every input hash, so old locks read as stale.
+# Bumped when the meaning of a lock's files changes; part of every input hash, so old locks read as
+# stale.
 LOCK_SCHEMA = 1
 
 
@@ -37,10 +39,10 @@ def input_digests(
 ) -> tuple[tuple[str, str], ...]:
     """The digest of every input of a lock, by component, sorted.
 
-    Components: "matrix", "base:<env>" (each matrix it extends), "channel:<name>" (the file, so a changed URL
-    changes it), "source:<name>", "virtual-packages:<platform>" and "schema". Paths themselves never enter: a
-    checkout anywhere hashes the same. `sources` is the locked sources, or their digests by name as a lock
-    recorded them.
+    Components: "matrix", "base:<env>" (each matrix it extends), "channel:<name>" (the file, so a
+    changed URL changes it), "source:<name>", "virtual-packages:<platform>" and "schema". Paths
+    themselves never enter: a checkout anywhere hashes the same. `sources` is the locked sources, or
+    their digests by name as a lock recorded them.
     """
 
     digests = {"matrix": _file_digest(matrix_path, "the matrix"), "schema": str(LOCK_SCHEMA)}
@@ -61,7 +63,8 @@ def input_digests(
 
 
 def _file_digest(path: Path, what: str) -> str:
-    # Through the hostile-input reader: a FIFO planted as a channel file must not hang the no-op lock.
+    # Through the hostile-input reader: a FIFO planted as a channel file must not hang the no-op
+    # lock.
     try:
         return _sha256(read_input_text(path, hint="check the file exists").encode())
     except InputError as exc:
@@ -78,12 +81,14 @@ def input_hash(inputs: Sequence[tuple[str, str]]) -> str:
 
 
 def still_current(project: Project, env: str, recorded: Mapping[str, str], glibc: str) -> bool:
-    """Whether every input digest the lock of `env` recorded still holds: its matrix, the matrices it extends
-    and its channel files byte for byte, the schema, and each recorded platform's virtual packages for the
-    matrix's glibc floor `glibc` (sources keep their recorded digests: they move only when asked).
+    """Whether every input digest the lock of `env` recorded still holds: its matrix, the matrices
+    it extends and its channel files byte for byte, the schema, and each recorded platform's virtual
+    packages for the matrix's glibc floor `glibc` (sources keep their recorded digests: they move
+    only when asked).
 
-    The components are the recorded ones, so the matrix is neither loaded nor validated: which bases, channels
-    and platforms it names follows from its text and its bases' texts, both checked unchanged here.
+    The components are the recorded ones, so the matrix is neither loaded nor validated: which
+    bases, channels and platforms it names follows from its text and its bases' texts, both checked
+    unchanged here.
     """
     for component, digest in recorded.items():
         kind, _, name = component.partition(":")
@@ -98,7 +103,8 @@ def still_current(project: Project, env: str, recorded: Mapping[str, str], glibc
 
 
 def _current_digest(project: Project, env: str, kind: str, name: str, glibc: str) -> str | None:
-    """What the component `kind:name` of env's input digests is now (None for a kind no lock records)."""
+    """What the component `kind:name` of env's input digests is now (None for a kind no lock
+    records)."""
     if kind in ("base", "channel") and name_problem(name, kind):
         return None  # names read from the lock are file names under env-templates/ or channels/, never paths
     if kind == "matrix" and not name:
@@ -117,7 +123,8 @@ def _current_digest(project: Project, env: str, kind: str, name: str, glibc: str
 def project_inputs(
     project: Project, matrix: Matrix, sources: Sequence[LockedSource] | Mapping[str, str]
 ) -> tuple[tuple[str, str], ...]:
-    """The input digests of `matrix` as it stands in `project` (its file, its channel files, its platforms)."""
+    """The input digests of `matrix` as it stands in `project` (its file, its channel files, its
+    platforms)."""
     vpkgs = {p: virtual_packages(matrix, p) for p in matrix.platforms}
     bases = {env: project.template(env) for env in matrix.extends}
     return input_digests(project.template(matrix.name), project.channel_files(matrix), sources, vpkgs, bases)

@@ -1,9 +1,10 @@
-"""Is a lock as `envgen lock` wrote it: the integrity check of locks/<env>.yml, .sources.toml and .install.sh.
+"""Is a lock as `envgen lock` wrote it: the integrity check of locks/<env>.yml, .sources.toml and
+.install.sh.
 
-One check, used by `check` (static step), `install` (before the prefix is touched), `status` ("tampered") and
-`diff --git`. It finds: a missing file; a content hash (lockio/seal.py) the files do not hash to; a
-sources.toml that names packages or indexes the yml does not have;
-a recipe other than the one the lock renders; an artifact URL on a host its index or channels do not serve.
+One check, used by `check` (static step), `install` (before the prefix is touched), `status`
+("tampered") and `diff --git`. It finds: a missing file; a content hash (lockio/seal.py) the files
+do not hash to; a sources.toml that names packages or indexes the yml does not have; a recipe other
+than the one the lock renders; an artifact URL on a host its index or channels do not serve.
 `integrity_problems` is pure; reading the files is apart."""
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from envgen.recipe.render import render_recipe
 
 
 def missing_files(texts: LockTexts) -> list[str]:
-    """The files of a lock that are missing while another of its files exists (one that is there but does not
-    read is not missing: its error is the one reported)."""
+    """The files of a lock that are missing while another of its files exists (one that is there but
+    does not read is not missing: its error is the one reported)."""
     if not texts.present or texts.unreadable is not None:
         return []
     found = zip((texts.yml, texts.sources, texts.recipe), texts.names, strict=True)
@@ -59,8 +60,8 @@ def _consistency_problems(lock: Lock, sources: SourcesToml, names: tuple[str, st
 
 
 def _conda_host_problems(lock: Lock) -> list[str]:
-    """Conda artifacts on a host none of the lock's channels is on (unknowable when a host is a ${VAR}, or when
-    the lock lists no channel: one made by hand, not by `envgen lock`)."""
+    """Conda artifacts on a host none of the lock's channels is on (unknowable when a host is a
+    ${VAR}, or when the lock lists no channel: one made by hand, not by `envgen lock`)."""
     hosts = {url_host(c.url) for c in lock.channels}
     if not hosts or any("$" in host for host in hosts):
         return []
@@ -73,15 +74,16 @@ def _conda_host_problems(lock: Lock) -> list[str]:
 
 
 def recipe_problem(lock: Lock, recipe: str, name: str) -> str | None:
-    """Why `recipe` (the text of the file `name`) is not the recipe `lock` renders; None when it is."""
+    """Why `recipe` (the text of the file `name`) is not the recipe `lock` renders; None when it
+    is."""
     if recipe == render_recipe(lock):
         return None
     return f"{name} differs from the recipe its lock renders: it was edited by hand or belongs to another lock"
 
 
 def integrity_problems(texts: LockTexts, lock: Lock, sources: SourcesToml) -> list[str]:
-    """Every way the three files of `lock` differ from what `envgen lock` wrote (pure; `lock` and `sources` are
-    what `texts` parse to). Empty when intact."""
+    """Every way the three files of `lock` differ from what `envgen lock` wrote (pure; `lock` and
+    `sources` are what `texts` parse to). Empty when intact."""
     problems = missing_files(texts)
     if texts.yml is not None and texts.sources is not None and texts.recipe is not None:
         problems += _hash_problems(texts.yml, texts.sources, texts.recipe, texts.names)
@@ -99,25 +101,27 @@ def tampered(problems: Sequence[str], env: str) -> VerificationError:
     return VerificationError(f"the lock of {env} was tampered with:\n{listed}", hint=repair_hint(env))
 
 
-# --- the files under locks/, read by lockio/store.py ---------------------------------------------------
+# --- the files under locks/, read by lockio/store.py ----------------------------------------------
 
 
 @dataclass(frozen=True)
 class Checked:
-    """The lock of an env (None when its yml or sources.toml is missing) and its integrity problems."""
+    """The lock of an env (None when its yml or sources.toml is missing) and its integrity
+    problems."""
 
     lock: Lock | None
     problems: tuple[str, ...]
 
 
 def checked_lock(project: Project, env: str) -> Checked | None:
-    """The lock of `env` and its integrity problems; None when it has no files at all. A yml or sources.toml that
-    does not read or parse raises InputError, as `read_lock` does."""
+    """The lock of `env` and its integrity problems; None when it has no files at all. A yml or
+    sources.toml that does not read or parse raises InputError, as `read_lock` does."""
     return checked(read_files(project, env))
 
 
 def checked(texts: LockTexts) -> Checked | None:
-    """The lock the files `texts` hold and their integrity problems (`checked_lock` of texts already read)."""
+    """The lock the files `texts` hold and their integrity problems (`checked_lock` of texts already
+    read)."""
     if not texts.present:
         return None
     if texts.unreadable is not None:
@@ -132,8 +136,8 @@ def checked(texts: LockTexts) -> Checked | None:
 
 
 def require_intact(project: Project, env: str) -> Lock:
-    """The lock of `env` if its three files are as `envgen lock` wrote them; VerificationError (exit 4) listing
-    every problem otherwise, InputError (exit 2) when there is no lock."""
+    """The lock of `env` if its three files are as `envgen lock` wrote them; VerificationError (exit
+    4) listing every problem otherwise, InputError (exit 2) when there is no lock."""
     found = checked_lock(project, env)
     if found is None:
         raise no_lock(project, env)

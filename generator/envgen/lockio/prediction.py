@@ -1,11 +1,12 @@
-"""What a lock on disk predicts of its own re-lock: per platform the python its conda part pins and its pip
-pins, and the sources it records; taken from the files as lockio/store.py read them.
+"""What a lock on disk predicts of its own re-lock: per platform the python its conda part pins and
+its pip pins, and the sources it records; taken from the files as lockio/store.py read them.
 
-A re-lock starts uv on this prediction before anything else (`resolve/head_start.py`), so it does not wait
-for conda-lock's models: it reads the yml's YAML document (the one the re-lock then validates through those
-models, loaded once) for each entry's name, version, platform and artifact, checked for shape only. It is a
-guess, never a result: anything unexpected predicts nothing, and a run started on a wrong prediction is not
-used (it stands in only for a uv run planned from the validated lock).
+A re-lock starts uv on this prediction before anything else (`resolve/head_start.py`), so it does
+not wait for conda-lock's models: it reads the yml's YAML document (the one the re-lock then
+validates through those models, loaded once) for each entry's name, version, platform and artifact,
+checked for shape only. It is a guess, never a result: anything unexpected predicts nothing, and a
+run started on a wrong prediction is not used (it stands in only for a uv run planned from the
+validated lock).
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ from envgen.lockio.store import LockTexts
 from envgen.model import LockedSource
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-# What `--python-version` may be given: a version a conda solve chose, nothing an option could hide in.
+# What `--python-version` may be given: a version a conda solve chose, no option hidden in it.
 _PYTHON = re.compile(r"[0-9]+(?:\.[0-9]+){1,2}")
 _FIELDS = ("manager", "name", "version", "platform")
 
 
 class Pinned(NamedTuple):
-    """A pip entry as a preference: its name and version (resolve/preferences.py validates both), and its
-    artifact's URL and sha256 (a 64-hex digest, or "" when the lock has none such), whose metadata the re-lock
-    will most likely read again."""
+    """A pip entry as a preference: its name and version (resolve/preferences.py validates both),
+    and its artifact's URL and sha256 (a 64-hex digest, or "" when the lock has none such), whose
+    metadata the re-lock will most likely read again."""
 
     name: str
     version: str
@@ -40,7 +41,8 @@ class Pinned(NamedTuple):
 
 @dataclass(frozen=True)
 class Prediction:
-    """Per platform, the python and the pip pins of the lock; and its sources (from sources.toml, validated)."""
+    """Per platform, the python and the pip pins of the lock; and its sources (from sources.toml,
+    validated)."""
 
     python: Mapping[str, str]
     pip: Mapping[str, tuple[Pinned, ...]]
@@ -48,8 +50,8 @@ class Prediction:
 
 
 def predict(texts: LockTexts) -> Prediction | None:
-    """The prediction of the lock whose files are `texts`; None when there is none or it does not read as
-    expected (the re-lock proper reads the same texts, and reports on them)."""
+    """The prediction of the lock whose files are `texts`; None when there is none or it does not
+    read as expected (the re-lock proper reads the same texts, and reports on them)."""
     if texts.unreadable is not None or texts.yml is None or texts.sources is None:
         return None
     try:
@@ -67,7 +69,9 @@ def predict(texts: LockTexts) -> Prediction | None:
             pip.setdefault(platform, []).append(_pinned(entry))
         elif name == "python":
             python.setdefault(platform, set()).add(version)
-    pythons = {p: v.pop() for p, v in python.items() if len(v) == 1 and _PYTHON.fullmatch(next(iter(v)))}
+    # One python per platform, and a version: `--python-version` takes it.
+    single = {p: next(iter(v)) for p, v in python.items() if len(v) == 1}
+    pythons = {p: v for p, v in single.items() if _PYTHON.fullmatch(v)}
     return Prediction(pythons, {p: tuple(pins) for p, pins in pip.items()}, sources)
 
 

@@ -1,10 +1,10 @@
-"""The schema of locks/<env>.sources.toml: the file's own shape as pydantic models, which lockio/sources_toml.py
-both writes the file from and reads it back through.
+"""The schema of locks/<env>.sources.toml: the file's own shape as pydantic models, which
+lockio/sources_toml.py both writes the file from and reads it back through.
 
 Strict (no key beyond the schema's, no coercion: a TOML integer is no string), and with the rules of
-`inputs/untrusted.py` on every string that reaches git or the recipe, since a lock arrives as untrusted as a
-matrix: a string holds no control character (prose may span lines), names, URLs, refs, commits and paths
-are each what git and the recipe may be given.
+`inputs/untrusted.py` on every string that reaches git or the recipe, since a lock arrives as
+untrusted as a matrix: a string holds no control character (prose may span lines), names, URLs,
+refs, commits and paths are each what git and the recipe may be given.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from envgen.model import DEPENDENCY_MODES, METADATA
 
 
 def _rule(problem: Callable[[str], str | None]) -> AfterValidator:
-    """A string rule of `inputs/untrusted.py` as a validator: its problem becomes the validation error."""
+    """A string rule of `inputs/untrusted.py` as a validator: its problem becomes the validation
+    error."""
 
     def check(value: str) -> str:
         found = problem(value)
@@ -55,7 +56,8 @@ def _kebab(name: str) -> str:
 
 
 class _Row(BaseModel):
-    """A table of the file: its keys and no other, each of its type (a TOML integer is no string)."""
+    """A table of the file: its keys and no other, each of its type (a TOML integer is no
+    string)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, alias_generator=_kebab)
 
@@ -174,8 +176,8 @@ class SourcesDocument(_Row):
     schema_version: int = Field(alias="schema")
     env: Annotated[Text, _rule(env_name_problem)]
     input_hash: Annotated[Text, _rule(input_hash_problem)]
-    # Filled in by `seal` once the three files are rendered (lockio/seal.py); a lock without one is the
-    # integrity check's to report (lockio/integrity.py), so it still reads.
+    # Filled in by `seal` once the three files are rendered (lockio/seal.py); a lock without one is
+    # the integrity check's to report (lockio/integrity.py), so it still reads.
     content_hash: Text | None = None
     inputs: dict[str, str] = {}
     channels: list[ChannelRow] = []

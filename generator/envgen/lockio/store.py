@@ -1,10 +1,10 @@
-"""locks/: the one reader of an env's lock files (each read once, through the hostile-input reader) and
-their one writer (every file, all or nothing).
+"""locks/: the one reader of an env's lock files (each read once, through the hostile-input reader)
+and their one writer (every file, all or nothing).
 
-Reading parses nothing until asked: the no-op lock needs only the input digests the sources.toml records
-and the content hash of the three files (`LockTexts.intact`); conda-lock's models, the sources.toml schema
-and the model are imported by the parse (lockio/conda_lock_yml.py, lockio/sources_toml.py) when a command
-needs the Lock itself.
+Reading parses nothing until asked: the no-op lock needs only the input digests the sources.toml
+records and the content hash of the three files (`LockTexts.intact`); conda-lock's models, the
+sources.toml schema and the model are imported by the parse (lockio/conda_lock_yml.py,
+lockio/sources_toml.py) when a command needs the Lock itself.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LockTexts:
-    """The three files of one env's lock as read (None: the file does not exist), how messages name them,
-    and the first of them that could not be read (a FIFO, a symlink, a device, not UTF-8)."""
+    """The three files of one env's lock as read (None: the file does not exist), how messages name
+    them, and the first of them that could not be read (a FIFO, a symlink, a device, not UTF-8)."""
 
     env: str
     yml: str | None
@@ -49,7 +49,8 @@ class LockTexts:
 
     @property
     def intact(self) -> bool:
-        """Whether the three files hash to the content hash their sources.toml records (lockio/seal.py)."""
+        """Whether the three files hash to the content hash their sources.toml records
+        (lockio/seal.py)."""
         if self.yml is None or self.sources is None or self.recipe is None:
             return False
         return seal.intact(self.yml, self.sources, self.recipe)
@@ -63,15 +64,17 @@ def repair_hint(env: str) -> str:
 
 
 def _read(path: Path, hint: str) -> str | None:
-    """The text of `path`, None when nothing is there (a dangling symlink is something: it is refused)."""
+    """The text of `path`, None when nothing is there (a dangling symlink is something: it is
+    refused)."""
     if not os.path.lexists(path):
         return None
     return read_input_text(path, hint=hint)
 
 
 def read_files(project: Project, env: str) -> LockTexts:
-    """The three lock files of `env` as they are on disk, named relative to the project. A file that cannot
-    be read is recorded, not raised: each command decides what an unreadable lock means to it."""
+    """The three lock files of `env` as they are on disk, named relative to the project. A file that
+    cannot be read is recorded, not raised: each command decides what an unreadable lock means to
+    it."""
     paths = (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))
     texts: list[str | None] = []
     unreadable = None
@@ -94,7 +97,8 @@ def _shown(project: Project, path: Path) -> str:
 
 
 def read_derived(locks_dir: Path, name: str) -> str | None:
-    """The text of the derived file locks/`name` (None when absent); InputError when it cannot be read."""
+    """The text of the derived file locks/`name` (None when absent); InputError when it cannot be
+    read."""
     return _read(locks_dir / name, hint="`envgen lock --force` writes it again")
 
 
@@ -115,10 +119,11 @@ class RecordedInputs:
 def recorded_inputs(texts: LockTexts) -> RecordedInputs | None:
     """What the sources.toml records of the lock's inputs; None when it does not read so.
 
-    For the no-op lock, which keeps a lock only when its three files are intact (`LockTexts.intact`): these are the
-    values the sources.toml schema wrote, read with the TOML parser alone (the schema's import would double
-    the no-op's time). Anything unexpected means "not known fresh", and the re-lock that follows reads the
-    files through the schema, and reports on them.
+    For the no-op lock, which keeps a lock only when its three files are intact
+    (`LockTexts.intact`): these are the values the sources.toml schema wrote, read with the TOML
+    parser alone (the schema's import would double the no-op's time). Anything unexpected means "not
+    known fresh", and the re-lock that follows reads the files through the schema, and reports on
+    them.
     """
     if texts.sources is None:
         return None
@@ -135,8 +140,9 @@ def recorded_inputs(texts: LockTexts) -> RecordedInputs | None:
     return RecordedInputs(found, inputs)
 
 
-# Pure, and most of reading a lock (pydantic validates every package): a re-lock reads the previous lock in its
-# preflight and again under the env's mutex, so the last few texts parsed are kept with their Lock.
+# Pure, and most of reading a lock (pydantic validates every package): a re-lock reads the previous
+# lock in its preflight and again under the env's mutex, so the last few texts parsed are kept with
+# their Lock.
 @functools.lru_cache(maxsize=8)
 def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> Lock:
     """The Lock held by a yml and its sources.toml (pure; the `where`s name the files in errors)."""
@@ -144,9 +150,10 @@ def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: 
 
 
 def parse_lock_parts(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> tuple[Lock, SourcesToml]:
-    """The Lock held by a yml and its sources.toml, and the sources.toml as read (its pip-index rows and file
-    hosts, which the integrity check compares with the yml)."""
-    # Imported here: conda-lock's models and the model are for the commands that use a Lock, not the no-op.
+    """The Lock held by a yml and its sources.toml, and the sources.toml as read (its pip-index rows
+    and file hosts, which the integrity check compares with the yml)."""
+    # Imported here: conda-lock's models and the model are for the commands that use a Lock, not the
+    # no-op.
     from envgen.lockio.conda_lock_yml import parse_lock_yml
     from envgen.lockio.sources_toml import parse_sources_toml
 
@@ -163,8 +170,8 @@ def parse_lock_parts(yml_text: str, sources_text: str, yml_where: str, sources_w
 
 
 def lock_of(texts: LockTexts) -> Lock | None:
-    """The Lock the yml and sources.toml hold; None when no file of the lock exists. InputError when one cannot
-    be read or parsed, or the two are not the lock of `texts.env`."""
+    """The Lock the yml and sources.toml hold; None when no file of the lock exists. InputError when
+    one cannot be read or parsed, or the two are not the lock of `texts.env`."""
     if not texts.present:
         return None
     if texts.unreadable is not None:
@@ -172,7 +179,10 @@ def lock_of(texts: LockTexts) -> Lock | None:
     yml_name, sources_name = texts.names[0], texts.names[1]
     if texts.yml is None or texts.sources is None:
         missing = yml_name if texts.yml is None else sources_name
-        raise InputError(f"{missing} is missing while its sibling exists", hint=f"re-run `envgen lock {texts.env}`")
+        raise InputError(
+            f"{missing} is missing while its sibling exists",
+            hint=f"re-run `envgen lock {texts.env}`",
+        )
     lock = parse_lock(texts.yml, texts.sources, yml_name, sources_name)
     if lock.env != texts.env:
         raise InputError(
@@ -188,7 +198,8 @@ def read_lock(project: Project, env: str) -> Lock | None:
 
 
 def no_lock(project: Project, env: str) -> InputError:
-    """A command needs the lock of `env` and there is none yet: bad input (exit 2), naming how to make one."""
+    """A command needs the lock of `env` and there is none yet: bad input (exit 2), naming how to
+    make one."""
     return InputError(
         f"no lock for {env} yet: {project.lock_yml(env)} does not exist",
         hint=f"run `envgen lock {env}` (a checkout gets locks/ from the relock workflow or `make lock`)",
@@ -219,7 +230,8 @@ def _write_temp(directory: Path, target: Path, text: str, mode: int) -> Path:
 
 
 def _replace_all(pairs: Sequence[tuple[Path, Path]]) -> None:
-    """Rename each temp over its target; if one rename fails, put back the targets already replaced."""
+    """Rename each temp over its target; if one rename fails, put back the targets already
+    replaced."""
     backups: dict[Path, Path] = {}
     replaced: list[Path] = []
     try:
@@ -246,13 +258,16 @@ def _replace_all(pairs: Sequence[tuple[Path, Path]]) -> None:
 def _remove_leftovers(targets: Sequence[Path]) -> None:
     """Temp and backup files a killed run left next to `targets` (only names this module makes)."""
     for target in targets:
-        for leftover in [*target.parent.glob(f".{target.name}.*.tmp"), target.with_name(f".{target.name}.bak")]:
+        for leftover in [
+            *target.parent.glob(f".{target.name}.*.tmp"),
+            target.with_name(f".{target.name}.bak"),
+        ]:
             leftover.unlink(missing_ok=True)
 
 
 def _refuse_special(targets: Sequence[Path]) -> None:
-    """InputError naming the first target that exists and is not a regular file: an output never replaces
-    a symlink (a pull request can plant one), a FIFO, a device or a directory."""
+    """InputError naming the first target that exists and is not a regular file: an output never
+    replaces a symlink (a pull request can plant one), a FIFO, a device or a directory."""
     for target in targets:
         try:
             mode = target.lstat().st_mode
@@ -266,13 +281,14 @@ def _refuse_special(targets: Sequence[Path]) -> None:
 
 
 def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()) -> None:
-    """Write locks/<env>.yml, .sources.toml, .install.sh (0755) and the `derived` files (name, text) all or
-    nothing.
+    """Write locks/<env>.yml, .sources.toml, .install.sh (0755) and the `derived` files (name, text)
+    all or nothing.
 
-    The sources.toml records the content hash of the three (lockio/seal.py), so a hand edit of any shows.
-    Every file is rendered first, then written to temp files in locks/ and fsynced, then renamed; a failure
-    before the renames leaves the old files byte-identical, and a failed rename puts back those already
-    renamed. A target that is not a regular file is refused before anything is written.
+    The sources.toml records the content hash of the three (lockio/seal.py), so a hand edit of any
+    shows. Every file is rendered first, then written to temp files in locks/ and fsynced, then
+    renamed; a failure before the renames leaves the old files byte-identical, and a failed rename
+    puts back those already renamed. A target that is not a regular file is refused before anything
+    is written.
     """
     from envgen.lockio.conda_lock_yml import render_lock_yml
     from envgen.lockio.sources_toml import render_sources_toml
@@ -291,7 +307,8 @@ def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Seq
         _refuse_special([target for target, _, _ in files])
         directory.mkdir(parents=True, exist_ok=True)
         _remove_leftovers([target for target, _, _ in files])
-        # The commit point: once past it an interrupt waits for all files; before it, none is touched.
+        # The commit point: once past it an interrupt waits for all files; before it, none is
+        # touched.
         with interrupts.commit_point(env):
             for target, text, mode in files:
                 temps.append(_write_temp(directory, target, text, mode))

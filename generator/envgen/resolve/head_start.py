@@ -144,8 +144,9 @@ def head_start(
     upgrade: Upgrade,
     update: Collection[str] | bool,
 ) -> HeadStart:
-    """Start uv for every platform the lock of `matrix` (its files as read, `previous`) predicts a python for:
-    none without a lock, or when a source needs its remote to be pinned (the preflight asks the hosts first)."""
+    """Start uv for every platform the lock of `matrix` (its files as read, `previous`) predicts a
+    python for: none without a lock, or when a source needs its remote to be pinned (the preflight
+    asks the hosts first)."""
     prediction = predict(previous)
     if prediction is None:
         return HeadStart()

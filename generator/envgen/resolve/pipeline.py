@@ -65,8 +65,9 @@ def relock(
 
     The previous lock (its files as read, `previous_files`) gives the source commits to keep unless
     updated, and the versions the resolvers prefer unless upgraded. `ahead` gives the uv runs a head
-    start began (resolve/head_start.py), and `pinned` the sources it pinned from the same kept commits,
-    if it did; `before_write` may still stop the re-lock (with an error) before anything is written.
+    start began (resolve/head_start.py), and `pinned` the sources it pinned from the same kept
+    commits, if it did; `before_write` may still stop the re-lock (with an error) before anything is
+    written.
     """
     update = sources_to_update(matrix, update, upgrade)
     previous = read_previous(previous_files, afresh=update is True)
@@ -97,8 +98,8 @@ def relock(
 
 
 def read_previous(texts: LockTexts, *, afresh: bool) -> Lock | None:
-    """The lock whose files are `texts`, whose source commits and versions a re-lock keeps; None when there
-    is no lock.
+    """The lock whose files are `texts`, whose source commits and versions a re-lock keeps; None
+    when there is no lock.
 
     An unreadable lock stops the re-lock, unless every source moves anyway (`afresh`): then it is ignored.
     """

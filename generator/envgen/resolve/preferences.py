@@ -48,7 +48,6 @@ def render_pylock(entries: Sequence[Pin]) -> str:
     like any other: an entry whose name or version is not valid is left out (uv would refuse the whole file),
     and that package is resolved afresh.
     """
-    packages = [
-        {"name": e.name, "version": e.version} for e in sorted(entries, key=lambda e: package_key(e.name)) if _valid(e)
-    ]
+    ordered = sorted(entries, key=lambda e: package_key(e.name))
+    packages = [{"name": e.name, "version": e.version} for e in ordered if _valid(e)]
     return tomli_w.dumps({"lock-version": "1.0", "created-by": "envgen", "packages": packages})
