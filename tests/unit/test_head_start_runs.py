@@ -16,7 +16,7 @@ import pytest
 from envgen import interrupts
 from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import render_lock_yml
-from envgen.lockio.prediction import Pinned, Prediction
+from envgen.lockio.prediction import Pinned, Prediction, recorded_sources
 from envgen.lockio.prediction import predict as predict_texts
 from envgen.lockio.sources_toml import render_sources_toml
 from envgen.lockio.store import LockTexts, read_files, write_lock
@@ -51,8 +51,12 @@ def test_the_prediction_is_the_python_and_the_pins_of_each_platform(project: Pro
     for platform in lock.platforms:
         expected = [Pinned(e.name, e.version, e.url, e.sha256) for e in lock.pip_for(platform)]
         assert sorted(predicted.pip[platform]) == sorted(expected)
-    assert [s.source.name for s in predicted.sources] == [s.source.name for s in lock.sources]
-    assert [s.requirements for s in predicted.sources] == [s.requirements for s in lock.sources]
+    sources = recorded_sources(read_files(project, "a5"))
+    assert sources is not None
+    assert [s.source.name for s in sources] == [s.source.name for s in lock.sources]
+    assert [s.requirements for s in sources] == [s.requirements for s in lock.sources]
+    project.sources_toml("a5").write_text('schema = 1\nenv = "a5"\n')  # no input-hash
+    assert recorded_sources(read_files(project, "a5")) is None
 
 
 @pytest.mark.parametrize(

@@ -56,6 +56,14 @@ def _header(env: str) -> str:
     )
 
 
+def import_models() -> None:
+    """conda-lock's models imported (its command line comes with them: about 0.3 s), so that a
+    re-lock can have it done while the resolvers work."""
+    import conda_lock.lockfile.v1.models
+    import conda_lock.lockfile.v2prelim.models
+    import conda_lock.models.channel  # noqa: F401
+
+
 def _dependency(entry: CondaEntry | PipEntry) -> LockedDependency:
     from conda_lock.lockfile.v2prelim.models import HashModel, LockedDependency
 

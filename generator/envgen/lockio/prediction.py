@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 
 from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import load_lock_yml
-from envgen.lockio.sources_toml import parse_sources_toml
 from envgen.lockio.store import LockTexts
 from envgen.model import LockedSource
 
@@ -41,12 +40,10 @@ class Pinned(NamedTuple):
 
 @dataclass(frozen=True)
 class Prediction:
-    """Per platform, the python and the pip pins of the lock; and its sources (from sources.toml,
-    validated)."""
+    """Per platform, the python and the pip pins of the lock."""
 
     python: Mapping[str, str]
     pip: Mapping[str, tuple[Pinned, ...]]
-    sources: tuple[LockedSource, ...]
 
 
 def predict(texts: LockTexts) -> Prediction | None:
@@ -56,7 +53,6 @@ def predict(texts: LockTexts) -> Prediction | None:
         return None
     try:
         packages = load_lock_yml(texts.yml, texts.names[0]).get("package")
-        sources = parse_sources_toml(texts.sources, texts.names[1]).lock.sources
     except InputError:
         return None
     if not isinstance(packages, list) or not all(_plain(entry) for entry in packages):
@@ -72,7 +68,21 @@ def predict(texts: LockTexts) -> Prediction | None:
     # One python per platform, and a version: `--python-version` takes it.
     single = {p: next(iter(v)) for p, v in python.items() if len(v) == 1}
     pythons = {p: v for p, v in single.items() if _PYTHON.fullmatch(v)}
-    return Prediction(pythons, {p: tuple(pins) for p, pins in pip.items()}, sources)
+    return Prediction(pythons, {p: tuple(pins) for p, pins in pip.items()})
+
+
+def recorded_sources(texts: LockTexts) -> tuple[LockedSource, ...] | None:
+    """The sources the lock records (its sources.toml, read through its schema); None when it does
+    not read. Asked only for a matrix with sources: the schema (pydantic) is not imported before uv
+    starts otherwise."""
+    from envgen.lockio.sources_toml import parse_sources_toml
+
+    if texts.unreadable is not None or texts.sources is None:
+        return None
+    try:
+        return parse_sources_toml(texts.sources, texts.names[1]).lock.sources
+    except InputError:  # the re-lock proper reads the same text, and reports on it
+        return None
 
 
 def _plain(entry: Any) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from envgen.errors import InputError, ResolutionError
 from envgen.lockdiff.moves import SOLVER, Move, explain_conda, explain_pip, explain_sources, unavailable
+from envgen.lockio.conda_lock_yml import import_models
 from envgen.lockio.consistency import record, violations
 from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.input_hashes import input_hash, project_inputs
@@ -73,8 +74,10 @@ def relock(
     previous = read_previous(previous_files, afresh=update is True)
     kept_sources = {} if update is True or previous is None else {s.source.name: s for s in previous.sources}
     # The conda part needs nothing of the sources: each platform is solved while they are pinned.
-    pool = ThreadPoolExecutor(max_workers=len(matrix.platforms))
+    pool = ThreadPoolExecutor(max_workers=len(matrix.platforms) + 1)
     try:
+        # The writer's conda-lock, imported while the resolvers work (a lock read had it imported).
+        pool.submit(import_models)
         solving = {
             p: pool.submit(solve_conda_preferring, matrix, p, kept(conda_of(previous, p), upgrade), cache=cache)
             for p in matrix.platforms
