@@ -129,13 +129,13 @@ def test_the_lock_parser_rejects_option_shaped_git_strings(field: str, marker: P
         "commit": (f'commit = "{"d" * 40}"', f'commit = "{bad}"'),
         "ref": ('ref = "releases/v0.23.0"', f'ref = "{bad}"'),
         "cherry-picks": (f'"{"1" * 40}"', f'"{bad}"'),
-        "picked": (f'picked = ["{"c" * 40}"]', f'picked = ["{bad}"]'),
+        "picked": (f'picked = [\n    "{"c" * 40}",', f'picked = [\n    "{bad}",'),
         "tree": (f'tree = "{"b" * 40}"', f'tree = "{bad}"'),
         "name": ('name = "verl"', 'name = "ve\\nrl"'),
     }
     old, new = replacements[field]
     assert old in text
-    with pytest.raises(InputError, match=rf"sources\[\d\]\.{field}: "):
+    with pytest.raises(InputError, match=rf"sources\[\d\]\.{field}(\[\d\])?: "):
         parse_sources_toml(text.replace(old, new, 1), "locks/a5.sources.toml")
 
 

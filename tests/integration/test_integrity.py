@@ -7,8 +7,11 @@ check (lockio/integrity.py) existed."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -261,16 +264,91 @@ def test_bundle_refuses_a_tampered_lock_before_downloading(example: Example, tmp
     assert not out.exists()
 
 
-def test_a_lock_from_before_the_content_hash_is_stale_for_status_and_lock_writes_it(example: Example) -> None:
-    """An older envgen's lock is not called tampered by `status` (the relock workflow re-locks a stale lock), but
-    `install` still refuses it until `envgen lock` has written the hash."""
+def test_a_sources_toml_without_its_content_hash_is_one_verdict_tampered(
+    example: Example,
+    tmp_path: Path,
+) -> None:
+    """Before: `status` called it stale (exit 1, "written by an older envgen, or edited") while
+    `check` and `install` refused it as tampered (exit 4). One file, one verdict: tampered, exit 4,
+    with the re-lock hint; `envgen lock` writes the lock again (a no-op lock keeps only an intact
+    one)."""
     path = lock_file(example, ".sources.toml")
     path.write_text(re.sub(r'(?m)^content-hash = "[0-9a-f]{64}"\n', "", path.read_text()))
-    code, out, _ = run_envgen(example, "status", ENV)
-    assert code == 1
-    assert out.startswith(f"{ENV}: stale\n  locks/demo.sources.toml records no content hash")
+    said = "locks/demo.sources.toml records no content hash: it was edited after `envgen lock`"
+    hint = f"`envgen lock {ENV} --force`"  # each says to re-lock
+    commands = {
+        "status": ("status", ENV),
+        "check": ("check", ENV, "--no-env", "--no-solve"),
+        "install": ("install", ENV, "--venv", "--prefix", str(tmp_path / "env")),
+    }
+    for name, args in commands.items():
+        code, out, err = run_envgen(example, *args)
+        assert code == 4, (name, out, err)
+        assert said in out + err and hint in out + err, name
+    assert not (tmp_path / "env").exists()
     code, out, err = run_envgen(example, "lock", ENV, "--json")
     assert code == 0, err
     assert json.loads(out)["results"][0]["status"] == "locked"
     assert re.search(r'(?m)^content-hash = "[0-9a-f]{64}"$', path.read_text())
     assert run_envgen(example, "status", ENV)[0] == 0
+
+
+# --- a FIFO or a symlink planted where the sources.toml should be (a pull request can add either) -
+
+# Each command, and its exit code: bad input (2), or for `check` a failed static step (4); `show`
+# reports the matrix, and leaves a lock that does not read to `check`.
+PLANTED_COMMANDS = [
+    (("lock", ENV), 2),
+    (("lock", ENV, "--force"), 2),
+    (("status", ENV), 2),
+    (("check", ENV, "--no-env", "--no-solve"), 4),
+    (("install", ENV, "--venv", "--prefix", "{tmp}/env"), 2),
+    (("bundle", ENV, "-o", "{tmp}/demo.tar"), 2),
+    (("export", ENV, "--format", "requirements", "--platform", "linux-64"), 2),
+    (("diff", "--git", "HEAD"), 2),
+    (("show", ENV), 0),
+]
+PLANTED_IDS = [" ".join(args) for args, _ in PLANTED_COMMANDS]
+
+
+def run_child(example: Example, args: tuple[str, ...]) -> tuple[int, str]:
+    """The real command line in a child process, bounded (a read that blocks on a FIFO fails the
+    test): its exit code, and what it said on stdout and stderr."""
+    argv = [sys.executable, "-m", "envgen", *args, "--root", str(example.root)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(("args", "code"), PLANTED_COMMANDS, ids=PLANTED_IDS)
+def test_a_fifo_at_the_sources_toml_hangs_no_command(
+    example: Example, tmp_path: Path, args: tuple[str, ...], code: int
+) -> None:
+    """Before: `envgen lock` blocked for ever opening the FIFO (its freshness check read locks/
+    directly)."""
+    path = lock_file(example, ".sources.toml")
+    path.unlink()
+    os.mkfifo(path)
+    found, err = run_child(example, tuple(a.format(tmp=tmp_path) for a in args))
+    assert found == code, err
+    assert "Traceback" not in err
+    assert code == 0 or "locks/demo.sources.toml is not a regular file" in err
+    assert path.is_fifo()  # not replaced either
+    assert not (tmp_path / "env").exists() and not (tmp_path / "demo.tar").exists()
+
+
+@pytest.mark.parametrize(("args", "code"), PLANTED_COMMANDS, ids=PLANTED_IDS)
+def test_no_command_follows_a_symlink_at_the_sources_toml(
+    example: Example, tmp_path: Path, args: tuple[str, ...], code: int
+) -> None:
+    """The link points at the lock's own sources.toml, moved out of locks/: a command that followed
+    it would find an intact lock, and succeed."""
+    path = lock_file(example, ".sources.toml")
+    outside = tmp_path / "elsewhere.toml"
+    shutil.move(path, outside)
+    path.symlink_to(outside)
+    before = outside.read_bytes()
+    found, err = run_child(example, tuple(a.format(tmp=tmp_path) for a in args))
+    assert found == code, err
+    assert "Traceback" not in err
+    assert code == 0 or "locks/demo.sources.toml is a symbolic link" in err
+    assert path.is_symlink() and outside.read_bytes() == before

@@ -150,7 +150,7 @@ def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_upgraded(e
     before = lock_files(example)
     code, _, err = envgen(example, "lock", ENV)
     assert code == 2
-    assert f"{sources}:2: schema" in err and f"envgen lock {ENV} --upgrade" in err
+    assert f"locks/{ENV}.sources.toml:2: schema" in err and f"envgen lock {ENV} --upgrade" in err
     assert lock_files(example) == before
     code, _, err = envgen(example, "lock", ENV, "--upgrade", "-q")
     assert code == 0, err

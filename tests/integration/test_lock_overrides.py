@@ -66,7 +66,8 @@ def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Exa
     told = f"override demo-transformers==4.57.6 (transitive) contradicts: {VIOLATION} (linux-64, linux-aarch64)"
     assert err.count(told) == 1, err
     sources = example.root / "locks" / f"{ENV}.sources.toml"
-    assert f'violates = ["{VIOLATION}"]' in sources.read_text()
+    recorded = f'violates = [\n    "{VIOLATION}",\n]\n'
+    assert recorded in sources.read_text()
 
     code, out, _ = envgen(example, "check", ENV, "--no-env", "--no-solve")
     assert code == 0, out
@@ -85,7 +86,7 @@ def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Exa
     )
 
     # A contradiction nobody recorded: the lock edited by hand.
-    sources.write_text(sources.read_text().replace(f'violates = ["{VIOLATION}"]\n', ""))
+    sources.write_text(sources.read_text().replace(recorded, ""))
     code, out, _ = envgen(example, "check", ENV, "--no-env", "--no-solve")
     assert code == 4, out
     assert "  failed  static: dependencies: 2 problem(s)\n" in out

@@ -240,6 +240,18 @@ def test_conflict_names_both_origins(urls: tuple[str, str], cache: Path) -> None
     assert raised.value.exit_code == 3
 
 
+def test_an_astral_plane_character_reaches_uv_as_toml(urls: tuple[str, str], cache: Path) -> None:
+    """A requirement and an override whose markers hold a character outside the Basic Multilingual
+    Plane: the generated pyproject.toml and uv.toml carry it as TOML allows (JSON's surrogate-pair
+    escape is not TOML: uv refused the file)."""
+    marker = "platform_release != '\U0001f600'"
+    override = Override("dep", f"dep==1.0 ; {marker}", "pinned \U0001f600", transitive=True)
+    matrix = pypi_matrix(*urls, (PipPackage("app", "==1.0"),), overrides=(override,))
+    verl = locked_source("verl", "verl", f"xonly ; {marker}")
+    entries = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), cache=cache))
+    assert (entries["dep"].version, entries["xonly"].version) == ("1.0", "2.0")
+
+
 def test_override_is_applied_and_records_what_it_replaced(
     urls: tuple[str, str], cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

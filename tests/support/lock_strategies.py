@@ -1,5 +1,5 @@
 """Hypothesis strategies for Locks with every field set or left out, and any text where a lock holds a string:
-for the writers of the lock files, which must write whatever a Lock holds as its readers (and tomlkit) would."""
+for the writers of the lock files, which must write whatever a Lock holds as TOML and YAML."""
 
 from __future__ import annotations
 

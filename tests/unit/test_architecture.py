@@ -46,7 +46,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "inputs": (*FOUNDATION, "inputs"),
     "resolve": (*FOUNDATION, "inputs", "resolve"),
     "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "lockdiff.moves", "recipe"),
-    "resolve.head_start": (*FOUNDATION, "inputs", "resolve", "lockio.prediction"),
+    "resolve.head_start": (*FOUNDATION, "inputs", "resolve", "lockio.prediction", "lockio.store"),
     "lockio": (*FOUNDATION, "inputs.files", "inputs.toml_reader", "inputs.untrusted", "lockio"),
     "lockio.consistency": (*FOUNDATION, "lockio", "resolve.uv_pylock"),
     "lockio.integrity": (*FOUNDATION, "inputs.files", "lockio", "recipe.render"),

@@ -1,12 +1,11 @@
-"""The quick read of a lock a head start starts uv on (lockio/prediction.py), and the runs it starts: adopted only
-by an equal job, stopped (process and work directory gone) when nobody adopts them."""
+"""What a lock predicts a head start starts uv on (lockio/prediction.py), and the runs it starts:
+adopted only by an equal job, stopped (process and work directory gone) when nobody adopts them."""
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
-import string
+import re
 import tempfile
 import threading
 import time
@@ -14,20 +13,27 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import yaml
 from envgen import interrupts
-from envgen.lockio.condalock import Lockfile, conda_lock_text
-from envgen.lockio.prediction import Pinned, _entries, predict
-from envgen.lockio.store import write_lock
+from envgen.errors import InputError
+from envgen.lockio.conda_lock_yml import render_lock_yml
+from envgen.lockio.prediction import Pinned, Prediction, recorded_sources
+from envgen.lockio.prediction import predict as predict_texts
+from envgen.lockio.sources_toml import render_sources_toml
+from envgen.lockio.store import LockTexts, read_files, write_lock
+from envgen.model import Lock
 from envgen.process import start
 from envgen.project import Project
 from envgen.resolve.head_start import HeadStart
 from envgen.resolve.uv_compile import UvJob
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings
 
 from tests.support.builders import sample_lock
-from tests.unit.test_condalock_writer import _ANY_TEXT, lockfiles
+from tests.support.lock_strategies import locks
+
+
+def predict(project: Project, env: str) -> Prediction | None:
+    """What the lock of `env` predicts, from its files as the re-lock reads them."""
+    return predict_texts(read_files(project, env))
 
 
 @pytest.fixture
@@ -45,8 +51,12 @@ def test_the_prediction_is_the_python_and_the_pins_of_each_platform(project: Pro
     for platform in lock.platforms:
         expected = [Pinned(e.name, e.version, e.url, e.sha256) for e in lock.pip_for(platform)]
         assert sorted(predicted.pip[platform]) == sorted(expected)
-    assert [s.source.name for s in predicted.sources] == [s.source.name for s in lock.sources]
-    assert [s.requirements for s in predicted.sources] == [s.requirements for s in lock.sources]
+    sources = recorded_sources(read_files(project, "a5"))
+    assert sources is not None
+    assert [s.source.name for s in sources] == [s.source.name for s in lock.sources]
+    assert [s.requirements for s in sources] == [s.requirements for s in lock.sources]
+    project.sources_toml("a5").write_text('schema = 1\nenv = "a5"\n')  # no input-hash
+    assert recorded_sources(read_files(project, "a5")) is None
 
 
 @pytest.mark.parametrize(
@@ -84,6 +94,33 @@ def test_an_artifact_with_a_malformed_sha256_is_not_predicted(project: Project) 
     predicted = predict(project, "a5")
     assert predicted is not None
     assert [p for p in predicted.pip["linux-aarch64"] if p.name == torch.name][0][2:] == ("", "")
+
+
+@settings(max_examples=150, deadline=None)
+@given(lock=locks())
+def test_a_written_yml_predicts_the_pins_it_holds(lock: Lock) -> None:
+    """Whatever the strings of a lock, its yml as written predicts each platform's pip pins (an
+    artifact only with a 64-hex sha256) and python (only one that is a version), or, when conda-lock
+    refuses to write it, there is nothing to predict from."""
+    try:
+        yml = render_lock_yml(lock)
+    except InputError:
+        return
+    sources = render_sources_toml(sample_lock())
+    predicted = predict_texts(LockTexts("a5", yml, sources, "", ("y", "s", "r")))
+    assert predicted is not None
+    for platform in lock.platforms:
+        pins = [_pinned(e.name, e.version, e.url, e.sha256) for e in lock.pip_for(platform)]
+        assert sorted(predicted.pip.get(platform, ())) == sorted(pins)
+    pythons = {e.platform: e.version for e in lock.conda if e.name == "python"}
+    versions = {p: v for p, v in pythons.items() if re.fullmatch(r"[0-9.]+", v)}
+    assert dict(predicted.python) == versions
+
+
+def _pinned(name: str, version: str, url: str, sha256: str) -> Pinned:
+    if re.fullmatch("[0-9a-f]{64}", sha256):
+        return Pinned(name, version, url, sha256)
+    return Pinned(name, version, "", "")
 
 
 def job(platform: str, script: str) -> UvJob:
@@ -209,40 +246,3 @@ def test_stopping_a_run_that_ended_kills_nothing(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(interrupts, "kill_group", lambda proc: killed.append(proc.pid))
     running.stop()
     assert killed == []
-
-
-_PLAIN_TEXT = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=20)
-
-
-def written(text: str) -> list[tuple[str, ...]]:
-    """Each entry's fields the head start reads, as YAML reads the file (a sha256 only when it is one: 64 hex
-    digits). The file, not the Lockfile: conda-lock's writer leaves virtual packages (`__*`) out."""
-    fields = [
-        (p["name"], p["version"], p["manager"], p["platform"], p["url"], p["hash"].get("sha256") or "")
-        for p in yaml.safe_load(text).get("package") or ()
-    ]
-    return sorted((*f[:5], f[5] if len(f[5]) == 64 else "") for f in fields)
-
-
-def read(entries: list[dict[str, str]]) -> list[tuple[str, ...]]:
-    keys = ("name", "version", "manager", "platform", "url", "sha256")
-    return sorted(tuple(e.get(k, "") for k in keys) for e in entries)
-
-
-@settings(max_examples=150, deadline=None)
-@given(content=lockfiles(_ANY_TEXT))
-def test_the_yml_read_line_by_line_is_what_was_written_or_nothing(content: Lockfile) -> None:
-    text = conda_lock_text(copy.deepcopy(content))
-    entries = _entries(text)
-    if entries is not None:
-        assert read(entries) == written(text)
-
-
-@settings(max_examples=150, deadline=None)
-@given(content=lockfiles(_PLAIN_TEXT))
-def test_plain_names_and_versions_are_always_read(content: Lockfile) -> None:
-    text = conda_lock_text(copy.deepcopy(content))
-    assume(yaml.safe_load(text)["package"])  # an empty lock (`package: []`) predicts nothing
-    entries = _entries(text)
-    assert entries is not None
-    assert read(entries) == written(text)

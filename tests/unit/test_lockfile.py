@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 import shutil
+import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 import filelock
@@ -14,17 +17,18 @@ from conda_lock.lockfile import parse_conda_lock_file
 from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
 from envgen.lockio.env_mutex import env_lock
-from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash, recorded_state
-from envgen.lockio.seal import seal
+from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
+from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash
+from envgen.lockio.seal import UNSEALED, intact, seal
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
-from envgen.lockio.store import parse_lock, read_lock, write_lock
-from envgen.model import (
-    Lock,
-    Submodule,
-)
+from envgen.lockio.store import parse_lock, read_files, read_lock, recorded_inputs, write_lock
+from envgen.model import CondaEntry, Lock, Origin, PipEntry, Submodule
 from envgen.project import Project
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from tests.support.builders import SAMPLE_PLATFORMS, digest, sample_lock, stripped
+from tests.support.lock_strategies import KEY, locks
 
 # --- yml ------------------------------------------------------------------------------------------------
 
@@ -65,6 +69,56 @@ def test_yml_is_read_by_conda_locks_own_parser(tmp_path: Path) -> None:
         dep = got[("pip", pip.platform, pip.name)]
         assert (dep.version, dep.url, dep.hash.sha256, dep.hash.md5) == (pip.version, pip.url, pip.sha256, None)
         assert dep.dependencies == dict(pip.depends)
+
+
+def _sorted(dependencies: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(dependencies.items()))
+
+
+def _packages(entries: Sequence[CondaEntry | PipEntry]) -> list[tuple[object, ...]]:
+    return sorted(
+        (e.platform, e.name, e.version, e.url, e.sha256, _sorted(dict(e.depends)))
+        for e in entries
+        # conda-lock leaves virtual packages out
+        if isinstance(e, PipEntry) or not e.name.startswith("__")
+    )
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(lock=locks())
+def test_any_lock_is_read_back_by_conda_locks_own_parser(lock: Lock, tmp_path: Path) -> None:
+    """Whatever the strings of a lock (quotes, YAML indicators, control characters, astral planes),
+    the yml is the same bytes each time and conda-lock's parser reads every package back as it was,
+    or conda-lock's models refuse to write it (an entry without a URL)."""
+    # One entry per package and platform, as a lock holds them.
+    assume(len({(e.platform, e.name) for e in lock.pip}) == len(lock.pip))
+    try:
+        text = render_lock_yml(lock)
+    except InputError:
+        return
+    assert render_lock_yml(lock) == text
+    path = tmp_path / "lock.yml"
+    path.write_text(text, encoding="utf-8")
+    parsed = parse_conda_lock_file(path)
+    for manager, entries in (("conda", lock.conda), ("pip", lock.pip)):
+        found = [
+            (d.platform, d.name, d.version, d.url, d.hash.sha256, _sorted(d.dependencies))
+            for d in parsed.package
+            if d.manager == manager
+        ]
+        assert sorted(found) == _packages(entries)
+
+
+def test_libyaml_writes_and_reads_the_yml() -> None:
+    """libyaml writes and reads the yml: without it PyYAML's own emitter and parser do, ten times
+    slower."""
+    import yaml
+
+    assert hasattr(yaml, "CSafeDumper") and hasattr(yaml, "CSafeLoader")
 
 
 def test_yml_same_inputs_same_bytes_whatever_the_entry_order() -> None:
@@ -134,20 +188,89 @@ def test_sources_toml_is_canonical() -> None:
         ('set-env = "', 'setenv = "', "cann.setenv: unknown key"),
         ("needs-cann = true", 'needs-cann = "yes"', r"sources\[0\].needs-cann: expected true or false"),
         ("schema = 1", "schema = 99", "schema: this envgen reads schema 1"),
+        ("SOC_VERSION = ", '"SOC VERSION" = ', r'sources\[0\].env."SOC VERSION": .*variable'),
+        ('    "1111', '    "-x",\n    "1111', r"sources\[0\].cherry-picks\[0\]: .*40-hex"),
+        ('url = "https://pypi.org/simple"', 'url = "https://pypi.org/s x"', r"indexes\[0\].url: "),
+        ('[[sources]]\nname = "verl"', '[[sources]\nname = "verl"', "TOML syntax error"),
     ],
 )
-def test_sources_toml_rejects_unknown_keys_and_types(old: str, new: str, key: str) -> None:
+def test_sources_toml_names_file_line_and_key_of_a_problem(old: str, new: str, key: str) -> None:
+    """The file, the line the key is on (the table's, for a missing one), the key, what is wrong."""
     text = render_sources_toml(sample_lock())
     assert old in text
-    # The file, the line the key is on (the table's, for a missing one), the key.
-    with pytest.raises(InputError, match=rf"locks/a5.sources.toml:\d+: {key}"):
-        parse_sources_toml(text.replace(old, new, 1), "locks/a5.sources.toml")
+    edited = text.replace(old, new, 1)
+    lines = zip(text.splitlines(), edited.splitlines(), strict=False)
+    line = next(i for i, (a, b) in enumerate(lines, 1) if a != b)  # the first line edited
+    with pytest.raises(InputError, match=rf"locks/a5.sources.toml:{line}: {key}"):
+        parse_sources_toml(edited, "locks/a5.sources.toml")
 
 
 def test_sources_toml_names_a_missing_key() -> None:
     text = render_sources_toml(sample_lock()).replace('commit = "' + "d" * 40 + '"\n', "")
     with pytest.raises(InputError, match=r"sources\[1\].commit: missing"):
         parse_sources_toml(text, "s.toml")
+
+
+# Any text a lock's free-text fields may hold: no control characters or line separators, quotes,
+# backslashes, TOML's own delimiters and escapes, characters outside the Basic Multilingual Plane,
+# any other unicode.
+_MARKS = ['"', "\\", "'", '"""', "\\u0041", "\\n", "#", "[x]", "= 1", "é", "\U0001f600"]
+_FREE = st.one_of(
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")), max_size=16),
+    st.lists(st.sampled_from(_MARKS)).map("".join),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(_FREE, min_size=9, max_size=9), name=KEY)
+def test_free_text_reads_back(texts: list[str], name: str) -> None:
+    """The fields a lock may hold free text in read back as written, whatever the escaping did."""
+    base = sample_lock()
+    source, override = base.sources[0], base.overrides[0]
+    origin = Origin(texts[1], texts[2], 7, texts[3])
+    req = dataclasses.replace(source.requirements[0], text=texts[0], origin=origin)
+    source = dataclasses.replace(source, requirements=(req,), metadata_fallback=texts[5])
+    reason = dataclasses.replace(override.override, reason=texts[4])
+    override = dataclasses.replace(override, override=reason)
+    lock = dataclasses.replace(
+        base,
+        sources=(source, *base.sources[1:]),
+        overrides=(override, *base.overrides[1:]),
+        activation_env=(("PYTHONPATH", texts[6]),),
+        inputs=((name, texts[7]), *base.inputs),
+        pending=(dataclasses.replace(base.pending[0], note=texts[8]),),
+    )
+    parsed = parse_sources_toml(render_sources_toml(lock)).lock
+    inputs = tuple(dict(sorted(lock.inputs)).items())  # one value per key, sorted, as written
+    expected = dataclasses.replace(stripped(lock), platforms=(), conda=(), pip=(), inputs=inputs)
+    assert parsed == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(lock=locks())
+def test_any_lock_is_written_as_toml_the_same_each_time_with_one_line_to_seal(lock: Lock) -> None:
+    """Whatever a Lock holds (control characters, astral planes, odd keys), its sources.toml and
+    pylocks are TOML, the same bytes for the same Lock, and the sources.toml has the one
+    content-hash line `seal` fills."""
+    text = render_sources_toml(lock)
+    assert render_sources_toml(dataclasses.replace(lock)) == text
+    assert tomllib.loads(text)["content-hash"] == UNSEALED
+    assert text.count(f'\ncontent-hash = "{UNSEALED}"\n') == 1
+    for platform in lock.platforms:
+        pylock = render_pylock(lock, platform)
+        assert render_pylock(lock, platform) == pylock
+        tomllib.loads(pylock)
+
+
+def test_the_sample_lock_seals_and_reads_back_the_same() -> None:
+    lock = sample_lock()
+    text = render_sources_toml(lock)
+    yml, recipe = render_lock_yml(lock), "#!/bin/sh\n"
+    sealed = seal(yml, text, recipe)
+    assert UNSEALED not in sealed and intact(yml, sealed, recipe)
+    assert parse_sources_toml(sealed).lock == parse_sources_toml(text).lock
+    for platform in lock.platforms:
+        assert parse_pylock(render_pylock(lock, platform), "p") == expected_pylock(lock, platform)
 
 
 # --- input hash ----------------------------------------------------------------------------------------
@@ -328,19 +451,56 @@ def test_env_lock_excludes_a_second_holder(tmp_path: Path) -> None:
     other.release()
 
 
-def test_recorded_state_is_the_hash_both_files_agree_on_and_the_source_digests(tmp_path: Path) -> None:
+def test_the_recorded_inputs_are_the_sources_tomls_and_the_source_digests(tmp_path: Path) -> None:
     project = Project(tmp_path)
-    assert recorded_state(project, "a5") is None
+    assert recorded_inputs(read_files(project, "a5")) is None
     lock = sample_lock()
     lock = dataclasses.replace(lock, inputs=(*lock.inputs, ("source:vllm", digest("vllm-files"))))
     write_lock(project, "a5", lock, RECIPE)
-    recorded = recorded_state(project, "a5")
+    recorded = recorded_inputs(read_files(project, "a5"))
     assert recorded is not None
-    assert recorded[0] == lock.input_hash
-    assert recorded[1] == {"vllm": digest("vllm-files")}
+    assert recorded.input_hash == lock.input_hash
+    assert recorded.inputs == dict(lock.inputs)
+    assert recorded.sources == {"vllm": digest("vllm-files")}
+    assert read_files(project, "a5").intact
     other = dataclasses.replace(lock, input_hash=digest("other"))
     project.sources_toml("a5").write_text(render_sources_toml(other))
-    assert recorded_state(project, "a5") is None  # the two files disagree: not known fresh
+    assert not read_files(project, "a5").intact  # the files disagree: the no-op lock re-locks
+
+
+def _plant(path: Path, kind: str, tmp_path: Path) -> None:
+    """A FIFO, or a symlink to a file outside the project, where a lock file should be."""
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        outside = tmp_path / "outside.toml"
+        outside.write_text(render_sources_toml(sample_lock()))
+        path.symlink_to(outside)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_planted_sources_toml_is_refused_unread_and_never_written_over(
+    kind: str,
+    tmp_path: Path,
+) -> None:
+    """The reader opens nothing but a regular file (a FIFO would block it, a symlink lead anywhere),
+    and the writer replaces nothing but one: nothing is written then, the previous files stay."""
+    project = Project(tmp_path / "project")
+    write_lock(project, "a5", sample_lock(), RECIPE)
+    path = project.sources_toml("a5")
+    _plant(path, kind, tmp_path)
+    texts = read_files(project, "a5")
+    assert texts.sources is None and texts.unreadable is not None
+    assert recorded_inputs(texts) is None and not texts.intact
+    with pytest.raises(InputError, match="sources.toml (is a symbolic link|is not a regular file)"):
+        read_lock(project, "a5")
+    before = project.lock_yml("a5").read_bytes()
+    with pytest.raises(InputError, match="sources.toml is not a regular file: envgen does not"):
+        write_lock(project, "a5", dataclasses.replace(sample_lock(), pending=()), RECIPE)
+    assert project.lock_yml("a5").read_bytes() == before
+    assert path.is_fifo() if kind == "fifo" else path.is_symlink()
+    assert (tmp_path / "outside.toml").exists() or kind == "fifo"
 
 
 KERNELS = Submodule("csrc/kernels", "https://github.com/org/kernels.git", "1" * 40)

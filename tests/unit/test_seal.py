@@ -86,7 +86,7 @@ def test_a_missing_recipe_and_an_unsealed_lock_are_named(written: tuple[str, str
     assert problems_of(yml, sources, None)[0] == "locks/a5.install.sh is missing"
     bare_sources = "\n".join(line for line in sources.splitlines() if not line.startswith("content-hash")) + "\n"
     assert problems_of(yml, bare_sources, written[2])[0] == (
-        "locks/a5.sources.toml records no content hash (written by an older envgen, or edited)"
+        "locks/a5.sources.toml records no content hash: it was edited after `envgen lock` wrote it"
     )
 
 

@@ -17,9 +17,8 @@ from envgen.commands.check_report import OK, CheckReport, Step
 from envgen.commands.check_throwaway import throwaway_steps
 from envgen.errors import VerificationError
 from envgen.installer import Installer, install_env
-from envgen.lockio.input_hashes import recorded_state
 from envgen.lockio.integrity import LockTexts, integrity_problems, missing_files, tampered
-from envgen.lockio.store import parse_lock_parts
+from envgen.lockio.store import parse_lock_parts, read_files, recorded_inputs
 from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
@@ -66,8 +65,8 @@ def opened_bundle(project: Project, env: str, bundle: Path, platform: str) -> It
         unpacked = scratch / "bundle"
         log.info("verifying %s", bundle)
         manifest = unpack_verified(bundle, unpacked)
-        recorded = recorded_state(project, env)
-        check_fits(manifest, env, platform, recorded[0] if recorded else None)
+        recorded = recorded_inputs(read_files(project, env))
+        check_fits(manifest, env, platform, recorded.input_hash if recorded else None)
         locks = unpacked / "locks"
         lock = _intact_lock(locks, env, bundle)
         if lock.input_hash != manifest.input_hash:

@@ -14,13 +14,8 @@ from envgen.errors import EnvgenError, InputError
 from envgen.inputs.extends import read_layered
 from envgen.inputs.toml_reader import did_you_mean
 from envgen.lockio.exports.names import derived_present
-from envgen.lockio.input_hashes import (
-    recorded_inputs,
-    recorded_intact,
-    recorded_packages,
-    recorded_state,
-    still_current,
-)
+from envgen.lockio.input_hashes import still_current
+from envgen.lockio.store import LockTexts, read_files, recorded_inputs
 from envgen.project import Project, cache_dir
 from envgen.resolve.upgrade import NO_UPGRADE, Upgrade, package_key
 
@@ -66,7 +61,8 @@ def lock_env(
 def _relock_env(
     project: Project, matrix: Matrix, started: HeadStart, gate: Callable[[], None], options: _Options
 ) -> LockResult:
-    """Re-lock one env under its mutex, unless another run just wrote a fresh lock (checked again under it)."""
+    """Re-lock one env under its mutex, unless another run just wrote a fresh lock: its files are
+    read again under it (the head start and the preflight read them before, unguarded)."""
     # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when something may move,
     # and only once the head start has begun.
     from envgen.lockio.env_mutex import env_lock
@@ -75,12 +71,14 @@ def _relock_env(
     env = matrix.name
     try:
         with env_lock(project, env):
-            fresh = None if options.relocking else unchanged_hash(project, env)
+            previous = read_files(project, env)
+            fresh = None if options.relocking else unchanged_hash(project, previous)
             if fresh is not None:
                 return LockResult(env, "up-to-date", fresh)
             done = relock(
                 project,
                 matrix,
+                previous,
                 update=options.update,
                 offline=options.offline,
                 cache=options.cache,
@@ -94,18 +92,21 @@ def _relock_env(
         started.close()
 
 
-def unchanged_hash(project: Project, env: str) -> str | None:
-    """The input hash recorded for the lock of `env` when every input it records still holds and every
-    derived file is there for it; None when stale, absent or unreadable (a re-lock then reads it all properly).
+def unchanged_hash(project: Project, texts: LockTexts) -> str | None:
+    """The input hash recorded for the lock whose files are `texts` when every input it records
+    still holds, its files are intact and every derived file is there for it; None when stale,
+    absent or unreadable (a re-lock then reads it all properly).
 
-    Reads the two lock files, the files the lock records digests of, and the glibc floor of the matrix (its
-    virtual packages depend on it): the matrix is not validated, so a no-op lock loads none of what resolving
-    needs. A matrix whose bytes are those it was locked from was valid then.
+    Reads the files the lock records digests of, the derived files' headers, and the glibc floor of
+    the matrix (its virtual packages depend on it): the matrix is not validated, so a no-op lock
+    loads none of what resolving needs. A matrix whose bytes are those it was locked from was valid
+    then.
     """
-    recorded = recorded_inputs(project, env)
+    env = texts.env
+    recorded = recorded_inputs(texts)
     if recorded is None:
         return None
-    digest, inputs = recorded
+    digest, inputs = recorded.input_hash, dict(recorded.inputs)
     glibc = _glibc_floor(project.template(env))
     if glibc is None or not still_current(project, env, inputs, glibc):
         return None
@@ -114,7 +115,7 @@ def unchanged_hash(project: Project, env: str) -> str | None:
     if not derived_present(project.locks_dir, env, platforms, digest):
         log.info("%s: a derived file is missing or from another lock: locking again", env)
         return None
-    if not recorded_intact(project, env):
+    if not texts.intact:
         log.info("%s: the lock files do not hash to the content hash they record: locking again", env)
         return None
     return digest
@@ -161,19 +162,20 @@ def lock_envs(
     every host they need is asked meanwhile, and all that do not answer are reported at once (NetworkError):
     the work stops then, and nothing is written.
     """
+    # Each env's lock files read once here, again under its mutex (another run may have written).
+    files = {env: read_files(project, env) for env in envs}
     if update is not True and update:
-        check_update_names(project, envs, update)
+        check_update_names(project, files, update)
     if upgrade.packages:
-        check_upgrade_names(project, envs, upgrade.packages)
+        check_upgrade_names(project, files, upgrade.packages)
     relocking = bool(force or update or upgrade != NO_UPGRADE)
     options = _Options(update, offline, upgrade, cache or cache_dir(), relocking)
-    fresh = {env: None if relocking else unchanged_hash(project, env) for env in envs}
+    fresh = {env: None if relocking else unchanged_hash(project, files[env]) for env in envs}
     stale = [env for env in envs if fresh[env] is None]
     if not stale:  # the CLI says "up to date", once per env (and -q silences it)
         return [LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest is not None]
     # Imported here: the matrix loader (packaging) matters only when something may move.
     from envgen.inputs.matrix import check_conda_specs, load_env
-    from envgen.resolve.head_start import head_start
 
     # The conda specs are parsed (rattler) once uv has started: they are not uv's, and nothing runs them before.
     matrices = [load_env(project, env, conda_specs=False) for env in stale]
@@ -181,12 +183,10 @@ def lock_envs(
     pool = ThreadPoolExecutor(max_workers=min(4, len(stale)) + 1, initializer=interrupts.worker_thread)
     try:
         for matrix in matrices:
-            starts[matrix.name] = head_start(
-                project, matrix, cache=options.cache, offline=offline, upgrade=upgrade, update=update
-            )
+            starts[matrix.name] = _head_start(matrix, files[matrix.name], options)
         for env, matrix in zip(stale, matrices, strict=True):
             check_conda_specs(project, env, matrix)
-        asked = pool.submit(ask_hosts, project, matrices, options) if preflight else None
+        asked = pool.submit(ask_hosts, matrices, files, options) if preflight else None
         gate = asked.result if asked is not None else lambda: None
         futures = {m.name: pool.submit(_relock_env, project, m, starts[m.name], gate, options) for m in matrices}
         failed = _wait_for(futures, asked)
@@ -200,6 +200,19 @@ def lock_envs(
     return [
         futures[env].result() if env in futures else LockResult(env, "up-to-date", fresh[env] or "") for env in envs
     ]
+
+
+def _head_start(matrix: Matrix, previous: LockTexts, options: _Options) -> HeadStart:
+    from envgen.resolve.head_start import head_start
+
+    return head_start(
+        matrix,
+        previous,
+        cache=options.cache,
+        offline=options.offline,
+        upgrade=options.upgrade,
+        update=options.update,
+    )
 
 
 def _wait_for(futures: Mapping[str, Future[LockResult]], asked: Future[None] | None) -> list[tuple[str, EnvgenError]]:
@@ -230,9 +243,13 @@ def _stop(futures: Iterable[Future[LockResult]]) -> None:
         interrupts.reset()
 
 
-def ask_hosts(project: Project, matrices: Sequence[Matrix], options: _Options) -> None:
-    """The preflight: every host the re-locks of `matrices` will ask, asked; all that do not answer are
-    reported at once (NetworkError)."""
+def ask_hosts(
+    matrices: Sequence[Matrix],
+    files: Mapping[str, LockTexts],
+    options: _Options,
+) -> None:
+    """The preflight: every host the re-locks of `matrices` (their lock files as read, `files`) will
+    ask, asked; all that do not answer are reported at once (NetworkError)."""
     from envgen.resolve.git_sources import sources_to_update
     from envgen.resolve.pipeline import read_previous
     from envgen.resolve.preflight import Relock, preflight
@@ -242,7 +259,7 @@ def ask_hosts(project: Project, matrices: Sequence[Matrix], options: _Options) -
         moving = sources_to_update(matrix, options.update, options.upgrade)  # as the re-lock will read them
         # The whole lock, as the re-lock reads it (parsed once: the re-lock finds it parsed): a lock that does
         # not read is bad input, reported before any host is (exit 2).
-        previous = read_previous(project, matrix.name, afresh=moving is True)
+        previous = read_previous(files[matrix.name], afresh=moving is True)
         kept = {} if previous is None else {s.source.name: s for s in previous.sources}
         relocks.append(Relock(matrix, kept, moving))
     preflight(relocks, cache=options.cache, offline=options.offline)
@@ -258,21 +275,27 @@ def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> E
     return error
 
 
-def known_sources(project: Project, envs: Sequence[str]) -> set[str]:
-    """The source names of `envs`: in their matrices and their recorded locks."""
+def known_sources(project: Project, files: Mapping[str, LockTexts]) -> set[str]:
+    """The source names of the envs whose lock files are `files`: in their matrices and their
+    recorded locks."""
     from envgen.inputs.matrix import load_env
 
     known: set[str] = set()
-    for env in envs:
+    for env, texts in files.items():
         known |= {s.name for s in load_env(project, env).sources}
-        state = recorded_state(project, env)
-        known |= set(state[1]) if state else set()
+        recorded = recorded_inputs(texts)
+        known |= set(recorded.sources) if recorded else set()
     return known
 
 
-def check_update_names(project: Project, envs: Sequence[str], update: Collection[str]) -> None:
+def check_update_names(
+    project: Project,
+    files: Mapping[str, LockTexts],
+    update: Collection[str],
+) -> None:
     """InputError for a name in `update` that no env has as a source, rather than a lock that moves nothing."""
-    known = known_sources(project, envs)
+    envs = list(files)
+    known = known_sources(project, files)
     unknown = sorted(set(update) - known)
     if unknown:
         names = ", ".join(sorted(known)) or "none"
@@ -283,16 +306,21 @@ def check_update_names(project: Project, envs: Sequence[str], update: Collection
         )
 
 
-def check_upgrade_names(project: Project, envs: Sequence[str], names: Collection[str]) -> None:
+def check_upgrade_names(
+    project: Project,
+    files: Mapping[str, LockTexts],
+    names: Collection[str],
+) -> None:
     """InputError for an `--upgrade-package` name that is no package or source of any env, before any work."""
     from envgen.inputs.matrix import load_env
 
-    known = {package_key(n) for n in known_sources(project, envs)}
-    for env in envs:
+    envs = list(files)
+    known = {package_key(n) for n in known_sources(project, files)}
+    for env, texts in files.items():
         matrix = load_env(project, env)
         known |= {package_key(p.name) for p in matrix.packages}
         known |= {package_key(spec.split()[0]) for spec in matrix.conda_specs if spec.split()}
-        known |= {package_key(n) for n in recorded_packages(project, env)}
+        known |= {package_key(n) for n in _locked_names(texts)}
     unknown = sorted(set(names) - known)
     if unknown:
         raise InputError(
@@ -300,6 +328,20 @@ def check_upgrade_names(project: Project, envs: Sequence[str], names: Collection
             f"(matrix or recorded lock){did_you_mean(unknown[0], known)}",
             hint="name a package the lock pins, a matrix package or a source; or use --upgrade for everything",
         )
+
+
+def _locked_names(texts: LockTexts) -> set[str]:
+    """The names of the packages a lock pins (any platform, conda or pip); none when it does not
+    read (the re-lock reports why)."""
+    from envgen.lockio.store import lock_of
+
+    try:
+        lock = lock_of(texts)
+    except InputError:
+        return set()
+    if lock is None:
+        return set()
+    return {e.name for e in lock.conda} | {e.name for e in lock.pip}
 
 
 def summarize(result: LockResult) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
 from envgen.lockio.exports.derived import derived_problems
 from envgen.lockio.input_hashes import project_inputs
-from envgen.lockio.integrity import checked_lock, only_unsealed, repair_hint
+from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.project import Project
 from envgen.redact import redact_url, strip_credentials
@@ -232,8 +232,6 @@ def status_env(
         # With no lock yet the watch still follows the matrix's pages, release refs and pins.
         none = build_report(env, None, ())
         return none if watch is None else _watched(none, load_env(project, env), None, (), watch)
-    if only_unsealed(checked.problems):
-        return StatusReport(env, fresh=False, reasons=(f"{checked.problems[0]}: `envgen lock {env}` writes it",))
     if checked.problems or checked.lock is None:
         # Nothing else about a tampered lock can be trusted: its inputs and sources are what was edited.
         return StatusReport(env, fresh=False, reasons=checked.problems, tampered=True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomli_w
 
 from envgen.process import run
 
@@ -138,11 +139,15 @@ def python_project(
 ) -> GitRepo:
     """A setuptools project `name` (package `name` with `__version__`), pip-installable with `-e`."""
     package = name.replace("-", "_").lower()
-    deps = "".join(f"    {json.dumps(dep)},\n" for dep in dependencies)  # a JSON string is a TOML string
-    pyproject = (
-        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
-        f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [\n{deps}]\n\n'
-        f'[tool.setuptools]\npackages = ["{package}"]\n'
+    pyproject = tomli_w.dumps(
+        {
+            "build-system": {
+                "requires": ["setuptools>=61"],
+                "build-backend": "setuptools.build_meta",
+            },
+            "project": {"name": name, "version": version, "dependencies": list(dependencies)},
+            "tool": {"setuptools": {"packages": [package]}},
+        }
     )
     tree = {"pyproject.toml": pyproject, f"{package}/__init__.py": f'__version__ = "{version}"\n'}
     tree.update(files or {})

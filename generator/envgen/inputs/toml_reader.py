@@ -8,9 +8,9 @@ import tomllib
 from collections.abc import Collection, Iterable
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from envgen.errors import InputError, Problem
+from envgen.errors import Problem
 from envgen.inputs.files import bounded_nesting, read_input_text
 from envgen.inputs.untrusted import control_problem, variable_problem
 
@@ -82,14 +82,22 @@ def read_toml(path: Path) -> tuple[dict[str, Any], Problems]:
         with bounded_nesting(str(path)):
             data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        match = _SYNTAX_LINE.search(str(exc))
-        line = int(match.group(1)) if match else (text.count("\n") + 1 if _SYNTAX_END.search(str(exc)) else None)
-        message = _SYNTAX_LINE.sub(r"(column \2)", _SYNTAX_END.sub("(at the end of the file)", str(exc))).strip()
-        problems.items.append(Problem(str(path), "", f"TOML syntax error: {message}", line))
+        problems.items.append(syntax_problem(str(path), text, exc))
         return {}, problems
     with bounded_nesting(str(path)):
         problems.lines = key_lines(text)
     return data, problems
+
+
+def syntax_problem(file: str, text: str, exc: tomllib.TOMLDecodeError) -> Problem:
+    """tomllib's error on `text` (the file `file`) as a problem on the line it names."""
+    said = str(exc)
+    match = _SYNTAX_LINE.search(said)
+    at_end = text.count("\n") + 1 if _SYNTAX_END.search(said) else None
+    line = int(match.group(1)) if match else at_end
+    said = _SYNTAX_END.sub("(at the end of the file)", said)
+    message = _SYNTAX_LINE.sub(r"(column \2)", said).strip()
+    return Problem(file, "", f"TOML syntax error: {message}", line)
 
 
 def key_lines(text: str) -> dict[KeyPath, int]:
@@ -135,8 +143,9 @@ class _LineScanner:
             line = self.line()
             if self.peek(2) == "[[":
                 self.pos += 2
-                table = self.dotted_key("]")
+                name = self.dotted_key("]")
                 self.pos += 2
+                table = (*self.resolved(name[:-1]), name[-1])
                 index = self.array_tables.get(table, 0)
                 self.array_tables[table] = index + 1
                 prefix = (*table, index)
@@ -145,12 +154,22 @@ class _LineScanner:
                 self.lines[prefix] = line
             elif self.peek() == "[":
                 self.pos += 1
-                prefix = self.dotted_key("]")
+                prefix = self.resolved(self.dotted_key("]"))
                 self.pos += 1
                 for end in range(1, len(prefix) + 1):
                     self.lines.setdefault(prefix[:end], line)
             else:
                 self.key_value(prefix)
+
+    def resolved(self, name: tuple[str, ...]) -> KeyPath:
+        """The key path a table header names: through an array of tables, its last element so far
+        (as `[sources.env]` after a `[[sources]]` is that source's)."""
+        path: KeyPath = ()
+        for part in name:
+            path = (*path, part)
+            if path in self.array_tables:
+                path = (*path, self.array_tables[path] - 1)
+        return path
 
     def key_value(self, prefix: KeyPath) -> None:
         line = self.line()
@@ -359,92 +378,3 @@ def get_env(problems: Problems, table: dict[str, Any], path: KeyPath) -> tuple[t
         else:
             out.append((name, item))
     return tuple(sorted(out))
-
-
-_T = TypeVar("_T")
-
-
-class StrictReader:
-    """Fail-fast typed access to a machine-written TOML file (a lock's sources.toml).
-
-    The same checks as the collecting functions above, which it calls; the first problem becomes an
-    InputError naming file, line and key, with `hint` saying how to get a good file again.
-    """
-
-    def __init__(self, file: str, text: str, hint: str) -> None:
-        with bounded_nesting(file):
-            try:
-                # The line scanner expects valid TOML (it may not even stop on a truncated file): what is
-                # not valid gets no lines, and the caller's parser reports the problem.
-                tomllib.loads(text)
-                lines = key_lines(text)
-            except tomllib.TOMLDecodeError:
-                lines = {}
-        self.problems = Problems(file, lines)
-        self.hint = hint
-
-    def fail(self, path: KeyPath, message: str) -> InputError:
-        self.problems.add(path, message)
-        return InputError(str(self.problems.items[0]), hint=self.hint)
-
-    def _checked(self, value: _T) -> _T:
-        if self.problems.items:
-            raise InputError(str(self.problems.items[0]), hint=self.hint)
-        return value
-
-    def check(self, path: KeyPath, problem: str | None) -> None:
-        if problem:
-            raise self.fail(path, problem)
-
-    def table(
-        self, data: object, path: KeyPath, required: Collection[str] = (), optional: Collection[str] = ()
-    ) -> dict[str, Any]:
-        """`data` as a table holding every `required` key and no key beyond `required` and `optional`."""
-        table = as_table(self.problems, path, data)
-        if table is not None:
-            check_keys(self.problems, path, table, (*required, *optional), required)
-        return self._checked(table or {})
-
-    def text(self, data: dict[str, Any], name: str, path: KeyPath, default: str = "") -> str:
-        return self._checked(get_str(self.problems, data, (*path, name), default=default, empty=True) or "")
-
-    def maybe(self, data: dict[str, Any], name: str, path: KeyPath) -> str | None:
-        return self.text(data, name, path) if name in data else None
-
-    def flag(self, data: dict[str, Any], name: str, path: KeyPath, default: bool) -> bool:
-        return self._checked(get_bool(self.problems, data, (*path, name), default))
-
-    def number(self, data: dict[str, Any], name: str, path: KeyPath) -> int | None:
-        value = data.get(name)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise self.fail((*path, name), f"expected an integer, got {type_name(value)}")
-        return value
-
-    def strings(self, data: dict[str, Any], name: str, path: KeyPath) -> tuple[str, ...]:
-        return self._checked(tuple(value for _, value in get_str_list(self.problems, data, (*path, name))))
-
-    def env(self, data: dict[str, Any], name: str, path: KeyPath) -> tuple[tuple[str, str], ...]:
-        """Environment variables in the file's order (a lock keeps the order it was given)."""
-        checked = dict(self._checked(get_env(self.problems, data, (*path, name))))
-        return tuple((key, checked[key]) for key in data.get(name, {}))
-
-    def string_table(self, data: dict[str, Any], name: str, path: KeyPath) -> tuple[tuple[str, str], ...]:
-        """A table of any keys to strings, sorted by key."""
-        table = get_table(self.problems, data, (*path, name))
-        for key, value in table.items():
-            if not isinstance(value, str):
-                self.problems.add((*path, name, key), f"expected a string, got {type_name(value)}")
-        return self._checked(tuple(sorted(table.items())))
-
-    def table_rows(
-        self, data: dict[str, Any], name: str, path: KeyPath, required: Collection[str], optional: Collection[str] = ()
-    ) -> list[tuple[KeyPath, dict[str, Any]]]:
-        """The array of tables `name`, each checked as `table` checks one, with its key path."""
-        return [(key, self.table(value, key, required, optional)) for key, value in self.rows(data, name, path)]
-
-    def rows(self, data: dict[str, Any], name: str, path: KeyPath) -> list[tuple[KeyPath, Any]]:
-        """The array of tables `name`, each with its key path."""
-        values = data.get(name, [])
-        if not isinstance(values, list):
-            raise self.fail((*path, name), f"expected an array of tables, got {type_name(values)}")
-        return [((*path, name, i), value) for i, value in enumerate(values)]

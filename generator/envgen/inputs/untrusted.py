@@ -159,7 +159,7 @@ def entry_problems(entry: CondaEntry | PipEntry) -> list[str]:
     return [f"{field}: {problem}" for field, problem in checks.items() if problem]
 
 
-def _url_word_problem(url: str) -> str | None:
+def url_word_problem(url: str) -> str | None:
     """Why `url` is not one index or artifact URL (written as one word of a pip option line), or None."""
     if any(char.isspace() for char in url) or _CONTROL.search(url):
         return f"{_shown(url)} must be an https://, http:// or file:// URL without whitespace or control characters"
@@ -175,7 +175,7 @@ def input_hash_problem(digest: str) -> str | None:
 def _artifact_url_problem(url: str) -> str | None:
     if url.startswith("${"):
         return f"{_shown(url)} is not an https://, http:// or file:// URL"
-    return _url_word_problem(url)
+    return url_word_problem(url)
 
 
 def _env_problems(key: str, env: Env) -> Iterator[str]:
@@ -238,7 +238,7 @@ def lock_problems(lock: Lock) -> list[str]:
         # The requirements export writes `--index-url URL` and `--trusted-host HOST`: one word each.
         checks = {
             "name": control_problem(index.name),
-            "url": _url_word_problem(index.url),
+            "url": url_word_problem(index.url),
             "trusted-host": host_problem(index.trusted_host) if index.trusted_host else None,
         }
         found += [f"indexes[{i}].{field}: {problem}" for field, problem in checks.items() if problem]

@@ -12,8 +12,8 @@ from envgen.inputs.files import read_input_text
 from envgen.inputs.untrusted import env_name_problem
 from envgen.lockdiff.compare import LockDiff, diff_locks
 from envgen.lockio.conda_lock_yml import LockYml, parse_lock_yml
-from envgen.lockio.integrity import checked_lock, missing_files, read_texts, tampered
-from envgen.lockio.store import parse_lock
+from envgen.lockio.integrity import checked, missing_files, tampered
+from envgen.lockio.store import parse_lock, read_files
 from envgen.model import Lock
 from envgen.process import run
 from envgen.project import Project
@@ -178,12 +178,12 @@ def diff_sides(old: LockText, new: LockText) -> LockDiff:
 def working_integrity(project: Project, env: str) -> tuple[str, ...]:
     """The integrity problems of the work tree's lock of `env` (lockio/integrity.py); a missing file of the
     three, while another exists, is an error (exit 4): there is no lock to compare."""
-    texts = read_texts(project, env)
+    texts = read_files(project, env)
     missing = missing_files(texts)
     if missing:
         raise tampered(missing, env)
-    checked = checked_lock(project, env)
-    return checked.problems if checked is not None else ()
+    found = checked(texts)
+    return found.problems if found is not None else ()
 
 
 def diff_against_rev(project: Project, rev: str) -> list[LockDiff]:

@@ -1,33 +1,30 @@
-"""locks/<env>.yml: a Lock's packages in conda-lock's v1 format, written and read through conda-lock's models."""
+"""locks/<env>.yml: a Lock's packages in conda-lock's v1 format, written and read through
+conda-lock's models.
+
+conda-lock (its whole command line comes with its models) is imported by the functions that need it:
+the no-op lock reads no yml, and a re-lock's head start reads the YAML document before the models
+validate it.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
-
-import pydantic
-import yaml
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting, safe_yaml
 from envgen.inputs.untrusted import entry_problems, input_hash_problem
-from envgen.lockio.condalock import Channel as CondaLockChannel
-from envgen.lockio.condalock import (
-    HashModel,
-    LockedDependency,
-    Lockfile,
-    LockfileV1,
-    LockMeta,
-    conda_lock_text,
-    lockfile_v1_to_v2,
-)
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.platforms import PLATFORMS
 from envgen.redact import strip_credentials
 
-# --- canonical order -----------------------------------------------------------------------------------
+if TYPE_CHECKING:
+    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile
+
+# --- canonical order ------------------------------------------------------------------------------
 
 
 _E = TypeVar("_E", CondaEntry, PipEntry)
@@ -41,7 +38,8 @@ def canonical_entries(entries: Sequence[_E], platforms: Sequence[str]) -> tuple[
 
 @dataclass(frozen=True)
 class LockYml:
-    """What locks/<env>.yml holds for envgen: platforms, channel URLs, entries and the input hash."""
+    """What locks/<env>.yml holds for envgen: platforms, channel URLs, entries and the input
+    hash."""
 
     platforms: tuple[str, ...]
     channels: tuple[str, ...]
@@ -58,7 +56,17 @@ def _header(env: str) -> str:
     )
 
 
+def import_models() -> None:
+    """conda-lock's models imported (its command line comes with them: about 0.3 s), so that a
+    re-lock can have it done while the resolvers work."""
+    import conda_lock.lockfile.v1.models
+    import conda_lock.lockfile.v2prelim.models
+    import conda_lock.models.channel  # noqa: F401
+
+
 def _dependency(entry: CondaEntry | PipEntry) -> LockedDependency:
+    from conda_lock.lockfile.v2prelim.models import HashModel, LockedDependency
+
     if isinstance(entry, CondaEntry):
         return LockedDependency(
             name=entry.name,
@@ -84,11 +92,16 @@ def _dependency(entry: CondaEntry | PipEntry) -> LockedDependency:
 
 
 def render_lock_yml(lock: Lock) -> str:
-    """locks/<env>.yml: a conda-lock v1 file, built from conda-lock's models and written as its writer does.
+    """locks/<env>.yml: a conda-lock v1 file, built from conda-lock's models and dumped as they give
+    it.
 
-    The writer orders packages by (manager, name, platform) and their dependencies by name; nothing time-
-    or host-dependent is recorded, so the same Lock always gives the same bytes.
+    The models order packages by (manager, name, platform) and their dependencies by name; nothing
+    time- or host-dependent is recorded, so the same Lock always gives the same bytes.
     """
+    import pydantic
+    from conda_lock.lockfile.v2prelim.models import Lockfile, LockMeta
+    from conda_lock.models.channel import Channel as CondaLockChannel
+
     try:
         content = Lockfile(
             package=[*map(_dependency, lock.conda), *map(_dependency, lock.pip)],
@@ -97,7 +110,10 @@ def render_lock_yml(lock: Lock) -> str:
                 channels=[CondaLockChannel(url=strip_credentials(c.url), used_env_vars=()) for c in lock.channels],
                 platforms=list(lock.platforms),
                 sources=[f"env-templates/{lock.env}.toml"],
-                custom_metadata={"envgen_input_hash": lock.input_hash, "envgen_lock_schema": str(LOCK_SCHEMA)},
+                custom_metadata={
+                    "envgen_input_hash": lock.input_hash,
+                    "envgen_lock_schema": str(LOCK_SCHEMA),
+                },
             ),
         )
     except pydantic.ValidationError as exc:
@@ -105,7 +121,21 @@ def render_lock_yml(lock: Lock) -> str:
             f"conda-lock rejects the lock of env {lock.env!r}: {exc}",
             hint="every entry needs a URL, conda entries an md5; re-run `envgen lock`",
         ) from exc
-    return _header(lock.env) + conda_lock_text(content)
+    return _header(lock.env) + _dumped(content)
+
+
+def _dumped(content: Lockfile) -> str:
+    """The text of `content` as conda-lock's writer (`write_conda_lock_file`) makes it, without its
+    help text: its models sort the lockfile, leave virtual packages out and give the v1 document;
+    PyYAML's C emitter, where present, dumps it (the writer's pure-Python one took 0.4 s for a lock
+    of 500 packages, a tenth of a re-lock). Sorts `content` in place."""
+    import yaml
+
+    content.alphasort_inplace()
+    content.filter_virtual_packages_inplace()
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    text: str = yaml.dump(content.to_v1().dict_for_output(), Dumper=dumper, sort_keys=False)
+    return text
 
 
 def _entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
@@ -178,8 +208,14 @@ def lockfile_to_yml(lockfile: Lockfile, where: str) -> LockYml:
     )
 
 
-def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
-    """Read locks/<env>.yml back through conda-lock's v1 model (as its own parser does)."""
+# The document a re-lock's head start reads its guess from (lockio/prediction.py) is the one the
+# re-lock then validates: loaded once.
+@functools.lru_cache(maxsize=4)
+def load_lock_yml(text: str, where: str = "lock file") -> dict[str, Any]:
+    """locks/<env>.yml as YAML (the safe loader, libyaml's where present): a conda-lock version 1
+    document, not yet validated."""
+    import yaml  # imported by the readers of a lock only: the no-op lock reads no yml
+
     try:
         with bounded_nesting(where):
             content = safe_yaml(text)
@@ -190,6 +226,16 @@ def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
             f"{where}: version: expected a conda-lock version 1 file",
             hint="re-run `envgen lock` to rewrite it",
         )
+    return content
+
+
+def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
+    """Read locks/<env>.yml back through conda-lock's v1 model (as its own parser does)."""
+    import pydantic
+    from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
+    from conda_lock.lockfile.v2prelim.models import lockfile_v1_to_v2
+
+    content = load_lock_yml(text, where)
     try:
         lockfile = lockfile_v1_to_v2(LockfileV1.model_validate(content))
     # conda-lock's validators and converter also fail with these on malformed entries.

@@ -1,31 +1,29 @@
-"""The input digests of an env's lock and their hash, and the hash recorded on disk.
+"""The input digests of an env's lock and their hash, and whether the digests a lock recorded still
+hold.
 
-Kept apart from the conda-lock yml module (which needs conda-lock's models) so a no-op `envgen lock` stays fast."""
+Kept apart from the conda-lock yml module (which needs conda-lock's models) so a no-op `envgen lock`
+stays fast."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envgen.errors import InputError
+from envgen.inputs.files import read_input_text
 from envgen.inputs.untrusted import name_problem
-from envgen.lockio.seal import intact
 from envgen.platforms import glibc_virtual_packages, virtual_packages
 from envgen.project import Project
 
 if TYPE_CHECKING:
     from envgen.model import LockedSource, Matrix
 
-# Bumped when the meaning of a lock's files changes; part of every input hash, so old locks read as stale.
+# Bumped when the meaning of a lock's files changes; part of every input hash, so old locks read as
+# stale.
 LOCK_SCHEMA = 1
-
-_YML_PACKAGE = re.compile(r"^- name: '?([^'\s]+)'?\s*$", re.MULTILINE)
-_YML_HASH = re.compile(r"^\s+envgen_input_hash:\s*'?([0-9a-f]{64})'?\s*$", re.MULTILINE)
 
 
 def _sha256(data: bytes) -> str:
@@ -41,10 +39,10 @@ def input_digests(
 ) -> tuple[tuple[str, str], ...]:
     """The digest of every input of a lock, by component, sorted.
 
-    Components: "matrix", "base:<env>" (each matrix it extends), "channel:<name>" (the file, so a changed URL
-    changes it), "source:<name>", "virtual-packages:<platform>" and "schema". Paths themselves never enter: a
-    checkout anywhere hashes the same. `sources` is the locked sources, or their digests by name as a lock
-    recorded them.
+    Components: "matrix", "base:<env>" (each matrix it extends), "channel:<name>" (the file, so a
+    changed URL changes it), "source:<name>", "virtual-packages:<platform>" and "schema". Paths
+    themselves never enter: a checkout anywhere hashes the same. `sources` is the locked sources, or
+    their digests by name as a lock recorded them.
     """
 
     digests = {"matrix": _file_digest(matrix_path, "the matrix"), "schema": str(LOCK_SCHEMA)}
@@ -65,10 +63,12 @@ def input_digests(
 
 
 def _file_digest(path: Path, what: str) -> str:
+    # Through the hostile-input reader: a FIFO planted as a channel file must not hang the no-op
+    # lock.
     try:
-        return _sha256(path.read_bytes())
-    except OSError as exc:
-        raise InputError(f"cannot read {what} {path}: {exc.strerror}", hint="check the file exists") from exc
+        return _sha256(read_input_text(path, hint="check the file exists").encode())
+    except InputError as exc:
+        raise InputError(f"{what}: {exc.message}", hint=exc.hint) from exc
 
 
 def _specs_digest(specs: Sequence[str]) -> str:
@@ -80,43 +80,15 @@ def input_hash(inputs: Sequence[tuple[str, str]]) -> str:
     return _sha256(json.dumps(sorted(inputs), separators=(",", ":")).encode())
 
 
-def recorded_inputs(project: Project, env: str) -> tuple[str, dict[str, str]] | None:
-    """The input hash both lock files agree on and the input digests sources.toml records, by component; None
-    when absent or not agreeing.
-
-    A quick read for the no-op check only: anything unexpected means "not known fresh", and the full re-lock
-    that follows reads (and reports on) the files properly.
-    """
-    try:
-        sources = tomllib.loads(project.sources_toml(env).read_text())
-        yml = project.lock_yml(env).read_text()
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
-        return None
-    recorded, match = sources.get("input-hash"), _YML_HASH.search(yml)
-    inputs = sources.get("inputs", {})
-    if not isinstance(recorded, str) or match is None or match.group(1) != recorded or not isinstance(inputs, dict):
-        return None
-    if not all(isinstance(v, str) for v in inputs.values()):
-        return None
-    return recorded, inputs
-
-
-def recorded_state(project: Project, env: str) -> tuple[str, dict[str, str]] | None:
-    """The input hash both lock files agree on and the recorded source digests; None when absent or not agreeing."""
-    recorded = recorded_inputs(project, env)
-    if recorded is None:
-        return None
-    prefix = "source:"
-    return recorded[0], {k.removeprefix(prefix): v for k, v in recorded[1].items() if k.startswith(prefix)}
-
-
 def still_current(project: Project, env: str, recorded: Mapping[str, str], glibc: str) -> bool:
-    """Whether every input digest the lock of `env` recorded still holds: its matrix, the matrices it extends
-    and its channel files byte for byte, the schema, and each recorded platform's virtual packages for the
-    matrix's glibc floor `glibc` (sources keep their recorded digests: they move only when asked).
+    """Whether every input digest the lock of `env` recorded still holds: its matrix, the matrices
+    it extends and its channel files byte for byte, the schema, and each recorded platform's virtual
+    packages for the matrix's glibc floor `glibc` (sources keep their recorded digests: they move
+    only when asked).
 
-    The components are the recorded ones, so the matrix is neither loaded nor validated: which bases, channels
-    and platforms it names follows from its text and its bases' texts, both checked unchanged here.
+    The components are the recorded ones, so the matrix is neither loaded nor validated: which
+    bases, channels and platforms it names follows from its text and its bases' texts, both checked
+    unchanged here.
     """
     for component, digest in recorded.items():
         kind, _, name = component.partition(":")
@@ -131,7 +103,8 @@ def still_current(project: Project, env: str, recorded: Mapping[str, str], glibc
 
 
 def _current_digest(project: Project, env: str, kind: str, name: str, glibc: str) -> str | None:
-    """What the component `kind:name` of env's input digests is now (None for a kind no lock records)."""
+    """What the component `kind:name` of env's input digests is now (None for a kind no lock
+    records)."""
     if kind in ("base", "channel") and name_problem(name, kind):
         return None  # names read from the lock are file names under env-templates/ or channels/, never paths
     if kind == "matrix" and not name:
@@ -147,32 +120,11 @@ def _current_digest(project: Project, env: str, kind: str, name: str, glibc: str
     return None
 
 
-def recorded_intact(project: Project, env: str) -> bool:
-    """Whether the three lock files of `env` hash to the content hash their sources.toml records (lockio/seal.py):
-    a no-op `envgen lock` keeps only an intact lock, and re-locks one edited by hand (or written before the
-    content hash was recorded)."""
-    try:
-        texts = [p.read_text() for p in (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))]
-    except (OSError, UnicodeDecodeError):
-        return False
-    return intact(*texts)
-
-
-def recorded_packages(project: Project, env: str) -> set[str]:
-    """The names of the packages locks/<env>.yml pins (any platform, conda or pip); empty when it is unreadable.
-
-    A line scan rather than a parse, for checking names given on the command line before any work.
-    """
-    try:
-        return set(_YML_PACKAGE.findall(project.lock_yml(env).read_text()))
-    except (OSError, UnicodeDecodeError):
-        return set()
-
-
 def project_inputs(
     project: Project, matrix: Matrix, sources: Sequence[LockedSource] | Mapping[str, str]
 ) -> tuple[tuple[str, str], ...]:
-    """The input digests of `matrix` as it stands in `project` (its file, its channel files, its platforms)."""
+    """The input digests of `matrix` as it stands in `project` (its file, its channel files, its
+    platforms)."""
     vpkgs = {p: virtual_packages(matrix, p) for p in matrix.platforms}
     bases = {env: project.template(env) for env in matrix.extends}
     return input_digests(project.template(matrix.name), project.channel_files(matrix), sources, vpkgs, bases)

@@ -1,71 +1,39 @@
-"""Is a lock as `envgen lock` wrote it: the integrity check of locks/<env>.yml, .sources.toml and .install.sh.
+"""Is a lock as `envgen lock` wrote it: the integrity check of locks/<env>.yml, .sources.toml and
+.install.sh.
 
-One check, used by `check` (static step), `install` (before the prefix is touched), `status` ("tampered") and
-`diff --git`. It finds: a missing file; a content hash (lockio/seal.py) the files do not hash to; a
-sources.toml that names packages or indexes the yml does not have;
-a recipe other than the one the lock renders; an artifact URL on a host its index or channels do not serve.
+One check, used by `check` (static step), `install` (before the prefix is touched), `status`
+("tampered") and `diff --git`. It finds: a missing file; a content hash (lockio/seal.py) the files
+do not hash to; a sources.toml that names packages or indexes the yml does not have; a recipe other
+than the one the lock renders; an artifact URL on a host its index or channels do not serve.
 `integrity_problems` is pure; reading the files is apart."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from envgen.errors import VerificationError
-from envgen.inputs.files import read_input_text
 from envgen.lockio.seal import host_problems, recorded, url_host
 from envgen.lockio.sources_toml import SourcesToml
-from envgen.lockio.store import no_lock, parse_lock_parts
+from envgen.lockio.store import LockTexts, no_lock, parse_lock_parts, read_files, repair_hint
 from envgen.model import Lock
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
 
 
-@dataclass(frozen=True)
-class LockTexts:
-    """The three files of one env's lock as read (None: the file does not exist), and how to name them."""
-
-    env: str
-    yml: str | None
-    sources: str | None
-    recipe: str | None
-    names: tuple[str, str, str]  # yml, sources.toml, recipe
-
-    @property
-    def present(self) -> bool:
-        return any(text is not None for text in (self.yml, self.sources, self.recipe))
-
-
-def repair_hint(env: str) -> str:
-    return (
-        f"a lock is never edited by hand: restore the files (git checkout -- locks/) or run "
-        f"`envgen lock {env} --force` to write all three again from env-templates/"
-    )
-
-
 def missing_files(texts: LockTexts) -> list[str]:
-    """The files of a lock that are missing while another of its files exists."""
-    if not texts.present:
+    """The files of a lock that are missing while another of its files exists (one that is there but
+    does not read is not missing: its error is the one reported)."""
+    if not texts.present or texts.unreadable is not None:
         return []
     found = zip((texts.yml, texts.sources, texts.recipe), texts.names, strict=True)
     return [f"{name} is missing" for text, name in found if text is None]
 
 
-# The one problem of a lock written before the content hash was recorded (and otherwise intact).
-UNSEALED_NOTE = "records no content hash (written by an older envgen, or edited)"
-
-
-def only_unsealed(problems: Sequence[str]) -> bool:
-    """Whether the only problem is a missing content hash: a lock from an older envgen, which `envgen lock`
-    writes again (`status` calls it stale, not tampered; `check` and `install` still refuse it)."""
-    return bool(problems) and all(p.endswith(UNSEALED_NOTE) for p in problems)
-
-
 def _hash_problems(yml: str, sources: str, recipe: str, names: tuple[str, str, str]) -> list[str]:
     found = recorded(yml, sources, recipe)
     if found.recorded is None:
-        return [f"{names[1]} {UNSEALED_NOTE}"]
+        return [f"{names[1]} records no content hash: it was edited after `envgen lock` wrote it"]
     if found.computed != found.recorded:
         return [
             f"{names[0]}, {names[1]} and {names[2]} do not hash to the content hash {names[1]} records "
@@ -92,8 +60,8 @@ def _consistency_problems(lock: Lock, sources: SourcesToml, names: tuple[str, st
 
 
 def _conda_host_problems(lock: Lock) -> list[str]:
-    """Conda artifacts on a host none of the lock's channels is on (unknowable when a host is a ${VAR}, or when
-    the lock lists no channel: one made by hand, not by `envgen lock`)."""
+    """Conda artifacts on a host none of the lock's channels is on (unknowable when a host is a
+    ${VAR}, or when the lock lists no channel: one made by hand, not by `envgen lock`)."""
     hosts = {url_host(c.url) for c in lock.channels}
     if not hosts or any("$" in host for host in hosts):
         return []
@@ -106,15 +74,16 @@ def _conda_host_problems(lock: Lock) -> list[str]:
 
 
 def recipe_problem(lock: Lock, recipe: str, name: str) -> str | None:
-    """Why `recipe` (the text of the file `name`) is not the recipe `lock` renders; None when it is."""
+    """Why `recipe` (the text of the file `name`) is not the recipe `lock` renders; None when it
+    is."""
     if recipe == render_recipe(lock):
         return None
     return f"{name} differs from the recipe its lock renders: it was edited by hand or belongs to another lock"
 
 
 def integrity_problems(texts: LockTexts, lock: Lock, sources: SourcesToml) -> list[str]:
-    """Every way the three files of `lock` differ from what `envgen lock` wrote (pure; `lock` and `sources` are
-    what `texts` parse to). Empty when intact."""
+    """Every way the three files of `lock` differ from what `envgen lock` wrote (pure; `lock` and
+    `sources` are what `texts` parse to). Empty when intact."""
     problems = missing_files(texts)
     if texts.yml is not None and texts.sources is not None and texts.recipe is not None:
         problems += _hash_problems(texts.yml, texts.sources, texts.recipe, texts.names)
@@ -132,56 +101,43 @@ def tampered(problems: Sequence[str], env: str) -> VerificationError:
     return VerificationError(f"the lock of {env} was tampered with:\n{listed}", hint=repair_hint(env))
 
 
-# --- effects: the files under locks/ ------------------------------------------------------------------------
-
-
-def _maybe_read(path: Path, env: str) -> str | None:
-    if not path.exists():
-        return None
-    return read_input_text(path, hint=repair_hint(env))
-
-
-def read_texts(project: Project, env: str) -> LockTexts:
-    """The three lock files of `env` as they are on disk, named relative to the project."""
-    paths = (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))
-    names = tuple(_shown(project, path) for path in paths)
-    yml, sources, recipe = (_maybe_read(path, env) for path in paths)
-    return LockTexts(env, yml, sources, recipe, (names[0], names[1], names[2]))
-
-
-def _shown(project: Project, path: Path) -> str:
-    try:
-        return path.relative_to(project.root).as_posix()
-    except ValueError:
-        return str(path)
+# --- the files under locks/, read by lockio/store.py ----------------------------------------------
 
 
 @dataclass(frozen=True)
 class Checked:
-    """The lock of an env (None when its yml or sources.toml is missing) and its integrity problems."""
+    """The lock of an env (None when its yml or sources.toml is missing) and its integrity
+    problems."""
 
     lock: Lock | None
     problems: tuple[str, ...]
 
 
 def checked_lock(project: Project, env: str) -> Checked | None:
-    """The lock of `env` and its integrity problems; None when it has no files at all. A yml or sources.toml that
-    does not parse raises InputError, as `read_lock` does."""
-    texts = read_texts(project, env)
+    """The lock of `env` and its integrity problems; None when it has no files at all. A yml or
+    sources.toml that does not read or parse raises InputError, as `read_lock` does."""
+    return checked(read_files(project, env))
+
+
+def checked(texts: LockTexts) -> Checked | None:
+    """The lock the files `texts` hold and their integrity problems (`checked_lock` of texts already
+    read)."""
     if not texts.present:
         return None
+    if texts.unreadable is not None:
+        raise texts.unreadable
     if texts.yml is None or texts.sources is None:
         return Checked(None, tuple(missing_files(texts)))
     lock, sources = parse_lock_parts(texts.yml, texts.sources, texts.names[0], texts.names[1])
     problems = integrity_problems(texts, lock, sources)
-    if lock.env != env:
-        problems.insert(0, f"{texts.names[1]}: it is the lock of {lock.env!r}, not {env!r}")
+    if lock.env != texts.env:
+        problems.insert(0, f"{texts.names[1]}: it is the lock of {lock.env!r}, not {texts.env!r}")
     return Checked(lock, tuple(problems))
 
 
 def require_intact(project: Project, env: str) -> Lock:
-    """The lock of `env` if its three files are as `envgen lock` wrote them; VerificationError (exit 4) listing
-    every problem otherwise, InputError (exit 2) when there is no lock."""
+    """The lock of `env` if its three files are as `envgen lock` wrote them; VerificationError (exit
+    4) listing every problem otherwise, InputError (exit 2) when there is no lock."""
     found = checked_lock(project, env)
     if found is None:
         raise no_lock(project, env)

@@ -1,33 +1,43 @@
-"""locks/<env>.sources.toml: everything of a Lock that is not a package; the renderer and its strict parser."""
+"""locks/<env>.sources.toml: everything of a Lock that is not a package, written from and read back
+through one schema (lockio/sources_schema.py): the writer dumps the schema's document through
+tomli-w, the reader validates what tomllib parsed against it; every problem names file, line and
+key.
+"""
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from envgen.errors import InputError
+import tomli_w
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from envgen.errors import InputError, Problem
 from envgen.inputs.files import bounded_nesting
-from envgen.inputs.toml_reader import KeyPath, StrictReader
-from envgen.inputs.untrusted import (
-    commit_problem,
-    git_url_problem,
-    lock_problems,
-    name_problem,
-    ref_problem,
-    submodule_path_problem,
-)
+from envgen.inputs.toml_reader import KeyPath, Problems, key_lines, syntax_problem, type_name
+from envgen.inputs.untrusted import lock_problems
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.lockio.seal import UNSEALED, file_hosts
-from envgen.lockio.toml_text import Inline, document
+from envgen.lockio.sources_schema import (
+    ActivationRow,
+    CannRow,
+    ChannelRow,
+    CheckRow,
+    IndexRow,
+    OverrideRow,
+    PendingRow,
+    PipIndexRow,
+    ProfileRow,
+    RequirementRow,
+    SourceRow,
+    SourcesDocument,
+    SubmoduleRow,
+)
 from envgen.model import (
-    DEPENDENCY_MODES,
-    METADATA,
     AppliedOverride,
     Cann,
     Channel,
-    Env,
     ImportCheck,
     Index,
     Lock,
@@ -42,231 +52,129 @@ from envgen.model import (
 )
 from envgen.redact import strip_credentials, written_url
 
+HINT = "the file was edited by hand or tampered with: re-run `envgen lock` to rewrite it"
 
-def _table(items: Mapping[str, Any]) -> dict[str, Any]:
-    """A TOML table of the items that are set (None and empty collections are left out)."""
-    return {k: v for k, v in items.items() if v is not None and v != () and v != [] and v != {}}
-
-
-def _origin(origin: Origin) -> dict[str, Any]:
-    return _table({"file": origin.file, "key": origin.key, "line": origin.line, "source": origin.source})
+# --- writing: a Lock as the schema's document -----------------------------------------------------
 
 
-def _requirement(req: TracedRequirement) -> dict[str, Any]:
-    return _table({"text": req.text, **_origin(req.origin), "constraint": True if req.constraint else None})
+def _requirement_row(req: TracedRequirement) -> RequirementRow:
+    origin = req.origin
+    return RequirementRow.model_construct(
+        text=req.text,
+        file=origin.file,
+        key=origin.key,
+        line=origin.line,
+        source=origin.source,
+        constraint=req.constraint,
+    )
 
 
-def _source(locked: LockedSource) -> dict[str, Any]:
+def _source_row(locked: LockedSource) -> SourceRow:
     src = locked.source
-    return _table(
-        {
-            "name": src.name,
-            "url": strip_credentials(src.url),
-            "ref": src.ref,
-            "commit": locked.commit,
-            "cherry-picks": list(src.cherry_picks),
-            "picked": list(locked.picked),
-            "tree": locked.tree or None,
-            "distribution": src.distribution,
-            "editable": src.editable,
-            "pythonpath": src.pythonpath,
-            "env": Inline(src.env) if src.env else None,
-            "build-isolation": src.build_isolation,
-            "needs-cann": src.needs_cann,
-            # Written only for a source that opts out, so the locks of sources without submodules keep their bytes.
-            "submodules-reason": src.submodules_reason if not src.submodules else None,
-            "build-index": src.build_index,
-            "requirement-files": list(src.requirements),
-            "dependencies": src.dependencies,
-            "dependencies-reason": src.dependencies_reason,
-            "metadata-fallback": locked.metadata_fallback,
-            "origin": src.origin,
-            "digest": locked.digest or None,
-            "requirements": [_requirement(r) for r in locked.requirements],
-            "submodules": [
-                {"path": sub.path, "url": strip_credentials(sub.url), "commit": sub.commit} for sub in locked.submodules
-            ],
-        }
+    return SourceRow.model_construct(
+        name=src.name,
+        url=strip_credentials(src.url),
+        ref=src.ref,
+        commit=locked.commit,
+        distribution=src.distribution,
+        cherry_picks=list(src.cherry_picks),
+        picked=list(locked.picked),
+        tree=locked.tree,
+        editable=src.editable,
+        pythonpath=src.pythonpath,
+        env=dict(src.env),
+        build_isolation=src.build_isolation,
+        needs_cann=src.needs_cann,
+        submodules=[
+            SubmoduleRow.model_construct(path=s.path, url=strip_credentials(s.url), commit=s.commit)
+            for s in locked.submodules
+        ],
+        submodules_reason=None if src.submodules else src.submodules_reason,
+        build_index=src.build_index,
+        requirement_files=list(src.requirements),
+        dependencies=src.dependencies,
+        dependencies_reason=src.dependencies_reason,
+        metadata_fallback=locked.metadata_fallback,
+        origin=src.origin,
+        digest=locked.digest,
+        requirements=[_requirement_row(r) for r in locked.requirements],
     )
 
 
-def _places(lock: Lock) -> dict[str, Any]:
-    """The channels and indexes, without credentials (a `${VAR}` reference to one is kept: it is no secret, and
-    the derived requirements.txt, rendered again from the lock read back, names it too); per index the other
+def _index_row(lock: Lock, index: Index) -> IndexRow:
+    """An index without credentials (a `${VAR}` reference to one is kept: it is no secret, and the
+    derived requirements.txt, rendered again from the lock read back, names it too), with the other
     hosts its artifacts came from."""
-    indexes = [
-        _table(
-            {
-                "name": i.name,
-                "url": written_url(i.url),
-                "explicit": i.explicit,
-                "trusted-host": i.trusted_host,
-                "file-hosts": list(file_hosts(lock, i)),
-            }
-        )
-        for i in lock.indexes
-    ]
-    return _table(
-        {"channels": [{"name": c.name, "url": written_url(c.url)} for c in lock.channels], "indexes": indexes}
+    return IndexRow.model_construct(
+        name=index.name,
+        url=written_url(index.url),
+        explicit=index.explicit,
+        trusted_host=index.trusted_host,
+        file_hosts=list(file_hosts(lock, index)),
     )
 
 
-def _override(applied: AppliedOverride) -> dict[str, Any]:
+def _override_row(applied: AppliedOverride) -> OverrideRow:
     override = applied.override
-    return _table(
-        {
-            "name": override.name,
-            "requirement": override.requirement,
-            "reason": override.reason,
-            "transitive": True if override.transitive else None,
-            "replaced": [_requirement(r) for r in applied.replaced],
-            "violates": list(applied.violates),
-        }
+    return OverrideRow.model_construct(
+        name=override.name,
+        requirement=override.requirement,
+        reason=override.reason,
+        transitive=override.transitive,
+        replaced=[_requirement_row(r) for r in applied.replaced],
+        violates=list(applied.violates),
+    )
+
+
+def _channel_row(channel: Channel) -> ChannelRow:
+    return ChannelRow.model_construct(name=channel.name, url=written_url(channel.url))
+
+
+def _activation_row(lock: Lock) -> ActivationRow | None:
+    profiles = [
+        ProfileRow.model_construct(name=p.name, description=p.description, env=dict(p.env))
+        for p in sorted(lock.profiles, key=lambda p: p.name)
+    ]
+    if not lock.activation_env and not profiles:
+        return None
+    return ActivationRow.model_construct(env=dict(lock.activation_env), profiles=profiles)
+
+
+def sources_document(lock: Lock) -> SourcesDocument:
+    """The document of `lock`, its strings as they are (the reader, not the writer, judges them)."""
+    cann = lock.cann
+    pinned = sorted((e.platform, e.name, e.index) for e in lock.pip if e.index)
+    row = PipIndexRow.model_construct
+    pip_indexes = [row(platform=p, package=n, index=i) for p, n, i in pinned]
+    channels = [_channel_row(c) for c in lock.channels]
+    return SourcesDocument.model_construct(
+        schema_version=LOCK_SCHEMA,
+        env=lock.env,
+        input_hash=lock.input_hash,
+        content_hash=UNSEALED,
+        inputs=dict(sorted(lock.inputs)),
+        channels=channels,
+        indexes=[_index_row(lock, i) for i in lock.indexes],
+        cann=None if cann is None else CannRow.model_construct(**vars(cann)),
+        activation=_activation_row(lock),
+        sources=[_source_row(s) for s in lock.sources],
+        pip_indexes=pip_indexes,
+        overrides=[_override_row(o) for o in sorted(lock.overrides, key=lambda o: o.override.name)],
+        pending=[PendingRow.model_construct(name=p.name, note=p.note) for p in lock.pending],
+        checks=[CheckRow.model_construct(**vars(c)) for c in lock.checks],
     )
 
 
 def render_sources_toml(lock: Lock) -> str:
-    """locks/<env>.sources.toml: everything of a Lock that is not a package, canonical and commented."""
-    # The content hash is filled in by `seal` once the three files are rendered (lockio/seal.py).
-    top = _table({"schema": LOCK_SCHEMA, "env": lock.env, "input-hash": lock.input_hash, "content-hash": UNSEALED})
-    if lock.inputs:
-        top["inputs"] = dict(sorted(lock.inputs))
-    top.update(_places(lock))
-    if lock.cann is not None:
-        top["cann"] = _table({"version": lock.cann.version, "set-env": lock.cann.set_env, "note": lock.cann.note})
-    activation = _table(
-        {
-            "env": Inline(lock.activation_env) if lock.activation_env else None,
-            "profiles": [
-                {"name": p.name, "description": p.description, "env": Inline(p.env)}
-                for p in sorted(lock.profiles, key=lambda p: p.name)
-            ],
-        }
-    )
-    if activation:
-        top["activation"] = activation
-    pip_indexes = sorted((e.platform, e.name, e.index) for e in lock.pip if e.index)
-    top.update(
-        _table(
-            {
-                "sources": [_source(s) for s in lock.sources],
-                "pip-indexes": [{"platform": p, "package": n, "index": i} for p, n, i in pip_indexes],
-                "overrides": [_override(o) for o in sorted(lock.overrides, key=lambda o: o.override.name)],
-                "pending": [{"name": p.name, "note": p.note} for p in lock.pending],
-                "checks": [
-                    _table({"module": c.module, "distribution": c.distribution, "version": c.version, "needs": c.needs})
-                    for c in lock.checks
-                ],
-            }
-        )
-    )
-    return document(f"Generated by `envgen lock {lock.env}`: do not edit. The recipe is built from it.", top)
+    """locks/<env>.sources.toml: everything of a Lock that is not a package, canonical and
+    commented; what a field holds by default is left out. The content hash is UNSEALED until `seal`
+    fills it in."""
+    document = sources_document(lock).model_dump(by_alias=True, exclude_defaults=True)
+    comment = f"Generated by `envgen lock {lock.env}`: do not edit. The recipe is built from it."
+    return f"# {comment}\n{tomli_w.dumps(document)}"
 
 
-_ORIGIN_KEYS = ("key", "line", "source")
-
-
-def _read_requirement(r: StrictReader, data: object, key: KeyPath) -> TracedRequirement:
-    row = r.table(data, key, ("text", "file"), (*_ORIGIN_KEYS, "constraint"))
-    origin = Origin(
-        file=r.text(row, "file", key),
-        key=r.maybe(row, "key", key),
-        line=r.number(row, "line", key),
-        source=r.maybe(row, "source", key),
-    )
-    return TracedRequirement(r.text(row, "text", key), origin, constraint=r.flag(row, "constraint", key, False))
-
-
-_SOURCE_KEYS = ("name", "url", "ref", "commit", "distribution")
-_SOURCE_OPTIONAL = (
-    "cherry-picks",
-    "picked",
-    "tree",
-    "editable",
-    "pythonpath",
-    "env",
-    "build-isolation",
-    "needs-cann",
-    "submodules",
-    "submodules-reason",
-    "build-index",
-    "requirement-files",
-    "dependencies",
-    "dependencies-reason",
-    "metadata-fallback",
-    "origin",
-    "digest",
-    "requirements",
-)
-
-
-def _read_commits(r: StrictReader, row: dict[str, Any], key: KeyPath) -> dict[str, tuple[str, ...]]:
-    """The commit, tree, cherry-picks and picked commits of a source row, each a full 40-hex commit."""
-    shas: dict[str, tuple[str, ...]] = {"commit": (r.text(row, "commit", key),), "tree": (r.text(row, "tree", key),)}
-    shas.update({k: r.strings(row, k, key) for k in ("cherry-picks", "picked")})
-    for field, values in shas.items():
-        for value in values:
-            if value or field != "tree":
-                r.check((*key, field), commit_problem(value))
-    return shas
-
-
-def _read_source(r: StrictReader, data: object, key: KeyPath) -> LockedSource:
-    row = r.table(data, key, _SOURCE_KEYS, _SOURCE_OPTIONAL)
-    # Every string that reaches git or the recipe is checked here, as the matrix loader checks it: a lock
-    # edited in a pull request must not smuggle an option or a command in.
-    name, url, ref = r.text(row, "name", key), r.text(row, "url", key), r.text(row, "ref", key)
-    r.check((*key, "name"), name_problem(name, "source name"))
-    r.check((*key, "url"), git_url_problem(url))
-    r.check((*key, "ref"), ref_problem(ref))
-    shas = _read_commits(r, row, key)
-    dependencies = r.text(row, "dependencies", key, METADATA)
-    if dependencies not in DEPENDENCY_MODES:
-        raise r.fail((*key, "dependencies"), f"must be one of {', '.join(DEPENDENCY_MODES)}")
-    source = Source(
-        name=name,
-        url=url,
-        ref=ref,
-        distribution=r.text(row, "distribution", key),
-        cherry_picks=shas["cherry-picks"],
-        editable=r.flag(row, "editable", key, True),
-        pythonpath=r.flag(row, "pythonpath", key, False),
-        env=r.env(row, "env", key),
-        build_isolation=r.flag(row, "build-isolation", key, True),
-        needs_cann=r.flag(row, "needs-cann", key, False),
-        submodules="submodules-reason" not in row,
-        submodules_reason=r.maybe(row, "submodules-reason", key),
-        build_index=r.maybe(row, "build-index", key),
-        requirements=r.strings(row, "requirement-files", key),
-        origin=r.maybe(row, "origin", key),
-        dependencies=dependencies,
-        dependencies_reason=r.maybe(row, "dependencies-reason", key),
-    )
-    return LockedSource(
-        source=source,
-        commit=shas["commit"][0],
-        requirements=tuple(_read_requirement(r, v, k) for k, v in r.rows(row, "requirements", key)),
-        digest=r.text(row, "digest", key),
-        tree=shas["tree"][0],
-        picked=shas["picked"],
-        metadata_fallback=r.maybe(row, "metadata-fallback", key),
-        submodules=_read_submodules(r, row, key),
-    )
-
-
-def _read_submodules(r: StrictReader, row: dict[str, Any], key: KeyPath) -> tuple[Submodule, ...]:
-    """The recorded submodules: each path, URL and commit checked as the recipe will use it (paths inside the
-    tree, URLs git cannot read as an option, full commits), since a lock arrives as untrusted as a matrix."""
-    found = []
-    for k, sub in r.table_rows(row, "submodules", key, ("path", "url", "commit")):
-        path, url, commit = r.text(sub, "path", k), r.text(sub, "url", k), r.text(sub, "commit", k)
-        r.check((*k, "path"), submodule_path_problem(path))
-        r.check((*k, "url"), git_url_problem(url))
-        r.check((*k, "commit"), commit_problem(commit))
-        found.append(Submodule(path, url, commit))
-    if found and "submodules-reason" in row:
-        raise r.fail((*key, "submodules"), "a source with submodules-reason checks out no submodules")
-    return tuple(found)
+# --- reading: the document validated, then a Lock -------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -280,134 +188,139 @@ class SourcesToml:
     file_hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-_TOP_KEYS = ("schema", "env", "input-hash")
-_TOP_OPTIONAL = (
-    "content-hash",
-    "inputs",
-    "channels",
-    "indexes",
-    "cann",
-    "activation",
-    "sources",
-    "pip-indexes",
-    "overrides",
-    "pending",
-    "checks",
-)
+# What a pydantic error type says in the terms of the matrix reader's messages.
+_EXPECTED = {
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "int_type": "an integer",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+}
 
 
-_Places = tuple[tuple[Channel, ...], tuple[Index, ...], tuple[tuple[str, tuple[str, ...]], ...], Cann | None]
+def _message(error: ErrorDetails) -> str:
+    kind = error["type"]
+    if kind == "missing":
+        return "missing"
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {type_name(error['input'])}"
+    if kind == "value_error":
+        return str(error["ctx"]["error"])
+    return error["msg"]
 
 
-def _read_places(r: StrictReader, top: dict[str, Any]) -> _Places:
-    """The channels, indexes (and the other hosts each served artifacts from) and CANN a lock was made with."""
-    channels = tuple(
-        Channel(r.text(row, "name", k), r.text(row, "url", k))
-        for k, row in r.table_rows(top, "channels", (), ("name", "url"))
-    )
-    rows = r.table_rows(top, "indexes", (), ("name", "url"), ("explicit", "trusted-host", "file-hosts"))
-    indexes = tuple(
-        Index(
-            name=r.text(row, "name", k),
-            url=r.text(row, "url", k),
-            explicit=r.flag(row, "explicit", k, False),
-            trusted_host=r.maybe(row, "trusted-host", k),
-        )
-        for k, row in rows
-    )
-    hosts = tuple((r.text(row, "name", k), r.strings(row, "file-hosts", k)) for k, row in rows)
-    cann = None
-    if "cann" in top:
-        path: KeyPath = ("cann",)
-        row = r.table(top["cann"], path, ("version", "set-env"), ("note",))
-        cann = Cann(r.text(row, "version", path), r.text(row, "set-env", path), r.maybe(row, "note", path))
-    return channels, indexes, hosts, cann
+def _located(where: str, text: str, path: KeyPath, message: str) -> InputError:
+    """An InputError naming the file, the line `path` is written on (or its table's) and the key."""
+    with bounded_nesting(where):
+        problems = Problems(where, key_lines(text))
+    problems.add(path, message)
+    return InputError(str(problems.items[0]), hint=HINT)
 
 
-def _read_activation(r: StrictReader, top: dict[str, Any]) -> tuple[Env, tuple[Profile, ...]]:
-    path: KeyPath = ("activation",)
-    activation = r.table(top.get("activation", {}), path, (), ("env", "profiles"))
-    profiles = tuple(
-        Profile(r.text(row, "name", k), r.text(row, "description", k), r.env(row, "env", k))
-        for k, row in r.table_rows(activation, "profiles", path, ("name", "description"), ("env",))
-    )
-    return r.env(activation, "env", path), profiles
-
-
-def _read_decisions(
-    r: StrictReader, top: dict[str, Any]
-) -> tuple[tuple[AppliedOverride, ...], tuple[Pending, ...], tuple[ImportCheck, ...]]:
-    """The overrides as applied, the pending items and the import checks."""
-    overrides = tuple(
-        AppliedOverride(
-            Override(
-                r.text(row, "name", k),
-                r.text(row, "requirement", k),
-                r.text(row, "reason", k),
-                transitive=r.flag(row, "transitive", k, False),
-            ),
-            tuple(_read_requirement(r, rv, rk) for rk, rv in r.rows(row, "replaced", k)),
-            r.strings(row, "violates", k),
-        )
-        for k, row in r.table_rows(
-            top, "overrides", (), ("name", "requirement", "reason"), ("replaced", "transitive", "violates")
-        )
-    )
-    pending = tuple(
-        Pending(r.text(row, "name", k), r.text(row, "note", k))
-        for k, row in r.table_rows(top, "pending", (), ("name", "note"))
-    )
-    checks = tuple(
-        ImportCheck(
-            module=r.text(row, "module", k),
-            distribution=r.maybe(row, "distribution", k),
-            version=r.maybe(row, "version", k),
-            needs=r.text(row, "needs", k, "none"),
-        )
-        for k, row in r.table_rows(top, "checks", (), ("module",), ("distribution", "version", "needs"))
-    )
-    return overrides, pending, checks
-
-
-def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
-    """Read locks/<env>.sources.toml back; the mirror of render_sources_toml."""
-    r = StrictReader(where, text, hint="re-run `envgen lock` to rewrite the file")
+def _validated(text: str, where: str) -> SourcesDocument:
     try:
         with bounded_nesting(where):
             data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{where}: not valid TOML: {exc}", hint="re-run `envgen lock`") from exc
-    top = r.table(data, (), _TOP_KEYS, _TOP_OPTIONAL)
-    if top["schema"] != LOCK_SCHEMA:
-        raise r.fail(("schema",), f"this envgen reads schema {LOCK_SCHEMA}, the file has {top['schema']!r}")
-    channels, indexes, hosts, cann = _read_places(r, top)
-    activation_env, profiles = _read_activation(r, top)
-    overrides, pending, checks = _read_decisions(r, top)
-    pip_indexes = tuple(
-        ((r.text(row, "platform", k), r.text(row, "package", k)), r.text(row, "index", k))
-        for k, row in r.table_rows(top, "pip-indexes", (), ("platform", "package", "index"))
-    )
-    lock = Lock(
-        env=r.text(top, "env", ()),
-        platforms=(),
-        input_hash=r.text(top, "input-hash", ()),
-        conda=(),
-        pip=(),
-        sources=tuple(_read_source(r, v, k) for k, v in r.rows(top, "sources", ())),
-        overrides=overrides,
-        pending=pending,
-        channels=channels,
-        indexes=indexes,
-        cann=cann,
-        activation_env=activation_env,
-        profiles=profiles,
-        checks=checks,
-        inputs=r.string_table(top, "inputs", ()),
-    )
-    # The rules the recipe renderer applies, over the whole lock (names of the env and its profiles too).
+        raise InputError(str(syntax_problem(where, text, exc)), hint=HINT) from exc
+    try:
+        with bounded_nesting(where):
+            document = SourcesDocument.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        # An unknown key is what was edited (a renamed key is also a missing one): it is named
+        # first.
+        error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        path = tuple(part for part in error["loc"] if part != "[key]")
+        raise _located(where, text, path, _message(error)) from exc
+    if document.schema_version != LOCK_SCHEMA:
+        found = document.schema_version
+        raise _located(
+            where,
+            text,
+            ("schema",),
+            f"this envgen reads schema {LOCK_SCHEMA}, the file has {found}",
+        )
+    return document
+
+
+def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
+    """Read locks/<env>.sources.toml back; the mirror of render_sources_toml."""
+    document = _validated(text, where)
+    lock = _lock(document)
+    # The rules the recipe renderer applies, over the whole lock: the schema holds them all, this is
+    # the renderer's own guard.
     unsafe = lock_problems(lock)
     if unsafe:
-        raise InputError(
-            f"{where}: {unsafe[0]}", hint="the file was edited by hand or tampered with: re-run `envgen lock`"
-        )
-    return SourcesToml(lock, pip_indexes, tuple((name, found) for name, found in hosts if found))
+        raise InputError(str(Problem(where, "", unsafe[0])), hint=HINT)
+    pip_indexes = tuple(((r.platform, r.package), r.index) for r in document.pip_indexes)
+    hosts = tuple((i.name, tuple(i.file_hosts)) for i in document.indexes if i.file_hosts)
+    return SourcesToml(lock, pip_indexes, hosts)
+
+
+def _lock(document: SourcesDocument) -> Lock:
+    activation = document.activation or ActivationRow()
+    profiles = [Profile(p.name, p.description, tuple(p.env.items())) for p in activation.profiles]
+    return Lock(
+        env=document.env,
+        platforms=(),
+        input_hash=document.input_hash,
+        conda=(),
+        pip=(),
+        sources=tuple(map(_locked_source, document.sources)),
+        overrides=tuple(map(_applied_override, document.overrides)),
+        pending=tuple(Pending(p.name, p.note) for p in document.pending),
+        channels=tuple(Channel(c.name, c.url) for c in document.channels),
+        indexes=tuple(Index(i.name, i.url, i.explicit, i.trusted_host) for i in document.indexes),
+        cann=None if document.cann is None else Cann(**dict(document.cann)),
+        activation_env=tuple(activation.env.items()),
+        profiles=tuple(profiles),
+        checks=tuple(ImportCheck(**dict(c)) for c in document.checks),
+        inputs=tuple(sorted(document.inputs.items())),
+    )
+
+
+def _requirement(row: RequirementRow) -> TracedRequirement:
+    origin = Origin(file=row.file, key=row.key, line=row.line, source=row.source)
+    return TracedRequirement(row.text, origin, constraint=row.constraint)
+
+
+def _locked_source(row: SourceRow) -> LockedSource:
+    source = Source(
+        name=row.name,
+        url=row.url,
+        ref=row.ref,
+        distribution=row.distribution,
+        cherry_picks=tuple(row.cherry_picks),
+        editable=row.editable,
+        pythonpath=row.pythonpath,
+        env=tuple(row.env.items()),
+        build_isolation=row.build_isolation,
+        needs_cann=row.needs_cann,
+        submodules=row.submodules_reason is None,
+        submodules_reason=row.submodules_reason,
+        build_index=row.build_index,
+        requirements=tuple(row.requirement_files),
+        origin=row.origin,
+        dependencies=row.dependencies,
+        dependencies_reason=row.dependencies_reason,
+    )
+    return LockedSource(
+        source=source,
+        commit=row.commit,
+        requirements=tuple(map(_requirement, row.requirements)),
+        digest=row.digest,
+        tree=row.tree,
+        picked=tuple(row.picked),
+        metadata_fallback=row.metadata_fallback,
+        submodules=tuple(Submodule(s.path, s.url, s.commit) for s in row.submodules),
+    )
+
+
+def _applied_override(row: OverrideRow) -> AppliedOverride:
+    override = Override(row.name, row.requirement, row.reason, transitive=row.transitive)
+    return AppliedOverride(override, tuple(map(_requirement, row.replaced)), tuple(row.violates))

@@ -1,30 +1,148 @@
-"""locks/: read a Lock from its two files, write a Lock's three files all or nothing."""
+"""locks/: the one reader of an env's lock files (each read once, through the hostile-input reader)
+and their one writer (every file, all or nothing).
+
+Reading parses nothing until asked: the no-op lock needs only the input digests the sources.toml
+records and the content hash of the three files (`LockTexts.intact`); conda-lock's models, the
+sources.toml schema and the model are imported by the parse (lockio/conda_lock_yml.py,
+lockio/sources_toml.py) when a command needs the Lock itself.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
+import stat
 import tempfile
-from collections.abc import Sequence
-from dataclasses import replace
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envgen import interrupts
 from envgen.errors import InputError
-from envgen.inputs.files import read_input_text
-from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
-from envgen.lockio.seal import seal
-from envgen.lockio.sources_toml import SourcesToml, parse_sources_toml, render_sources_toml
-from envgen.model import Lock
+from envgen.inputs.files import bounded_nesting, read_input_text
+from envgen.lockio import seal
 from envgen.project import Project
 
+if TYPE_CHECKING:
+    from envgen.lockio.sources_toml import SourcesToml
+    from envgen.model import Lock
 
-def _read_text(path: Path) -> str:
-    return read_input_text(path, hint="re-run `envgen lock` to rewrite it")
+
+@dataclass(frozen=True)
+class LockTexts:
+    """The three files of one env's lock as read (None: the file does not exist), how messages name
+    them, and the first of them that could not be read (a FIFO, a symlink, a device, not UTF-8)."""
+
+    env: str
+    yml: str | None
+    sources: str | None
+    recipe: str | None
+    names: tuple[str, str, str]  # yml, sources.toml, recipe
+    unreadable: InputError | None = None
+
+    @property
+    def present(self) -> bool:
+        texts = (self.yml, self.sources, self.recipe)
+        return self.unreadable is not None or any(text is not None for text in texts)
+
+    @property
+    def intact(self) -> bool:
+        """Whether the three files hash to the content hash their sources.toml records
+        (lockio/seal.py)."""
+        if self.yml is None or self.sources is None or self.recipe is None:
+            return False
+        return seal.intact(self.yml, self.sources, self.recipe)
 
 
-# Pure, and most of reading a lock (pydantic validates every package): a re-lock reads the previous lock in its
-# preflight and again under the env's mutex, so the last few texts parsed are kept with their Lock.
+def repair_hint(env: str) -> str:
+    return (
+        f"a lock is never edited by hand: restore the files (git checkout -- locks/) or run "
+        f"`envgen lock {env} --force` to write all three again from env-templates/"
+    )
+
+
+def _read(path: Path, hint: str) -> str | None:
+    """The text of `path`, None when nothing is there (a dangling symlink is something: it is
+    refused)."""
+    if not os.path.lexists(path):
+        return None
+    return read_input_text(path, hint=hint)
+
+
+def read_files(project: Project, env: str) -> LockTexts:
+    """The three lock files of `env` as they are on disk, named relative to the project. A file that
+    cannot be read is recorded, not raised: each command decides what an unreadable lock means to
+    it."""
+    paths = (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))
+    texts: list[str | None] = []
+    unreadable = None
+    for path in paths:
+        try:
+            texts.append(_read(path, repair_hint(env)))
+        except InputError as exc:
+            texts.append(None)
+            unreadable = unreadable or exc
+    yml, sources, recipe = texts
+    names = tuple(_shown(project, path) for path in paths)
+    return LockTexts(env, yml, sources, recipe, (names[0], names[1], names[2]), unreadable)
+
+
+def _shown(project: Project, path: Path) -> str:
+    try:
+        return path.relative_to(project.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def read_derived(locks_dir: Path, name: str) -> str | None:
+    """The text of the derived file locks/`name` (None when absent); InputError when it cannot be
+    read."""
+    return _read(locks_dir / name, hint="`envgen lock --force` writes it again")
+
+
+@dataclass(frozen=True)
+class RecordedInputs:
+    """The input hash and the input digests (by component) a lock's sources.toml records."""
+
+    input_hash: str
+    inputs: Mapping[str, str]
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """The recorded digest of each source, by name."""
+        prefix = "source:"
+        return {k.removeprefix(prefix): v for k, v in self.inputs.items() if k.startswith(prefix)}
+
+
+def recorded_inputs(texts: LockTexts) -> RecordedInputs | None:
+    """What the sources.toml records of the lock's inputs; None when it does not read so.
+
+    For the no-op lock, which keeps a lock only when its three files are intact
+    (`LockTexts.intact`): these are the values the sources.toml schema wrote, read with the TOML
+    parser alone (the schema's import would double the no-op's time). Anything unexpected means "not
+    known fresh", and the re-lock that follows reads the files through the schema, and reports on
+    them.
+    """
+    if texts.sources is None:
+        return None
+    try:
+        with bounded_nesting(texts.names[1]):
+            data = tomllib.loads(texts.sources)
+    except (InputError, tomllib.TOMLDecodeError):
+        return None
+    found, inputs = data.get("input-hash"), data.get("inputs", {})
+    if not isinstance(found, str) or not isinstance(inputs, dict):
+        return None
+    if not all(isinstance(v, str) for v in inputs.values()):
+        return None
+    return RecordedInputs(found, inputs)
+
+
+# Pure, and most of reading a lock (pydantic validates every package): a re-lock reads the previous
+# lock in its preflight and again under the env's mutex, so the last few texts parsed are kept with
+# their Lock.
 @functools.lru_cache(maxsize=8)
 def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> Lock:
     """The Lock held by a yml and its sources.toml (pure; the `where`s name the files in errors)."""
@@ -32,8 +150,13 @@ def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: 
 
 
 def parse_lock_parts(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> tuple[Lock, SourcesToml]:
-    """The Lock held by a yml and its sources.toml, and the sources.toml as read (its pip-index rows and file
-    hosts, which the integrity check compares with the yml)."""
+    """The Lock held by a yml and its sources.toml, and the sources.toml as read (its pip-index rows
+    and file hosts, which the integrity check compares with the yml)."""
+    # Imported here: conda-lock's models and the model are for the commands that use a Lock, not the
+    # no-op.
+    from envgen.lockio.conda_lock_yml import parse_lock_yml
+    from envgen.lockio.sources_toml import parse_sources_toml
+
     yml = parse_lock_yml(yml_text, yml_where)
     sources = parse_sources_toml(sources_text, sources_where)
     if sources.lock.input_hash != yml.input_hash:
@@ -46,25 +169,37 @@ def parse_lock_parts(yml_text: str, sources_text: str, yml_where: str, sources_w
     return replace(sources.lock, platforms=yml.platforms, conda=yml.conda, pip=pip), sources
 
 
-def read_lock(project: Project, env: str) -> Lock | None:
-    """The Lock recorded in locks/<env>.yml + locks/<env>.sources.toml; None when neither exists."""
-    yml_path, toml_path = project.lock_yml(env), project.sources_toml(env)
-    if not yml_path.exists() and not toml_path.exists():
+def lock_of(texts: LockTexts) -> Lock | None:
+    """The Lock the yml and sources.toml hold; None when no file of the lock exists. InputError when
+    one cannot be read or parsed, or the two are not the lock of `texts.env`."""
+    if not texts.present:
         return None
-    for path in (yml_path, toml_path):
-        if not path.exists():
-            raise InputError(f"{path} is missing while its sibling exists", hint=f"re-run `envgen lock {env}`")
-    lock = parse_lock(_read_text(yml_path), _read_text(toml_path), str(yml_path), str(toml_path))
-    if lock.env != env:
+    if texts.unreadable is not None:
+        raise texts.unreadable
+    yml_name, sources_name = texts.names[0], texts.names[1]
+    if texts.yml is None or texts.sources is None:
+        missing = yml_name if texts.yml is None else sources_name
         raise InputError(
-            f"{toml_path}: env: the file is the lock of {lock.env!r}, not {env!r}",
-            hint=f"re-run `envgen lock {env}`",
+            f"{missing} is missing while its sibling exists",
+            hint=f"re-run `envgen lock {texts.env}`",
+        )
+    lock = parse_lock(texts.yml, texts.sources, yml_name, sources_name)
+    if lock.env != texts.env:
+        raise InputError(
+            f"{sources_name}: env: the file is the lock of {lock.env!r}, not {texts.env!r}",
+            hint=f"re-run `envgen lock {texts.env}`",
         )
     return lock
 
 
+def read_lock(project: Project, env: str) -> Lock | None:
+    """The Lock recorded in locks/<env>.yml + locks/<env>.sources.toml; None when neither exists."""
+    return lock_of(read_files(project, env))
+
+
 def no_lock(project: Project, env: str) -> InputError:
-    """A command needs the lock of `env` and there is none yet: bad input (exit 2), naming how to make one."""
+    """A command needs the lock of `env` and there is none yet: bad input (exit 2), naming how to
+    make one."""
     return InputError(
         f"no lock for {env} yet: {project.lock_yml(env)} does not exist",
         hint=f"run `envgen lock {env}` (a checkout gets locks/ from the relock workflow or `make lock`)",
@@ -95,7 +230,8 @@ def _write_temp(directory: Path, target: Path, text: str, mode: int) -> Path:
 
 
 def _replace_all(pairs: Sequence[tuple[Path, Path]]) -> None:
-    """Rename each temp over its target; if one rename fails, put back the targets already replaced."""
+    """Rename each temp over its target; if one rename fails, put back the targets already
+    replaced."""
     backups: dict[Path, Path] = {}
     replaced: list[Path] = []
     try:
@@ -122,19 +258,43 @@ def _replace_all(pairs: Sequence[tuple[Path, Path]]) -> None:
 def _remove_leftovers(targets: Sequence[Path]) -> None:
     """Temp and backup files a killed run left next to `targets` (only names this module makes)."""
     for target in targets:
-        for leftover in [*target.parent.glob(f".{target.name}.*.tmp"), target.with_name(f".{target.name}.bak")]:
+        for leftover in [
+            *target.parent.glob(f".{target.name}.*.tmp"),
+            target.with_name(f".{target.name}.bak"),
+        ]:
             leftover.unlink(missing_ok=True)
 
 
-def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()) -> None:
-    """Write locks/<env>.yml, .sources.toml, .install.sh (0755) and the `derived` files (name, text) all or nothing.
+def _refuse_special(targets: Sequence[Path]) -> None:
+    """InputError naming the first target that exists and is not a regular file: an output never
+    replaces a symlink (a pull request can plant one), a FIFO, a device or a directory."""
+    for target in targets:
+        try:
+            mode = target.lstat().st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise InputError(
+                f"{target} is not a regular file: envgen does not write over it",
+                hint="remove it (a lock's files are regular files), then run `envgen lock` again",
+            )
 
-    The sources.toml records the content hash of the three (lockio/seal.py), so a hand edit of any shows.
-    Every file is rendered first, then written to temp files in locks/ and fsynced, then renamed; a failure
-    before the renames leaves the old files byte-identical, and a failed rename puts back those already renamed.
+
+def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()) -> None:
+    """Write locks/<env>.yml, .sources.toml, .install.sh (0755) and the `derived` files (name, text)
+    all or nothing.
+
+    The sources.toml records the content hash of the three (lockio/seal.py), so a hand edit of any
+    shows. Every file is rendered first, then written to temp files in locks/ and fsynced, then
+    renamed; a failure before the renames leaves the old files byte-identical, and a failed rename
+    puts back those already renamed. A target that is not a regular file is refused before anything
+    is written.
     """
+    from envgen.lockio.conda_lock_yml import render_lock_yml
+    from envgen.lockio.sources_toml import render_sources_toml
+
     yml = render_lock_yml(lock)
-    sources = seal(yml, render_sources_toml(lock), recipe)
+    sources = seal.seal(yml, render_sources_toml(lock), recipe)
     files = [
         (project.lock_yml(env), yml, 0o644),
         (project.sources_toml(env), sources, 0o644),
@@ -144,9 +304,11 @@ def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Seq
     directory = project.locks_dir
     temps: list[Path] = []
     try:
+        _refuse_special([target for target, _, _ in files])
         directory.mkdir(parents=True, exist_ok=True)
         _remove_leftovers([target for target, _, _ in files])
-        # The commit point: once past it an interrupt waits for all files; before it, none is touched.
+        # The commit point: once past it an interrupt waits for all files; before it, none is
+        # touched.
         with interrupts.commit_point(env):
             for target, text, mode in files:
                 temps.append(_write_temp(directory, target, text, mode))

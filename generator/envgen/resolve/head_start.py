@@ -24,10 +24,10 @@ from typing import TypeVar
 from envgen import interrupts
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
-from envgen.lockio.prediction import predict
+from envgen.lockio.prediction import predict, recorded_sources
+from envgen.lockio.store import LockTexts
 from envgen.model import LockedSource, Matrix
 from envgen.process import Running
-from envgen.project import Project
 from envgen.resolve.pip_stage import gather_inputs, ordered_indexes
 from envgen.resolve.preferences import kept
 from envgen.resolve.upgrade import Upgrade
@@ -136,15 +136,22 @@ class HeadStart:
 
 
 def head_start(
-    project: Project, matrix: Matrix, *, cache: Path, offline: bool, upgrade: Upgrade, update: Collection[str] | bool
+    matrix: Matrix,
+    previous: LockTexts,
+    *,
+    cache: Path,
+    offline: bool,
+    upgrade: Upgrade,
+    update: Collection[str] | bool,
 ) -> HeadStart:
-    """Start uv for every platform the lock of `matrix` predicts a python for: none without a lock, or when a
-    source needs its remote to be pinned (the preflight asks the hosts first)."""
-    prediction = predict(project, matrix.name)
+    """Start uv for every platform the lock of `matrix` (its files as read, `previous`) predicts a
+    python for: none without a lock, or when a source needs its remote to be pinned (the preflight
+    asks the hosts first)."""
+    prediction = predict(previous)
     if prediction is None:
         return HeadStart()
     try:
-        pinned = _pinned_sources(matrix, prediction.sources, cache, update, upgrade)
+        pinned = _pinned_sources(matrix, previous, cache, update, upgrade)
     except EnvgenError as exc:  # the re-lock proper meets the same problem and reports it
         log.debug("no head start: %s", exc.message)
         return HeadStart()
@@ -182,22 +189,26 @@ def head_start(
 
 def _pinned_sources(
     matrix: Matrix,
-    recorded: Sequence[LockedSource],
+    lock: LockTexts,
     cache: Path,
     update: Collection[str] | bool,
     upgrade: Upgrade,
 ) -> PinnedSources | None:
-    """The sources as the re-lock pins them, when that needs no remote (None when one does): each at the commit
-    the lock records for it, its requirements read at its tree in the git cache as the re-lock reads them. The
-    lock's own record of a source's requirements never reaches uv: a hand-edited lock must not choose what uv
-    resolves (and builds)."""
+    """The sources as the re-lock pins them, when that needs no remote (None when one does, or the
+    lock's sources do not read): each at the commit the lock records for it, its requirements read
+    at its tree in the git cache as the re-lock reads them. The lock's own record of a source's
+    requirements never reaches uv: a hand-edited lock must not choose what uv resolves (and
+    builds)."""
     if not matrix.sources:
         return PinnedSources({}, (), ())
     # Imported here: a matrix without sources starts uv without git's modules.
     from envgen.resolve.git_sources import asks_remote, resolve_sources, sources_to_update
 
     moving = sources_to_update(matrix, update, upgrade)
-    previous = {} if moving is True else {s.source.name: s for s in recorded}
+    recorded = () if moving is True else recorded_sources(lock)
+    if recorded is None:
+        return None
+    previous = {s.source.name: s for s in recorded}
     remote = [s.name for s in matrix.sources if asks_remote(s, previous, moving, cache)]
     if remote:
         log.debug("no head start: source %s needs its remote", remote[0])

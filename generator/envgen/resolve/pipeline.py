@@ -10,10 +10,11 @@ from pathlib import Path
 
 from envgen.errors import InputError, ResolutionError
 from envgen.lockdiff.moves import SOLVER, Move, explain_conda, explain_pip, explain_sources, unavailable
+from envgen.lockio.conda_lock_yml import import_models
 from envgen.lockio.consistency import record, violations
 from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.input_hashes import input_hash, project_inputs
-from envgen.lockio.store import read_lock, write_lock
+from envgen.lockio.store import LockTexts, lock_of, write_lock
 from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Matrix, Pending, PipEntry
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
@@ -51,6 +52,7 @@ class Relocked:
 def relock(
     project: Project,
     matrix: Matrix,
+    previous_files: LockTexts,
     *,
     update: Collection[str] | bool,
     offline: bool,
@@ -62,17 +64,20 @@ def relock(
 ) -> Relocked:
     """Resolve everything for `matrix` and write the lock.
 
-    The previous lock (read once) gives the source commits to keep unless updated, and the versions the
-    resolvers prefer unless upgraded. `ahead` gives the uv runs a head start began (resolve/head_start.py), and
-    `pinned` the sources it pinned from the same kept commits, if it did; `before_write` may still stop the
-    re-lock (with an error) before anything is written.
+    The previous lock (its files as read, `previous_files`) gives the source commits to keep unless
+    updated, and the versions the resolvers prefer unless upgraded. `ahead` gives the uv runs a head
+    start began (resolve/head_start.py), and `pinned` the sources it pinned from the same kept
+    commits, if it did; `before_write` may still stop the re-lock (with an error) before anything is
+    written.
     """
     update = sources_to_update(matrix, update, upgrade)
-    previous = read_previous(project, matrix.name, afresh=update is True)
+    previous = read_previous(previous_files, afresh=update is True)
     kept_sources = {} if update is True or previous is None else {s.source.name: s for s in previous.sources}
     # The conda part needs nothing of the sources: each platform is solved while they are pinned.
-    pool = ThreadPoolExecutor(max_workers=len(matrix.platforms))
+    pool = ThreadPoolExecutor(max_workers=len(matrix.platforms) + 1)
     try:
+        # The writer's conda-lock, imported while the resolvers work (a lock read had it imported).
+        pool.submit(import_models)
         solving = {
             p: pool.submit(solve_conda_preferring, matrix, p, kept(conda_of(previous, p), upgrade), cache=cache)
             for p in matrix.platforms
@@ -95,13 +100,15 @@ def relock(
     return Relocked(lock, tuple(moved) + tuple(m for p in matrix.platforms for m in platforms[p].moves))
 
 
-def read_previous(project: Project, env: str, *, afresh: bool) -> Lock | None:
-    """The lock on disk, whose source commits and versions a re-lock keeps; None when there is no lock.
+def read_previous(texts: LockTexts, *, afresh: bool) -> Lock | None:
+    """The lock whose files are `texts`, whose source commits and versions a re-lock keeps; None
+    when there is no lock.
 
     An unreadable lock stops the re-lock, unless every source moves anyway (`afresh`): then it is ignored.
     """
+    env = texts.env
     try:
-        return read_lock(project, env)
+        return lock_of(texts)
     except InputError as exc:
         if afresh:
             log.warning("%s: ignoring the unreadable previous lock: %s", env, exc.message)

@@ -6,10 +6,10 @@ version while the inputs still allow it, so a re-lock moves only what its inputs
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+import tomli_w
 from packaging.version import InvalidVersion, Version
 
 from envgen.inputs.matrix_sections import PROJECT_NAME
@@ -48,10 +48,6 @@ def render_pylock(entries: Sequence[Pin]) -> str:
     like any other: an entry whose name or version is not valid is left out (uv would refuse the whole file),
     and that package is resolved afresh.
     """
-    lines = ['lock-version = "1.0"', 'created-by = "envgen"', ""]
-    for entry in sorted(entries, key=lambda e: package_key(e.name)):
-        if not _valid(entry):
-            continue
-        # A JSON string (ASCII, escaped) is a valid TOML basic string.
-        lines += ["[[packages]]", f"name = {json.dumps(entry.name)}", f"version = {json.dumps(entry.version)}", ""]
-    return "\n".join(lines)
+    ordered = sorted(entries, key=lambda e: package_key(e.name))
+    packages = [{"name": e.name, "version": e.version} for e in ordered if _valid(e)]
+    return tomli_w.dumps({"lock-version": "1.0", "created-by": "envgen", "packages": packages})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import sys
@@ -10,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import tomli_w
 import uv
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
@@ -53,52 +53,44 @@ class Inputs:
     replaced: tuple[TracedRequirement, ...] = ()
 
 
-def _toml_str(value: str) -> str:
-    # A JSON string (ASCII, escaped) is a valid TOML basic string.
-    return json.dumps(value)
-
-
 def render_pyproject(inputs: Inputs, indexes: Sequence[IndexAccess], python_version: str) -> str:
     """The generated project uv resolves: dependencies, and per-package index pins for this platform."""
-    deps = "".join(f"    {_toml_str(r.text)},\n" for r in inputs.requirements if not r.constraint)
-    lines = [
-        "[project]",
-        f"name = {_toml_str(PROJECT_NAME)}",
-        'version = "0"',
-        f"requires-python = {_toml_str('>=' + python_version)}",
-        f"dependencies = [\n{deps}]",
-        "",
-        "[tool.uv.sources]",
-    ]
-    lines += [f"{_toml_str(name)} = {{ index = {_toml_str(index)} }}" for name, index in inputs.pins]
-    lines.append("")
+    project = {
+        "name": PROJECT_NAME,
+        "version": "0",
+        "requires-python": f">={python_version}",
+        "dependencies": [r.text for r in inputs.requirements if not r.constraint],
+    }
     # uv checks the names a source pins against the project's own index list, so it is repeated here.
-    lines += _render_indexes(indexes, "tool.uv.index")
-    return "\n".join(lines)
+    sources = {name: {"index": index} for name, index in inputs.pins}
+    uv = {"sources": sources, "index": _indexes(indexes)}
+    return tomli_w.dumps({"project": project, "tool": {"uv": uv}})
 
 
-def _render_indexes(indexes: Sequence[IndexAccess], table: str) -> list[str]:
-    lines: list[str] = []
+def _indexes(indexes: Sequence[IndexAccess]) -> list[dict[str, object]]:
     first_default = next((i.name for i in indexes if not i.explicit), None)
+    tables: list[dict[str, object]] = []
     for index in indexes:
-        lines += [f"[[{table}]]", f"name = {_toml_str(index.name)}", f"url = {_toml_str(index.url)}"]
+        table: dict[str, object] = {"name": index.name, "url": index.url}
         if index.explicit:
-            lines.append("explicit = true")
+            table["explicit"] = True
         elif index.name == first_default:
-            lines.append("default = true")
-        lines.append("")
-    return lines
+            table["default"] = True
+        tables.append(table)
+    return tables
 
 
 def render_uv_config(indexes: Sequence[IndexAccess], overrides: Sequence[str]) -> str:
-    """The uv.toml given with --config-file: the matrix's indexes, overrides and trusted hosts, nothing else."""
+    """The uv.toml given with --config-file: the matrix's indexes, overrides and trusted hosts,
+    nothing else."""
     trusted = sorted({i.trusted_host for i in indexes if i.trusted_host})
-    lines = [
-        f"override-dependencies = [{', '.join(_toml_str(o) for o in overrides)}]",
-        f"allow-insecure-host = [{', '.join(_toml_str(h) for h in trusted)}]",
-        "",
-    ]
-    return "\n".join(lines + _render_indexes(indexes, "index"))
+    return tomli_w.dumps(
+        {
+            "override-dependencies": list(overrides),
+            "allow-insecure-host": trusted,
+            "index": _indexes(indexes),
+        }
+    )
 
 
 def uv_environment(indexes: Sequence[IndexAccess], cache: Path, environ: Mapping[str, str]) -> dict[str, str]:

@@ -11,6 +11,7 @@ from envgen.lockio.exports.names import nix_name, pylock_name, recorded_hash, re
 from envgen.lockio.exports.nix import expected_nix, parse_nix, render_nix
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
 from envgen.lockio.exports.requirements_txt import expected_requirements, parse_requirements, render_requirements
+from envgen.lockio.store import read_derived
 from envgen.model import Lock, Matrix
 
 
@@ -58,13 +59,12 @@ def _differences(found: Sequence[object], wanted: Sequence[object]) -> list[str]
 def derived_problem(locks_dir: Path, file: Derived, lock: Lock) -> str | None:
     """Why locks/<file> does not match `lock` (missing, from another lock, other artifacts or hashes, edited),
     or None when it is byte-identical to what the lock renders."""
-    path = locks_dir / file.name
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        text = read_derived(locks_dir, file.name)
+    except InputError as exc:
+        return exc.message
+    if text is None:
         return f"locks/{file.name} is missing"
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"cannot read locks/{file.name}: {exc}"
     if text == file.text:
         return None
     recorded = recorded_hash(text)

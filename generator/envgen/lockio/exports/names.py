@@ -7,6 +7,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from envgen.errors import InputError
+from envgen.lockio.store import read_derived
+
 _INPUT_HASH = re.compile(r"envgen-input-hash: ([0-9a-f]+)|input-hash = \"([0-9a-f]+)\"")
 
 
@@ -39,10 +42,9 @@ def derived_present(locks_dir: Path, env: str, platforms: Sequence[str], input_h
     headers, renders nothing; `derived.derived_problems` compares the whole text)."""
     for name in derived_names(env, platforms):
         try:
-            with (locks_dir / name).open(encoding="utf-8") as handle:
-                head = handle.read(1024)
-        except (OSError, UnicodeDecodeError):
+            text = read_derived(locks_dir, name)
+        except InputError:
             return False
-        if recorded_hash(head) != input_hash:
+        if text is None or recorded_hash(text) != input_hash:
             return False
     return True

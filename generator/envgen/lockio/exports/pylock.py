@@ -9,13 +9,13 @@ from posixpath import basename
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import tomli_w
 from packaging.utils import canonicalize_name
 
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting
 from envgen.lockio.exports.common import bare_url, entry_index, header
 from envgen.lockio.exports.names import pylock_name
-from envgen.lockio.toml_text import string, value
 from envgen.model import Lock, PipEntry
 from envgen.platforms import PLATFORMS
 
@@ -31,43 +31,43 @@ def _filename(url: str) -> str:
     return unquote(basename(urlsplit(url).path))
 
 
-def _package(lock: Lock, entry: PipEntry, names: AbstractSet[str]) -> list[str]:
-    lines = [f"name = {string(canonicalize_name(entry.name))}", f"version = {string(entry.version)}"]
+def _package(lock: Lock, entry: PipEntry, names: AbstractSet[str]) -> dict[str, Any]:
+    package: dict[str, Any] = {"name": canonicalize_name(entry.name), "version": entry.version}
     depends = sorted({canonicalize_name(d) for d, _ in entry.depends} & names)
     if depends:
-        lines.append(f"dependencies = {value([{'name': name} for name in depends])}")
+        package["dependencies"] = [{"name": name} for name in depends]
     index = entry_index(lock, entry)
     hashes = {"sha256": entry.sha256}
     if index is None:
-        return [*lines, f"archive = {value({'url': bare_url(entry.url), 'hashes': hashes})}"]
-    lines.append(f"index = {string(bare_url(index.url))}")
+        return package | {"archive": {"url": bare_url(entry.url), "hashes": hashes}}
+    package["index"] = bare_url(index.url)
     file = {"name": _filename(entry.url), "url": bare_url(entry.url), "hashes": hashes}
-    return [*lines, f"sdist = {value(file)}" if entry.sdist else f"wheels = {value([file])}"]
+    return package | ({"sdist": file} if entry.sdist else {"wheels": [file]})
 
 
 def render_pylock(lock: Lock, platform: str) -> str:
-    """One platform's pip artifacts as PEP 751 (lock-version 1.0): per package its version, the index it came
-    from, and the one file the lock chose with its URL and sha256. The git sources are the recipe's job.
-    Written in tomlkit's layout (lockio/toml_text.py), which wrote these files before: the same lock, the same
-    bytes."""
+    """One platform's pip artifacts as PEP 751 (lock-version 1.0): per package its version, the
+    index it came from, and the one file the lock chose with its URL and sha256. The git sources are
+    the recipe's job."""
     lines = header(lock, f"The pip packages of env {lock.env} for {platform} as a PEP 751 lock.")
     lines.append(f"# Install: uv pip install -r locks/{pylock_name(lock.env, platform)}")
     if lock.sources:
-        lines.append(f'# then the git sources: sh locks/{lock.env}.install.sh --prefix "$VIRTUAL_ENV"')
-    lines += [f"lock-version = {string(LOCK_VERSION)}", f"environments = [{string(environment_marker(platform))}]"]
+        recipe = f"locks/{lock.env}.install.sh"
+        lines.append(f'# then the git sources: sh {recipe} --prefix "$VIRTUAL_ENV"')
+    document: dict[str, Any] = {
+        "lock-version": LOCK_VERSION,
+        "environments": [environment_marker(platform)],
+    }
     python = lock.python_for(platform)
     if python:
-        minor = ".".join(python.split(".")[:2])
-        lines.append(f"requires-python = {string(f'=={minor}.*')}")
-    lines.append(f"created-by = {string('envgen')}")
+        document["requires-python"] = f"=={'.'.join(python.split('.')[:2])}.*"
+    document["created-by"] = "envgen"
     entries = sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))
     names = {canonicalize_name(e.name) for e in entries}
-    for entry in entries:
-        lines += ["", "[[packages]]", *_package(lock, entry, names)]
+    document["packages"] = [_package(lock, entry, names) for entry in entries]
     tool = {"env": lock.env, "platform": platform, "input-hash": lock.input_hash}
-    lines += ["", "[tool.envgen]", *(f"{key} = {string(value)}" for key, value in tool.items())]
-    # tomlkit wrote an empty array of tables above everything else: kept, so such files stay byte-identical.
-    return ("" if entries else "packages = []\n") + "\n".join(lines) + "\n"
+    document["tool"] = {"envgen": tool}
+    return "\n".join(lines) + "\n" + tomli_w.dumps(document)
 
 
 # --- reading one back -------------------------------------------------------------------------------------
