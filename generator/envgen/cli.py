@@ -95,7 +95,7 @@ def lock_command(
     per platform what moved and why.
     """
     from envgen.commands.lock import lock_envs, summarize, summary_lines
-    from envgen.resolve.upgrade import Upgrade
+    from envgen.resolve.movable import Movable
 
     if update_all and update:
         raise click.UsageError("--update-all moves every source: give it or --update SOURCE, not both")
@@ -103,10 +103,10 @@ def lock_command(
     results = lock_envs(
         proj,
         proj.known_envs(envs),
-        update=True if update_all else update,
+        update=Movable.sources(update_all, update),
         force=force,
         offline=offline,
-        upgrade=Upgrade.of(upgrade, upgrade_packages),
+        upgrade=Movable.packages(upgrade, upgrade_packages),
         preflight=not no_preflight,
     )
     summaries = [summarize(r) for r in results]

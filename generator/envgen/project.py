@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envgen.errors import InputError
-from envgen.inputs.untrusted import env_name_problem
+from envgen.names import env_name_problem
 
 if TYPE_CHECKING:
     from envgen.model import Matrix

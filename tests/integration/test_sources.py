@@ -15,6 +15,7 @@ from envgen.example.gitrepos import GitRepo, python_project, side_commit
 from envgen.model import PYPROJECT, LockedSource, Matrix, Source
 from envgen.resolve.git_remote import ls_remote, upstream_commit
 from envgen.resolve.git_sources import resolve_sources
+from envgen.resolve.movable import Movable
 
 from tests.support.builders import make_matrix
 from tests.support.example import empty_git_config
@@ -76,9 +77,13 @@ def test_moving_branch_is_kept_until_updated(tmp_path: Path, cache: Path) -> Non
     previous = {"lib": first}
     assert [x.commit for x in resolve_sources(m, cache=cache, previous=previous)] == [old]
     assert upstream_commit(m.sources[0]) == new  # what a drift check sees
-    assert [x.commit for x in resolve_sources(m, cache=cache, previous=previous, update={"lib"})] == [new]
-    assert [x.commit for x in resolve_sources(m, cache=cache, previous=previous, update=True)] == [new]
-    assert [x.commit for x in resolve_sources(m, cache=cache, previous=previous, update={"other"})] == [old]
+
+    def commits(update: Movable) -> list[str]:
+        return [x.commit for x in resolve_sources(m, cache=cache, previous=previous, update=update)]
+
+    assert commits(Movable.sources(names=["lib"])) == [new]
+    assert commits(Movable.sources(everything=True)) == [new]
+    assert commits(Movable.sources(names=["other"])) == [old]
     # A changed ref is re-resolved even without update.
     changed = matrix(source("lib", repo, "main"))
     assert [x.commit for x in resolve_sources(changed, cache=cache, previous=previous)] == [repo.rev("main")]
@@ -347,4 +352,5 @@ def test_kept_commit_needs_no_remote_once_cached(tmp_path: Path, cache: Path) ->
     (again,) = resolve_sources(m, cache=cache, previous={"lib": first})
     assert again == first
     with pytest.raises(ResolutionError, match="cannot reach git remote"):
-        resolve_sources(m, cache=cache, previous={"lib": first}, update={"lib"})
+        update = Movable.sources(names=["lib"])
+        resolve_sources(m, cache=cache, previous={"lib": first}, update=update)

@@ -25,6 +25,7 @@ FOUNDATION = (
     "network",
     "logs",
     "scratch",
+    "names",
     "project",
 )
 # What each module (by dotted name below envgen, matched by prefix, the longest first) may import from envgen.
@@ -42,13 +43,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "network": ("errors", "interrupts"),
     "logs": (),
     "process": ("errors", "redact", "interrupts"),
-    "project": ("errors", "model", "inputs.untrusted"),
+    "project": ("errors", "model", "names"),
+    "names": (),
     "inputs": (*FOUNDATION, "inputs"),
     "resolve": (*FOUNDATION, "inputs", "resolve"),
-    "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "lockdiff.moves", "recipe"),
+    "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "recipe"),
     "resolve.head_start": (*FOUNDATION, "inputs", "resolve", "lockio.prediction", "lockio.store"),
     "lockio": (*FOUNDATION, "inputs.files", "inputs.toml_reader", "inputs.untrusted", "lockio"),
-    "lockio.consistency": (*FOUNDATION, "lockio", "resolve.uv_pylock"),
     "lockio.integrity": (*FOUNDATION, "inputs.files", "lockio", "recipe.render"),
     "recipe": (*FOUNDATION, "inputs.untrusted"),
     "installer": (*FOUNDATION, "lockio.exports", "lockio.integrity", "recipe", "resolve.conda_stage"),
@@ -61,7 +62,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bundle",
     ),
     "lockdiff": (*FOUNDATION, "lockdiff.compare"),
-    "lockdiff.moves": (*FOUNDATION, "resolve.upgrade"),
     "lockdiff.revisions": (*FOUNDATION, "inputs.files", "inputs.untrusted", "lockdiff", "lockio"),
     "commands": (
         *FOUNDATION,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,13 +16,14 @@ from envgen.inputs.toml_reader import did_you_mean
 from envgen.lockio.exports.names import derived_present
 from envgen.lockio.input_hashes import still_current
 from envgen.lockio.store import LockTexts, read_files, recorded_inputs
+from envgen.names import package_key
 from envgen.project import Project, cache_dir
-from envgen.resolve.upgrade import NO_UPGRADE, Upgrade, package_key
+from envgen.resolve.movable import NOTHING, Movable
 
 if TYPE_CHECKING:
-    from envgen.lockdiff.moves import Move
     from envgen.model import Lock, Matrix
     from envgen.resolve.head_start import HeadStart
+    from envgen.resolve.moves import Move
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +46,11 @@ def lock_env(
     project: Project,
     env: str,
     *,
-    update: Collection[str] | bool = (),
+    update: Movable = NOTHING,
     force: bool = False,
     offline: bool = False,
     cache: Path | None = None,
-    upgrade: Upgrade = NO_UPGRADE,
+    upgrade: Movable = NOTHING,
 ) -> LockResult:
     """Lock one env, without the preflight; a no-op when the recorded inputs are unchanged (unless forced,
     updating or upgrading)."""
@@ -135,9 +136,9 @@ def _glibc_floor(matrix_path: Path) -> str | None:
 
 @dataclass(frozen=True)
 class _Options:
-    update: Collection[str] | bool
+    update: Movable
     offline: bool
-    upgrade: Upgrade
+    upgrade: Movable
     cache: Path
     relocking: bool
 
@@ -146,10 +147,10 @@ def lock_envs(
     project: Project,
     envs: Sequence[str],
     *,
-    update: Collection[str] | bool = (),
+    update: Movable = NOTHING,
     force: bool = False,
     offline: bool = False,
-    upgrade: Upgrade = NO_UPGRADE,
+    upgrade: Movable = NOTHING,
     preflight: bool = True,
     cache: Path | None = None,
 ) -> list[LockResult]:
@@ -164,11 +165,11 @@ def lock_envs(
     """
     # Each env's lock files read once here, again under its mutex (another run may have written).
     files = {env: read_files(project, env) for env in envs}
-    if update is not True and update:
+    if update.names:
         check_update_names(project, files, update)
-    if upgrade.packages:
-        check_upgrade_names(project, files, upgrade.packages)
-    relocking = bool(force or update or upgrade != NO_UPGRADE)
+    if upgrade.names:
+        check_upgrade_names(project, files, upgrade)
+    relocking = bool(force or update or upgrade)
     options = _Options(update, offline, upgrade, cache or cache_dir(), relocking)
     fresh = {env: None if relocking else unchanged_hash(project, files[env]) for env in envs}
     stale = [env for env in envs if fresh[env] is None]
@@ -259,7 +260,7 @@ def ask_hosts(
         moving = sources_to_update(matrix, options.update, options.upgrade)  # as the re-lock will read them
         # The whole lock, as the re-lock reads it (parsed once: the re-lock finds it parsed): a lock that does
         # not read is bad input, reported before any host is (exit 2).
-        previous = read_previous(files[matrix.name], afresh=moving is True)
+        previous = read_previous(files[matrix.name], afresh=moving.everything)
         kept = {} if previous is None else {s.source.name: s for s in previous.sources}
         relocks.append(Relock(matrix, kept, moving))
     preflight(relocks, cache=options.cache, offline=options.offline)
@@ -291,12 +292,12 @@ def known_sources(project: Project, files: Mapping[str, LockTexts]) -> set[str]:
 def check_update_names(
     project: Project,
     files: Mapping[str, LockTexts],
-    update: Collection[str],
+    update: Movable,
 ) -> None:
     """InputError for a name in `update` that no env has as a source, rather than a lock that moves nothing."""
     envs = list(files)
     known = known_sources(project, files)
-    unknown = sorted(set(update) - known)
+    unknown = update.unknown(known)
     if unknown:
         names = ", ".join(sorted(known)) or "none"
         raise InputError(
@@ -309,7 +310,7 @@ def check_update_names(
 def check_upgrade_names(
     project: Project,
     files: Mapping[str, LockTexts],
-    names: Collection[str],
+    upgrade: Movable,
 ) -> None:
     """InputError for an `--upgrade-package` name that is no package or source of any env, before any work."""
     from envgen.inputs.matrix import load_env
@@ -321,7 +322,7 @@ def check_upgrade_names(
         known |= {package_key(p.name) for p in matrix.packages}
         known |= {package_key(spec.split()[0]) for spec in matrix.conda_specs if spec.split()}
         known |= {package_key(n) for n in _locked_names(texts)}
-    unknown = sorted(set(names) - known)
+    unknown = upgrade.unknown(known)
     if unknown:
         raise InputError(
             f"--upgrade-package {unknown[0]}: no package or source of that name in {', '.join(envs)} "

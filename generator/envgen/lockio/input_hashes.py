@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from envgen.errors import InputError
 from envgen.inputs.files import read_input_text
-from envgen.inputs.untrusted import name_problem
+from envgen.names import name_problem
 from envgen.platforms import glibc_virtual_packages, virtual_packages
 from envgen.project import Project
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,20 +21,22 @@ from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git_cache import CachedRepo, apply_cherry_picks, cached_repo, has_commits
 from envgen.resolve.git_remote import ls_remote, resolve_ref
 from envgen.resolve.git_submodules import lock_submodules
+from envgen.resolve.movable import NOTHING, Movable
 from envgen.resolve.source_metadata import BuildSettings, Declared, declared_dependencies
 from envgen.resolve.source_requirements import digest_files, read_requirements, split_requirements
-from envgen.resolve.upgrade import Upgrade
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-def kept_commit(source: Source, previous: Mapping[str, LockedSource], update: Collection[str] | bool) -> str | None:
+def kept_commit(
+    source: Source,
+    previous: Mapping[str, LockedSource],
+    update: Movable,
+) -> str | None:
     """The recorded commit to keep, if the source is unchanged and not asked to update."""
-    if update is True:
-        return None
     old = previous.get(source.name)
-    if old is None or (update and source.name in update):
+    if old is None or update.covers(source.name):
         return None
     # A lock records URLs without credentials: compare them so.
     recorded = (strip_credentials(old.source.url), old.source.ref, old.source.cherry_picks)
@@ -43,21 +45,25 @@ def kept_commit(source: Source, previous: Mapping[str, LockedSource], update: Co
 
 
 def asks_remote(
-    source: Source, previous: Mapping[str, LockedSource], update: Collection[str] | bool, cache: Path
+    source: Source,
+    previous: Mapping[str, LockedSource],
+    update: Movable,
+    cache: Path,
 ) -> bool:
-    """Whether pinning `source` asks its remote: for its refs (a commit not kept, a ref not a full commit) or for
-    a commit or cherry-pick the git cache lacks."""
+    """Whether pinning `source` asks its remote: for its refs (a commit not kept, a ref not a full
+    commit) or for a commit or cherry-pick the git cache lacks."""
     commit = kept_commit(source, previous, update)
     if commit is None and is_full_commit(source.ref):
         commit = source.ref.lower()
     return commit is None or not has_commits(cache, source.url, (commit, *source.cherry_picks))
 
 
-def sources_to_update(matrix: Matrix, update: Collection[str] | bool, upgrade: Upgrade) -> Collection[str] | bool:
-    """The sources that move to their ref's current commit: `--update`'s, and those `--upgrade` covers."""
-    if update is True or upgrade.everything:
-        return True
-    return sorted(set(update or ()) | {s.name for s in matrix.sources if upgrade.covers(s.name)})
+def sources_to_update(matrix: Matrix, update: Movable, upgrade: Movable) -> Movable:
+    """The sources that move to their ref's current commit: `--update`'s, and those `--upgrade`
+    covers."""
+    if update.everything or upgrade.everything:
+        return Movable.sources(everything=True)
+    return update.including(s.name for s in matrix.sources if upgrade.covers(s.name))
 
 
 def _pin(
@@ -187,13 +193,13 @@ def resolve_sources(
     *,
     cache: Path,
     previous: Mapping[str, LockedSource] | None = None,
-    update: Collection[str] | bool = (),
+    update: Movable = NOTHING,
     jobs: int = 4,
 ) -> tuple[LockedSource, ...]:
     """Pin every source of `matrix` (and the git requirements they bring) to a commit, in install order.
 
     `cache` is envgen's cache directory (repositories live in `cache/git/`). A source whose url, ref and
-    cherry-picks match its `previous` record keeps that commit unless named in `update` (or update is True).
+    cherry-picks match its `previous` record keeps that commit unless `update` covers it.
     Sources are resolved `jobs` at a time; git requirements found in their files are pinned in a second round
     and placed right after the source that names them.
     """

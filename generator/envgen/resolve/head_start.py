@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +28,9 @@ from envgen.lockio.prediction import predict, recorded_sources
 from envgen.lockio.store import LockTexts
 from envgen.model import LockedSource, Matrix
 from envgen.process import Running
+from envgen.resolve.movable import Movable
 from envgen.resolve.pip_stage import gather_inputs, ordered_indexes
 from envgen.resolve.preferences import kept
-from envgen.resolve.upgrade import Upgrade
 from envgen.resolve.uv_compile import UvJob, UvOutcome, execute, plan_uv_compile
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class PinnedSources:
     """The sources a head start pinned, and from what: the commits kept (by source name), the sources moving."""
 
     kept: dict[str, str]
-    update: Collection[str] | bool
+    update: Movable
     sources: tuple[LockedSource, ...]
 
 
@@ -91,9 +91,7 @@ class HeadStart:
             self._runs[job] = run
             self._started.append(run)
 
-    def pinned(
-        self, kept: Mapping[str, LockedSource], update: Collection[str] | bool
-    ) -> tuple[LockedSource, ...] | None:
+    def pinned(self, kept: Mapping[str, LockedSource], update: Movable) -> tuple[LockedSource, ...] | None:
         """The sources the head start pinned, when it pinned them from these kept commits and `update` (the
         re-lock then need not pin them again); else None."""
         pinned = self._sources
@@ -141,8 +139,8 @@ def head_start(
     *,
     cache: Path,
     offline: bool,
-    upgrade: Upgrade,
-    update: Collection[str] | bool,
+    upgrade: Movable,
+    update: Movable,
 ) -> HeadStart:
     """Start uv for every platform the lock of `matrix` (its files as read, `previous`) predicts a
     python for: none without a lock, or when a source needs its remote to be pinned (the preflight
@@ -191,8 +189,8 @@ def _pinned_sources(
     matrix: Matrix,
     lock: LockTexts,
     cache: Path,
-    update: Collection[str] | bool,
-    upgrade: Upgrade,
+    update: Movable,
+    upgrade: Movable,
 ) -> PinnedSources | None:
     """The sources as the re-lock pins them, when that needs no remote (None when one does, or the
     lock's sources do not read): each at the commit the lock records for it, its requirements read
@@ -200,12 +198,12 @@ def _pinned_sources(
     requirements never reaches uv: a hand-edited lock must not choose what uv resolves (and
     builds)."""
     if not matrix.sources:
-        return PinnedSources({}, (), ())
+        return PinnedSources({}, Movable(), ())
     # Imported here: a matrix without sources starts uv without git's modules.
     from envgen.resolve.git_sources import asks_remote, resolve_sources, sources_to_update
 
     moving = sources_to_update(matrix, update, upgrade)
-    recorded = () if moving is True else recorded_sources(lock)
+    recorded = () if moving.everything else recorded_sources(lock)
     if recorded is None:
         return None
     previous = {s.source.name: s for s in recorded}

@@ -18,6 +18,7 @@ from envgen import platforms
 from envgen.errors import ConflictError, EnvgenError, InputError, VerificationError
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
+from envgen.names import vcs_of
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import overrides, uv_pylock
 from envgen.resolve.uv_compile import (
@@ -113,7 +114,7 @@ def _source_requirements(
     for locked in sources:
         for req in locked.requirements:
             parsed = _parse(req.text, req.origin)
-            if uv_pylock.is_vcs(parsed):
+            if vcs_of(parsed.url):
                 log.debug("%s: %s is a git requirement, locked as a source", req.origin, parsed.name)
                 continue
             if canonicalize_name(parsed.name) in excluded:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envgen.errors import InputError, ResolutionError
-from envgen.lockdiff.moves import SOLVER, Move, explain_conda, explain_pip, explain_sources, unavailable
 from envgen.lockio.conda_lock_yml import import_models
 from envgen.lockio.consistency import record, violations
 from envgen.lockio.exports.derived import derived_files
@@ -20,15 +19,16 @@ from envgen.project import Project
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import CondaSolve, admits, python_version, solve_conda_preferring
 from envgen.resolve.git_sources import resolve_sources, sources_to_update
+from envgen.resolve.movable import NOTHING, Movable
+from envgen.resolve.moves import SOLVER, Move, explain_conda, explain_pip, explain_sources, unavailable
 from envgen.resolve.pip_stage import PypiLock, lock_pypi, still_offered
 from envgen.resolve.preferences import kept
-from envgen.resolve.upgrade import NO_UPGRADE, Upgrade
 from envgen.resolve.uv_compile import NOTHING_AHEAD, Ahead
 
 log = logging.getLogger(__name__)
 
 # The sources pinned already from these kept commits and this `update`, if they were (resolve/head_start.py).
-Pinned = Callable[[Mapping[str, LockedSource], Collection[str] | bool], "tuple[LockedSource, ...] | None"]
+Pinned = Callable[[Mapping[str, LockedSource], Movable], "tuple[LockedSource, ...] | None"]
 
 
 @dataclass(frozen=True)
@@ -54,10 +54,10 @@ def relock(
     matrix: Matrix,
     previous_files: LockTexts,
     *,
-    update: Collection[str] | bool,
+    update: Movable,
     offline: bool,
     cache: Path,
-    upgrade: Upgrade = NO_UPGRADE,
+    upgrade: Movable = NOTHING,
     ahead: Ahead = NOTHING_AHEAD,
     pinned: Pinned = lambda kept, update: None,
     before_write: Callable[[], None] = lambda: None,
@@ -71,8 +71,8 @@ def relock(
     written.
     """
     update = sources_to_update(matrix, update, upgrade)
-    previous = read_previous(previous_files, afresh=update is True)
-    kept_sources = {} if update is True or previous is None else {s.source.name: s for s in previous.sources}
+    previous = read_previous(previous_files, afresh=update.everything)
+    kept_sources = {} if update.everything or previous is None else {s.source.name: s for s in previous.sources}
     # The conda part needs nothing of the sources: each platform is solved while they are pinned.
     pool = ThreadPoolExecutor(max_workers=len(matrix.platforms) + 1)
     try:
@@ -132,7 +132,7 @@ def lock_platforms(
     cache: Path,
     offline: bool,
     previous: Lock | None = None,
-    upgrade: Upgrade = NO_UPGRADE,
+    upgrade: Movable = NOTHING,
     ahead: Ahead = NOTHING_AHEAD,
 ) -> dict[str, PlatformLock]:
     """Per platform, concurrently: the conda solve `solving` it (it decides the exact python), then pip for that
@@ -171,7 +171,7 @@ def lock_platforms(
 
 
 def pip_moves(
-    matrix: Matrix, platform: str, before: Sequence[PipEntry], pypi: PypiLock, upgrade: Upgrade, offline: bool
+    matrix: Matrix, platform: str, before: Sequence[PipEntry], pypi: PypiLock, upgrade: Movable, offline: bool
 ) -> list[Move]:
     """What moved on the pip side of `platform`; a version gone from its index is warned about."""
     moves = explain_pip(platform, before, pypi.entries, pypi.requirements, upgrade)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ from envgen.redact import redact_text, redact_url
 from envgen.resolve.git_remote import MIRROR_HINT, bare_url, git_env
 from envgen.resolve.git_sources import asks_remote
 from envgen.resolve.index_client import IndexClient
+from envgen.resolve.movable import NOTHING, Movable
 
 # Seconds one probe may take: a reachable host answers a single request in well under that.
 PROBE_TIMEOUT = 10.0
@@ -59,11 +60,11 @@ def host_of(url: str) -> str:
 @dataclass(frozen=True)
 class Relock:
     """An env about to be re-locked: its matrix, the sources its lock on disk records (their commits are kept
-    unless updated) and the `update` asked for (source names, or True for all)."""
+    unless updated) and the sources that move (`update`)."""
 
     matrix: Matrix
     previous: Mapping[str, LockedSource] = field(default_factory=dict)
-    update: Collection[str] | bool = ()
+    update: Movable = NOTHING
 
 
 def targets(relocks: Sequence[Relock], *, cache: Path, offline: bool = False) -> list[Target]:
