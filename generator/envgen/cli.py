@@ -94,7 +94,8 @@ def lock_command(
     A re-lock keeps every version and commit of the previous lock that the inputs still allow, and says
     per platform what moved and why.
     """
-    from envgen.commands.lock import lock_envs, summarize, summary_lines
+    from envgen.commands.lock import lock_envs
+    from envgen.commands.lock_report import summarize, summary_lines
     from envgen.resolve.movable import Movable
 
     if update_all and update:

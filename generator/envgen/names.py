@@ -1,5 +1,5 @@
-"""Names: one spelling of a package across pip and conda, what an env, source or profile name may be,
-and which version control a requirement's URL names (pure; light, since every command imports it)."""
+"""Names: one spelling of a package across pip and conda, what an env, source or profile name may
+be, and which version control a requirement's URL names (pure; light, every command imports it)."""
 
 from __future__ import annotations
 

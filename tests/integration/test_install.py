@@ -23,7 +23,7 @@ from envgen.platforms import host_platform
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import solve_conda
 
-from tests.support.builders import conda_entry, make_lock, make_matrix
+from tests.support.builders import at, conda_entry, make_lock, make_matrix
 from tests.support.venvs import fresh_venv
 
 HOST = host_platform()
@@ -177,7 +177,7 @@ def test_conda_part_is_installed_by_rattler_and_hash_checked(tmp_path: Path) -> 
     root = tmp_path / "served"
     write_channel(root / "demo", demo_packages())
     with serve_directory(root) as base:
-        entries = solve_conda(_conda_matrix(f"{base}/demo"), HOST, cache=tmp_path / "cache")
+        entries = solve_conda(_conda_matrix(f"{base}/demo"), HOST, at(tmp_path / "cache"))
         lock = demo_lock(conda=entries)
         recipe = write_recipe(lock, tmp_path / "demo.install.sh")
         prefix = tmp_path / "env"

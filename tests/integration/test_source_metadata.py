@@ -16,7 +16,7 @@ from envgen.model import FILES, Index, LockedSource, Matrix, PipPackage, Source
 from envgen.resolve.git_sources import resolve_sources
 from envgen.resolve.pip_stage import lock_pypi
 
-from tests.support.builders import make_matrix
+from tests.support.builders import at, make_matrix
 from tests.support.example import empty_git_config
 
 SETUPTOOLS_BUILD = '[build-system]\nrequires = ["setuptools>=70"]\nbuild-backend = "setuptools.build_meta"\n'
@@ -76,13 +76,13 @@ def test_setup_py_install_requires_read_by_real_setuptools_from_the_loopback_ind
         },
     )
     matrix = index_matrix(index, source("dyn", repo, requirements=("requirements.txt",)))
-    (locked,) = resolve_sources(matrix, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(matrix, at(tmp_path / "cache"))
     assert locked.metadata_fallback is None
     found = origins(locked)
     # The file counts on its own, and again through the metadata build; the file's origin comes first.
     assert found == {"base<2": "source dyn: requirements.txt:1", "six": "source dyn: requirements.txt:2"}
     bare = index_matrix(index, source("dyn", repo))
-    (locked,) = resolve_sources(bare, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(bare, at(tmp_path / "cache"))
     assert origins(locked) == {
         "base<2": "source dyn: setup.py install_requires",
         "six": "source dyn: setup.py install_requires",
@@ -91,12 +91,13 @@ def test_setup_py_install_requires_read_by_real_setuptools_from_the_loopback_ind
     caplog.set_level(logging.INFO, logger="envgen")
     # Only the re-lock's records: an earlier test's CLI run may have left the envgen logger at INFO already.
     caplog.clear()
-    resolve_sources(bare, cache=tmp_path / "cache")
+    resolve_sources(bare, at(tmp_path / "cache"))
     assert "declared dependencies from the build backend" not in caplog.text, "a re-lock must not rebuild"
     built = sorted((tmp_path / "cache" / "source-metadata").glob("*.json"))
     assert len(built) == 1
     # Other build variables are another build.
-    resolve_sources(index_matrix(index, source("dyn", repo, env=(("X", "1"),))), cache=tmp_path / "cache")
+    other = index_matrix(index, source("dyn", repo, env=(("X", "1"),)))
+    resolve_sources(other, at(tmp_path / "cache"))
     assert len(sorted((tmp_path / "cache" / "source-metadata").glob("*.json"))) == 2
 
 
@@ -107,7 +108,7 @@ def test_static_pep621_dependencies_are_read_without_a_build(tmp_path: Path, ind
         'dependencies = [\n  "base>=2",\n  "docs-tool ; extra == \'doc\'",\n]\n'
     )
     repo = GitRepo.create(tmp_path / "stat", {"pyproject.toml": pyproject})
-    (locked,) = resolve_sources(index_matrix(index, source("stat", repo)), cache=tmp_path / "cache")
+    (locked,) = resolve_sources(index_matrix(index, source("stat", repo)), at(tmp_path / "cache"))
     assert locked.metadata_fallback is None
     # An extra's requirement never applies to `pip install -e .`.
     assert origins(locked) == {"base>=2": "source stat: pyproject.toml:9"}
@@ -120,7 +121,7 @@ def test_a_failing_metadata_build_falls_back_to_the_files_warns_and_is_recorded(
     repo = backend_project(tmp_path / "needy", "needy", require_env={"NEEDY_DEVICE": "npu"}, dependencies=("six",))
     repo.commit({"requirements.txt": "base\n"}, "requirements")
     matrix = index_matrix(index, source("needy", repo, requirements=("requirements.txt",)))
-    (locked,) = resolve_sources(matrix, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(matrix, at(tmp_path / "cache"))
     assert locked.metadata_fallback is not None
     assert "refuses to build: set NEEDY_DEVICE=npu" in locked.metadata_fallback
     assert origins(locked) == {"base": "source needy: requirements.txt:1"}
@@ -131,11 +132,11 @@ def test_a_failing_metadata_build_falls_back_to_the_files_warns_and_is_recorded(
     fixed = index_matrix(
         index, source("needy", repo, requirements=("requirements.txt",), env=(("NEEDY_DEVICE", "npu"),))
     )
-    (locked,) = resolve_sources(fixed, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(fixed, at(tmp_path / "cache"))
     assert (locked.metadata_fallback, set(origins(locked))) == (None, {"base", "six"})
     # "files" counts only the files: no build is attempted.
     files_only = index_matrix(index, source("needy", repo, requirements=("requirements.txt",), dependencies=FILES))
-    (locked,) = resolve_sources(files_only, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(files_only, at(tmp_path / "cache"))
     assert (locked.metadata_fallback, set(origins(locked))) == (None, {"base"})
 
 
@@ -146,14 +147,13 @@ def test_a_vcs_discovered_source_has_its_declared_dependencies_honoured(tmp_path
     matrix = index_matrix(
         index, source("parent", parent, requirements=("requirements.txt",)), packages=(PipPackage("base"),)
     )
-    sources = resolve_sources(matrix, cache=tmp_path / "cache")
+    sources = resolve_sources(matrix, at(tmp_path / "cache"))
     assert [s.source.name for s in sources] == ["parent", "queue"]
     assert origins(sources[1]) == {"base<2": "source queue: pyproject.toml (build backend metadata)"}
-    entries = {
-        e.name: e.version for e in lock_pypi(matrix, "linux-64", "3.11", sources, cache=tmp_path / "cache").entries
-    }
+    locked = lock_pypi(matrix, "linux-64", "3.11", sources, at(tmp_path / "cache"))
+    entries = {e.name: e.version for e in locked.entries}
     # base 2.1 is the newest release, but queue's metadata excludes it.
     assert entries == {"base": "1.5"}
     without = dataclasses.replace(sources[1], requirements=())
-    unchecked = lock_pypi(matrix, "linux-64", "3.11", (sources[0], without), cache=tmp_path / "cache")
+    unchecked = lock_pypi(matrix, "linux-64", "3.11", (sources[0], without), at(tmp_path / "cache"))
     assert {e.name: e.version for e in unchecked.entries} == {"base": "2.1"}

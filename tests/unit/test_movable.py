@@ -4,8 +4,7 @@ said so, and the sources an upgrade moves with `--update`'s."""
 from __future__ import annotations
 
 from envgen.model import Matrix, Source
-from envgen.resolve.git_sources import sources_to_update
-from envgen.resolve.movable import NOTHING, Movable
+from envgen.resolve.movable import NOTHING, Movable, sources_to_update
 
 from tests.support.builders import make_matrix
 
@@ -42,7 +41,8 @@ def _matrix(*names: str) -> Matrix:
 
 def test_an_upgraded_source_moves_with_the_updated_ones() -> None:
     matrix = _matrix("trainer", "rollout", "post")
-    moving = sources_to_update(matrix, Movable.sources(names=["post"]), Movable.packages(names=["Trainer"]))
+    update, upgrade = Movable.sources(names=["post"]), Movable.packages(names=["Trainer"])
+    moving = sources_to_update(matrix, update, upgrade)
     assert moving == Movable.sources(names=["post", "trainer"])
     assert not moving.covers("rollout")
     assert sources_to_update(matrix, NOTHING, Movable.packages(everything=True)).everything

@@ -22,6 +22,7 @@ from envgen.lockio.store import parse_lock_parts, read_files, recorded_inputs
 from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
+from envgen.resolve.git_remote import GitEnv
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def opened_bundle(project: Project, env: str, bundle: Path, platform: str) -> It
         mirrors = []
         for number, pack in enumerate(manifest.git):
             mirror = scratch / "mirrors" / f"{number}.git"
-            make_mirror(pack, unpacked / pack.path, mirror)
+            make_mirror(pack, unpacked / pack.path, mirror, GitEnv.read(os.environ))
             mirrors.append((pack, mirror))
         log.info("verified %d members of %s", len(manifest.members), bundle)
         yield OpenedBundle(

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from envgen.names import package_key
+
+if TYPE_CHECKING:
+    from envgen.model import Matrix
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,14 @@ class Movable:
     def unknown(self, known: Iterable[str]) -> list[str]:
         """The names given that are none of `known`, sorted."""
         return sorted(self.names - _keys(known))
+
+
+def sources_to_update(matrix: Matrix, update: Movable, upgrade: Movable) -> Movable:
+    """The sources of `matrix` that move to their ref's current commit: `--update`'s, and those
+    `--upgrade` covers."""
+    if update.everything or upgrade.everything:
+        return Movable.sources(everything=True)
+    return update.including(s.name for s in matrix.sources if upgrade.covers(s.name))
 
 
 def _keys(names: Iterable[str]) -> frozenset[str]:
