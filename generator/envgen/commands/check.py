@@ -135,7 +135,9 @@ def _load(project: Project, env: str) -> tuple[Lock, Matrix, tuple[str, ...]] | 
         raise no_lock(project, env)
     if checked.lock is None:
         return Step("static: lock parses", FAILED, "; ".join(checked.problems))
-    return checked.lock, load_env(project, env), checked.problems
+    # Named by the env asked for: an env read from the file (another, when edited) is an
+    # integrity problem, never the name of a message, file or hint.
+    return dataclasses.replace(checked.lock, env=env), load_env(project, env), checked.problems
 
 
 def _static_and_solve(
