@@ -63,10 +63,12 @@ def install_lock(
     profiles: Sequence[str],
     skip_cann: bool,
     bundle: Path | None = None,
+    lock_sha256: str | None = None,
 ) -> Path:
     """Install the lock of `env` for this host's platform into `prefix`; returns the prefix's absolute path.
 
-    With `bundle`, the lock and everything it names come from that bundle, with no network. Interrupted, a new
+    With `bundle`, everything the lock names comes from that bundle, with no network (trusted through the
+    project's lock, or `lock_sha256`). Interrupted, a new
     prefix is removed. A tampered lock (lockio/integrity.py) is refused with exit 4 before anything is
     installed."""
     with removed_if_interrupted(prefix.absolute()):
@@ -81,6 +83,7 @@ def install_lock(
                 installer=installer,
                 profiles=profiles,
                 skip_cann=skip_cann,
+                lock_sha256=lock_sha256,
             )
         # Refused before the prefix is touched when the lock's files are not as `envgen lock` wrote them.
         lock = require_intact(project, env)
