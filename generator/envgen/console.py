@@ -389,6 +389,7 @@ def reporting(command: str) -> Callable[[Callable[..., Outcome]], Callable[..., 
     def decorate(body: Callable[..., Outcome]) -> Callable[..., None]:
         @functools.wraps(body)
         def wrapper(*args: Any, **kwargs: Any) -> None:
+            interrupts.begin(command)
             flags = settings()
             setup(flags)
             started = time.monotonic()

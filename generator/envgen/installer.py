@@ -7,7 +7,6 @@ import logging
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -25,6 +24,7 @@ from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.process import TimedOut, run, tail
 from envgen.redact import redact_text
 from envgen.resolve.conda_stage import rattler_client, repodata_record
+from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -272,9 +272,9 @@ def install_pip(
             f"no python at {python} to install {len(entries)} pip packages into",
             hint="the locked conda packages must include python; for fixture channels use --venv",
         )
-    with tempfile.TemporaryDirectory(prefix="envgen-pip-") as tmp:
+    with scratch_dir("envgen-pip-") as tmp:
         if requirements is None:
-            requirements = Path(tmp) / "requirements.txt"
+            requirements = tmp / "requirements.txt"
             requirements.write_text(pip_requirements(entries))
         cmd = pip_install_command(installer, python, requirements, cache=cache, trusted=trusted, offline=offline)
         log.info("installing %d pip packages with %s from %s into %s", len(entries), installer, requirements, prefix)
@@ -327,7 +327,7 @@ def run_recipe(
         output = redact_text(tail(proc.stderr + proc.stdout), credentials.secrets)
         raise ToolError(
             f"{recipe} --prefix {prefix} failed (exit {proc.returncode}):\n{output}",
-            hint="the last lines above name the source and step; fix it and run again (finished steps are kept)",
+            hint="the last lines above name the source and step; fix it and run again",
         )
     return proc.stderr
 

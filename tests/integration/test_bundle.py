@@ -266,14 +266,26 @@ def test_check_from_the_bundle_with_nothing_served_and_no_project(offline: Bundl
 
 def test_the_conda_part_installs_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
     """rattler links the bundle's packages with no channel; the example's python is a stand-in, so the install
-    stops, as a networked one would, once the conda part is in place."""
+    stops, as a networked one would, once the conda part is in place. A new prefix is then removed
+    (half an env would look installed); one that held an env before is left as far as the install
+    got, and says so."""
     prefix = tmp_path / "prefix"
     cache = tmp_path / "cold-cache"  # rattler's package cache too: nothing of the example in it
     args = ("install", ENV, "--from-bundle", str(offline.bundle), "--root", str(offline.root))
-    code, out = invoke(*args, "--prefix", str(prefix), env={"ENVGEN_CACHE_DIR": str(cache)})
+    args += ("--prefix",)
+    code, out = invoke(*args, str(prefix), env={"ENVGEN_CACHE_DIR": str(cache)})
     assert code == 4 and "pip packages installed through it would land elsewhere" in out, out
+    assert f"the partly installed {prefix} was removed" in out, out
+    assert not prefix.exists()
+    (prefix / "conda-meta").mkdir(parents=True)
+    (prefix / "conda-meta" / "history").write_text("an env was here\n")
+    code, out = invoke(*args, str(prefix), env={"ENVGEN_CACHE_DIR": str(cache)})
+    assert code == 4, out
+    assert f"{prefix} held an env before and is left as far as the install got" in out, out
     assert (prefix / "lib" / "libdemo.txt").read_text() == f"libdemo 1.0 for {HOST}\n"
     assert list((prefix / "conda-meta").glob("libdemo-1.0-*.json"))
+    assert (prefix / "conda-meta" / "history").read_text() == "an env was here\n"
+    assert not list((tmp_path / "tmp").iterdir())
 
 
 def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run_resumes(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,3 +31,33 @@ def test_kept_when_asked(tmp_path: Path) -> None:
     finally:
         (path / "file").unlink()
         path.rmdir()
+
+
+def test_an_interrupt_while_the_directory_is_made_or_removed_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C right after mkdtemp made the directory, and as its removal starts: before, the first
+    left it (the interrupt came before the helper took charge of it), the second half removed."""
+    real_mkdtemp, real_rmtree = tempfile.mkdtemp, shutil.rmtree
+    made: list[str] = []
+
+    def mkdtemp(prefix: str) -> str:
+        made.append(real_mkdtemp(prefix=prefix, dir=tmp_path))
+        os.kill(os.getpid(), signal.SIGINT)
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    with pytest.raises(KeyboardInterrupt), scratch_dir("envgen-test-"):
+        pass
+    assert made and not os.path.exists(made[0])
+    monkeypatch.undo()
+
+    def rmtree(path: str, ignore_errors: bool = False) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        real_rmtree(path, ignore_errors=ignore_errors)
+
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    with pytest.raises(KeyboardInterrupt), scratch_dir("envgen-test-") as path:
+        for n in range(200):
+            (path / f"f{n}").write_text("x")
+    assert not path.exists()
