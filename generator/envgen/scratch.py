@@ -3,46 +3,45 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
-import signal
 import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 # Where pip, uv, git, venv/ensurepip and the recipe's tools make their temporary files.
 _TMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 
 
-_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM held back meanwhile, then delivered: an interrupt never lands between
-    making a directory and taking charge of it, nor half-way through removing one."""
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
-
-
 @contextmanager
 def scratch_dir(prefix: str, *, keep: bool = False) -> Iterator[Path]:
     """A new directory in the system's temp dir, removed on success, failure and interrupt unless
-    `keep`."""
-    with ExitStack() as stack:
-        with _signals_held():
-            path = Path(tempfile.mkdtemp(prefix=prefix))
-            if not keep:
-                stack.callback(_removed, path)
+    `keep`. It is made inside the block that removes it, so an interrupt as it is made leaves
+    nothing (a name of 64 random bits is never taken)."""
+    path = Path(tempfile.gettempdir()) / f"{prefix}{secrets.token_hex(8)}"
+    try:
+        path.mkdir(mode=0o700)
         yield path
+    except FileExistsError:
+        keep = True  # another's, never removed
+        raise
+    finally:
+        if not keep:
+            _removed(path)
 
 
 def _removed(path: Path) -> None:
-    with _signals_held():
-        shutil.rmtree(path, ignore_errors=True)
+    """`path` removed to the end: a Ctrl-C meanwhile (a second one) takes effect once it is gone."""
+    interrupted = False
+    while True:
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 @contextmanager
