@@ -26,6 +26,7 @@ FOUNDATION = (
     "logs",
     "scratch",
     "project",
+    "outputs",
 )
 # What each module (by dotted name below envgen, matched by prefix, the longest first) may import from envgen.
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -43,6 +44,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "logs": (),
     "process": ("errors", "redact", "interrupts"),
     "project": ("errors", "model", "inputs.untrusted"),
+    "outputs": ("errors", "project"),
     "inputs": (*FOUNDATION, "inputs"),
     "resolve": (*FOUNDATION, "inputs", "resolve"),
     "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "lockdiff.moves", "recipe"),
@@ -54,6 +56,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "installer": (*FOUNDATION, "lockio.exports", "lockio.integrity", "recipe", "resolve.conda_stage"),
     "bundle": (
         *FOUNDATION,
+        "inputs.files",
         "inputs.untrusted",
         "resolve.index_client",
         "resolve.git_cache",
