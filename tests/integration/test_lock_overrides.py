@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator
 
 import pytest
@@ -106,3 +107,30 @@ def test_a_host_the_lock_has_no_part_for_gets_a_verdict_naming_the_skipped_env(
     code, out, _ = envgen(example, "check", ENV, "--no-solve", "--require-env")
     assert code == 4
     assert out.startswith(f"check {ENV} (linux-ppc64le): FAILED (env skipped: the lock has no linux-ppc64le part")
+
+
+def test_an_override_of_the_matrixs_own_pin_is_told_and_recorded_as_what_it_replaces(
+    example: Example,
+) -> None:
+    # The override leaves the matrix's ==4.57.6 for 5.5.4, which rollout's >=5.0 accepts.
+    text = example.matrix.read_text()
+    pinned = 'requirement = "demo-transformers==4.57.6"'
+    assert pinned in text
+    example.matrix.write_text(text.replace(pinned, pinned.replace("4.57.6", "5.5.4")))
+    code, _, err = envgen(example, "lock", ENV)
+    assert code == 0, err
+    key = "pip.packages.demo-transformers.version"
+    pin = f"demo-transformers==4.57.6 (env-templates/demo.toml: {key})"
+    for platform in ("linux-64", "linux-aarch64"):
+        told = f"{platform}: override demo-transformers==5.5.4, locked 5.5.4: replaces {pin}"
+        assert f"{told}; 1 already satisfied" in err, err
+    assert "overrules nothing" not in err
+    sources = tomllib.loads((example.root / "locks" / f"{ENV}.sources.toml").read_text())
+    (override,) = sources["overrides"]
+    recorded = [(r["text"], r["file"], r.get("key"), r.get("source")) for r in override["replaced"]]
+    assert recorded == [
+        ("demo-transformers==4.57.6", "env-templates/demo.toml", key, None),
+        ("demo-transformers>=5.0", "requirements.txt", None, "rollout"),
+    ]
+    code, out, _ = envgen(example, "check", ENV, "--no-env")
+    assert code == 0, out

@@ -63,12 +63,14 @@ def global_overrides(overrides: Sequence[Override]) -> list[str]:
 def replaced(
     override: Override, requirements: Sequence[TracedRequirement], environment: Mapping[str, str]
 ) -> tuple[TracedRequirement, ...]:
-    """The upstream requirements of the direct layer (sources') on the override's name that apply here."""
+    """The requirements of the direct layer on the override's name that apply here: the matrix's
+    own pin (the override takes its place, as it does the sources'), and the sources'
+    requirements."""
     name = canonicalize_name(override.name)
     out = []
     for req in requirements:
         parsed = Pep508(req.text)
-        if req.origin.source is None or canonicalize_name(parsed.name) != name:
+        if canonicalize_name(parsed.name) != name:
             continue
         if parsed.marker is None or parsed.marker.evaluate({**environment, "extra": ""}):
             out.append(req)
@@ -109,7 +111,8 @@ def describe(platform: str, override: Override, verdict: Verdict, version: str |
         return f"{head}: replaces {shown}{tail} (reason: {override.reason})"
     if satisfied:
         return f"{head}: overrules nothing here, {satisfied} (reason: {override.reason})"
-    return f"{head}: no requirement of the sources on {override.name} here (reason: {override.reason})"
+    nobody = f"nothing of the matrix or its sources requires {override.name} here"
+    return f"{head}: {nobody} (reason: {override.reason})"
 
 
 def applied(override: Override, replaced_here: Sequence[TracedRequirement]) -> AppliedOverride:
