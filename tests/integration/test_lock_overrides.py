@@ -134,3 +134,42 @@ def test_an_override_of_the_matrixs_own_pin_is_told_and_recorded_as_what_it_repl
     ]
     code, out, _ = envgen(example, "check", ENV, "--no-env")
     assert code == 0, out
+
+
+@pytest.fixture
+def extended(example: Example) -> Iterator[Example]:
+    """The example with `demo-x`, which extends demo and writes only its name and one pin."""
+    path = example.root / "env-templates" / f"{EXTENDED}.toml"
+    head = f'schema = 1\nextends = "demo"\n\n[env]\nname = "{EXTENDED}"\n'
+    path.write_text(f"{head}\n[pip.packages]\n{PEFT}\n")
+    yield example
+    path.unlink()
+    for lock in (example.root / "locks").glob(f"{EXTENDED}.*"):
+        lock.unlink()
+
+
+EXTENDED = "demo-x"
+PEFT = 'demo-peft = { version = "==0.18.0" }'
+
+
+def test_what_an_extending_matrix_inherits_is_attributed_to_the_file_that_wrote_it(
+    extended: Example,
+) -> None:
+    # demo-peft 0.18.0 needs demo-transformers>=5.0, which the inherited override excludes.
+    code, _, err = envgen(extended, "lock", EXTENDED)
+    assert code == 3, err
+    own = f"env-templates/{EXTENDED}.toml: pip.packages.demo-peft.version"
+    inherited = "env-templates/demo.toml: overrides.demo-transformers.requirement"
+    assert f"  demo-peft==0.18.0  ({own})\n" in err
+    assert f"  demo-transformers==4.57.6  ({inherited})\n" in err
+    # Where to add a key is still the env's own file.
+    assert f"(requirement + reason) to env-templates/{EXTENDED}.toml" in err
+    path = extended.root / "env-templates" / f"{EXTENDED}.toml"
+    path.write_text(path.read_text().replace(PEFT, "demo-peft = {}"))
+    code, _, err = envgen(extended, "lock", EXTENDED)
+    assert code == 0, err
+    sources = tomllib.loads((extended.root / "locks" / f"{EXTENDED}.sources.toml").read_text())
+    (override,) = sources["overrides"]
+    pin = next(r for r in override["replaced"] if r.get("key"))
+    pinned = ("env-templates/demo.toml", "pip.packages.demo-transformers.version")
+    assert (pin["file"], pin["key"]) == pinned

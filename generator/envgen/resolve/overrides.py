@@ -17,29 +17,28 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envgen.model import AppliedOverride, Origin, Override, TracedRequirement
+from envgen.model import AppliedOverride, Matrix, Origin, Override, TracedRequirement
 
 
 def _name(text: str) -> str:
     return canonicalize_name(Pep508(text).name)
 
 
-def override_origin(matrix_path: str, override: Override) -> Origin:
-    return Origin(file=matrix_path, key=f"overrides.{override.name}.requirement")
+def override_origin(matrix: Matrix, override: Override) -> Origin:
+    return matrix.origin("overrides", override.name, "requirement")
 
 
 def scope(
-    overrides: Sequence[Override],
-    requirements: Sequence[TracedRequirement],
-    excluded: Collection[str],
-    matrix_path: str,
+    matrix: Matrix, requirements: Sequence[TracedRequirement], excluded: Collection[str]
 ) -> tuple[TracedRequirement, ...]:
-    """`requirements` with every one on an overridden name replaced by the override's requirement.
+    """`requirements` with every one on a name `matrix` overrides replaced by the override's
+    requirement.
 
     The override is a requirement where the direct layer required the name, and a constraint where only a
     `-c` file or third-party metadata brings it (an override limits versions; it never adds a package).
     Names a source provides or a pending package holds stay out, as every requirement on them does.
     """
+    overrides = matrix.overrides
     by_name = {canonicalize_name(o.name): o for o in overrides if canonicalize_name(o.name) not in excluded}
     kept: list[TracedRequirement] = []
     required: set[str] = set()
@@ -50,7 +49,7 @@ def scope(
         elif not req.constraint:
             required.add(name)
     for name, override in sorted(by_name.items()):
-        origin = override_origin(matrix_path, override)
+        origin = override_origin(matrix, override)
         kept.append(TracedRequirement(override.requirement, origin, constraint=name not in required))
     return tuple(kept)
 
