@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from envgen.model import FILES, Index, LockedSource, Matrix, PipPackage, Source
 from envgen.platforms import host_platform
 from envgen.resolve.git_sources import resolve_sources
 from envgen.resolve.pip_stage import lock_pypi
+from pyproject_hooks import BuildBackendWarning
 
 from tests.support.builders import make_matrix
 from tests.support.example import empty_git_config
@@ -266,3 +268,25 @@ def test_a_build_requirement_the_matrix_takes_from_an_index_on_this_platform_com
     )
     assert "needs's build depends on helper>=2" in locked.metadata_fallback
     assert "\n" not in locked.metadata_fallback and "envgen-inputs" not in locked.metadata_fallback
+
+
+def test_a_build_backends_warnings_are_logged_at_debug_not_printed(
+    tmp_path: Path, index: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # setuptools warns of an option it does not know (as MindSpeed's setup.py makes it do).
+    setup_py = 'from setuptools import setup\n\nsetup(name="warns", version="1", bug_data=1)\n'
+    files = {"pyproject.toml": SETUPTOOLS_BUILD, "setup.py": setup_py}
+    matrix = index_matrix(index, source("warns", GitRepo.create(tmp_path / "warns", files)))
+    caplog.set_level(logging.DEBUG, logger="envgen")
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        shown = warnings.showwarning
+        (locked,) = resolve_sources(matrix, cache=tmp_path / "cache")
+        # Python's own display is back once no build runs.
+        assert warnings.showwarning is shown
+    assert locked.metadata_fallback is None
+    assert [str(w.message) for w in escaped if issubclass(w.category, BuildBackendWarning)] == []
+    told = [r for r in caplog.records if "its build backend warns" in r.getMessage()]
+    assert told and {r.levelno for r in told} == {logging.DEBUG}
+    unknown = "source warns: its build backend warns: Unknown distribution option: 'bug_data'"
+    assert unknown in {r.getMessage() for r in told}
