@@ -290,3 +290,29 @@ def test_a_build_backends_warnings_are_logged_at_debug_not_printed(
     assert told and {r.levelno for r in told} == {logging.DEBUG}
     unknown = "source warns: its build backend warns: Unknown distribution option: 'bug_data'"
     assert unknown in {r.getMessage() for r in told}
+
+
+DYNAMIC = SETUPTOOLS_BUILD + '\n[project]\nname = "{name}"\nversion = "1"\n'
+DYNAMIC += 'dynamic = ["dependencies"]\n'
+
+
+def test_declared_dependencies_are_labelled_by_the_file_that_declares_them(
+    tmp_path: Path,
+    index: str,
+) -> None:
+    # As verl: dependencies dynamic in pyproject.toml, the list in setup.py's install_requires.
+    setup_py = 'from setuptools import setup\n\nsetup(install_requires=["base<2"])\n'
+    files = {"pyproject.toml": DYNAMIC.format(name="likeverl"), "setup.py": setup_py}
+    likeverl = source("likeverl", GitRepo.create(tmp_path / "likeverl", files))
+    # As TransferQueue: dynamic dependencies read from the file [tool.setuptools.dynamic] names.
+    pyproject = DYNAMIC.format(name="liketq") + "\n[tool.setuptools.dynamic]\n"
+    pyproject += 'dependencies = { file = ["requirements.txt"] }\n'
+    files = {"pyproject.toml": pyproject, "requirements.txt": "six\n# the floor\nbase<2\n"}
+    liketq = source("liketq", GitRepo.create(tmp_path / "liketq", files))
+    found = resolve_sources(index_matrix(index, likeverl, liketq), cache=tmp_path / "cache")
+    assert [s.metadata_fallback for s in found] == [None, None]
+    assert origins(found[0]) == {"base<2": "source likeverl: setup.py install_requires"}
+    assert origins(found[1]) == {
+        "six": "source liketq: requirements.txt:1 (dynamic)",
+        "base<2": "source liketq: requirements.txt:3 (dynamic)",
+    }

@@ -43,7 +43,7 @@ from envgen.commits import is_full_commit
 from envgen.errors import InputError, ToolError
 from envgen.inputs.channels import IndexAccess
 from envgen.inputs.files import bounded_nesting
-from envgen.inputs.requirements import Line, parse_pyproject
+from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
 from envgen.inputs.untrusted import one_line
 from envgen.model import Origin, Source, TracedRequirement
 from envgen.process import run, tail
@@ -118,12 +118,11 @@ def declared_dependencies(
         return Declared(tuple(line for line in lines if not _needs_extra(line.requirement)))
     if data is None and read("setup.py") is None:
         return Declared(fallback="it has neither pyproject.toml nor setup.py")
-    file, key = _label(project, data, read)
     version = stated_version(source.ref, commit)
     requires, error = _cached_build(source, tree, export, settings, version)
     if error:
         return Declared(fallback=error)
-    return Declared(tuple(Line(text=text, file=file, line=0, key=key) for text in requires))
+    return Declared(_declared_lines(requires, data, read, context))
 
 
 def _project_table(data: bytes, context: str) -> dict[str, Any] | None:
@@ -136,14 +135,39 @@ def _project_table(data: bytes, context: str) -> dict[str, Any] | None:
     return project if isinstance(project, dict) else None
 
 
-def _label(project: Mapping[str, object] | None, data: bytes | None, read: Reader) -> tuple[str, str]:
-    """Where the backend's answer comes from, as an origin a person recognises (file, what in it)."""
-    if project is not None and data is not None:
-        named = _dynamic_files(tomllib.loads(data.decode("utf-8", errors="replace")))
-        return "pyproject.toml", f"(dynamic, {', '.join(named)})" if named else "(dynamic)"
+def _declared_lines(
+    requires: Sequence[str],
+    pyproject: bytes | None,
+    read: Reader,
+    context: str,
+) -> tuple[Line, ...]:
+    """The backend's requirements with where each is declared, as a person would look for it: the
+    file `[tool.setuptools.dynamic]` reads dependencies from (and the line, when found there), else
+    setup.py's `install_requires`, else the backend's metadata."""
+    toml = pyproject.decode("utf-8", errors="replace") if pyproject is not None else ""
+    named = _dynamic_files(tomllib.loads(toml))
+    if named:
+        written = _lines_in(named, read, context)
+        found = ((text, *written.get(text, (named[0], 0))) for text in requires)
+        return tuple(Line(text, file, line, key="(dynamic)") for text, file, line in found)
+    file, key = "pyproject.toml", "(build backend metadata)"
     if read("setup.py") is not None:
-        return "setup.py", "install_requires"
-    return "pyproject.toml", "(build backend metadata)"
+        file, key = "setup.py", "install_requires"
+    return tuple(Line(text=text, file=file, line=0, key=key) for text in requires)
+
+
+def _lines_in(files: Sequence[str], read: Reader, context: str) -> dict[str, tuple[str, int]]:
+    """Each requirement of `files` (canonically spelled) with the first file and line holding it;
+    a file that does not read as requirements gives none (the label is only a pointer)."""
+    found: dict[str, tuple[str, int]] = {}
+    for name in files:
+        try:
+            lines = parse_requirement_files((name,), read, context=context).lines
+        except InputError:
+            continue
+        for line in lines:
+            found.setdefault(line.text, (line.file, line.line))
+    return found
 
 
 def _dynamic_files(pyproject: Mapping[str, object]) -> list[str]:
