@@ -10,6 +10,7 @@
         The table env x runner x verdict from the `envgen check --json` results in DIR (<artifact>/<env>.json),
         as markdown on stdout and appended to $GITHUB_STEP_SUMMARY; exit 1 unless every pair passed.
 
+A config, a --changed file or an --include that cannot be used is one line on stderr and exit 2.
 Standard library only, so the workflow runs it with any Python 3.11.
 """
 
@@ -33,11 +34,28 @@ class ConfigError(Exception):
     """The runner config is malformed: the message names the file and key."""
 
 
+class UsageError(Exception):
+    """An argument the workflow passed is unusable (a file that cannot be read, JSON that is not):
+    the message names it."""
+
+
+def read_text(path: Path, what: str) -> str:
+    """The UTF-8 text of `path`; UsageError naming it (`what`) when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{what} {path}: {_why(exc)}") from exc
+
+
+def _why(exc: OSError | UnicodeDecodeError) -> str:
+    return (exc.strerror or str(exc)) if isinstance(exc, OSError) else "not UTF-8"
+
+
 def read_config(path: Path) -> tuple[dict[str, list[str]], int]:
     """{env: [labels]} and the queue minutes from ci/npu-runners.toml, every name checked."""
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     minutes = data.get("queue-minutes", DEFAULT_QUEUE_MINUTES)
     if not isinstance(minutes, int) or isinstance(minutes, bool) or not 1 <= minutes <= 1440:
@@ -87,19 +105,52 @@ def plan(
     return include, notes
 
 
-def check_result(document: dict) -> dict:
+def _is_result(result: object) -> bool:
+    """A check result: an object whose `steps` is a list of objects, each with a string name and
+    status."""
+    if not isinstance(result, dict) or not isinstance(result.get("steps", []), list):
+        return False
+    return all(
+        isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("status"), str)
+        for s in result.get("steps", [])
+    )
+
+
+def check_result(document: object) -> dict | None:
     """The one result of an `envgen check --json` envelope; a check that stopped with an error (no lock, a
-    malformed file) becomes a failed result naming it."""
+    malformed file) becomes a failed result naming it. None when `document` is no such envelope."""
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        return None
     if document["results"]:
-        return document["results"][0]
-    error = document.get("error") or {}
-    return {"ok": False, "steps": [{"name": error.get("message", "no result"), "status": "failed"}]}
+        result = document["results"][0]
+        return result if _is_result(result) else None
+    error = document.get("error")
+    message = error.get("message") if isinstance(error, dict) else None
+    return {"ok": False, "steps": [{"name": str(message or "no result"), "status": "failed"}]}
 
 
-def verdict(result: dict | None) -> str:
-    """One table cell from an `envgen check --json` result (None: the job left no result)."""
+def read_result(path: Path) -> dict | str | None:
+    """The check result a job left at `path`: None when it left none, a reason when unusable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot be read ({_why(exc)})"
+    try:
+        result = check_result(json.loads(text))
+    except (ValueError, RecursionError):
+        result = None
+    return "is not `envgen check --json` output" if result is None else result
+
+
+def verdict(result: dict | str | None) -> str:
+    """One table cell from an `envgen check --json` result (None: the job left no result; a string:
+    why the result it left is unusable)."""
     if result is None:
         return "no result: no runner picked the job up in time, or it stopped before the check"
+    if isinstance(result, str):
+        return f"**failed**: the result {result}"
     steps = result.get("steps", [])
     if result.get("ok"):
         skipped = sum(1 for s in steps if s["status"] == "skipped")
@@ -113,16 +164,30 @@ def summary(include: Sequence[dict[str, str]], results: Path) -> tuple[str, bool
     lines = ["## NPU checks (`envgen check ENV --require-npu`)", "", "| env | runner | verdict |", "|---|---|---|"]
     passed = True
     for entry in include:
-        path = results / entry["artifact"] / f"{entry['env']}.json"
-        try:
-            result = check_result(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, IndexError, TypeError):
-            result = None
-        passed = passed and bool(result and result.get("ok"))
+        result = read_result(results / entry["artifact"] / f"{entry['env']}.json")
+        passed = passed and isinstance(result, dict) and bool(result.get("ok"))
         lines.append(f"| {entry['env']} | `{entry['runner']}` | {verdict(result)} |")
     if not include:
         lines.append("| - | - | no env has both a lock and a runner label |")
     return "\n".join(lines) + "\n", passed
+
+
+def read_include(text: str) -> list[dict[str, str]]:
+    """`--include` as `matrix` printed it: a JSON list of {env, runner, artifact}, plain names."""
+    try:
+        include = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"--include is not JSON: {exc}") from exc
+    if not isinstance(include, list) or not all(map(_is_entry, include)):
+        raise UsageError("--include is not a list of {env, runner, artifact} as `matrix` prints")
+    return include
+
+
+def _is_entry(entry: object) -> bool:
+    keys = ("env", "runner", "artifact")
+    if not isinstance(entry, dict):
+        return False
+    return all(isinstance(entry.get(k), str) and NAME.fullmatch(entry[k]) for k in keys)
 
 
 def _append(variable: str, text: str) -> None:
@@ -142,20 +207,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     table.add_argument("--include", required=True, help="the matrix entries, as `matrix` printed them")
     table.add_argument("--results", type=Path, required=True, help="where the result artifacts were downloaded")
     args = parser.parse_args(argv)
-    if args.command == "summary":
-        text, passed = summary(json.loads(args.include), args.results)
-        print(text, end="")
-        _append("GITHUB_STEP_SUMMARY", text)
-        return 0 if passed else 1
     try:
-        labels, minutes = read_config(args.root / args.config)
-    except ConfigError as exc:
+        return _summary(args) if args.command == "summary" else _matrix(args)
+    except (ConfigError, UsageError) as exc:
         print(f"npu-check: {exc}", file=sys.stderr)
         return 2
+
+
+def _summary(args: argparse.Namespace) -> int:
+    text, passed = summary(read_include(args.include), args.results)
+    print(text, end="")
+    _append("GITHUB_STEP_SUMMARY", text)
+    return 0 if passed else 1
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    labels, minutes = read_config(args.root / args.config)
     # A pull request names its lock files: only env names are envs (the rest reach no summary, no matrix).
     names = (p.name.removesuffix(".yml") for p in (args.root / "locks").glob("*.yml"))
     locked = sorted(name for name in names if NAME.fullmatch(name))
-    only = touched(locked, args.changed.read_text().splitlines()) if args.changed else None
+    changed = read_text(args.changed, "--changed").splitlines() if args.changed else None
+    only = touched(locked, changed) if changed is not None else None
     include, notes = plan(labels, locked, only)
     for note in notes:
         print(f"npu-check: {note}", file=sys.stderr)

@@ -19,14 +19,27 @@ while IFS=$'\t' read -r _added _deleted path; do
     esac
 done < <(git apply --numstat -- "$out/relock.patch")
 
-git apply --index -- "$out/relock.patch"
-# --numstat names only the new side of a rename or copy: every path the index now changes, both sides.
-while IFS= read -r -d '' path; do
+refuse() { echo "relock-pr: $1; refusing" >&2 && exit 1; }
+
+# Applied to the index only: nothing of the patch is ever written to the work tree (no symlink).
+git apply --cached -- "$out/relock.patch"
+# --numstat names only the new side of a rename or copy: every path the index now changes, both
+# sides, each a regular file (no symlink, no gitlink) under locks/, none of git's own files
+# (.gitattributes can name filters).
+while IFS= read -r -d '' meta && IFS= read -r -d '' path; do
+    read -r _old_mode new_mode _ <<<"${meta#:}"
     case $path in
         locks/*) ;;
         *) echo "relock-pr: the patch touches $path, outside locks/; refusing" >&2 && exit 1 ;;
     esac
-done < <(git diff --cached --no-renames --name-only -z HEAD)
+    case /$path in
+        */.git*) refuse "the patch touches $path, one of git's own files" ;;
+    esac
+    case $new_mode in
+        100644 | 100755 | 000000) ;;
+        *) refuse "the patch makes $path mode $new_mode, not a regular file" ;;
+    esac
+done < <(git diff --cached --no-renames --raw -z HEAD)
 envs=$(paste -sd ' ' "$out/changed-envs.txt")
 git -c user.name="github-actions[bot]" -c user.email="41898282+github-actions[bot]@users.noreply.github.com" \
     commit --quiet -m "Re-lock $envs" -m "Written by the relock workflow (ci/relock.py); the pull request says what moved."

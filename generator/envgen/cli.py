@@ -11,6 +11,8 @@ import click
 
 from envgen.console import (
     Outcome,
+    bundle_options,
+    bundle_project,
     common_options,
     current_project,
     download_display,
@@ -167,7 +169,7 @@ def export_command(env: str, fmt: str, platform: str | None, output: Path | None
     text = export_lock(proj, env, fmt, platform=platform)
     if output is None:
         return Outcome(results=[{"env": env, "format": fmt, "output": None, "text": text}], text=text)
-    write_export(output, text)
+    write_export(proj, output, text)
     outcome = Outcome(results=[{"env": env, "format": fmt, "output": str(output)}])
     outcome.note(f"{env}: {fmt} written to {output}")
     return outcome
@@ -279,11 +281,7 @@ INSTALLER = click.option(
 @click.option("--profile", "profiles", multiple=True, metavar="NAME", help="An optional activation profile.")
 @click.option("--skip-cann", is_flag=True, help="Skip the sources that need CANN (the env is then incomplete).")
 @INSTALLER
-@click.option(
-    "--from-bundle",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Install offline from this bundle (envgen bundle), every member verified first.",
-)
+@bundle_options
 @common_options
 @reporting("install")
 def install_command(
@@ -294,14 +292,13 @@ def install_command(
     skip_cann: bool,
     installer: str,
     from_bundle: Path | None,
+    lock_sha256: str | None,
 ) -> Outcome:
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the recipe."""
     from envgen.commands.install import install_lock
     from envgen.project import cache_dir
 
-    proj = current_project(required=from_bundle is None)
-    if from_bundle is None:  # a bundle brings its own lock
-        proj.known_envs([env], locked=True)
+    proj = bundle_project(env, from_bundle, lock_sha256, locked=True)
     installed = install_lock(
         proj,
         env,
@@ -312,6 +309,7 @@ def install_command(
         profiles=profiles,
         skip_cann=skip_cann,
         bundle=from_bundle,
+        lock_sha256=lock_sha256,
     )
     outcome = Outcome(results=[{"env": env, "prefix": str(installed), "profiles": list(profiles)}])
     outcome.note(f"{env}: installed into {installed}")
@@ -340,7 +338,8 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
     display = download_display(settings())
     summary = bundle_env(proj, env, output, platforms=platforms, cache=cache_dir(), display=display)
     result = {"env": env, "path": str(summary.path), "files": summary.files, "size": summary.size}
-    outcome = Outcome(results=[result | {"downloaded": summary.downloaded, "seconds": round(summary.seconds, 1)}])
+    result |= {"downloaded": summary.downloaded, "seconds": round(summary.seconds, 1)}
+    outcome = Outcome(results=[result | {"lock_sha256": summary.lock_sha256}])
     outcome.note(summary.describe(env))
     return outcome
 
@@ -355,7 +354,7 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
 @click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")
 @click.option("--no-solve", is_flag=True, help="Skip re-resolving the pip set (it needs the indexes).")
 @click.option("--no-env", is_flag=True, help="Skip the throwaway env: static checks and the re-solve only.")
-@click.option("--from-bundle", type=click.Path(dir_okay=False, path_type=Path), help="Offline, from this bundle.")
+@bundle_options
 @INSTALLER
 @click.option(
     "--require-env",
@@ -374,15 +373,14 @@ def check_command(
     installer: str,
     require_env: bool,
     from_bundle: Path | None,
+    lock_sha256: str | None,
 ) -> Outcome:
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and imports."""
     from envgen.commands.check import check_env
     from envgen.commands.check_report import render_report
     from envgen.project import cache_dir
 
-    proj = current_project(required=from_bundle is None)
-    if from_bundle is None:  # a bundle brings its own lock
-        proj.known_envs([env])
+    proj = bundle_project(env, from_bundle, lock_sha256, locked=False)
     report = check_env(
         proj,
         env,
@@ -395,6 +393,7 @@ def check_command(
         installer="uv" if installer == "uv" else "pip",
         require_env=require_env,
         bundle=from_bundle,
+        lock_sha256=lock_sha256,
     )
     outcome = Outcome(results=[report.as_dict()], text=render_report(report), exit_code=report.exit_code)
     if report.kept:

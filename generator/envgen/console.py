@@ -228,6 +228,40 @@ def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+# install and check take a bundle the same way: trusted through the project's lock, or the hash.
+_FROM = "Offline, from this bundle (envgen bundle), each member checked against the lock."
+_LOCK_SHA256 = (
+    "With --from-bundle and no lock of ENV under --root (no checkout): the content hash of the "
+    "lock the bundle must carry, as `envgen bundle` printed it. Required then, checked when given."
+)
+_BUNDLE = (
+    click.option("--from-bundle", type=click.Path(dir_okay=False, path_type=Path), help=_FROM),
+    click.option("--lock-sha256", metavar="HASH", help=_LOCK_SHA256),
+)
+
+
+def bundle_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_BUNDLE):
+        func = option(func)
+    return func
+
+
+def bundle_project(
+    env: str,
+    bundle: Path | None,
+    lock_sha256: str | None,
+    *,
+    locked: bool,
+) -> Project:
+    """The project of `install` or `check`; with a bundle, which brings its lock, none is needed."""
+    if lock_sha256 is not None and bundle is None:
+        raise click.UsageError("--lock-sha256 goes with --from-bundle")
+    project = current_project(required=bundle is None)
+    if bundle is None:
+        project.known_envs([env], locked=locked)
+    return project
+
+
 @dataclass
 class Outcome:
     """What a command produced: its JSON results, its text for stdout (the data it exists to print), its notes
@@ -362,6 +396,7 @@ def reporting(command: str) -> Callable[[Callable[..., Outcome]], Callable[..., 
     def decorate(body: Callable[..., Outcome]) -> Callable[..., None]:
         @functools.wraps(body)
         def wrapper(*args: Any, **kwargs: Any) -> None:
+            interrupts.begin(command)
             flags = settings()
             setup(flags)
             started = time.monotonic()

@@ -7,7 +7,6 @@ import logging
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -25,6 +24,7 @@ from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.process import TimedOut, run, tail
 from envgen.redact import redact_text
 from envgen.resolve.conda_stage import rattler_client, repodata_record
+from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -272,9 +272,9 @@ def install_pip(
             f"no python at {python} to install {len(entries)} pip packages into",
             hint="the locked conda packages must include python; for fixture channels use --venv",
         )
-    with tempfile.TemporaryDirectory(prefix="envgen-pip-") as tmp:
+    with scratch_dir("envgen-pip-") as tmp:
         if requirements is None:
-            requirements = Path(tmp) / "requirements.txt"
+            requirements = tmp / "requirements.txt"
             requirements.write_text(pip_requirements(entries))
         cmd = pip_install_command(installer, python, requirements, cache=cache, trusted=trusted, offline=offline)
         log.info("installing %d pip packages with %s from %s into %s", len(entries), installer, requirements, prefix)
@@ -327,9 +327,26 @@ def run_recipe(
         output = redact_text(tail(proc.stderr + proc.stdout), credentials.secrets)
         raise ToolError(
             f"{recipe} --prefix {prefix} failed (exit {proc.returncode}):\n{output}",
-            hint="the last lines above name the source and step; fix it and run again (finished steps are kept)",
+            hint="the last lines above name the source and step; fix it and run again",
         )
     return proc.stderr
+
+
+def _check_request(lock: Lock, platform: str, profiles: Sequence[str]) -> None:
+    """The platform and profiles asked for must be the lock's."""
+    if platform not in lock.platforms:
+        raise InputError(
+            f"the lock of {lock.env} has no {platform} part (it has {', '.join(lock.platforms)})",
+            hint=f"add {platform} to [env] platforms and re-lock",
+        )
+    known = [p.name for p in lock.profiles]
+    unknown = [p for p in profiles if p not in known]
+    if unknown:
+        listed = ", ".join(known) or "none"
+        raise InputError(
+            f"the lock of {lock.env} has no profile {', '.join(map(repr, unknown))}",
+            hint=f"known profiles: {listed} (they are [activation.profiles] in the matrix)",
+        )
 
 
 def install_env(
@@ -356,33 +373,25 @@ def install_env(
     `recipe_environ` is the recipe's environment (a bundle's sends git to local mirrors). `credentials` are
     those of the lock's channels, indexes and git sources, each used for its own host only.
     """
-    if platform not in lock.platforms:
-        raise InputError(
-            f"the lock of {lock.env} has no {platform} part (it has {', '.join(lock.platforms)})",
-            hint=f"add {platform} to [env] platforms and re-lock",
-        )
-    known = [p.name for p in lock.profiles]
-    unknown = [p for p in profiles if p not in known]
-    if unknown:
-        raise InputError(
-            f"the lock of {lock.env} has no profile {', '.join(map(repr, unknown))}",
-            hint=f"known profiles: {', '.join(known) or 'none'} (they are [activation.profiles] in the matrix)",
-        )
+    _check_request(lock, platform, profiles)
     verify_recipe(lock, recipe)
+    entries = lock.pip_for(platform)
+    # Every artifact located before the prefix is touched: a bundle lacking one fails here, not
+    # half-way.
+    conda = () if venv else _located(lock.conda_for(platform), local)
+    pip = _located(entries, local)
     prefix = prefix.absolute()
     if venv:
         create_venv(prefix, lock, platform)
     else:
-        install_conda(_located(lock.conda_for(platform), local), prefix, cache=cache, credentials=credentials.conda)
+        install_conda(conda, prefix, cache=cache, credentials=credentials.conda)
     ensure_own_python(prefix)
-    entries = lock.pip_for(platform)
-    trusted = trusted_hosts(lock, entries)
     install_pip(
-        _located(entries, local),
+        pip,
         prefix,
         installer=installer,
         cache=cache,
-        trusted=trusted,
+        trusted=trusted_hosts(lock, entries),
         requirements=requirements,
         offline=local is not None,
         credentials=credentials.pip,
@@ -397,7 +406,15 @@ _E = TypeVar("_E", CondaEntry, PipEntry)
 
 
 def _located(entries: Sequence[_E], local: Mapping[str, Path] | None) -> tuple[_E, ...]:
-    """The entries with their URLs pointing at local files when `local` has them (sha256 -> path)."""
+    """The entries with their URLs pointing at local files when `local` has them (sha256 -> path);
+    one `local` lacks is a VerificationError naming it (a bundle carries every artifact locked)."""
     if local is None:
         return tuple(entries)
+    missing = [f"{e.name} {e.version} ({e.platform})" for e in entries if e.sha256 not in local]
+    if missing:
+        more = f" and {len(missing) - 1} more" if missing[1:] else ""
+        raise VerificationError(
+            f"the bundle holds no file for {missing[0]}{more}",
+            hint="make the bundle again from this lock (nothing was installed)",
+        )
     return tuple(dataclasses.replace(e, url=local[e.sha256].absolute().as_uri()) for e in entries)

@@ -28,6 +28,13 @@ _children: set[subprocess.Popen[str]] = set()
 _committing: set[str] = set()
 _written: list[str] = []
 _cleaned: list[str] = []  # what the interrupted work removed (a half-installed prefix), for the message
+_command = ["lock"]
+# What a command that writes no lock says when interrupted before its work recorded anything more.
+_NOTHING_DONE = {
+    "install": "nothing was installed",
+    "bundle": "no bundle was written",
+    "check": "the check stopped before its verdict: nothing was installed or written",
+}
 _idle = threading.Condition(_lock)
 
 
@@ -107,14 +114,23 @@ def cleaned(note: str) -> None:
         _cleaned.append(note)
 
 
+def begin(command: str) -> None:
+    """The command this process runs: only `lock` writes locks, and an interrupt says what the
+    command left."""
+    _command[0] = command
+
+
 def message(written: list[str]) -> str:
-    """What an interrupted command says about what it wrote: the locks, or what it removed (an install)."""
+    """What an interrupted command says about what it wrote: the locks, what it removed (an
+    install), or that the command it ran did nothing yet."""
     with _lock:
         notes = list(_cleaned)
     if notes:
         return f"interrupted: {'; '.join(notes)}"
     if written:
         return f"interrupted: the new lock of {', '.join(written)} was written"
+    if _command[0] in _NOTHING_DONE:
+        return f"interrupted: {_NOTHING_DONE[_command[0]]}"
     return "interrupted: nothing was written (the previous lock files are unchanged)"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from envgen.example.project import Example
 
+from tests.support.bundles import Bundled, bundle_example, go_offline
 from tests.support.example import served_example, use_git_config
 
 
@@ -27,3 +28,15 @@ def example(
     with served_example(tmp_path_factory, tmp_path / "example") as served:
         use_git_config(served.gitconfig, monkeypatch)
         yield served
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bundled]:
+    """The example locked and bundled for this host while served, for one test module."""
+    yield from bundle_example(tmp_path_factory)
+
+
+@pytest.fixture
+def offline(bundled: Bundled, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Bundled:
+    """The module's bundle with nothing served, git cut off and the test's own temp dir."""
+    return go_offline(bundled, monkeypatch, tmp_path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import re
@@ -13,105 +12,40 @@ import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from envgen import interrupts
 from envgen.bundle import archive
 from envgen.bundle.downloads import LogDisplay
 from envgen.bundle.manifest import MANIFEST, Wanted, parse_manifest
-from envgen.cli import cli
 from envgen.commands.bundle import bundle_env
 from envgen.commands.check_throwaway import Hardware, import_steps
 from envgen.commands.install_bundle import install_from_bundle
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
+from envgen.lockio.seal import recorded
 from envgen.lockio.store import read_lock, write_lock
-from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
 
 from tests.support.builders import conda_entry, make_lock
+from tests.support.bundles import (
+    ENV,
+    HOST,
+    OTHER,
+    Bundled,
+    invoke,
+    members,
+    relisted,
+    rewritten,
+    written_tar,
+)
 from tests.support.example import served_example
 from tests.support.submodules import locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv, site_packages
-
-ENV = "demo"
-HOST = host_platform()
-OTHER = "linux-aarch64" if HOST == "linux-64" else "linux-64"
-
-
-@dataclass(frozen=True)
-class Bundled:
-    root: Path
-    cache: Path
-    bundle: Path
-    other: Path
-    output: str
-
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
-    return result.exit_code, result.output
-
-
-@pytest.fixture(scope="module")
-def bundled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bundled]:
-    """The example locked and bundled for this host while served; afterwards nothing is served any more."""
-    work = tmp_path_factory.mktemp("bundle")
-    cache = work / "cache"
-    with served_example(tmp_path_factory, work / "example") as example:
-        env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "ENVGEN_CACHE_DIR": str(cache)}
-        code, out = invoke("lock", ENV, "-q", "--root", str(example.root), env=env)
-        assert code == 0, out
-        bundle = work / "demo.tar.zst"
-        code, out = invoke("bundle", ENV, "--platform", HOST, "-o", str(bundle), "--root", str(example.root), env=env)
-        assert code == 0, out
-        other = work / "other.tar"
-        args = ("bundle", ENV, "--platform", OTHER, "-o", str(other), "--root", str(example.root))
-        assert invoke(*args, env=env)[0] == 0
-    yield Bundled(example.root, cache, bundle, other, out)
-
-
-@pytest.fixture
-def offline(bundled: Bundled, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Bundled:
-    """No server runs; git sees no config that could map the canonical URLs to the local repositories."""
-    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(bundled.cache))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
-    return bundled
-
-
-def members(bundle: Path) -> dict[str, bytes]:
-    with archive._open_tar(bundle) as tar:
-        return {info.name: tar.extractfile(info).read() for info in tar}  # type: ignore[union-attr]
-
-
-def written_tar(out: Path, files: dict[str, bytes]) -> Path:
-    """A plain tar at `out` holding `files` (member name -> content), in that order."""
-    with tarfile.open(out, "w") as tar:
-        for member, content in files.items():
-            info = tarfile.TarInfo(member)
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
-    return out
-
-
-def rewritten(bundle: Path, out: Path, name: str) -> Path:
-    """A copy of `bundle` (as plain tar) with one byte of member `name` changed."""
-    files = members(bundle)
-    data = bytearray(files[name])
-    data[len(data) // 2] ^= 0xFF
-    files[name] = bytes(data)
-    return written_tar(out, files)
 
 
 def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(bundled: Bundled) -> None:
@@ -132,7 +66,8 @@ def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(bu
 
 def test_install_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
     prefix = tmp_path / "env"
-    code, out = invoke("install", ENV, "--from-bundle", str(offline.bundle), "--prefix", str(prefix), "--venv")
+    args = ("--prefix", str(prefix), "--venv", "--root", str(offline.root))
+    code, out = invoke("install", ENV, "--from-bundle", str(offline.bundle), *args)
     assert code == 0, out
     lock = read_lock(Project(offline.root), ENV)
     assert lock is not None
@@ -160,40 +95,49 @@ def test_an_altered_member_fails_before_anything_is_installed(offline: Bundled, 
     name = names[0]
     bad = rewritten(offline.bundle, tmp_path / "bad.tar", name)
     prefix = tmp_path / "env"
-    code, out = invoke("install", ENV, "--from-bundle", str(bad), "--prefix", str(prefix), "--venv")
+    args = ("--prefix", str(prefix), "--venv", "--root", str(offline.root))
+    code, out = invoke("install", ENV, "--from-bundle", str(bad), *args)
     assert code == 4, out
-    assert f"{name}: sha256" in out and "nothing was installed" in out
-    assert not prefix.exists()
+    assert f"member {name} has sha256 {hashlib.sha256(members(bad)[name]).hexdigest()}" in out, out
+    assert "nothing was installed" in out
+    assert not prefix.exists() and not list((tmp_path / "tmp").iterdir())
 
 
 def test_a_missing_member_is_named(offline: Bundled, tmp_path: Path) -> None:
     files = members(offline.bundle)
     name = next(n for n in files if n.startswith("conda/"))
     written_tar(tmp_path / "short.tar", {member: content for member, content in files.items() if member != name})
-    code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "short.tar"), "--prefix", str(tmp_path / "e"))
-    assert code == 4 and f"{name}: missing" in out, out
+    args = ("--prefix", str(tmp_path / "e"), "--root", str(offline.root))
+    code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "short.tar"), *args)
+    assert code == 4 and f"member {name} is missing" in out, out
+    manifest = json.loads(files.pop(name) and files[MANIFEST])
+    manifest["members"] = [m for m in manifest["members"] if m["path"] != name]
+    written_tar(tmp_path / "short.tar", {**files, MANIFEST: json.dumps(manifest).encode()})
+    code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "short.tar"), *args)
+    assert code == 4 and f"{name}: missing from bundle.json" in out, out
 
 
 def test_a_bundle_of_another_platform_or_lock_is_refused(offline: Bundled, tmp_path: Path) -> None:
     args = ("--prefix", str(tmp_path / "env"), "--venv", "--root", str(offline.root))
     code, out = invoke("install", ENV, "--from-bundle", str(offline.other), *args)
     assert code == 2 and f"the bundle carries {OTHER}, this host is {HOST}" in out, out
-    # The project's lock moved on (another input hash): its bundle no longer fits.
-    yml = offline.root / "locks" / f"{ENV}.yml"
-    sources = offline.root / "locks" / f"{ENV}.sources.toml"
-    saved = yml.read_text(), sources.read_text()
-    lock = read_lock(Project(offline.root), ENV)
+    # The project's lock moved on (another input hash, written as `envgen lock` writes): its
+    # bundle no longer fits.
+    project = Project(offline.root)
+    lock = read_lock(project, ENV)
     assert lock is not None
-    moved = "f" * 64
-    yml.write_text(saved[0].replace(lock.input_hash, moved))
-    sources.write_text(saved[1].replace(lock.input_hash, moved))
+    saved = {path: path.read_bytes() for path in project.locks_dir.glob(f"{ENV}.*")}
+    moved = dataclasses.replace(lock, input_hash="f" * 64)
+    write_lock(project, ENV, moved, render_recipe(moved))
     try:
         code, out = invoke("install", ENV, "--from-bundle", str(offline.bundle), *args)
     finally:
-        yml.write_text(saved[0])
-        sources.write_text(saved[1])
-    assert code == 2 and lock.input_hash in out and moved in out, out
-    assert not (tmp_path / "env").exists()
+        for path, data in saved.items():
+            path.write_bytes(data)
+    assert code == 2 and "the bundle carries another lock than the project's" in out, out
+    assert f"{offline.bundle}:locks/{ENV}.yml differs from locks/{ENV}.yml at line" in out, out
+    assert lock.input_hash in out and moved.input_hash in out, out
+    assert not (tmp_path / "env").exists() and not list((tmp_path / "tmp").iterdir())
 
 
 def test_an_unreachable_index_exits_3_naming_it_and_writes_nothing(
@@ -299,19 +243,16 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
 
 
 def test_check_from_the_bundle_with_nothing_served_and_no_project(offline: Bundled, tmp_path: Path) -> None:
-    """The bundle brings the lock files: a directory that is no envgen project will do."""
+    """The bundle brings the lock files: a directory that is no envgen project will do, given the
+    hash of the lock to trust (`envgen bundle` printed it); without one, nothing tells the bundle's
+    lock from another."""
     (tmp_path / "no-project").mkdir()
-    args = (
-        "check",
-        ENV,
-        "--from-bundle",
-        str(offline.bundle),
-        "--venv",
-        "--json",
-        "--root",
-        str(tmp_path / "no-project"),
-    )
+    args = ("check", ENV, "--from-bundle", str(offline.bundle), "--venv")
+    args += ("--root", str(tmp_path / "no-project"))
     code, out = invoke(*args)
+    assert code == 2 and "give --lock-sha256" in out, out
+    assert not list((tmp_path / "tmp").iterdir())
+    code, out = invoke(*args, "--json", "--lock-sha256", offline.lock_sha256)
     assert code == 0, out
     steps = {s["name"]: s["status"] for s in json.loads(out[out.index("{") :])["results"][0]["steps"]}
     assert steps["bundle: members"] == steps["env: pip check"] == steps["import post"] == "ok", steps
@@ -320,26 +261,31 @@ def test_check_from_the_bundle_with_nothing_served_and_no_project(offline: Bundl
         offline.bundle, tmp_path / "bad.tar", next(n for n in members(offline.bundle) if n.startswith("pip/"))
     )
     code, out = invoke("check", ENV, "--from-bundle", str(bad), "--venv", "--root", str(offline.root))
-    assert code == 4 and "do not match its manifest" in out, out
+    assert code == 4 and "has sha256" in out, out
 
 
 def test_the_conda_part_installs_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
     """rattler links the bundle's packages with no channel; the example's python is a stand-in, so the install
-    stops, as a networked one would, once the conda part is in place."""
+    stops, as a networked one would, once the conda part is in place. A new prefix is then removed
+    (half an env would look installed); one that held an env before is left as far as the install
+    got, and says so."""
     prefix = tmp_path / "prefix"
     cache = tmp_path / "cold-cache"  # rattler's package cache too: nothing of the example in it
-    code, out = invoke(
-        "install",
-        ENV,
-        "--from-bundle",
-        str(offline.bundle),
-        "--prefix",
-        str(prefix),
-        env={"ENVGEN_CACHE_DIR": str(cache)},
-    )
+    args = ("install", ENV, "--from-bundle", str(offline.bundle), "--root", str(offline.root))
+    args += ("--prefix",)
+    code, out = invoke(*args, str(prefix), env={"ENVGEN_CACHE_DIR": str(cache)})
     assert code == 4 and "pip packages installed through it would land elsewhere" in out, out
+    assert f"the partly installed {prefix} was removed" in out, out
+    assert not prefix.exists()
+    (prefix / "conda-meta").mkdir(parents=True)
+    (prefix / "conda-meta" / "history").write_text("an env was here\n")
+    code, out = invoke(*args, str(prefix), env={"ENVGEN_CACHE_DIR": str(cache)})
+    assert code == 4, out
+    assert f"{prefix} held an env before and is left as far as the install got" in out, out
     assert (prefix / "lib" / "libdemo.txt").read_text() == f"libdemo 1.0 for {HOST}\n"
     assert list((prefix / "conda-meta").glob("libdemo-1.0-*.json"))
+    assert (prefix / "conda-meta" / "history").read_text() == "an env was here\n"
+    assert not list((tmp_path / "tmp").iterdir())
 
 
 def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run_resumes(
@@ -385,6 +331,7 @@ def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(offline:
     # No project lock under --root to compare with: the bundle must still agree with itself.
     (tmp_path / "empty").mkdir()
     args = ("--prefix", str(tmp_path / "env"), "--venv", "--root", str(tmp_path / "empty"))
+    args += ("--lock-sha256", offline.lock_sha256)
     code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "swapped.tar"), *args)
     assert code == 4 and f"its lock has input hash {real}, its bundle.json says {'f' * 64}" in out, out
     assert not (tmp_path / "env").exists()
@@ -424,6 +371,7 @@ def test_an_interrupted_install_into_a_new_prefix_removes_it(
     """The signal arrives after the venv and the pip part are in the prefix: the prefix goes, the message says so."""
     prefix = tmp_path / "env"
     args = ["install", ENV, "--from-bundle", str(offline.bundle), "--prefix", str(prefix), "--venv"]
+    args += ["--root", str(offline.root)]
     returncode, err = interrupted_while_fetching(tmp_path, args, signum, prefix / "pyvenv.cfg")
     assert returncode == code, err
     assert f"interrupted: the partly installed {prefix} was removed" in err, err
@@ -585,23 +533,31 @@ def test_the_recipe_takes_pip_hashes_only_from_the_lock_beside_it(
 
 def test_a_bundle_whose_lock_was_edited_and_its_manifest_updated_is_refused(offline: Bundled, tmp_path: Path) -> None:
     """The manifest holds the members' sha256, but nothing holds the manifest's: a package removed from the
-    bundled yml, with bundle.json updated to match, is caught by the lock's own integrity check (exit 4)."""
+    bundled yml, with bundle.json updated to match, differs from the project's lock (exit 2, naming
+    the line); with no project, trusted through its own content hash, the lock's integrity check
+    still catches it (4)."""
     files = members(offline.bundle)
     yml = f"locks/{ENV}.yml"
     blocks = re.split(r"(?m)^(?=- name: )", files[yml].decode())
     kept = [b for b in blocks if not (b.startswith("- name: demo-peft\n") and f"platform: {HOST}\n" in b)]
     assert len(kept) == len(blocks) - 1
     files[yml] = "".join(kept).encode()
-    manifest = json.loads(files[MANIFEST])
-    for member in manifest["members"]:
-        if member["path"] == yml:
-            member["sha256"], member["size"] = hashlib.sha256(files[yml]).hexdigest(), len(files[yml])
-    files[MANIFEST] = json.dumps(manifest).encode()
-    written_tar(tmp_path / "edited.tar", files)
+    written_tar(tmp_path / "edited.tar", relisted(files, yml))
+    args = ("install", ENV, "--from-bundle", str(tmp_path / "edited.tar"), "--venv")
+    args += ("--prefix", str(tmp_path / "env"))
+    code, out = invoke(*args, "--root", str(offline.root))
+    ours, theirs = (offline.root / yml).read_text().splitlines(), files[yml].decode().splitlines()
+    line = next(n for n, (a, b) in enumerate(zip(ours, theirs, strict=False), 1) if a != b)
+    assert code == 2, out
+    assert f"{tmp_path / 'edited.tar'}:{yml} differs from {yml} at line {line} " in out, out
+    have, got = ours[line - 1].strip(), theirs[line - 1].strip()
+    assert f"(the project's: {have!r}; the bundle's: {got!r})" in out, out
     (tmp_path / "empty").mkdir()
-    args = ("--prefix", str(tmp_path / "env"), "--venv", "--root", str(tmp_path / "empty"))
-    code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "edited.tar"), *args)
+    names = (yml, f"locks/{ENV}.sources.toml", f"locks/{ENV}.install.sh")
+    texts = {name: files[name].decode() for name in names}
+    edited = recorded(*texts.values()).computed
+    code, out = invoke(*args, "--root", str(tmp_path / "empty"), "--lock-sha256", edited)
     assert code == 4, out
     assert f"the lock of {ENV} was tampered with" in out
     assert f"pip-indexes names index pypi for demo-peft ({HOST})" in out
-    assert not (tmp_path / "env").exists()
+    assert not (tmp_path / "env").exists() and not list((tmp_path / "tmp").iterdir())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,58 @@ def test_relock_pr_refuses_a_rename_from_outside_locks(
     assert "the patch touches README, outside locks/; refusing" in result.stderr
     assert calls(tmp_path) == []
     assert "envgen/relock" not in GitRepo(tmp_path / "origin.git").git("branch", "--list")
+
+
+def _patch_adding(work: Path, out: Path, add: Callable[[GitRepo], None]) -> None:
+    """relock.patch replaced by the diff of what `add` stages in the checkout (then undone)."""
+    repo = GitRepo(work)
+    add(repo)
+    diff = ["git", "diff", "--cached", "--binary"]
+    patch = subprocess.run(diff, cwd=work, check=True, capture_output=True).stdout
+    (out / "relock.patch").write_bytes(patch)
+    repo.git("reset", "-q", "--hard")
+    subprocess.run(["git", "clean", "-qfdx"], cwd=work, check=True)
+
+
+def _symlink(repo: GitRepo) -> None:
+    (repo.path / "locks" / "passwd").symlink_to("/etc/passwd")
+    repo.git("add", "locks/passwd")
+
+
+def _gitlink(repo: GitRepo) -> None:
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{repo.rev()},locks/vendored")
+
+
+def _gitattributes(repo: GitRepo) -> None:
+    (repo.path / "locks" / ".gitattributes").write_text("*.yml filter=evil\n")
+    repo.git("add", "locks/.gitattributes")
+
+
+@pytest.mark.parametrize(
+    ("add", "message"),
+    [
+        (_symlink, "the patch makes locks/passwd mode 120000, not a regular file"),
+        (_gitlink, "the patch makes locks/vendored mode 160000, not a regular file"),
+        (_gitattributes, "the patch touches locks/.gitattributes, one of git's own files"),
+    ],
+    ids=["symlink", "gitlink", "gitattributes"],
+)
+def test_relock_pr_accepts_only_regular_files_under_locks(
+    checkout: tuple[Path, Path],
+    gh: dict[str, str],
+    tmp_path: Path,
+    add: Callable[[GitRepo], None],
+    message: str,
+) -> None:
+    work, out = checkout
+    _patch_adding(work, out, add)
+    result = relock_pr(work, out, gh)
+    assert result.returncode == 1, result.stderr
+    assert f"relock-pr: {message}; refusing" in result.stderr, result.stderr
+    assert calls(tmp_path) == []
+    assert "envgen/relock" not in GitRepo(tmp_path / "origin.git").git("branch", "--list")
+    # applied to the index only: nothing of the patch reached the work tree
+    assert sorted(p.name for p in (work / "locks").iterdir()) == ["demo.sources.toml"]
 
 
 # --- ci/npu-watchdog.sh --------------------------------------------------------------------------------------

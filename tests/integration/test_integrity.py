@@ -352,3 +352,33 @@ def test_no_command_follows_a_symlink_at_the_sources_toml(
     assert "Traceback" not in err
     assert code == 0 or "locks/demo.sources.toml is a symbolic link" in err
     assert path.is_symlink() and outside.read_bytes() == before
+
+
+def test_every_message_names_the_env_asked_for_not_the_one_the_file_names(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A sources.toml saying `env = "other"`: check, install, bundle and diff refuse or report it,
+    and every command, file and hint they print is of demo (there is no env `other`: `envgen lock
+    other` fails)."""
+    path = lock_file(example, ".sources.toml")
+    path.write_text(path.read_text().replace(f'\nenv = "{ENV}"\n', '\nenv = "other"\n', 1))
+    runs = {
+        "check": run_envgen(example, "check", ENV, "--no-env", "-v"),
+        "install": run_envgen(example, "install", ENV, "--prefix", str(tmp_path / "env"), "--venv"),
+        "bundle": run_envgen(example, "bundle", ENV, "-o", str(tmp_path / "b.tar")),
+    }
+    for command, (code, out, err) in runs.items():
+        assert code == 4, (command, err)
+        said = out + err
+        named = r"check other|locks/other\.|other\.(?:yml|nix)|pylock\.other|lock other"
+        assert not re.search(named, said), said
+        assert f"envgen lock {ENV} --force" in said, (command, said)
+    assert f"check {ENV} (" in runs["check"][1]
+    assert f"check {ENV}: static checks" in runs["check"][2]
+    monkeypatch.chdir(example.root)
+    code, out, err = run_envgen(example, "diff", "--git", "HEAD")
+    assert code == 0, err
+    assert out.startswith(f"{ENV}: HEAD:locks/{ENV}.yml -> locks/{ENV}.yml"), out
+    assert "TAMPERED" in out and "other:" not in out
+    code, out, err = run_envgen(example, "diff", f"HEAD:locks/{ENV}.yml", f"locks/{ENV}.yml")
+    assert "other:" not in out, out

@@ -258,8 +258,9 @@ def test_override_is_applied_and_records_what_it_replaced(
     urls: tuple[str, str], cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     override = Override("dep", "dep==1.0", "dep 1.1 breaks the rollout")
-    # The matrix's own requirement on dep is not upstream: it is not among what the override replaced; app's
-    # `dep>=1` is third-party metadata, which a scoped override leaves in force (1.0 meets it).
+    # The matrix's own pin on dep is replaced as the sources' requirements are, and recorded
+    # with them; app's `dep>=1` is third-party metadata, which a scoped override leaves in force
+    # (1.0 meets it).
     matrix = pypi_matrix(*urls, (PipPackage("app", "==1.0"), PipPackage("dep", ">=0.5")), overrides=(override,))
     verl = locked_source("verl", "verl", "dep>=1.1", "dep ; platform_machine == 'x86_64'")
     with caplog.at_level(logging.WARNING):
@@ -268,10 +269,14 @@ def test_override_is_applied_and_records_what_it_replaced(
     (applied,) = lock.overrides
     assert applied.override == override
     replaced = {(r.text, str(r.origin)) for r in applied.replaced}
-    assert replaced == {("dep>=1.1", "source verl: requirements-npu.txt:1")}
+    assert replaced == {
+        ("dep>=0.5", f"{MATRIX}: pip.packages.dep.version"),
+        ("dep>=1.1", "source verl: requirements-npu.txt:1"),
+    }
     (warning,) = [r.getMessage() for r in caplog.records if "override" in r.getMessage()]
     assert warning == (
-        "linux-aarch64: override dep==1.0, locked 1.0: replaces dep>=1.1 (source verl: requirements-npu.txt:1) "
+        "linux-aarch64: override dep==1.0, locked 1.0: replaces dep>=1.1 "
+        "(source verl: requirements-npu.txt:1); 1 already satisfied "
         "(reason: dep 1.1 breaks the rollout)"
     )
 

@@ -27,6 +27,7 @@ FOUNDATION = (
     "scratch",
     "names",
     "project",
+    "outputs",
 )
 # What each module (by dotted name below envgen, matched by prefix, the longest first) may import from envgen.
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -45,6 +46,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "process": ("errors", "redact", "interrupts"),
     "project": ("errors", "model", "names"),
     "names": (),
+    "outputs": ("errors", "project"),
     "inputs": (*FOUNDATION, "inputs"),
     "resolve": (*FOUNDATION, "inputs", "resolve"),
     "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "recipe"),
@@ -55,6 +57,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "installer": (*FOUNDATION, "lockio.exports", "lockio.integrity", "recipe", "resolve.conda_stage"),
     "bundle": (
         *FOUNDATION,
+        "inputs.files",
         "inputs.untrusted",
         "resolve.index_client",
         "resolve.git_cache",

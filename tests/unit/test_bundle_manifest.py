@@ -1,6 +1,11 @@
-"""bundle.json: which artifacts a lock's platforms need, members checked, a bundle fitting an env and lock."""
+"""bundle.json: which artifacts a lock's platforms need, a malformed manifest refused, every member
+held to the lock's hashes, a bundle fitting an env and platform."""
 
 from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
 
 import pytest
 from envgen.bundle.manifest import (
@@ -8,15 +13,16 @@ from envgen.bundle.manifest import (
     Manifest,
     Member,
     check_fits,
-    member_problems,
+    expected_members,
+    find_links_requirements,
     parse_manifest,
     render_manifest,
     wanted_artifacts,
 )
 from envgen.errors import InputError, VerificationError
-from envgen.model import PipEntry
+from envgen.model import Lock, PipEntry
 
-from tests.support.builders import conda_entry, make_lock
+from tests.support.builders import conda_entry, locked_source, make_lock
 
 SHA_A, SHA_B = "a" * 64, "b" * 64
 
@@ -73,24 +79,85 @@ def test_the_manifest_round_trips_and_a_climbing_member_path_is_refused() -> Non
         parse_manifest("{}", "b.json")
 
 
-def test_member_problems_name_each_missing_altered_or_unlisted_file() -> None:
-    m = manifest(Member("pip/a.whl", SHA_A, 3), Member("git/post.bundle", SHA_B, 5))
-    assert member_problems(m, {"pip/a.whl": (SHA_A, 3), "git/post.bundle": (SHA_B, 5), "bundle.json": ("x", 1)}) == []
-    problems = member_problems(m, {"pip/a.whl": (SHA_B, 3), "extra.sh": (SHA_A, 1)})
-    assert problems == [
-        f"pip/a.whl: sha256 {SHA_B} (3 bytes), the manifest says {SHA_A}",
-        "git/post.bundle: missing",
-        "extra.sh: not in the manifest",
+def test_a_malformed_manifest_is_exit_4_not_a_crash() -> None:
+    good = json.loads(render_manifest(manifest(Member("pip/a.whl", SHA_A, 3))))
+    for size in ("3", True, -1, 1.5):
+        bad = {**good, "members": [{"path": "pip/a.whl", "sha256": SHA_A, "size": size}]}
+        with pytest.raises(VerificationError, match="not a number of bytes"):
+            parse_manifest(json.dumps(bad), "b.json")
+    with pytest.raises(VerificationError, match="not a valid bundle manifest"):
+        parse_manifest(json.dumps(good).replace('"size": 3', '"size": 1e400'), "b.json")
+    twice = {**good, "members": good["members"] * 2}
+    with pytest.raises(VerificationError, match="listed twice"):
+        parse_manifest(json.dumps(twice), "b.json")
+    for path in ("./pip/a.whl", "pip//a.whl", ".hidden", "pip/", "bundle.json"):
+        odd = {**good, "members": [{"path": path, "sha256": SHA_A, "size": 3}]}
+        with pytest.raises(VerificationError, match="not a plain path"):
+            parse_manifest(json.dumps(odd), "b.json")
+    short = {**good, "git": [{**good["git"][0], "commits": ["abc"]}]}
+    with pytest.raises(VerificationError, match="not 40 hex digits"):
+        parse_manifest(json.dumps(short), "b.json")
+    with pytest.raises(RecursionError):
+        parse_manifest("[" * 100_000 + "]" * 100_000, "b.json")
+
+
+WHEEL = "pip/alpha-1.0-py3-none-any.whl"
+
+
+def _lock() -> Lock:
+    url = "https://x/simple/alpha-1.0-py3-none-any.whl"
+    wheel = PipEntry("alpha", "1.0", "linux-64", url, SHA_A)
+    post = locked_source("post", "https://github.com/x/post.git", "main", "c" * 40)
+    return make_lock(platforms=("linux-64",), pip=(wheel,), sources=(post,))
+
+
+def _bundle_of(lock: Lock, *extra: Member) -> tuple[Manifest, dict[str, Member]]:
+    """A manifest listing exactly what `lock` names (as `envgen bundle` writes it), plus `extra`."""
+    files = {"locks/demo.yml": Member("locks/demo.yml", SHA_B, 10)}
+    requirements = find_links_requirements(lock, "linux-64").encode()
+    digest = hashlib.sha256(requirements).hexdigest()
+    members = [
+        *files.values(),
+        Member("requirements/linux-64.txt", digest, len(requirements)),
+        Member(WHEEL, SHA_A, 7),
+        Member("git/post.bundle", "d" * 64, 9),
+        *extra,
     ]
+    return dataclasses.replace(manifest(), members=tuple(members)), files
 
 
-def test_a_bundle_fits_only_its_env_platform_and_lock() -> None:
+def test_every_member_is_held_to_the_lock_not_to_the_manifest() -> None:
+    lock = _lock()
+    good, files = _bundle_of(lock)
+    expected = expected_members(lock, good, files)
+    assert expected.problems == ()
+    assert expected.members[WHEEL].sha256 == SHA_A
+    # only the manifest knows a git pack's hash
+    assert expected.members["git/post.bundle"].sha256 == "d" * 64
+    assert [g.path for g in expected.git] == ["git/post.bundle"]
+    forged = [dataclasses.replace(m, sha256=SHA_B) if m.path == WHEEL else m for m in good.members]
+    forging = dataclasses.replace(good, members=tuple(forged))
+    problems = expected_members(lock, forging, files).problems
+    assert problems == (f"{WHEEL}: bundle.json says sha256 {SHA_B}, the lock {SHA_A}",)
+    extra, _ = _bundle_of(lock, Member("pip/zeros.whl", SHA_A, 2 << 30))
+    problems = expected_members(lock, extra, files).problems
+    assert problems == ("pip/zeros.whl: not a file the lock names",)
+    moved = GitPack("post", "https://evil.example/post.git", "git/post.bundle", ("c" * 40,), ())
+    problems = expected_members(lock, dataclasses.replace(good, git=(moved,)), files).problems
+    assert problems == (
+        "bundle.json: git pack git/post.bundle is not one the lock's sources need",
+        "git/post.bundle: no git pack in bundle.json",
+        "git/post.bundle: not a file the lock names",
+    )
+    short = dataclasses.replace(good, members=good.members[1:])
+    problems = expected_members(lock, short, files).problems
+    assert problems == ("locks/demo.yml: missing from bundle.json",)
+
+
+def test_a_bundle_fits_only_its_env_and_platform() -> None:
     m = manifest()
-    check_fits(m, "demo", "linux-64", "e" * 64)
-    check_fits(m, "demo", "linux-64", None)
-    with pytest.raises(InputError, match="for env demo, not a5"):
-        check_fits(m, "a5", "linux-64", None)
+    check_fits(m, "demo", "linux-64")
+    with pytest.raises(InputError, match="for env 'demo', not a5"):
+        check_fits(m, "a5", "linux-64")
     with pytest.raises(InputError, match="carries linux-64, this host is linux-aarch64"):
-        check_fits(m, "demo", "linux-aarch64", None)
-    with pytest.raises(InputError, match=f"input hash {'e' * 64}; locks/demo.yml has {'f' * 64}"):
-        check_fits(m, "demo", "linux-64", "f" * 64)
+        check_fits(m, "demo", "linux-aarch64")

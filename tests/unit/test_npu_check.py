@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -151,3 +153,82 @@ def test_names_with_a_line_break_are_not_envs_or_labels(tmp_path: Path, monkeypa
     (tmp_path / "ci" / "npu-runners.toml").write_text('[envs]\na3 = ["label\\n"]\n')
     with pytest.raises(npu.ConfigError, match="a list of runner labels"):
         npu.read_config(tmp_path / "ci" / "npu-runners.toml")
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The script as the workflow runs it: its own process, where a traceback would show."""
+    cmd = [sys.executable, str(REPO / "ci" / "npu_check.py"), *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        (None, "--changed {path}: No such file or directory"),
+        (b"locks/a3.yml\n\xff\xfe\n", "--changed {path}: not UTF-8"),
+    ],
+    ids=["missing", "not-utf8"],
+)
+def test_a_changed_file_that_does_not_read_is_one_line_and_exit_2(
+    tmp_path: Path, changed: bytes | None, message: str
+) -> None:
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci" / "npu-runners.toml").write_text('[envs]\na3 = ["linux-aarch64-a3-8"]\n')
+    path = tmp_path / "changed.txt"
+    if changed is not None:
+        path.write_bytes(changed)
+    proc = _run("matrix", "--root", str(tmp_path), "--changed", str(path), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"npu-check: {message.format(path=path)}\n", proc.stderr
+    (tmp_path / "ci" / "npu-runners.toml").write_bytes(b'[envs]\na3 = ["\xff"]\n')
+    proc = _run("matrix", "--root", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "include",
+    [
+        "not json",
+        "[" * 100_000,
+        '{"env": "a3"}',
+        '[{"env": "a3", "runner": "r"}]',
+        '[{"env": "../x", "runner": "r", "artifact": "a"}]',
+    ],
+)
+def test_an_include_that_is_not_the_matrix_is_one_line_and_exit_2(
+    tmp_path: Path,
+    include: str,
+) -> None:
+    proc = _run("summary", "--include", include, "--results", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("npu-check: --include is not"), proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        '{"results": [{"ok": true, "steps": "all fine"}]}',
+        '{"results": [{"ok": true, "steps": ["ok", 1]}]}',
+        '{"results": [{"ok": true, "steps": [{"name": 1, "status": "ok"}]}]}',
+        '{"results": ["ok"]}',
+        '{"results": {"ok": true}}',
+        '[{"ok": true}]',
+        "[" * 100_000,
+        "\xff not json",
+    ],
+)
+def test_a_result_that_is_not_a_check_result_fails_its_cell_without_a_traceback(
+    tmp_path: Path,
+    document: str,
+) -> None:
+    runner = "linux-aarch64-a3-8"
+    include = [{"env": "a3", "runner": runner, "artifact": npu.artifact_name("a3", runner)}]
+    where = tmp_path / include[0]["artifact"]
+    where.mkdir()
+    (where / "a3.json").write_bytes(document.encode("latin-1"))
+    args = ("--include", json.dumps(include), "--results", str(tmp_path))
+    proc = _run("summary", *args, cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr
+    assert "| a3 | `linux-aarch64-a3-8` | **failed**: the result " in proc.stdout, proc.stdout

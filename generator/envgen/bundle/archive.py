@@ -1,24 +1,28 @@
-"""The bundle file: a tar (zstd-compressed for `.tar.zst`) written whole or not at all, and read back verified."""
+"""The bundle file: a tar (zstd-compressed for `.tar.zst`) written whole or not at all, and read
+back as hostile input, each member checked as it streams."""
 
 from __future__ import annotations
 
 import hashlib
 import io
-import os
 import tarfile
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import zstandard
 
-from envgen.bundle.manifest import MANIFEST, Manifest, member_problems, parse_manifest
+from envgen.bundle.manifest import MANIFEST, Manifest, Member, parse_manifest
 from envgen.errors import InputError, VerificationError
+from envgen.inputs.files import bounded_nesting, open_input, read_input_text
+from envgen.outputs import output_file
+from envgen.project import Project
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CHUNK = 1 << 20
+_AGAIN = "the bundle was altered or damaged: copy or make it again (nothing was installed)"
 
 
 def compressed(path: Path) -> bool:
@@ -48,53 +52,120 @@ class _Hashing(io.RawIOBase):
         return len(data)
 
 
-def write_archive(out: Path, files: Sequence[tuple[str, Path, str]], manifest_text: str) -> None:
-    """Write `manifest_text` as bundle.json then each (path in archive, file, expected sha256) to `out`.
+def write_archive(
+    out: Path,
+    project: Project,
+    files: Sequence[tuple[str, Path, str]],
+    manifest_text: str,
+) -> None:
+    """Write `manifest_text` as bundle.json, then each (path in archive, file, sha256) to `out`.
 
-    Everything goes to a temporary file beside `out`, renamed over it only once complete: an interrupt, a full
-    disk or a file that does not match its sha256 (exit 4, naming it) leaves no bundle behind.
+    Whole or not at all (outputs.py): an interrupt, a full disk or a file that does not match its
+    sha256 (exit 4, naming it) leaves no bundle behind.
     """
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
-    temp = Path(temp_name)
-    try:
-        with ExitStack() as stack:
-            raw = stack.enter_context(os.fdopen(fd, "wb"))
-            sink: BinaryIO = raw
-            if compressed(out):
-                sink = stack.enter_context(zstandard.ZstdCompressor(level=10).stream_writer(raw, closefd=False))
-            tar = stack.enter_context(tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT))
-            data = manifest_text.encode()
-            tar.addfile(_info(MANIFEST, len(data)), io.BytesIO(data))
-            for name, path, sha256 in files:
-                with path.open("rb") as handle:
-                    reader = _Hashing(handle)
-                    tar.addfile(_info(name, path.stat().st_size), io.BufferedReader(reader, _CHUNK))
-                if reader.digest.hexdigest() != sha256:
-                    raise VerificationError(
-                        f"{path} (for {name}) has sha256 {reader.digest.hexdigest()}, the lock says {sha256}",
-                        hint=f"delete {path} (a damaged cache entry) and run again",
-                    )
-        os.chmod(temp, 0o644)
-        os.replace(temp, out)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+    with output_file(out, project) as raw, ExitStack() as stack:
+        sink: BinaryIO = raw
+        if compressed(out):
+            writer = zstandard.ZstdCompressor(level=10).stream_writer(raw, closefd=False)
+            sink = stack.enter_context(writer)
+        tar = stack.enter_context(tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT))
+        data = manifest_text.encode()
+        tar.addfile(_info(MANIFEST, len(data)), io.BytesIO(data))
+        for name, path, sha256 in files:
+            with path.open("rb") as handle:
+                reader = _Hashing(handle)
+                tar.addfile(_info(name, path.stat().st_size), io.BufferedReader(reader, _CHUNK))
+            if reader.digest.hexdigest() != sha256:
+                raise VerificationError(
+                    f"{path} (for {name}) has sha256 {reader.digest.hexdigest()}, not {sha256}",
+                    hint=f"delete {path} (a damaged cache entry) and run again",
+                )
+
+
+# bundle.json and the lock's files are read whole into memory: none comes near this (A5's yml:
+# about 200 kB).
+TEXT_LIMIT = 64 << 20
+# What a bundle may unpack to: wheels, conda packages and git packs are compressed already, so a
+# real bundle unpacks to little more than its own size, while a few MB of zstd can hold terabytes
+# of zeros.
+RATIO, FLOOR = 100, 64 << 20
+
+
+def ceiling(bundle_size: int) -> int:
+    """The most bytes the members of a bundle of `bundle_size` bytes may hold in all."""
+    return max(RATIO * bundle_size, FLOOR)
 
 
 @contextmanager
 def _open_tar(path: Path) -> Iterator[tarfile.TarFile]:
+    with open_input(path, hint="give --from-bundle the file `envgen bundle` wrote") as raw:
+        magic = raw.read(4)
+        raw.seek(0)
+        with ExitStack() as stack:
+            source: BinaryIO = raw
+            if magic == _ZSTD_MAGIC:
+                source = stack.enter_context(zstandard.ZstdDecompressor().stream_reader(raw))
+            yield stack.enter_context(tarfile.open(fileobj=source, mode="r|"))
+
+
+_Member = tuple[tarfile.TarInfo, IO[bytes]]
+
+
+@contextmanager
+def _members(bundle: Path) -> Iterator[Iterator[_Member]]:
+    """The bundle's members as they stream (each one's data readable until the next); a damaged
+    archive is a VerificationError, one that cannot be read an InputError."""
     try:
-        with path.open("rb") as raw:
-            magic = raw.read(4)
-            raw.seek(0)
-            with ExitStack() as stack:
-                source: BinaryIO = raw
-                if magic == _ZSTD_MAGIC:
-                    source = stack.enter_context(zstandard.ZstdDecompressor().stream_reader(raw))
-                yield stack.enter_context(tarfile.open(fileobj=source, mode="r|"))
+        with _open_tar(bundle) as tar:
+            yield _regular(bundle, tar)
+    except (tarfile.TarError, zstandard.ZstdError, EOFError) as exc:
+        raise VerificationError(f"{bundle} is not a readable bundle: {exc}", hint=_AGAIN) from exc
     except OSError as exc:
-        raise InputError(f"cannot read the bundle {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read the bundle {bundle}: {exc.strerror or exc}") from exc
+
+
+def _regular(bundle: Path, tar: tarfile.TarFile) -> Iterator[_Member]:
+    for info in tar:
+        # Plain files only: no link, device, directory, or sparse file (its data is not its size).
+        plain = info.type in (tarfile.REGTYPE, tarfile.AREGTYPE)
+        data = tar.extractfile(info) if plain else None
+        if data is None:
+            raise VerificationError(
+                f"{bundle}: member {info.name!r} is not a regular file",
+                hint=_AGAIN,
+            )
+        yield info, data
+
+
+def _extract(bundle: Path, member: _Member, dest: Path, want: Member | None) -> Path:
+    """Write `member` to `dest/<its name>`, its sha256 computed as it streams; removed again unless
+    it has the size (checked before a byte is written) and sha256 `want` gives. Without `want`
+    (bundle.json: there is no hash to check it against), at most TEXT_LIMIT bytes."""
+    info, data = member
+    if want is None and info.size > TEXT_LIMIT:
+        too_big = f"{bundle}: member {info.name} holds {info.size} bytes"
+        raise VerificationError(too_big, hint=_AGAIN)
+    if want is not None and info.size != want.size:
+        other = f"{bundle}: member {info.name} holds {info.size} bytes, not {want.size}"
+        raise VerificationError(other, hint=_AGAIN)
+    target = dest / info.name
+    digest = hashlib.sha256()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("xb") as out:  # never over a file already there
+            while chunk := data.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise VerificationError(f"{bundle}: cannot unpack member {info.name}: {why}") from exc
+    if want is not None and digest.hexdigest() != want.sha256:
+        target.unlink()
+        raise VerificationError(
+            f"{bundle}: member {info.name} has sha256 {digest.hexdigest()}, not {want.sha256}",
+            hint=_AGAIN,
+        )
+    return target
 
 
 def file_sha256(path: Path) -> str:
@@ -103,32 +174,93 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def unpack_verified(bundle: Path, dest: Path) -> Manifest:
-    """Extract `bundle` into `dest` (a fresh scratch directory) and check every member against bundle.json.
+@dataclass(frozen=True)
+class Head:
+    """What a bundle says of itself, read before anything else is unpacked: bundle.json, and the
+    texts of the members `read_head` was asked for (the lock's files) that it holds."""
 
-    Any member missing, altered or unlisted is a VerificationError naming it, before anything uses the bundle.
-    """
+    manifest: Manifest
+    texts: dict[str, str]
+
+
+def _text(bundle: Path, path: Path, name: str) -> str:
+    """An unpacked member through the hostile-input reader: not UTF-8 is exit 4, naming it."""
     try:
-        with _open_tar(bundle) as tar:
-            for info in tar:
-                if not info.isfile():
-                    raise VerificationError(f"{bundle}: member {info.name!r} is not a regular file")
-                tar.extract(info, dest, filter="data")
-    except (tarfile.TarError, zstandard.ZstdError) as exc:
-        raise VerificationError(f"{bundle} is not a readable bundle: {exc}", hint="copy or make it again") from exc
-    manifest_file = dest / MANIFEST
-    if not manifest_file.is_file():
-        raise VerificationError(f"{bundle} has no {MANIFEST}", hint="make it with `envgen bundle`")
-    manifest = parse_manifest(manifest_file.read_text(encoding="utf-8"), f"{bundle}:{MANIFEST}")
-    found = {
-        path.relative_to(dest).as_posix(): (file_sha256(path), path.stat().st_size)
-        for path in sorted(dest.rglob("*"))
-        if path.is_file() and path != manifest_file
-    }
-    problems = member_problems(manifest, found)
-    if problems:
+        return read_input_text(path, hint="make the bundle again")
+    except InputError as exc:
+        message = exc.message.replace(str(path), f"{bundle}:{name}")
+        raise VerificationError(message, hint=_AGAIN) from exc
+
+
+def _manifest(bundle: Path, path: Path) -> Manifest:
+    where = f"{bundle}:{MANIFEST}"
+    text = _text(bundle, path, MANIFEST)
+    try:
+        with bounded_nesting(where):
+            return parse_manifest(text, where)
+    except InputError as exc:
+        raise VerificationError(exc.message, hint=_AGAIN) from exc
+
+
+def _check_total(bundle: Path, manifest: Manifest) -> None:
+    total, limit = sum(m.size for m in manifest.members), ceiling(bundle.stat().st_size)
+    if total > limit:
         raise VerificationError(
-            f"{bundle}: {len(problems)} member(s) do not match its manifest:\n  " + "\n  ".join(problems),
-            hint="the bundle was altered or damaged in transit: copy it again (nothing was installed)",
+            f"{bundle}: bundle.json lists {total} bytes of members, more than the ceiling of "
+            f"{limit} bytes ({RATIO} times the bundle's size)",
+            hint="a bundle unpacks to little more than its own size: this one would fill the disk",
         )
-    return manifest
+
+
+def read_head(bundle: Path, dest: Path, texts: Sequence[str]) -> Head:
+    """bundle.json, which must come first, then the members named in `texts` (each checked against
+    it), read into `dest`; nothing else is written, and the manifest's total must be within the
+    ceiling."""
+    found: dict[str, str] = {}
+    with _members(bundle) as members:
+        first = next(members, None)
+        if first is None or first[0].name != MANIFEST:
+            raise VerificationError(f"{bundle}: its first member is not {MANIFEST}", hint=_AGAIN)
+        manifest = _manifest(bundle, _extract(bundle, first, dest, None))
+        _check_total(bundle, manifest)
+        listed = {m.path: m for m in manifest.members if m.path in texts}
+        for member in members:
+            info = member[0]
+            if info.name in listed and info.name not in found:
+                if info.size > TEXT_LIMIT:
+                    too_big = f"{bundle}: member {info.name} holds {info.size} bytes"
+                    raise VerificationError(too_big, hint=_AGAIN)
+                path = _extract(bundle, member, dest, listed[info.name])
+                found[info.name] = _text(bundle, path, info.name)
+            if len(found) == len(listed):
+                break
+    return Head(manifest, found)
+
+
+def extract_members(
+    bundle: Path,
+    dest: Path,
+    expected: Mapping[str, Member],
+    done: Collection[str],
+) -> None:
+    """Unpack into `dest` every member `expected` lists but those in `done` (`read_head` read them),
+    each checked as it streams; a member not expected, or one coming twice, is refused before it
+    is written, and every expected one must come."""
+    seen = {MANIFEST}
+    with _members(bundle) as members:
+        next(members, None)  # bundle.json, read already
+        for member in members:
+            name = member[0].name
+            if name in seen:
+                raise VerificationError(f"{bundle}: member {name} comes twice", hint=_AGAIN)
+            seen.add(name)
+            if name in done:
+                continue
+            if name not in expected:
+                unlisted = f"{bundle}: member {name!r} is not a file the lock names"
+                raise VerificationError(f"{unlisted} (refused before it was written)", hint=_AGAIN)
+            _extract(bundle, member, dest, expected[name])
+    missing = sorted(set(expected) - seen)
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise VerificationError(f"{bundle}: member {missing[0]} is missing{more}", hint=_AGAIN)

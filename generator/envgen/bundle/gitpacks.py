@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from envgen.bundle.manifest import GitPack, git_commits, git_path
+from envgen.bundle.manifest import GitPack, git_commits, git_path, submodule_path
 from envgen.errors import VerificationError
 from envgen.model import LockedSource
 from envgen.process import run, tail
@@ -41,7 +40,7 @@ def _pack_submodules(
     packs = []
     for sub in locked.submodules:
         name = f"{locked.source.name}/{sub.path}"
-        pack_path = f"git/submodules/{hashlib.sha256(f'{sub.url} {sub.commit}'.encode()).hexdigest()[:16]}.bundle"
+        pack_path = submodule_path(sub)
         with cached_repo(cache, sub.url, name, git) as repo:
             repo.fetch(sub.commit, depth=1, what="submodule commit")
             shallow = _bundle(repo, (sub.commit,), pack_path, scratch)

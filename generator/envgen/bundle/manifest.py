@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from envgen.commits import is_full_commit
 from envgen.errors import InputError, VerificationError
-from envgen.model import Lock, LockedSource
+from envgen.model import Lock, LockedSource, Submodule
 
 MANIFEST = "bundle.json"
 FORMAT = 1
 
 # A file name taken from a lock's URL may become a path inside the archive: nothing that could climb out.
 _FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+!-]*$")
+# A member's path: such names joined by '/', so none is absolute, empty, hidden, '.' or '..'.
+_MEMBER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]*(?:/[A-Za-z0-9][A-Za-z0-9._+!-]*)*")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -97,9 +103,20 @@ def git_path(locked: LockedSource) -> str:
     return f"git/{locked.source.name}.bundle"
 
 
+def submodule_path(sub: Submodule) -> str:
+    """A submodule's pack, named by its URL and commit (two sources may share one)."""
+    digest = hashlib.sha256(f"{sub.url} {sub.commit}".encode()).hexdigest()
+    return f"git/submodules/{digest[:16]}.bundle"
+
+
 def git_commits(locked: LockedSource) -> tuple[str, ...]:
     """The commits a source's recipe step fetches: the locked one and every cherry-pick."""
     return tuple(dict.fromkeys((locked.commit, *locked.source.cherry_picks)))
+
+
+def lock_paths(env: str) -> tuple[str, str, str]:
+    """The bundle's copy of the lock's three files: yml, sources.toml, recipe."""
+    return (f"locks/{env}.yml", f"locks/{env}.sources.toml", f"locks/{env}.install.sh")
 
 
 def render_manifest(manifest: Manifest) -> str:
@@ -118,61 +135,128 @@ def render_manifest(manifest: Manifest) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
+def _member(item: Any) -> Member:
+    size = item["size"]
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise ValueError(f"member {item['path']!r}: size {size!r} is not a number of bytes")
+    return Member(str(item["path"]), str(item["sha256"]), size, str(item.get("url", "")))
+
+
+def _pack(item: Any) -> GitPack:
+    commits, shallow = tuple(map(str, item["commits"])), tuple(map(str, item["shallow"]))
+    if not all(map(is_full_commit, commits + shallow)):
+        raise ValueError(f"git pack {item['path']!r}: a commit is not 40 hex digits")
+    return GitPack(str(item["source"]), str(item["url"]), str(item["path"]), commits, shallow)
+
+
 def parse_manifest(text: str, where: str) -> Manifest:
-    """bundle.json read back; anything malformed is a bundle that cannot be trusted (exit 4)."""
+    """bundle.json read back; anything malformed is a bundle that cannot be trusted (exit 4). A
+    document nested too deeply raises RecursionError (inputs/files.py's `bounded_nesting` reports
+    it)."""
     try:
         data = json.loads(text)
         if data["format"] != FORMAT:
             raise ValueError(f"format {data['format']!r}, this envgen reads {FORMAT}")
-        members = tuple(
-            Member(str(m["path"]), str(m["sha256"]), int(m["size"]), str(m.get("url", ""))) for m in data["members"]
-        )
-        git = tuple(
-            GitPack(str(g["source"]), str(g["url"]), str(g["path"]), tuple(g["commits"]), tuple(g["shallow"]))
-            for g in data["git"]
-        )
+        members = tuple(_member(m) for m in data["members"])
         manifest = Manifest(
             str(data["env"]),
             str(data["input_hash"]),
             tuple(map(str, data["platforms"])),
             str(data["envgen_version"]),
             members,
-            git,
+            tuple(_pack(g) for g in data["git"]),
         )
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, OverflowError) as exc:
         raise VerificationError(f"{where}: not a valid bundle manifest ({exc})", hint="make the bundle again") from exc
     for member in members:
-        path = PurePosixPath(member.path)
-        if path.is_absolute() or ".." in path.parts or not re.fullmatch(r"[0-9a-f]{64}", member.sha256):
-            raise VerificationError(f"{where}: member {member.path!r} is not a plain path with a sha256")
+        plain = _MEMBER.fullmatch(member.path) and member.path != MANIFEST
+        if not plain or not _SHA256.fullmatch(member.sha256):
+            raise VerificationError(
+                f"{where}: member {member.path!r} is not a plain path with a sha256",
+            )
+    if len({m.path for m in members}) != len(members):
+        raise VerificationError(f"{where}: a member is listed twice", hint="make the bundle again")
     return manifest
 
 
-def member_problems(manifest: Manifest, found: Mapping[str, tuple[str, int]]) -> list[str]:
-    """What differs between the manifest and the files found (path -> (sha256, size)), one line per member."""
-    problems = []
-    for member in manifest.members:
-        got = found.get(member.path)
-        if got is None:
-            problems.append(f"{member.path}: missing")
-        elif got != (member.sha256, member.size):
-            problems.append(f"{member.path}: sha256 {got[0]} ({got[1]} bytes), the manifest says {member.sha256}")
-    listed = {m.path for m in manifest.members} | {MANIFEST}
-    problems += [f"{path}: not in the manifest" for path in sorted(set(found) - listed)]
-    return problems
-
-
-def check_fits(manifest: Manifest, env: str, platform: str, lock_hash: str | None) -> None:
-    """A bundle is used only for its env, a platform it carries, and (when a lock is at hand) that lock."""
+def check_fits(manifest: Manifest, env: str, platform: str) -> None:
+    """A bundle is used only for its env and a platform it carries."""
     if manifest.env != env:
-        raise InputError(f"the bundle is for env {manifest.env}, not {env}", hint=f"run `envgen bundle {env}`")
+        raise InputError(
+            f"the bundle is for env {manifest.env!r}, not {env}",
+            hint=f"run `envgen bundle {env}`",
+        )
     if platform not in manifest.platforms:
         raise InputError(
             f"the bundle carries {', '.join(manifest.platforms)}, this host is {platform}",
             hint=f"run `envgen bundle {env} --platform {platform}`",
         )
-    if lock_hash is not None and lock_hash != manifest.input_hash:
-        raise InputError(
-            f"the bundle was made for the lock with input hash {manifest.input_hash}; locks/{env}.yml has {lock_hash}",
-            hint="make the bundle again from the current lock, or install the bundle's own lock (another --root)",
-        )
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a trusted lock says a bundle holds: each member (its sha256 from the lock wherever the
+    lock names it, else the manifest's), the git packs as the lock's sources name them, and every
+    way the manifest differs."""
+
+    members: dict[str, Member]
+    git: tuple[GitPack, ...]
+    problems: tuple[str, ...]
+
+
+def _lock_packs(lock: Lock) -> dict[str, GitPack]:
+    """The packs the lock's sources need (path -> pack; the shallow boundary is the bundle's)."""
+    packs = {}
+    for locked in lock.sources:
+        source, path = locked.source, git_path(locked)
+        packs[path] = GitPack(source.name, source.url, path, git_commits(locked), ())
+        for sub in locked.submodules:
+            name = f"{locked.source.name}/{sub.path}"
+            path = submodule_path(sub)
+            packs[path] = GitPack(name, sub.url, path, (sub.commit,), ())
+    return packs
+
+
+def expected_members(lock: Lock, manifest: Manifest, lock_files: Mapping[str, Member]) -> Expected:
+    """The members a bundle of `lock` (trusted) for the manifest's platforms holds (pure);
+    `lock_files` are the lock's three files as trusted. The manifest only adds what the lock cannot
+    know: artifact sizes, and the git packs' hashes and shallow boundaries."""
+    listed = {m.path: m for m in manifest.members}
+    platforms = [p for p in manifest.platforms if p in lock.platforms]
+    others = [p for p in manifest.platforms if p not in lock.platforms]
+    problems = [f"bundle.json: platform {p} is not the lock's" for p in others]
+    trusted = dict(lock_files)
+    for want in wanted_artifacts(lock, platforms):
+        size = listed[want.path].size if want.path in listed else 0
+        trusted[want.path] = Member(want.path, want.sha256, size, want.url)
+    for platform in platforms:
+        data = find_links_requirements(lock, platform).encode()
+        path = requirements_path(platform)
+        trusted[path] = Member(path, hashlib.sha256(data).hexdigest(), len(data))
+    packs = _lock_packs(lock)
+    git = []
+    for pack in manifest.git:
+        wanted = packs.get(pack.path)
+        named = (pack.source, pack.url, pack.commits)
+        if wanted is None or named != (wanted.source, wanted.url, wanted.commits):
+            problems.append(f"bundle.json: git pack {pack.path} is not one the lock's sources need")
+            continue
+        git.append(pack)
+        trusted[pack.path] = listed.get(pack.path) or Member(pack.path, "", 0)
+    unpacked = sorted(set(packs) - {g.path for g in git})
+    problems += [f"{path}: no git pack in bundle.json" for path in unpacked]
+    problems += [_differs(path, trusted[path], listed.get(path)) for path in sorted(trusted)]
+    extra = sorted(set(listed) - set(trusted))
+    problems += [f"{path}: not a file the lock names" for path in extra]
+    return Expected(trusted, tuple(git), tuple(p for p in dict.fromkeys(problems) if p))
+
+
+def _differs(path: str, member: Member, found: Member | None) -> str:
+    """How bundle.json's entry `found` differs from the trusted `member` ('' when it does not)."""
+    if found is None:
+        return f"{path}: missing from bundle.json"
+    if found.sha256 != member.sha256:
+        return f"{path}: bundle.json says sha256 {found.sha256}, the lock {member.sha256}"
+    if found.size != member.size:
+        return f"{path}: bundle.json says {found.size} bytes, the lock's file has {member.size}"
+    return ""

@@ -24,11 +24,14 @@ from envgen.bundle.manifest import (
     requirements_path,
     wanted_artifacts,
 )
+from envgen.commands.bundle_trust import lock_sha256
 from envgen.errors import InputError
 from envgen.inputs.channels import access_index
 from envgen.inputs.credentials import lock_credentials
 from envgen.lockio.integrity import require_intact
+from envgen.lockio.store import read_files
 from envgen.model import Lock
+from envgen.outputs import checked_output
 from envgen.project import Project
 from envgen.resolve.git_remote import GitEnv
 from envgen.resolve.index_client import IndexClient
@@ -44,11 +47,13 @@ class BundleSummary:
     size: int
     downloaded: int
     seconds: float
+    lock_sha256: str
 
     def describe(self, env: str) -> str:
         return (
             f"{env}: {self.path}: {self.files} files, {self.size} bytes ({decimal(self.size)}) "
-            f"({self.downloaded} downloaded, the rest from the cache) in {self.seconds:.1f}s"
+            f"({self.downloaded} downloaded, the rest from the cache) in {self.seconds:.1f}s\n"
+            f"{env}: for --from-bundle without a checkout: --lock-sha256 {self.lock_sha256}"
         )
 
 
@@ -88,8 +93,10 @@ def _bundle(
     project: Project, env: str, out: Path, *, platforms: Sequence[str], cache: Path, display: Display | None
 ) -> BundleSummary:
     started = time.monotonic()
+    checked_output(out, project)  # before any download: a path -o must not replace is bad input
     # A tampered lock (lockio/integrity.py) is refused (exit 4): a bundle would carry it to the cluster.
     lock = require_intact(project, env)
+    content_hash = lock_sha256(read_files(project, env))
     chosen = _platforms(lock, platforms)
     wanted = wanted_artifacts(lock, chosen)
     found = lock_credentials(lock, project.channels_dir, None, os.environ)
@@ -97,27 +104,29 @@ def _bundle(
     limits = network.limits(os.environ)
     with IndexClient(indexes, limits, credentials=found.pip + found.conda) as client:
         paths, downloaded = fetch_all(client, wanted, cache, display=display)
-    files = [(w.path, paths[w.sha256], w.sha256) for w in wanted]
-    members = [Member(w.path, w.sha256, paths[w.sha256].stat().st_size, w.url) for w in wanted]
     lock_files = (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))
     with scratch_dir("envgen-bundle-") as scratch:
+        # The lock's files first: a reader trusts the lock before any artifact streams.
+        files = [(f"locks/{path.name}", path, "") for path in lock_files]
+        for platform in chosen:  # what the recipe's --bundle installs with pip, without envgen
+            requirements = scratch / requirements_path(platform)
+            requirements.parent.mkdir(parents=True, exist_ok=True)
+            requirements.write_text(find_links_requirements(lock, platform), encoding="utf-8")
+            files.append((requirements_path(platform), requirements, ""))
+        files += [(w.path, paths[w.sha256], w.sha256) for w in wanted]
         packs = []
         for locked in lock.sources:
             log.info("source %s: bundling commit %s", locked.source.name, locked.commit)
             for pack in pack_source(cache, locked, scratch, GitEnv.read(os.environ)):
                 packs.append(pack)
                 files.append((pack.path, scratch / pack.path, ""))
-        for path in lock_files:
-            files.append((f"locks/{path.name}", path, ""))
-        for platform in chosen:  # what the recipe's --bundle installs with pip, without envgen
-            requirements = scratch / requirements_path(platform)
-            requirements.parent.mkdir(parents=True, exist_ok=True)
-            requirements.write_text(find_links_requirements(lock, platform), encoding="utf-8")
-            files.append((requirements_path(platform), requirements, ""))
         # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed as archived.
         files = [(name, path, sha or file_sha256(path)) for name, path, sha in files]
-        members += [Member(name, sha, path.stat().st_size) for name, path, sha in files[len(wanted) :]]
+        urls = {w.path: w.url for w in wanted}
+        sizes = [(name, sha, path.stat().st_size) for name, path, sha in files]
+        members = [Member(name, sha, size, urls.get(name, "")) for name, sha, size in sizes]
         manifest = Manifest(env, lock.input_hash, chosen, envgen.__version__, tuple(members), tuple(packs))
         log.info("writing %s (%d files)", out, len(files) + 1)
-        write_archive(out, files, render_manifest(manifest))
-    return BundleSummary(out, len(files) + 1, out.stat().st_size, downloaded, time.monotonic() - started)
+        write_archive(out, project, files, render_manifest(manifest))
+    seconds = time.monotonic() - started
+    return BundleSummary(out, len(files) + 1, out.stat().st_size, downloaded, seconds, content_hash)

@@ -152,7 +152,9 @@ def _load(project: Project, env: str) -> tuple[Lock, Matrix, tuple[str, ...]] | 
         raise no_lock(project, env)
     if checked.lock is None:
         return Step("static: lock parses", FAILED, "; ".join(checked.problems))
-    return checked.lock, load_env(project, env), checked.problems
+    # Named by the env asked for: an env read from the file (another, when edited) is an
+    # integrity problem, never the name of a message, file or hint.
+    return dataclasses.replace(checked.lock, env=env), load_env(project, env), checked.problems
 
 
 def _static_and_solve(
@@ -187,17 +189,16 @@ def check_env(
     install: EnvInstaller = install_env,
     installer: Installer = "pip",
     bundle: Path | None = None,
+    lock_sha256: str | None = None,
 ) -> CheckReport:
-    """Check the lock of `env`: static steps, a re-solve, a throwaway install on this host; never raises for a
-    failed step (the report says), only for bad input (no lock, a malformed matrix), bugs and interrupts (the
-    throwaway env is removed even then).
-
-    The throwaway env's pip part comes from the lock's derived file of this platform: its requirements.txt
-    with pip, its PEP 751 pylock with uv; the install sends the credentials of the lock's channels, indexes
-    and sources as `envgen install` does. With `bundle`, the throwaway env comes from that bundle, with no
-    network, and the bundle's own lock is checked (raises, exit 4, when a member does not match its manifest)."""
+    """Check the lock of `env`: static steps, a re-solve, a throwaway install on this host. Raises
+    only for bad input (no lock, a malformed matrix), bugs and interrupts (the throwaway env is
+    removed even then). The env's pip part comes from the lock's derived file (requirements.txt
+    with pip, the pylock with uv), with the lock's credentials; with `bundle`, from that bundle
+    with no network, trusted through the project's lock or `lock_sha256` (bundle_trust.py)."""
     if bundle is not None:
-        return check_from_bundle(project, env, bundle, cache=cache, venv=venv, require_npu=require_npu, keep=keep)
+        bundled = functools.partial(check_from_bundle, project, env, bundle, cache=cache)
+        return bundled(venv=venv, require_npu=require_npu, keep=keep, lock_sha256=lock_sha256)
     platform = host_platform()
     steps: list[Step] = []
 

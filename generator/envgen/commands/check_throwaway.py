@@ -29,7 +29,7 @@ from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportChec
 from envgen.npu import Npu
 from envgen.process import Runner, run, tail
 from envgen.redact import redact_text
-from envgen.scratch import scratch_dir
+from envgen.scratch import children_scratch, scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -259,7 +259,11 @@ def throwaway_steps(
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
     skip_cann = bool(cann_sources) and not hardware.cann and not require_npu
     steps: list[Step] = []
-    with scratch_dir(f"envgen-check-{lock.env}-", keep=keep) as tmp, _said_when_interrupted(tmp, keep):
+    with (
+        scratch_dir(f"envgen-check-{lock.env}-", keep=keep) as tmp,
+        _said_when_interrupted(tmp, keep),
+        children_scratch("envgen-check-tmp-"),  # the children's temp files, gone even if killed
+    ):
         prefix = tmp / "env"
         log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, prefix)
         kind = "venv" if venv else "conda prefix"
@@ -276,11 +280,8 @@ def throwaway_steps(
                 requirements=requirements,
             )
         except EnvgenError as exc:
-            steps.append(_install_failed(f"env: install ({kind})", exc))
-            steps.append(Step("env: pip check", SKIPPED, "the install failed"))
-            steps += [Step(f"import {c.module}", SKIPPED, "the install failed") for c in lock.checks]
-            steps += [Step(name, SKIPPED, "the install failed") for name in npu_step_names(npu)]
-            return steps, str(tmp) if keep else None
+            failed = _install_failed(f"env: install ({kind})", exc, lock, npu)
+            return failed, str(tmp) if keep else None
         source = f" from {requirements.name} ({installer})" if requirements else ""
         pip_count = len(lock.pip_for(platform))
         steps.append(
@@ -292,9 +293,13 @@ def throwaway_steps(
         return steps, str(tmp) if keep else None
 
 
-def _install_failed(name: str, exc: EnvgenError) -> Step:
-    """The failed install step: a host that could not be reached is no verdict on the lock (one line per host)."""
+def _install_failed(name: str, exc: EnvgenError, lock: Lock, npu: Npu | None) -> list[Step]:
+    """The failed install step, and the steps it skips: a host that could not be reached is no
+    verdict on the lock (one line per host)."""
     if isinstance(exc, NetworkError):
         headline, *hosts = exc.message.splitlines()
-        return Step(name, FAILED, headline, tuple(h.strip() for h in hosts), unreachable=True)
-    return Step(name, FAILED, exc.message)
+        failed = Step(name, FAILED, headline, tuple(h.strip() for h in hosts), unreachable=True)
+    else:
+        failed = Step(name, FAILED, exc.message)
+    skipped = ["env: pip check", *(f"import {c.module}" for c in lock.checks), *npu_step_names(npu)]
+    return [failed, *(Step(skip, SKIPPED, "the install failed") for skip in skipped)]

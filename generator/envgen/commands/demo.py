@@ -227,7 +227,7 @@ def _offline_install(step: _Steps, say: Say, bundle: str) -> None:
     say("# repositories): what installs now comes from the bundle alone")
     step.env = {**step.env, "GIT_CONFIG_GLOBAL": os.devnull}
     step(
-        "install from the bundle with no network: every member checked against bundle.json first",
+        "install from the bundle with no network: every member checked against the lock first",
         ["envgen", "install", ENV, "--from-bundle", bundle, "--prefix", "offline-env", "--venv"],
     )
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from envgen.errors import InputError
@@ -13,6 +11,7 @@ from envgen.lockio.exports.pylock import render_pylock
 from envgen.lockio.exports.requirements_txt import render_requirements
 from envgen.lockio.store import require_lock
 from envgen.model import Lock
+from envgen.outputs import output_file
 from envgen.platforms import host_platform
 from envgen.project import Project
 
@@ -70,13 +69,7 @@ def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = 
     return render_requirements(lock, chosen, load_env(project, env))
 
 
-def write_export(path: Path, text: str) -> None:
-    """`text` into `path` through a temp file and a rename, so a reader never sees half a file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(name, path)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}", hint="choose a writable path for -o") from exc
+def write_export(project: Project, path: Path, text: str) -> None:
+    """`text` into `path`, whole or not at all, where an output may go (outputs.py)."""
+    with output_file(path, project) as handle:
+        handle.write(text.encode("utf-8"))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from envgen.errors import InputError
+from envgen.inputs.files import read_input_text
 from envgen.project import MARKERS, find_project
 
 EXAMPLE_MATRIX = """\
@@ -51,9 +53,29 @@ CHANNELS = {
 GITIGNORE = "# envgen: per-env mutex files of `envgen lock`, outputs of the relock workflow\nlocks/.*\nrelock-out/\n"
 
 
+def _inside(directory: Path, path: Path) -> None:
+    """Refuse a `path` that leads out of `directory` through a symlink (itself, or a directory on
+    the way): init would write where it was not asked to."""
+    root, real = os.path.realpath(directory), os.path.realpath(path)
+    if real != root and not real.startswith(root + os.sep):
+        outside = f"outside {directory}: init writes only inside it"
+        raise InputError(
+            f"{path} leads through a symbolic link to {real}, {outside}",
+            hint="remove the link, or run `envgen init` in another directory",
+        )
+
+
+def _gitignore(path: Path) -> str:
+    """The current .gitignore ('' when there is none), read as any input file is."""
+    if not os.path.lexists(path):
+        return ""
+    return read_input_text(path, hint="make it a UTF-8 text file, or move it away and run again")
+
+
 def init_project(directory: Path) -> list[Path]:
-    """Create env-templates/example.toml, channels/ and a .gitignore entry in `directory`; returns what it
-    created. Refuses a directory that already is, or is inside, a project (it would shadow it)."""
+    """Create env-templates/example.toml, channels/ and a .gitignore entry in `directory`; returns
+    what it created. Refuses a directory that already is, or is inside, a project (it would shadow
+    it), and a path leading out of `directory` through a symlink; all is checked before a write."""
     try:
         existing = find_project(directory) if directory.exists() else None
     except InputError:
@@ -67,6 +89,10 @@ def init_project(directory: Path) -> list[Path]:
         Path(MARKERS[0]) / "example.toml": EXAMPLE_MATRIX,
         **{Path(MARKERS[1]) / n: t for n, t in CHANNELS.items()},
     }
+    gitignore = directory / ".gitignore"
+    for path in (*(directory / relative for relative in files), gitignore):
+        _inside(directory, path)
+    current = _gitignore(gitignore)
     created = []
     for relative, text in files.items():
         path = directory / relative
@@ -74,8 +100,6 @@ def init_project(directory: Path) -> list[Path]:
         if not path.exists():
             path.write_text(text, encoding="utf-8")
             created.append(path)
-    gitignore = directory / ".gitignore"
-    current = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
     if "locks/.*" not in current.splitlines():
         gitignore.write_text(current + ("\n" if current and not current.endswith("\n") else "") + GITIGNORE)
         created.append(gitignore)

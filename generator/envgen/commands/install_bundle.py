@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -10,15 +11,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from envgen.bundle.archive import unpack_verified
+from envgen.bundle.archive import extract_members, read_head
 from envgen.bundle.gitpacks import make_mirror, mirror_git_environment
-from envgen.bundle.manifest import check_fits
+from envgen.bundle.manifest import (
+    Expected,
+    Member,
+    check_fits,
+    expected_members,
+    lock_paths,
+    wanted_artifacts,
+)
+from envgen.commands.bundle_trust import TrustRoot, bundle_lock_texts, trust_root, trusted_lock
 from envgen.commands.check_report import OK, CheckReport, Step
 from envgen.commands.check_throwaway import throwaway_steps
 from envgen.errors import VerificationError
 from envgen.installer import Installer, install_env
-from envgen.lockio.integrity import LockTexts, integrity_problems, missing_files, tampered
-from envgen.lockio.store import parse_lock_parts, read_files, recorded_inputs
+from envgen.lockio.store import LockTexts
 from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
@@ -39,54 +47,70 @@ class OpenedBundle:
     members: int
 
 
-def _intact_lock(locks: Path, env: str, bundle: Path) -> Lock:
-    """The lock a bundle carries, if its three files pass the integrity check (lockio/integrity.py): the
-    members match the manifest, but a bundle made from a tampered lock would carry the tampering along."""
-    paths = [locks / f"{env}{suffix}" for suffix in (".yml", ".sources.toml", ".install.sh")]
-    names = (f"{bundle}:locks/{paths[0].name}", f"{bundle}:locks/{paths[1].name}", f"{bundle}:locks/{paths[2].name}")
-    yml, sources, recipe = (p.read_text(encoding="utf-8") if p.is_file() else None for p in paths)
-    texts = LockTexts(env, yml, sources, recipe, names)
-    if yml is None or sources is None:
-        raise tampered(missing_files(texts) or [f"{bundle} carries no lock of {env}"], env)
-    lock, parts = parse_lock_parts(yml, sources, names[0], names[1])
-    problems = integrity_problems(texts, lock, parts)
-    if problems:
-        raise tampered(problems, env)
-    return lock
+def _lock_members(texts: LockTexts) -> dict[str, Member]:
+    """The trusted lock's three files as the members a bundle must carry."""
+    found = zip(lock_paths(texts.env), (texts.yml, texts.sources, texts.recipe), strict=True)
+    data = {path: (text or "").encode() for path, text in found}
+    return {p: Member(p, hashlib.sha256(raw).hexdigest(), len(raw)) for p, raw in data.items()}
+
+
+def _verified(
+    bundle: Path,
+    unpacked: Path,
+    env: str,
+    platform: str,
+    root: TrustRoot,
+) -> tuple[Lock, Expected]:
+    """Unpack `bundle` into `unpacked`, each member checked against the trusted lock as it
+    streams."""
+    head = read_head(bundle, unpacked, lock_paths(env))
+    check_fits(head.manifest, env, platform)
+    bundled = bundle_lock_texts(env, bundle, head.texts)
+    lock = trusted_lock(root, bundled)
+    if lock.input_hash != head.manifest.input_hash:
+        listed = head.manifest.input_hash
+        raise VerificationError(
+            f"{bundle}: its lock has input hash {lock.input_hash}, its bundle.json says {listed}",
+            hint="the bundle was altered: make it again",
+        )
+    expected = expected_members(lock, head.manifest, _lock_members(bundled))
+    if expected.problems:
+        listed = "\n  ".join(expected.problems)
+        raise VerificationError(
+            f"{bundle}: bundle.json does not list what the lock names:\n  {listed}",
+            hint="the bundle was altered, or made from another lock: make it again",
+        )
+    extract_members(bundle, unpacked, expected.members, done=head.texts.keys())
+    return lock, expected
 
 
 @contextmanager
-def opened_bundle(project: Project, env: str, bundle: Path, platform: str) -> Iterator[OpenedBundle]:
-    """Unpack `bundle` into a scratch directory (removed afterwards) and check it before anything uses it.
+def opened_bundle(
+    project: Project, env: str, bundle: Path, platform: str, lock_sha256: str | None
+) -> Iterator[OpenedBundle]:
+    """Unpack `bundle` into a scratch directory (removed afterwards), checked before any use.
 
-    Every member is checked against the bundle's manifest (exit 4 naming the one that differs); a bundle of
-    another env, platform or (when the project has a lock of `env`) another lock is refused (exit 2).
-    """
+    The trust root is the project's lock of `env` (bundle_trust.py), or `lock_sha256` where there
+    is none: a bundle of another lock, env or platform is refused (exit 2); each member is checked
+    against the hashes that lock names as it streams (exit 4 naming the one that differs), and
+    nothing the lock does not name is unpacked."""
+    root = trust_root(project, env, lock_sha256)
     with scratch_dir("envgen-from-bundle-") as scratch:
         unpacked = scratch / "bundle"
         log.info("verifying %s", bundle)
-        manifest = unpack_verified(bundle, unpacked)
-        recorded = recorded_inputs(read_files(project, env))
-        check_fits(manifest, env, platform, recorded.input_hash if recorded else None)
-        locks = unpacked / "locks"
-        lock = _intact_lock(locks, env, bundle)
-        if lock.input_hash != manifest.input_hash:
-            raise VerificationError(
-                f"{bundle}: its lock has input hash {lock.input_hash}, its bundle.json says {manifest.input_hash}",
-                hint="the bundle was altered: make it again",
-            )
+        lock, expected = _verified(bundle, unpacked, env, platform, root)
         mirrors = []
-        for number, pack in enumerate(manifest.git):
+        for number, pack in enumerate(expected.git):
             mirror = scratch / "mirrors" / f"{number}.git"
             make_mirror(pack, unpacked / pack.path, mirror, GitEnv.read(os.environ))
             mirrors.append((pack, mirror))
-        log.info("verified %d members of %s", len(manifest.members), bundle)
+        log.info("verified %d members of %s", len(expected.members), bundle)
         yield OpenedBundle(
             lock,
-            locks / f"{env}.install.sh",
-            {m.sha256: unpacked / m.path for m in manifest.members if m.url},
+            unpacked / lock_paths(env)[2],
+            {w.sha256: unpacked / w.path for w in wanted_artifacts(lock, (platform,))},
             mirror_git_environment(mirrors, os.environ),
-            len(manifest.members),
+            len(expected.members),
         )
 
 
@@ -101,10 +125,12 @@ def install_from_bundle(
     installer: Installer,
     profiles: Sequence[str],
     skip_cann: bool,
+    lock_sha256: str | None = None,
 ) -> Path:
-    """Install the lock inside `bundle` for this host into `prefix`, with no network; returns the prefix."""
+    """Install the lock of `env` from `bundle` for this host into `prefix`, with no network;
+    returns the prefix. The bundle is trusted through the project's lock or `lock_sha256`."""
     platform = host_platform()
-    with opened_bundle(project, env, bundle, platform) as opened:
+    with opened_bundle(project, env, bundle, platform, lock_sha256) as opened:
         log.info("installing %s for %s from %s with no network", env, platform, bundle)
         install_env(
             opened.lock,
@@ -123,12 +149,21 @@ def install_from_bundle(
 
 
 def check_from_bundle(
-    project: Project, env: str, bundle: Path, *, cache: Path, venv: bool, require_npu: bool, keep: bool
+    project: Project,
+    env: str,
+    bundle: Path,
+    *,
+    cache: Path,
+    venv: bool,
+    require_npu: bool,
+    keep: bool,
+    lock_sha256: str | None = None,
 ) -> CheckReport:
     """`check`'s throwaway env, installed from `bundle` with no network: the installed set, pip check, imports."""
     platform = host_platform()
-    with opened_bundle(project, env, bundle, platform) as opened:
-        steps = [Step("bundle: members", OK, f"{opened.members} members match bundle.json")]
+    with opened_bundle(project, env, bundle, platform, lock_sha256) as opened:
+        matched = f"{opened.members} members match the lock and bundle.json"
+        steps = [Step("bundle: members", OK, matched)]
         install = functools.partial(install_env, local=opened.local, recipe_environ=opened.recipe_environ)
         env_steps, kept = throwaway_steps(
             opened.lock,

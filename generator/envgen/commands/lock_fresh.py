@@ -15,6 +15,8 @@ from envgen.project import Project
 
 log = logging.getLogger(__name__)
 
+_UNSEALED = "the lock files do not hash to the content hash they record"
+
 
 def unchanged_hash(project: Project, texts: LockTexts) -> str | None:
     """The input hash recorded for the lock whose files are `texts` when every input it records
@@ -40,14 +42,14 @@ def unchanged_hash(project: Project, texts: LockTexts) -> str | None:
         log.info("%s: a derived file is missing or from another lock: locking again", env)
         return None
     if not texts.intact:
-        log.info("%s: the lock files do not hash to the content hash they record: locking again", env)
+        log.info("%s: %s: locking again", env, _UNSEALED)
         return None
     return digest
 
 
 def _glibc_floor(matrix_path: Path) -> str | None:
-    """`[system] glibc` of a matrix, the files it extends merged in; None when it does not read (the re-lock
-    that follows reports why)."""
+    """`[system] glibc` of a matrix, the files it extends merged in; None when it does not read
+    (the re-lock that follows reports why)."""
     try:
         layered = read_layered(matrix_path)
     except InputError:

@@ -31,14 +31,15 @@ def check_update_names(
     files: Mapping[str, LockTexts],
     update: Movable,
 ) -> None:
-    """InputError for a name in `update` that no env has as a source, rather than a lock that moves nothing."""
-    envs = list(files)
+    """InputError for a name in `update` that no env has as a source, rather than a lock that moves
+    nothing."""
+    envs = ", ".join(files)
     known = known_sources(project, files)
     unknown = update.unknown(known)
     if unknown:
         names = ", ".join(sorted(known)) or "none"
         raise InputError(
-            f"--update {unknown[0]}: no source of that name in {', '.join(envs)} (matrix or recorded lock)"
+            f"--update {unknown[0]}: no source of that name in {envs} (matrix or recorded lock)"
             f"{did_you_mean(unknown[0], known)}",
             hint=f"name one of the sources: {names}; or use --update-all",
         )
@@ -49,10 +50,11 @@ def check_upgrade_names(
     files: Mapping[str, LockTexts],
     upgrade: Movable,
 ) -> None:
-    """InputError for an `--upgrade-package` name that is no package or source of any env, before any work."""
+    """InputError for an `--upgrade-package` name that is no package or source of any env, before
+    any work."""
     from envgen.inputs.matrix import load_env
 
-    envs = list(files)
+    envs = ", ".join(files)
     known = {package_key(n) for n in known_sources(project, files)}
     for env, texts in files.items():
         matrix = load_env(project, env)
@@ -61,10 +63,11 @@ def check_upgrade_names(
         known |= {package_key(n) for n in _locked_names(texts)}
     unknown = upgrade.unknown(known)
     if unknown:
+        what = "a package the lock pins, a matrix package or a source"
         raise InputError(
-            f"--upgrade-package {unknown[0]}: no package or source of that name in {', '.join(envs)} "
+            f"--upgrade-package {unknown[0]}: no package or source of that name in {envs} "
             f"(matrix or recorded lock){did_you_mean(unknown[0], known)}",
-            hint="name a package the lock pins, a matrix package or a source; or use --upgrade for everything",
+            hint=f"name {what}; or use --upgrade for everything",
         )
 
 

@@ -20,7 +20,7 @@ from envgen.commands import watch_findings as judge
 from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError, ResolutionError
 from envgen.inputs.channels import IndexAccess
-from envgen.model import Lock, Matrix, Origin, PipPackage, TracedRequirement
+from envgen.model import Lock, Matrix, PipPackage, TracedRequirement
 from envgen.resolve.git_cache import cached_repo
 from envgen.resolve.git_remote import ls_remote, resolve_ref
 from envgen.resolve.git_sources import requirements_at
@@ -128,11 +128,10 @@ def matrix_demands(matrix: Matrix) -> list[TracedRequirement]:
     """What the matrix itself asks of the names it decides: each override, and each pin of a name no
     override replaces (an override takes the pin's place in the direct layer)."""
     overridden = {canonicalize_name(o.name) for o in matrix.overrides}
-    path = matrix.path
-    out = [TracedRequirement(o.requirement, override_origin(path, o)) for o in matrix.overrides]
+    out = [TracedRequirement(o.requirement, override_origin(matrix, o)) for o in matrix.overrides]
     for package in matrix.packages:
         if _decides(package) and canonicalize_name(package.name) not in overridden:
-            origin = Origin(file=path, key=f"pip.packages.{package.name}.version")
+            origin = matrix.origin("pip", "packages", package.name, "version")
             out.append(TracedRequirement(package.requirement, origin))
     return out
 

@@ -13,6 +13,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from envgen.errors import InputError
 
@@ -45,6 +46,21 @@ def read_input_text(path: Path, hint: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})", hint=hint) from exc
+
+
+def open_input(path: Path, hint: str) -> BinaryIO:
+    """`path` open for binary reading, which must be a regular file once symlinks are followed: a
+    path given on the command line (a bundle), the user's own choice; a FIFO must not block, a
+    device is refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}", hint=hint) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{path} is not a regular file", hint=hint)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 @contextmanager

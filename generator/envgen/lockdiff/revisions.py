@@ -149,7 +149,10 @@ def parse_side(side: LockText, *, with_sources: bool = True) -> Lock:
     yml = _lock_yml(side)
     if side.sources is None or not with_sources:
         return Lock(side.env, yml.platforms, yml.input_hash, yml.conda, yml.pip, sources=())
-    return parse_lock(side.yml, side.sources, side.label, sibling_sources(side.label))
+    # Named by its file: an env read from the sources.toml (another, when edited) is an integrity
+    # problem of the work tree's lock (`working_integrity`), never the name a diff is headed with.
+    lock = parse_lock(side.yml, side.sources, side.label, sibling_sources(side.label))
+    return replace(lock, env=side.env)
 
 
 def _lock_yml(side: LockText) -> LockYml:

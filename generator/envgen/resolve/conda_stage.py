@@ -119,6 +119,14 @@ def _failed_channel(matrix: Matrix, message: str) -> str:
     return ", ".join(redact_url(url) for url in (named or [c.url for c in matrix.channels]))
 
 
+def _unsatisfiable(matrix: Matrix, platform: str, said: str) -> ResolutionError:
+    return ResolutionError(
+        f"{matrix.file_of('conda', 'specs')}: [conda] specs cannot be satisfied for {platform} "
+        f"(glibc {matrix.glibc}): {', '.join(matrix.conda_specs)}\n{said}",
+        hint="relax the specs named above, or check that the channels carry them for this platform",
+    )
+
+
 def _unreachable(matrix: Matrix, platform: str, message: str, limits: network.Limits) -> NetworkError:
     """One line naming the channel and why (the innermost cause, or the timeout that ended the wait)."""
     if network.timed_out(message):
@@ -192,11 +200,8 @@ def solve_conda_preferring(
     try:
         records, unavailable = network.run_bounded(solve(), budget=limits.budget, over=over)
     except rattler.exceptions.SolverError as exc:
-        raise ResolutionError(
-            f"{matrix.path}: [conda] specs cannot be satisfied for {platform} (glibc {matrix.glibc}): {specs}\n"
-            f"{redact_text(str(exc).strip(), credentials.secrets)}",
-            hint="relax the specs named above, or check that the channels carry them for this platform",
-        ) from exc
+        said = redact_text(str(exc).strip(), credentials.secrets)
+        raise _unsatisfiable(matrix, platform, said) from exc
     except (rattler.exceptions.GatewayError, rattler.exceptions.FetchRepoDataError) as exc:
         # Another platform's or subdir's request may still be running in rattler's threads.
         network.abandoned.set()

@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError, InputError, MatrixError
 from envgen.model import METADATA, LockedSource, Matrix, Source, Submodule, TracedRequirement
+from envgen.platforms import host_platform
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git_cache import CachedRepo, apply_cherry_picks, cached_repo, has_commits
 from envgen.resolve.git_remote import upstream_commit
@@ -139,7 +140,7 @@ def _read_tree(
     if source.dependencies == METADATA:
         export = functools.partial(repo.export, head)
         read = functools.partial(repo.read, head)
-        declared = declared_dependencies(source, tree, read, export, settings)
+        declared = declared_dependencies(source, tree, read, export, settings, commit=head)
     if declared.fallback:
         listed = ", ".join(source.requirements) or "none listed"
         logger.warning(
@@ -177,9 +178,21 @@ def _matrix_names(matrix: Matrix) -> frozenset[str]:
 
 
 def _build_settings(matrix: Matrix, settings: Settings) -> BuildSettings:
-    """How a source's metadata is built: the matrix's indexes, the cache, the variables."""
+    """How a source's metadata is built: the matrix's indexes and its pins for this host, the
+    cache, the variables."""
     indexes = tuple(settings.access(i) for i in matrix.indexes)
-    return BuildSettings(indexes, settings.cache, settings.variables)
+    return BuildSettings(indexes, settings.cache, settings.variables, pins=_host_pins(matrix))
+
+
+def _host_pins(matrix: Matrix) -> tuple[tuple[str, str], ...]:
+    """The packages the matrix takes from an index on this host's platform: a build here takes
+    them from there too."""
+    try:
+        host = host_platform()
+    except InputError:  # a host no lock is made for: no platform's pins apply
+        return ()
+    pinned = ((canonicalize_name(p.name), p.index_for(host)) for p in matrix.packages)
+    return tuple(sorted((name, index) for name, index in pinned if index))
 
 
 def resolve_sources(

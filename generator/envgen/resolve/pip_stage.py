@@ -73,18 +73,19 @@ def gather_inputs(
         name = canonicalize_name(package.name)
         if package.pending is not None or name in excluded:
             continue
-        key = f"pip.packages.{package.name}"
+        key = ("pip", "packages", package.name)
         if package.url:
-            origin = Origin(file=matrix.path, key=f"{key}.url")
-            url = expand_url(package.url, f"{matrix.path}: {key}.url", environ)
+            origin = matrix.origin(*key, "url")
+            url = expand_url(package.url, str(origin), environ)
             extras = f"[{','.join(package.extras)}]" if package.extras else ""
             marker = f" ; {package.marker}" if package.marker else ""
             requirements.append(TracedRequirement(f"{package.name}{extras} @ {url}{marker}", origin))
             direct.add(name)
             if package.sha256:
-                hashes[name] = (package.sha256.lower(), Origin(file=matrix.path, key=f"{key}.sha256"))
+                hashes[name] = (package.sha256.lower(), matrix.origin(*key, "sha256"))
         else:
-            origin = Origin(file=matrix.path, key=f"{key}.version")
+            # A package written without a version (`mbridge = {}`) has no version key to point at.
+            origin = matrix.origin(*key, "version") if package.specifier else matrix.origin(*key)
             if pinned_from is not None:
                 origin = Origin(file=pinned_from, key=f"the locked {package.name}")
             requirements.append(TracedRequirement(str(_parse(package.requirement, origin)), origin))
@@ -92,7 +93,7 @@ def gather_inputs(
         if index:
             pins[name] = index
     requirements += _source_requirements(sources, excluded, direct)
-    scoped = overrides.scope(matrix.overrides, requirements, excluded, matrix.path)
+    scoped = overrides.scope(matrix, requirements, excluded)
     return Inputs(
         requirements=scoped,
         replaced=tuple(r for r in requirements if r not in scoped),
@@ -227,9 +228,11 @@ def lock_pypi(
     accesses = settings.accesses(matrix.indexes)
     indexes = ordered_indexes(matrix, accesses)
     inputs = gather_inputs(matrix, platform, sources, settings.variables, pinned_from)
-    for name, index in inputs.pins:
-        if index not in accesses:
-            raise InputError(f"{matrix.path}: pip.packages.{name}.index names {index!r}, which is not an index")
+    for package in matrix.packages:
+        index = package.index_for(platform)
+        if index and index not in accesses:
+            where = matrix.origin("pip", "packages", package.name, "index")
+            raise InputError(f"{where} names {index!r}, which is not an index")
     log.info("%s: resolving %d PyPI requirements with uv", platform, len(inputs.requirements))
     job = plan_uv_compile(
         matrix,

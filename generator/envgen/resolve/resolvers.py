@@ -25,14 +25,24 @@ class SourcePinner(Protocol):
     """Pins every source of a matrix (and the git requirements they bring) to a commit, in install
     order: a source `kept` records keeps its commit unless `update` covers it."""
 
-    def pin(self, matrix: Matrix, kept: Mapping[str, LockedSource], update: Movable) -> tuple[LockedSource, ...]: ...
+    def pin(
+        self,
+        matrix: Matrix,
+        kept: Mapping[str, LockedSource],
+        update: Movable,
+    ) -> tuple[LockedSource, ...]: ...
 
 
 class CondaSolver(Protocol):
     """Solves a matrix's conda specs for one platform, keeping `preferred` records where the specs
     allow."""
 
-    def solve(self, matrix: Matrix, platform: str, preferred: Sequence[CondaEntry]) -> CondaSolve: ...
+    def solve(
+        self,
+        matrix: Matrix,
+        platform: str,
+        preferred: Sequence[CondaEntry],
+    ) -> CondaSolve: ...
 
 
 @dataclass(frozen=True)

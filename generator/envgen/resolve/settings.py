@@ -27,7 +27,8 @@ class Settings:
 
     @classmethod
     def read(cls, environ: Mapping[str, str], *, cache: Path, offline: bool = False) -> Settings:
-        """The settings of a command run in `environ` (a malformed `ENVGEN_*` limit is bad input)."""
+        """The settings of a command run in `environ` (a malformed `ENVGEN_*` limit is bad
+        input)."""
         # Imported here: locating uv reads sysconfig, which a no-op lock never needs. Located once:
         # sysconfig's first read is not thread-safe, and the platforms are planned concurrently.
         from uv import find_uv_bin

@@ -150,8 +150,9 @@ def explain_failure(
         names = _mentioned(stderr)
         involved = [r for r in inputs.requirements if canonicalize_name(name_of(r.text)) in names]
         listed = "".join(f"\n  {r.text}  ({r.origin})" for r in involved) or "\n  (none of the inputs named)"
-        # uv calls the generated project by its name: to the user it is the matrix.
-        said = said.replace(PROJECT_NAME, "the matrix")
+        # uv calls the generated project by its name: it is the direct layer (the matrix's pins and
+        # overrides, the sources' requirements), whose requirements are listed above.
+        said = said.replace(PROJECT_NAME, "the direct layer")
         return ConflictError(
             f"no PyPI resolution for {platform}; these requirements conflict:{listed}\nuv says:\n{said}",
             hint=conflict_hint(sorted({canonicalize_name(name_of(r.text)) for r in involved}), matrix),
