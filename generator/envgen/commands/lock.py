@@ -47,7 +47,10 @@ class LockResult:
 
 
 @dataclass(frozen=True)
-class _Options:
+class LockOptions:
+    """What each env's lock is asked: what may move, the settings it resolves in, and whether it
+    re-locks even with its inputs unchanged."""
+
     update: Movable
     upgrade: Movable
     settings: Settings
@@ -117,14 +120,14 @@ def lock_envs(
     from envgen.resolve.settings import Settings
 
     settings = Settings.read(os.environ, cache=cache or cache_dir(), offline=offline)
-    options = _Options(update, upgrade, settings, relocking)
+    options = LockOptions(update, upgrade, settings, relocking)
     done = _relock_stale(project, [files[env] for env in stale], options, preflight)
     kept = {env: LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest}
     return [done.get(env) or kept[env] for env in envs]
 
 
 def _relock_stale(
-    project: Project, stale: Sequence[LockTexts], options: _Options, preflight: bool
+    project: Project, stale: Sequence[LockTexts], options: LockOptions, preflight: bool
 ) -> dict[str, LockResult]:
     """Each env of `stale` (its lock files as read) re-locked, after its head start, while the
     preflight asks the hosts."""
@@ -154,7 +157,7 @@ def _relock_stale(
     return {env: future.result() for env, future in futures.items()}
 
 
-def _head_start(matrix: Matrix, previous: LockTexts, options: _Options) -> HeadStart:
+def _head_start(matrix: Matrix, previous: LockTexts, options: LockOptions) -> HeadStart:
     from envgen.resolve.head_start import head_start
 
     return head_start(
@@ -171,7 +174,7 @@ def _relock_env(
     matrix: Matrix,
     started: HeadStart,
     gate: Callable[[], None],
-    options: _Options,
+    options: LockOptions,
 ) -> LockResult:
     """Re-lock one env under its mutex, unless another run just wrote a fresh lock: its files are
     read again under it (the head start and the preflight read them before, unguarded)."""
@@ -197,7 +200,7 @@ def relock_files(
     project: Project,
     matrix: Matrix,
     files: LockTexts,
-    options: _Options,
+    options: LockOptions,
     resolvers: Resolvers,
     gate: Callable[[], None] = lambda: None,
 ) -> LockResult:
@@ -210,9 +213,12 @@ def relock_files(
     from envgen.resolve.pipeline import relock
 
     request = replace(_request(matrix, files, options), files=file_digests(project, matrix))
-    # The writer's conda-lock, imported while the resolvers work (a lock read had it imported).
-    threading.Thread(target=import_models, name="import-models", daemon=True).start()
+    # The writer's conda-lock, imported while the resolvers work (a lock read had it imported);
+    # waited for before the write imports it too (two threads importing one module can deadlock).
+    importing = threading.Thread(target=import_models, name="import-models", daemon=True)
+    importing.start()
     relocked = relock(request, options.settings, resolvers)
+    importing.join()
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
     gate()
     write_lock(project, matrix.name, relocked.lock, relocked.recipe, relocked.derived)
@@ -220,7 +226,7 @@ def relock_files(
     return LockResult(matrix.name, "locked", lock.input_hash, lock, relocked.moves)
 
 
-def _request(matrix: Matrix, files: LockTexts, options: _Options) -> Relock:
+def _request(matrix: Matrix, files: LockTexts, options: LockOptions) -> Relock:
     """The re-lock of `matrix` asked for, its previous lock read from `files` (parsed once: a second
     read of the same texts finds it parsed)."""
     from envgen.resolve.request import Relock
@@ -253,7 +259,7 @@ def read_previous(texts: LockTexts, *, afresh: bool) -> Lock | None:
 def ask_hosts(
     matrices: Sequence[Matrix],
     files: Mapping[str, LockTexts],
-    options: _Options,
+    options: LockOptions,
 ) -> None:
     """The preflight: every host the re-locks of `matrices` (their lock files as read, `files`)
     will ask, asked; all that do not answer are reported at once (NetworkError). A lock that does
