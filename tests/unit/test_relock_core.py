@@ -1,8 +1,8 @@
 """The re-lock core in process (resolve/pipeline.py), through fakes of its effects: a uv runner that
 resolves from a table of releases the way uv does (a preference is kept while the inputs allow it),
-git and the conda solve answered from the test, index metadata from a table. The core keeps what its
-inputs allow, moves what they require and says why, and the command (commands/lock.py) writes what it
-returns, or nothing when it fails."""
+git and the conda solve answered from the test, index metadata from a table. The core keeps what
+its inputs allow, moves what they require and says why, and the command (commands/lock.py) writes
+what it returns, or nothing when it fails."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import tomli_w
 from envgen.commands.lock import LockOptions, relock_files
 from envgen.errors import NetworkError, ResolutionError
 from envgen.inputs.channels import IndexAccess
-from envgen.lockio.store import read_files, read_lock
+from envgen.lockio.store import LockTexts, read_files, read_lock
 from envgen.model import CondaEntry, Index, LockedSource, Matrix, PipEntry, PipPackage, Source
 from envgen.network import Limits
 from envgen.project import Project
@@ -64,7 +64,8 @@ class FakeUv:
         if self.fail:
             return UvOutcome(2, self.fail)
         files = dict(job.files)
-        wanted = [Requirement(r) for r in tomllib.loads(files["pyproject.toml"])["project"]["dependencies"]]
+        project = tomllib.loads(files["pyproject.toml"])["project"]
+        wanted = [Requirement(r) for r in project["dependencies"]]
         preferred = {p["name"]: p["version"] for p in preferences(job)}
         chosen: dict[str, str] = {}
         while wanted:
@@ -74,11 +75,15 @@ class FakeUv:
             kept = preferred.get(name)
             chosen[name] = kept if kept in allowed else max(allowed, key=Version)
             wanted += [Requirement(r) for r in REQUIRES.get(name, ()) if r not in chosen]
-        packages = [
-            {"name": n, "version": v, "wheels": [{"url": wheel(n, v), "hashes": {"sha256": digest(wheel(n, v))}}]}
-            for n, v in sorted(chosen.items())
-        ]
+        packages = [_package(n, v) for n, v in sorted(chosen.items())]
         return UvOutcome(0, "", tomli_w.dumps({"lock-version": "1.0", "packages": packages}))
+
+
+def _package(name: str, version: str) -> dict[str, object]:
+    """A `[[packages]]` table of uv's pylock.toml: one wheel, by URL and sha256."""
+    url = wheel(name, version)
+    file = {"url": url, "hashes": {"sha256": digest(url)}}
+    return {"name": name, "version": version, "wheels": [file]}
 
 
 def preferences(job: UvJob) -> list[dict[str, str]]:
@@ -93,7 +98,11 @@ class FakeIndexes:
     def __init__(self, requires: Mapping[str, Sequence[str]] = REQUIRES) -> None:
         self.requires = requires
 
-    def metadata(self, choices: Sequence[Choice], indexes: Sequence[IndexAccess]) -> dict[Choice, str]:
+    def metadata(
+        self,
+        choices: Sequence[Choice],
+        indexes: Sequence[IndexAccess],
+    ) -> dict[Choice, str]:
         def text(choice: Choice) -> str:
             name = choice.package.name
             lines = [f"Name: {name}", f"Version: {choice.package.version}"]
@@ -107,7 +116,8 @@ class FakeIndexes:
 
 
 class FakeConda:
-    """A `CondaSolver` choosing python 3.11.9 (or raising `error`), recording what it was to prefer."""
+    """A `CondaSolver` choosing python 3.11.9 (or raising `error`), recording what it was to
+    prefer."""
 
     def __init__(self, error: Exception | None = None) -> None:
         self.preferred: list[tuple[CondaEntry, ...]] = []
@@ -136,11 +146,17 @@ class FakeGit:
     ) -> tuple[LockedSource, ...]:
         self.asked.append(({n: s.commit for n, s in kept.items()}, update))
         pinned = [None if update.covers(s.name) else kept.get(s.name) for s in matrix.sources]
-        return tuple(p or LockedSource(s, self.commit) for p, s in zip(pinned, matrix.sources, strict=True))
+        pairs = zip(pinned, matrix.sources, strict=True)
+        return tuple(p or LockedSource(s, self.commit) for p, s in pairs)
 
 
 def fakes(**given: object) -> Resolvers:
-    parts: dict[str, object] = {"sources": FakeGit(), "conda": FakeConda(), "uv": FakeUv(), "indexes": FakeIndexes()}
+    parts: dict[str, object] = {
+        "sources": FakeGit(),
+        "conda": FakeConda(),
+        "uv": FakeUv(),
+        "indexes": FakeIndexes(),
+    }
     return Resolvers(**{**parts, **given})  # type: ignore[arg-type]
 
 
@@ -153,6 +169,8 @@ def demo(torch: str = "==2.10.0") -> Matrix:
     )
 
 
+# uv's word for an index that did not answer.
+REFUSED = "  Caused by: connection refused\n"
 FILE_DIGESTS = {"matrix": "1" * 64, "channel:pypi": "2" * 64}
 
 
@@ -183,13 +201,17 @@ def test_a_lock_from_nothing_takes_the_newest_allowed() -> None:
 def test_a_relock_keeps_every_version_and_commit_its_inputs_allow() -> None:
     before = first_lock()
     uv, git, conda = FakeUv(), FakeGit(commit="c" * 40), FakeConda()
-    again = relock(Relock(demo(), before.lock, FILE_DIGESTS), SETTINGS, fakes(uv=uv, sources=git, conda=conda))
-    # uv was given the previous pins as its previous output, rattler the previous records, git the commits.
-    assert sorted((p["name"], p["version"]) for p in preferences(uv.jobs[0])) == sorted(versions(before).items())
+    resolvers = fakes(uv=uv, sources=git, conda=conda)
+    again = relock(Relock(demo(), before.lock, FILE_DIGESTS), SETTINGS, resolvers)
+    # uv was given the previous pins as its previous output, rattler the previous records, git the
+    # commits.
+    given = sorted((p["name"], p["version"]) for p in preferences(uv.jobs[0]))
+    assert given == sorted(versions(before).items())
     assert conda.preferred == [before.lock.conda_for(PLATFORM)]
     assert git.asked == [({"trainer": "b" * 40}, NOTHING)]
     assert again.moves == ()
-    assert again.lock == before.lock and again.derived == before.derived and again.recipe == before.recipe
+    assert again.lock == before.lock
+    assert (again.derived, again.recipe) == (before.derived, before.recipe)
 
 
 def test_a_moved_pin_moves_that_package_alone_and_says_why() -> None:
@@ -206,25 +228,28 @@ def test_a_moved_pin_moves_that_package_alone_and_says_why() -> None:
         "2.10.1",
     )
     assert move.reason.startswith("required by ") and "(==2.10.1)" in move.reason
-    assert again.lock.input_hash == before.lock.input_hash  # the file digests are the command's: unchanged here
+    # The file digests are the command's to read: unchanged here.
+    assert again.lock.input_hash == before.lock.input_hash
 
 
 def test_an_upgrade_moves_only_what_it_names_and_the_sources_it_covers() -> None:
-    kept_numpy = first_lock()
-    older = dataclasses.replace(
-        kept_numpy.lock,
-        pip=tuple(
-            dataclasses.replace(e, version="1.26.4") if e.name == "demo-numpy" else e for e in kept_numpy.lock.pip
-        ),
-    )
-    assert versions(relock(Relock(demo(), older, FILE_DIGESTS), SETTINGS, fakes()))["demo-numpy"] == "1.26.4"
+    newest = first_lock().lock
+    numpy = next(e for e in newest.pip if e.name == "demo-numpy")
+    pip = [dataclasses.replace(numpy, version="1.26.4"), *(e for e in newest.pip if e is not numpy)]
+    older = dataclasses.replace(newest, pip=tuple(pip))
+    kept = relock(Relock(demo(), older, FILE_DIGESTS), SETTINGS, fakes())
+    assert versions(kept)["demo-numpy"] == "1.26.4"
     git = FakeGit(commit="c" * 40)
     upgrade = Movable.packages(names=["Demo_Numpy", "trainer"])
-    again = relock(Relock(demo(), older, FILE_DIGESTS, upgrade=upgrade), SETTINGS, fakes(sources=git))
+    asked = Relock(demo(), older, FILE_DIGESTS, upgrade=upgrade)
+    again = relock(asked, SETTINGS, fakes(sources=git))
     assert versions(again) == {"demo-numpy": "2.0.0", "demo-torch": "2.10.0"}
     assert git.asked == [({"trainer": "b" * 40}, Movable.sources(names=["trainer"]))]
     reasons = {m.name: m.reason for m in again.moves}
-    assert reasons == {"demo-numpy": "--upgrade-package demo-numpy", "trainer": "--upgrade-package trainer"}
+    assert reasons == {
+        "demo-numpy": "--upgrade-package demo-numpy",
+        "trainer": "--upgrade-package trainer",
+    }
 
 
 @pytest.fixture
@@ -242,6 +267,11 @@ def project(tmp_path: Path) -> Project:
 OPTIONS = LockOptions(NOTHING, NOTHING, SETTINGS, relocking=True)
 
 
+def files(project: Project) -> LockTexts:
+    """The demo's lock files as the command reads them."""
+    return read_files(project, "demo")
+
+
 def lock_files(project: Project) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(project.locks_dir.iterdir())}
 
@@ -249,7 +279,10 @@ def lock_files(project: Project) -> dict[str, bytes]:
 def test_the_command_writes_what_the_core_returns(project: Project) -> None:
     written = read_lock(project, "demo")
     assert written is not None
-    assert {e.name: e.version for e in written.pip} == {"demo-numpy": "2.0.0", "demo-torch": "2.10.0"}
+    assert {e.name: e.version for e in written.pip} == {
+        "demo-numpy": "2.0.0",
+        "demo-torch": "2.10.0",
+    }
     assert sorted(lock_files(project)) == sorted(
         ["demo.yml", "demo.sources.toml", "demo.install.sh", "demo.nix"]
         + [f"demo.{PLATFORM}.requirements.txt", f"pylock.demo-{PLATFORM}.toml"]
@@ -257,7 +290,8 @@ def test_the_command_writes_what_the_core_returns(project: Project) -> None:
     result = relock_files(project, demo("==2.10.1"), read_files(project, "demo"), OPTIONS, fakes())
     assert [(m.name, m.old, m.new) for m in result.moves] == [("demo-torch", "2.10.0", "2.10.1")]
     relocked = read_lock(project, "demo")
-    assert relocked is not None and {e.name: e.version for e in relocked.pip}["demo-torch"] == "2.10.1"
+    assert relocked is not None
+    assert {e.name: e.version for e in relocked.pip}["demo-torch"] == "2.10.1"
 
 
 @pytest.mark.parametrize(
@@ -266,17 +300,21 @@ def test_the_command_writes_what_the_core_returns(project: Project) -> None:
         # What torch's metadata declares now contradicts the numpy uv chose: a failed resolution.
         ({"indexes": FakeIndexes({"demo-torch": ("demo-numpy>=3",)})}, ResolutionError),
         (
-            {"uv": FakeUv(fail=f"error: Failed to fetch: `{INDEX}/demo-torch/`\n  Caused by: connection refused\n")},
+            {"uv": FakeUv(fail=f"error: Failed to fetch: `{INDEX}/demo-torch/`\n{REFUSED}")},
             NetworkError,
         ),
         ({"conda": FakeConda(NetworkError("cannot fetch repodata"))}, NetworkError),
     ],
     ids=["inconsistent", "uv-failed", "conda-failed"],
 )
-def test_a_relock_that_fails_writes_nothing(project: Project, failing: dict[str, object], error: type) -> None:
+def test_a_relock_that_fails_writes_nothing(
+    project: Project,
+    failing: dict[str, object],
+    error: type,
+) -> None:
     before = lock_files(project)
     with pytest.raises(error):
-        relock_files(project, demo("==2.10.1"), read_files(project, "demo"), OPTIONS, fakes(**failing))
+        relock_files(project, demo("==2.10.1"), files(project), OPTIONS, fakes(**failing))
     assert lock_files(project) == before
 
 
@@ -289,5 +327,5 @@ def test_a_gate_that_refuses_writes_nothing(project: Project) -> None:
         raise NetworkError("1 host that the lock needs did not answer; nothing was locked")
 
     with pytest.raises(NetworkError):
-        relock_files(project, demo("==2.10.1"), read_files(project, "demo"), OPTIONS, fakes(), unreachable)
+        relock_files(project, demo("==2.10.1"), files(project), OPTIONS, fakes(), unreachable)
     assert lock_files(project) == before
