@@ -324,8 +324,8 @@ def test_check_from_the_bundle_with_nothing_served_and_no_project(offline: Bundl
 
 
 def test_the_conda_part_installs_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
-    """rattler links the bundle's packages with no channel; the example's python is a stand-in, so the install
-    stops, as a networked one would, once the conda part is in place."""
+    """rattler links the bundle's packages with no channel, then the prefix's own python installs
+    the pip part from the bundle's wheels and the recipe its sources."""
     prefix = tmp_path / "prefix"
     cache = tmp_path / "cold-cache"  # rattler's package cache too: nothing of the example in it
     code, out = invoke(
@@ -337,9 +337,11 @@ def test_the_conda_part_installs_from_the_bundle_with_nothing_served(offline: Bu
         str(prefix),
         env={"ENVGEN_CACHE_DIR": str(cache)},
     )
-    assert code == 4 and "pip packages installed through it would land elsewhere" in out, out
+    assert code == 0, out
     assert (prefix / "lib" / "libdemo.txt").read_text() == f"libdemo 1.0 for {HOST}\n"
     assert list((prefix / "conda-meta").glob("libdemo-1.0-*.json"))
+    assert (prefix / "lib" / "python3.11" / "site-packages" / "demo_torch").is_dir()
+    assert (prefix / "src" / "rollout" / ".git").is_dir()
 
 
 def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run_resumes(
@@ -547,9 +549,11 @@ def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
         assert lock is not None
         files = len({e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))})
         # The bar, redrawn as files arrive, ends at all of them with the bytes received; then the summary.
-        assert f"{files}/{files} files" in shown and " kB" in shown, shown
+        # (the example's pip, made from this host's pip wheel, is most of the bytes)
+        assert f"{files}/{files} files" in shown and re.search(r"\d [kM]B ", shown), shown
         assert "downloaded 1/" not in shown
-        assert re.search(r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ kB\) \(\d+ downloaded", shown), shown
+        summary = r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ [kM]B\) \(\d+ downloaded"
+        assert re.search(summary, shown), shown
         env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cold-again")
         plain = subprocess.run([*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True)
     assert plain.returncode == 0, plain.stderr
