@@ -75,7 +75,8 @@ def step_environment(example: Example, workdir: Path, environ: Mapping[str, str]
     """
     env = {k: v for k, v in environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_", "GIT_", "ENVGEN_"))}
     env.update(demo_variables(example, workdir), TMPDIR=str(workdir / "tmp"))
-    env["XDG_CACHE_HOME"] = str(workdir / "cache" / "user")  # the recipe's pip caches its builds there
+    # The recipe's pip caches its builds there.
+    env["XDG_CACHE_HOME"] = str(workdir / "cache" / "user")
     (workdir / "tmp").mkdir(exist_ok=True)
     return env
 
@@ -298,7 +299,7 @@ def _offline_install(step: _Steps, say: Say, bundle: str) -> None:
     )
 
 
-def check_python(version: Sequence[int] = sys.version_info) -> None:
+def check_python(version: Sequence[int] = tuple(sys.version_info[:3])) -> None:
     """The example is made for one python (PYTHON): refused on another before anything is built."""
     if tuple(version[:2]) != PYTHON:
         wanted, have = ".".join(map(str, PYTHON)), ".".join(map(str, version[:3]))
