@@ -16,6 +16,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 from envgen.example.project import Example, advance_branch, bump_version
 from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
@@ -42,12 +43,24 @@ def lock_files(example: Example) -> dict[str, bytes]:
 
 
 def normalised(text: str, example: Example) -> str:
-    """The lock with the servers' ports (and the input hash, which covers them) replaced by names."""
+    """The lock with the servers' ports (and the input hash, which covers them) replaced by names,
+    and what the host makes of the example's python and pip (their hashes; pip's version and python
+    requirement, its wheel's) replaced by names too."""
     lock = read_lock(Project(example.root), ENV)
     assert lock is not None
     text = text.replace(lock.input_hash, "INPUT-HASH")
     for name, url in (("CHANNEL", example.channel_url), ("PYPI", example.pypi_url), ("EXTRA", example.extra_url)):
         text = text.replace(url, f"http://{name}")
+    for entry in (e for e in lock.conda if e.name in ("python", "pip")):
+        # pip is noarch: one file for both platforms
+        kind = "PIP" if entry.name == "pip" else f"PYTHON-{entry.platform.upper()}"
+        text = text.replace(entry.md5, f"{kind}-MD5").replace(entry.sha256, f"{kind}-SHA256")
+        if entry.name == "pip":  # no other package of the example has its version, nor needs python
+            (requires,) = (spec for name, spec in entry.depends if name == "python")
+            version = yaml.safe_dump(entry.version).splitlines()[0]
+            text = text.replace(f"version: {version}\n", "version: PIP\n")
+            text = text.replace(f"/pip-{entry.version}-", "/pip-PIP-")
+            text = text.replace(f"python: '{requires}'", "python: PIP")
     return text
 
 

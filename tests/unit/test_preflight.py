@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,8 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from envgen.errors import NetworkError
 from envgen.model import Channel, Index, Source
-from envgen.resolve.preflight import host_of, targets, unreachable_hosts
+from envgen.resolve.preflight import host_of, preflight, targets, unreachable_hosts
 from envgen.resolve.request import Relock
 
 from tests.support.builders import at, locked_source, make_lock, make_matrix
@@ -115,3 +117,31 @@ def test_an_index_is_asked_with_head_and_a_get_only_when_head_is_not_taken(
         failed = unreachable_hosts([Relock(matrix)], at(tmp_path), timeout=10)
     assert seen == methods
     assert [(why.split(" (")[0] if why else why) for _, _, why in failed] == ([reason] if reason else [])
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_the_error_names_every_target_of_a_host_and_the_hint_opens_with_the_channels(
+    tmp_path: Path,
+) -> None:
+    """One channel of two answers: the hint says which file to point elsewhere, channels first."""
+    down = f"http://127.0.0.1:{closed_port()}"
+    with index_root(200) as (up, _):
+        forge, extra = Channel("forge", up.removesuffix("/simple/")), Channel("extra", f"{down}/x")
+        indexes = (Index("mirror", f"{down}/simple"), Index("pypi", up))
+        relocks = [Relock(make_matrix("a5", channels=(forge, extra), indexes=indexes))]
+        with pytest.raises(NetworkError) as failed:
+            preflight(relocks, at(tmp_path), timeout=5)
+    (line,) = failed.value.message.splitlines()[1:]
+    host = down.removeprefix("http://")
+    named = f"conda channel {down}/x (a5) and 1 more (pip index {down}/simple)"
+    assert line.startswith(f"  {host}: {named}: "), line
+    assert failed.value.hint == (
+        "conda channels: point `url` in channels/extra.toml at a mirror this host reaches; "
+        "pip indexes: point `url` in channels/mirror.toml at a mirror this host reaches; "
+        "`envgen lock --no-preflight` skips this check"
+    )

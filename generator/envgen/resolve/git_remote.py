@@ -24,9 +24,10 @@ logger = logging.getLogger(__name__)
 GIT_PROTOCOLS = "https:http:ssh:file"
 
 
+GIT_MIRROR = '`git config --global url."<mirror>/".insteadOf "<host>/"`'
 MIRROR_HINT = (
     "check the URL and your network; if the host is blocked, point git at a mirror with "
-    '`git config --global url."<mirror>/".insteadOf "<host>/"` (see docs/mirrors.md)'
+    f"{GIT_MIRROR} (see docs/mirrors.md)"
 )
 
 

@@ -18,7 +18,7 @@ from envgen.errors import NetworkError, ToolError
 from envgen.model import Index
 from envgen.process import run
 from envgen.redact import redact_text, redact_url
-from envgen.resolve.git_remote import MIRROR_HINT, bare_url
+from envgen.resolve.git_remote import GIT_MIRROR, bare_url
 from envgen.resolve.git_sources import asks_remote
 from envgen.resolve.index_client import IndexClient
 from envgen.resolve.request import Relock
@@ -167,14 +167,47 @@ def preflight(
     count = f"{len(failed)} host{'s' if len(failed) > 1 else ''}"
     raise NetworkError(
         f"{count} that the lock needs did not answer; nothing was locked:\n" + "\n".join(lines),
-        hint=f"{MIRROR_HINT}; conda channels and pip indexes: their URLs in channels/*.toml; "
-        "`envgen lock --no-preflight` skips this check",
+        hint=_hint([t for _, targets_, _ in failed for t in targets_], relocks),
     )
 
 
 def _line(host: str, failed: Iterable[Target], reason: str) -> str:
-    """`  github.com: git remote https://github.com/a/b.git (a5 source b) and 3 more: <reason>`."""
-    failed = list(failed)
-    first = failed[0]
-    more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
-    return f"  {host}: {first.kind} {redact_url(first.url)} ({', '.join(first.needed_by)}){more}: {reason}"
+    """`  github.com: git remote https://github.com/a/b.git (a5 source b) and 2 more (a5 source c;
+    a5 source d): <reason>`: the first target by its URL, the others by who needs them (a git
+    remote) or their URL (a channel or an index, which only envs need)."""
+    first, *others = failed
+    named = "; ".join(_named(t) for t in others)
+    more = f" and {len(others)} more ({named})" if others else ""
+    url = redact_url(first.url)
+    return f"  {host}: {first.kind} {url} ({', '.join(first.needed_by)}){more}: {reason}"
+
+
+def _named(target: Target) -> str:
+    if target.kind == "git remote":
+        return ", ".join(target.needed_by)
+    return f"{target.kind} {redact_url(target.url)}"
+
+
+# The order a hint takes the failed kinds in: the conda part is solved first, and without a channel
+# nothing else matters; git remotes last, their mirrors are set outside the project.
+_KINDS = ("conda channel", "pip index", "git remote")
+
+
+def _hint(failed: Sequence[Target], relocks: Sequence[Relock]) -> str:
+    """What to do, opening with what failed first in _KINDS: a channel's or an index's mirror is its
+    `url` in channels/<name>.toml, a git remote's is git's own `insteadOf`."""
+    channels = {c.url: c.name for r in relocks for c in r.matrix.channels}
+    files = channels | {i.url: i.name for r in relocks for i in r.matrix.indexes}
+    parts = []
+    for kind in (k for k in _KINDS if any(t.kind == k for t in failed)):
+        if kind == "git remote":
+            parts.append(f"git remotes: a mirror through {GIT_MIRROR} (docs/mirrors.md)")
+            continue
+        urls = {t.url for t in failed if t.kind == kind}
+        names = ", ".join(sorted(f"channels/{files[url]}.toml" for url in urls))
+        if kind == "pip index":
+            what = "pip indexes"
+        else:
+            what = "conda channels" if urls < set(channels) else "no conda channel answered"
+        parts.append(f"{what}: point `url` in {names} at a mirror this host reaches")
+    return "; ".join([*parts, "`envgen lock --no-preflight` skips this check"])
