@@ -214,8 +214,9 @@ def relock_files(
 
     request = replace(_request(matrix, files, options), files=file_digests(project, matrix))
     # The writer's conda-lock, imported while the resolvers work (a lock read had it imported);
-    # waited for before the write imports it too (two threads importing one module can deadlock).
-    importing = threading.Thread(target=import_models, name="import-models", daemon=True)
+    # waited for before the write imports it too (two threads importing one module can deadlock),
+    # and by an exit meanwhile (an import cut short by the interpreter's end can crash it).
+    importing = threading.Thread(target=import_models, name="import-models")
     importing.start()
     relocked = relock(request, options.settings, resolvers)
     importing.join()
