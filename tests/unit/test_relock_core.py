@@ -7,6 +7,8 @@ what it returns, or nothing when it fails."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,7 +17,8 @@ from types import MappingProxyType
 import pytest
 import tomli_w
 from envgen.commands.lock import LockOptions, relock_files
-from envgen.errors import NetworkError, ResolutionError
+from envgen.commands.lock_changes import EDITED
+from envgen.errors import InputError, NetworkError, ResolutionError
 from envgen.inputs.channels import IndexAccess
 from envgen.lockio.store import LockTexts, read_files, read_lock
 from envgen.model import CondaEntry, Index, LockedSource, Matrix, PipEntry, PipPackage, Source
@@ -328,4 +331,54 @@ def test_a_gate_that_refuses_writes_nothing(project: Project) -> None:
 
     with pytest.raises(NetworkError):
         relock_files(project, demo("==2.10.1"), files(project), OPTIONS, fakes(), unreachable)
+    assert lock_files(project) == before
+
+
+def test_a_mode_that_writes_nothing_says_what_the_write_would_change(project: Project) -> None:
+    """The core returns what it would write and the command compares it with locks/ instead:
+    the files that would differ, the inputs that changed, the moves; an identical result is up
+    to date."""
+    before = lock_files(project)
+    dry = dataclasses.replace(OPTIONS, mode="dry-run")
+    same = relock_files(project, demo(), files(project), dry, fakes())
+    assert (same.status, same.unwritten, same.lock) == ("up-to-date", None, None)
+    project.template("demo").write_text("# demo.toml, edited\n")
+    (project.locks_dir / "demo.nix").unlink()
+    result = relock_files(project, demo("==2.10.1"), files(project), dry, fakes())
+    assert result.status == "would-lock" and result.unwritten is not None
+    assert result.unwritten.files == (
+        ("locks/demo.yml", "changed"),
+        ("locks/demo.sources.toml", "changed"),
+        (f"locks/demo.{PLATFORM}.requirements.txt", "changed"),
+        (f"locks/pylock.demo-{PLATFORM}.toml", "changed"),
+        ("locks/demo.nix", "added"),
+    )
+    assert result.unwritten.reasons == ("matrix env-templates/demo.toml changed",)
+    assert [(m.name, m.old, m.new) for m in result.moves] == [("demo-torch", "2.10.0", "2.10.1")]
+    assert lock_files(project) == {k: v for k, v in before.items() if k != "demo.nix"}
+
+
+def test_a_mode_that_writes_nothing_refuses_what_the_write_refuses(project: Project) -> None:
+    """A FIFO where a derived file goes: the write would refuse it (exit 2), so the check does."""
+    nix = project.locks_dir / "demo.nix"
+    nix.unlink()
+    os.mkfifo(nix)
+    check = dataclasses.replace(OPTIONS, mode="check")
+    with pytest.raises(InputError, match="demo.nix is not a regular file"):
+        relock_files(project, demo(), files(project), check, fakes())
+    assert stat.S_ISFIFO(nix.lstat().st_mode)
+
+
+def test_a_hand_edited_lock_with_its_inputs_unchanged_is_one_a_re_lock_would_change(
+    project: Project,
+) -> None:
+    recipe = project.install_sh("demo")
+    recipe.write_text(recipe.read_text() + "echo edited\n")
+    before = lock_files(project)
+    check = dataclasses.replace(OPTIONS, mode="check")
+    result = relock_files(project, demo(), files(project), check, fakes())
+    assert result.status == "would-lock" and result.unwritten is not None
+    assert result.unwritten.files == (("locks/demo.install.sh", "changed"),)
+    assert result.unwritten.reasons == (EDITED,)
+    assert result.moves == ()
     assert lock_files(project) == before

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from envgen.cli.options import common_options, current_project, env_names, epilog, settings
 from envgen.cli.output import Outcome
 from envgen.cli.running import reporting
+
+if TYPE_CHECKING:
+    from envgen.commands.lock import Mode
 
 
 @click.command(
@@ -17,7 +21,8 @@ from envgen.cli.running import reporting
     epilog=epilog(
         "envgen lock",
         "envgen lock a5 --update vllm",
-        "envgen lock a5 --upgrade-package torch",
+        "envgen lock --check                # exit 1 when a re-lock would change locks/",
+        "envgen lock a5 --dry-run --upgrade-package torch",
     ),
 )
 @click.argument("envs", nargs=-1, callback=env_names)
@@ -47,6 +52,16 @@ from envgen.cli.running import reporting
     is_flag=True,
     help="Skip asking every git remote, channel and index as the lock starts.",
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Exit 1 if a re-lock would change locks/.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="What a re-lock would move, and why (no write).",
+)
 @common_options
 @reporting("lock")
 def lock_command(
@@ -58,12 +73,14 @@ def lock_command(
     force: bool,
     offline: bool,
     no_preflight: bool,
+    check: bool,
+    dry_run: bool,
 ) -> Outcome:
     """Lock ENVS (default: every env in env-templates/) into
     locks/<env>.{yml,sources.toml,install.sh}.
 
     A re-lock keeps every version and commit of the previous lock that the inputs still allow, and
-    says per platform what moved and why.
+    says per platform what moved and why; with --check or --dry-run it writes nothing.
     """
     from envgen.commands.lock import lock_envs
     from envgen.commands.lock_report import summarize, summary_lines
@@ -72,6 +89,14 @@ def lock_command(
     if update_all and update:
         both = "--update-all moves every source"
         raise click.UsageError(f"{both}: give it or --update SOURCE, not both")
+    moving = {
+        "--upgrade": upgrade,
+        "--upgrade-package NAME": bool(upgrade_packages),
+        "--update SOURCE": bool(update),
+        "--update-all": update_all,
+        "--force": force,
+    }
+    mode = _mode(check, dry_run, [flag for flag, given in moving.items() if given])
     proj = current_project()
     results = lock_envs(
         proj,
@@ -81,12 +106,43 @@ def lock_command(
         offline=offline,
         upgrade=Movable.packages(upgrade, upgrade_packages),
         preflight=not no_preflight,
+        mode=mode,
     )
     summaries = [summarize(r) for r in results]
     outcome = Outcome(results=summaries)
     for line, pending in summary_lines(summaries):
         outcome.note(line, "yellow" if pending else None)
+    stale = [s["env"] for s in summaries if s["status"] == "would-lock"]
+    if mode == "check" and stale:
+        outcome.exit_code = 1
+        outcome.note(_check_failed(stale), "yellow")
     return outcome
+
+
+def _mode(check: bool, dry_run: bool, moving: list[str]) -> Mode:
+    """What the lock does with its re-locks' results; a usage error for flags that contradict."""
+    if check and dry_run:
+        raise click.UsageError(
+            "give --check or --dry-run, not both: --check exits 1 when a re-lock would change "
+            "locks/, --dry-run says what it would change"
+        )
+    if check and moving:
+        flag = moving[0]
+        raise click.UsageError(
+            f"give --check or {flag.split()[0]}, not both: --check asks whether `envgen lock` "
+            f"as it is would change locks/; to see what `envgen lock {flag}` would change, use "
+            f"`envgen lock --dry-run {flag}`"
+        )
+    return "check" if check else "dry-run" if dry_run else "write"
+
+
+def _check_failed(stale: list[str]) -> str:
+    """The closing line of a --check that found locks to update."""
+    which = "lock needs" if len(stale) == 1 else "locks need"
+    return (
+        f"{len(stale)} {which} to be updated, but --check was provided (nothing written): "
+        f"run `envgen lock {' '.join(stale)}` to update {'it' if len(stale) == 1 else 'them'}"
+    )
 
 
 @click.command(

@@ -1,6 +1,7 @@
 """`envgen lock`: each env fresh or re-locked, under its mutex. The one place a re-lock's effects
 meet: its lock files read (lockio/store.py), the settings built once, the head starts begun and
-the hosts asked, the re-lock core run (resolve/pipeline.py), and what it returns written."""
+the hosts asked, the re-lock core run (resolve/pipeline.py), and what it returns written; or, in
+the modes that write nothing (`--check`, `--dry-run`), compared with the files on disk."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from envgen import interrupts
+from envgen.commands.lock_changes import Unwritten, unwritten, without_lock
 from envgen.commands.lock_fresh import unchanged_hash
 from envgen.commands.lock_names import check_update_names, check_upgrade_names
 from envgen.errors import EnvgenError, InputError
@@ -34,27 +36,39 @@ log = logging.getLogger(__name__)
 # Seconds the re-locks get to end once a failed preflight stopped them (a killed child ends them at once).
 STOP_WAIT = 2.0
 
+# What a lock does with a re-lock's result: write it, or only compare it with the files on disk
+# ("check": a missing lock is told without resolving; "dry-run": resolved like any other).
+Mode = Literal["write", "check", "dry-run"]
+
 
 @dataclass(frozen=True)
 class LockResult:
-    """What `lock_env` did for one env: "locked" (files written, `lock` set) or "up-to-date" (nothing to do)."""
+    """What `lock_env` did for one env: "locked" (files written, `lock` set), "up-to-date" (nothing
+    to do) or, in a mode that writes nothing, "would-lock" (`unwritten` says what a write would
+    change and why; `lock` is the Lock it would write, None when --check did not resolve)."""
 
     env: str
     status: str
-    input_hash: str
+    input_hash: str | None
     lock: Lock | None = None
     moves: tuple[Move, ...] = ()
+    unwritten: Unwritten | None = None
 
 
 @dataclass(frozen=True)
 class LockOptions:
-    """What each env's lock is asked: what may move, the settings it resolves in, and whether it
-    re-locks even with its inputs unchanged."""
+    """What each env's lock is asked: what may move, the settings it resolves in, whether it
+    re-locks even with its inputs unchanged, and whether it writes what it resolved (`mode`)."""
 
     update: Movable
     upgrade: Movable
     settings: Settings
     relocking: bool
+    mode: Mode = "write"
+
+    @property
+    def writing(self) -> bool:
+        return self.mode == "write"
 
 
 def lock_env(
@@ -92,6 +106,7 @@ def lock_envs(
     upgrade: Movable = NOTHING,
     preflight: bool = True,
     cache: Path | None = None,
+    mode: Mode = "write",
 ) -> list[LockResult]:
     """Lock several envs concurrently (they share nothing but the caches); results in the given
     order.
@@ -103,6 +118,10 @@ def lock_envs(
     head start (resolve/head_start.py). With `preflight`, every host they need is asked meanwhile,
     and all that do not answer are reported at once (NetworkError): the work stops then, and
     nothing is written.
+
+    A `mode` other than "write" takes no mutex and writes nothing: each re-lock's result is
+    compared with the files on disk ("would-lock" when they differ); with "check", an env with no
+    lock files at all is "would-lock" without resolving.
     """
     # Each env's lock files read once here, again under its mutex (another run may have written).
     files = {env: read_files(project, env) for env in envs}
@@ -112,18 +131,24 @@ def lock_envs(
         check_upgrade_names(project, files, upgrade)
     relocking = bool(force or update or upgrade)
     fresh = {env: None if relocking else unchanged_hash(project, files[env]) for env in envs}
-    stale = [env for env in envs if fresh[env] is None]
-    if not stale:  # the CLI says "up to date", once per env (and -q silences it)
-        return [LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest is not None]
-    # Imported here: the settings (uv located) and the matrix loader (packaging) matter only when
-    # something may move.
-    from envgen.resolve.settings import Settings
+    done = {env: _absent(files[env]) for env in envs if mode == "check" and not files[env].present}
+    stale = [env for env in envs if fresh[env] is None and env not in done]
+    if stale:
+        # Imported here: the settings (uv located) and the matrix loader (packaging) matter only
+        # when something may move.
+        from envgen.resolve.settings import Settings
 
-    settings = Settings.read(os.environ, cache=cache or cache_dir(), offline=offline)
-    options = LockOptions(update, upgrade, settings, relocking)
-    done = _relock_stale(project, [files[env] for env in stale], options, preflight)
+        settings = Settings.read(os.environ, cache=cache or cache_dir(), offline=offline)
+        options = LockOptions(update, upgrade, settings, relocking, mode)
+        done |= _relock_stale(project, [files[env] for env in stale], options, preflight)
+    # The CLI says "up to date", once per env (and -q silences it).
     kept = {env: LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest}
     return [done.get(env) or kept[env] for env in envs]
+
+
+def _absent(texts: LockTexts) -> LockResult:
+    """`lock --check` of an env without a lock: it would lock, no need to resolve to know it."""
+    return LockResult(texts.env, "would-lock", None, unwritten=without_lock(texts))
 
 
 def _relock_stale(
@@ -145,7 +170,10 @@ def _relock_stale(
             check_conda_specs(project, matrix.name, matrix)
         asked = pool.submit(ask_hosts, matrices, files, options) if preflight else None
         gate = asked.result if asked is not None else lambda: None
-        futures = {m.name: pool.submit(_relock_env, project, m, starts[m.name], gate, options) for m in matrices}
+        futures: dict[str, Future[LockResult]] = {}
+        for matrix in matrices:
+            job = (project, matrix, files[matrix.name], starts[matrix.name], gate, options)
+            futures[matrix.name] = pool.submit(_relock_env, *job)
         failed = _wait_for(futures, asked)
     finally:
         for started in starts.values():
@@ -172,12 +200,15 @@ def _head_start(matrix: Matrix, previous: LockTexts, options: LockOptions) -> He
 def _relock_env(
     project: Project,
     matrix: Matrix,
+    texts: LockTexts,
     started: HeadStart,
     gate: Callable[[], None],
     options: LockOptions,
 ) -> LockResult:
     """Re-lock one env under its mutex, unless another run just wrote a fresh lock: its files are
-    read again under it (the head start and the preflight read them before, unguarded)."""
+    read again under it (the head start and the preflight read them before, unguarded). A mode
+    that writes nothing takes no mutex (its file is under locks/) and compares with `texts`, the
+    files as they were read first."""
     # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when
     # something may move, and only once the head start has begun.
     from envgen.lockio.env_mutex import env_lock
@@ -185,6 +216,9 @@ def _relock_env(
 
     env = matrix.name
     try:
+        if not options.writing:
+            resolvers = started.resolvers(Resolvers.real(options.settings))
+            return relock_files(project, matrix, texts, options, resolvers, gate)
         with env_lock(project, env):
             files = read_files(project, env)
             fresh = None if options.relocking else unchanged_hash(project, files)
@@ -205,8 +239,9 @@ def relock_files(
     gate: Callable[[], None] = lambda: None,
 ) -> LockResult:
     """Re-lock `matrix` from its lock files as read (`files`) through `resolvers`, and write what
-    the re-lock core returns; `gate` may still stop it (with an error) before anything is written.
-    A failure anywhere before the write leaves the lock files as they were."""
+    the re-lock core returns (or, in a mode that writes nothing, say what writing it would change);
+    `gate` may still stop it (with an error) before anything is written. A failure anywhere before
+    the write leaves the lock files as they were."""
     from envgen.lockio.conda_lock_yml import import_models
     from envgen.lockio.input_hashes import file_digests
     from envgen.lockio.store import write_lock
@@ -220,10 +255,16 @@ def relock_files(
     importing.start()
     relocked = relock(request, options.settings, resolvers)
     importing.join()
+    lock = relocked.lock
+    if not options.writing:
+        gate()  # an unreachable host leaves the answer unknown
+        found = unwritten(project, files, relocked, matrix.path)
+        if not found.files:
+            return LockResult(matrix.name, "up-to-date", lock.input_hash)
+        return LockResult(matrix.name, "would-lock", lock.input_hash, lock, relocked.moves, found)
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
     gate()
-    write_lock(project, matrix.name, relocked.lock, relocked.recipe, relocked.derived)
-    lock = relocked.lock
+    write_lock(project, matrix.name, lock, relocked.recipe, relocked.derived)
     return LockResult(matrix.name, "locked", lock.input_hash, lock, relocked.moves)
 
 

@@ -20,6 +20,10 @@ def summarize(result: LockResult) -> dict[str, Any]:
         "status": result.status,
         "input_hash": result.input_hash,
     }
+    if result.unwritten is not None:
+        files = result.unwritten.files
+        summary["files"] = [{"path": path, "change": change} for path, change in files]
+        summary["reasons"] = list(result.unwritten.reasons)
     if result.lock is not None:
         summary |= _locked(result.lock, result.moves)
     return summary
@@ -43,18 +47,40 @@ def _locked(lock: Lock, moves: Sequence[Move]) -> dict[str, Any]:
 def summary_lines(summaries: Sequence[Mapping[str, Any]]) -> list[tuple[str, bool]]:
     """`envgen lock`'s report, one (line, is it a pending item) per line, from the summaries of
     `summarize`."""
-    lines: list[tuple[str, bool]] = []
-    for item in summaries:
-        env = item["env"]
-        if item["status"] == "up-to-date":
-            lines.append((f"{env}: up to date (input hash {item['input_hash'][:12]})", False))
-            continue
-        platforms = item["platforms"].items()
-        counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in platforms)
-        lines.append((f"{env}: locked ({counts}; {len(item['sources'])} sources)", False))
-        for platform, moves in [("sources", item["sources_moved"]), *item["moved"].items()]:
-            lines += _move_lines(platform, moves)
-        lines += [(f"  pending {name}: {note}", True) for name, note in item["pending"].items()]
+    return [line for item in summaries for line in _item_lines(item)]
+
+
+def _item_lines(item: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """One env's lines: its headline; for a lock written or that would be, why and which files,
+    what moved, what is pending."""
+    env = item["env"]
+    if item["status"] == "up-to-date":
+        return [(f"{env}: up to date (input hash {item['input_hash'][:12]})", False)]
+    if "platforms" not in item:  # --check found no lock: it did not resolve
+        return [(f"{env}: would lock: {'; '.join(item['reasons'])}", False), *_file_lines(item)]
+    platforms = item["platforms"].items()
+    counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in platforms)
+    shown = f"({counts}; {len(item['sources'])} sources)"
+    if item["status"] == "would-lock":
+        lines = [(f"{env}: would lock {shown}; nothing written", False)]
+        if item["reasons"]:  # none when only what a moving flag moved differs
+            lines.append((f"  because {'; '.join(item['reasons'])}", False))
+        lines += _file_lines(item)
+    else:
+        lines = [(f"{env}: locked {shown}", False)]
+    for platform, moves in [("sources", item["sources_moved"]), *item["moved"].items()]:
+        lines += _move_lines(platform, moves)
+    return lines + [(f"  pending {name}: {note}", True) for name, note in item["pending"].items()]
+
+
+def _file_lines(item: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """The files a re-lock would change, then those it would add, by name (every one of them)."""
+    lines = []
+    for change in ("changed", "added"):
+        paths = [f["path"] for f in item["files"] if f["change"] == change]
+        if paths:
+            verb = "change" if change == "changed" else "add"
+            lines.append((f"  would {verb} {', '.join(paths)}", False))
     return lines
 
 

@@ -280,6 +280,44 @@ def _refuse_special(targets: Sequence[Path]) -> None:
             )
 
 
+def _rendered(
+    project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]]
+) -> list[tuple[Path, str, int]]:
+    """Every file `write_lock` writes for `lock`: its path, its text (the sources.toml sealed) and
+    its mode."""
+    from envgen.lockio.conda_lock_yml import render_lock_yml
+    from envgen.lockio.sources_toml import render_sources_toml
+
+    yml = render_lock_yml(lock)
+    sources = seal.seal(yml, render_sources_toml(lock), recipe)
+    return [
+        (project.lock_yml(env), yml, 0o644),
+        (project.sources_toml(env), sources, 0o644),
+        (project.install_sh(env), recipe, 0o755),
+        *((project.locks_dir / name, text, 0o644) for name, text in derived),
+    ]
+
+
+def unwritten_changes(
+    project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()
+) -> list[tuple[str, bool]]:
+    """The files `write_lock` would write for `lock` whose bytes are not those on disk, each named
+    relative to the project with whether it exists now; nothing is written. A target that is not a
+    regular file is refused (InputError), as `write_lock` refuses it."""
+    files = _rendered(project, env, lock, recipe, derived)
+    _refuse_special([target for target, _, _ in files])
+    changed = []
+    for target, text, _ in files:
+        try:
+            now = _read(target, repair_hint(env))
+        except InputError:  # a regular file that is not UTF-8 text: the write replaces it
+            changed.append((_shown(project, target), True))
+            continue
+        if now != text:
+            changed.append((_shown(project, target), now is not None))
+    return changed
+
+
 def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()) -> None:
     """Write locks/<env>.yml, .sources.toml, .install.sh (0755) and the `derived` files (name, text)
     all or nothing.
@@ -290,17 +328,7 @@ def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Seq
     puts back those already renamed. A target that is not a regular file is refused before anything
     is written.
     """
-    from envgen.lockio.conda_lock_yml import render_lock_yml
-    from envgen.lockio.sources_toml import render_sources_toml
-
-    yml = render_lock_yml(lock)
-    sources = seal.seal(yml, render_sources_toml(lock), recipe)
-    files = [
-        (project.lock_yml(env), yml, 0o644),
-        (project.sources_toml(env), sources, 0o644),
-        (project.install_sh(env), recipe, 0o755),
-        *((project.locks_dir / name, text, 0o644) for name, text in derived),
-    ]
+    files = _rendered(project, env, lock, recipe, derived)
     directory = project.locks_dir
     temps: list[Path] = []
     try:

@@ -1,0 +1,202 @@
+"""`envgen lock --check` and `envgen lock --dry-run` on the served example: the re-lock `envgen lock`
+would run, compared with locks/ and never written (not even the env's mutex file)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.example.project import Example, bump_version
+from envgen.lockio.store import read_lock
+from envgen.project import Project
+
+from tests.support.example import restored_example, run_envgen
+
+ENV = "demo"
+PLATFORMS = ("linux-64", "linux-aarch64")
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "cli.schema.json").read_text())
+BUMP = "pip demo-torch 2.10.0 -> 2.10.1: required by env-templates/demo.toml: "
+REASON = "matrix env-templates/demo.toml changed"
+
+envgen = run_envgen
+
+
+@pytest.fixture
+def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+    """The served example, locked once, its matrix and channel files put back afterwards."""
+    channels = {p: p.read_text() for p in (served.root / "channels").glob("*.toml")}
+    with restored_example(served, ENV, monkeypatch) as example:
+        code, _, err = envgen(example, "lock", ENV, "-q")
+        assert code == 0, err
+        # A run before this one may leave the env's mutex file: a mode that writes nothing must not
+        # make it again.
+        (example.root / "locks" / f".{ENV}.lock").unlink(missing_ok=True)
+        yield example
+    for path, text in channels.items():
+        path.write_text(text)
+    (served.root / "locks" / f".{ENV}.lock").unlink(missing_ok=True)
+
+
+def locks(example: Example) -> dict[str, bytes]:
+    """Every entry of locks/, hidden ones included, with its bytes."""
+    return {p.name: p.read_bytes() for p in sorted((example.root / "locks").iterdir())}
+
+
+def report(err: str) -> list[str]:
+    """The report's lines on stderr, after the log lines of the work."""
+    lines = err.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{ENV}: "))
+    return lines[start:]
+
+
+def document(out: str) -> dict[str, object]:
+    found: dict[str, object] = json.loads(out)
+    jsonschema.validate(found, SCHEMA)
+    return found
+
+
+def dead_port() -> str:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_check_is_0_on_a_fresh_lock_and_1_after_a_matrix_edit_and_writes_nothing(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    before = locks(example)
+    # A fresh lock needs no resolving: nothing is fetched, not even the cache directory made.
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "untouched"))
+    code, _, err = envgen(example, "lock", ENV, "--check")
+    assert (code, err) == (0, f"{ENV}: up to date (input hash {example_hash(example)[:12]})\n")
+    assert not (tmp_path / "untouched").exists()
+    monkeypatch.delenv("ENVGEN_CACHE_DIR")
+
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    code, _, err = envgen(example, "lock", ENV, "--check")
+    assert code == 1, err
+    lines = report(err)
+    assert lines[0].startswith(f"{ENV}: would lock (") and lines[0].endswith("; nothing written")
+    assert lines[1] == f"  because {REASON}"
+    assert lines[2].startswith(f"  would change locks/{ENV}.yml, locks/{ENV}.sources.toml, ")
+    assert sum(BUMP in line for line in lines) == len(PLATFORMS)
+    closing = "1 lock needs to be updated, but --check was provided (nothing written)"
+    assert lines[-1] == f"{closing}: run `envgen lock {ENV}` to update it"
+    assert locks(example) == before
+
+    code, out, err = envgen(example, "lock", ENV, "--check", "--json")
+    assert code == 1, err
+    found = document(out)
+    assert (found["ok"], found["exit_code"]) == (False, 1)
+    (result,) = found["results"]  # type: ignore[misc]
+    assert result["status"] == "would-lock" and result["reasons"] == [REASON]
+    assert {"path": f"locks/{ENV}.yml", "change": "changed"} in result["files"]
+    assert locks(example) == before
+
+    assert envgen(example, "lock", ENV, "-q")[0] == 0
+    code, _, err = envgen(example, "lock", ENV, "--check")
+    assert code == 0 and err.endswith("up to date (input hash " + example_hash(example)[:12] + ")\n")
+
+
+def example_hash(example: Example) -> str:
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    return lock.input_hash
+
+
+def test_dry_run_says_what_the_re_lock_moves_and_why_and_writes_nothing(example: Example) -> None:
+    """The moves are the ones the real re-lock then reports, and the files it names the ones the
+    real re-lock then changes."""
+    before = locks(example)
+    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
+    code, _, err = envgen(example, "lock", ENV, "--dry-run")
+    assert code == 0, err
+    assert sum(BUMP in line for line in err.splitlines()) == len(PLATFORMS)
+    assert f"  because {REASON}\n" in err and "nothing written" in err
+    assert locks(example) == before
+
+    code, out, err = envgen(example, "lock", ENV, "--dry-run", "--json")
+    assert code == 0, err
+    (dry,) = document(out)["results"]  # type: ignore[misc]
+    for platform in PLATFORMS:
+        (torch,) = dry["moved"][platform]
+        assert (torch["name"], torch["old"], torch["new"]) == ("demo-torch", "2.10.0", "2.10.1")
+        assert "pip.packages.demo-torch.version (==2.10.1)" in torch["reason"]
+    assert locks(example) == before
+
+    code, out, err = envgen(example, "lock", ENV, "--json")
+    assert code == 0, err
+    (real,) = document(out)["results"]  # type: ignore[misc]
+    assert (real["moved"], real["sources_moved"]) == (dry["moved"], dry["sources_moved"])
+    assert real["input_hash"] == dry["input_hash"]
+    after = locks(example)
+    # The real re-lock's mutex file aside, what it changed is what the dry run named.
+    changed = {f"locks/{n}" for n in after if after[n] != before.get(n) and not n.startswith(".")}
+    assert {f["path"] for f in dry["files"]} == changed
+
+    # Up to date again; a forced dry run resolves and finds the same bytes.
+    code, out, err = envgen(example, "lock", ENV, "--dry-run", "--force", "--json")
+    assert code == 0, err
+    (forced,) = document(out)["results"]  # type: ignore[misc]
+    assert forced == {"env": ENV, "status": "up-to-date", "input_hash": real["input_hash"]}
+    assert locks(example) == after
+
+
+def test_an_unreachable_host_is_exit_3_naming_it_and_a_missing_lock_needs_no_host(
+    example: Example,
+) -> None:
+    pypi = example.root / "channels" / "pypi.toml"
+    down = dead_port()
+    pypi.write_text(pypi.read_text().replace(example.pypi_url, down))
+    before = locks(example)
+    for mode in ("--check", "--dry-run"):
+        code, _, err = envgen(example, "lock", ENV, mode)
+        assert code == 3, err
+        assert "did not answer; nothing was locked" in err
+        assert f"{down.removeprefix('http://')}: pip index {down}/simple (demo)" in err, err
+        assert "Traceback" not in err
+        assert locks(example) == before
+
+    # No lock at all: --check says so without asking any host; --dry-run resolves, and cannot.
+    for path in (example.root / "locks").glob(f"*{ENV}*"):
+        path.unlink()
+    code, out, err = envgen(example, "lock", ENV, "--check", "--json")
+    assert code == 1, err
+    (result,) = document(out)["results"]  # type: ignore[misc]
+    three = [f"locks/{ENV}.{name}" for name in ("yml", "sources.toml", "install.sh")]
+    assert result == {
+        "env": ENV,
+        "status": "would-lock",
+        "input_hash": None,
+        "reasons": ["no lock yet"],
+        "files": [{"path": path, "change": "added"} for path in three],
+    }
+    assert envgen(example, "lock", ENV, "--dry-run")[0] == 3
+    assert locks(example) == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--check", "--force"], "give --check or --force, not both"),
+        (["--check", "--dry-run"], "give --check or --dry-run, not both"),
+        (["--check", "--upgrade"], "give --check or --upgrade, not both"),
+        (
+            ["--check", "--upgrade-package", "demo-torch"],
+            "`envgen lock --dry-run --upgrade-package NAME`",
+        ),
+        (["--check", "--update-all"], "give --check or --update-all, not both"),
+        (["--check", "--update", "rollout"], "give --check or --update, not both"),
+    ],
+)
+def test_contradicting_modes_are_usage_errors(tmp_path: Path, args: list[str], said: str) -> None:
+    """Found before anything else: no project is even looked for."""
+    result = CliRunner().invoke(cli, ["lock", *args, "--root", str(tmp_path)])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: give --check or ") and said in result.stderr
