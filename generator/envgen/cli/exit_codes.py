@@ -8,8 +8,8 @@ from __future__ import annotations
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
     (1, "differences or drift: a lock stale, missing or behind a moved ref, a matrix upstream no "
-        "longer agrees with (status, status --watch); locks differ or a lock was edited by hand "
-        "(diff --exit-code)"),
+        "longer agrees with (status, status --watch); a re-lock would change locks/ (lock "
+        "--check); locks differ or a lock was edited by hand (diff --exit-code)"),
     (2, "bad input or usage: no envgen project, an unknown env or profile, a malformed matrix, "
         "channel file or option, no lock yet (check, install, export); found before any work"),
     (3, "resolution or network: a conflict, an unreachable index, channel or remote (lock, "
