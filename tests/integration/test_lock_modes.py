@@ -7,6 +7,7 @@ import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -55,8 +56,8 @@ def report(err: str) -> list[str]:
     return lines[start:]
 
 
-def document(out: str) -> dict[str, object]:
-    found: dict[str, object] = json.loads(out)
+def document(out: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(out)
     jsonschema.validate(found, SCHEMA)
     return found
 
@@ -94,7 +95,7 @@ def test_check_is_0_on_a_fresh_lock_and_1_after_a_matrix_edit_and_writes_nothing
     assert code == 1, err
     found = document(out)
     assert (found["ok"], found["exit_code"]) == (False, 1)
-    (result,) = found["results"]  # type: ignore[misc]
+    (result,) = found["results"]
     assert result["status"] == "would-lock" and result["reasons"] == [REASON]
     assert {"path": f"locks/{ENV}.yml", "change": "changed"} in result["files"]
     assert locks(example) == before
@@ -123,7 +124,7 @@ def test_dry_run_says_what_the_re_lock_moves_and_why_and_writes_nothing(example:
 
     code, out, err = envgen(example, "lock", ENV, "--dry-run", "--json")
     assert code == 0, err
-    (dry,) = document(out)["results"]  # type: ignore[misc]
+    (dry,) = document(out)["results"]
     for platform in PLATFORMS:
         (torch,) = dry["moved"][platform]
         assert (torch["name"], torch["old"], torch["new"]) == ("demo-torch", "2.10.0", "2.10.1")
@@ -132,7 +133,7 @@ def test_dry_run_says_what_the_re_lock_moves_and_why_and_writes_nothing(example:
 
     code, out, err = envgen(example, "lock", ENV, "--json")
     assert code == 0, err
-    (real,) = document(out)["results"]  # type: ignore[misc]
+    (real,) = document(out)["results"]
     assert (real["moved"], real["sources_moved"]) == (dry["moved"], dry["sources_moved"])
     assert real["input_hash"] == dry["input_hash"]
     after = locks(example)
@@ -143,7 +144,7 @@ def test_dry_run_says_what_the_re_lock_moves_and_why_and_writes_nothing(example:
     # Up to date again; a forced dry run resolves and finds the same bytes.
     code, out, err = envgen(example, "lock", ENV, "--dry-run", "--force", "--json")
     assert code == 0, err
-    (forced,) = document(out)["results"]  # type: ignore[misc]
+    (forced,) = document(out)["results"]
     assert forced == {"env": ENV, "status": "up-to-date", "input_hash": real["input_hash"]}
     assert locks(example) == after
 
@@ -168,7 +169,7 @@ def test_an_unreachable_host_is_exit_3_naming_it_and_a_missing_lock_needs_no_hos
         path.unlink()
     code, out, err = envgen(example, "lock", ENV, "--check", "--json")
     assert code == 1, err
-    (result,) = document(out)["results"]  # type: ignore[misc]
+    (result,) = document(out)["results"]
     three = [f"locks/{ENV}.{name}" for name in ("yml", "sources.toml", "install.sh")]
     assert result == {
         "env": ENV,
@@ -179,6 +180,25 @@ def test_an_unreachable_host_is_exit_3_naming_it_and_a_missing_lock_needs_no_hos
     }
     assert envgen(example, "lock", ENV, "--dry-run")[0] == 3
     assert locks(example) == {}
+
+
+def test_an_edit_that_no_longer_resolves_is_exit_3_with_its_conflicts(example: Example) -> None:
+    """--check resolves as uv's does: a stale lock that cannot be re-locked is not a bare 1."""
+    override = (
+        '[overrides.demo-transformers]\nrequirement = "demo-transformers==4.57.6"\n'
+        'reason = "the matrix validates 4.57.6; rollout\'s requirements ask for 5.x"\n'
+    )
+    text = example.matrix.read_text()
+    assert override in text  # without it, rollout asks >=5.0 of what the matrix pins ==4.57.6
+    example.matrix.write_text(text.replace(override, ""))
+    before = locks(example)
+    code, out, err = envgen(example, "lock", ENV, "--check", "--json")
+    assert code == 3, err
+    found = document(out)
+    assert found["results"] == []
+    conflicts = found["error"]["conflicts"]
+    assert {c["name"] for c in conflicts} == {"demo-transformers"}
+    assert locks(example) == before
 
 
 @pytest.mark.parametrize(
