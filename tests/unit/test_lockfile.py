@@ -441,12 +441,16 @@ def test_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path) -> No
     shutil.rmtree(project.install_sh("a5"))
 
 
-def test_env_lock_excludes_a_second_holder(tmp_path: Path) -> None:
+def test_env_lock_excludes_a_second_holder_and_leaves_no_file_behind(tmp_path: Path) -> None:
     project = Project(tmp_path)
     with env_lock(project, "a5"):
-        other = filelock.FileLock(project.locks_dir / ".a5.lock")
+        other = filelock.SoftFileLock(project.locks_dir / ".a5.lock")
         with pytest.raises(filelock.Timeout):
             other.acquire(timeout=0)
+    assert list(project.locks_dir.iterdir()) == []
+    with pytest.raises(RuntimeError), env_lock(project, "a5"):
+        raise RuntimeError("the re-lock failed")
+    assert list(project.locks_dir.iterdir()) == []
     other.acquire(timeout=0)
     other.release()
 
