@@ -104,6 +104,13 @@ class Pinned:
     url: str | None
     hashes: tuple[str, ...]
 
+    @property
+    def detail(self) -> str:
+        """The pin in words, without its name: its version or URL and its sha256 (12 digits)."""
+        pinned = f"@ {self.url}" if self.url else self.version or "with no version"
+        hashes = ", ".join(h[:12] for h in self.hashes) or "none"
+        return f"{pinned}, sha256 {hashes}"
+
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 
@@ -123,6 +130,11 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         if joined:
             lines.append((start, joined))
     return lines
+
+
+def pip_reads(text: str) -> tuple[str, ...]:
+    """What pip reads of a requirements file: its lines without comments, continuations joined."""
+    return tuple(line for _, line in _logical_lines(text))
 
 
 def parse_requirements(text: str, where: str) -> tuple[Pinned, ...]:
