@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from envgen.commands.check_throwaway import installed_set_step
 from envgen.example.project import Example
-from envgen.installer import tool_environment
+from envgen.installer.tools import tool_environment
 from envgen.lockio.exports.pylock import parse_pylock
 from envgen.lockio.exports.requirements_txt import parse_requirements
 from envgen.lockio.store import read_lock

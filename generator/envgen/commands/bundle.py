@@ -19,7 +19,6 @@ from envgen.bundle.gitpacks import pack_source
 from envgen.bundle.manifest import (
     Manifest,
     Member,
-    find_links_requirements,
     render_manifest,
     requirements_path,
     wanted_artifacts,
@@ -28,6 +27,7 @@ from envgen.commands.bundle_trust import lock_sha256
 from envgen.errors import InputError
 from envgen.inputs.channels import access_index
 from envgen.inputs.credentials import lock_credentials
+from envgen.lockio.exports.requirements_txt import render_find_links
 from envgen.lockio.integrity import require_intact
 from envgen.lockio.store import read_files
 from envgen.model import Lock
@@ -109,7 +109,7 @@ def _bundle(
         for platform in chosen:  # what the recipe's --bundle installs with pip, without envgen
             requirements = scratch / requirements_path(platform)
             requirements.parent.mkdir(parents=True, exist_ok=True)
-            requirements.write_text(find_links_requirements(lock, platform), encoding="utf-8")
+            requirements.write_text(render_find_links(lock, platform), encoding="utf-8")
             files.append((requirements_path(platform), requirements, ""))
         files += [(w.path, paths[w.sha256], w.sha256) for w in wanted]
         packs = []
