@@ -87,7 +87,7 @@ def test_a_second_bundle_with_nothing_served_comes_from_the_cache(offline: Bundl
     again = tmp_path / "again.tar"
     code, out = invoke("bundle", ENV, "--platform", HOST, "-o", str(again), "--root", str(offline.root))
     assert code == 0, out
-    assert "(0 downloaded" in out
+    assert re.search(r"\(\d+ artifacts, all from the cache\)", out), out
     first, second = members(offline.bundle), members(again)
     assert first[MANIFEST] == second[MANIFEST]
 
@@ -360,6 +360,9 @@ def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run
     assert lock is not None
     wanted = {e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))}
     assert summary.downloaded == len(wanted) - len(artifacts) and out.is_file()
+    cached = len(artifacts)
+    said = f"({len(wanted)} artifacts: {len(wanted) - cached} downloaded, {cached} from the cache)"
+    assert said in summary.describe(ENV)
 
 
 def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(offline: Bundled, tmp_path: Path) -> None:
@@ -538,8 +541,9 @@ def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
         # (the example's pip, made from this host's pip wheel, is most of the bytes)
         assert f"{files}/{files} files" in shown and re.search(r"\d [kM]B ", shown), shown
         assert "downloaded 1/" not in shown
-        summary = r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ [kM]B\) \(\d+ downloaded"
-        assert re.search(summary, shown), shown
+        summary = r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ [kM]B\) "
+        # Every artifact came from the network (before: "(12 downloaded, the rest from the cache)").
+        assert re.search(summary + rf"\({files} artifacts, all downloaded\)", shown), shown
         env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cold-again")
         plain = subprocess.run([*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True)
     assert plain.returncode == 0, plain.stderr

@@ -141,7 +141,8 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
         display=display,
     )
     result = {"env": env, "path": str(summary.path), "files": summary.files, "size": summary.size}
-    result |= {"downloaded": summary.downloaded, "seconds": round(summary.seconds, 1)}
+    result |= {"artifacts": summary.artifacts, "downloaded": summary.downloaded}
+    result |= {"seconds": round(summary.seconds, 1)}
     outcome = Outcome(results=[result | {"lock_sha256": summary.lock_sha256}])
     outcome.note(summary.describe(env))
     return outcome

@@ -47,11 +47,23 @@ class BundleSummary:
     downloaded: int
     seconds: float
     lock_sha256: str
+    artifacts: int  # the lock's artifacts it holds, `downloaded` of them fetched now
+
+    @property
+    def fetched(self) -> str:
+        """Where its artifacts came from, in words."""
+        many = "s" if self.artifacts != 1 else ""
+        if self.downloaded == 0:
+            return f"{self.artifacts} artifact{many}, all from the cache"
+        if self.downloaded == self.artifacts:
+            return f"{self.artifacts} artifact{many}, all downloaded"
+        cached = self.artifacts - self.downloaded
+        return f"{self.artifacts} artifacts: {self.downloaded} downloaded, {cached} from the cache"
 
     def describe(self, env: str) -> str:
         return (
             f"{env}: {self.path}: {self.files} files, {self.size} bytes ({decimal(self.size)}) "
-            f"({self.downloaded} downloaded, the rest from the cache) in {self.seconds:.1f}s\n"
+            f"({self.fetched}) in {self.seconds:.1f}s\n"
             f"{env}: for --from-bundle without a checkout: --lock-sha256 {self.lock_sha256}"
         )
 
@@ -127,4 +139,6 @@ def _bundle(
         log.info("writing %s (%d files)", out, len(files) + 1)
         write_archive(out, project, files, render_manifest(manifest))
     seconds = time.monotonic() - started
-    return BundleSummary(out, len(files) + 1, out.stat().st_size, downloaded, seconds, content_hash)
+    artifacts = len(paths)  # one per sha256: a file two platforms name is fetched once
+    size = out.stat().st_size
+    return BundleSummary(out, len(files) + 1, size, downloaded, seconds, content_hash, artifacts)
