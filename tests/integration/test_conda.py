@@ -32,7 +32,7 @@ from envgen.model import Channel, Matrix
 from envgen.platforms import virtual_packages
 from envgen.resolve.conda_stage import python_version, solve_conda
 
-from tests.support.builders import make_matrix
+from tests.support.builders import at, make_matrix
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def matrix(channel: str, specs: tuple[str, ...] = ("python 3.11.*", "pip"), glib
 def test_solve_for_each_platform_from_this_host(
     channel_url: str, platform: str, tmp_path: Path, packages: tuple[CondaPackage, ...]
 ) -> None:
-    entries = solve_conda(matrix(channel_url), platform, cache=tmp_path)
+    entries = solve_conda(matrix(channel_url), platform, at(tmp_path))
 
     by_name = {e.name: e for e in entries}
     assert sorted(by_name) == ["demo-data", "libdemo", "pip", "python"]
@@ -78,7 +78,7 @@ def test_solve_for_each_platform_from_this_host(
 
 
 def test_hashes_are_those_of_the_served_bytes(channel_url: str, tmp_path: Path) -> None:
-    for entry in solve_conda(matrix(channel_url), "linux-aarch64", cache=tmp_path):
+    for entry in solve_conda(matrix(channel_url), "linux-aarch64", at(tmp_path)):
         with urllib.request.urlopen(entry.url) as response:
             data = response.read()
         assert hashlib.sha256(data).hexdigest() == entry.sha256
@@ -94,15 +94,15 @@ def test_a_channel_url_with_a_variable_is_expanded_from_the_environment(
     port = channel_url.split(":")[2].split("/")[0]
     written = channel_url.replace(f":{port}/", ":${DEMO_PORT}/")
     monkeypatch.setenv("DEMO_PORT", port)
-    entries = solve_conda(matrix(written), "linux-64", cache=tmp_path)
+    entries = solve_conda(matrix(written), "linux-64", at(tmp_path))
     assert {e.name: e.url for e in entries}["pip"] == f"{channel_url}/noarch/{pip_file(packages)}"
     monkeypatch.delenv("DEMO_PORT")
     with pytest.raises(InputError, match=r"conda channel demo: .*\$\{DEMO_PORT\}, which is not set"):
-        solve_conda(matrix(written), "linux-64", cache=tmp_path / "other")
+        solve_conda(matrix(written), "linux-64", at(tmp_path / "other"))
 
 
 def test_newer_glibc_floor_picks_the_newer_build(channel_url: str, tmp_path: Path) -> None:
-    entries = solve_conda(matrix(channel_url, glibc="2.34"), "linux-64", cache=tmp_path)
+    entries = solve_conda(matrix(channel_url, glibc="2.34"), "linux-64", at(tmp_path))
     assert {e.name: e.version for e in entries}["libdemo"] == "2.0"
 
 
@@ -118,12 +118,13 @@ def test_virtual_packages_are_explicit_per_platform() -> None:
 
 def test_unknown_platform_is_an_input_error(channel_url: str, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="'osx-arm64'"):
-        solve_conda(matrix(channel_url), "osx-arm64", cache=tmp_path)
+        solve_conda(matrix(channel_url), "osx-arm64", at(tmp_path))
 
 
 def test_unsatisfiable_spec_names_platform_and_spec(channel_url: str, tmp_path: Path) -> None:
     with pytest.raises(ResolutionError) as info:
-        solve_conda(matrix(channel_url, specs=("python 3.12.*", "pip")), "linux-aarch64", cache=tmp_path)
+        unsatisfiable = matrix(channel_url, specs=("python 3.12.*", "pip"))
+        solve_conda(unsatisfiable, "linux-aarch64", at(tmp_path))
     message = str(info.value)
     assert "linux-aarch64" in message
     assert "python 3.12.*" in message
@@ -132,7 +133,7 @@ def test_unsatisfiable_spec_names_platform_and_spec(channel_url: str, tmp_path: 
 
 def test_only_too_new_candidates_is_unsatisfiable(channel_url: str, tmp_path: Path) -> None:
     with pytest.raises(ResolutionError, match="libdemo >=2"):
-        solve_conda(matrix(channel_url, specs=("libdemo >=2",)), "linux-64", cache=tmp_path)
+        solve_conda(matrix(channel_url, specs=("libdemo >=2",)), "linux-64", at(tmp_path))
 
 
 def test_unreachable_channel_names_the_url(tmp_path: Path) -> None:
@@ -141,13 +142,13 @@ def test_unreachable_channel_names_the_url(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/conda-forge"
     with pytest.raises(ResolutionError) as info:
-        solve_conda(matrix(url), "linux-64", cache=tmp_path)
+        solve_conda(matrix(url), "linux-64", at(tmp_path))
     assert url in str(info.value)
     assert "linux-64" in str(info.value)
 
 
 def test_python_version_needs_exactly_one_python(channel_url: str, tmp_path: Path) -> None:
-    entries = solve_conda(matrix(channel_url, specs=("demo-data",)), "linux-64", cache=tmp_path)
+    entries = solve_conda(matrix(channel_url, specs=("demo-data",)), "linux-64", at(tmp_path))
     with pytest.raises(ResolutionError, match="no python package"):
         python_version(entries)
 
@@ -159,7 +160,7 @@ def _prefix_files(prefix: Path) -> set[str]:
 def test_install_creates_a_prefix_over_http(
     channel_url: str, tmp_path: Path, packages: tuple[CondaPackage, ...]
 ) -> None:
-    entries = solve_conda(matrix(channel_url), "linux-64", cache=tmp_path / "cache")
+    entries = solve_conda(matrix(channel_url), "linux-64", at(tmp_path / "cache"))
     prefix = tmp_path / "env"
 
     install_conda(entries, prefix, cache=tmp_path / "cache")
@@ -184,7 +185,7 @@ def test_the_prefix_python_is_its_own_and_its_pip_installs_into_it(
     """The example's python launches this host's interpreter with the prefix as sys.prefix
     (pyvenv.cfg), so the prefix's pip, an entry point of the noarch package, installs there and
     never into the host's python."""
-    entries = solve_conda(matrix(channel_url), "linux-64", cache=tmp_path / "cache")
+    entries = solve_conda(matrix(channel_url), "linux-64", at(tmp_path / "cache"))
     prefix = tmp_path / "env"
     install_conda(entries, prefix, cache=tmp_path / "cache")
     clean = {"PATH": os.environ["PATH"], "PIP_CONFIG_FILE": os.devnull}
@@ -213,7 +214,7 @@ def test_install_fails_when_a_served_artifact_was_tampered(tmp_path: Path, packa
     write_channel(tmp_path / "served" / "demo", packages)
     with serve_directory(tmp_path / "served") as base:
         url = f"{base}/demo"
-        entries = solve_conda(matrix(url), "linux-64", cache=tmp_path / "cache")
+        entries = solve_conda(matrix(url), "linux-64", at(tmp_path / "cache"))
         # Same name, version and build, a valid archive, other bytes: only the hash check can tell.
         libdemo = next(p for p in packages if p.name == "libdemo" and p.version == "1.0" and p.subdir == "linux-64")
         evil = dataclasses.replace(libdemo, files=(PackageFile("lib/libdemo.txt", b"tampered\n"),))
@@ -228,8 +229,8 @@ def test_install_fails_when_a_served_artifact_was_tampered(tmp_path: Path, packa
 
 
 def test_install_rejects_entries_of_two_platforms(channel_url: str, tmp_path: Path) -> None:
-    both = solve_conda(matrix(channel_url), "linux-64", cache=tmp_path) + solve_conda(
-        matrix(channel_url), "linux-aarch64", cache=tmp_path
+    both = solve_conda(matrix(channel_url), "linux-64", at(tmp_path)) + solve_conda(
+        matrix(channel_url), "linux-aarch64", at(tmp_path)
     )
     with pytest.raises(InputError, match="one platform"):
         install_conda(both, tmp_path / "env", cache=tmp_path)

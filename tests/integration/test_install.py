@@ -31,7 +31,7 @@ from envgen.project import Project
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import solve_conda
 
-from tests.support.builders import conda_entry, make_lock, make_matrix
+from tests.support.builders import at, conda_entry, make_lock, make_matrix
 from tests.support.venvs import fresh_venv
 
 HOST = host_platform()
@@ -222,7 +222,7 @@ def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_
     write_channel(tmp_path / "channel" / "demo", demo_packages())
     prefix = tmp_path / "env"
     with serve_directory(tmp_path / "channel") as channel:
-        entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, cache=tmp_path / "cache")
+        entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
         indexes = (Index("pypi", f"{base}/simple"),)
         lock = demo_lock(wheel_entries(base, files), (source,), conda=entries, indexes=indexes)
         install_locked(lock, tmp_path / "project", prefix, installer, venv=False)
@@ -249,7 +249,7 @@ def test_a_stand_in_python_is_refused_before_pip_could_touch_another_env(tmp_pat
     write_channel(tmp_path / "channel" / "demo", packages)
     prefix = tmp_path / "env"
     with serve_directory(tmp_path / "channel") as channel:
-        entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, cache=tmp_path / "cache")
+        entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
         wheel = f"{channel}/alpha-1.2.0-py3-none-any.whl"
         lock = demo_lock((PipEntry("alpha", "1.2.0", HOST, wheel, "a" * 64),), conda=entries)
         elsewhere = "installed through it would land elsewhere"
@@ -265,7 +265,7 @@ def test_a_tampered_conda_package_fails_the_install(tmp_path: Path) -> None:
     root = tmp_path / "served"
     write_channel(root / "demo", demo_packages())
     with serve_directory(root) as base:
-        entries = solve_conda(_conda_matrix(f"{base}/demo"), HOST, cache=tmp_path / "cache")
+        entries = solve_conda(_conda_matrix(f"{base}/demo"), HOST, at(tmp_path / "cache"))
         lock = demo_lock(conda=entries)
         libdemo = libdemo_entry(entries)
         served = root / "demo" / HOST / libdemo.url.rsplit("/", 1)[1]

@@ -19,7 +19,7 @@ from envgen.resolve.git_sources import resolve_sources
 from envgen.resolve.pip_stage import lock_pypi
 from pyproject_hooks import BuildBackendWarning
 
-from tests.support.builders import make_matrix
+from tests.support.builders import at, make_matrix
 from tests.support.example import empty_git_config
 from tests.support.local_wheels import wheels_of
 
@@ -81,13 +81,13 @@ def test_setup_py_install_requires_read_by_real_setuptools_from_the_loopback_ind
         },
     )
     matrix = index_matrix(index, source("dyn", repo, requirements=("requirements.txt",)))
-    (locked,) = resolve_sources(matrix, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(matrix, at(tmp_path / "cache"))
     assert locked.metadata_fallback is None
     found = origins(locked)
     # The file counts on its own, and again through the metadata build; the file's origin comes first.
     assert found == {"base<2": "source dyn: requirements.txt:1", "six": "source dyn: requirements.txt:2"}
     bare = index_matrix(index, source("dyn", repo))
-    (locked,) = resolve_sources(bare, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(bare, at(tmp_path / "cache"))
     assert origins(locked) == {
         "base<2": "source dyn: setup.py install_requires",
         "six": "source dyn: setup.py install_requires",
@@ -96,12 +96,13 @@ def test_setup_py_install_requires_read_by_real_setuptools_from_the_loopback_ind
     caplog.set_level(logging.INFO, logger="envgen")
     # Only the re-lock's records: an earlier test's CLI run may have left the envgen logger at INFO already.
     caplog.clear()
-    resolve_sources(bare, cache=tmp_path / "cache")
+    resolve_sources(bare, at(tmp_path / "cache"))
     assert "declared dependencies from the build backend" not in caplog.text, "a re-lock must not rebuild"
     built = sorted((tmp_path / "cache" / "source-metadata").glob("*.json"))
     assert len(built) == 1
     # Other build variables are another build.
-    resolve_sources(index_matrix(index, source("dyn", repo, env=(("X", "1"),))), cache=tmp_path / "cache")
+    other = index_matrix(index, source("dyn", repo, env=(("X", "1"),)))
+    resolve_sources(other, at(tmp_path / "cache"))
     assert len(sorted((tmp_path / "cache" / "source-metadata").glob("*.json"))) == 2
 
 
@@ -112,7 +113,7 @@ def test_static_pep621_dependencies_are_read_without_a_build(tmp_path: Path, ind
         'dependencies = [\n  "base>=2",\n  "docs-tool ; extra == \'doc\'",\n]\n'
     )
     repo = GitRepo.create(tmp_path / "stat", {"pyproject.toml": pyproject})
-    (locked,) = resolve_sources(index_matrix(index, source("stat", repo)), cache=tmp_path / "cache")
+    (locked,) = resolve_sources(index_matrix(index, source("stat", repo)), at(tmp_path / "cache"))
     assert locked.metadata_fallback is None
     # An extra's requirement never applies to `pip install -e .`.
     assert origins(locked) == {"base>=2": "source stat: pyproject.toml:9"}
@@ -125,7 +126,7 @@ def test_a_failing_metadata_build_falls_back_to_the_files_warns_and_is_recorded(
     repo = backend_project(tmp_path / "needy", "needy", require_env={"NEEDY_DEVICE": "npu"}, dependencies=("six",))
     repo.commit({"requirements.txt": "base\n"}, "requirements")
     matrix = index_matrix(index, source("needy", repo, requirements=("requirements.txt",)))
-    (locked,) = resolve_sources(matrix, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(matrix, at(tmp_path / "cache"))
     assert locked.metadata_fallback is not None
     assert "refuses to build: set NEEDY_DEVICE=npu" in locked.metadata_fallback
     assert origins(locked) == {"base": "source needy: requirements.txt:1"}
@@ -136,11 +137,11 @@ def test_a_failing_metadata_build_falls_back_to_the_files_warns_and_is_recorded(
     fixed = index_matrix(
         index, source("needy", repo, requirements=("requirements.txt",), env=(("NEEDY_DEVICE", "npu"),))
     )
-    (locked,) = resolve_sources(fixed, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(fixed, at(tmp_path / "cache"))
     assert (locked.metadata_fallback, set(origins(locked))) == (None, {"base", "six"})
     # "files" counts only the files: no build is attempted.
     files_only = index_matrix(index, source("needy", repo, requirements=("requirements.txt",), dependencies=FILES))
-    (locked,) = resolve_sources(files_only, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(files_only, at(tmp_path / "cache"))
     assert (locked.metadata_fallback, set(origins(locked))) == (None, {"base"})
 
 
@@ -151,16 +152,15 @@ def test_a_vcs_discovered_source_has_its_declared_dependencies_honoured(tmp_path
     matrix = index_matrix(
         index, source("parent", parent, requirements=("requirements.txt",)), packages=(PipPackage("base"),)
     )
-    sources = resolve_sources(matrix, cache=tmp_path / "cache")
+    sources = resolve_sources(matrix, at(tmp_path / "cache"))
     assert [s.source.name for s in sources] == ["parent", "queue"]
     assert origins(sources[1]) == {"base<2": "source queue: pyproject.toml (build backend metadata)"}
-    entries = {
-        e.name: e.version for e in lock_pypi(matrix, "linux-64", "3.11", sources, cache=tmp_path / "cache").entries
-    }
+    locked = lock_pypi(matrix, "linux-64", "3.11", sources, at(tmp_path / "cache"))
+    entries = {e.name: e.version for e in locked.entries}
     # base 2.1 is the newest release, but queue's metadata excludes it.
     assert entries == {"base": "1.5"}
     without = dataclasses.replace(sources[1], requirements=())
-    unchecked = lock_pypi(matrix, "linux-64", "3.11", (sources[0], without), cache=tmp_path / "cache")
+    unchecked = lock_pypi(matrix, "linux-64", "3.11", (sources[0], without), at(tmp_path / "cache"))
     assert {e.name: e.version for e in unchecked.entries} == {"base": "2.1"}
 
 
@@ -203,11 +203,11 @@ def test_a_setuptools_scm_source_builds_its_metadata_with_the_version_its_ref_st
     repo.tag("v1.2.3")
     cache = tmp_path / "cache"
     tagged = Source(name="scm-demo", url=repo.url, ref="v1.2.3", distribution="scm-demo")
-    (locked,) = resolve_sources(index_matrix(scm_index, tagged), cache=cache)
+    (locked,) = resolve_sources(index_matrix(scm_index, tagged), at(cache))
     assert locked.metadata_fallback is None
     assert set(origins(locked)) == {"base<2", "tagged==1.2.3"}
     # A branch states no version: the locked commit does, as a local version.
-    (locked,) = resolve_sources(index_matrix(scm_index, source("scm-demo", repo)), cache=cache)
+    (locked,) = resolve_sources(index_matrix(scm_index, source("scm-demo", repo)), at(cache))
     assert locked.metadata_fallback is None
     assert set(origins(locked)) == {"base<2", f"tagged==0+g{repo.rev()[:12]}"}
 
@@ -219,7 +219,7 @@ def test_a_failed_metadata_build_is_told_by_its_exception_not_the_last_line_it_p
     files = {"pyproject.toml": SETUPTOOLS_BUILD, "setup.py": setup_py}
     repo = GitRepo.create(tmp_path / "broken", files)
     broken = index_matrix(index, source("broken", repo))
-    (locked,) = resolve_sources(broken, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(broken, at(tmp_path / "cache"))
     assert locked.metadata_fallback == "the metadata build failed: LookupError: no version here"
 
 
@@ -252,15 +252,15 @@ def test_a_build_requirement_the_matrix_takes_from_an_index_on_this_platform_com
         pinned_index = Index("extra", f"{extra}/simple", explicit=True)
         indexes = (Index("pypi", f"{pypi}/simple"), pinned_index)
         free = make_matrix("t", indexes=indexes, sources=(source("needs", repo),))
-        (locked,) = resolve_sources(free, cache=tmp_path / "cache")
+        (locked,) = resolve_sources(free, at(tmp_path / "cache"))
         assert set(origins(locked)) == {"base==9.9"}
         pinned = dataclasses.replace(free, packages=(helper,))
-        (locked,) = resolve_sources(pinned, cache=tmp_path / "cache")
+        (locked,) = resolve_sources(pinned, at(tmp_path / "cache"))
         assert set(origins(locked)) == {"base==1.0"}
         # The pinned index has no release the build asks for: the reason says so, on one line.
         newer = repo.commit({"pyproject.toml": build.replace('"helper"', '"helper>=2"')}, "newer")
         moved = dataclasses.replace(pinned, sources=(source("needs", repo, ref=newer),))
-        (locked,) = resolve_sources(moved, cache=tmp_path / "cache")
+        (locked,) = resolve_sources(moved, at(tmp_path / "cache"))
     assert locked.metadata_fallback is not None
     assert locked.metadata_fallback.startswith(
         "the metadata build failed: installing its build requirements (helper>=2, setuptools>=70) "
@@ -281,7 +281,7 @@ def test_a_build_backends_warnings_are_logged_at_debug_not_printed(
     with warnings.catch_warnings(record=True) as escaped:
         warnings.simplefilter("always")
         shown = warnings.showwarning
-        (locked,) = resolve_sources(matrix, cache=tmp_path / "cache")
+        (locked,) = resolve_sources(matrix, at(tmp_path / "cache"))
         # Python's own display is back once no build runs.
         assert warnings.showwarning is shown
     assert locked.metadata_fallback is None
@@ -309,7 +309,7 @@ def test_declared_dependencies_are_labelled_by_the_file_that_declares_them(
     pyproject += 'dependencies = { file = ["requirements.txt"] }\n'
     files = {"pyproject.toml": pyproject, "requirements.txt": "six\n# the floor\nbase<2\n"}
     liketq = source("liketq", GitRepo.create(tmp_path / "liketq", files))
-    found = resolve_sources(index_matrix(index, likeverl, liketq), cache=tmp_path / "cache")
+    found = resolve_sources(index_matrix(index, likeverl, liketq), at(tmp_path / "cache"))
     assert [s.metadata_fallback for s in found] == [None, None]
     assert origins(found[0]) == {"base<2": "source likeverl: setup.py install_requires"}
     assert origins(found[1]) == {

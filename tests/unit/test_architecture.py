@@ -29,6 +29,7 @@ FOUNDATION = (
     "network",
     "logs",
     "scratch",
+    "names",
     "project",
     "outputs",
 )
@@ -47,14 +48,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "network": ("errors", "interrupts"),
     "logs": (),
     "process": ("errors", "redact", "interrupts"),
-    "project": ("errors", "model", "inputs.untrusted"),
+    "project": ("errors", "model", "names"),
+    "names": (),
     "outputs": ("errors", "project"),
     "inputs": (*FOUNDATION, "inputs"),
     "resolve": (*FOUNDATION, "inputs", "resolve"),
-    "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "lockdiff.moves", "recipe"),
+    "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "recipe"),
     "resolve.head_start": (*FOUNDATION, "inputs", "resolve", "lockio.prediction", "lockio.store"),
     "lockio": (*FOUNDATION, "inputs.files", "inputs.toml_reader", "inputs.untrusted", "lockio"),
-    "lockio.consistency": (*FOUNDATION, "lockio", "resolve.uv_pylock"),
     "lockio.integrity": (*FOUNDATION, "inputs.files", "lockio", "recipe.render"),
     "recipe": (*FOUNDATION, "inputs.untrusted"),
     "installer": (
@@ -78,7 +79,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bundle",
     ),
     "lockdiff": (*FOUNDATION, "lockdiff.compare"),
-    "lockdiff.moves": (*FOUNDATION, "resolve.upgrade"),
     "lockdiff.revisions": (*FOUNDATION, "inputs.files", "inputs.untrusted", "lockdiff", "lockio"),
     "commands": (
         *FOUNDATION,
@@ -152,3 +152,31 @@ def test_sizes_and_that_only_the_cli_prints_or_exits() -> None:
                 if isinstance(func, ast.Attribute) and func.attr == "exit" and getattr(func.value, "id", "") == "sys":
                     problems.append(f"{name}:{node.lineno}: sys.exit()")
     assert problems == []
+
+
+def _process_reads(tree: ast.Module) -> list[int]:
+    """The lines of `tree` that read the process: `os.environ`, or `limits()` with no environment
+    given (it reads os.environ then)."""
+    return [node.lineno for node in ast.walk(tree) if _environ(node) or _process_limits(node)]
+
+
+def _environ(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.Attribute) and node.attr == "environ"):
+        return False
+    return getattr(node.value, "id", "") == "os"
+
+
+def _process_limits(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    return node.func.attr == "limits" and not node.args and not node.keywords
+
+
+def test_no_resolve_module_reads_the_process() -> None:
+    """What resolving takes from the process comes in the Settings a command built once
+    (resolve/settings.py, given the environment it reads)."""
+    resolving = [(name, tree) for name, tree, _ in _modules() if name.startswith("resolve.")]
+    found = [f"{name}:{line}" for name, tree in resolving for line in _process_reads(tree)]
+    assert found == []
+    main = ast.parse((PACKAGE / "commands" / "lock.py").read_text())
+    assert _process_reads(main), "the rule sees what it looks for (the command reads os.environ)"

@@ -65,8 +65,9 @@ def lock_command(
     A re-lock keeps every version and commit of the previous lock that the inputs still allow, and
     says per platform what moved and why.
     """
-    from envgen.commands.lock import lock_envs, summarize, summary_lines
-    from envgen.resolve.upgrade import Upgrade
+    from envgen.commands.lock import lock_envs
+    from envgen.commands.lock_report import summarize, summary_lines
+    from envgen.resolve.movable import Movable
 
     if update_all and update:
         both = "--update-all moves every source"
@@ -75,10 +76,10 @@ def lock_command(
     results = lock_envs(
         proj,
         proj.known_envs(envs),
-        update=True if update_all else update,
+        update=Movable.sources(update_all, update),
         force=force,
         offline=offline,
-        upgrade=Upgrade.of(upgrade, upgrade_packages),
+        upgrade=Movable.packages(upgrade, upgrade_packages),
         preflight=not no_preflight,
     )
     summaries = [summarize(r) for r in results]

@@ -58,7 +58,7 @@ def env_names(
     value: str | tuple[str, ...],
 ) -> str | tuple[str, ...]:
     """Env arguments are names (`a5`), never paths: refused (exit 2) before any work."""
-    from envgen.inputs.untrusted import env_name_problem
+    from envgen.names import env_name_problem
 
     for env in (value,) if isinstance(value, str) else value:
         problem = env_name_problem(env)

@@ -31,7 +31,6 @@ from envgen.inputs.toml_reader import (
     get_table,
     type_name,
 )
-from envgen.inputs.untrusted import env_name_problem, name_problem
 from envgen.model import (
     CANN_SCRIPT_SEPARATOR,
     DEFAULT_CANN_SET_ENV,
@@ -44,6 +43,7 @@ from envgen.model import (
     Profile,
     Source,
 )
+from envgen.names import env_name_problem, name_problem
 from envgen.npu import (
     DEVICE_TYPE_ATTRIBUTE,
     GENERATIONS,

@@ -20,7 +20,7 @@ from envgen.inputs.toml_reader import (
     get_str_list,
     get_table,
 )
-from envgen.inputs.untrusted import git_url_problem, name_problem, ref_problem
+from envgen.inputs.untrusted import git_url_problem, ref_problem
 from envgen.model import (
     DEPENDENCY_MODES,
     METADATA,
@@ -28,6 +28,7 @@ from envgen.model import (
     PYPROJECT,
     Source,
 )
+from envgen.names import name_problem
 
 INSTALL_MODES = ("editable", "plain")
 

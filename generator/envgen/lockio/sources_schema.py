@@ -17,17 +17,16 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from envgen.inputs.untrusted import (
     commit_problem,
     control_problem,
-    env_name_problem,
     git_url_problem,
     host_problem,
     input_hash_problem,
-    name_problem,
     ref_problem,
     submodule_path_problem,
     url_word_problem,
     variable_problem,
 )
 from envgen.model import DEPENDENCY_MODES, METADATA
+from envgen.names import env_name_problem, name_problem
 
 
 def _rule(problem: Callable[[str], str | None]) -> AfterValidator:
