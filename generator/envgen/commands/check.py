@@ -222,6 +222,31 @@ def _env_steps(
     )
 
 
+def _bundle_check(
+    project: Project,
+    env: str,
+    bundle: Path,
+    options: EnvOptions,
+    cache: Path,
+    lock_sha256: str | None,
+    *,
+    frozen: bool,
+) -> CheckReport:
+    """`check --from-bundle`: the throwaway env from the bundle, with no network."""
+    return check_from_bundle(
+        project,
+        env,
+        bundle,
+        cache=cache,
+        venv=options.venv,
+        require_npu=options.require_npu,
+        keep=options.keep,
+        lock_sha256=lock_sha256,
+        installer=installer_named(options.installer, cache),
+        frozen=frozen,
+    )
+
+
 def check_env(
     project: Project,
     env: str,
@@ -244,16 +269,7 @@ def check_env(
     (bundle_trust.py)."""
     platform = host_platform()
     if bundle is not None:
-        tool = installer_named(options.installer, cache)
-        bundled = functools.partial(check_from_bundle, project, env, bundle, cache=cache)
-        return bundled(
-            venv=options.venv,
-            require_npu=options.require_npu,
-            keep=options.keep,
-            lock_sha256=lock_sha256,
-            installer=tool,
-            frozen=frozen,
-        )
+        return _bundle_check(project, env, bundle, options, cache, lock_sha256, frozen=frozen)
     loaded = _load(project, env)
     if isinstance(loaded, Step):
         return CheckReport(env, platform, (loaded,), None, require_env=require_env)

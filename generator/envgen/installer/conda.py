@@ -72,15 +72,20 @@ def install_conda(
     try:
         network.run_bounded(work, budget=limits.budget, over=over)
     except _INSTALL_ERRORS as exc:
-        said = redact_text(str(exc), credentials.secrets)
-        what = f"downloading the locked conda packages for {platform}"
-        unreachable = unreachable_hosts(said, what)
-        if unreachable is not None:
-            network.abandoned.set()
-            raise unreachable from exc
-        failed = f"installing the locked conda packages for {platform} into {prefix} failed"
-        raise VerificationError(
-            f"{failed}:\n{said.strip()}",
-            hint="a hash mismatch means the channel serves other bytes than were locked: re-lock "
-            "or fix the channel; otherwise check the channel is reachable",
-        ) from exc
+        raise _failure(str(exc), platform, prefix, credentials) from exc
+
+
+def _failure(said: str, platform: str, prefix: Path, credentials: Credentials) -> EnvgenError:
+    """What rattler's failure means: a host not reached (NetworkError), else a verdict on the
+    lock or the channel (VerificationError)."""
+    said = redact_text(said, credentials.secrets)
+    unreachable = unreachable_hosts(said, f"downloading the locked conda packages for {platform}")
+    if unreachable is not None:
+        network.abandoned.set()
+        return unreachable
+    failed = f"installing the locked conda packages for {platform} into {prefix} failed"
+    return VerificationError(
+        f"{failed}:\n{said.strip()}",
+        hint="a hash mismatch means the channel serves other bytes than were locked: re-lock "
+        "or fix the channel; otherwise check the channel is reachable",
+    )
