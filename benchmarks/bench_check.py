@@ -19,10 +19,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from envgen.commands.check import check_env
+from envgen.commands.check import EnvOptions, check_env
 from envgen.commands.lock import lock_env
 from envgen.example.project import serve_example
-from envgen.installer import INSTALLERS, install_pip
+from envgen.installer.core import PipPart
+from envgen.installer.tools import INSTALLER_NAMES, installer_named
+from envgen.lockio.exports.requirements_txt import hashed_requirement
 from envgen.lockio.store import read_lock
 from envgen.model import Cann, Index, Matrix, PipEntry, PipPackage
 from envgen.platforms import host_platform
@@ -49,23 +51,29 @@ def _fresh_venv(where: Path) -> Path:
 
 
 def time_pip_part(entries: Sequence[PipEntry], work: Path, repeat: int) -> list[tuple[str, float]]:
-    """(label, seconds) for each installer, with a cold then a warm cache; venv creation is not timed."""
+    """(label, seconds) for each installer, with a cold then a warm cache; venv creation is not
+    timed."""
     rows = []
-    for installer in INSTALLERS:
+    requirements = work / "requirements.txt"
+    lines = (hashed_requirement(f"{e.name} @ {e.url}", e.sha256) for e in entries)
+    requirements.write_text("".join(f"{line}\n" for line in lines))
+    part = PipPart(requirements, tuple(entries))
+    for name in INSTALLER_NAMES:
         for state in ("cold", "warm"):
-            cache = work / f"cache-{installer}"
+            cache = work / f"cache-{name}"
 
-            def once(installer: str = installer, state: str = state, cache: Path = cache) -> float:
+            def once(name: str = name, state: str = state, cache: Path = cache) -> float:
                 if state == "cold":
                     shutil.rmtree(cache, ignore_errors=True)
                 prefix = _fresh_venv(work / "env")
                 start = time.perf_counter()
-                install_pip(entries, prefix, installer="uv" if installer == "uv" else "pip", cache=cache)
+                tool = installer_named("uv" if name == "uv" else "pip", cache)
+                tool.install(prefix / "bin" / "python", part)
                 return time.perf_counter() - start
 
             if state == "warm":
                 once(state="cold")
-            rows.append((f"{installer:<3} {state}", statistics.median(once() for _ in range(repeat))))
+            rows.append((f"{name:<3} {state}", statistics.median(once() for _ in range(repeat))))
     return rows
 
 
@@ -114,7 +122,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             for solve in (False, True):
 
                 def check(solve: bool = solve) -> None:
-                    report = check_env(project, "demo", cache=work / "envgen-cache", venv=True, solve=solve)
+                    options = EnvOptions(venv=True)
+                    cache = work / "envgen-cache"
+                    report = check_env(project, "demo", cache=cache, options=options, solve=solve)
                     assert report.ok, report
 
                 print(f"  envgen check --venv{'' if solve else ' --no-solve'}: {_median(check, args.repeat):6.2f} s")

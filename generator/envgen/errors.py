@@ -23,6 +23,14 @@ class InputError(EnvgenError):
     exit_code = 2
 
 
+class StaleError(EnvgenError):
+    """A lock whose inputs changed since it was written, or whose derived files it no longer
+    renders, refused where a fresh one is needed (`install` without --frozen): exit 1, the
+    verdict `status` gives it."""
+
+    exit_code = 1
+
+
 class ResolutionError(EnvgenError):
     """Resolution failed: a conflict, an unreachable index or remote, a missing ref."""
 

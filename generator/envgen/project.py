@@ -109,12 +109,12 @@ def checked_env(env: str) -> str:
 # What envgen keeps in its cache directory, and nothing else (`envgen cache clean` removes these):
 CACHE_ENTRIES = (
     "artifacts",  # the files a bundle packs, by sha256 (bundle/downloads.py)
-    "conda",  # channels' repodata (resolve/conda_stage.py) and packages (installer.py)
+    "conda",  # channels' repodata (resolve/conda_stage.py) and packages (installer/)
     "git",  # bare repositories of the sources (resolve/git_cache.py)
-    "pip",  # pip's cache of the installs (installer.py)
+    "pip",  # pip's cache of the installs (installer/)
     "pypi-metadata",  # package metadata by sha256 (resolve/index_client.py)
     "source-metadata",  # a source's declared dependencies at a tree (resolve/source_metadata.py)
-    "uv",  # uv's cache (resolve/uv_compile.py, installer.py)
+    "uv",  # uv's cache (resolve/uv_compile.py, installer/)
 )
 
 

@@ -27,6 +27,8 @@ from envgen.commands.install_bundle import install_from_bundle
 from envgen.errors import ToolError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
+from envgen.installer.destinations import Venv
+from envgen.installer.tools import Pip
 from envgen.lockio.seal import recorded
 from envgen.lockio.store import read_lock, write_lock
 from envgen.project import Project
@@ -72,9 +74,9 @@ def test_install_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path:
     assert code == 0, out
     lock = read_lock(Project(offline.root), ENV)
     assert lock is not None
-    steps = import_steps(
-        lock, prefix, HOST, venv=True, hardware=Hardware("", cann=False, npu=False), require_npu=False, skipped=set()
-    )
+    no_npu = Hardware("", cann=False, npu=False)
+    env = Venv(prefix)
+    steps = import_steps(lock, env, HOST, hardware=no_npu, require_npu=False, skipped=set())
     ran = {s.name: s.status for s in steps}
     assert ran["import rollout"] == ran["import post"] == ran["import demo_queue"] == "ok", steps
     assert ran["import demo_torch"] == ran["import trainer"] == "ok", steps
@@ -85,7 +87,7 @@ def test_a_second_bundle_with_nothing_served_comes_from_the_cache(offline: Bundl
     again = tmp_path / "again.tar"
     code, out = invoke("bundle", ENV, "--platform", HOST, "-o", str(again), "--root", str(offline.root))
     assert code == 0, out
-    assert "(0 downloaded" in out
+    assert re.search(r"\(\d+ artifacts, all from the cache\)", out), out
     first, second = members(offline.bundle), members(again)
     assert first[MANIFEST] == second[MANIFEST]
 
@@ -229,7 +231,16 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     shutil.rmtree(up)
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
     install_from_bundle(
-        project, ENV, out, prefix, cache=tmp_path / "cache", venv=True, installer="pip", profiles=(), skip_cann=False
+        project,
+        ENV,
+        out,
+        prefix,
+        cache=tmp_path / "cache",
+        venv=True,
+        installer=Pip(tmp_path / "cache"),
+        profiles=(),
+        skip_cann=False,
+        frozen=True,  # the project has this lock, not its matrix
     )
     checkout = prefix / "src" / "parentpkg" / "csrc" / "kernels"
     assert (checkout / "kernel.txt").read_text() == "locked\n"
@@ -298,7 +309,7 @@ def test_a_conda_install_that_fails_after_the_prefix_is_touched_removes_only_a_n
     def failing_recipe(*args: Any, **kwargs: Any) -> None:
         raise ToolError("the recipe failed: a source did not build")
 
-    monkeypatch.setattr("envgen.installer.run_recipe", failing_recipe)
+    monkeypatch.setattr("envgen.installer.core.run_recipe", failing_recipe)
     prefix = tmp_path / "prefix"
     cache = tmp_path / "cold-cache"
     args = ("install", ENV, "--from-bundle", str(offline.bundle), "--root", str(offline.root))
@@ -349,6 +360,9 @@ def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run
     assert lock is not None
     wanted = {e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))}
     assert summary.downloaded == len(wanted) - len(artifacts) and out.is_file()
+    cached = len(artifacts)
+    said = f"({len(wanted)} artifacts: {len(wanted) - cached} downloaded, {cached} from the cache)"
+    assert said in summary.describe(ENV)
 
 
 def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(offline: Bundled, tmp_path: Path) -> None:
@@ -439,9 +453,9 @@ def test_the_recipe_installs_the_pip_part_and_sources_from_the_bundle_without_en
     assert f"verified every member of {offline.bundle}" in proc.stderr
     lock = read_lock(Project(offline.root), ENV)
     assert lock is not None
-    steps = import_steps(
-        lock, prefix, HOST, venv=True, hardware=Hardware("", cann=False, npu=False), require_npu=False, skipped=set()
-    )
+    no_npu = Hardware("", cann=False, npu=False)
+    env = Venv(prefix)
+    steps = import_steps(lock, env, HOST, hardware=no_npu, require_npu=False, skipped=set())
     ran = {s.name: s.status for s in steps}
     assert ran["import rollout"] == ran["import post"] == ran["import demo_queue"] == "ok", steps
     assert ran["import demo_torch"] == ran["import trainer"] == "ok", steps
@@ -527,8 +541,9 @@ def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
         # (the example's pip, made from this host's pip wheel, is most of the bytes)
         assert f"{files}/{files} files" in shown and re.search(r"\d [kM]B ", shown), shown
         assert "downloaded 1/" not in shown
-        summary = r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ [kM]B\) \(\d+ downloaded"
-        assert re.search(summary, shown), shown
+        summary = r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ [kM]B\) "
+        # Every artifact came from the network (before: "(12 downloaded, the rest from the cache)").
+        assert re.search(summary + rf"\({files} artifacts, all downloaded\)", shown), shown
         env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cold-again")
         plain = subprocess.run([*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True)
     assert plain.returncode == 0, plain.stderr

@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands.check import check_env, solve_step
+from envgen.commands.check import EnvOptions, check_env, solve_step
 from envgen.commands.check_static import dependencies_step, index_problems, pin_problems
-from envgen.commands.check_throwaway import Hardware, import_steps
+from envgen.commands.check_throwaway import Hardware, Install, import_steps
 from envgen.errors import InputError
 from envgen.example.condapkgs import host_python
 from envgen.example.project import Example, bump_version
 from envgen.inputs.matrix import load_matrix
+from envgen.installer.core import Destination, Request, Source
+from envgen.installer.destinations import Venv
 from envgen.lockio.store import read_lock
 from envgen.model import ImportCheck, Lock, Matrix
 from envgen.platforms import host_platform
@@ -228,24 +230,31 @@ def test_a_tampered_wheel_fails_the_install_step_and_the_env_is_removed(example:
     assert throwaways(tmp_path) == []
 
 
+def venv_with(install: Install) -> EnvOptions:
+    """A throwaway venv installed by `install`, a stand-in for the install core."""
+    return EnvOptions(venv=True, install=install)
+
+
 def test_an_interrupt_inside_a_step_still_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
-    def interrupted(lock: Lock, recipe: Path, prefix: Path, **_: object) -> None:
-        (prefix / "bin").mkdir(parents=True)
+    def interrupted(request: Request, source: Source, env: Destination, *_: object) -> None:
+        (env.path / "bin").mkdir(parents=True)
         assert throwaways(tmp_path)
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        check_env(Project(example.root), ENV, cache=cache_dir(), venv=True, solve=False, install=interrupted)
+        options = venv_with(interrupted)
+        check_env(Project(example.root), ENV, cache=cache_dir(), options=options, solve=False)
     assert throwaways(tmp_path) == []
 
 
 def test_a_failing_step_with_a_bug_still_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
-    def broken(lock: Lock, recipe: Path, prefix: Path, **_: object) -> None:
-        prefix.mkdir(parents=True)
+    def broken(request: Request, source: Source, env: Destination, *_: object) -> None:
+        env.path.mkdir(parents=True)
         raise RuntimeError("bug")
 
     with pytest.raises(RuntimeError):
-        check_env(Project(example.root), ENV, cache=cache_dir(), venv=True, solve=False, install=broken)
+        options = venv_with(broken)
+        check_env(Project(example.root), ENV, cache=cache_dir(), options=options, solve=False)
     assert throwaways(tmp_path) == []
 
 
@@ -328,7 +337,7 @@ def test_a_missing_lock_fails_the_first_step(tmp_path: Path) -> None:
     project = Project(tmp_path / "empty")
     (project.root / "locks").mkdir(parents=True)
     with pytest.raises(InputError, match="no lock for demo yet") as raised:
-        check_env(project, ENV, cache=cache_dir(), venv=True)
+        check_env(project, ENV, cache=cache_dir(), options=EnvOptions(venv=True))
     assert raised.value.exit_code == 2
 
 
@@ -345,7 +354,12 @@ def test_an_expected_version_is_compared_even_without_a_named_distribution(
     steps = {
         s.name: s
         for s in import_steps(
-            lock, prefix, host_platform(), venv=True, hardware=hardware, require_npu=False, skipped=set()
+            lock,
+            Venv(prefix),
+            host_platform(),
+            hardware=hardware,
+            require_npu=False,
+            skipped=set(),
         )
     }
     assert (steps["import pip"].status, steps["import pip"].detail) == ("ok", f"pip {have}")

@@ -19,7 +19,10 @@ from envgen.commands.check_throwaway import throwaway_steps
 from envgen.errors import EnvgenError
 from envgen.example.project import GITHUB, Example
 from envgen.example.srcprojects import backend_project
+from envgen.installer.sources import IndexSource
+from envgen.installer.tools import Pip
 from envgen.npu import Npu
+from envgen.project import Project
 
 from tests.support.builders import make_lock
 from tests.support.example import served_example
@@ -258,9 +261,10 @@ def test_a_failed_install_skips_the_npu_steps(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     lock = make_lock("x")
+    source = IndexSource(Project(tmp_path))
     steps, _ = throwaway_steps(
-        lock, tmp_path / "x.install.sh", platform="linux-64", venv=True, cache=tmp_path, require_npu=True,
-        keep=False, install=failing_install, npu=Npu("a3"),
+        lock, source, Pip(tmp_path), platform="linux-64", venv=True, cache=tmp_path,
+        require_npu=True, keep=False, install=failing_install, npu=Npu("a3"),
     )  # fmt: skip
     assert [(s.name, s.status, s.detail) for s in steps if s.name.startswith("npu: ")] == [
         (f"npu: {name}", "skipped", "the install failed")

@@ -27,7 +27,7 @@ from envgen.example.condapkgs import (
 )
 from envgen.example.http import serve_directory
 from envgen.example.wheels import FixtureDist, build_wheel
-from envgen.installer import install_conda
+from envgen.installer.conda import install_conda
 from envgen.model import Channel, Matrix
 from envgen.platforms import virtual_packages
 from envgen.resolve.conda_stage import python_version, solve_conda

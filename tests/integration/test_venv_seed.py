@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from envgen.installer import _PROBE, _make_venv
+from envgen.installer.destinations import PROBE, make_venv
 
 from tests.support.venvs import site_packages
 
@@ -23,11 +23,12 @@ def _seeded(prefix: Path) -> set[str]:
 
 
 def test_uv_seeds_the_wheels_ensurepip_would_install(tmp_path: Path) -> None:
-    bundled = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True)
+    probe = [sys.executable, "-c", PROBE]
+    bundled = subprocess.run(probe, capture_output=True, text=True, check=True)
     wheels = sorted(Path(bundled.stdout.split("\n")[1]).glob("*.whl"))
     assert wheels, "this interpreter's ensurepip has its wheels"
-    _make_venv(sys.executable, tmp_path / "uv", wheels)
-    _make_venv(sys.executable, tmp_path / "venv", [])
+    make_venv(sys.executable, tmp_path / "uv", wheels)
+    make_venv(sys.executable, tmp_path / "venv", [])
     # pip compiled as ensurepip leaves it, whatever PYTHONDONTWRITEBYTECODE says (asked before pip runs there).
     for prefix in (tmp_path / "uv", tmp_path / "venv"):
         assert list((site_packages(prefix) / "pip" / "__pycache__").glob("__init__.*.pyc")), prefix

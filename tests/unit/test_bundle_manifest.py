@@ -14,12 +14,12 @@ from envgen.bundle.manifest import (
     Member,
     check_fits,
     expected_members,
-    find_links_requirements,
     parse_manifest,
     render_manifest,
     wanted_artifacts,
 )
 from envgen.errors import InputError, VerificationError
+from envgen.lockio.exports.requirements_txt import render_find_links
 from envgen.model import Lock, PipEntry
 
 from tests.support.builders import conda_entry, locked_source, make_lock
@@ -114,7 +114,7 @@ def _lock() -> Lock:
 def _bundle_of(lock: Lock, *extra: Member) -> tuple[Manifest, dict[str, Member]]:
     """A manifest listing exactly what `lock` names (as `envgen bundle` writes it), plus `extra`."""
     files = {"locks/demo.yml": Member("locks/demo.yml", SHA_B, 10)}
-    requirements = find_links_requirements(lock, "linux-64").encode()
+    requirements = render_find_links(lock, "linux-64").encode()
     digest = hashlib.sha256(requirements).hexdigest()
     members = [
         *files.values(),

@@ -15,7 +15,7 @@ import filelock
 import pytest
 from conda_lock.lockfile import parse_conda_lock_file
 from envgen.errors import InputError
-from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
+from envgen.lockio.conda_lock_yml import conda_lock_source, parse_lock_yml, render_lock_yml
 from envgen.lockio.env_mutex import env_lock
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash
@@ -55,7 +55,7 @@ def test_yml_is_read_by_conda_locks_own_parser(tmp_path: Path) -> None:
 
     assert parsed.metadata.platforms == list(SAMPLE_PLATFORMS)
     assert parsed.metadata.content_hash == dict.fromkeys(SAMPLE_PLATFORMS, lock.input_hash)
-    assert parsed.metadata.sources == ["env-templates/a5.toml"]
+    assert parsed.metadata.sources == [conda_lock_source("a5")]
     assert parsed.metadata.time_metadata is None and parsed.metadata.git_metadata is None
     got = {(d.manager, d.platform, d.name): d for d in parsed.package}
     assert len(got) == len(lock.conda) + len(lock.pip)
@@ -441,12 +441,16 @@ def test_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path) -> No
     shutil.rmtree(project.install_sh("a5"))
 
 
-def test_env_lock_excludes_a_second_holder(tmp_path: Path) -> None:
+def test_env_lock_excludes_a_second_holder_and_leaves_no_file_behind(tmp_path: Path) -> None:
     project = Project(tmp_path)
     with env_lock(project, "a5"):
-        other = filelock.FileLock(project.locks_dir / ".a5.lock")
+        other = filelock.SoftFileLock(project.locks_dir / ".a5.lock")
         with pytest.raises(filelock.Timeout):
             other.acquire(timeout=0)
+    assert list(project.locks_dir.iterdir()) == []
+    with pytest.raises(RuntimeError), env_lock(project, "a5"):
+        raise RuntimeError("the re-lock failed")
+    assert list(project.locks_dir.iterdir()) == []
     other.acquire(timeout=0)
     other.release()
 

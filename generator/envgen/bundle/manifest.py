@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlsplit
 
 from envgen.commits import is_full_commit
 from envgen.errors import InputError, VerificationError
+from envgen.lockio.exports.requirements_txt import render_find_links
 from envgen.model import Lock, LockedSource, Submodule
 
 MANIFEST = "bundle.json"
@@ -90,13 +91,6 @@ def wanted_artifacts(lock: Lock, platforms: Iterable[str]) -> tuple[Wanted, ...]
 
 def requirements_path(platform: str) -> str:
     return f"requirements/{platform}.txt"
-
-
-def find_links_requirements(lock: Lock, platform: str) -> str:
-    """The pip part of `platform` as `name==version --hash=sha256:...` lines, sorted: what the recipe's
-    `--bundle` installs with `pip --no-index --find-links` from the bundle's pip/ (pip checks every hash)."""
-    entries = sorted(lock.pip_for(platform), key=lambda e: e.name)
-    return "".join(f"{e.name}=={e.version} --hash=sha256:{e.sha256}\n" for e in entries)
 
 
 def git_path(locked: LockedSource) -> str:
@@ -230,7 +224,7 @@ def expected_members(lock: Lock, manifest: Manifest, lock_files: Mapping[str, Me
         size = listed[want.path].size if want.path in listed else 0
         trusted[want.path] = Member(want.path, want.sha256, size, want.url)
     for platform in platforms:
-        data = find_links_requirements(lock, platform).encode()
+        data = render_find_links(lock, platform).encode()
         path = requirements_path(platform)
         trusted[path] = Member(path, hashlib.sha256(data).hexdigest(), len(data))
     packs = _lock_packs(lock)

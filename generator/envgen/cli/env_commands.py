@@ -53,6 +53,11 @@ from envgen.cli.running import reporting
     is_flag=True,
     help="Skip the sources that need CANN (the env is then incomplete).",
 )
+@click.option(
+    "--frozen",
+    is_flag=True,
+    help="Install the lock as it is, even when stale (never a tampered one).",
+)
 @INSTALLER
 @bundle_options
 @common_options
@@ -63,6 +68,7 @@ def install_command(
     venv: bool,
     profiles: tuple[str, ...],
     skip_cann: bool,
+    frozen: bool,
     installer: str,
     from_bundle: Path | None,
     lock_sha256: str | None,
@@ -84,6 +90,7 @@ def install_command(
         skip_cann=skip_cann,
         bundle=from_bundle,
         lock_sha256=lock_sha256,
+        frozen=frozen,
     )
     result = {"env": env, "prefix": str(installed), "profiles": list(profiles)}
     outcome = Outcome(results=[result])
@@ -134,7 +141,8 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
         display=display,
     )
     result = {"env": env, "path": str(summary.path), "files": summary.files, "size": summary.size}
-    result |= {"downloaded": summary.downloaded, "seconds": round(summary.seconds, 1)}
+    result |= {"artifacts": summary.artifacts, "downloaded": summary.downloaded}
+    result |= {"seconds": round(summary.seconds, 1)}
     outcome = Outcome(results=[result | {"lock_sha256": summary.lock_sha256}])
     outcome.note(summary.describe(env))
     return outcome
@@ -158,7 +166,7 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
 @click.option(
     "--require-npu",
     is_flag=True,
-    help="Fail, rather than skip, what needs CANN or an NPU.",
+    help="Fail, not skip, what needs CANN or an NPU.",
 )
 @click.option("--keep", is_flag=True, help="Keep the throwaway env and print its path.")
 @click.option(
@@ -170,6 +178,11 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
     "--no-env",
     is_flag=True,
     help="Skip the throwaway env: static checks and the re-solve only.",
+)
+@click.option(
+    "--frozen",
+    is_flag=True,
+    help="Check the lock as it is, even when stale.",
 )
 @bundle_options
 @INSTALLER
@@ -187,6 +200,7 @@ def check_command(
     keep: bool,
     no_solve: bool,
     no_env: bool,
+    frozen: bool,
     installer: str,
     require_env: bool,
     from_bundle: Path | None,
@@ -194,24 +208,25 @@ def check_command(
 ) -> Outcome:
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and
     imports."""
-    from envgen.commands.check import check_env
+    from envgen.commands.check import EnvOptions, check_env
     from envgen.commands.check_report import render_report
+    from envgen.installer.tools import InstallerName
     from envgen.project import cache_dir
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=False)
+    tool: InstallerName = "uv" if installer == "uv" else "pip"
+    options = EnvOptions(venv=venv, installer=tool, keep=keep, require_npu=require_npu)
     report = check_env(
         proj,
         env,
         cache=cache_dir(),
-        venv=venv,
-        require_npu=require_npu,
-        keep=keep,
+        options=options,
         solve=not no_solve,
         throwaway=not no_env,
-        installer="uv" if installer == "uv" else "pip",
         require_env=require_env,
         bundle=from_bundle,
         lock_sha256=lock_sha256,
+        frozen=frozen,
     )
     text = render_report(report)
     outcome = Outcome(results=[report.as_dict()], text=text, exit_code=report.exit_code)

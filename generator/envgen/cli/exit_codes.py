@@ -8,15 +8,16 @@ from __future__ import annotations
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "success"),
     (1, "differences or drift: a lock stale, missing or behind a moved ref, a matrix upstream no "
-        "longer agrees with (status, status --watch); a re-lock would change locks/ (lock "
-        "--check); locks differ or a lock was edited by hand (diff --exit-code)"),
+        "longer agrees with (status, status --watch); a stale lock, which install refuses unless "
+        "--frozen; a re-lock would change locks/ (lock --check); locks differ or a lock was "
+        "edited by hand (diff --exit-code)"),
     (2, "bad input or usage: no envgen project, an unknown env or profile, a malformed matrix, "
         "channel file or option, no lock yet (check, install, export); found before any work"),
     (3, "resolution or network: a conflict, an unreachable index, channel or remote (lock, "
         "check's re-solve, install, status --watch)"),
-    (4, "verification: a step of `check` failed (a lock stale, edited, unparsable, or not "
-        "installing as locked); a tampered lock (status, install, diff --git with a lock file "
-        "missing)"),
+    (4, "verification: a step of `check` failed (a lock stale, unless --frozen; edited, "
+        "unparsable, or not installing as locked); a tampered lock (status, install and check "
+        "with or without --frozen, diff --git with a lock file missing)"),
     (5, "external tool: git, uv, pip, a build or the recipe failed"),
     (70, "internal error: a bug in envgen (ENVGEN_DEBUG=1 shows the traceback)"),
     (130, "interrupted (Ctrl-C): it says what was written; `locks/` holds the previous or the "

@@ -19,7 +19,6 @@ from envgen.bundle.gitpacks import pack_source
 from envgen.bundle.manifest import (
     Manifest,
     Member,
-    find_links_requirements,
     render_manifest,
     requirements_path,
     wanted_artifacts,
@@ -28,6 +27,7 @@ from envgen.commands.bundle_trust import lock_sha256
 from envgen.errors import InputError
 from envgen.inputs.channels import access_index
 from envgen.inputs.credentials import lock_credentials
+from envgen.lockio.exports.requirements_txt import render_find_links
 from envgen.lockio.integrity import require_intact
 from envgen.lockio.store import read_files
 from envgen.model import Lock
@@ -48,11 +48,23 @@ class BundleSummary:
     downloaded: int
     seconds: float
     lock_sha256: str
+    artifacts: int  # the lock's artifacts it holds, `downloaded` of them fetched now
+
+    @property
+    def fetched(self) -> str:
+        """Where its artifacts came from, in words."""
+        many = "s" if self.artifacts != 1 else ""
+        if self.downloaded == 0:
+            return f"{self.artifacts} artifact{many}, all from the cache"
+        if self.downloaded == self.artifacts:
+            return f"{self.artifacts} artifact{many}, all downloaded"
+        cached = self.artifacts - self.downloaded
+        return f"{self.artifacts} artifacts: {self.downloaded} downloaded, {cached} from the cache"
 
     def describe(self, env: str) -> str:
         return (
             f"{env}: {self.path}: {self.files} files, {self.size} bytes ({decimal(self.size)}) "
-            f"({self.downloaded} downloaded, the rest from the cache) in {self.seconds:.1f}s\n"
+            f"({self.fetched}) in {self.seconds:.1f}s\n"
             f"{env}: for --from-bundle without a checkout: --lock-sha256 {self.lock_sha256}"
         )
 
@@ -111,7 +123,7 @@ def _bundle(
         for platform in chosen:  # what the recipe's --bundle installs with pip, without envgen
             requirements = scratch / requirements_path(platform)
             requirements.parent.mkdir(parents=True, exist_ok=True)
-            requirements.write_text(find_links_requirements(lock, platform), encoding="utf-8")
+            requirements.write_text(render_find_links(lock, platform), encoding="utf-8")
             files.append((requirements_path(platform), requirements, ""))
         files += [(w.path, paths[w.sha256], w.sha256) for w in wanted]
         packs = []
@@ -129,4 +141,6 @@ def _bundle(
         log.info("writing %s (%d files)", out, len(files) + 1)
         write_archive(out, project, files, render_manifest(manifest))
     seconds = time.monotonic() - started
-    return BundleSummary(out, len(files) + 1, out.stat().st_size, downloaded, seconds, content_hash)
+    artifacts = len(paths)  # one per sha256: a file two platforms name is fetched once
+    size = out.stat().st_size
+    return BundleSummary(out, len(files) + 1, size, downloaded, seconds, content_hash, artifacts)

@@ -7,6 +7,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -14,13 +15,14 @@ from packaging.utils import canonicalize_name
 
 from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
 from envgen.commands.check_static import pip_by_name, python_of, static_steps
-from envgen.commands.check_throwaway import EnvInstaller, throwaway_steps
+from envgen.commands.check_throwaway import Install, throwaway_steps
 from envgen.commands.install_bundle import check_from_bundle
 from envgen.errors import ConflictError, EnvgenError, NetworkError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
-from envgen.installer import Installer, install_env
-from envgen.lockio.exports.names import pylock_name, requirements_name
+from envgen.installer import core
+from envgen.installer.sources import IndexSource
+from envgen.installer.tools import InstallerName, installer_named
 from envgen.lockio.integrity import checked_lock
 from envgen.lockio.store import no_lock
 from envgen.model import Lock, Matrix, PipPackage
@@ -158,12 +160,23 @@ def _load(project: Project, env: str) -> tuple[Lock, Matrix, tuple[str, ...]] | 
 
 
 def _static_and_solve(
-    project: Project, lock: Lock, matrix: Matrix, integrity: tuple[str, ...], *, solve: bool, cache: Path
+    project: Project,
+    lock: Lock,
+    matrix: Matrix,
+    integrity: tuple[str, ...],
+    *,
+    solve: bool,
+    cache: Path,
+    frozen: bool,
 ) -> list[Step]:
-    """The static steps, then the re-solve (skipped when a static step failed, or with --no-solve)."""
+    """The static steps, then the re-solve (skipped when a static step failed, or with
+    --no-solve)."""
     log.info("check %s: static checks", lock.env)
     counts = f"{len(lock.conda)} conda, {len(lock.pip)} pip, {len(lock.sources)} sources"
-    steps = [Step("static: lock parses", OK, counts), *static_steps(project, lock, matrix, integrity)]
+    steps = [
+        Step("static: lock parses", OK, counts),
+        *static_steps(project, lock, matrix, integrity, frozen=frozen),
+    ]
     names = ("solve: same pip set", "solve: same conda set")
     if any(s.status == FAILED for s in steps):
         return [*steps, *(Step(name, SKIPPED, "static checks failed") for name in names)]
@@ -175,62 +188,108 @@ def _static_and_solve(
     return [*steps, conda_solve_step(matrix, lock, cache=cache)]
 
 
+@dataclass(frozen=True)
+class EnvOptions:
+    """How check's throwaway env is made: a venv or a conda prefix, by pip or uv, kept or not,
+    whether what needs an NPU fails rather than skips; `install` is the install core or a
+    test's stand-in."""
+
+    venv: bool = False
+    installer: InstallerName = "pip"
+    keep: bool = False
+    require_npu: bool = False
+    install: Install = core.install
+
+
+def _env_steps(
+    project: Project, lock: Lock, matrix: Matrix, options: EnvOptions, *, cache: Path
+) -> tuple[list[Step], str | None]:
+    """The throwaway env of this host's part of `lock`, installed from its channels and indexes
+    with the lock's credentials."""
+    credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
+    source = IndexSource(project, credentials, os.environ)
+    return throwaway_steps(
+        lock,
+        source,
+        installer_named(options.installer, cache),
+        platform=host_platform(),
+        venv=options.venv,
+        cache=cache,
+        require_npu=options.require_npu,
+        keep=options.keep,
+        npu=matrix.npu,
+        install=options.install,
+    )
+
+
+def _bundle_check(
+    project: Project,
+    env: str,
+    bundle: Path,
+    options: EnvOptions,
+    cache: Path,
+    lock_sha256: str | None,
+    *,
+    frozen: bool,
+) -> CheckReport:
+    """`check --from-bundle`: the throwaway env from the bundle, with no network."""
+    return check_from_bundle(
+        project,
+        env,
+        bundle,
+        cache=cache,
+        venv=options.venv,
+        require_npu=options.require_npu,
+        keep=options.keep,
+        lock_sha256=lock_sha256,
+        installer=installer_named(options.installer, cache),
+        frozen=frozen,
+    )
+
+
 def check_env(
     project: Project,
     env: str,
     *,
     cache: Path,
-    venv: bool = False,
-    require_npu: bool = False,
-    keep: bool = False,
+    options: EnvOptions = EnvOptions(),
     solve: bool = True,
     throwaway: bool = True,
     require_env: bool = False,
-    install: EnvInstaller = install_env,
-    installer: Installer = "pip",
     bundle: Path | None = None,
     lock_sha256: str | None = None,
+    frozen: bool = False,
 ) -> CheckReport:
     """Check the lock of `env`: static steps, a re-solve, a throwaway install on this host. Raises
     only for bad input (no lock, a malformed matrix), bugs and interrupts (the throwaway env is
-    removed even then). The env's pip part comes from the lock's derived file (requirements.txt
-    with pip, the pylock with uv), with the lock's credentials; with `bundle`, from that bundle
-    with no network, trusted through the project's lock or `lock_sha256` (bundle_trust.py)."""
-    if bundle is not None:
-        bundled = functools.partial(check_from_bundle, project, env, bundle, cache=cache)
-        return bundled(venv=venv, require_npu=require_npu, keep=keep, lock_sha256=lock_sha256)
+    removed even then). A stale lock fails its static step, and the rest is skipped, unless
+    `frozen` (checked as it is). The env's pip part comes from the lock's derived file
+    (requirements.txt with pip, the pylock with uv), with the lock's credentials; with `bundle`,
+    from that bundle with no network, trusted through the project's lock or `lock_sha256`
+    (bundle_trust.py)."""
     platform = host_platform()
-    steps: list[Step] = []
-
-    def report(kept: str | None = None) -> CheckReport:
-        return CheckReport(env, platform, tuple(steps), kept, require_env=require_env)
-
+    if bundle is not None:
+        return _bundle_check(project, env, bundle, options, cache, lock_sha256, frozen=frozen)
     loaded = _load(project, env)
     if isinstance(loaded, Step):
-        steps.append(loaded)
-        return report()
+        return CheckReport(env, platform, (loaded,), None, require_env=require_env)
     lock, matrix, integrity = loaded
-    steps += _static_and_solve(project, lock, matrix, integrity, solve=solve, cache=cache)
+    steps = _static_and_solve(
+        project,
+        lock,
+        matrix,
+        integrity,
+        solve=solve,
+        cache=cache,
+        frozen=frozen,
+    )
+    kept = None
     if any(s.status == FAILED for s in steps if s.name.startswith("static")):
         steps.append(Step("env: install", SKIPPED, "static checks failed"))
-        return report()
-    if not throwaway or platform not in lock.platforms:
-        steps.append(Step("env: install", SKIPPED, "--no-env" if not throwaway else f"the lock has no {platform} part"))
-        return report()
-    derived = requirements_name(env, platform) if installer == "pip" else pylock_name(env, platform)
-    credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
-    env_steps, kept = throwaway_steps(
-        lock,
-        project.install_sh(env),
-        platform=platform,
-        venv=venv,
-        cache=cache,
-        require_npu=require_npu,
-        keep=keep,
-        install=functools.partial(install, credentials=credentials),
-        npu=matrix.npu,
-        installer=installer,
-        requirements=project.locks_dir / derived,
-    )
-    steps += env_steps
-    return report(kept)
+    elif not throwaway or platform not in lock.platforms:
+        why = "--no-env" if not throwaway else f"the lock has no {platform} part"
+        steps.append(Step("env: install", SKIPPED, why))
+    else:
+        env_steps, kept = _env_steps(project, lock, matrix, options, cache=cache)
+        steps += env_steps
+    return CheckReport(env, platform, tuple(steps), kept, require_env=require_env)

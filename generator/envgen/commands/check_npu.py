@@ -16,7 +16,7 @@ from shlex import quote
 
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step
 from envgen.errors import ToolError
-from envgen.installer import tool_environment
+from envgen.installer.tools import tool_environment
 from envgen.npu import (
     DEVICE_TYPE_ATTRIBUTE,
     GENERATIONS,

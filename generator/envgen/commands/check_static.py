@@ -15,12 +15,11 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envgen.commands.check_report import OK, Step, step_of
-from envgen.commands.status import stale_reasons
+from envgen.commands.check_report import OK, SKIPPED, Step, step_of
+from envgen.commands.freshness import input_changes
 from envgen.commits import is_full_commit
 from envgen.lockio.consistency import explained, violations
 from envgen.lockio.exports.derived import derived_files, derived_problems
-from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.model import Lock, Matrix, PipEntry, PipPackage
 from envgen.platforms import marker_environment
 from envgen.project import Project
@@ -191,27 +190,33 @@ def import_check_problems(matrix: Matrix, lock: Lock) -> list[str]:
 # --- static checks (effects: files) ----------------------------------------------------------------------
 
 
-def static_steps(project: Project, lock: Lock, matrix: Matrix, integrity: Sequence[str]) -> list[Step]:
-    """Input hash, pins, dependencies, indexes, the derived files, and the integrity of the three lock files
+def freshness_step(project: Project, lock: Lock, matrix: Matrix, *, frozen: bool) -> Step:
+    """Whether the lock's inputs changed since it was written (commands/freshness.py); with
+    `frozen` not asked: the lock is checked as it is."""
+    name = "static: input hash"
+    if frozen:
+        return Step(name, SKIPPED, "--frozen: the lock as it is, its inputs not compared")
+    fix = f"re-lock with `envgen lock {lock.env}`, or check the lock as it is with --frozen"
+    changed = input_changes(project, matrix, lock)
+    return step_of(name, [f"{r}: {fix}" for r in changed], lock.input_hash[:12])
+
+
+def static_steps(
+    project: Project, lock: Lock, matrix: Matrix, integrity: Sequence[str], *, frozen: bool = False
+) -> list[Step]:
+    """Input hash (unless `frozen`), pins, dependencies, indexes, the derived files (with `frozen`
+    their comments aside: they name the matrix's keys), and the integrity of the three lock files
     (`integrity`: their problems, lockio/integrity.py)."""
-    current = project_inputs(project, matrix, lock.sources)
-    stale = list(stale_reasons(lock.inputs, current, matrix.path))
-    if not stale and input_hash(current) != lock.input_hash:
-        stale.append(f"input hash {lock.input_hash[:12]} recorded, {input_hash(current)[:12]} now")
+    derived = derived_problems(project.locks_dir, lock, matrix, as_read=frozen)
     steps = [
-        step_of(
-            "static: input hash", [f"{r}: re-lock with `envgen lock {lock.env}`" for r in stale], lock.input_hash[:12]
-        ),
+        freshness_step(project, lock, matrix, frozen=frozen),
         step_of("static: matrix pins", pin_problems(matrix, lock), f"{len(lock.platforms)} platforms"),
         step_of("static: import checks", import_check_problems(matrix, lock), f"{len(matrix.checks)} imports"),
         dependencies_step(lock, lambda p: python_of(lock, matrix, p)),
         step_of("static: indexes", index_problems(matrix, lock)),
         step_of(
             "static: derived files",
-            [
-                f"{p}: re-lock with `envgen lock {lock.env} --force`"
-                for p in derived_problems(project.locks_dir, lock, matrix)
-            ],
+            [f"{p}: re-lock with `envgen lock {lock.env} --force`" for p in derived],
             f"{len(derived_files(lock, matrix))} files",
         ),
     ]

@@ -6,13 +6,12 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from shlex import quote
-from typing import Protocol
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
@@ -22,9 +21,11 @@ from envgen import interrupts
 from envgen.commands.check_npu import npu_step_names, npu_steps
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step, step_of
 from envgen.commands.check_static import pip_by_name, version_in
-from envgen.credentials import LockCredentials
 from envgen.errors import EnvgenError, NetworkError
-from envgen.installer import Installer, install_env, tool_environment
+from envgen.installer import core
+from envgen.installer.core import Destination, Installer, Request, Source
+from envgen.installer.destinations import destination
+from envgen.installer.tools import tool_environment
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock
 from envgen.npu import Npu
 from envgen.process import Runner, run, tail
@@ -64,13 +65,6 @@ print(json.dumps(results))
 """
 
 
-def _activation(prefix: Path, env: str, venv: bool) -> str:
-    if venv:
-        return f". {quote(str(prefix / 'bin' / 'activate'))}"
-    hook = prefix / "etc" / "conda" / "activate.d" / f"envgen-{env}.sh"
-    return f'export PATH={quote(str(prefix / "bin"))}:"$PATH"; . {quote(str(hook))}'
-
-
 def _expected_version(check: ImportCheck, lock: Lock, platform: str) -> str | None:
     if check.version:
         return check.version
@@ -95,15 +89,15 @@ def _skip_reason(check: ImportCheck, hardware: Hardware, skipped: AbstractSet[st
 
 def import_steps(
     lock: Lock,
-    prefix: Path,
+    env: Destination,
     platform: str,
     *,
-    venv: bool,
     hardware: Hardware,
     require_npu: bool,
     skipped: AbstractSet[str],
 ) -> list[Step]:
-    """The matrix's import checks in the activated env (one interpreter), each with its expected version."""
+    """The matrix's import checks in the activated env (one interpreter), each with its expected
+    version."""
     reasons = {c.module: _skip_reason(c, hardware, skipped) for c in lock.checks}
     expected = {c.module: _expected_version(c, lock, platform) for c in lock.checks}
     runnable = [c for c in lock.checks if reasons[c.module] is None]
@@ -112,7 +106,8 @@ def import_steps(
         # A version to compare needs a distribution to read it from, named or not.
         wanted = [c.distribution or (c.module if expected[c.module] else None) for c in runnable]
         argument = json.dumps([[c.module, d] for c, d in zip(runnable, wanted, strict=True)])
-        script = f'{_activation(prefix, lock.env, venv)}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$1"'
+        python = quote(str(env.python))
+        script = f'{env.activation(lock.env)}; exec {python} -c "$0" "$1"'
         proc = run(["sh", "-c", script, _IMPORTS, argument], env=tool_environment(), check=False)
         try:
             results = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -177,49 +172,40 @@ def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
     return step_of("env: installed set", problems, f"{len(entries)} pip packages at their locked versions")
 
 
-class EnvInstaller(Protocol):
-    """What installs a lock into a prefix for the throwaway env: installer.install_env, or a test's stand-in."""
-
-    def __call__(
-        self,
-        lock: Lock,
-        recipe: Path,
-        prefix: Path,
-        *,
-        platform: str,
-        venv: bool,
-        cache: Path,
-        skip_cann: bool,
-        installer: Installer,
-        requirements: Path | None,
-        credentials: LockCredentials = ...,
-    ) -> None: ...
+# What installs the throwaway env: installer.core.install, or a test's stand-in.
+Install = Callable[[Request, Source, Destination, Installer], None]
 
 
 def _installed_env_steps(
     lock: Lock,
-    prefix: Path,
+    env: Destination,
     platform: str,
     *,
-    venv: bool,
     hardware: Hardware,
     require_npu: bool,
     skip_cann: bool,
     npu: Npu | None,
 ) -> list[Step]:
-    """What is checked in the installed env: its set against the lock, pip check, imports, the NPU steps."""
-    steps = [installed_set_step(prefix, lock, platform)]
+    """What is checked in the installed env: its set against the lock, pip check, imports, the NPU
+    steps."""
+    steps = [installed_set_step(env.path, lock, platform)]
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
     skipped = {canonicalize_name(s.distribution) for s in cann_sources} if skip_cann else set()
     if skip_cann:
         names = ", ".join(s.name for s in cann_sources)
-        steps.append(Step("env: sources needing CANN", SKIPPED, f"{names}: {hardware.set_env} not found"))
+        reason = f"{names}: {hardware.set_env} not found"
+        steps.append(Step("env: sources needing CANN", SKIPPED, reason))
     ignored = skipped | {canonicalize_name(p.name) for p in lock.pending}
-    steps.append(pip_check_step(prefix, ignored))
+    steps.append(pip_check_step(env.path, ignored))
     steps += import_steps(
-        lock, prefix, platform, venv=venv, hardware=hardware, require_npu=require_npu, skipped=skipped
+        lock,
+        env,
+        platform,
+        hardware=hardware,
+        require_npu=require_npu,
+        skipped=skipped,
     )
-    steps += npu_steps(npu, prefix, _activation(prefix, lock.env, venv), require_npu=require_npu)
+    steps += npu_steps(npu, env.path, env.activation(lock.env), require_npu=require_npu)
     return steps
 
 
@@ -234,61 +220,54 @@ def _said_when_interrupted(tmp: Path, keep: bool) -> Iterator[None]:
 
 def throwaway_steps(
     lock: Lock,
-    recipe: Path,
+    source: Source,
+    installer: Installer,
     *,
     platform: str,
     venv: bool,
     cache: Path,
     require_npu: bool,
     keep: bool,
-    install: EnvInstaller = install_env,
     npu: Npu | None = None,
-    installer: Installer = "pip",
-    requirements: Path | None = None,
+    install: Install = core.install,
 ) -> tuple[list[Step], str | None]:
-    """Install into a temporary env, run pip check, the import checks and, for an env targeting `npu`, the NPU
-    steps; the env is removed unless `keep`.
+    """Install the lock from `source` into a temporary env, run pip check, the import checks and,
+    for an env targeting `npu`, the NPU steps; the env is removed unless `keep`.
 
-    Two kinds of env: a rattler prefix of the lock's conda part (the path for real channels, whose python is
-    a real CPython), or with `venv` a venv of this interpreter (the honest path when the channel is a fixture:
-    its python is a stand-in, which install_env refuses to pip-install through). The pip part is installed by
-    `installer` from `requirements` (the lock's derived file) when given. Sources and checks needing
-    CANN or an NPU the host lacks are skipped with the reason; `require_npu` makes them fail instead.
+    Two kinds of env: a conda prefix of the lock's conda part (its python must be the prefix's
+    own), or with `venv` a venv of this interpreter. The pip part is installed by `installer`
+    (pip or uv) from the file `source` gives it (the lock's derived one, or a bundle's). Sources
+    and checks needing CANN or an NPU the host lacks are skipped with the reason; `require_npu`
+    makes them fail instead.
     """
     hardware = detect_hardware(lock)
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
     skip_cann = bool(cann_sources) and not hardware.cann and not require_npu
-    steps: list[Step] = []
     with (
         scratch_dir(f"envgen-check-{lock.env}-", keep=keep) as tmp,
         _said_when_interrupted(tmp, keep),
         children_scratch("envgen-check-tmp-"),  # the children's temp files, gone even if killed
     ):
-        prefix = tmp / "env"
-        log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, prefix)
-        kind = "venv" if venv else "conda prefix"
+        env = destination(tmp / "env", venv=venv, cache=cache)
+        log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, env.path)
+        name = f"env: install ({env.kind})"
         try:
-            install(
-                lock,
-                recipe,
-                prefix,
-                platform=platform,
-                venv=venv,
-                cache=cache,
-                skip_cann=skip_cann,
-                installer=installer,
-                requirements=requirements,
-            )
+            install(Request(lock, platform, skip_cann=skip_cann), source, env, installer)
         except EnvgenError as exc:
-            failed = _install_failed(f"env: install ({kind})", exc, lock, npu)
-            return failed, str(tmp) if keep else None
-        source = f" from {requirements.name} ({installer})" if requirements else ""
+            return _install_failed(name, exc, lock, npu), str(tmp) if keep else None
+        part = source.pip(lock, platform, installer)
+        origin = f" from {part.requirements.name} ({installer.name})" if part is not None else ""
         pip_count = len(lock.pip_for(platform))
-        steps.append(
-            Step(f"env: install ({kind})", OK, f"{pip_count} pip packages{source}, {len(lock.sources)} sources")
-        )
+        detail = f"{pip_count} pip packages{origin}, {len(lock.sources)} sources"
+        steps = [Step(name, OK, detail)]
         steps += _installed_env_steps(
-            lock, prefix, platform, venv=venv, hardware=hardware, require_npu=require_npu, skip_cann=skip_cann, npu=npu
+            lock,
+            env,
+            platform,
+            hardware=hardware,
+            require_npu=require_npu,
+            skip_cann=skip_cann,
+            npu=npu,
         )
         return steps, str(tmp) if keep else None
 

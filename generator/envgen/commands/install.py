@@ -10,13 +10,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from envgen import interrupts
+from envgen.commands.freshness import require_fresh
 from envgen.commands.install_bundle import install_from_bundle
 from envgen.errors import EnvgenError, InputError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
-from envgen.installer import Installer, install_env
+from envgen.installer.core import Request, check_request, install
+from envgen.installer.destinations import destination
+from envgen.installer.sources import IndexSource
+from envgen.installer.tools import InstallerName, installer_named
 from envgen.lockio.integrity import require_intact
-from envgen.model import Matrix
+from envgen.model import Lock, Matrix
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.scratch import children_scratch
@@ -24,13 +28,20 @@ from envgen.scratch import children_scratch
 log = logging.getLogger(__name__)
 
 
-def _matrix(project: Project, env: str) -> Matrix | None:
-    """The matrix of `env`, for its git sources' credentials only: one that does not load is not needed to
-    install the lock, which then goes without them."""
+def _matrix(project: Project, env: str, lock: Lock, *, frozen: bool) -> Matrix | None:
+    """The matrix of `env`, once the lock is fresh (StaleError, exit 1, when not). With `frozen`
+    the lock is installed as it is: its matrix serves its git sources' credentials only, and one
+    that does not load is not needed, the install then going without them."""
+    if not frozen:
+        return require_fresh(project, env, lock, "install")
     try:
         return load_env(project, env)
     except InputError as exc:
-        log.warning("the matrix of %s does not load, so its sources' credentials are not used: %s", env, exc.message)
+        log.warning(
+            "the matrix of %s does not load, so its sources' credentials are not used: %s",
+            env,
+            exc.message,
+        )
         return None
 
 
@@ -75,19 +86,22 @@ def install_lock(
     *,
     cache: Path,
     venv: bool,
-    installer: Installer,
+    installer: InstallerName,
     profiles: Sequence[str],
     skip_cann: bool,
     bundle: Path | None = None,
     lock_sha256: str | None = None,
+    frozen: bool = False,
 ) -> Path:
     """Install the lock of `env` for this host's platform into `prefix`; returns its absolute path.
 
-    With `bundle`, everything the lock names comes from that bundle, with no network (trusted
-    through the project's lock, or `lock_sha256`). A tampered lock (lockio/integrity.py) is refused
-    with exit 4 before anything is installed; an install that fails or is interrupted removes a new
+    A tampered lock (lockio/integrity.py) is refused with exit 4, a stale one
+    (commands/freshness.py) with exit 1 unless `frozen`, both before anything is installed. With
+    `bundle`, everything the lock names comes from that bundle, with no network (trusted through
+    the project's lock, or `lock_sha256`). An install that fails or is interrupted removes a new
     prefix. The children's temporary files are in one scratch directory, removed at the end (an
     interrupt kills them mid-work)."""
+    tool = installer_named(installer, cache)
     with children_scratch("envgen-install-"), removed_unless_installed(prefix.absolute()):
         if bundle is not None:
             return install_from_bundle(
@@ -97,24 +111,19 @@ def install_lock(
                 prefix,
                 cache=cache,
                 venv=venv,
-                installer=installer,
+                installer=tool,
                 profiles=profiles,
                 skip_cann=skip_cann,
                 lock_sha256=lock_sha256,
+                frozen=frozen,
             )
-        # Refused before the prefix is touched when the lock's files are not as `envgen lock` wrote them.
+        # Refused before the prefix is touched when the lock's files are not as `envgen lock`
+        # wrote them, or (unless frozen) when its inputs changed since.
         lock = require_intact(project, env)
-        credentials = lock_credentials(lock, project.channels_dir, _matrix(project, env), os.environ)
-        install_env(
-            lock,
-            project.install_sh(env),
-            prefix,
-            platform=host_platform(),
-            venv=venv,
-            cache=cache,
-            installer=installer,
-            profiles=profiles,
-            skip_cann=skip_cann,
-            credentials=credentials,
-        )
+        request = Request(lock, host_platform(), tuple(profiles), skip_cann)
+        check_request(request)  # bad input before the lock's freshness is asked
+        matrix = _matrix(project, env, lock, frozen=frozen)
+        credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
+        source = IndexSource(project, credentials, os.environ)
+        install(request, source, destination(prefix, venv=venv, cache=cache), tool)
         return prefix.absolute()

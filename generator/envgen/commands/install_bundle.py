@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
@@ -19,13 +18,17 @@ from envgen.bundle.manifest import (
     check_fits,
     expected_members,
     lock_paths,
+    requirements_path,
     wanted_artifacts,
 )
 from envgen.commands.bundle_trust import TrustRoot, bundle_lock_texts, trust_root, trusted_lock
-from envgen.commands.check_report import OK, CheckReport, Step
+from envgen.commands.check_report import OK, SKIPPED, CheckReport, Step, step_of
 from envgen.commands.check_throwaway import throwaway_steps
+from envgen.commands.freshness import freshness, require_fresh
 from envgen.errors import VerificationError
-from envgen.installer import Installer, install_env
+from envgen.installer.core import Installer, Request, check_request, install
+from envgen.installer.destinations import destination
+from envgen.installer.sources import LocalSource
 from envgen.lockio.store import LockTexts
 from envgen.model import Lock
 from envgen.platforms import host_platform
@@ -38,13 +41,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class OpenedBundle:
-    """A verified bundle, unpacked: its lock and recipe, its artifacts by sha256, git sent to its mirrors."""
+    """A verified bundle, unpacked: its lock, the source of its artifacts (its recipe, its files by
+    sha256, git sent to its mirrors), and how many members it has."""
 
     lock: Lock
-    recipe: Path
-    local: dict[str, Path]
-    recipe_environ: dict[str, str]
+    source: LocalSource
     members: int
+    project_lock: bool  # trusted through the project's lock (not only a --lock-sha256)
 
 
 def _lock_members(texts: LockTexts) -> dict[str, Member]:
@@ -105,13 +108,15 @@ def opened_bundle(
             make_mirror(pack, unpacked / pack.path, mirror, GitEnv.read(os.environ))
             mirrors.append((pack, mirror))
         log.info("verified %d members of %s", len(expected.members), bundle)
-        yield OpenedBundle(
-            lock,
+        source = LocalSource(
             unpacked / lock_paths(env)[2],
             {w.sha256: unpacked / w.path for w in wanted_artifacts(lock, (platform,))},
+            {platform: unpacked / requirements_path(platform)},
+            unpacked / "pip",
             mirror_git_environment(mirrors, os.environ),
-            len(expected.members),
+            what=f"the bundle {bundle}",
         )
+        yield OpenedBundle(lock, source, len(expected.members), root.project is not None)
 
 
 def install_from_bundle(
@@ -126,25 +131,19 @@ def install_from_bundle(
     profiles: Sequence[str],
     skip_cann: bool,
     lock_sha256: str | None = None,
+    frozen: bool = False,
 ) -> Path:
     """Install the lock of `env` from `bundle` for this host into `prefix`, with no network;
-    returns the prefix. The bundle is trusted through the project's lock or `lock_sha256`."""
+    returns the prefix. The bundle is trusted through the project's lock (refused when stale,
+    unless `frozen`) or `lock_sha256`."""
     platform = host_platform()
     with opened_bundle(project, env, bundle, platform, lock_sha256) as opened:
+        request = Request(opened.lock, platform, tuple(profiles), skip_cann)
+        check_request(request)
+        if not frozen and opened.project_lock:  # a bundle of a stale lock is stale too
+            require_fresh(project, env, opened.lock, "install")
         log.info("installing %s for %s from %s with no network", env, platform, bundle)
-        install_env(
-            opened.lock,
-            opened.recipe,
-            prefix,
-            platform=platform,
-            venv=venv,
-            cache=cache,
-            installer=installer,
-            profiles=profiles,
-            skip_cann=skip_cann,
-            local=opened.local,
-            recipe_environ=opened.recipe_environ,
-        )
+        install(request, opened.source, destination(prefix, venv=venv, cache=cache), installer)
     return prefix.absolute()
 
 
@@ -157,22 +156,32 @@ def check_from_bundle(
     venv: bool,
     require_npu: bool,
     keep: bool,
+    installer: Installer,
     lock_sha256: str | None = None,
+    frozen: bool = False,
 ) -> CheckReport:
-    """`check`'s throwaway env, installed from `bundle` with no network: the installed set, pip check, imports."""
+    """`check`'s throwaway env, installed from `bundle` with no network: the installed set, pip
+    check, imports; skipped when the project's lock it is trusted through is stale (unless
+    `frozen`)."""
     platform = host_platform()
     with opened_bundle(project, env, bundle, platform, lock_sha256) as opened:
         matched = f"{opened.members} members match the lock and bundle.json"
         steps = [Step("bundle: members", OK, matched)]
-        install = functools.partial(install_env, local=opened.local, recipe_environ=opened.recipe_environ)
+        fresh = None if frozen or not opened.project_lock else freshness(project, env, opened.lock)
+        stale = fresh.reasons if fresh is not None else ()
+        if stale:
+            fix = f"re-lock with `envgen lock {env}`, or check the lock as it is with --frozen"
+            steps.append(step_of("static: input hash", [f"{r}: {fix}" for r in stale]))
+            steps.append(Step("env: install", SKIPPED, "the lock is stale"))
+            return CheckReport(env, platform, tuple(steps), None)
         env_steps, kept = throwaway_steps(
             opened.lock,
-            opened.recipe,
+            opened.source,
+            installer,
             platform=platform,
             venv=venv,
             cache=cache,
             require_npu=require_npu,
             keep=keep,
-            install=install,
         )
     return CheckReport(env, platform, tuple(steps + env_steps), kept)

@@ -14,14 +14,13 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envgen import network
+from envgen.commands.freshness import freshness
 from envgen.commands.watch_findings import WatchReport
 from envgen.commits import SHORT_SHA, is_full_commit
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
 from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
-from envgen.lockio.exports.derived import derived_problems
-from envgen.lockio.input_hashes import project_inputs
 from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.project import Project
@@ -150,29 +149,6 @@ class StatusReport:
 # --- pure comparisons ---------------------------------------------------------------------------------------
 
 
-def stale_reasons(
-    recorded: Iterable[tuple[str, str]], current: Iterable[tuple[str, str]], matrix_path: str
-) -> tuple[str, ...]:
-    """What changed between the input digests a lock recorded and the current ones, one phrase each."""
-    before, after = dict(recorded), dict(current)
-    reasons = []
-    for key in sorted(set(before) | set(after)):
-        if before.get(key) == after.get(key):
-            continue
-        kind, _, name = key.partition(":")
-        what = {
-            "matrix": f"matrix {matrix_path}",
-            "base": f"matrix {name} (extended by {matrix_path})",
-            "channel": f"channel {name}",
-            "source": f"source {name}",
-            "virtual-packages": f"virtual packages of {name}",
-            "schema": "lock schema (envgen was upgraded)",
-        }.get(kind, key)
-        state = "added" if key not in before else "removed" if key not in after else "changed"
-        reasons.append(f"{what} {state}")
-    return tuple(reasons)
-
-
 def moving_sources(lock: Lock) -> tuple[LockedSource, ...]:
     """Sources pinned from a branch, a tag or HEAD rather than a 40-hex commit."""
     return tuple(s for s in lock.sources if not is_full_commit(s.source.ref))
@@ -237,17 +213,10 @@ def status_env(
         # Nothing else about a tampered lock can be trusted: its inputs and sources are what was edited.
         return StatusReport(env, fresh=False, reasons=checked.problems, tampered=True)
     lock = checked.lock
-    template = project.template(env)
-    if not template.is_file():
-        return build_report(env, lock, (f"matrix {_shown(project, template)} removed",))
-    matrix = load_env(project, env)
-    reasons = stale_reasons(lock.inputs, project_inputs(project, matrix, lock.sources), matrix.path)
-    if not reasons:
-        # The derived files (requirements.txt, pylock, nix) of a fresh lock must be what it renders.
-        reasons = tuple(
-            f"{p}: `envgen lock {env} --force` writes it again"
-            for p in derived_problems(project.locks_dir, lock, matrix)
-        )
+    fresh = freshness(project, env, lock)
+    if fresh.matrix is None:
+        return build_report(env, lock, fresh.reasons)
+    matrix, reasons = fresh.matrix, fresh.reasons
     drift = check_drift(moving_sources(lock), matrix)
     found = check_outdated(matrix, lock) if outdated else ()
     report = build_report(env, lock, reasons, drift, found)
@@ -280,13 +249,6 @@ def status_exit_code(reports: Sequence[StatusReport]) -> int:
     if any(w.errors for w in watched):
         return 3
     return 0 if all(r.ok for r in reports) and not any(w.findings for w in watched) else 1
-
-
-def _shown(project: Project, path: Path) -> str:
-    try:
-        return path.relative_to(project.root).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def one_line(message: str) -> str:

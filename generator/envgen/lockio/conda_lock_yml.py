@@ -91,6 +91,16 @@ def _dependency(entry: CondaEntry | PipEntry) -> LockedDependency:
     )
 
 
+def conda_lock_source(env: str) -> str:
+    """The lock's `metadata.sources` entry. conda-lock reads each as an environment file relative
+    to the lock (`conda-lock lock --lockfile` re-locks from them): the matrix itself is TOML, which
+    it would misread as YAML. An entry naming no file makes conda-lock say, first, that the lock
+    was made from it (then fall back to environment.yml): so it names the matrix and
+    `envgen lock`, the one way to re-lock."""
+    instead = f"an envgen matrix: re-lock with `envgen lock {env}`, not conda-lock"
+    return f"../env-templates/{env}.toml ({instead})"
+
+
 def render_lock_yml(lock: Lock) -> str:
     """locks/<env>.yml: a conda-lock v1 file, built from conda-lock's models and dumped as they give
     it.
@@ -109,7 +119,7 @@ def render_lock_yml(lock: Lock) -> str:
                 content_hash={p: lock.input_hash for p in lock.platforms},
                 channels=[CondaLockChannel(url=strip_credentials(c.url), used_env_vars=()) for c in lock.channels],
                 platforms=list(lock.platforms),
-                sources=[f"env-templates/{lock.env}.toml"],
+                sources=[conda_lock_source(lock.env)],
                 custom_metadata={
                     "envgen_input_hash": lock.input_hash,
                     "envgen_lock_schema": str(LOCK_SCHEMA),

@@ -5,24 +5,42 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from envgen.errors import InputError
+from envgen.errors import InputError, VerificationError
 from envgen.lockio.exports.names import nix_name, pylock_name, recorded_hash, requirements_name
 from envgen.lockio.exports.nix import expected_nix, parse_nix, render_nix
-from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
-from envgen.lockio.exports.requirements_txt import expected_requirements, parse_requirements, render_requirements
+from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock, uv_reads
+from envgen.lockio.exports.requirements_txt import (
+    expected_requirements,
+    parse_requirements,
+    pip_reads,
+    render_requirements,
+)
 from envgen.lockio.store import read_derived
 from envgen.model import Lock, Matrix
 
 
+class Artifact(Protocol):
+    """An artifact a derived file names: its package (or URL) and the rest in words."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def detail(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Derived:
-    """One derived file: its name in locks/, its text, and how to list the artifacts a file of its kind names."""
+    """One derived file: its name in locks/, its text, how to list the artifacts a file of its kind
+    names, and what the tool installing from it reads of a text (comments aside)."""
 
     name: str
     text: str
-    artifacts: Callable[[str, str], tuple[object, ...]]
-    expected: tuple[object, ...]
+    artifacts: Callable[[str, str], Sequence[Artifact]]
+    expected: Sequence[Artifact]
+    reads: Callable[[str], object]
 
 
 def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
@@ -36,6 +54,7 @@ def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
                 render_requirements(lock, platform, matrix),
                 parse_requirements,
                 expected_requirements(lock, platform),
+                pip_reads,
             )
         )
         files.append(
@@ -44,28 +63,63 @@ def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
                 render_pylock(lock, platform),
                 parse_pylock,
                 expected_pylock(lock, platform),
+                uv_reads,
             )
         )
-    files.append(Derived(nix_name(lock.env), render_nix(lock), parse_nix, expected_nix(lock)))
+    nix = Derived(nix_name(lock.env), render_nix(lock), parse_nix, expected_nix(lock), str)
+    files.append(nix)
     return files
 
 
-def _differences(found: Sequence[object], wanted: Sequence[object]) -> list[str]:
-    extra = [f"not in the lock: {item}" for item in found if item not in wanted]
-    missing = [f"missing: {item}" for item in wanted if item not in found]
-    return extra + missing
+def _by_name(artifacts: Sequence[Artifact]) -> dict[str, list[str]]:
+    named: dict[str, list[str]] = {}
+    for artifact in artifacts:
+        named.setdefault(artifact.name, []).append(artifact.detail)
+    return {name: sorted(details) for name, details in named.items()}
 
 
-def derived_problem(locks_dir: Path, file: Derived, lock: Lock) -> str | None:
-    """Why locks/<file> does not match `lock` (missing, from another lock, other artifacts or hashes, edited),
-    or None when it is byte-identical to what the lock renders."""
+def _differences(found: Sequence[Artifact], wanted: Sequence[Artifact]) -> list[str]:
+    """What a file names that the lock does not, and the other way round, in words, by package."""
+    have, want = _by_name(found), _by_name(wanted)
+    differences = []
+    for name in sorted(set(have) | set(want)):
+        ours, theirs = " and ".join(have.get(name, ())), " and ".join(want.get(name, ()))
+        if ours == theirs:
+            continue
+        if not theirs:
+            differences.append(f"{name} {ours} is not in the lock")
+        elif not ours:
+            differences.append(f"{name} {theirs} is missing")
+        else:
+            differences.append(f"{name}: {ours} here, {theirs} in the lock")
+    return differences
+
+
+def _read_alike(file: Derived, text: str) -> bool:
+    """Whether the tool installing from `file` reads `text` as the lock's rendering."""
+    try:
+        return file.reads(text) == file.reads(file.text)
+    except InputError:
+        return False
+
+
+def derived_problem(
+    locks_dir: Path,
+    file: Derived,
+    lock: Lock,
+    *,
+    as_read: bool = False,
+) -> str | None:
+    """Why locks/<file> does not match `lock` (missing, from another lock, other artifacts or
+    hashes, edited), or None when it is byte-identical to what the lock renders (with `as_read`:
+    when its tool reads it as that, its comments aside)."""
     try:
         text = read_derived(locks_dir, file.name)
     except InputError as exc:
         return exc.message
     if text is None:
         return f"locks/{file.name} is missing"
-    if text == file.text:
+    if text == file.text or (as_read and _read_alike(file, text)):
         return None
     recorded = recorded_hash(text)
     if recorded != lock.input_hash:
@@ -76,11 +130,32 @@ def derived_problem(locks_dir: Path, file: Derived, lock: Lock) -> str | None:
         return exc.message
     differences = _differences(found, file.expected)
     if differences:
-        return f"locks/{file.name} does not carry the yml's artifacts and hashes: " + "; ".join(differences[:5])
+        listed = "; ".join(differences[:5])
+        return f"locks/{file.name} does not carry the yml's artifacts and hashes: {listed}"
     return f"locks/{file.name} was edited by hand (its artifacts match, its text differs from the lock's rendering)"
 
 
-def derived_problems(locks_dir: Path, lock: Lock, matrix: Matrix | None) -> list[str]:
-    """Every derived file of `lock` that is missing or does not match it."""
-    problems = (derived_problem(locks_dir, file, lock) for file in derived_files(lock, matrix))
-    return [p for p in problems if p is not None]
+def derived_problems(
+    locks_dir: Path,
+    lock: Lock,
+    matrix: Matrix | None,
+    *,
+    as_read: bool = False,
+) -> list[str]:
+    """Every derived file of `lock` that is missing or does not match it (`as_read`: comments
+    aside, as `derived_problem`)."""
+    files = derived_files(lock, matrix)
+    found = (derived_problem(locks_dir, f, lock, as_read=as_read) for f in files)
+    return [p for p in found if p is not None]
+
+
+def installable(locks_dir: Path, lock: Lock, name: str) -> Path:
+    """locks/`name`, the derived file pip or uv installs from, once what the tool reads of it is
+    what `lock` renders: the comments aside (they name matrix keys, and a lock may be installed as
+    it is while its matrix has moved on), it must name exactly the lock's artifacts, hashes and
+    options. VerificationError (exit 4) naming what differs."""
+    file = next(f for f in derived_files(lock, None) if f.name == name)
+    problem = derived_problem(locks_dir, file, lock, as_read=True)
+    if problem is not None:
+        raise VerificationError(problem, hint=f"`envgen lock {lock.env} --force` writes it again")
+    return locks_dir / name

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from posixpath import basename
 from typing import TypeAlias
 from urllib.parse import unquote, urlsplit
@@ -172,14 +173,30 @@ def render_nix(lock: Lock) -> str:
 _FETCHURL = re.compile(r'fetchurl = \{\s*url = "([^"]*)";\s*sha256 = "([0-9a-f]{64})";')
 
 
-def parse_nix(text: str, where: str) -> tuple[tuple[str, str], ...]:
-    """The (url, sha256) of every `fetchurl` set in a file render_nix wrote, sorted (`where` is unused: a file
-    of another shape simply lists other artifacts)."""
+@dataclass(frozen=True, order=True)
+class Fetched:
+    """One artifact a Nix expression fetches: its URL and sha256."""
+
+    url: str
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.url
+
+    @property
+    def detail(self) -> str:
+        return f"sha256 {self.sha256[:12]}"
+
+
+def parse_nix(text: str, where: str) -> tuple[Fetched, ...]:
+    """Every `fetchurl` set in a file render_nix wrote, sorted (`where` is unused: a file of another
+    shape simply lists other artifacts)."""
     del where
-    return tuple(sorted(_FETCHURL.findall(text)))
+    return tuple(sorted(Fetched(url, sha256) for url, sha256 in _FETCHURL.findall(text)))
 
 
-def expected_nix(lock: Lock) -> tuple[tuple[str, str], ...]:
+def expected_nix(lock: Lock) -> tuple[Fetched, ...]:
     """What locks/<env>.nix must list: every artifact of the yml with its sha256, per platform."""
     artifacts = [(e.url, e.sha256) for e in lock.conda] + [(e.url, e.sha256) for e in lock.pip]
-    return tuple(sorted((bare_url(url), sha256) for url, sha256 in artifacts))
+    return tuple(sorted(Fetched(bare_url(url), sha256) for url, sha256 in artifacts))

@@ -82,6 +82,11 @@ class LockedFile:
     url: str
     sha256: str
 
+    @property
+    def detail(self) -> str:
+        """The file in words, without its package's name: version, file name, sha256 (12 digits)."""
+        return f"{self.version} {_filename(self.url)}, sha256 {self.sha256[:12]}"
+
 
 def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
     files = list(package.get("wheels", []))
@@ -89,13 +94,20 @@ def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
     return files
 
 
-def parse_pylock(text: str, where: str) -> tuple[LockedFile, ...]:
-    """The files a pylock names, sorted; InputError when it is not TOML or not a lock-version 1.0 file."""
+def uv_reads(text: str, where: str = "the pylock") -> dict[str, Any]:
+    """What uv reads of a pylock: its TOML document (comments aside); InputError when it is not
+    TOML."""
     try:
         with bounded_nesting(where):
-            data = tomllib.loads(text)
+            return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{where}: not valid TOML: {exc}", hint="re-run `envgen lock`") from exc
+
+
+def parse_pylock(text: str, where: str) -> tuple[LockedFile, ...]:
+    """The files a pylock names, sorted; InputError when it is not TOML or not a lock-version 1.0
+    file."""
+    data = uv_reads(text, where)
     if data.get("lock-version") != LOCK_VERSION:
         raise InputError(f"{where}: lock-version: expected {LOCK_VERSION!r}", hint="re-run `envgen lock`")
     files: list[LockedFile] = []

@@ -1,4 +1,5 @@
-"""Lock → locks/<env>.<platform>.requirements.txt, pip-tools' hash-pinned format, and reading one back (pure)."""
+"""Lock → locks/<env>.<platform>.requirements.txt, pip-tools' hash-pinned format, and reading one
+back; every requirement line pinned by sha256 that envgen writes is rendered here (pure)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,21 @@ def _via(reasons: tuple[str, ...]) -> list[str]:
     return ["    # via", *(f"    #   {why}" for why in whys)]
 
 
+def hashed_requirement(pin: str, sha256: str, *, continued: bool = False) -> str:
+    """One requirement pinned by sha256 as pip's hash-checking mode reads it: `pin
+    --hash=sha256:...` on one line, or with `continued` the hash on a continuation line."""
+    joint = " \\\n    " if continued else " "
+    return f"{pin}{joint}--hash=sha256:{sha256}"
+
+
+def render_find_links(lock: Lock, platform: str) -> str:
+    """The pip part of `platform` as `name==version --hash=sha256:...` lines sorted by name: what
+    pip or uv installs with `--no-index --find-links` from a directory of the locked artifacts (a
+    bundle's `pip/`, for the recipe's `--bundle` and `install --from-bundle`)."""
+    entries = sorted(lock.pip_for(platform), key=lambda e: e.name)
+    return "".join(hashed_requirement(f"{e.name}=={e.version}", e.sha256) + "\n" for e in entries)
+
+
 def render_requirements(lock: Lock, platform: str, matrix: Matrix | None = None) -> str:
     """The pip packages of `platform`, one requirement each with the sha256 of the one artifact the lock chose.
 
@@ -84,7 +100,7 @@ def render_requirements(lock: Lock, platform: str, matrix: Matrix | None = None)
     for entry in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name)):
         name = canonicalize_name(entry.name)
         pin = f"{name} @ {direct_url(lock, entry)}" if _is_direct(lock, entry) else f"{name}=={entry.version}"
-        lines += ["", f"{pin} \\", f"    --hash=sha256:{entry.sha256}"]
+        lines += ["", hashed_requirement(pin, entry.sha256, continued=True)]
         reasons = why.get(name, ())
         if name in overrides:
             reasons += (f"override {overrides[name].requirement}: {overrides[name].reason}",)
@@ -103,6 +119,13 @@ class Pinned:
     version: str | None
     url: str | None
     hashes: tuple[str, ...]
+
+    @property
+    def detail(self) -> str:
+        """The pin in words, without its name: its version or URL and its sha256 (12 digits)."""
+        pinned = f"@ {self.url}" if self.url else self.version or "with no version"
+        hashes = ", ".join(h[:12] for h in self.hashes) or "none"
+        return f"{pinned}, sha256 {hashes}"
 
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
@@ -123,6 +146,11 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         if joined:
             lines.append((start, joined))
     return lines
+
+
+def pip_reads(text: str) -> tuple[str, ...]:
+    """What pip reads of a requirements file: its lines without comments, continuations joined."""
+    return tuple(line for _, line in _logical_lines(text))
 
 
 def parse_requirements(text: str, where: str) -> tuple[Pinned, ...]:

@@ -1,0 +1,160 @@
+"""The envs an install makes: a conda prefix of the lock's conda part (rattler), or a venv of this
+interpreter (seeded by uv from ensurepip's own wheels); either's python must install into it."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from shlex import quote
+
+from uv import find_uv_bin
+
+from envgen.errors import InputError, VerificationError
+from envgen.installer.conda import install_conda
+from envgen.installer.core import CondaPart, Destination
+from envgen.installer.tools import tool_environment
+from envgen.model import Lock
+from envgen.process import run
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CondaPrefix:
+    """A conda prefix: rattler installs the lock's conda part, whose python must be the prefix's
+    own (packages are downloaded into `cache`)."""
+
+    path: Path
+    cache: Path
+    kind: str = "conda prefix"
+    takes_conda: bool = True
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+    def create(self, lock: Lock, platform: str, conda: CondaPart) -> None:
+        install_conda(conda.entries, self.path, cache=self.cache, credentials=conda.credentials)
+        if not self.python.exists():
+            part = f"the conda part of the lock of {lock.env} for {platform}"
+            raise VerificationError(
+                f"{part} put no python at {self.python}",
+                hint="add `python X.Y.*` to [conda] specs and re-lock, or install into a venv of "
+                "this python with --venv",
+            )
+        ensure_own_python(self.path)
+
+    def activation(self, env: str) -> str:
+        hook = self.path / "etc" / "conda" / "activate.d" / f"envgen-{env}.sh"
+        return f'export PATH={quote(str(self.path / "bin"))}:"$PATH"; . {quote(str(hook))}'
+
+
+@dataclass(frozen=True)
+class Venv:
+    """A venv made by `interpreter` (this one by default), whose version must be the lock's; the
+    lock's conda part is not installed."""
+
+    path: Path
+    interpreter: str = sys.executable
+    kind: str = "venv"
+    takes_conda: bool = False
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+    def create(self, lock: Lock, platform: str, conda: CondaPart) -> None:
+        del conda  # a venv takes none
+        create_venv(self.path, lock, platform, python=self.interpreter)
+        ensure_own_python(self.path)
+
+    def activation(self, env: str) -> str:
+        del env  # a venv's own activate script
+        return f". {quote(str(self.path / 'bin' / 'activate'))}"
+
+
+def destination(path: Path, *, venv: bool, cache: Path) -> Destination:
+    """The env `install` and `check` make at `path`: a venv with `--venv`, else a conda prefix."""
+    return Venv(path.absolute()) if venv else CondaPrefix(path.absolute(), cache)
+
+
+def ensure_own_python(prefix: Path) -> None:
+    """The prefix's python must install into the prefix: one that runs another interpreter's
+    installation (a wrapper of a python elsewhere) would put the pip part there."""
+    python = prefix / "bin" / "python"
+    proc = run([python, "-c", "import sys; print(sys.prefix)"], env=tool_environment(), check=False)
+    runs_in = proc.stdout.strip()
+    if proc.returncode != 0 or Path(runs_in).resolve() != prefix.resolve():
+        where = f"runs with sys.prefix {runs_in}" if proc.returncode == 0 else "does not run"
+        landing = "pip packages installed through it would land elsewhere"
+        raise VerificationError(
+            f"{python} {where}, not {prefix}: {landing}",
+            hint="the lock's conda python is not an interpreter of its own prefix (a wrapper "
+            "around another python?): fix that package on its channel and re-lock, or install "
+            "into a venv of this python with --venv",
+        )
+
+
+def create_venv(prefix: Path, lock: Lock, platform: str, *, python: str = sys.executable) -> None:
+    """A venv at `prefix` made by `python` (this interpreter by default), whose version must be the
+    locked one."""
+    wanted = lock.python_for(platform)
+    if wanted is None:
+        unchecked = "so a venv cannot be checked against it"
+        raise InputError(
+            f"the lock of {lock.env} holds no single python for {platform}, {unchecked}",
+            hint="add `python X.Y.*` to [conda] specs and re-lock, or install without --venv",
+        )
+    proc = run([python, "-c", PROBE])
+    have, _, bundled = proc.stdout.strip().partition("\n")
+    if have.split(".")[:2] != wanted.split(".")[:2]:
+        minor = ".".join(wanted.split(".")[:2])
+        locked = f"the lock of {lock.env} has python {wanted} for {platform}"
+        raise InputError(
+            f"{python} is python {have}, but {locked}",
+            hint=f"run envgen with a python {minor} interpreter, or install without --venv",
+        )
+    if (prefix / "pyvenv.cfg").is_file():
+        log.info("reusing the venv at %s", prefix)
+        return
+    if prefix.exists() and any(prefix.iterdir()):
+        hint = "choose an empty or new directory for --prefix"
+        raise InputError(f"{prefix} exists and is not a venv", hint=hint)
+    log.info("creating a venv (python %s) at %s", have, prefix)
+    make_venv(python, prefix, sorted(Path(bundled).glob("*.whl")) if bundled else [])
+
+
+# The interpreter's version, and the directory of the wheels its ensurepip installs (pip; setuptools
+# up to 3.11), empty where a distribution has removed ensurepip's copies (Debian's python3-venv
+# ships them elsewhere).
+PROBE = """import os, sys
+print('%d.%d.%d' % sys.version_info[:3])
+try:
+    import ensurepip
+    bundled = os.path.join(os.path.dirname(ensurepip.__file__), '_bundled')
+    print(bundled if os.path.isdir(bundled) else '')
+except ImportError:
+    print('')
+"""
+
+
+def make_venv(python: str, prefix: Path, seeds: Sequence[Path]) -> None:
+    """`python -m venv` at `prefix` with the wheels ensurepip would install, put there by uv from
+    those same files.
+
+    ensurepip runs pip to install pip, about 3 s of CPU per venv; uv installs the same wheels in
+    half of that. Without those wheels at hand, venv seeds itself as usual.
+
+    uv compiles their bytecode, as ensurepip does: a check runs pip half a dozen times in the new
+    env, and where PYTHONDONTWRITEBYTECODE is set (many container images) each run would otherwise
+    compile pip anew, about 0.5 s of CPU apiece."""
+    if not seeds:
+        run([python, "-m", "venv", str(prefix)])
+        return
+    run([python, "-m", "venv", "--without-pip", str(prefix)])
+    offline = ["--no-config", "--offline", "--no-index", "--no-cache", "--no-deps", "--quiet"]
+    target = ["--compile-bytecode", "--python", str(prefix / "bin" / "python")]
+    run([find_uv_bin(), "pip", "install", *offline, *target, *map(str, seeds)])

@@ -1,0 +1,172 @@
+"""pip and uv behind one Installer: each reads its own file of the lock (the requirements.txt, the
+PEP 751 pylock), installs without dependencies, every artifact checked against its sha256."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from uv import find_uv_bin
+
+from envgen import network
+from envgen.credentials import NO_CREDENTIALS, netrc_in_memory
+from envgen.errors import NetworkError, ToolError, VerificationError
+from envgen.installer.core import Installer, PipPart
+from envgen.lockio.exports.names import pylock_name, requirements_name
+from envgen.process import TimedOut, run, tail
+from envgen.redact import redact_text
+
+log = logging.getLogger(__name__)
+
+InstallerName = Literal["pip", "uv"]
+INSTALLER_NAMES: tuple[InstallerName, ...] = ("pip", "uv")
+
+# What pip and uv print when an artifact's bytes differ from the locked sha256.
+_HASH_MISMATCH = ("DO NOT MATCH THE HASHES", "Hash mismatch")
+# What pip, uv and rattler print when a download could not reach its host.
+_DOWNLOAD_FAILED = re.compile(
+    r"Max retries exceeded|timed out|Failed to (?:download|fetch)|error sending request|"
+    r"NewConnectionError|Connection refused|ConnectionError|name resolution|"
+    r"Name or service not known",
+    re.IGNORECASE,
+)
+# What says a host was reached and answered, but not with the file: a verdict or a refusal, not a
+# network failure.
+_ANSWERED = re.compile(
+    r"hash mismatch|DO NOT MATCH THE HASHES|HTTP status|\b(?:401|403|404)\b",
+    re.IGNORECASE,
+)
+# A host as pip's urllib3 names it (host='h', port=p), or in a URL (never its credentials).
+_HOST = re.compile(r"host='([^']+)', port=(\d+)|[a-z][a-z0-9+.-]*://(?:[^@/\s]*@)?([^/\s'\"`)]+)")
+
+
+def tool_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for pip and uv: the machine's pip/uv configuration and any active env left
+    out."""
+    environ = os.environ if environ is None else environ
+    dropped = ("PIP_", "UV_", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX")
+    env = {k: v for k, v in environ.items() if not k.startswith(dropped)}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    env.update(UV_NO_CONFIG="1")
+    env.update(network.uv_environment(network.limits()))
+    return env
+
+
+def unreachable_hosts(output: str, what: str) -> NetworkError | None:
+    """A download failure in a tool's output as one line per host it could not reach (None: not
+    one)."""
+    if not _DOWNLOAD_FAILED.search(output) or _ANSWERED.search(output):
+        return None
+    limits = network.limits()
+    # The lines reporting the failure name the hosts that failed (pip also lists every file it
+    # collects); when none does, every host the output names is a suspect.
+    failed = "\n".join(line for line in output.splitlines() if _DOWNLOAD_FAILED.search(line))
+    hosts = sorted({f"{m[1]}:{m[2]}" if m[1] else m[3] for m in _HOST.finditer(failed)})
+    hosts = hosts or sorted({f"{m[1]}:{m[2]}" if m[1] else m[3] for m in _HOST.finditer(output)})
+    why = redact_text(network.reason(output, limits))
+    slow = f"; {network.raise_hint('read', limits)}" if network.timed_out(output) else ""
+    hint = f"check the network and the index or channel serving these files{slow}"
+    if not hosts:
+        return NetworkError(f"{what}: {why}", hint=hint)
+    lines = "".join(f"\n  {host}: {why}" for host in hosts)
+    some = "a host" if len(hosts) == 1 else "hosts"
+    return NetworkError(f"{what}: {some} could not be reached{lines}", hint=hint)
+
+
+@dataclass(frozen=True)
+class Pip:
+    """pip of the env itself, from the lock's requirements.txt (`--require-hashes`)."""
+
+    cache: Path
+    name: str = "pip"
+
+    def derived_file(self, env: str, platform: str) -> str:
+        return requirements_name(env, platform)
+
+    def command(self, python: Path, part: PipPart) -> list[str]:
+        cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(self.cache / "pip")]
+        cmd += network.pip_options(network.limits())
+        cmd += [arg for host in part.trusted for arg in ("--trusted-host", host)]
+        if part.find_links is not None:
+            cmd += ["--no-index", "--find-links", str(part.find_links)]
+        return [*cmd, "--no-deps", "--require-hashes", "-r", str(part.requirements)]
+
+    def install(self, python: Path, part: PipPart) -> None:
+        run_installer(self, self.command(python, part), python, part)
+
+
+@dataclass(frozen=True)
+class Uv:
+    """uv installing into the env's python, from the lock's PEP 751 pylock."""
+
+    cache: Path
+    name: str = "uv"
+
+    def derived_file(self, env: str, platform: str) -> str:
+        return pylock_name(env, platform)
+
+    def command(self, python: Path, part: PipPart) -> list[str]:
+        cmd = [find_uv_bin(), "pip", "install", "--python", str(python)]
+        cmd += ["--cache-dir", str(self.cache / "uv")]
+        cmd += [arg for host in part.trusted for arg in ("--allow-insecure-host", host)]
+        if part.find_links is not None:
+            cmd += ["--no-index", "--offline", "--find-links", str(part.find_links)]
+        return [*cmd, "--no-deps", "--require-hashes", "-r", str(part.requirements)]
+
+    def install(self, python: Path, part: PipPart) -> None:
+        run_installer(self, self.command(python, part), python, part)
+
+
+def installer_named(name: InstallerName, cache: Path) -> Pip | Uv:
+    """The installer `--installer` names."""
+    return Uv(cache) if name == "uv" else Pip(cache)
+
+
+def run_installer(installer: Installer, cmd: list[str], python: Path, part: PipPart) -> None:
+    """Run `cmd`, the install of `part` into `python`'s env, within the network budget; a hash
+    mismatch is a VerificationError, a host not reached a NetworkError, any other failure a
+    ToolError. `part`'s credentials reach the tool as a netrc in memory, for the artifacts on their
+    hosts: the files it reads and every file on disk stay without them."""
+    prefix = python.parent.parent
+    credentials = NO_CREDENTIALS if part.find_links is not None else part.credentials
+    limits = network.limits()
+    try:
+        with netrc_in_memory(credentials) as (netrc, fds):
+            env = {**tool_environment(), **netrc}
+            proc = run(
+                cmd,
+                env=env,
+                timeout=limits.budget,
+                check=False,
+                pass_fds=fds,
+                secrets=credentials.secrets,
+            )
+    except TimedOut as exc:
+        raise NetworkError(
+            f"{installer.name} did not finish installing the locked pip packages into {prefix} "
+            f"within {network.seconds('budget', limits)}",
+            hint=f"check the indexes and the network; {network.raise_hint('budget', limits)}",
+        ) from exc
+    if proc.returncode != 0:
+        raise _failure(installer.name, proc.stderr + proc.stdout, prefix, credentials.secrets)
+
+
+def _failure(tool: str, said: str, prefix: Path, secrets: tuple[str, ...]) -> Exception:
+    output = redact_text(tail(said), secrets)
+    if any(marker in said for marker in _HASH_MISMATCH):
+        where = f"{tool} install into {prefix}"
+        return VerificationError(
+            f"a pip artifact does not match its locked sha256 ({where}):\n{output}",
+            hint="the index serves other bytes than were locked: find out why, then re-lock",
+        )
+    what = f"{tool} could not download the locked pip packages"
+    unreachable = unreachable_hosts(redact_text(said, secrets), what)
+    if unreachable is not None:
+        log.debug("%s said:\n%s", tool, output)
+        return unreachable
+    return ToolError(f"{tool} could not install the locked pip packages into {prefix}:\n{output}")
