@@ -23,6 +23,7 @@ from envgen.lockio.integrity import recipe_problem, repair_hint
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.process import TimedOut, run, tail
 from envgen.redact import redact_text
+from envgen.resolve.archives import wheels_directory
 from envgen.resolve.conda_stage import rattler_client, repodata_record
 from envgen.scratch import scratch_dir
 
@@ -313,6 +314,7 @@ def run_recipe(
     skip_cann: bool = False,
     environ: Mapping[str, str] | None = None,
     credentials: Credentials = NO_CREDENTIALS,
+    archives: Path | None = None,
 ) -> str:
     """Run the install.sh recipe on `prefix`; returns its log (stderr). `credentials` (the git sources') reach
     its git through the environment (`http.<url>.extraHeader`), as they reach envgen's own git."""
@@ -321,6 +323,8 @@ def run_recipe(
         cmd += ["--profile", name]
     if skip_cann:
         cmd.append("--skip-cann")
+    if archives is not None:
+        cmd += ["--archives", str(archives)]
     env = credentials.git_environment(os.environ if environ is None else environ)
     proc = run(cmd, env=env, check=False, secrets=credentials.secrets)
     if proc.returncode != 0:
@@ -381,25 +385,33 @@ def install_env(
     conda = () if venv else _located(lock.conda_for(platform), local)
     pip = _located(entries, local)
     prefix = prefix.absolute()
-    if venv:
-        create_venv(prefix, lock, platform)
-    else:
-        install_conda(conda, prefix, cache=cache, credentials=credentials.conda)
-    ensure_own_python(prefix)
-    install_pip(
-        pip,
-        prefix,
-        installer=installer,
-        cache=cache,
-        trusted=trusted_hosts(lock, entries),
-        requirements=requirements,
-        offline=local is not None,
-        credentials=credentials.pip,
-    )
-    log.info("running %s on %s", recipe.name, prefix)
-    run_recipe(
-        recipe, prefix, profiles=profiles, skip_cann=skip_cann, environ=recipe_environ, credentials=credentials.git
-    )
+    # The archives' wheels too, each checked against the lock before the prefix is touched.
+    with wheels_directory(lock, platform, cache, local) as archives:
+        if venv:
+            create_venv(prefix, lock, platform)
+        else:
+            install_conda(conda, prefix, cache=cache, credentials=credentials.conda)
+        ensure_own_python(prefix)
+        install_pip(
+            pip,
+            prefix,
+            installer=installer,
+            cache=cache,
+            trusted=trusted_hosts(lock, entries),
+            requirements=requirements,
+            offline=local is not None,
+            credentials=credentials.pip,
+        )
+        log.info("running %s on %s", recipe.name, prefix)
+        run_recipe(
+            recipe,
+            prefix,
+            profiles=profiles,
+            skip_cann=skip_cann,
+            environ=recipe_environ,
+            credentials=credentials.git,
+            archives=archives,
+        )
 
 
 _E = TypeVar("_E", CondaEntry, PipEntry)

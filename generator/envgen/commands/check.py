@@ -76,7 +76,16 @@ def _pip_again(matrix: Matrix, lock: Lock, platform: str, cache: Path) -> PypiLo
     pinned = pinned_matrix(matrix, lock, platform)
     python = python_of(lock, matrix, platform)
     yml = f"locks/{lock.env}.yml"
-    return lock_pypi(pinned, platform, python, lock.sources, cache=cache, pinned_from=yml)
+    # The archives' wheels as locked: their requirements are resolved again too.
+    return lock_pypi(
+        pinned,
+        platform,
+        python,
+        lock.sources,
+        cache=cache,
+        pinned_from=yml,
+        archives=lock.archives,
+    )
 
 
 def _again(

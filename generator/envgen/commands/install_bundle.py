@@ -16,6 +16,7 @@ from envgen.bundle.gitpacks import make_mirror, mirror_git_environment
 from envgen.bundle.manifest import (
     Expected,
     Member,
+    archived_wheels,
     check_fits,
     expected_members,
     lock_paths,
@@ -107,7 +108,10 @@ def opened_bundle(
         yield OpenedBundle(
             lock,
             unpacked / lock_paths(env)[2],
-            {w.sha256: unpacked / w.path for w in wanted_artifacts(lock, (platform,))},
+            {
+                w.sha256: unpacked / w.path
+                for w in (*wanted_artifacts(lock, (platform,)), *archived_wheels(lock, (platform,)))
+            },
             mirror_git_environment(mirrors, os.environ),
             len(expected.members),
         )

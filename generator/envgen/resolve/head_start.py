@@ -24,9 +24,9 @@ from typing import TypeVar
 from envgen import interrupts
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
-from envgen.lockio.prediction import predict, recorded_sources
+from envgen.lockio.prediction import predict, recorded_archives, recorded_sources
 from envgen.lockio.store import LockTexts
-from envgen.model import LockedSource, Matrix
+from envgen.model import LockedArchive, LockedSource, Matrix
 from envgen.process import Running
 from envgen.resolve.pip_stage import gather_inputs, ordered_indexes
 from envgen.resolve.preferences import kept
@@ -155,7 +155,8 @@ def head_start(
     except EnvgenError as exc:  # the re-lock proper meets the same problem and reports it
         log.debug("no head start: %s", exc.message)
         return HeadStart()
-    if pinned is None:
+    archives = _archives(matrix, previous, cache, update, upgrade)
+    if pinned is None or archives is None:
         return HeadStart()
     started = HeadStart(pinned)
     try:
@@ -165,7 +166,7 @@ def head_start(
             python = prediction.python.get(platform)
             if python is None:
                 continue
-            inputs = gather_inputs(matrix, platform, pinned.sources, os.environ)
+            inputs = gather_inputs(matrix, platform, pinned.sources, os.environ, archives=archives)
             preferred = kept(prediction.pip.get(platform, ()), upgrade)
             job = plan_uv_compile(
                 matrix,
@@ -216,6 +217,30 @@ def _pinned_sources(
     log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
     sources = resolve_sources(matrix, cache=cache, previous=previous, update=moving)
     return PinnedSources({name: s.commit for name, s in previous.items()}, moving, sources)
+
+
+def _archives(
+    matrix: Matrix,
+    lock: LockTexts,
+    cache: Path,
+    update: Collection[str] | bool,
+    upgrade: Upgrade,
+) -> tuple[LockedArchive, ...] | None:
+    """The archives as the re-lock locks them, when their bytes are in the cache (None otherwise):
+    the sha256 the matrix pins or the lock records, the wheels read from the cached archive."""
+    if not matrix.archives:
+        return ()
+    # Imported here: a matrix without archives starts uv without the archive reader.
+    from envgen.resolve.archives import lock_archives
+    from envgen.resolve.git_sources import sources_to_update
+
+    afresh = sources_to_update(matrix, update, upgrade) is True
+    recorded = () if afresh else recorded_archives(lock)
+    try:
+        return lock_archives(matrix, cache=cache, previous=recorded or (), offline=True)
+    except EnvgenError as exc:
+        log.debug("no head start: %s", exc.message)
+        return None
 
 
 def _warm_metadata(cache: Path, artifacts: Sequence[tuple[str, str]]) -> None:

@@ -17,7 +17,15 @@ from packaging.utils import canonicalize_name
 from envgen import platforms
 from envgen.errors import ConflictError, EnvgenError, InputError, VerificationError
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
-from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
+from envgen.model import (
+    AppliedOverride,
+    LockedArchive,
+    LockedSource,
+    Matrix,
+    Origin,
+    PipEntry,
+    TracedRequirement,
+)
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import overrides, uv_pylock
 from envgen.resolve.uv_compile import (
@@ -54,6 +62,7 @@ def gather_inputs(
     sources: Sequence[LockedSource],
     environ: Mapping[str, str],
     pinned_from: str | None = None,
+    archives: Sequence[LockedArchive] = (),
 ) -> Inputs:
     """The requirements uv resolves for `platform`: matrix pins and source requirements, with origins.
 
@@ -64,6 +73,10 @@ def gather_inputs(
     provided = {canonicalize_name(s.distribution) for s in matrix.sources}
     provided |= {canonicalize_name(ls.source.distribution) for ls in sources}
     pending = {canonicalize_name(p.name) for p in matrix.packages if p.pending is not None}
+    # An archive's wheels are no index's to resolve; what the matrix leaves out is not resolved.
+    mine = [a for a in archives if a.platform == platform]
+    provided |= {canonicalize_name(m.name) for a in mine for m in a.members}
+    pending |= {canonicalize_name(e.name) for e in matrix.exclusions if e.applies(platform)}
     excluded = provided | pending
     requirements: list[TracedRequirement] = []
     pins: dict[str, str] = {}
@@ -92,6 +105,7 @@ def gather_inputs(
         if index:
             pins[name] = index
     requirements += _source_requirements(sources, excluded, direct)
+    requirements += _archive_requirements(mine, excluded)
     scoped = overrides.scope(matrix.overrides, requirements, excluded, matrix.path)
     return Inputs(
         requirements=scoped,
@@ -122,6 +136,20 @@ def _source_requirements(
                 direct.add(canonicalize_name(parsed.name))
             requirements.append(TracedRequirement(str(parsed), req.origin, constraint=req.constraint))
     return requirements
+
+
+def _archive_requirements(
+    archives: Sequence[LockedArchive],
+    excluded: Collection[str],
+) -> list[TracedRequirement]:
+    """What the wheels of the platform's archives require (evaluated for it when locked)."""
+    return [
+        TracedRequirement(text, Origin(file=f"archive {a.name}", key=f"{m.filename} Requires-Dist"))
+        for a in archives
+        for m in a.members
+        for text in m.requires
+        if canonicalize_name(Pep508(text).name) not in excluded
+    ]
 
 
 def ordered_indexes(matrix: Matrix, accesses: Mapping[str, IndexAccess]) -> list[IndexAccess]:
@@ -205,6 +233,7 @@ def lock_pypi(
     preferred: Sequence[PipEntry] = (),
     ahead: Ahead = NOTHING_AHEAD,
     pinned_from: str | None = None,
+    archives: Sequence[LockedArchive] = (),
 ) -> PypiLock:
     """Resolve the matrix's pip packages and the sources' requirements for `platform` with uv.
 
@@ -212,11 +241,12 @@ def lock_pypi(
     artifact for the platform, pinned by URL and sha256. `preferred` versions are kept where the inputs allow.
     `ahead` gives the outcome of the uv run a head start began for an equal job (resolve/head_start.py).
     `pinned_from` names the lock whose versions the matrix was pinned to (check's re-solve).
+    `archives` are the matrix's archives as locked: their wheels' requirements are resolved too.
     """
     environ = os.environ
     accesses = {i.name: access_index(i, environ) for i in matrix.indexes}
     indexes = ordered_indexes(matrix, accesses)
-    inputs = gather_inputs(matrix, platform, sources, environ, pinned_from)
+    inputs = gather_inputs(matrix, platform, sources, environ, pinned_from, archives)
     for name, index in inputs.pins:
         if index not in accesses:
             raise InputError(f"{matrix.path}: pip.packages.{name}.index names {index!r}, which is not an index")

@@ -15,9 +15,19 @@ from envgen.lockio.consistency import record, violations
 from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.lockio.store import LockTexts, lock_of, write_lock
-from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Matrix, Pending, PipEntry
+from envgen.model import (
+    AppliedOverride,
+    CondaEntry,
+    Lock,
+    LockedArchive,
+    LockedSource,
+    Matrix,
+    Pending,
+    PipEntry,
+)
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
+from envgen.resolve.archives import lock_archives
 from envgen.resolve.conda_stage import CondaSolve, admits, python_version, solve_conda_preferring
 from envgen.resolve.git_sources import resolve_sources, sources_to_update
 from envgen.resolve.pip_stage import PypiLock, lock_pypi, still_offered
@@ -86,12 +96,23 @@ def relock(
         if sources is None:
             log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
             sources = resolve_sources(matrix, cache=cache, previous=kept_sources, update=update)
+        recorded = () if previous is None or update is True else previous.archives
+        archives = lock_archives(matrix, cache=cache, previous=recorded, offline=offline)
         platforms = lock_platforms(
-            matrix, sources, solving, cache=cache, offline=offline, previous=previous, upgrade=upgrade, ahead=ahead
+            matrix,
+            sources,
+            solving,
+            cache=cache,
+            offline=offline,
+            previous=previous,
+            upgrade=upgrade,
+            ahead=ahead,
+            archives=archives,
         )
     finally:
         pool.shutdown(wait=False, cancel_futures=True)  # a source that failed does not wait for the solves
-    lock = consistent(assemble_lock(matrix, sources, platforms, project_inputs(project, matrix, sources)), matrix)
+    inputs = project_inputs(project, matrix, sources)
+    lock = consistent(assemble_lock(matrix, sources, platforms, inputs, archives), matrix)
     log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
     derived = [(file.name, file.text) for file in derived_files(lock, matrix)]
     before_write()
@@ -134,6 +155,7 @@ def lock_platforms(
     previous: Lock | None = None,
     upgrade: Upgrade = NO_UPGRADE,
     ahead: Ahead = NOTHING_AHEAD,
+    archives: Sequence[LockedArchive] = (),
 ) -> dict[str, PlatformLock]:
     """Per platform, concurrently: the conda solve `solving` it (it decides the exact python), then pip for that
     python.
@@ -157,6 +179,7 @@ def lock_platforms(
             offline=offline,
             preferred=kept(before_pip, upgrade),
             ahead=ahead,
+            archives=archives,
         )
         log.info("%s %s: pip resolved, %d packages", matrix.name, platform, len(pypi.entries))
         moves: list[Move] = []
@@ -195,6 +218,7 @@ def assemble_lock(
     sources: Sequence[LockedSource],
     platforms: dict[str, PlatformLock],
     inputs: tuple[tuple[str, str], ...],
+    archives: Sequence[LockedArchive] = (),
 ) -> Lock:
     """The Lock of a matrix from what each stage resolved (pure)."""
     overrides: dict[str, AppliedOverride] = {}
@@ -224,6 +248,9 @@ def assemble_lock(
         profiles=matrix.profiles,
         checks=matrix.checks,
         inputs=inputs,
+        archives=tuple(archives),
+        links=matrix.links,
+        exclusions=matrix.exclusions,
     )
 
 

@@ -132,8 +132,15 @@ def _cache_key(source: Source, tree: str, settings: BuildSettings) -> str:
         "build-isolation": source.build_isolation,
         "indexes": [[i.name, i.url] for i in settings.for_source(source)],
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+        # Only when set: a source's key without a subdirectory or replacements stays what it was.
+        **({"layout": _layout(source)} if source.subdirectory or source.replacements else {}),
     }
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
+
+
+def _layout(source: Source) -> list[object]:
+    """Where the project lies and the files replaced: the same tree builds other metadata then."""
+    return [source.subdirectory, [[r.source, r.target] for r in source.replacements]]
 
 
 def _cached_build(
