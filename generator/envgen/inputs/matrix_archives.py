@@ -97,7 +97,7 @@ class ArchiveSectionReader(SectionReader):
                 self.p.add(key, found)
             elif text is not None:
                 out.append((platform, text))
-        return tuple(sorted(out))
+        return tuple(sorted(out, key=lambda pair: self.platforms.index(pair[0])))
 
     def wheels(
         self,
