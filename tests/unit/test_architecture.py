@@ -68,7 +68,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "inputs.files",
         "inputs.untrusted",
         "resolve.index_client",
-        "resolve.archives",
         "resolve.git_cache",
         "resolve.git_remote",
         "bundle",
