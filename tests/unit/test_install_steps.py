@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from envgen.errors import InputError
+from envgen.lockdiff.compare import diff_locks
 from envgen.lockio.consistency import violations
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.model import (
@@ -164,3 +165,26 @@ def test_the_recipe_with_every_step_is_valid_sh(shell: str, tmp_path: Path) -> N
     shown = subprocess.run([*shell.split(), str(script), "--help"], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert "--archives DIR" in shown.stdout and "sgl-kernel-npu (linux-64): " in shown.stdout
+
+
+def test_a_diff_names_an_archive_or_wheel_that_moved_and_a_step_added() -> None:
+    old = route_lock()
+    moved = dataclasses.replace(old.archives[1], sha256=digest("new zip"))
+    members = (dataclasses.replace(moved.members[0], version="1.0.1", sha256=digest("new wheel")),)
+    new = route_lock(
+        archives=(old.archives[0], dataclasses.replace(moved, members=members)),
+        exclusions=(*old.exclusions, Exclusion("triton", "xgrammar's", ("linux-64",))),
+    )
+    changes = {(c.section, c.name, c.kind): (c.old, c.new) for c in diff_locks(old, new).items}
+    sha = old.archives[1].sha256[:12]
+    assert changes == {
+        ("archive", "sgl-kernel-npu (linux-64)", "changed"): (
+            f"sha256 {sha} {moved.url}",
+            f"sha256 {digest('new zip')[:12]} {moved.url}",
+        ),
+        ("archive", "sgl-kernel-npu (linux-64): deep-ep", "changed"): (
+            f"1.0.0 sha256 {old.archives[1].members[0].sha256[:12]}",
+            f"1.0.1 sha256 {digest('new wheel')[:12]}",
+        ),
+        ("excluded", "triton", "added"): (None, "xgrammar's (linux-64)"),
+    }
