@@ -1,9 +1,12 @@
-# Two commands on a fresh machine: `make lock` and `make test`. Both create .venv on first use.
+# Two commands on a fresh machine: `make lock` and `make test`. Both create .venv on first use
+# (envgen with the test and lint tools); `make demo` creates .venv-run: envgen and what it runs on.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 ENVGEN := $(BIN)/envgen
 STAMP  := $(VENV)/.installed
+RUN_VENV  ?= .venv-run
+RUN_STAMP := $(RUN_VENV)/.installed
 # Three workers on two cores: much of the suite waits on subprocesses (pip, git, uv) rather than computing.
 TEST_WORKERS ?= 3
 # Node tools for `make lint`, installed from npm into a project-local, git-ignored directory.
@@ -18,6 +21,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+$(RUN_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $(RUN_STAMP)
 
 lock: $(STAMP)  ## re-lock every env in env-templates/; every host is asked as it starts, all unreachable ones named (ARGS="a5 --update-all")
 	$(ENVGEN) lock $(ARGS)
@@ -40,8 +48,8 @@ test-network: $(STAMP)  ## tests that need PyPI
 relock: $(STAMP)  ## what the relock workflow does, here: status, re-lock what moved, check; outputs in relock-out/ (ARGS="--envs a5 --update all")
 	$(BIN)/python ci/relock.py $(ARGS)
 
-demo: $(STAMP)  ## the whole flow offline on the bundled example, served on 127.0.0.1 (ARGS=--keep keeps its directory)
-	$(ENVGEN) demo $(ARGS)
+demo: $(RUN_STAMP)  ## the whole flow offline on the bundled example, on 127.0.0.1 (ARGS=--keep)
+	$(RUN_VENV)/bin/envgen demo $(ARGS)
 
 bench: $(STAMP)  ## the benchmarks in benchmarks/ (offline ones)
 	$(BIN)/python benchmarks/bench_lock.py
@@ -67,4 +75,4 @@ lint: $(STAMP) $(ACTIONLINT)  ## ruff, mypy, shellcheck, and the workflows in .g
 	$(BIN)/zizmor --offline --persona=pedantic --quiet .github/workflows
 
 clean:
-	rm -rf $(VENV) $(TOOLS) relock-out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RUN_VENV) $(TOOLS) relock-out .pytest_cache .mypy_cache .ruff_cache

@@ -28,6 +28,7 @@ from envgen.model import Cann, Index, Matrix, PipEntry, PipPackage
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.resolve.pip_stage import lock_pypi
+from envgen.resolve.settings import Settings
 
 PYPI_PACKAGES = (PipPackage("transformers", "==4.57.6"),)
 
@@ -85,7 +86,8 @@ def pypi_entries(platform: str, work: Path) -> tuple[PipEntry, ...]:
         sources=(),
     )
     version = ".".join(map(str, sys.version_info[:3]))
-    return lock_pypi(matrix, platform, version, (), cache=work / "lock-cache").entries
+    settings = Settings.read(os.environ, cache=work / "lock-cache")
+    return lock_pypi(matrix, platform, version, (), settings).entries
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from timing import interleaved_medians  # noqa: E402
 
 from tests.support.a5 import a5_pypi_matrix  # noqa: E402
-from tests.support.builders import make_matrix  # noqa: E402
+from tests.support.builders import at, make_matrix  # noqa: E402
 
 PYTHON = "3.11"
 ARCHES: tuple[str, ...] = ("cp311-cp311-manylinux_2_28_aarch64", "cp311-cp311-manylinux_2_28_x86_64")
@@ -95,12 +95,12 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-pypi-") as tmp:
         work, cache = Path(tmp), Path(tmp) / "cache"
         with inputs(args.network, work) as matrix:
-            locked = lock_pypi(matrix, args.platform, PYTHON, (), cache=cache)
+            locked = lock_pypi(matrix, args.platform, PYTHON, (), at(cache))
             medians = interleaved_medians(
                 {
-                    "ours": lambda: lock_pypi(matrix, args.platform, PYTHON, (), cache=cache),
+                    "ours": lambda: lock_pypi(matrix, args.platform, PYTHON, (), at(cache)),
                     "ours-prefs": lambda: lock_pypi(
-                        matrix, args.platform, PYTHON, (), cache=cache, preferred=locked.entries
+                        matrix, args.platform, PYTHON, (), at(cache), preferred=locked.entries
                     ),
                     "bare": lambda: bare_compile(matrix, args.platform, cache, work),
                     "bare-fresh": lambda: bare_compile(matrix, args.platform, cache, work, fresh=True),

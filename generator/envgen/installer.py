@@ -386,7 +386,7 @@ def install_env(
     pip = _located(entries, local)
     prefix = prefix.absolute()
     # The archives' wheels too, each checked against the lock before the prefix is touched.
-    with wheels_directory(lock, platform, cache, local) as archives:
+    with wheels_directory(lock, platform, cache, local, network.limits()) as archives:
         if venv:
             create_venv(prefix, lock, platform)
         else:

@@ -21,8 +21,9 @@ class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def format(self, record: logging.LogRecord) -> str:
         level = f"{record.levelname:<7}"
-        if self.color:
-            level = click.style(level, fg=_COLORS.get(record.levelname))
+        color = _COLORS.get(record.levelname) if self.color else None
+        if color:  # INFO stays plain: click.style would still append its reset
+            level = click.style(level, fg=color)
         # With -v every line carries the seconds since start: the time of each stage is the gap between lines.
         elapsed = f"{record.created - self.started:7.2f}s " if self.timed else ""
         return f"{level} {elapsed}{record.getMessage()}".rstrip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -239,11 +240,33 @@ class Matrix:
     archives: tuple[Archive, ...] = ()
     links: tuple[Link, ...] = ()
     exclusions: tuple[Exclusion, ...] = ()
+    # For a matrix that extends another: the file of the chain that wrote each key (its path as a
+    # tuple: `("overrides", "numpy", "requirement")`), tables and array positions included. Empty
+    # otherwise.
+    key_files: tuple[tuple[tuple[str | int, ...], str], ...] = ()
 
     @property
     def extends(self) -> tuple[str, ...]:
         """The envs this one extends, nearest first (`("a3",)` for a2)."""
         return tuple(PurePosixPath(p).stem for p in self.bases)
+
+    @functools.cached_property
+    def _key_files(self) -> dict[tuple[str | int, ...], str]:
+        return dict(self.key_files)
+
+    def file_of(self, *key: str | int) -> str:
+        """The file that wrote `key` (or the nearest enclosing key it wrote): the base's for a key
+        the matrix inherits through `extends`, its own file for the rest."""
+        for end in range(len(key), 0, -1):
+            found = self._key_files.get(key[:end])
+            if found is not None:
+                return found
+        return self.path
+
+    def origin(self, *key: str) -> Origin:
+        """Where the matrix says `key` (`origin("pip", "packages", "torch", "version")`): the file
+        that wrote it, and the key dotted."""
+        return Origin(file=self.file_of(*key), key=".".join(key))
 
     def index(self, name: str) -> Index:
         return next(i for i in self.indexes if i.name == name)

@@ -1,6 +1,7 @@
 """How long envgen waits on the network: the one home of every connect and read timeout, retry count and budget.
 
-Each limit is an environment variable with a documented default (`VARIABLES`, printed in README and `--help`).
+Each limit is an environment variable with a documented default (`VARIABLES`, in the README and
+`envgen help environment`).
 Every client envgen uses gets the same limits in its own terms: requests (`resolve/index_client.py`), uv
 (`UV_HTTP_*`), pip (`--timeout`, `--retries`), git (`GIT_HTTP_LOW_SPEED_*`), rattler (its client's timeout,
 which bounds a whole request). A child process also gets the budget as its timeout, and an asynchronous
@@ -36,7 +37,7 @@ class Limits:
 
 DEFAULTS = Limits()
 
-# (field, variable, what it bounds): the README table and every `--help` are made from this.
+# (field, variable, what it bounds): the README table and `envgen help environment` show this.
 VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("connect", "ENVGEN_CONNECT_TIMEOUT", "opening a connection to an index (requests, uv)"),
     ("read", "ENVGEN_READ_TIMEOUT", "waiting for data from an index (requests, uv, pip) or a git remote"),
@@ -75,11 +76,6 @@ def seconds(field: str, current: Limits | None = None) -> str:
     value = getattr(current or DEFAULTS, field)
     shown = f"{value:g}"
     return shown if field == "retries" else f"{shown} s"
-
-
-HELP = "\b\nNetwork limits (environment variables):\n" + "\n".join(
-    f"  {name} (default {seconds(field)}): {what}" for field, name, what in VARIABLES
-)
 
 
 def _whole(value: float) -> str:

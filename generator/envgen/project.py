@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envgen.errors import InputError
-from envgen.inputs.untrusted import env_name_problem
+from envgen.names import env_name_problem
 
 if TYPE_CHECKING:
     from envgen.model import Matrix
@@ -106,8 +106,20 @@ def checked_env(env: str) -> str:
     return env
 
 
+# What envgen keeps in its cache directory, and nothing else (`envgen cache clean` removes these):
+CACHE_ENTRIES = (
+    "artifacts",  # the files a bundle packs, by sha256 (bundle/downloads.py)
+    "conda",  # channels' repodata (resolve/conda_stage.py) and packages (installer.py)
+    "git",  # bare repositories of the sources (resolve/git_cache.py)
+    "pip",  # pip's cache of the installs (installer.py)
+    "pypi-metadata",  # package metadata by sha256 (resolve/index_client.py)
+    "source-metadata",  # a source's declared dependencies at a tree (resolve/source_metadata.py)
+    "uv",  # uv's cache (resolve/uv_compile.py, installer.py)
+)
+
+
 def cache_dir() -> Path:
-    """envgen's cache (git objects, uv cache, conda packages): $ENVGEN_CACHE_DIR or the user cache dir."""
+    """envgen's cache (CACHE_ENTRIES): $ENVGEN_CACHE_DIR or the user cache directory."""
     if os.environ.get("ENVGEN_CACHE_DIR"):
         return Path(os.environ["ENVGEN_CACHE_DIR"])
     import platformdirs  # imported here: only a run that resolves or installs needs the cache

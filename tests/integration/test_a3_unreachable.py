@@ -102,8 +102,12 @@ def test_preflight_names_every_unreachable_host_at_once(project: Path) -> None:
     assert "error: 6 hosts that the lock needs did not answer; nothing was locked:" in err
     listed = [line for line in err.splitlines() if line.startswith("  ") and not line.startswith("  hint:")]
     assert len(listed) == 6, err
+    # The other remotes on a host are named by the sources that need them.
+    names = ("vllm-ascend", "megatron-lm", "verl")
+    others = "; ".join(f"a2 source {n}, a3 source {n}" for n in names)
+    vllm = "https://github.com/vllm-project/vllm.git"
     expected = {
-        "github.com": "git remote https://github.com/vllm-project/vllm.git (a2 source vllm, a3 source vllm) and 3 more",
+        "github.com": f"git remote {vllm} (a2 source vllm, a3 source vllm) and 3 more ({others})",
         "gitcode.com": "git remote https://gitcode.com/Ascend/MindSpeed.git (a2 source mindspeed, a3 source mindspeed)",
         host_of(url_of(project, "conda-forge")): f"conda channel {url_of(project, 'conda-forge')} (a2, a3)",
         **{host_of(url_of(project, n)): f"pip index {url_of(project, n)} (a2, a3)" for n in INDEXES},
@@ -112,7 +116,15 @@ def test_preflight_names_every_unreachable_host_at_once(project: Path) -> None:
         (line,) = [line for line in listed if line.startswith(f"  {host}: ")]
         assert line.startswith(f"  {host}: {what}: "), line
         assert line.endswith(("[Errno 111] Connection refused", "Couldn't connect to server")), line
-    assert "`envgen lock --no-preflight` skips this check" in err
+    # The hint opens with what failed first: without a conda channel nothing can be solved.
+    (hint,) = [line for line in err.splitlines() if line.startswith("  hint: ")]
+    indexes = ", ".join(f"channels/{n}.toml" for n in INDEXES)
+    mirror = "at a mirror this host reaches"
+    conda = f"no conda channel answered: point `url` in channels/conda-forge.toml {mirror}"
+    pip = f"pip indexes: point `url` in {indexes} {mirror}"
+    git = "git remotes: a mirror through `git config"
+    assert hint.startswith(f"  hint: {conda}; {pip}; {git}"), hint
+    assert hint.endswith("; `envgen lock --no-preflight` skips this check"), hint
     assert not (project.parent / "cache" / "git").exists()  # nothing was fetched
 
 

@@ -177,11 +177,12 @@ def test_a_2_gib_member_of_zeros_is_never_written(
         listed.setdefault(name, {"path": name, "url": ""}).update(sha256=zeros_sha256, size=ZEROS)
         files[MANIFEST] = json.dumps({**manifest, "members": list(listed.values())}).encode()
     bundle = zstd_tar(tmp_path / "zeros.tar.zst", files, (name, ZEROS, position))
-    assert bundle.stat().st_size < 1 << 20
+    # The 2 GiB of zeros add a few kB to the bundle's own members.
+    assert bundle.stat().st_size < offline.bundle.stat().st_size + (1 << 20)
     expected = {
         "unlisted": f"member '{name}' is not a file the lock names (refused before it was written)",
-        "listed": f"more than the ceiling of {64 << 20} bytes",
-        "replacing": f"more than the ceiling of {64 << 20} bytes",
+        "listed": "bytes of members, more than the ceiling of",
+        "replacing": "bytes of members, more than the ceiling of",
         "swapped": f"member {name} holds {ZEROS} bytes, not {size}",
     }[case]
     args = ("install", ENV, "--from-bundle", str(bundle), "--venv", "--root", str(offline.root))

@@ -20,7 +20,7 @@ from envgen.recipe.render import render_recipe
 from envgen.resolve.git_sources import resolve_sources
 
 from tests.support.a5 import a5_pypi_matrix
-from tests.support.builders import make_lock
+from tests.support.builders import at, make_lock
 from tests.support.venvs import fresh_venv
 
 # A message `commit.cleanup = strip` would change: a comment line and trailing blank lines.
@@ -45,7 +45,7 @@ def test_the_recipe_reproduces_the_locked_cherry_pick(
     source = Source("picky", repo.url, base, "picky", cherry_picks=(fix,), dependencies=FILES)
     matrix = replace(a5_pypi_matrix(("linux-64",)), sources=(source,))
 
-    (locked,) = resolve_sources(matrix, cache=tmp_path / "cache")
+    (locked,) = resolve_sources(matrix, at(tmp_path / "cache"))
     assert locked.commit == base and len(locked.picked) == 1
 
     # Under this config a pick without the shared flags commits something else: the rule is what keeps them equal.

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click import Option
+from click import Command, Group, Option
 from click.testing import CliRunner
 from envgen import network
 from envgen.cli import cli
-from envgen.console import EXIT_CODES
+from envgen.cli.exit_codes import EXIT_CODES
 from envgen.project import Project
 
 from tests.support.builders import sample_lock, write_intact
@@ -125,30 +125,80 @@ def help_text(command: str) -> str:
     return result.stdout
 
 
-def test_the_table_is_in_every_help() -> None:
-    assert {"bundle", "demo", "init", *PROJECT_COMMANDS} <= set(cli.commands)
-    for command in ["", *cli.commands]:  # every registered command, a new one included
-        text = help_text(command)
+def every_command() -> list[str]:
+    """Every registered command line, a group's subcommands too (a new one included)."""
+    found = []
+    for name, command in cli.commands.items():
+        found.append(name)
+        if isinstance(command, Group):
+            found += [f"{name} {sub}" for sub in command.commands]
+    return found
+
+
+def command_of(line: str) -> Command:
+    command: Command = cli
+    for word in line.split():
+        assert isinstance(command, Group)
+        command = command.commands[word]
+    return command
+
+
+TOPICS = "Exit codes: `envgen help exit-codes`; variables: `envgen help environment`."
+
+
+def test_every_help_is_short_says_its_options_and_points_at_the_exit_codes() -> None:
+    """Before: 42-58 lines each, every one repeating the exit-code table and the network limits."""
+    assert {"bundle", "demo", "init", "cache dir", "cache clean", "help"} <= set(every_command())
+    for line in ["", *every_command()]:
+        text = help_text(line)
         examples = text.split("Examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
-        assert examples and all(line.strip().startswith("envgen ") for line in examples), command
-        if command:  # every option says what it does (before: --installer had no description)
-            undescribed = [p.name for p in cli.commands[command].params if isinstance(p, Option) and not p.help]
-            assert undescribed == [], command
-        for code, meaning in EXIT_CODES:
-            assert f"{code:>3}  {meaning}" in text, (command, code)
-    readme = (REPO / "README.md").read_text()
+        assert examples and all(e.strip().startswith("envgen ") for e in examples), line
+        options = [p for p in command_of(line).params if isinstance(p, Option)]
+        assert [p.name for p in options if not p.help] == [], line  # before: --installer had none
+        assert text.rstrip().endswith(TOPICS), line
+        assert len(text.splitlines()) <= 40, (line, len(text.splitlines()))
+        for code, meaning in EXIT_CODES[1:]:
+            assert meaning[:30] not in text, (line, code)
+        assert "ENVGEN_NETWORK_BUDGET" not in text, line
+
+
+def test_command_summaries_are_whole_sentences() -> None:
+    """Before: `lock     Lock ENV...`, click's cut at the first '...'."""
+    listed = help_text("").split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    summaries = dict(line.strip().split(None, 1) for line in listed)
+    assert set(summaries) == set(cli.commands)
+    for name, summary in summaries.items():
+        assert summary == cli.commands[name].short_help, name
+        assert summary.endswith(".") and not summary.endswith("..."), name
+
+
+def test_the_exit_codes_are_one_topic_and_one_table_in_the_docs() -> None:
+    shown = envgen("help", "exit-codes")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [f"{code:>3}  {meaning}" for code, meaning in EXIT_CODES]
+    docs = (REPO / "docs" / "cli.md").read_text()
     for code, meaning in EXIT_CODES:
-        assert f"| {code} | {meaning} |" in readme
-
-
-def test_the_network_limits_and_their_defaults_are_in_every_help_and_the_readme() -> None:
+        assert f"| {code} | {meaning} |" in docs
     readme = (REPO / "README.md").read_text()
-    for command in ["", *PROJECT_COMMANDS, "diff", "demo", "init"]:
-        text = help_text(command)
-        for field, name, what in network.VARIABLES:
-            assert f"  {name} (default {network.seconds(field)}): {what}" in text, (command, name)
+    assert "| 70 |" not in readme and "docs/cli.md#exit-codes" in readme
+    (topic,) = json.loads(envgen("help", "exit-codes", "--json").stdout)["results"]
+    assert topic["exit_codes"][2] == {"code": 2, "meaning": EXIT_CODES[2][1]}
+
+
+def test_the_environment_is_one_topic_with_every_network_limit_and_its_default() -> None:
+    from envgen.cli.help_command import ENVIRONMENT
+
+    shown = envgen("help", "environment").stdout
+    docs = (REPO / "docs" / "cli.md").read_text()
+    for field, name, what in network.VARIABLES:
+        assert f"{name} (default {network.seconds(field)}): {what}\n" in shown, name
+    for name, default, what in ENVIRONMENT:
+        assert f"| `{name}` | {default} | {what} |" in docs, name
+    assert {"ENVGEN_ROOT", "ENVGEN_CACHE_DIR"} <= {name for name, _, _ in ENVIRONMENT}
+    readme = (REPO / "README.md").read_text()
     for field, name, what in network.VARIABLES:
         assert f"| `{name}` | {network.seconds(field)} | {what} |" in readme
+    assert envgen("help", "nosuch").returncode == 2
 
 
 @pytest.mark.parametrize("command", PROJECT_COMMANDS)
@@ -233,7 +283,7 @@ def closed_url() -> str:
 def test_every_command_speaks_one_json_envelope(project: Path, tmp_path: Path) -> None:
     """Before: lists from lock/status, objects from check/diff, nothing from install, `diff --json` an error."""
     with_lock(project)
-    lock = str(project / "locks" / "valid.yml")
+    lock, cache = str(project / "locks" / "valid.yml"), tmp_path / "cache"
     runs = {
         "show": envgen("show", "valid", "--json", cwd=project),
         "status": envgen("status", "--json", cwd=project),
@@ -244,6 +294,9 @@ def test_every_command_speaks_one_json_envelope(project: Path, tmp_path: Path) -
         "diff": envgen("diff", lock, lock, "--json"),
         "install": envgen("install", "nope", "--prefix", str(tmp_path / "p"), "--json", cwd=project),
         "init": envgen("init", str(tmp_path / "new"), "--json"),
+        "cache dir": envgen("cache", "dir", "--json"),
+        "cache clean": envgen("cache", "clean", "--json", env={"ENVGEN_CACHE_DIR": str(cache)}),
+        "help": envgen("help", "environment", "--json"),
     }
     # Imported here, not at collection: jsonschema loads rfc3987-syntax, which builds its grammar on import (about
     # 1 s of CPU), in every xdist worker that collects this module, whether or not it runs this test.

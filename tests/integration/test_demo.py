@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from envgen.commands.demo import StepError, run_demo
+from envgen.commands.demo import StepError, check_python, conda_tool, run_demo
 from envgen.errors import InputError
 from envgen.example.project import EXAMPLE_DIR
 from envgen.platforms import host_platform
@@ -24,15 +24,28 @@ from tests.support.installed import clean_environment, install_wheel
 from tests.support.shared import build_once
 from tests.support.venvs import site_packages
 
+# The researchers' path: conda-lock's install and the recipe where a conda front end is on PATH,
+# else `envgen install`; then the prefix's own pip.
+TOOL = conda_tool(os.environ.get("PATH"))
+RESEARCHERS = (
+    ["$ envgen install demo --prefix demo-env"]
+    if TOOL is None
+    else [
+        f"$ conda-lock install --conda {TOOL} -p demo-env locks/demo.yml",
+        "$ sh locks/demo.install.sh --prefix demo-env",
+    ]
+)
 BANNERS = [
     "$ envgen lock demo",
-    "$ envgen check demo --venv",
+    "$ envgen check demo",
+    *RESEARCHERS,
+    "$ demo-env/bin/pip list",
     "$ git --no-pager diff",
     "$ envgen lock demo",
     "$ envgen diff --git HEAD --format markdown",
     "$ envgen status demo",
     f"$ envgen bundle demo --platform {host_platform()} -o demo-{host_platform()}.tar.zst",
-    f"$ envgen install demo --from-bundle demo-{host_platform()}.tar.zst --prefix offline-env --venv",
+    f"$ envgen install demo --from-bundle demo-{host_platform()}.tar.zst --prefix offline-env",
 ]
 MARKER = "DEMO_TEST_MARKER"  # a name the demo passes on to its steps
 
@@ -114,13 +127,19 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_be
     )
     out = proc.stdout
     assert proc.returncode == 0, out
-    lock1, check, bump, lock2, diff, status, bundle, install = in_order(out, BANNERS)
+    positions = in_order(out, BANNERS)
+    lock1, check, *researchers, pip_list, bump, lock2, diff, status, bundle, install = positions
 
     assert out.count("demo: locked (") == 2
     for name in ("demo.yml", "demo.linux-64.requirements.txt", "pylock.demo-linux-aarch64.toml", "demo.nix"):
         assert re.search(rf"#   {re.escape(name)} +\d+ bytes\n", out[lock1:check]), name
     assert re.search(r"check demo \(linux-(64|aarch64)\): ok\n", out[check:bump])
-    assert re.search(r"ok +import rollout: rollout 0\.23\.0\n", out[check:bump])
+    assert re.search(r"ok +import rollout: rollout 0\.23\.0\n", out[check : researchers[0]])
+    assert "ok      env: install (conda prefix): 8 pip packages" in out[check : researchers[0]]
+    # The prefix's own pip lists the locked packages and the editable sources, in the prefix.
+    listed = out[pip_list:bump]
+    assert re.search(r"\ndemo-torch +2\.10\.0\n", listed)
+    assert re.search(r"\nrollout +0\.23\.0 +/\S+/demo-env/src/rollout\n", listed)
     assert '-demo-torch = { version = "==2.10.0" }\n+demo-torch = { version = "==2.10.1" }' in out[bump:lock2]
 
     markdown = out[diff:status]
@@ -141,7 +160,7 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_be
     assert out.index("# the servers are stopped", bundle) < install
     assert re.search(r"verified \d+ members of demo-linux-(64|aarch64)\.tar\.zst", out[install:])
     assert re.search(r"demo: installed into .*/offline-env\n", out[install:])
-    assert "# done: 8 commands ran as expected" in out[install:]
+    assert f"# done: {len(BANNERS)} commands ran as expected" in out[install:]
 
     assert list((tmp_path / "tmp").iterdir()) == []
     assert processes_with(marker) == []
@@ -165,7 +184,7 @@ def test_an_interrupt_during_a_step_stops_it_and_cleans_up(tmp_path: Path, sig: 
     try:
         for line in demo.stdout:
             seen.append(line)
-            if line.startswith("$ envgen check demo --venv"):
+            if line.startswith("$ envgen check demo"):
                 break
         # Interrupt once the check is at work: its process (and whatever it started) is running.
         deadline = time.monotonic() + 60
@@ -217,7 +236,7 @@ def test_a_failing_step_stops_the_demo_with_its_exit_code(
 
     assert failed.value.exit_code == 2  # what `envgen lock` exits with on a bad matrix
     assert "`envgen lock demo` exited with code 2" in failed.value.message
-    assert said[-1] == "$ envgen lock demo" and "$ envgen check demo --venv" not in said
+    assert said[-1] == "$ envgen lock demo" and "$ envgen check demo" not in said
     assert "colour" in capfd.readouterr().err  # the step's own error, shown as it came
     assert not [t for t in set(threading.enumerate()) - threads_before if t.is_alive()]
     urls = [u for line in said for u in re.findall(r"http://127\.0\.0\.1:\d+", line)]
@@ -229,6 +248,14 @@ def test_a_failing_step_stops_the_demo_with_its_exit_code(
         assert str(workdir / "project") in str(failed.value.hint)
     else:
         assert kept == []
+
+
+def test_another_python_than_the_example_is_made_for_is_refused_before_anything_is_built() -> None:
+    check_python((3, 11, 4))
+    with pytest.raises(InputError) as refused:
+        check_python((3, 12, 1))
+    assert "the demo needs python 3.11, and envgen runs on python 3.12.1" in refused.value.message
+    assert "make clean demo PYTHON=python3.11" in str(refused.value.hint)
 
 
 def test_a_missing_example_stops_before_any_step_and_says_how_to_get_it_back(

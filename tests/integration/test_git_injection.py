@@ -22,7 +22,7 @@ from envgen.model import LockedSource, Source
 from envgen.resolve.git_remote import ls_remote
 from envgen.resolve.git_sources import resolve_sources
 
-from tests.support.builders import make_matrix, sample_lock
+from tests.support.builders import at, current_git, make_matrix, sample_lock
 from tests.support.example import empty_git_config
 
 TEMPLATES = Path(__file__).parents[1] / "data" / "matrices"
@@ -105,7 +105,7 @@ def test_rejected_commits(sha: str) -> None:
 def test_ls_remote_never_reads_a_url_as_an_option(inside_a_repo: GitRepo, marker: Path) -> None:
     """Without `--`, git takes the payload as --upload-pack and lists the checkout's origin, running it."""
     with pytest.raises(EnvgenError):
-        ls_remote(payload(marker))
+        ls_remote(payload(marker), current_git())
     assert not marker.exists()
 
 
@@ -116,7 +116,7 @@ def test_a_recorded_commit_never_reaches_git_fetch_as_an_option(tmp_path: Path, 
     matrix = make_matrix(sources=(source,))
     previous = {"lib": LockedSource(source, payload(marker))}
     with pytest.raises(EnvgenError):
-        resolve_sources(matrix, cache=tmp_path / "cache", previous=previous)
+        resolve_sources(matrix, at(tmp_path / "cache"), previous=previous)
     assert not marker.exists()
 
 

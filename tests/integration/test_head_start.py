@@ -19,6 +19,7 @@ from envgen.errors import NetworkError
 from envgen.example.condapkgs import demo_packages
 from envgen.example.project import Example, republish
 from envgen.inputs.matrix import load_env
+from envgen.lockio import store
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 from envgen.resolve import pipeline
@@ -189,12 +190,12 @@ def test_a_relock_ready_before_the_preflight_fails_writes_nothing(
     """The re-lock has everything to write while the preflight still waits on a host, which then does not
     answer: the write waits for the preflight's verdict, so nothing is written."""
     ready, wrote = threading.Event(), threading.Event()
-    derived_files, write_lock = pipeline.derived_files, pipeline.write_lock
+    relock, write_lock = pipeline.relock, store.write_lock
 
-    def derived(*args: object) -> object:
-        files = derived_files(*args)
+    def relocked(*args: object) -> object:
+        done = relock(*args)  # type: ignore[arg-type]
         ready.set()
-        return files
+        return done
 
     def write(*args: object) -> None:
         wrote.set()
@@ -205,8 +206,8 @@ def test_a_relock_ready_before_the_preflight_fails_writes_nothing(
         wrote.wait(3)  # a re-lock not held back writes meanwhile
         raise NetworkError("1 host that the lock needs did not answer; nothing was locked")
 
-    monkeypatch.setattr(pipeline, "derived_files", derived)
-    monkeypatch.setattr(pipeline, "write_lock", write)
+    monkeypatch.setattr(pipeline, "relock", relocked)
+    monkeypatch.setattr(store, "write_lock", write)
     monkeypatch.setattr(lock_command, "ask_hosts", preflight)
     code, _, err = run_envgen(locked, "lock", ENV, "--force")
     assert code == 3 and "did not answer; nothing was locked" in err, err

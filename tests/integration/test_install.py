@@ -6,13 +6,14 @@ import hashlib
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.errors import InputError, VerificationError
-from envgen.example.condapkgs import demo_packages, write_channel
+from envgen.example.condapkgs import PackageFile, demo_packages, host_python, write_channel
 from envgen.example.http import serve_directory
 from envgen.example.srcprojects import backend_project
 from envgen.example.wheels import FixtureDist, build_wheel
@@ -23,7 +24,7 @@ from envgen.platforms import host_platform
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import solve_conda
 
-from tests.support.builders import conda_entry, make_lock, make_matrix
+from tests.support.builders import at, conda_entry, make_lock, make_matrix
 from tests.support.venvs import fresh_venv
 
 HOST = host_platform()
@@ -172,27 +173,77 @@ def libdemo_entry(entries: tuple[CondaEntry, ...]) -> CondaEntry:
     return next(e for e in entries if e.name == "libdemo")
 
 
-def test_conda_part_is_installed_by_rattler_and_hash_checked(tmp_path: Path) -> None:
-    """The conda path: fixture packages over HTTP, installed by rattler, checked against their sha256."""
+@pytest.mark.parametrize("installer", INSTALLERS)
+def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_then_the_recipe(
+    installer: Installer,
+    wheelhouse: tuple[str, dict[str, Path]],
+    tmp_path: Path,
+) -> None:
+    """The researchers' env: rattler installs the conda part (the example's python is this host's
+    interpreter behind a pyvenv.cfg), the prefix's python installs the pip part into the prefix,
+    the recipe the source."""
+    base, files = wheelhouse
+    repo = backend_project(tmp_path / "srcfix", "srcfix", "0.9.0")
+    source = LockedSource(Source("srcfix", repo.url, "main", "srcfix"), repo.rev())
+    write_channel(tmp_path / "channel" / "demo", demo_packages())
+    with serve_directory(tmp_path / "channel") as channel:
+        entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
+        lock = demo_lock(wheel_entries(base, files), (source,), conda=entries)
+        prefix, cache = tmp_path / "env", tmp_path / "cache"
+        recipe = write_recipe(lock, tmp_path / "demo.install.sh")
+        install_env(
+            lock,
+            recipe,
+            prefix,
+            platform=HOST,
+            venv=False,
+            cache=cache,
+            installer=installer,
+        )
+    assert (prefix / "lib" / "libdemo.txt").read_text() == f"libdemo 1.0 for {HOST}\n"
+    assert (prefix / "conda-meta" / f"{libdemo_entry(entries).name}-1.0-h0_0.json").is_file()
+    versions = "*(m.version(d) for d in ('alpha', 'srcfix'))"
+    code = f"import beta_pkg, importlib.metadata as m; print(beta_pkg.__file__, {versions})"
+    shown = subprocess.run([prefix / "bin" / "python", "-c", code], capture_output=True, text=True)
+    site = prefix / "lib" / "python3.11" / "site-packages"
+    assert shown.stdout.split() == [str(site / "beta_pkg" / "__init__.py"), "1.2.0", "0.9.0"]
+    assert (prefix / "src" / "srcfix" / ".git").is_dir()
+    assert (prefix / "etc" / "conda" / "activate.d" / "envgen-demo.sh").is_file()
+    # The interpreter the prefix's python launches has none of it.
+    probe = "import importlib.util as u; print(u.find_spec('beta_pkg'))"
+    isolated = [str(host_python().executable), "-I", "-c", probe]
+    assert subprocess.run(isolated, capture_output=True, text=True).stdout.strip() == "None"
+
+
+def test_a_stand_in_python_is_refused_before_pip_could_touch_another_env(tmp_path: Path) -> None:
+    """A conda python that runs another interpreter (a shim of `python3`) would install the pip
+    part there."""
+    shim = PackageFile("bin/python", b'#!/bin/sh\nexec python3 "$@"\n', 0o755)
+    packages = [replace(p, files=(shim,)) if p.name == "python" else p for p in demo_packages()]
+    write_channel(tmp_path / "channel" / "demo", packages)
+    with serve_directory(tmp_path / "channel") as channel:
+        entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
+        wheel = f"{channel}/alpha-1.2.0-py3-none-any.whl"
+        lock = demo_lock((PipEntry("alpha", "1.2.0", HOST, wheel, "a" * 64),), conda=entries)
+        recipe, prefix = write_recipe(lock, tmp_path / "demo.install.sh"), tmp_path / "env"
+        with pytest.raises(VerificationError, match="installed through it would land elsewhere"):
+            install_env(lock, recipe, prefix, platform=HOST, venv=False, cache=tmp_path / "cache")
+    assert (prefix / "lib" / "libdemo.txt").is_file()  # the conda part was in place
+
+
+def test_a_tampered_conda_package_fails_the_install(tmp_path: Path) -> None:
     root = tmp_path / "served"
     write_channel(root / "demo", demo_packages())
     with serve_directory(root) as base:
-        entries = solve_conda(_conda_matrix(f"{base}/demo"), HOST, cache=tmp_path / "cache")
+        entries = solve_conda(_conda_matrix(f"{base}/demo"), HOST, at(tmp_path / "cache"))
         lock = demo_lock(conda=entries)
         recipe = write_recipe(lock, tmp_path / "demo.install.sh")
-        prefix = tmp_path / "env"
-        # The fixture channel's python is a stand-in running the host's python3: installing pip packages
-        # through it would land outside the prefix, so the install stops once the conda part is in place.
-        with pytest.raises(VerificationError, match="pip packages installed through it would land elsewhere"):
-            install_env(lock, recipe, prefix, platform=HOST, venv=False, cache=tmp_path / "cache")
-        assert (prefix / "lib" / "libdemo.txt").read_text() == f"libdemo 1.0 for {HOST}\n"
-        assert (prefix / "conda-meta" / f"{libdemo_entry(entries).name}-1.0-h0_0.json").is_file()
-
         libdemo = libdemo_entry(entries)
         served = root / "demo" / HOST / libdemo.url.rsplit("/", 1)[1]
         served.write_bytes(served.read_bytes() + b"tampered")
+        prefix, cache = tmp_path / "env", tmp_path / "fresh-cache"
         with pytest.raises(VerificationError, match="hash mismatch|sha256"):
-            install_env(lock, recipe, tmp_path / "env2", platform=HOST, venv=False, cache=tmp_path / "fresh-cache")
+            install_env(lock, recipe, prefix, platform=HOST, venv=False, cache=cache)
 
 
 def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 from envgen.example.project import Example, advance_branch, bump_version
 from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
@@ -42,12 +43,24 @@ def lock_files(example: Example) -> dict[str, bytes]:
 
 
 def normalised(text: str, example: Example) -> str:
-    """The lock with the servers' ports (and the input hash, which covers them) replaced by names."""
+    """The lock with the servers' ports (and the input hash, which covers them) replaced by names,
+    and what the host makes of the example's python and pip (their hashes; pip's version and python
+    requirement, its wheel's) replaced by names too."""
     lock = read_lock(Project(example.root), ENV)
     assert lock is not None
     text = text.replace(lock.input_hash, "INPUT-HASH")
     for name, url in (("CHANNEL", example.channel_url), ("PYPI", example.pypi_url), ("EXTRA", example.extra_url)):
         text = text.replace(url, f"http://{name}")
+    for entry in (e for e in lock.conda if e.name in ("python", "pip")):
+        # pip is noarch: one file for both platforms
+        kind = "PIP" if entry.name == "pip" else f"PYTHON-{entry.platform.upper()}"
+        text = text.replace(entry.md5, f"{kind}-MD5").replace(entry.sha256, f"{kind}-SHA256")
+        if entry.name == "pip":  # no other package of the example has its version, nor needs python
+            (requires,) = (spec for name, spec in entry.depends if name == "python")
+            version = yaml.safe_dump(entry.version).splitlines()[0]
+            text = text.replace(f"version: {version}\n", "version: PIP\n")
+            text = text.replace(f"/pip-{entry.version}-", "/pip-PIP-")
+            text = text.replace(f"python: '{requires}'", "python: PIP")
     return text
 
 
@@ -94,7 +107,9 @@ def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only
     assert all(s.source.url.startswith("https://github.com/envgen-demo/") for s in lock.sources)
     assert [p.name for p in lock.pending] == ["CANN", "demo-npu"]
     (override,) = lock.overrides
-    assert [r.text for r in override.replaced] == ["demo-transformers>=5.0"]
+    # The matrix's own pin is replaced too (the override takes its place), recorded with rollout's.
+    replaced = ["demo-transformers==4.57.6", "demo-transformers>=5.0"]
+    assert [r.text for r in override.replaced] == replaced
 
 
 def test_a_moved_branch_is_kept_until_updated(example: Example) -> None:

@@ -99,6 +99,9 @@ def test_a_deeper_conflict_is_left_to_uvs_explanation(example: Example) -> None:
     assert "conflicts" not in error
     assert "no release meets" not in error["message"]
     assert "uv says:" in error["message"] and "demo-peft" in error["message"]
+    # What uv resolves is the direct layer: the matrix's pins and the sources' requirements.
+    assert "the direct layer depends on demo-peft==0.18.0" in error["message"]
+    assert "the matrix depends" not in error["message"] and "envgen-inputs" not in error["message"]
 
 
 def test_a_deeper_conflict_still_follows_the_direct_layers(example: Example) -> None:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from envgen.commands.lock import unchanged_hash
+from envgen.commands.lock_fresh import unchanged_hash
 from envgen.example.project import Example
 from envgen.lockio.input_hashes import still_current
 from envgen.lockio.store import read_files, recorded_inputs

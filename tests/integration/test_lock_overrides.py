@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator
 
 import pytest
@@ -107,3 +108,69 @@ def test_a_host_the_lock_has_no_part_for_gets_a_verdict_naming_the_skipped_env(
     code, out, _ = envgen(example, "check", ENV, "--no-solve", "--require-env")
     assert code == 4
     assert out.startswith(f"check {ENV} (linux-ppc64le): FAILED (env skipped: the lock has no linux-ppc64le part")
+
+
+def test_an_override_of_the_matrixs_own_pin_is_told_and_recorded_as_what_it_replaces(
+    example: Example,
+) -> None:
+    # The override leaves the matrix's ==4.57.6 for 5.5.4, which rollout's >=5.0 accepts.
+    text = example.matrix.read_text()
+    pinned = 'requirement = "demo-transformers==4.57.6"'
+    assert pinned in text
+    example.matrix.write_text(text.replace(pinned, pinned.replace("4.57.6", "5.5.4")))
+    code, _, err = envgen(example, "lock", ENV)
+    assert code == 0, err
+    key = "pip.packages.demo-transformers.version"
+    pin = f"demo-transformers==4.57.6 (env-templates/demo.toml: {key})"
+    for platform in ("linux-64", "linux-aarch64"):
+        told = f"{platform}: override demo-transformers==5.5.4, locked 5.5.4: replaces {pin}"
+        assert f"{told}; 1 already satisfied" in err, err
+    assert "overrules nothing" not in err
+    sources = tomllib.loads((example.root / "locks" / f"{ENV}.sources.toml").read_text())
+    (override,) = sources["overrides"]
+    recorded = [(r["text"], r["file"], r.get("key"), r.get("source")) for r in override["replaced"]]
+    assert recorded == [
+        ("demo-transformers==4.57.6", "env-templates/demo.toml", key, None),
+        ("demo-transformers>=5.0", "requirements.txt", None, "rollout"),
+    ]
+    code, out, _ = envgen(example, "check", ENV, "--no-env")
+    assert code == 0, out
+
+
+@pytest.fixture
+def extended(example: Example) -> Iterator[Example]:
+    """The example with `demo-x`, which extends demo and writes only its name and one pin."""
+    path = example.root / "env-templates" / f"{EXTENDED}.toml"
+    head = f'schema = 1\nextends = "demo"\n\n[env]\nname = "{EXTENDED}"\n'
+    path.write_text(f"{head}\n[pip.packages]\n{PEFT}\n")
+    yield example
+    path.unlink()
+    for lock in (example.root / "locks").glob(f"{EXTENDED}.*"):
+        lock.unlink()
+
+
+EXTENDED = "demo-x"
+PEFT = 'demo-peft = { version = "==0.18.0" }'
+
+
+def test_what_an_extending_matrix_inherits_is_attributed_to_the_file_that_wrote_it(
+    extended: Example,
+) -> None:
+    # demo-peft 0.18.0 needs demo-transformers>=5.0, which the inherited override excludes.
+    code, _, err = envgen(extended, "lock", EXTENDED)
+    assert code == 3, err
+    own = f"env-templates/{EXTENDED}.toml: pip.packages.demo-peft.version"
+    inherited = "env-templates/demo.toml: overrides.demo-transformers.requirement"
+    assert f"  demo-peft==0.18.0  ({own})\n" in err
+    assert f"  demo-transformers==4.57.6  ({inherited})\n" in err
+    # Where to add a key is still the env's own file.
+    assert f"(requirement + reason) to env-templates/{EXTENDED}.toml" in err
+    path = extended.root / "env-templates" / f"{EXTENDED}.toml"
+    path.write_text(path.read_text().replace(PEFT, "demo-peft = {}"))
+    code, _, err = envgen(extended, "lock", EXTENDED)
+    assert code == 0, err
+    sources = tomllib.loads((extended.root / "locks" / f"{EXTENDED}.sources.toml").read_text())
+    (override,) = sources["overrides"]
+    pin = next(r for r in override["replaced"] if r.get("key"))
+    pinned = ("env-templates/demo.toml", "pip.packages.demo-transformers.version")
+    assert (pin["file"], pin["key"]) == pinned

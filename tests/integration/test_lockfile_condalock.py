@@ -19,7 +19,7 @@ from envgen.process import run
 from envgen.project import Project
 from envgen.resolve.conda_stage import solve_conda
 
-from tests.support.builders import digest, make_lock, make_matrix, pip_entry
+from tests.support.builders import at, digest, make_lock, make_matrix, pip_entry
 
 CONDA_LOCK = Path(sys.executable).parent / "conda-lock"
 PLATFORMS = ("linux-aarch64", "linux-64")
@@ -33,7 +33,7 @@ def lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lock]:
         channel = Channel("demo", f"{base}/demo")
         matrix = make_matrix(platforms=PLATFORMS, channels=(channel,), conda_specs=("python 3.11.*", "pip"))
         cache = tmp_path_factory.mktemp("cache")
-        conda = tuple(e for p in PLATFORMS for e in solve_conda(matrix, p, cache=cache))
+        conda = tuple(e for p in PLATFORMS for e in solve_conda(matrix, p, at(cache)))
     pip = tuple(
         pip_entry(name, version, platform, depends=depends)
         for platform in PLATFORMS

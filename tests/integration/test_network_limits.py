@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from envgen import network
 from envgen.cli import cli
 from envgen.errors import EnvgenError, NetworkError
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
 from envgen.example.project import Example
 from envgen.inputs.channels import IndexAccess
-from envgen.resolve.git_remote import ls_remote
+from envgen.resolve.git_remote import GitEnv, ls_remote
 from envgen.resolve.index_client import IndexClient, fetch_filenames
 
 from tests.support.example import served_example
@@ -266,7 +267,7 @@ def test_a_stalling_git_remote_ends_at_the_read_limit(mode: str, monkeypatch: py
     with stalling_server(mode) as base:
         started = time.monotonic()
         with pytest.raises(NetworkError) as raised:
-            ls_remote(f"{base}/org/repo.git", source="lib")
+            ls_remote(f"{base}/org/repo.git", GitEnv.read(os.environ), source="lib")
         print(f"git ls-remote against a {mode} server: {time.monotonic() - started:.1f} s")
     message = raised.value.message
     assert message.startswith(f"source lib: cannot reach git remote {base}/org/repo.git: no data for 1 s (fatal: ")
@@ -282,7 +283,7 @@ def test_a_stalling_index_page_ends_at_the_read_limit_after_the_retries(
     monkeypatch.setenv("ENVGEN_RETRIES", "1")
     with stalling_server(mode) as base:
         index = IndexAccess("private", f"{base}/simple", explicit=False)
-        with IndexClient([index]) as client, pytest.raises(EnvgenError) as raised:
+        with IndexClient([index], network.limits()) as client, pytest.raises(EnvgenError) as raised:
             # the body is read in full: a server that sent only headers stalls the read
             fetch_filenames(client, index, "demo-torch")
     assert raised.value.message == f"cannot reach {base}/simple/demo-torch/: no answer within 0.5 s"

@@ -15,9 +15,11 @@ from envgen.example.project import PYPI_DISTS, Example, advance_branch, bump_ver
 from envgen.example.wheels import FixtureDist
 from envgen.inputs.matrix import load_env
 from envgen.lockio.store import read_lock
+from envgen.network import Limits
 from envgen.project import Project
-from envgen.resolve.pip_stage import still_offered
+from envgen.resolve.index_client import Indexes
 
+from tests.support.builders import at
 from tests.support.example import run_envgen
 
 ENV = "demo"
@@ -216,14 +218,19 @@ def test_a_package_pinning_the_bumped_one_moves_with_it_without_a_warning(exampl
         }
 
 
-def test_the_index_is_asked_whether_a_previous_version_is_still_offered(example: Example) -> None:
+def test_the_index_is_asked_whether_a_previous_version_is_still_offered(
+    example: Example,
+    tmp_path: Path,
+) -> None:
     lock(example)
     project = Project(example.root)
     bridge = [e for e in read_lock(project, ENV).pip if e.name == "demo-bridge"]  # type: ignore[union-attr]
     matrix = load_env(project, ENV)
-    assert still_offered(matrix, bridge) == {"demo-bridge"}
+    indexes = at(tmp_path).accesses(matrix.indexes)
+    asked = Indexes(tmp_path, Limits(), offline=False)
+    assert asked.offered(bridge, indexes) == {"demo-bridge"}
     republish(example, pypi=[d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")])
-    assert still_offered(matrix, bridge) == set()
+    assert asked.offered(bridge, indexes) == set()
 
 
 def test_a_changed_conda_spec_moves_that_package_with_its_reason(

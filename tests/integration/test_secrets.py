@@ -37,7 +37,7 @@ from envgen.installer import install_conda
 from envgen.model import Channel
 from envgen.resolve.conda_stage import solve_conda
 
-from tests.support.builders import make_lock, make_matrix
+from tests.support.builders import at, make_lock, make_matrix
 from tests.support.example import use_git_config
 from tests.support.githttp import serve_git
 from tests.support.shared import build_once
@@ -153,7 +153,7 @@ def test_a_conda_prefix_installs_from_an_authenticated_channel_and_keeps_no_cred
         written = base.replace("http://", f"http://{user}:${{CONDA_TOKEN}}@") + "/demo"
         channel = Channel("demo", written)
         matrix = make_matrix(channels=(channel,), conda_specs=("python 3.11.*", "pip"))
-        entries = solve_conda(matrix, "linux-64", cache=tmp_path / "cache")
+        entries = solve_conda(matrix, "linux-64", at(tmp_path / "cache"))
         assert all(e.url.startswith(f"{base}/demo/") for e in entries)
         lock = make_lock(channels=(channel,), conda=entries)
         credentials = lock_credentials(lock, tmp_path / "no-channels", None, os.environ)
@@ -174,7 +174,7 @@ def test_a_conda_token_in_the_channel_path_is_refused_before_any_request(
     monkeypatch.setenv("CONDA_TOKEN", "tk-5ecret")
     matrix = make_matrix(channels=(Channel("private", url),), conda_specs=("python 3.11.*",))
     with pytest.raises(InputError) as raised:
-        solve_conda(matrix, "linux-64", cache=tmp_path / "cache")
+        solve_conda(matrix, "linux-64", at(tmp_path / "cache"))
     assert "channels/private.toml" in raised.value.message and "/t/***/demo" in raised.value.message
     assert "tk-5ecret" not in str(raised.value) + (raised.value.hint or "")
     assert not (tmp_path / "cache").exists()

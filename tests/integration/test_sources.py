@@ -15,8 +15,9 @@ from envgen.example.gitrepos import GitRepo, python_project, side_commit
 from envgen.model import PYPROJECT, LockedSource, Matrix, Source
 from envgen.resolve.git_remote import ls_remote, upstream_commit
 from envgen.resolve.git_sources import resolve_sources
+from envgen.resolve.movable import Movable
 
-from tests.support.builders import make_matrix
+from tests.support.builders import at, current_git, make_matrix
 from tests.support.example import empty_git_config
 
 
@@ -52,36 +53,41 @@ def test_tags_annotated_and_lightweight_and_head(tmp_path: Path, cache: Path) ->
     assert repo.git("rev-parse", "v2") != annotated  # the tag object is not the commit
     tip = repo.commit({"a.txt": "3\n"}, "third")
 
-    refs = ls_remote(repo.url)
+    refs = ls_remote(repo.url, current_git())
     assert refs["refs/tags/v1"] == light and refs["refs/tags/v2"] == annotated == second
     assert refs["HEAD"] == refs["refs/heads/main"] == tip
 
     locked = resolve_sources(
         matrix(source("light", repo, "v1"), source("annotated", repo, "v2"), source("head", repo, "HEAD")),
-        cache=cache,
+        at(cache),
     )
     assert [(x.source.name, x.commit) for x in locked] == [("light", light), ("annotated", second), ("head", tip)]
     assert all(x.picked == () and len(x.tree) == 40 for x in locked)
-    assert upstream_commit(source("annotated", repo, "v2")) == second
+    assert upstream_commit(source("annotated", repo, "v2"), current_git()) == second
 
 
 def test_moving_branch_is_kept_until_updated(tmp_path: Path, cache: Path) -> None:
     repo = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"})
     old = repo.commit({"a.txt": "2\n"}, "on release", branch="release/v1")
     m = matrix(source("lib", repo, "release/v1"))
-    (first,) = resolve_sources(m, cache=cache)
+    (first,) = resolve_sources(m, at(cache))
     assert first.commit == old
 
     new = repo.commit({"a.txt": "3\n"}, "moved", branch="release/v1")
     previous = {"lib": first}
-    assert [x.commit for x in resolve_sources(m, cache=cache, previous=previous)] == [old]
-    assert upstream_commit(m.sources[0]) == new  # what a drift check sees
-    assert [x.commit for x in resolve_sources(m, cache=cache, previous=previous, update={"lib"})] == [new]
-    assert [x.commit for x in resolve_sources(m, cache=cache, previous=previous, update=True)] == [new]
-    assert [x.commit for x in resolve_sources(m, cache=cache, previous=previous, update={"other"})] == [old]
+    assert [x.commit for x in resolve_sources(m, at(cache), previous=previous)] == [old]
+    assert upstream_commit(m.sources[0], current_git()) == new  # what a drift check sees
+
+    def commits(update: Movable) -> list[str]:
+        return [x.commit for x in resolve_sources(m, at(cache), previous=previous, update=update)]
+
+    assert commits(Movable.sources(names=["lib"])) == [new]
+    assert commits(Movable.sources(everything=True)) == [new]
+    assert commits(Movable.sources(names=["other"])) == [old]
     # A changed ref is re-resolved even without update.
     changed = matrix(source("lib", repo, "main"))
-    assert [x.commit for x in resolve_sources(changed, cache=cache, previous=previous)] == [repo.rev("main")]
+    again = resolve_sources(changed, at(cache), previous=previous)
+    assert [x.commit for x in again] == [repo.rev("main")]
 
 
 def test_kept_commit_missing_from_a_fresh_cache_is_fetched(tmp_path: Path, cache: Path) -> None:
@@ -90,24 +96,25 @@ def test_kept_commit_missing_from_a_fresh_cache_is_fetched(tmp_path: Path, cache
     repo.commit({"a.txt": "2\n"}, "moved")
     m = matrix(source("lib", repo, "main"))
     previous = {"lib": LockedSource(m.sources[0], old)}
-    (locked,) = resolve_sources(m, cache=tmp_path / "fresh", previous=previous)
+    (locked,) = resolve_sources(m, at(tmp_path / "fresh"), previous=previous)
     assert locked.commit == old
 
     ghost = "0" * 40
     with pytest.raises(ResolutionError, match=f"recorded commit {ghost} does not exist"):
-        resolve_sources(m, cache=cache, previous={"lib": LockedSource(m.sources[0], ghost)})
+        resolve_sources(m, at(cache), previous={"lib": LockedSource(m.sources[0], ghost)})
 
 
 def test_full_sha_ref_and_a_nonexistent_commit(tmp_path: Path, cache: Path) -> None:
     repo = GitRepo.create(tmp_path / "up", {"requirements.txt": "alpha==1\n"})
     first = repo.rev()
     repo.commit({"requirements.txt": "alpha==2\n"}, "bump")
-    (locked,) = resolve_sources(matrix(source("lib", repo, first, requirements=("requirements.txt",))), cache=cache)
+    at_first = source("lib", repo, first, requirements=("requirements.txt",))
+    (locked,) = resolve_sources(matrix(at_first), at(cache))
     assert locked.commit == first and [r.text for r in locked.requirements] == ["alpha==1"]
 
     missing = "1234567890abcdef1234567890abcdef12345678"
     with pytest.raises(ResolutionError) as err:
-        resolve_sources(matrix(source("lib", repo, missing)), cache=cache)
+        resolve_sources(matrix(source("lib", repo, missing)), at(cache))
     assert f"commit {missing} does not exist" in str(err.value) and "source lib" in str(err.value)
     assert err.value.exit_code == 3
 
@@ -120,7 +127,7 @@ def test_fetch_falls_back_when_the_server_refuses_a_sha(
     inner = repo.rev()
     repo.commit({"a.txt": "2\n"}, "tip")
     with caplog.at_level(logging.INFO, logger="envgen.resolve"):
-        (locked,) = resolve_sources(matrix(source("lib", repo, inner)), cache=cache)
+        (locked,) = resolve_sources(matrix(source("lib", repo, inner)), at(cache))
     assert locked.commit == inner and "fetching all refs" in caplog.text
 
 
@@ -129,7 +136,7 @@ def test_ref_not_found_names_the_closest_refs(tmp_path: Path, cache: Path) -> No
     repo.branch("releases/v0.23.0")
     repo.tag("v0.23.0")
     with pytest.raises(ResolutionError) as err:
-        resolve_sources(matrix(source("vllm", repo, "releases/v0.23")), cache=cache)
+        resolve_sources(matrix(source("vllm", repo, "releases/v0.23")), at(cache))
     assert "ref 'releases/v0.23' not found" in err.value.message and repo.url in err.value.message
     assert err.value.hint and "releases/v0.23.0" in err.value.hint
 
@@ -137,7 +144,7 @@ def test_ref_not_found_names_the_closest_refs(tmp_path: Path, cache: Path) -> No
 def test_unreachable_remote_is_redacted_and_suggests_a_mirror(cache: Path) -> None:
     url = "http://user:s3cret@127.0.0.1:9/org/repo.git"
     with pytest.raises(ResolutionError) as err:
-        resolve_sources(matrix(source("lib", url, "main")), cache=cache)
+        resolve_sources(matrix(source("lib", url, "main")), at(cache))
     text = str(err.value)
     assert "s3cret" not in text and "cannot reach git remote http://***@127.0.0.1:9/org/repo.git" in text
     assert "insteadOf" in text and "source lib" in text
@@ -148,7 +155,8 @@ def test_unreachable_remote_of_a_full_sha_ref_is_named_without_a_fallback_fetch(
 ) -> None:
     url = "http://127.0.0.1:9/org/repo.git"
     with caplog.at_level(logging.INFO, logger="envgen.resolve"), pytest.raises(ResolutionError) as err:
-        resolve_sources(matrix(source("mindspeed", url, "0c6c0ceaa523a96032dee1539a52032155e6404e")), cache=cache)
+        pinned = source("mindspeed", url, "0c6c0ceaa523a96032dee1539a52032155e6404e")
+        resolve_sources(matrix(pinned), at(cache))
     assert f"source mindspeed: cannot reach git remote {url}" in str(err.value)
     assert "fetching all refs" not in caplog.text
 
@@ -161,18 +169,18 @@ def test_every_failed_source_is_named(tmp_path: Path, cache: Path) -> None:
         source("verl", "http://127.0.0.1:9/verl.git", "HEAD"),
     )
     with pytest.raises(ResolutionError) as err:
-        resolve_sources(matrix(*sources), cache=cache)
+        resolve_sources(matrix(*sources), at(cache))
     assert "source vllm: cannot reach git remote http://127.0.0.1:9/vllm.git" in err.value.message
     assert "(sources verl failed too)" in err.value.message and err.value.hint and "insteadOf" in err.value.hint
 
 
 def test_a_cache_repository_left_half_made_is_completed(tmp_path: Path, cache: Path) -> None:
     repo = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"})
-    resolve_sources(matrix(source("lib", repo, "main")), cache=cache)
+    resolve_sources(matrix(source("lib", repo, "main")), at(cache))
     (cached,) = (cache / "git").glob("*.git")
     subprocess.run(["git", "remote", "remove", "origin"], cwd=cached, check=True)  # as if interrupted
     repo.commit({"a.txt": "2\n"}, "moved")
-    (locked,) = resolve_sources(matrix(source("lib", repo, "main")), cache=cache)
+    (locked,) = resolve_sources(matrix(source("lib", repo, "main")), at(cache))
     assert locked.commit == repo.rev()
 
 
@@ -183,8 +191,8 @@ def test_cherry_pick_applies_deterministically(tmp_path: Path) -> None:
     fix = side_commit(repo, "fix", {"requirements.txt": "alpha==1\nbeta>=2\n"}, "add beta", start=base)
     m = matrix(source("lib", repo, "v1", cherry_picks=(fix,), requirements=("requirements.txt",)))
 
-    (one,) = resolve_sources(m, cache=tmp_path / "c1")
-    (two,) = resolve_sources(m, cache=tmp_path / "c2")
+    (one,) = resolve_sources(m, at(tmp_path / "c1"))
+    (two,) = resolve_sources(m, at(tmp_path / "c2"))
     assert one.commit == base and len(one.picked) == 1 and one.picked[0] not in (base, fix)
     assert one.picked == two.picked and one.tree == two.tree  # fixed committer identity and date
     assert [r.text for r in one.requirements] == ["alpha==1", "beta>=2"]
@@ -197,12 +205,12 @@ def test_cherry_pick_conflict_names_commits_and_files(tmp_path: Path, cache: Pat
     repo.commit({"requirements.txt": "alpha==2\n", "setup.cfg": "[y]\n"}, "main moves on")
     clash = side_commit(repo, "clash", {"requirements.txt": "alpha==3\n", "setup.cfg": "[z]\n"}, "x", start=base)
     with pytest.raises(ResolutionError) as err:
-        resolve_sources(matrix(source("lib", repo, "main", cherry_picks=(clash,))), cache=cache)
+        resolve_sources(matrix(source("lib", repo, "main", cherry_picks=(clash,))), at(cache))
     message = err.value.message
     assert f"cherry-pick of {clash} onto {repo.rev('main')}" in message
     assert "conflicts in requirements.txt, setup.cfg" in message and "source lib" in message
     with pytest.raises(InputError, match="not a full 40-hex commit"):
-        resolve_sources(matrix(source("lib", repo, "main", cherry_picks=(clash[:12],))), cache=cache)
+        resolve_sources(matrix(source("lib", repo, "main", cherry_picks=(clash[:12],))), at(cache))
 
 
 def test_requirements_includes_markers_indexes_and_git_lines(
@@ -233,7 +241,7 @@ def test_requirements_includes_markers_indexes_and_git_lines(
         source("other", other, "main", requirements=("r.txt",)),
     )
     with caplog.at_level(logging.WARNING, logger="envgen.resolve"):
-        locked = resolve_sources(m, cache=cache)
+        locked = resolve_sources(m, at(cache))
 
     assert [x.source.name for x in locked] == ["verl", "transferqueue", "shared-lib", "other"]
     verl, tqs = locked[0], locked[1]
@@ -254,20 +262,22 @@ def test_requirements_includes_markers_indexes_and_git_lines(
 
 def test_pyproject_dependencies_and_missing_files(tmp_path: Path, cache: Path) -> None:
     repo = python_project(tmp_path / "proj", "demo-proj", dependencies=("numpy>=1.26", "requests ; os_name == 'posix'"))
-    (locked,) = resolve_sources(matrix(source("demo", repo, "main", requirements=(PYPROJECT,))), cache=cache)
+    demo = source("demo", repo, "main", requirements=(PYPROJECT,))
+    (locked,) = resolve_sources(matrix(demo), at(cache))
     assert [(r.text, r.origin.file) for r in locked.requirements] == [
         ("numpy>=1.26", "pyproject.toml"),
         ('requests; os_name == "posix"', "pyproject.toml"),
     ]
 
     with pytest.raises(ResolutionError) as err:
-        resolve_sources(matrix(source("demo", repo, "main", requirements=("requirements-npu.txt",))), cache=cache)
+        npu = source("demo", repo, "main", requirements=("requirements-npu.txt",))
+        resolve_sources(matrix(npu), at(cache))
     assert "source demo at commit " + repo.rev() in err.value.message
     assert "requirements-npu.txt" in err.value.message
 
     repo.commit({"pyproject.toml": '[project]\nname = "d"\nversion = "1"\ndynamic = ["dependencies"]\n'}, "dyn")
     with pytest.raises(InputError, match="dynamic"):
-        resolve_sources(matrix(source("demo", repo, "main", requirements=(PYPROJECT,))), cache=cache)
+        resolve_sources(matrix(source("demo", repo, "main", requirements=(PYPROJECT,))), at(cache))
 
 
 def test_insteadof_mirror_is_honoured_and_the_lock_keeps_the_canonical_url(
@@ -278,11 +288,11 @@ def test_insteadof_mirror_is_honoured_and_the_lock_keeps_the_canonical_url(
     git(git_config, f"url.{mirror.as_uri()}/.insteadOf", "https://github.com/")
     canonical = "https://github.com/example/proj.git"
     (locked,) = resolve_sources(
-        matrix(source("proj", canonical, "main", requirements=("requirements.txt",))), cache=cache
+        matrix(source("proj", canonical, "main", requirements=("requirements.txt",))), at(cache)
     )
     assert locked.source.url == canonical and locked.commit == repo.rev()
     assert [r.text for r in locked.requirements] == ["alpha"]
-    assert upstream_commit(locked.source) == repo.rev()
+    assert upstream_commit(locked.source, current_git()) == repo.rev()
 
 
 def test_a_url_with_credentials_keeps_its_recorded_commit(tmp_path: Path, cache: Path, git_config: Path) -> None:
@@ -291,13 +301,13 @@ def test_a_url_with_credentials_keeps_its_recorded_commit(tmp_path: Path, cache:
     # git is given the URL without its credentials (they travel in its environment): a mirror rule names that.
     git(git_config, f"url.{mirror.as_uri()}/.insteadOf", "https://git.example/")
     m = matrix(source("proj", "https://ci:t0ken@git.example/example/proj.git", "main"))
-    (first,) = resolve_sources(m, cache=cache)
+    (first,) = resolve_sources(m, at(cache))
     # What sources.toml gives back: the URL without its credentials.
     recorded = dataclasses.replace(
         first, source=dataclasses.replace(first.source, url="https://git.example/example/proj.git")
     )
     repo.commit({"a.txt": "2\n"}, "moved")
-    (kept,) = resolve_sources(m, cache=cache, previous={"proj": recorded})
+    (kept,) = resolve_sources(m, at(cache), previous={"proj": recorded})
     assert kept.commit == first.commit != repo.rev()
 
 
@@ -306,7 +316,7 @@ def test_several_sources_in_one_call_keep_install_order(tmp_path: Path, cache: P
     # Two sources share one URL (and so one cache repository).
     sources = [source(f"s{i}", r, "main", requirements=("requirements.txt",)) for i, r in enumerate(repos)]
     sources.append(source("s6", repos[0], "HEAD"))
-    locked = resolve_sources(matrix(*reversed(sources)), cache=cache, jobs=4)
+    locked = resolve_sources(matrix(*reversed(sources)), at(cache), jobs=4)
     assert [x.source.name for x in locked] == [f"s{i}" for i in reversed(range(7))]
     assert [x.commit for x in locked] == [r.rev() for r in reversed([*repos, repos[0]])]
     assert [r.text for x in locked for r in x.requirements] == [f"pkg{i}" for i in reversed(range(6))]
@@ -342,9 +352,10 @@ def test_python_project_builds_with_its_version(tmp_path: Path) -> None:
 def test_kept_commit_needs_no_remote_once_cached(tmp_path: Path, cache: Path) -> None:
     repo = GitRepo.create(tmp_path / "up", {"requirements.txt": "alpha\n"})
     m = matrix(source("lib", repo, "main", requirements=("requirements.txt",)))
-    (first,) = resolve_sources(m, cache=cache)
+    (first,) = resolve_sources(m, at(cache))
     repo.path.rename(tmp_path / "gone")
-    (again,) = resolve_sources(m, cache=cache, previous={"lib": first})
+    (again,) = resolve_sources(m, at(cache), previous={"lib": first})
     assert again == first
     with pytest.raises(ResolutionError, match="cannot reach git remote"):
-        resolve_sources(m, cache=cache, previous={"lib": first}, update={"lib"})
+        update = Movable.sources(names=["lib"])
+        resolve_sources(m, at(cache), previous={"lib": first}, update=update)

@@ -22,6 +22,7 @@ from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.input_hashes import input_digests, input_hash
 from envgen.lockio.store import write_lock
 from envgen.model import Lock, LockedSource, Pending
+from envgen.network import Limits
 from envgen.platforms import virtual_packages
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
@@ -307,7 +308,7 @@ def test_pep691_json_pages_are_read() -> None:
     thread.start()
     try:
         base = IndexAccess("json", f"http://127.0.0.1:{server.server_address[1]}/simple", explicit=False)
-        with IndexClient([base]) as client:
+        with IndexClient([base], Limits()) as client:
             assert fetch_filenames(client, base, "MBridge") == ["mbridge-0.15.1-py3-none-any.whl"]
             assert fetch_filenames(client, base, "absent") is None
             with pytest.raises(EnvgenError, match=r"/simple/broken/ answered with a page that is not PEP 691 JSON"):
@@ -349,6 +350,6 @@ def test_newest_version_prefers_final_releases() -> None:
 @pytest.mark.network
 def test_pypi_answers_with_versions() -> None:
     pypi = IndexAccess("pypi", "https://pypi.org/simple", False)
-    with IndexClient([pypi]) as client:
+    with IndexClient([pypi], Limits()) as client:
         files = fetch_filenames(client, pypi, "packaging")
     assert files and newest_version(files) is not None

@@ -28,7 +28,7 @@ from envgen.project import Project
 from envgen.recipe.render import render_recipe
 from envgen.resolve.git_sources import resolve_sources
 
-from tests.support.builders import make_matrix
+from tests.support.builders import at, make_matrix
 from tests.support.example import empty_git_config, restored_example, run_envgen
 from tests.support.submodules import NestedSubmodules, locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv
@@ -250,7 +250,7 @@ def test_a_source_that_opts_out_or_has_no_gitmodules_records_none(tmp_path: Path
     plain.git("update-index", "--add", "--cacheinfo", f"160000,{repos.child_locked},vendor/stray")
     plain.commit({}, "a stray gitlink")
     source = Source("plainpkg", plain.url, "main", "plainpkg", dependencies=FILES)
-    (locked,) = resolve_sources(make_matrix("t", sources=(source,)), cache=bare_git)
+    (locked,) = resolve_sources(make_matrix("t", sources=(source,)), at(bare_git))
     assert locked.submodules == ()
 
 

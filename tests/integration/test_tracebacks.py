@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from envgen import cli as cli_module
 from envgen.cli import cli
-from envgen.console import INTERNAL_ERROR
+from envgen.cli.exit_codes import INTERNAL_ERROR
 from envgen.project import Project
 
 from tests.support.builders import sample_lock, write_intact

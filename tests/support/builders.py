@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+from pathlib import Path
 
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_hash
 from envgen.lockio.seal import url_host
@@ -33,6 +35,8 @@ from envgen.model import (
 )
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
+from envgen.resolve.git_remote import GitEnv
+from envgen.resolve.settings import Settings
 
 CANN = Cann("pending", "/usr/local/Ascend/cann/set_env.sh")
 CONDA_FORGE = "https://conda.anaconda.org/conda-forge"
@@ -41,6 +45,16 @@ FILES = "https://files.example.org"
 
 def digest(text: str, algorithm: str = "sha256") -> str:
     return hashlib.new(algorithm, text.encode()).hexdigest()
+
+
+def current_git() -> GitEnv:
+    """What git runs with in this process (the test's environment)."""
+    return GitEnv.read(os.environ)
+
+
+def at(cache: Path, *, offline: bool = False) -> Settings:
+    """What resolving takes from this process (the test's environment), `cache` its cache."""
+    return Settings.read(os.environ, cache=cache, offline=offline)
 
 
 def make_matrix(name: str = "demo", *, platforms: tuple[str, ...] = ("linux-64",), **fields: object) -> Matrix:

@@ -197,7 +197,7 @@ def invoke(project: Path, args: Sequence[str]) -> Outcome:
     full = (*args, "--root", str(project))
     with (
         mock.patch("envgen.resolve.preflight._probe", lambda *args: "fuzz: no host is asked here"),
-        mock.patch("envgen.resolve.pipeline.resolve_sources", _offline("resolving git sources")),
+        mock.patch("envgen.resolve.git_sources.resolve_sources", _offline("resolving git sources")),
         mock.patch("envgen.installer.create_venv", _offline("creating the env")),
         mock.patch("envgen.installer.install_conda", _offline("creating the env")),
     ):

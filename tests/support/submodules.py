@@ -12,7 +12,7 @@ from envgen.example.srcprojects import backend_project
 from envgen.model import FILES, LockedSource, Source, Submodule
 from envgen.resolve.git_sources import resolve_sources
 
-from tests.support.builders import make_matrix
+from tests.support.builders import at, make_matrix
 
 
 @dataclass(frozen=True)
@@ -51,5 +51,5 @@ def nested_submodules(root: Path) -> NestedSubmodules:
 def locked_parent(repos: NestedSubmodules, cache: Path, **fields: object) -> LockedSource:
     """The parent as `envgen lock` pins it: its submodules read from its tree, each fetched into `cache`."""
     source = Source("parentpkg", repos.parent.url, "main", "parentpkg", dependencies=FILES, **fields)  # type: ignore[arg-type]
-    (locked,) = resolve_sources(make_matrix("sub", sources=(source,)), cache=cache)
+    (locked,) = resolve_sources(make_matrix("sub", sources=(source,)), at(cache))
     return locked

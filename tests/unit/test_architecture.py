@@ -8,8 +8,12 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "generator" / "envgen"
-# The CLI layer: the commands (cli) and what they share (console: flags, exit codes, output); it may import anything.
-CLI_LAYER = ("cli", "console")
+
+
+# The CLI layer: the cli package (commands, options, output, exit codes); it may import anything.
+def in_cli_layer(name: str) -> bool:
+    return name == "cli" or name.startswith("cli.")
+
 
 FOUNDATION = (
     "errors",
@@ -26,6 +30,7 @@ FOUNDATION = (
     "network",
     "logs",
     "scratch",
+    "names",
     "project",
     "outputs",
 )
@@ -45,14 +50,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "network": ("errors", "interrupts"),
     "logs": (),
     "process": ("errors", "redact", "interrupts"),
-    "project": ("errors", "model", "inputs.untrusted"),
+    "project": ("errors", "model", "names"),
+    "names": (),
     "outputs": ("errors", "project"),
     "inputs": (*FOUNDATION, "inputs"),
     "resolve": (*FOUNDATION, "inputs", "resolve"),
-    "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "lockdiff.moves", "recipe"),
+    "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "recipe"),
     "resolve.head_start": (*FOUNDATION, "inputs", "resolve", "lockio.prediction", "lockio.store"),
     "lockio": (*FOUNDATION, "inputs.files", "inputs.toml_reader", "inputs.untrusted", "lockio"),
-    "lockio.consistency": (*FOUNDATION, "lockio", "resolve.uv_pylock"),
     "lockio.integrity": (*FOUNDATION, "inputs.files", "lockio", "recipe.render"),
     "recipe": (*FOUNDATION, "inputs.untrusted"),
     "installer": (
@@ -73,7 +78,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bundle",
     ),
     "lockdiff": (*FOUNDATION, "lockdiff.compare"),
-    "lockdiff.moves": (*FOUNDATION, "resolve.upgrade"),
     "lockdiff.revisions": (*FOUNDATION, "inputs.files", "inputs.untrusted", "lockdiff", "lockio"),
     "commands": (
         *FOUNDATION,
@@ -120,7 +124,10 @@ def _within(imported: str, allowed: tuple[str, ...]) -> bool:
     return any(imported == a or imported.startswith(a + ".") for a in allowed)
 
 
-@pytest.mark.parametrize(("name", "tree"), [(n, t) for n, t, _ in _modules() if n not in (*CLI_LAYER, "__main__", "")])
+@pytest.mark.parametrize(
+    ("name", "tree"),
+    [(n, t) for n, t, _ in _modules() if not in_cli_layer(n) and n not in ("__main__", "")],
+)
 def test_each_module_imports_only_what_its_layer_may(name: str, tree: ast.Module) -> None:
     allowed = _rule(name)
     assert allowed is not None, f"{name} has no rule in docs/architecture.md (and ALLOWED here)"
@@ -137,10 +144,38 @@ def test_sizes_and_that_only_the_cli_prints_or_exits() -> None:
             length = (node.end_lineno or 0) - node.lineno + 1 if isinstance(node, ast.stmt) else 0
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and length > 60:
                 problems.append(f"{name}.{node.name}: {length} lines")
-            if name not in CLI_LAYER and isinstance(node, ast.Call):
+            if not in_cli_layer(name) and isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Name) and func.id == "print":
                     problems.append(f"{name}:{node.lineno}: print()")
                 if isinstance(func, ast.Attribute) and func.attr == "exit" and getattr(func.value, "id", "") == "sys":
                     problems.append(f"{name}:{node.lineno}: sys.exit()")
     assert problems == []
+
+
+def _process_reads(tree: ast.Module) -> list[int]:
+    """The lines of `tree` that read the process: `os.environ`, or `limits()` with no environment
+    given (it reads os.environ then)."""
+    return [node.lineno for node in ast.walk(tree) if _environ(node) or _process_limits(node)]
+
+
+def _environ(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.Attribute) and node.attr == "environ"):
+        return False
+    return getattr(node.value, "id", "") == "os"
+
+
+def _process_limits(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    return node.func.attr == "limits" and not node.args and not node.keywords
+
+
+def test_no_resolve_module_reads_the_process() -> None:
+    """What resolving takes from the process comes in the Settings a command built once
+    (resolve/settings.py, given the environment it reads)."""
+    resolving = [(name, tree) for name, tree, _ in _modules() if name.startswith("resolve.")]
+    found = [f"{name}:{line}" for name, tree in resolving for line in _process_reads(tree)]
+    assert found == []
+    main = ast.parse((PACKAGE / "commands" / "lock.py").read_text())
+    assert _process_reads(main), "the rule sees what it looks for (the command reads os.environ)"

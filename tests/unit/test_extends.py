@@ -10,8 +10,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
+from envgen.commands.check_static import pin_problems
 from envgen.inputs.matrix import load_env
 from envgen.project import Project
+from envgen.resolve.pip_stage import gather_inputs
+from packaging.requirements import Requirement
+
+from tests.support.builders import make_lock, pip_entry
 
 MATRICES = Path(__file__).parents[1] / "data" / "matrices"
 
@@ -177,3 +182,35 @@ def test_a_base_that_is_a_symbolic_link_out_of_env_templates_is_refused(project:
     assert code == 2 and out == ""
     assert "derived.toml:2: extends: " in err
     assert "is a symbolic link" in err
+
+
+def test_origins_name_the_file_that_wrote_each_key(project: Project) -> None:
+    write(project, "derived", DERIVED + "\n[pip.packages.mbridge]\n")
+    derived = load_env(project, "derived")
+    base, mine = "env-templates/base.toml", "env-templates/derived.toml"
+    # A key the derived file writes is its own; one it inherits is the base's, even inside a table
+    # it adds to.
+    assert derived.file_of("pip", "packages", "torch", "version") == mine
+    assert derived.file_of("pip", "packages", "torch", "index") == base
+    assert derived.file_of("sources", "second", "env", "ZED") == mine
+    assert derived.file_of("sources", "second", "ref") == base
+    assert derived.file_of("conda", "channels") == base
+    assert derived.file_of("conda", "specs") == mine
+    override = str(derived.origin("overrides", "numpy", "requirement"))
+    assert override == f"{base}: overrides.numpy.requirement"
+    # What a re-lock hands uv carries those origins: the pins, a pin with no version, the override.
+    inputs = gather_inputs(derived, "linux-64", (), {})
+    origins = {Requirement(r.text).name: str(r.origin) for r in inputs.requirements}
+    assert origins["torch"] == f"{mine}: pip.packages.torch.version"
+    assert origins["Ray"] == f"{base}: pip.packages.Ray.version"
+    assert origins["mbridge"] == f"{mine}: pip.packages.mbridge"
+    assert origins["numpy"] == f"{base}: overrides.numpy.requirement"
+    # check's static step names the same files.
+    torch = pip_entry("torch", "2.10.0", "linux-64")
+    lock = make_lock("derived", platforms=derived.platforms, pip=(torch,))
+    problems = pin_problems(derived, lock)
+    assert f"{mine}: pip.packages.torch: wants ==2.11.0, linux-64 has 2.10.0" in problems
+    assert f"{base}: pip.packages.internal-tool: not locked for linux-64" in problems
+    # A matrix that extends nothing is its own file throughout.
+    alone = load_env(project, "base")
+    assert alone.key_files == () and alone.file_of("overrides", "numpy", "requirement") == base

@@ -30,6 +30,9 @@ from hypothesis import given, settings
 from tests.support.builders import sample_lock
 from tests.support.lock_strategies import locks
 
+# Seconds a run started here may take (they take well under one, or are stopped).
+BUDGET = 120.0
+
 
 def predict(project: Project, env: str) -> Prediction | None:
     """What the lock of `env` predicts, from its files as the re-lock reads them."""
@@ -182,7 +185,7 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_an_equal_job_adopts_the_run_and_gets_its_output(scratch: Path) -> None:
-    started = HeadStart()
+    started = HeadStart(BUDGET)
     script = "cp input.txt pylock.toml"
     started.start(job("linux-64", script))
     outcome = started.adopt(job("linux-64", script))
@@ -192,7 +195,7 @@ def test_an_equal_job_adopts_the_run_and_gets_its_output(scratch: Path) -> None:
 
 
 def test_another_job_of_the_platform_stops_the_run_and_gets_none(scratch: Path) -> None:
-    started = HeadStart()
+    started = HeadStart(BUDGET)
     started.start(job("linux-64", "sleep 301"))
     started.start(job("linux-aarch64", "cp input.txt pylock.toml"))
     assert running("sleep 301")
@@ -205,7 +208,7 @@ def test_another_job_of_the_platform_stops_the_run_and_gets_none(scratch: Path) 
 
 
 def test_close_stops_every_run_nobody_adopted(scratch: Path) -> None:
-    started = HeadStart()
+    started = HeadStart(BUDGET)
     for platform, seconds in (("linux-64", 303), ("linux-aarch64", 304)):
         started.start(job(platform, f"sleep {seconds}"))
     assert running("sleep 303") and running("sleep 304")
@@ -218,7 +221,7 @@ def test_close_stops_a_run_its_adopter_still_waits_for(scratch: Path, caplog: py
     """Ctrl-C while the pip stage waits on the run it adopted: `lock_envs` closes the head starts on its way out,
     before the interrupt kills the children; the close must stop that run, not wait for uv to finish."""
     caplog.set_level(logging.DEBUG, logger="envgen.resolve.head_start")
-    started = HeadStart()
+    started = HeadStart(BUDGET)
     started.start(job("linux-64", "sleep 60"))
     assert running("sleep 60")
     with ThreadPoolExecutor(1) as pool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import requests
+from envgen.network import Limits
 from envgen.resolve.index_client import IndexClient
 
 
@@ -24,4 +25,4 @@ from envgen.resolve.index_client import IndexClient
     ],
 )
 def test_the_cause_is_the_innermost_message_with_balanced_parentheses(message: str, said: str) -> None:
-    assert IndexClient([]).why(requests.exceptions.ConnectionError(message)) == said
+    assert IndexClient([], Limits()).why(requests.exceptions.ConnectionError(message)) == said

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from envgen import interrupts, network
-from envgen.console import guarded
+from envgen.cli.running import guarded
 from envgen.credentials import NO_CREDENTIALS
 from envgen.resolve.conda_stage import rattler_client
 

@@ -8,15 +8,16 @@ import pytest
 from envgen.commands.status import one_line
 from envgen.errors import InputError
 from envgen.lockdiff.revisions import LockText, diff_sides
+from envgen.network import Limits
 from envgen.resolve.git_remote import unreachable
 
 
 def test_an_unreachable_remote_without_detail_has_no_dangling_colon() -> None:
     """Before: status printed `upstream unreachable (source x: cannot reach git remote URL:)`."""
-    silent = unreachable("https://example.com/x.git", "x", "")
+    silent = unreachable("https://example.com/x.git", "x", "", Limits())
     assert silent.message == "source x: cannot reach git remote https://example.com/x.git (git said nothing)"
     assert one_line(silent.message) == silent.message
-    said = unreachable("https://example.com/x.git", "x", "\nfatal: unable to access\n")
+    said = unreachable("https://example.com/x.git", "x", "\nfatal: unable to access\n", Limits())
     assert (
         one_line(said.message) == "source x: cannot reach git remote https://example.com/x.git: fatal: unable to access"
     )

@@ -10,8 +10,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from envgen.cli.output import envelope
 from envgen.commands.check_report import CheckReport, Step
-from envgen.console import envelope
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,10 +10,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from envgen.errors import NetworkError
 from envgen.model import Channel, Index, Source
-from envgen.resolve.preflight import Relock, host_of, targets, unreachable_hosts
+from envgen.resolve.preflight import host_of, preflight, targets, unreachable_hosts
+from envgen.resolve.request import Relock
 
-from tests.support.builders import locked_source, make_matrix
+from tests.support.builders import at, locked_source, make_lock, make_matrix
 
 SHA = "a" * 40
 
@@ -42,9 +45,9 @@ def test_targets_each_url_once_and_only_the_remotes_a_re_lock_asks(tmp_path: Pat
         "indexes": (Index("pypi", "https://pypi.org/simple"),),
         "sources": (pinned, moving, kept),
     }
-    previous = {"kept": locked_source("kept", kept.url, "main", SHA)}
+    previous = make_lock(sources=(locked_source("kept", kept.url, "main", SHA),))
     relocks = [Relock(make_matrix("a3", **fields), previous), Relock(make_matrix("a2", **fields), previous)]
-    found = {(t.kind, t.url): t.needed_by for t in targets(relocks, cache=tmp_path)}
+    found = {(t.kind, t.url): t.needed_by for t in targets(relocks, at(tmp_path))}
     # The kept commit and the pinned one are not in the (empty) cache: their remotes are asked too.
     assert found == {
         ("git remote", pinned.url): ("a3 source pinned", "a2 source pinned"),
@@ -53,7 +56,7 @@ def test_targets_each_url_once_and_only_the_remotes_a_re_lock_asks(tmp_path: Pat
         ("conda channel", "https://conda.example.org/forge"): ("a3", "a2"),
         ("pip index", "https://pypi.org/simple"): ("a3", "a2"),
     }
-    offline = targets(relocks[:1], cache=tmp_path, offline=True)
+    offline = targets(relocks[:1], at(tmp_path, offline=True))
     assert [t.kind for t in offline] == ["git remote"] * 3 + ["conda channel"]
 
 
@@ -111,6 +114,34 @@ def test_an_index_is_asked_with_head_and_a_get_only_when_head_is_not_taken(
 ) -> None:
     with index_root(head) as (url, seen):
         matrix = make_matrix("a5", indexes=(Index("pypi", url),))
-        failed = unreachable_hosts([Relock(matrix)], cache=tmp_path, timeout=10)
+        failed = unreachable_hosts([Relock(matrix)], at(tmp_path), timeout=10)
     assert seen == methods
     assert [(why.split(" (")[0] if why else why) for _, _, why in failed] == ([reason] if reason else [])
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_the_error_names_every_target_of_a_host_and_the_hint_opens_with_the_channels(
+    tmp_path: Path,
+) -> None:
+    """One channel of two answers: the hint says which file to point elsewhere, channels first."""
+    down = f"http://127.0.0.1:{closed_port()}"
+    with index_root(200) as (up, _):
+        forge, extra = Channel("forge", up.removesuffix("/simple/")), Channel("extra", f"{down}/x")
+        indexes = (Index("mirror", f"{down}/simple"), Index("pypi", up))
+        relocks = [Relock(make_matrix("a5", channels=(forge, extra), indexes=indexes))]
+        with pytest.raises(NetworkError) as failed:
+            preflight(relocks, at(tmp_path), timeout=5)
+    (line,) = failed.value.message.splitlines()[1:]
+    host = down.removeprefix("http://")
+    named = f"conda channel {down}/x (a5) and 1 more (pip index {down}/simple)"
+    assert line.startswith(f"  {host}: {named}: "), line
+    assert failed.value.hint == (
+        "conda channels: point `url` in channels/extra.toml at a mirror this host reaches; "
+        "pip indexes: point `url` in channels/mirror.toml at a mirror this host reaches; "
+        "`envgen lock --no-preflight` skips this check"
+    )

@@ -10,7 +10,7 @@ from envgen.errors import VerificationError
 from envgen.model import LockedSource
 from envgen.process import run, tail
 from envgen.resolve.git_cache import CachedRepo, cached_repo
-from envgen.resolve.git_remote import git_env
+from envgen.resolve.git_remote import GitEnv
 
 _REF = "refs/heads/envgen/"
 
@@ -30,20 +30,25 @@ def _bundle(repo: CachedRepo, commits: Sequence[str], pack_path: str, scratch: P
     return tuple(sorted(sha for sha in boundary if sha in reachable))
 
 
-def _pack_submodules(cache: Path, locked: LockedSource, scratch: Path) -> list[GitPack]:
+def _pack_submodules(
+    cache: Path,
+    locked: LockedSource,
+    scratch: Path,
+    git: GitEnv,
+) -> list[GitPack]:
     """A pack per submodule the lock records for `locked` (nested ones included), each at its gitlink commit."""
     packs = []
     for sub in locked.submodules:
         name = f"{locked.source.name}/{sub.path}"
         pack_path = submodule_path(sub)
-        with cached_repo(cache, sub.url, name) as repo:
+        with cached_repo(cache, sub.url, name, git) as repo:
             repo.fetch(sub.commit, depth=1, what="submodule commit")
             shallow = _bundle(repo, (sub.commit,), pack_path, scratch)
         packs.append(GitPack(name, sub.url, pack_path, (sub.commit,), shallow))
     return packs
 
 
-def pack_source(cache: Path, locked: LockedSource, scratch: Path) -> list[GitPack]:
+def pack_source(cache: Path, locked: LockedSource, scratch: Path, git: GitEnv) -> list[GitPack]:
     """Write the bundles of `locked` and of each submodule its lock records under `scratch`.
 
     They come from the cache repositories the git stage filled: commits already cached are not fetched again;
@@ -52,24 +57,26 @@ def pack_source(cache: Path, locked: LockedSource, scratch: Path) -> list[GitPac
     """
     src = locked.source
     commits = git_commits(locked)
-    with cached_repo(cache, src.url, src.name) as repo:
+    with cached_repo(cache, src.url, src.name, git) as repo:
         repo.fetch(locked.commit, depth=1, what="commit")
         for pick in src.cherry_picks:
             repo.fetch(pick, depth=2, what="cherry-pick")
         shallow = _bundle(repo, commits, git_path(locked), scratch)
-    return [GitPack(src.name, src.url, git_path(locked), commits, shallow), *_pack_submodules(cache, locked, scratch)]
+    pack = GitPack(src.name, src.url, git_path(locked), commits, shallow)
+    return [pack, *_pack_submodules(cache, locked, scratch, git)]
 
 
-def make_mirror(pack: GitPack, bundle_file: Path, mirror: Path) -> None:
-    """A bare repository at `mirror` holding the bundle's commits, shallow where the bundle's history stops."""
+def make_mirror(pack: GitPack, bundle_file: Path, mirror: Path, git: GitEnv) -> None:
+    """A bare repository at `mirror` holding the bundle's commits, shallow where the bundle's
+    history stops."""
     mirror.mkdir(parents=True)
-    run(["git", "init", "--quiet", "--bare", str(mirror)], env=git_env())
+    run(["git", "init", "--quiet", "--bare", str(mirror)], env=git.environ())
     if pack.shallow:
         (mirror / "shallow").write_text("".join(f"{sha}\n" for sha in pack.shallow))
     proc = run(
         ["git", "fetch", "--quiet", "--", str(bundle_file), f"+{_REF}*:{_REF}*"],
         cwd=mirror,
-        env=git_env(),
+        env=git.environ(),
         check=False,
     )
     if proc.returncode != 0:

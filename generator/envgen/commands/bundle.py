@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.filesize import decimal
 
 import envgen
-from envgen import interrupts
+from envgen import interrupts, network
 from envgen.bundle.archive import file_sha256, write_archive
 from envgen.bundle.downloads import Display, fetch_all
 from envgen.bundle.gitpacks import pack_source
@@ -35,6 +35,7 @@ from envgen.model import Lock
 from envgen.outputs import checked_output
 from envgen.project import Project
 from envgen.resolve.archives import extract_members
+from envgen.resolve.git_remote import GitEnv
 from envgen.resolve.index_client import IndexClient
 from envgen.scratch import scratch_dir
 
@@ -102,7 +103,8 @@ def _bundle(
     wanted = wanted_artifacts(lock, chosen)
     found = lock_credentials(lock, project.channels_dir, None, os.environ)
     indexes = [access_index(i, os.environ) for i in lock.indexes]
-    with IndexClient(indexes, credentials=found.pip + found.conda) as client:
+    limits = network.limits(os.environ)
+    with IndexClient(indexes, limits, credentials=found.pip + found.conda) as client:
         paths, downloaded = fetch_all(client, wanted, cache, display=display)
         wheels = archived_wheels(lock, chosen)
         for archive in (a for p in chosen for a in lock.archives_for(p)):
@@ -121,7 +123,7 @@ def _bundle(
         packs = []
         for locked in lock.sources:
             log.info("source %s: bundling commit %s", locked.source.name, locked.commit)
-            for pack in pack_source(cache, locked, scratch):
+            for pack in pack_source(cache, locked, scratch, GitEnv.read(os.environ)):
                 packs.append(pack)
                 files.append((pack.path, scratch / pack.path, ""))
         # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed as archived.

@@ -28,6 +28,7 @@ from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.resolve.conda_stage import solve_conda_preferring
 from envgen.resolve.pip_stage import PypiLock, lock_pypi
+from envgen.resolve.settings import Settings
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -76,13 +77,14 @@ def _pip_again(matrix: Matrix, lock: Lock, platform: str, cache: Path) -> PypiLo
     pinned = pinned_matrix(matrix, lock, platform)
     python = python_of(lock, matrix, platform)
     yml = f"locks/{lock.env}.yml"
+    settings = Settings.read(os.environ, cache=cache)
     # The archives' wheels as locked: their requirements are resolved again too.
     return lock_pypi(
         pinned,
         platform,
         python,
         lock.sources,
-        cache=cache,
+        settings,
         pinned_from=yml,
         archives=lock.archives,
     )
@@ -126,7 +128,8 @@ def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     unreachable: dict[str, list[str]] = {}  # one line per host: its failure -> the platforms it failed
     for platform in lock.platforms:
         locked = lock.conda_for(platform)
-        solve = functools.partial(solve_conda_preferring, matrix, platform, locked, cache=cache)
+        settings = Settings.read(os.environ, cache=cache)
+        solve = functools.partial(solve_conda_preferring, matrix, platform, locked, settings)
         again = _again(platform, problems, unreachable, solve)
         if again is None:
             continue

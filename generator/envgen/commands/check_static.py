@@ -59,12 +59,13 @@ def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
         environment = marker_environment(platform, python_of(lock, matrix, platform))
         entries = pip_by_name(lock, platform)
         for package in _own_pins(matrix):
-            problems += _package_problems(package, platform, environment, entries, provided, matrix.path)
+            problems += _package_problems(package, platform, environment, entries, provided, matrix)
         problems += _conda_problems(matrix, lock, platform)
     locked = {s.source.name: s for s in lock.sources}
     for source in matrix.sources:
         found = locked.get(source.name)
-        where = f"{matrix.path}: sources.{source.name}"
+        # The file naming the source's URL (an extending file may change only its build variables).
+        where = f"{matrix.file_of('sources', source.name, 'url')}: sources.{source.name}"
         if found is None:
             problems.append(f"{where}: not in the lock")
         # A lock records the URL without credentials; the matrix may give it with them.
@@ -96,12 +97,12 @@ def _package_problems(
     environment: dict[str, str],
     entries: dict[str, PipEntry],
     provided: AbstractSet[str],
-    path: str,
+    matrix: Matrix,
 ) -> list[str]:
     name = canonicalize_name(package.name)
     if package.pending is not None or not _applies(package.marker, environment) or name in provided:
         return []
-    where = f"{path}: pip.packages.{package.name}"
+    where = str(matrix.origin("pip", "packages", package.name))
     entry = entries.get(name)
     if entry is None:
         return [f"{where}: not locked for {platform}"]
@@ -120,7 +121,7 @@ def _conda_problems(matrix: Matrix, lock: Lock, platform: str) -> list[str]:
         spec = rattler.MatchSpec(text)
         name = spec.name.normalized
         entry = entries.get(name)
-        where = f"{matrix.path}: conda.specs {text!r}"
+        where = f"{matrix.file_of('conda', 'specs')}: conda.specs {text!r}"
         if entry is None:
             problems.append(f"{where}: {name} is not locked for {platform}")
         elif spec.version and not rattler.VersionSpec(spec.version).matches(rattler.Version(entry.version)):
@@ -181,7 +182,8 @@ def import_check_problems(matrix: Matrix, lock: Lock) -> list[str]:
             if locked != expected and (expected.local is not None or locked.public != expected.public):
                 problems.append(
                     f"{platform}: import {check.module} expects {check.distribution} {check.version}, the lock has "
-                    f"{entry.version}: set its version in [[checks.imports]] of {matrix.path} (or the pin back)"
+                    f"{entry.version}: set its version in [[checks.imports]] of "
+                    f"{matrix.file_of('checks', 'imports')} (or the pin back)"
                 )
     return problems
 

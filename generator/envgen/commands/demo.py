@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from envgen.errors import EnvgenError
+from envgen.errors import EnvgenError, InputError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.project import (
     ENV,
@@ -20,6 +21,7 @@ from envgen.example.project import (
     EXTRA_DISTS,
     GITHUB,
     PYPI_DISTS,
+    PYTHON,
     Example,
     advance_branch,
     bump_version,
@@ -37,6 +39,11 @@ MOVED = ("trainer", "core_r0.12.0")
 
 # How long an interrupted step gets to clean up after SIGINT before its process group is killed.
 STOP_GRACE = 10.0
+
+# The conda front ends `conda-lock install` drives, in the order the demo looks for them on PATH.
+CONDA_TOOLS = ("conda", "mamba", "micromamba")
+# The prefix the researchers' path installs into, in the example project.
+PREFIX = f"{ENV}-env"
 
 
 class StepError(EnvgenError):
@@ -68,6 +75,8 @@ def step_environment(example: Example, workdir: Path, environ: Mapping[str, str]
     """
     env = {k: v for k, v in environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_", "GIT_", "ENVGEN_"))}
     env.update(demo_variables(example, workdir), TMPDIR=str(workdir / "tmp"))
+    # The recipe's pip caches its builds there.
+    env["XDG_CACHE_HOME"] = str(workdir / "cache" / "user")
     (workdir / "tmp").mkdir(exist_ok=True)
     return env
 
@@ -167,12 +176,23 @@ class _Steps:
         self.workdir, self.keep = workdir, keep
         self.commands = 0
 
-    def __call__(self, why: str, args: Sequence[str], expected: frozenset[int] = frozenset({0})) -> None:
-        argv = [*self.envgen, *args[1:], "--root", str(self.root)] if args[0] == "envgen" else list(args)
+    def __call__(
+        self,
+        why: str,
+        args: Sequence[str],
+        expected: frozenset[int] = frozenset({0}),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        if args[0] == "envgen":
+            argv = [*self.envgen, *args[1:], "--root", str(self.root)]
+        elif args[0] == "conda-lock":  # envgen's dependency, beside it, not necessarily on PATH
+            argv = [self.envgen[0], "-m", "conda_lock", *args[1:]]
+        else:
+            argv = list(args)
         self.say("")
         self.say(f"# {why}")
         self.say(f"$ {shlex.join(args)}")
-        code = run_step(argv, cwd=self.root, env=self.env)
+        code = run_step(argv, cwd=self.root, env={**self.env, **(env or {})})
         self.commands += 1
         if code not in expected:
             raise StepError(shlex.join(args), code, self.workdir, kept=self.keep)
@@ -188,10 +208,11 @@ def _tour(step: _Steps, say: Say, example: Example) -> None:
     base = commit_project(root, f"lock {ENV}")
     say(f"# committed the project as {base[:12]}: the base a pull request would diff against")
     step(
-        "check: a throwaway venv (the example's conda python is a stand-in), hash-checked install, "
-        "the recipe, pip check, smoke imports",
-        ["envgen", "check", ENV, "--venv"],
+        "check: a throwaway conda prefix from the lock (rattler), the pip part by the prefix's "
+        "own pip, hash-checked, the recipe, pip check, smoke imports",
+        ["envgen", "check", ENV],
     )
+    _researchers_path(step, say)
     package, old, new = BUMP
     bump_version(example, package, old, new)
     step(f"a version bump: {package} {old} -> {new} in the matrix", ["git", "--no-pager", "diff"])
@@ -208,6 +229,52 @@ def _tour(step: _Steps, say: Say, example: Example) -> None:
         expected=frozenset({1}),
     )
     say(f"# exit 1 is status reporting the drift; `envgen lock {ENV} --update {source}` would take it")
+
+
+def conda_tool(path: str | None) -> str | None:
+    """The first of CONDA_TOOLS on `path` (a PATH value), for `conda-lock install --conda`."""
+    return next((tool for tool in CONDA_TOOLS if shutil.which(tool, path=path)), None)
+
+
+def _researchers_path(step: _Steps, say: Say) -> None:
+    """What a researcher runs on a lock: a conda prefix from locks/<env>.yml, then the recipe. With
+    a conda, mamba or micromamba on PATH that is conda-lock's own install; without one, `envgen
+    install` does both."""
+    tool = conda_tool(step.env.get("PATH"))
+    if tool is None:
+        say("")
+        say(f"# no {', '.join(CONDA_TOOLS)} on PATH for `conda-lock install`: `envgen install`")
+        say("# does what it and the recipe do (rattler makes the conda prefix from the lock, the")
+        say("# prefix's own pip installs the pip part)")
+        step(
+            "the researchers' path: the lock into a conda prefix, then the recipe",
+            ["envgen", "install", ENV, "--prefix", PREFIX],
+        )
+    else:
+        # conda's package cache and environment list, micromamba's root prefix and pip's cache
+        # stay in the demo's directory; pip's version check would ask PyPI.
+        workdir = step.workdir
+        own = {
+            "HOME": str(workdir / "home"),
+            "CONDA_PKGS_DIRS": str(workdir / "cache" / "conda-pkgs"),
+            "MAMBA_ROOT_PREFIX": str(workdir / "mamba"),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        }
+        step(
+            f"the researchers' path: conda-lock installs the lock into a conda prefix ({tool})",
+            ["conda-lock", "install", "--conda", tool, "-p", PREFIX, f"locks/{ENV}.yml"],
+            env=own,
+        )
+        step(
+            "then the recipe: the git sources at their locked commits",
+            ["sh", f"locks/{ENV}.install.sh", "--prefix", PREFIX],
+            env=own,
+        )
+    step(
+        "the prefix's own pip: the locked pip packages and the editable sources, in the prefix",
+        [f"{PREFIX}/bin/pip", "list"],
+        env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
 
 
 def _bundle(step: _Steps, platform: str) -> str:
@@ -228,8 +295,20 @@ def _offline_install(step: _Steps, say: Say, bundle: str) -> None:
     step.env = {**step.env, "GIT_CONFIG_GLOBAL": os.devnull}
     step(
         "install from the bundle with no network: every member checked against the lock first",
-        ["envgen", "install", ENV, "--from-bundle", bundle, "--prefix", "offline-env", "--venv"],
+        ["envgen", "install", ENV, "--from-bundle", bundle, "--prefix", "offline-env"],
     )
+
+
+def check_python(version: Sequence[int] = tuple(sys.version_info[:3])) -> None:
+    """The example is made for one python (PYTHON): refused on another before anything is built."""
+    if tuple(version[:2]) != PYTHON:
+        wanted, have = ".".join(map(str, PYTHON)), ".".join(map(str, version[:3]))
+        raise InputError(
+            f"the demo needs python {wanted}, and envgen runs on python {have} ({sys.executable}): "
+            f"the example's matrix asks for python {wanted}.*, its wheels are for it, and its "
+            "conda python launches this interpreter",
+            hint=f"run envgen with a python {wanted} (`make clean demo PYTHON=python{wanted}`)",
+        )
 
 
 def run_demo(
@@ -246,6 +325,7 @@ def run_demo(
     Raises StepError at the first step that exits with an unexpected code. The servers stop and the
     directory is removed (unless `keep`) however the demo ends, Ctrl-C included.
     """
+    check_python()
     with scratch_dir("envgen-demo-", keep=keep) as workdir:
         say(f"# building the example ({example_dir}) in {workdir}")
         with serve_example(workdir, example_dir) as example:
@@ -300,6 +380,6 @@ PLAYGROUND = (
     (f"envgen status {ENV}", "the upstream branch the demo moved"),
     (f"envgen lock {ENV} --update {MOVED[0]}", "take it: one source moves"),
     ("envgen diff --git HEAD", "what moved since the demo's commit"),
-    (f"envgen check {ENV} --venv", "prove the lock in a throwaway venv"),
+    (f"envgen check {ENV}", "prove the lock in a throwaway conda prefix"),
     (f"envgen bundle {ENV} -o {ENV}.tar.zst", "everything it names, for an offline install"),
 )

@@ -31,6 +31,7 @@ from envgen.lockio.store import LockTexts
 from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
+from envgen.resolve.git_remote import GitEnv
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def opened_bundle(
         mirrors = []
         for number, pack in enumerate(expected.git):
             mirror = scratch / "mirrors" / f"{number}.git"
-            make_mirror(pack, unpacked / pack.path, mirror)
+            make_mirror(pack, unpacked / pack.path, mirror, GitEnv.read(os.environ))
             mirrors.append((pack, mirror))
         log.info("verified %d members of %s", len(expected.members), bundle)
         yield OpenedBundle(

@@ -1,28 +1,33 @@
-"""`envgen lock`: decide whether an env's lock is still fresh, and re-lock it when it is not."""
+"""`envgen lock`: each env fresh or re-locked, under its mutex. The one place a re-lock's effects
+meet: its lock files read (lockio/store.py), the settings built once, the head starts begun and
+the hosts asked, the re-lock core run (resolve/pipeline.py), and what it returns written."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envgen import interrupts
+from envgen.commands.lock_fresh import unchanged_hash
+from envgen.commands.lock_names import check_update_names, check_upgrade_names
 from envgen.errors import EnvgenError, InputError
-from envgen.inputs.extends import read_layered
-from envgen.inputs.toml_reader import did_you_mean
-from envgen.lockio.exports.names import derived_present
-from envgen.lockio.input_hashes import still_current
-from envgen.lockio.store import LockTexts, read_files, recorded_inputs
+from envgen.lockio.store import LockTexts, lock_of, read_files
 from envgen.project import Project, cache_dir
-from envgen.resolve.upgrade import NO_UPGRADE, Upgrade, package_key
+from envgen.resolve.movable import NOTHING, Movable
 
 if TYPE_CHECKING:
-    from envgen.lockdiff.moves import Move
     from envgen.model import Lock, Matrix
     from envgen.resolve.head_start import HeadStart
+    from envgen.resolve.moves import Move
+    from envgen.resolve.request import Relock
+    from envgen.resolve.resolvers import Resolvers
+    from envgen.resolve.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -41,151 +46,103 @@ class LockResult:
     moves: tuple[Move, ...] = ()
 
 
+@dataclass(frozen=True)
+class LockOptions:
+    """What each env's lock is asked: what may move, the settings it resolves in, and whether it
+    re-locks even with its inputs unchanged."""
+
+    update: Movable
+    upgrade: Movable
+    settings: Settings
+    relocking: bool
+
+
 def lock_env(
     project: Project,
     env: str,
     *,
-    update: Collection[str] | bool = (),
+    update: Movable = NOTHING,
     force: bool = False,
     offline: bool = False,
     cache: Path | None = None,
-    upgrade: Upgrade = NO_UPGRADE,
+    upgrade: Movable = NOTHING,
 ) -> LockResult:
-    """Lock one env, without the preflight; a no-op when the recorded inputs are unchanged (unless forced,
-    updating or upgrading)."""
-    return lock_envs(
-        project, [env], update=update, force=force, offline=offline, upgrade=upgrade, preflight=False, cache=cache
-    )[0]
-
-
-def _relock_env(
-    project: Project, matrix: Matrix, started: HeadStart, gate: Callable[[], None], options: _Options
-) -> LockResult:
-    """Re-lock one env under its mutex, unless another run just wrote a fresh lock: its files are
-    read again under it (the head start and the preflight read them before, unguarded)."""
-    # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when something may move,
-    # and only once the head start has begun.
-    from envgen.lockio.env_mutex import env_lock
-    from envgen.resolve.pipeline import relock
-
-    env = matrix.name
-    try:
-        with env_lock(project, env):
-            previous = read_files(project, env)
-            fresh = None if options.relocking else unchanged_hash(project, previous)
-            if fresh is not None:
-                return LockResult(env, "up-to-date", fresh)
-            done = relock(
-                project,
-                matrix,
-                previous,
-                update=options.update,
-                offline=options.offline,
-                cache=options.cache,
-                upgrade=options.upgrade,
-                ahead=started.adopt,
-                pinned=started.pinned,
-                before_write=gate,
-            )
-            return LockResult(env, "locked", done.lock.input_hash, done.lock, done.moves)
-    finally:
-        started.close()
-
-
-def unchanged_hash(project: Project, texts: LockTexts) -> str | None:
-    """The input hash recorded for the lock whose files are `texts` when every input it records
-    still holds, its files are intact and every derived file is there for it; None when stale,
-    absent or unreadable (a re-lock then reads it all properly).
-
-    Reads the files the lock records digests of, the derived files' headers, and the glibc floor of
-    the matrix (its virtual packages depend on it): the matrix is not validated, so a no-op lock
-    loads none of what resolving needs. A matrix whose bytes are those it was locked from was valid
-    then.
-    """
-    env = texts.env
-    recorded = recorded_inputs(texts)
-    if recorded is None:
-        return None
-    digest, inputs = recorded.input_hash, dict(recorded.inputs)
-    glibc = _glibc_floor(project.template(env))
-    if glibc is None or not still_current(project, env, inputs, glibc):
-        return None
-    prefix = "virtual-packages:"
-    platforms = [k.removeprefix(prefix) for k in inputs if k.startswith(prefix)]
-    if not derived_present(project.locks_dir, env, platforms, digest):
-        log.info("%s: a derived file is missing or from another lock: locking again", env)
-        return None
-    if not texts.intact:
-        log.info("%s: the lock files do not hash to the content hash they record: locking again", env)
-        return None
-    return digest
-
-
-def _glibc_floor(matrix_path: Path) -> str | None:
-    """`[system] glibc` of a matrix, the files it extends merged in; None when it does not read (the re-lock
-    that follows reports why)."""
-    try:
-        layered = read_layered(matrix_path)
-    except InputError:
-        return None
-    system = layered.data.get("system")
-    glibc = system.get("glibc") if isinstance(system, dict) else None
-    return glibc if isinstance(glibc, str) else None
-
-
-@dataclass(frozen=True)
-class _Options:
-    update: Collection[str] | bool
-    offline: bool
-    upgrade: Upgrade
-    cache: Path
-    relocking: bool
+    """Lock one env, without the preflight; a no-op when the recorded inputs are unchanged (unless
+    forced, updating or upgrading)."""
+    results = lock_envs(
+        project,
+        [env],
+        update=update,
+        force=force,
+        offline=offline,
+        upgrade=upgrade,
+        preflight=False,
+        cache=cache,
+    )
+    return results[0]
 
 
 def lock_envs(
     project: Project,
     envs: Sequence[str],
     *,
-    update: Collection[str] | bool = (),
+    update: Movable = NOTHING,
     force: bool = False,
     offline: bool = False,
-    upgrade: Upgrade = NO_UPGRADE,
+    upgrade: Movable = NOTHING,
     preflight: bool = True,
     cache: Path | None = None,
 ) -> list[LockResult]:
-    """Lock several envs concurrently (they share nothing but the caches); results in the given order.
+    """Lock several envs concurrently (they share nothing but the caches); results in the given
+    order.
 
-    Every name in `update` must be a source of one of the envs (in its matrix or its recorded lock), and every
-    name `upgrade` lists a package or source of one of them: both are checked before any work. An env whose
-    recorded inputs still hold is up to date (unless forced, updating or upgrading); the matrices of the others
-    are all loaded before any work, and each gets its head start (resolve/head_start.py). With `preflight`,
-    every host they need is asked meanwhile, and all that do not answer are reported at once (NetworkError):
-    the work stops then, and nothing is written.
+    Every name in `update` must be a source of one of the envs (in its matrix or its recorded
+    lock), and every name `upgrade` lists a package or source of one of them: both are checked
+    before any work. An env whose recorded inputs still hold is up to date (unless forced, updating
+    or upgrading); the matrices of the others are all loaded before any work, and each gets its
+    head start (resolve/head_start.py). With `preflight`, every host they need is asked meanwhile,
+    and all that do not answer are reported at once (NetworkError): the work stops then, and
+    nothing is written.
     """
     # Each env's lock files read once here, again under its mutex (another run may have written).
     files = {env: read_files(project, env) for env in envs}
-    if update is not True and update:
+    if update.names:
         check_update_names(project, files, update)
-    if upgrade.packages:
-        check_upgrade_names(project, files, upgrade.packages)
-    relocking = bool(force or update or upgrade != NO_UPGRADE)
-    options = _Options(update, offline, upgrade, cache or cache_dir(), relocking)
+    if upgrade.names:
+        check_upgrade_names(project, files, upgrade)
+    relocking = bool(force or update or upgrade)
     fresh = {env: None if relocking else unchanged_hash(project, files[env]) for env in envs}
     stale = [env for env in envs if fresh[env] is None]
     if not stale:  # the CLI says "up to date", once per env (and -q silences it)
         return [LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest is not None]
-    # Imported here: the matrix loader (packaging) matters only when something may move.
+    # Imported here: the settings (uv located) and the matrix loader (packaging) matter only when
+    # something may move.
+    from envgen.resolve.settings import Settings
+
+    settings = Settings.read(os.environ, cache=cache or cache_dir(), offline=offline)
+    options = LockOptions(update, upgrade, settings, relocking)
+    done = _relock_stale(project, [files[env] for env in stale], options, preflight)
+    kept = {env: LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest}
+    return [done.get(env) or kept[env] for env in envs]
+
+
+def _relock_stale(
+    project: Project, stale: Sequence[LockTexts], options: LockOptions, preflight: bool
+) -> dict[str, LockResult]:
+    """Each env of `stale` (its lock files as read) re-locked, after its head start, while the
+    preflight asks the hosts."""
     from envgen.inputs.matrix import check_conda_specs, load_env
 
     # The conda specs are parsed (rattler) once uv has started: they are not uv's, and nothing runs them before.
-    matrices = [load_env(project, env, conda_specs=False) for env in stale]
+    matrices = [load_env(project, texts.env, conda_specs=False) for texts in stale]
+    files = {texts.env: texts for texts in stale}
     starts: dict[str, HeadStart] = {}
     pool = ThreadPoolExecutor(max_workers=min(4, len(stale)) + 1, initializer=interrupts.worker_thread)
     try:
         for matrix in matrices:
             starts[matrix.name] = _head_start(matrix, files[matrix.name], options)
-        for env, matrix in zip(stale, matrices, strict=True):
-            check_conda_specs(project, env, matrix)
+        for matrix in matrices:
+            check_conda_specs(project, matrix.name, matrix)
         asked = pool.submit(ask_hosts, matrices, files, options) if preflight else None
         gate = asked.result if asked is not None else lambda: None
         futures = {m.name: pool.submit(_relock_env, project, m, starts[m.name], gate, options) for m in matrices}
@@ -196,23 +153,121 @@ def lock_envs(
         # Not waiting: after an interrupt the caller stops the workers (envgen.interrupts) and reports at once.
         pool.shutdown(wait=False, cancel_futures=True)
     if failed:
-        raise _first_failure(failed, several=len(envs) > 1)
-    return [
-        futures[env].result() if env in futures else LockResult(env, "up-to-date", fresh[env] or "") for env in envs
-    ]
+        raise _first_failure(failed, several=len(stale) > 1)
+    return {env: future.result() for env, future in futures.items()}
 
 
-def _head_start(matrix: Matrix, previous: LockTexts, options: _Options) -> HeadStart:
+def _head_start(matrix: Matrix, previous: LockTexts, options: LockOptions) -> HeadStart:
     from envgen.resolve.head_start import head_start
 
     return head_start(
         matrix,
         previous,
-        cache=options.cache,
-        offline=options.offline,
+        options.settings,
         upgrade=options.upgrade,
         update=options.update,
     )
+
+
+def _relock_env(
+    project: Project,
+    matrix: Matrix,
+    started: HeadStart,
+    gate: Callable[[], None],
+    options: LockOptions,
+) -> LockResult:
+    """Re-lock one env under its mutex, unless another run just wrote a fresh lock: its files are
+    read again under it (the head start and the preflight read them before, unguarded)."""
+    # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when
+    # something may move, and only once the head start has begun.
+    from envgen.lockio.env_mutex import env_lock
+    from envgen.resolve.resolvers import Resolvers
+
+    env = matrix.name
+    try:
+        with env_lock(project, env):
+            files = read_files(project, env)
+            fresh = None if options.relocking else unchanged_hash(project, files)
+            if fresh is not None:
+                return LockResult(env, "up-to-date", fresh)
+            resolvers = started.resolvers(Resolvers.real(options.settings))
+            return relock_files(project, matrix, files, options, resolvers, gate)
+    finally:
+        started.close()
+
+
+def relock_files(
+    project: Project,
+    matrix: Matrix,
+    files: LockTexts,
+    options: LockOptions,
+    resolvers: Resolvers,
+    gate: Callable[[], None] = lambda: None,
+) -> LockResult:
+    """Re-lock `matrix` from its lock files as read (`files`) through `resolvers`, and write what
+    the re-lock core returns; `gate` may still stop it (with an error) before anything is written.
+    A failure anywhere before the write leaves the lock files as they were."""
+    from envgen.lockio.conda_lock_yml import import_models
+    from envgen.lockio.input_hashes import file_digests
+    from envgen.lockio.store import write_lock
+    from envgen.resolve.pipeline import relock
+
+    request = replace(_request(matrix, files, options), files=file_digests(project, matrix))
+    # The writer's conda-lock, imported while the resolvers work (a lock read had it imported);
+    # waited for before the write imports it too (two threads importing one module can deadlock),
+    # and by an exit meanwhile (an import cut short by the interpreter's end can crash it).
+    importing = threading.Thread(target=import_models, name="import-models")
+    importing.start()
+    relocked = relock(request, options.settings, resolvers)
+    importing.join()
+    log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
+    gate()
+    write_lock(project, matrix.name, relocked.lock, relocked.recipe, relocked.derived)
+    lock = relocked.lock
+    return LockResult(matrix.name, "locked", lock.input_hash, lock, relocked.moves)
+
+
+def _request(matrix: Matrix, files: LockTexts, options: LockOptions) -> Relock:
+    """The re-lock of `matrix` asked for, its previous lock read from `files` (parsed once: a second
+    read of the same texts finds it parsed)."""
+    from envgen.resolve.request import Relock
+
+    asked = Relock(matrix, update=options.update, upgrade=options.upgrade)
+    return replace(asked, previous=read_previous(files, afresh=asked.moving.everything))
+
+
+def read_previous(texts: LockTexts, *, afresh: bool) -> Lock | None:
+    """The lock whose files are `texts`, whose source commits and versions a re-lock keeps; None
+    when there is none.
+
+    An unreadable lock stops the re-lock, unless every source moves anyway (`afresh`): then it is
+    ignored.
+    """
+    env = texts.env
+    try:
+        return lock_of(texts)
+    except InputError as exc:
+        if afresh:
+            log.warning("%s: ignoring the unreadable previous lock: %s", env, exc.message)
+            return None
+        raise InputError(
+            f"{exc.message}\n(the previous lock is read to keep the commits and versions it pins)",
+            hint=f"restore locks/{env}.* (e.g. `git checkout -- locks/`), or run "
+            f"`envgen lock {env} --upgrade` to lock everything afresh",
+        ) from exc
+
+
+def ask_hosts(
+    matrices: Sequence[Matrix],
+    files: Mapping[str, LockTexts],
+    options: LockOptions,
+) -> None:
+    """The preflight: every host the re-locks of `matrices` (their lock files as read, `files`)
+    will ask, asked; all that do not answer are reported at once (NetworkError). A lock that does
+    not read is bad input, reported before any host is (exit 2)."""
+    from envgen.resolve.preflight import preflight
+
+    preflight([_request(m, files[m.name], options) for m in matrices], options.settings)
 
 
 def _wait_for(futures: Mapping[str, Future[LockResult]], asked: Future[None] | None) -> list[tuple[str, EnvgenError]]:
@@ -243,28 +298,6 @@ def _stop(futures: Iterable[Future[LockResult]]) -> None:
         interrupts.reset()
 
 
-def ask_hosts(
-    matrices: Sequence[Matrix],
-    files: Mapping[str, LockTexts],
-    options: _Options,
-) -> None:
-    """The preflight: every host the re-locks of `matrices` (their lock files as read, `files`) will
-    ask, asked; all that do not answer are reported at once (NetworkError)."""
-    from envgen.resolve.git_sources import sources_to_update
-    from envgen.resolve.pipeline import read_previous
-    from envgen.resolve.preflight import Relock, preflight
-
-    relocks = []
-    for matrix in matrices:
-        moving = sources_to_update(matrix, options.update, options.upgrade)  # as the re-lock will read them
-        # The whole lock, as the re-lock reads it (parsed once: the re-lock finds it parsed): a lock that does
-        # not read is bad input, reported before any host is (exit 2).
-        previous = read_previous(files[matrix.name], afresh=moving is True)
-        kept = {} if previous is None else {s.source.name: s for s in previous.sources}
-        relocks.append(Relock(matrix, kept, moving))
-    preflight(relocks, cache=options.cache, offline=options.offline)
-
-
 def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> EnvgenError:
     """The first env's error, naming that env (and the others that failed) when several were locked together."""
     env, error = failed[0]
@@ -273,108 +306,3 @@ def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> E
         also = f"\n(env{'s' if len(others) > 1 else ''} {', '.join(others)} failed too)" if others else ""
         error.message = f"{env}: {error.message}{also}"
     return error
-
-
-def known_sources(project: Project, files: Mapping[str, LockTexts]) -> set[str]:
-    """The source names of the envs whose lock files are `files`: in their matrices and their
-    recorded locks."""
-    from envgen.inputs.matrix import load_env
-
-    known: set[str] = set()
-    for env, texts in files.items():
-        known |= {s.name for s in load_env(project, env).sources}
-        recorded = recorded_inputs(texts)
-        known |= set(recorded.sources) if recorded else set()
-    return known
-
-
-def check_update_names(
-    project: Project,
-    files: Mapping[str, LockTexts],
-    update: Collection[str],
-) -> None:
-    """InputError for a name in `update` that no env has as a source, rather than a lock that moves nothing."""
-    envs = list(files)
-    known = known_sources(project, files)
-    unknown = sorted(set(update) - known)
-    if unknown:
-        names = ", ".join(sorted(known)) or "none"
-        raise InputError(
-            f"--update {unknown[0]}: no source of that name in {', '.join(envs)} (matrix or recorded lock)"
-            f"{did_you_mean(unknown[0], known)}",
-            hint=f"name one of the sources: {names}; or use --update-all",
-        )
-
-
-def check_upgrade_names(
-    project: Project,
-    files: Mapping[str, LockTexts],
-    names: Collection[str],
-) -> None:
-    """InputError for an `--upgrade-package` name that is no package or source of any env, before any work."""
-    from envgen.inputs.matrix import load_env
-
-    envs = list(files)
-    known = {package_key(n) for n in known_sources(project, files)}
-    for env, texts in files.items():
-        matrix = load_env(project, env)
-        known |= {package_key(p.name) for p in matrix.packages}
-        known |= {package_key(spec.split()[0]) for spec in matrix.conda_specs if spec.split()}
-        known |= {package_key(n) for n in _locked_names(texts)}
-    unknown = sorted(set(names) - known)
-    if unknown:
-        raise InputError(
-            f"--upgrade-package {unknown[0]}: no package or source of that name in {', '.join(envs)} "
-            f"(matrix or recorded lock){did_you_mean(unknown[0], known)}",
-            hint="name a package the lock pins, a matrix package or a source; or use --upgrade for everything",
-        )
-
-
-def _locked_names(texts: LockTexts) -> set[str]:
-    """The names of the packages a lock pins (any platform, conda or pip); none when it does not
-    read (the re-lock reports why)."""
-    from envgen.lockio.store import lock_of
-
-    try:
-        lock = lock_of(texts)
-    except InputError:
-        return set()
-    if lock is None:
-        return set()
-    return {e.name for e in lock.conda} | {e.name for e in lock.pip}
-
-
-def summarize(result: LockResult) -> dict[str, Any]:
-    """The JSON-able summary `envgen lock --json` prints for one env."""
-    summary: dict[str, Any] = {"env": result.env, "status": result.status, "input_hash": result.input_hash}
-    lock = result.lock
-    if lock is not None:
-        summary |= {
-            "platforms": {p: {"conda": len(lock.conda_for(p)), "pip": len(lock.pip_for(p))} for p in lock.platforms},
-            "sources": {s.source.name: {"ref": s.source.ref, "commit": s.commit} for s in lock.sources},
-            "pending": {p.name: p.note for p in lock.pending},
-            "overrides": {o.override.name: o.override.reason for o in lock.overrides},
-            "builds_from_source": sorted({f"{e.name}=={e.version}" for e in lock.pip if e.sdist}),
-            "moved": {p: [m.as_dict() for m in result.moves if m.platform == p] for p in lock.platforms},
-            "sources_moved": [m.as_dict() for m in result.moves if m.manager in ("source", "submodule")],
-        }
-    return summary
-
-
-def summary_lines(summaries: Sequence[Mapping[str, Any]]) -> list[tuple[str, bool]]:
-    """`envgen lock`'s report, one (line, is it a pending item) per line, from the summaries of `summarize`."""
-    lines: list[tuple[str, bool]] = []
-    for item in summaries:
-        if item["status"] == "up-to-date":
-            lines.append((f"{item['env']}: up to date (input hash {item['input_hash'][:12]})", False))
-            continue
-        counts = ", ".join(f"{p}: {c['conda']} conda + {c['pip']} pip" for p, c in item["platforms"].items())
-        lines.append((f"{item['env']}: locked ({counts}; {len(item['sources'])} sources)", False))
-        for platform, moves in [("sources", item["sources_moved"]), *item["moved"].items()]:
-            if moves:
-                lines.append((f"  {platform}: {len(moves)} moved", False))
-            for move in moves:
-                old, new = move["old"] or "(new)", move["new"] or "(removed)"
-                lines.append((f"    {move['manager']} {move['name']} {old} -> {new}: {move['reason']}", False))
-        lines += [(f"  pending {name}: {note}", True) for name, note in item["pending"].items()]
-    return lines

@@ -13,6 +13,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envgen import network
 from envgen.commands.watch_findings import WatchReport
 from envgen.commits import SHORT_SHA, is_full_commit
 from envgen.errors import EnvgenError
@@ -25,7 +26,7 @@ from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.project import Project
 from envgen.redact import redact_url, strip_credentials
-from envgen.resolve.git_remote import upstream_commit
+from envgen.resolve.git_remote import GitEnv, upstream_commit
 from envgen.resolve.index_client import IndexClient, fetch_filenames, file_versions
 
 log = logging.getLogger(__name__)
@@ -305,12 +306,14 @@ def check_drift(sources: Sequence[LockedSource], matrix: Matrix | None = None) -
 
     A lock records URLs without credentials: a source the matrix gives with `user:password@` is asked with them."""
     given = {strip_credentials(s.url): s.url for s in matrix.sources} if matrix else {}
+    git = GitEnv.read(os.environ)
     found = []
     for locked in sources:
         src = locked.source
         url = redact_url(src.url)
         try:
-            now = upstream_commit(dataclasses.replace(src, url=given.get(strip_credentials(src.url), src.url)))
+            asked = dataclasses.replace(src, url=given.get(strip_credentials(src.url), src.url))
+            now = upstream_commit(asked, git)
         except EnvgenError as exc:
             log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
             found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=one_line(exc.message)))
@@ -323,7 +326,7 @@ def check_outdated(matrix: Matrix, lock: Lock) -> tuple[Outdated, ...]:
     """For each unpinned package, the newest version on the first default index that has it."""
     indexes = [access_index(i, os.environ) for i in matrix.default_indexes]
     found = []
-    with IndexClient(indexes) as client:
+    with IndexClient(indexes, network.limits(os.environ)) as client:
         for name in unpinned_packages(matrix):
             key = canonicalize_name(name)
             locked = tuple(sorted({e.version for e in lock.pip if canonicalize_name(e.name) == key}, key=Version))

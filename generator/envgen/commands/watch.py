@@ -19,13 +19,14 @@ from envgen import platforms
 from envgen.commands import watch_findings as judge
 from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError, ResolutionError
-from envgen.inputs.channels import IndexAccess, access_index
-from envgen.model import Lock, Matrix, Origin, PipPackage, TracedRequirement
+from envgen.inputs.channels import IndexAccess
+from envgen.model import Lock, Matrix, PipPackage, TracedRequirement
 from envgen.resolve.git_cache import cached_repo
 from envgen.resolve.git_remote import ls_remote, resolve_ref
 from envgen.resolve.git_sources import requirements_at
 from envgen.resolve.offered import Offer, candidate_indexes, fetch_offers
 from envgen.resolve.overrides import override_origin
+from envgen.resolve.settings import Settings
 
 Found = list[judge.Finding]
 
@@ -33,7 +34,8 @@ Found = list[judge.Finding]
 class _Asked:
     """What a watch asked so far: each remote's refs once, and every failure in one line."""
 
-    def __init__(self, accesses: Sequence[IndexAccess]) -> None:
+    def __init__(self, settings: Settings, accesses: Sequence[IndexAccess]) -> None:
+        self.settings = settings
         self.accesses = tuple(accesses)
         self.errors: list[str] = []
         self._refs: dict[str, Mapping[str, str] | None] = {}
@@ -46,7 +48,7 @@ class _Asked:
         """The refs `url` lists (`git ls-remote`, mirrors honoured); None when it did not answer."""
         if url not in self._refs:
             try:
-                self._refs[url] = ls_remote(url, source=who)
+                self._refs[url] = ls_remote(url, self.settings.git, source=who)
             except EnvgenError as exc:
                 self._refs[url] = None
                 self.failed(exc)
@@ -54,7 +56,7 @@ class _Asked:
 
     def offers(self, wanted: Mapping[str, Sequence[IndexAccess]]) -> dict[str, Offer]:
         """The offer of each package of `wanted` on its indexes; a failed index page is an error."""
-        offers = fetch_offers(wanted, self.accesses)
+        offers = fetch_offers(wanted, self.accesses, self.settings.limits)
         self.errors += offers.errors.values()
         return dict(offers.found)
 
@@ -68,13 +70,14 @@ def watch_env(
 ) -> judge.WatchReport:
     """Everything the watch finds for `matrix` and its `lock`; `drifted` is each source whose ref
     names another commit upstream now: (name, ref, that commit)."""
-    asked = _Asked([access_index(i, os.environ) for i in matrix.indexes])
+    settings = Settings.read(os.environ, cache=cache)
+    asked = _Asked(settings, [settings.access(i) for i in matrix.indexes])
     environments = {p: platforms.marker_environment(p, matrix.python) for p in matrix.platforms}
     found = [
         *_index_findings(matrix, lock, asked, environments),
-        *_moved_findings(matrix, lock, drifted, asked, environments, cache),
+        *_moved_findings(matrix, lock, drifted, asked, environments),
         *_release_findings(matrix, asked),
-        *_page_findings(matrix, asked, cache),
+        *_page_findings(matrix, asked),
     ]
     return judge.WatchReport(tuple(found), tuple(dict.fromkeys(asked.errors)))
 
@@ -125,11 +128,10 @@ def matrix_demands(matrix: Matrix) -> list[TracedRequirement]:
     """What the matrix itself asks of the names it decides: each override, and each pin of a name no
     override replaces (an override takes the pin's place in the direct layer)."""
     overridden = {canonicalize_name(o.name) for o in matrix.overrides}
-    path = matrix.path
-    out = [TracedRequirement(o.requirement, override_origin(path, o)) for o in matrix.overrides]
+    out = [TracedRequirement(o.requirement, override_origin(matrix, o)) for o in matrix.overrides]
     for package in matrix.packages:
         if _decides(package) and canonicalize_name(package.name) not in overridden:
-            origin = Origin(file=path, key=f"pip.packages.{package.name}.version")
+            origin = matrix.origin("pip", "packages", package.name, "version")
             out.append(TracedRequirement(package.requirement, origin))
     return out
 
@@ -144,7 +146,6 @@ def _moved_findings(
     drifted: Sequence[tuple[str, str, str]],
     asked: _Asked,
     environments: judge.Environments,
-    cache: Path,
 ) -> Found:
     """Each drifted source's new requirements that conflict with the matrix's pins or overrides."""
     locked = {ls.source.name: ls for ls in (lock.sources if lock else ())}
@@ -162,7 +163,7 @@ def _moved_findings(
         try:
             # The matrix's source carries the credentials the lock's URL leaves out.
             source = given.get(name, locked[name].source)
-            moved = requirements_at(matrix, source, upstream, cache=cache)
+            moved = requirements_at(matrix, source, upstream, asked.settings)
         except EnvgenError as exc:
             asked.failed(exc)
             continue
@@ -187,7 +188,7 @@ def _release_findings(matrix: Matrix, asked: _Asked) -> Found:
     return found
 
 
-def _page_findings(matrix: Matrix, asked: _Asked, cache: Path) -> Found:
+def _page_findings(matrix: Matrix, asked: _Asked) -> Found:
     """Each watched page at the commit its ref names now, against the blob it was written from."""
     found: Found = []
     for page in matrix.watch.pages:
@@ -199,7 +200,8 @@ def _page_findings(matrix: Matrix, asked: _Asked, cache: Path) -> Found:
             upstream = resolve_ref(refs, page.ref, url=page.url, source=who)
             if not is_full_commit(upstream):  # what a remote says goes into a link, not only to git
                 raise ResolutionError(f"{who}: {page.ref} names {upstream!r}, not a commit")
-            with cached_repo(cache, page.url, who) as repo:
+            settings = asked.settings
+            with cached_repo(settings.cache, page.url, who, settings.git) as repo:
                 repo.fetch(upstream, depth=1, what="commit")
                 blob = repo.blob(upstream, page.path)
         except EnvgenError as exc:

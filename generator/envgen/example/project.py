@@ -22,6 +22,9 @@ EXAMPLE_DIR = Path(__file__).resolve().parent / "data"
 GITHUB = "https://github.com/envgen-demo/"
 ENV = "demo"
 
+# The python the example is made for: its matrix asks for python 3.11.*, its platform wheels are
+# cp311, and its conda python launches the interpreter running envgen, which must be a 3.11 then.
+PYTHON = (3, 11)
 _TAG_AARCH64 = "cp311-cp311-manylinux_2_28_aarch64"
 _TAG_X86_64 = "cp311-cp311-manylinux_2_28_x86_64"
 

@@ -32,7 +32,6 @@ from envgen.inputs.toml_reader import (
     get_table,
     type_name,
 )
-from envgen.inputs.untrusted import env_name_problem, name_problem
 from envgen.model import (
     CANN_SCRIPT_SEPARATOR,
     DEFAULT_CANN_SET_ENV,
@@ -45,6 +44,7 @@ from envgen.model import (
     Profile,
     Source,
 )
+from envgen.names import env_name_problem, name_problem
 from envgen.npu import (
     DEVICE_TYPE_ATTRIBUTE,
     GENERATIONS,
@@ -112,7 +112,9 @@ def load_matrix(path: Path, channels_dir: Path, *, conda_specs: bool = True) -> 
     found = [*channel_problems, *sorted(problems.items, key=lambda p: (rank.get(p.file, 0), p.line or 0))]
     if found or matrix is None:
         raise MatrixError(found)
-    return replace(matrix, bases=tuple(str(p) for p in layered.bases))
+    # Which file wrote each key matters only when there are several files.
+    key_files = tuple(problems.files.items()) if layered.bases else ()
+    return replace(matrix, bases=tuple(str(p) for p in layered.bases), key_files=key_files)
 
 
 def load_env(project: Project, env: str, *, conda_specs: bool = True) -> Matrix:
@@ -120,8 +122,13 @@ def load_env(project: Project, env: str, *, conda_specs: bool = True) -> Matrix:
     where the checkout lives); `conda_specs` as for `load_matrix`."""
     path = project.template(env)
     matrix = load_matrix(path, project.channels_dir, conda_specs=conda_specs)
-    bases = tuple(Path(p).relative_to(project.root).as_posix() for p in matrix.bases)
-    return replace(matrix, path=path.relative_to(project.root).as_posix(), bases=bases)
+
+    def relative(file: str) -> str:
+        return Path(file).relative_to(project.root).as_posix()
+
+    bases = tuple(map(relative, matrix.bases))
+    key_files = tuple((key, relative(file)) for key, file in matrix.key_files)
+    return replace(matrix, path=relative(str(path)), bases=bases, key_files=key_files)
 
 
 def conda_spec_problem(spec: str) -> str | None:

@@ -21,7 +21,7 @@ from envgen.inputs.toml_reader import (
     get_table,
     type_name,
 )
-from envgen.inputs.untrusted import git_url_problem, name_problem, ref_problem, tree_path_problem
+from envgen.inputs.untrusted import git_url_problem, ref_problem, tree_path_problem
 from envgen.model import (
     DEPENDENCY_MODES,
     METADATA,
@@ -31,6 +31,7 @@ from envgen.model import (
     Replacement,
     Source,
 )
+from envgen.names import name_problem
 
 INSTALL_MODES = ("editable", "plain")
 

@@ -14,6 +14,7 @@ from packaging.requirements import Requirement as Pep508
 
 from envgen.errors import InputError, ResolutionError
 from envgen.inputs.files import bounded_nesting
+from envgen.names import vcs_of
 
 # Options that only change how pip finds or builds packages; indexes come from the matrix and channels/.
 INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "--find-links", "-f", "--trusted-host", "--no-index")
@@ -203,7 +204,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 
 def _editable_requirement(target: str) -> str | None:
     """`-e git+URL#egg=name` as the PEP 508 line `name @ git+URL`; None for anything else."""
-    if not target.startswith("git+"):
+    if vcs_of(target) != "git":
         return None
     url, _, fragment = target.partition("#")
     params = dict(p.partition("=")[::2] for p in fragment.split("&") if p)

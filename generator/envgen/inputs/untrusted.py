@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from envgen.commits import is_abbreviated_commit, is_full_commit
+from envgen.names import env_name_problem, name_problem
 from envgen.redact import redact_text
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ _GIT_SCHEMES = ("https", "http", "ssh", "file")
 # `user@host:path`, git's scp-like ssh form.
 _SCP = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9][A-Za-z0-9.-]*:[^-].*")
 _HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A locked version or conda build string: what conda and PEP 440 write, never whitespace or a leading `-`.
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
@@ -63,18 +63,6 @@ def one_line(text: str) -> str:
     (newline, CR, vertical tab, form feed, the file separators, U+2028) and every run of blanks become one
     space, so nothing after it starts a line of its own."""
     return " ".join(text.split())
-
-
-def env_name_problem(env: str) -> str | None:
-    """Why `env` cannot name an env (it is a file name under env-templates/ and locks/, not a path), or None."""
-    return name_problem(env, "env name")
-
-
-def name_problem(name: str, what: str) -> str | None:
-    """Why `name` (an env, source or profile name) is not a plain name, or None."""
-    if _NAME.fullmatch(name):
-        return None
-    return f"{what} {name!r} must start with a letter or digit and hold only letters, digits, '.', '_' or '-'"
 
 
 def variable_problem(name: str) -> str | None:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from envgen.errors import InputError
 from envgen.inputs.files import read_input_text
-from envgen.inputs.untrusted import env_name_problem
 from envgen.lockdiff.compare import LockDiff, diff_locks
 from envgen.lockio.conda_lock_yml import LockYml, parse_lock_yml
 from envgen.lockio.integrity import checked, missing_files, tampered
 from envgen.lockio.store import parse_lock, read_files
 from envgen.model import Lock
+from envgen.names import env_name_problem
 from envgen.process import run
 from envgen.project import Project
 

@@ -19,8 +19,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envgen.model import Lock, PipEntry
+from envgen.names import vcs_of
 from envgen.platforms import marker_environment
-from envgen.resolve.uv_pylock import is_vcs
 
 
 @dataclass(frozen=True, order=True)
@@ -107,7 +107,8 @@ def violations(lock: Lock, python: Callable[[str], str]) -> list[Violation]:
         for locked in lock.sources:
             for req in locked.requirements:
                 parsed = Pep508(req.text)
-                if req.constraint or is_vcs(parsed) or canonicalize_name(parsed.name) in overridden:
+                skipped = req.constraint or vcs_of(parsed.url) is not None
+                if skipped or canonicalize_name(parsed.name) in overridden:
                     continue
                 if parsed.marker is None or parsed.marker.evaluate(environment):
                     found += here.unmet(str(req.origin), parsed.name, str(parsed.specifier))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from envgen.errors import InputError
 from envgen.inputs.files import read_input_text
-from envgen.inputs.untrusted import name_problem
+from envgen.names import name_problem
 from envgen.platforms import glibc_virtual_packages, virtual_packages
 from envgen.project import Project
 
@@ -44,12 +44,29 @@ def input_digests(
     themselves never enter: a checkout anywhere hashes the same. `sources` is the locked sources, or
     their digests by name as a lock recorded them.
     """
+    files = _read_digests(matrix_path, channel_paths, base_paths or {})
+    return combined_digests(files, sources, virtual_packages)
 
-    digests = {"matrix": _file_digest(matrix_path, "the matrix"), "schema": str(LOCK_SCHEMA)}
-    for name, path in (base_paths or {}).items():
-        digests[f"base:{name}"] = _file_digest(path, "the matrix it extends")
+
+def _read_digests(
+    matrix_path: Path, channel_paths: Mapping[str, Path], base_paths: Mapping[str, Path]
+) -> dict[str, str]:
+    files = {"matrix": _file_digest(matrix_path, "the matrix")}
+    for name, path in base_paths.items():
+        files[f"base:{name}"] = _file_digest(path, "the matrix it extends")
     for name, path in channel_paths.items():
-        digests[f"channel:{name}"] = _file_digest(path, f"channel file of {name!r}")
+        files[f"channel:{name}"] = _file_digest(path, f"channel file of {name!r}")
+    return files
+
+
+def combined_digests(
+    files: Mapping[str, str],
+    sources: Sequence[LockedSource] | Mapping[str, str],
+    virtual_packages: Mapping[str, Sequence[str]],
+) -> tuple[tuple[str, str], ...]:
+    """The input digests of a lock from its files' digests (`file_digests`), its sources and its
+    platforms' virtual packages, by component, sorted (pure)."""
+    digests = {**files, "schema": str(LOCK_SCHEMA)}
     if isinstance(sources, Mapping):
         source_digests = dict(sources)
     else:
@@ -120,11 +137,25 @@ def _current_digest(project: Project, env: str, kind: str, name: str, glibc: str
     return None
 
 
+def file_digests(project: Project, matrix: Matrix) -> dict[str, str]:
+    """The digests of the files a lock of `matrix` is made from, as they stand in `project`: the
+    matrix, the matrices it extends, its channel files."""
+    bases = {env: project.template(env) for env in matrix.extends}
+    return _read_digests(project.template(matrix.name), project.channel_files(matrix), bases)
+
+
+def lock_inputs(
+    files: Mapping[str, str], matrix: Matrix, sources: Sequence[LockedSource] | Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """The input digests of a lock of `matrix` from the digests of its files (`file_digests`) and
+    its sources (pure)."""
+    vpkgs = {p: virtual_packages(matrix, p) for p in matrix.platforms}
+    return combined_digests(files, sources, vpkgs)
+
+
 def project_inputs(
     project: Project, matrix: Matrix, sources: Sequence[LockedSource] | Mapping[str, str]
 ) -> tuple[tuple[str, str], ...]:
     """The input digests of `matrix` as it stands in `project` (its file, its channel files, its
     platforms)."""
-    vpkgs = {p: virtual_packages(matrix, p) for p in matrix.platforms}
-    bases = {env: project.template(env) for env in matrix.extends}
-    return input_digests(project.template(matrix.name), project.channel_files(matrix), sources, vpkgs, bases)
+    return lock_inputs(file_digests(project, matrix), matrix, sources)

@@ -18,11 +18,9 @@ from envgen.inputs.untrusted import (
     archive_url_problem,
     commit_problem,
     control_problem,
-    env_name_problem,
     git_url_problem,
     host_problem,
     input_hash_problem,
-    name_problem,
     ref_problem,
     submodule_path_problem,
     tree_path_problem,
@@ -30,6 +28,7 @@ from envgen.inputs.untrusted import (
     variable_problem,
 )
 from envgen.model import DEPENDENCY_MODES, METADATA
+from envgen.names import env_name_problem, name_problem
 
 
 def _rule(problem: Callable[[str], str | None]) -> AfterValidator:

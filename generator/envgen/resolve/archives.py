@@ -25,13 +25,14 @@ from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from envgen import platforms
+from envgen import network, platforms
 from envgen.errors import ResolutionError, VerificationError
 from envgen.inputs.untrusted import tree_path_problem
 from envgen.model import Archive, ArchiveMember, Lock, LockedArchive, Matrix
 from envgen.redact import redact_url
 from envgen.resolve import uv_pylock
 from envgen.resolve.index_client import IndexClient
+from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,25 @@ def member_path(cache: Path, member: ArchiveMember) -> Path:
     return cache / "archives" / "wheels" / member.sha256[:2] / member.sha256 / member.filename
 
 
+class ArchiveFetcher:
+    """The archives of a matrix locked over HTTP into the cache, as `settings` say (the re-lock's
+    resolver of archives, resolve/resolvers.py)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def lock(self, matrix: Matrix, previous: Sequence[LockedArchive]) -> tuple[LockedArchive, ...]:
+        settings = self.settings
+        return lock_archives(matrix, settings.cache, settings.limits, previous=previous, offline=settings.offline)
+
+
 def lock_archives(
-    matrix: Matrix, *, cache: Path, previous: Sequence[LockedArchive] = (), offline: bool = False
+    matrix: Matrix,
+    cache: Path,
+    limits: network.Limits,
+    *,
+    previous: Sequence[LockedArchive] = (),
+    offline: bool = False,
 ) -> tuple[LockedArchive, ...]:
     """Every archive of `matrix` for each platform it has a URL for, in the matrix's order.
 
@@ -60,14 +78,14 @@ def lock_archives(
     bytes at a URL the lock pinned must not change under it."""
     recorded = {(a.name, a.platform, a.url): a.sha256 for a in previous}
     locked: list[LockedArchive] = []
-    with IndexClient(()) as client:
+    with IndexClient((), limits) as client:
         for archive in matrix.archives:
             for platform in matrix.platforms:
                 url = archive.url_for(platform)
                 if url is None:
                     continue
                 pinned = archive.sha256_for(platform)
-                origin = f"{matrix.path}: archives.{archive.name}.sha256"
+                origin = str(matrix.origin("archives", archive.name, "sha256"))
                 if pinned is None and (archive.name, platform, url) in recorded:
                     pinned, origin = (
                         recorded[(archive.name, platform, url)],
@@ -287,6 +305,7 @@ def wheels_directory(
     platform: str,
     cache: Path,
     local: Mapping[str, Path] | None,
+    limits: network.Limits,
 ) -> Iterator[Path | None]:
     """A directory of the wheels the lock takes out of release archives on `platform`, by file name
     (the recipe's --archives): from a bundle's verified files (`local`, sha256 -> path), else out of
@@ -296,7 +315,7 @@ def wheels_directory(
     if not archives:
         yield None
         return
-    with scratch_dir("envgen-archives-") as directory, IndexClient(()) as client:
+    with scratch_dir("envgen-archives-") as directory, IndexClient((), limits) as client:
         for archive in archives:
             found = _wheels_of(archive, client, cache, local)
             for member in archive.members:

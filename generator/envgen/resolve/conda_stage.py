@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import rattler
@@ -30,6 +28,7 @@ from envgen.inputs.channels import expand_url
 from envgen.model import Channel, CondaEntry, Matrix, python_versions
 from envgen.platforms import virtual_packages
 from envgen.redact import redact_text, redact_url, strip_credentials
+from envgen.resolve.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +119,14 @@ def _failed_channel(matrix: Matrix, message: str) -> str:
     return ", ".join(redact_url(url) for url in (named or [c.url for c in matrix.channels]))
 
 
+def _unsatisfiable(matrix: Matrix, platform: str, said: str) -> ResolutionError:
+    return ResolutionError(
+        f"{matrix.file_of('conda', 'specs')}: [conda] specs cannot be satisfied for {platform} "
+        f"(glibc {matrix.glibc}): {', '.join(matrix.conda_specs)}\n{said}",
+        hint="relax the specs named above, or check that the channels carry them for this platform",
+    )
+
+
 def _unreachable(matrix: Matrix, platform: str, message: str, limits: network.Limits) -> NetworkError:
     """One line naming the channel and why (the innermost cause, or the timeout that ended the wait)."""
     if network.timed_out(message):
@@ -141,28 +148,32 @@ class CondaSolve:
     unavailable: tuple[CondaEntry, ...] = ()
 
 
-def solve_conda(matrix: Matrix, platform: str, *, cache: Path) -> tuple[CondaEntry, ...]:
-    """Solve the matrix's conda specs for `platform` (+ noarch) against its channels; entries sorted by name."""
-    return solve_conda_preferring(matrix, platform, (), cache=cache).entries
+def solve_conda(matrix: Matrix, platform: str, settings: Settings) -> tuple[CondaEntry, ...]:
+    """Solve the matrix's conda specs for `platform` (+ noarch) against its channels; entries sorted
+    by name."""
+    return solve_conda_preferring(matrix, platform, (), settings).entries
 
 
 def solve_conda_preferring(
-    matrix: Matrix, platform: str, preferred: Sequence[CondaEntry], *, cache: Path
+    matrix: Matrix, platform: str, preferred: Sequence[CondaEntry], settings: Settings
 ) -> CondaSolve:
-    """Solve the matrix's conda specs for `platform` (+ noarch), keeping `preferred` records where the specs allow.
+    """Solve the matrix's conda specs for `platform` (+ noarch), keeping `preferred` records where
+    the specs allow.
 
-    Repodata is cached under `cache/conda`. Virtual packages come from `virtual_packages`, never the host.
-    `${VAR}` in a channel URL is expanded from the environment; its credentials travel as a header
-    (`rattler_client`), never in a URL rattler could cache or an entry could record.
-    A preferred entry is handed to rattler as the channel's own record of the same file (same sha256): rattler
-    would otherwise keep a record the channel no longer serves; those fall back to a fresh choice.
+    Repodata is cached under the cache's `conda/`. Virtual packages come from `virtual_packages`,
+    never the host. `${VAR}` in a channel URL is expanded from the settings' variables; its
+    credentials travel as a header (`rattler_client`), never in a URL rattler could cache or an
+    entry could record. A preferred entry is handed to rattler as the channel's own record of the
+    same file (same sha256): rattler would otherwise keep a record the channel no longer serves;
+    those fall back to a fresh choice.
     """
     vpkgs = [_generic(v) for v in virtual_packages(matrix, platform)]
-    urls = [_channel_url(c, os.environ) for c in matrix.channels]
+    urls = [_channel_url(c, settings.variables) for c in matrix.channels]
     credentials = Credentials.of(urls)
     channels = [rattler.Channel(split_credential(url)[0]) for url in urls]
-    limits = network.limits()
-    gateway = rattler.Gateway(cache_dir=cache / "conda" / "repodata", client=rattler_client(credentials, limits))
+    limits = settings.limits
+    client = rattler_client(credentials, limits)
+    gateway = rattler.Gateway(cache_dir=settings.cache / "conda" / "repodata", client=client)
     subdirs = [rattler.Subdir(platform), rattler.Subdir("noarch")]
     specs = ", ".join(matrix.conda_specs)
     log.info("solving conda specs for %s: %s", platform, specs)
@@ -189,23 +200,39 @@ def solve_conda_preferring(
     try:
         records, unavailable = network.run_bounded(solve(), budget=limits.budget, over=over)
     except rattler.exceptions.SolverError as exc:
-        raise ResolutionError(
-            f"{matrix.path}: [conda] specs cannot be satisfied for {platform} (glibc {matrix.glibc}): {specs}\n"
-            f"{redact_text(str(exc).strip(), credentials.secrets)}",
-            hint="relax the specs named above, or check that the channels carry them for this platform",
-        ) from exc
+        said = redact_text(str(exc).strip(), credentials.secrets)
+        raise _unsatisfiable(matrix, platform, said) from exc
     except (rattler.exceptions.GatewayError, rattler.exceptions.FetchRepoDataError) as exc:
         # Another platform's or subdir's request may still be running in rattler's threads.
         network.abandoned.set()
         raise _unreachable(matrix, platform, redact_text(str(exc), credentials.secrets), limits) from exc
+    return _solved(records, unavailable, platform)
+
+
+def _solved(
+    records: Sequence[rattler.RepoDataRecord],
+    unavailable: Sequence[CondaEntry],
+    platform: str,
+) -> CondaSolve:
+    """The solve's entries, and the preferred ones the channels no longer offer that are still
+    needed (a package no longer needed is simply gone)."""
     entries = tuple(sorted((_entry(r, platform) for r in records), key=lambda e: e.name))
-    # Only what is still needed fell back; a package no longer needed is simply gone.
     needed = {e.name for e in entries}
-    unavailable = tuple(e for e in unavailable if e.name in needed)
-    if unavailable:
-        shown = ", ".join(f"{e.name} {e.version} {e.build}" for e in unavailable)
+    gone = tuple(e for e in unavailable if e.name in needed)
+    if gone:
+        shown = ", ".join(f"{e.name} {e.version} {e.build}" for e in gone)
         log.warning("%s: the conda channels no longer offer %s; resolved afresh", platform, shown)
-    return CondaSolve(entries, unavailable)
+    return CondaSolve(entries, gone)
+
+
+@dataclass(frozen=True)
+class RattlerSolver:
+    """Solves with rattler against the matrix's channels (the re-lock's `CondaSolver`)."""
+
+    settings: Settings
+
+    def solve(self, matrix: Matrix, platform: str, preferred: Sequence[CondaEntry]) -> CondaSolve:
+        return solve_conda_preferring(matrix, platform, preferred, self.settings)
 
 
 async def _offered(

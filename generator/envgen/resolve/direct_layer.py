@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from envgen import network
 from envgen.errors import ConflictError
 from envgen.inputs.channels import IndexAccess
 from envgen.resolve.conflicts import asked, conflict_record, describe_conflicts, find_conflicts
@@ -31,6 +32,7 @@ def explain_conflicts(
     indexes: Sequence[IndexAccess],
     platform: str,
     environment: Mapping[str, str],
+    limits: network.Limits,
 ) -> ConflictError:
     """uv's failure with the direct layer's conflicts first; `failure` itself when the direct layer
     has none (the conflict lies deeper, in third-party metadata: uv's explanation is the story)."""
@@ -38,7 +40,7 @@ def explain_conflicts(
     direct = set(inputs.direct)
     names = [n for n in asked(inputs.requirements, environment) if n not in direct]
     wanted = {n: candidate_indexes(n, pins.get(n), indexes) for n in names}
-    offers = fetch_offers(wanted, indexes)
+    offers = fetch_offers(wanted, indexes, limits)
     for name, error in offers.errors.items():
         log.debug("%s: the releases of %s are unknown: %s", platform, name, error)
     requirements = [r for r in inputs.requirements if _name(r.text) not in direct]

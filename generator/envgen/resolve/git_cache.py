@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import subprocess
 import tarfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,7 +20,7 @@ from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.errors import InputError, ResolutionError
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
-from envgen.resolve.git_remote import bare_url, git_env, ls_remote, remote_git
+from envgen.resolve.git_remote import GitEnv, bare_url, ls_remote, remote_git
 from envgen.scratch import scratch_dir
 
 logger = logging.getLogger(__name__)
@@ -34,9 +35,12 @@ class CachedRepo:
     path: Path
     url: str
     source: str
+    git_env: GitEnv
 
     def git(self, *args: str, check: bool = True, extra: Mapping[str, str] | None = None) -> str:
-        return run(["git", *args], cwd=self.path, env=git_env(extra), timeout=FETCH_TIMEOUT, check=check).stdout
+        env = self.git_env.environ(extra)
+        proc = run(["git", *args], cwd=self.path, env=env, timeout=FETCH_TIMEOUT, check=check)
+        return proc.stdout
 
     def has_commit(self, sha: str) -> bool:
         return self._exists(f"{sha}^{{commit}}")
@@ -46,7 +50,8 @@ class CachedRepo:
         return self._exists(f"{commit}:{path}")
 
     def _exists(self, spec: str) -> bool:
-        proc = run(["git", "cat-file", "-e", "--end-of-options", spec], cwd=self.path, env=git_env(), check=False)
+        cmd = ["git", "cat-file", "-e", "--end-of-options", spec]
+        proc = run(cmd, cwd=self.path, env=self.git_env.environ(), check=False)
         return proc.returncode == 0
 
     def blob(self, commit: str, path: str) -> str | None:
@@ -56,18 +61,18 @@ class CachedRepo:
 
     def _object(self, spec: str) -> str | None:
         cmd = ["git", "rev-parse", "--verify", "--quiet", "--end-of-options", spec]
-        proc = run(cmd, cwd=self.path, env=git_env(), check=False)
+        proc = run(cmd, cwd=self.path, env=self.git_env.environ(), check=False)
         return proc.stdout.strip() if proc.returncode == 0 else None
 
     def _object_type(self, sha: str) -> str:
         cmd = ["git", "cat-file", "-t", "--end-of-options", sha]
-        return run(cmd, cwd=self.path, env=git_env(), check=False).stdout.strip()
+        return run(cmd, cwd=self.path, env=self.git_env.environ(), check=False).stdout.strip()
 
     def read(self, commit: str, path: str) -> bytes | None:
         """A text file of the tree at `commit` (newlines normalised), or None when it does not exist."""
         cmd = ["git", "cat-file", "blob", "--end-of-options", f"{commit}:{path}"]
         try:
-            proc = run(cmd, cwd=self.path, env=git_env(), check=False)
+            proc = run(cmd, cwd=self.path, env=self.git_env.environ(), check=False)
         except UnicodeDecodeError as exc:
             raise InputError(
                 f"source {self.source} at commit {commit}: {path} is not UTF-8 text ({exc.reason})",
@@ -84,21 +89,24 @@ class CachedRepo:
             tar.extractall(dest, filter="data")
         archive.unlink()
 
+    def _remote(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        return remote_git(args, self.git_env, url=self.url, source=self.source, cwd=self.path)
+
     def fetch(self, sha: str, *, depth: int, what: str) -> None:
         """Make `sha` present: one shallow fetch by sha, or all refs when the server refuses that."""
         if self.has_commit(sha):
             return
         shallow_fetch = ["fetch", "--quiet", f"--depth={depth}", "--", "origin", sha]
-        shallow = remote_git(shallow_fetch, url=self.url, source=self.source, cwd=self.path)
+        shallow = self._remote(shallow_fetch)
         if shallow.returncode == 0 and self.has_commit(sha):
             return
-        ls_remote(self.url, source=self.source)  # an unreachable remote gets its own message, not a fallback
+        # An unreachable remote gets its own message, not a fallback.
+        ls_remote(self.url, self.git_env, source=self.source)
         logger.info("source %s: %s cannot fetch %s by sha; fetching all refs", self.source, redact_url(self.url), sha)
         unshallow = ["--unshallow"] if self.git("rev-parse", "--is-shallow-repository").strip() == "true" else []
         refs = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
-        full = remote_git(
-            ["fetch", "--quiet", *unshallow, "--", "origin", *refs], url=self.url, source=self.source, cwd=self.path
-        )
+        fetch_all = ["fetch", "--quiet", *unshallow, "--", "origin", *refs]
+        full = self._remote(fetch_all)
         if full.returncode != 0:
             raise ResolutionError(
                 f"source {self.source}: fetching {what} {sha} from {redact_url(self.url)} failed:\n"
@@ -120,25 +128,27 @@ def repo_path(cache: Path, url: str) -> Path:
     return cache / "git" / f"{slug}-{hashlib.sha256(bare.encode()).hexdigest()[:12]}.git"
 
 
-def has_commits(cache: Path, url: str, shas: Sequence[str]) -> bool:
-    """Whether the cache already holds every commit of `shas` from `url` (then a lock need not ask the remote)."""
+def has_commits(cache: Path, url: str, shas: Sequence[str], git: GitEnv) -> bool:
+    """Whether the cache already holds every commit of `shas` from `url` (then a lock need not ask
+    the remote)."""
     path = repo_path(cache, url)
     if not (path / "HEAD").exists():
         return False
-    return all(CachedRepo(path, url, "").has_commit(sha) for sha in shas)
+    return all(CachedRepo(path, url, "", git).has_commit(sha) for sha in shas)
 
 
 @contextmanager
-def cached_repo(cache: Path, url: str, source: str) -> Iterator[CachedRepo]:
-    """The cache repository of `url`, created on first use and held exclusively (sources may share a URL).
+def cached_repo(cache: Path, url: str, source: str, git: GitEnv) -> Iterator[CachedRepo]:
+    """The cache repository of `url`, created on first use and held exclusively (sources may share a
+    URL); `git` is what every git call in it runs with.
 
-    The repository knows the URL without credentials (its `config` is a file on disk); fetches get them from
-    the environment (`git_env(url=...)`)."""
+    The repository knows the URL without credentials (its `config` is a file on disk); fetches get
+    them from the environment (`GitEnv.environ(url=...)`)."""
     path = repo_path(cache, url)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{path}.lock"):
         remove_stale_git_locks(path, before=time.time())
-        repo = CachedRepo(path, url, source)
+        repo = CachedRepo(path, url, source, git)
         if not (path / "HEAD").exists():
             path.mkdir(parents=True, exist_ok=True)
             repo.git("init", "--quiet", "--bare")
@@ -179,12 +189,13 @@ def apply_cherry_picks(repo: CachedRepo, commit: str, picks: tuple[str, ...]) ->
                 proc = run(
                     ["git", "cherry-pick", *PICK_FLAGS, "--end-of-options", pick],
                     cwd=tree,
-                    env=git_env(PICK_ENV),
+                    env=repo.git_env.environ(PICK_ENV),
                     check=False,
                 )
                 if proc.returncode != 0:
                     raise _pick_failed(repo, tree, head, pick, proc.stderr)
-                produced.append(run(["git", "rev-parse", "HEAD"], cwd=tree, env=git_env()).stdout.strip())
+                rev = run(["git", "rev-parse", "HEAD"], cwd=tree, env=repo.git_env.environ())
+                produced.append(rev.stdout.strip())
         finally:
             repo.git("worktree", "remove", "--force", "--", str(tree), check=False)
             repo.git("worktree", "prune", check=False)
@@ -192,9 +203,11 @@ def apply_cherry_picks(repo: CachedRepo, commit: str, picks: tuple[str, ...]) ->
 
 
 def _pick_failed(repo: CachedRepo, tree: Path, head: str, pick: str, stderr: str) -> ResolutionError:
-    conflicts = run(["git", "diff", "--name-only", "--diff-filter=U"], cwd=tree, env=git_env(), check=False)
+    env = repo.git_env.environ()
+    unmerged = ["git", "diff", "--name-only", "--diff-filter=U"]
+    conflicts = run(unmerged, cwd=tree, env=env, check=False)
     files = sorted(conflicts.stdout.split())
-    run(["git", "cherry-pick", "--abort"], cwd=tree, env=git_env(), check=False)
+    run(["git", "cherry-pick", "--abort"], cwd=tree, env=env, check=False)
     if files:
         return ResolutionError(
             f"source {repo.source}: cherry-pick of {pick} onto {head} conflicts in {', '.join(files)}",

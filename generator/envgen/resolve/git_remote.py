@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from envgen import network
 from envgen.commits import is_full_commit
@@ -23,48 +24,70 @@ logger = logging.getLogger(__name__)
 GIT_PROTOCOLS = "https:http:ssh:file"
 
 
+GIT_MIRROR = '`git config --global url."<mirror>/".insteadOf "<host>/"`'
 MIRROR_HINT = (
     "check the URL and your network; if the host is blocked, point git at a mirror with "
-    '`git config --global url."<mirror>/".insteadOf "<host>/"` (see docs/mirrors.md)'
+    f"{GIT_MIRROR} (see docs/mirrors.md)"
 )
 
 
-def git_env(extra: Mapping[str, str] | None = None, *, url: str | None = None) -> dict[str, str]:
-    """The user's environment (so their git config, insteadOf mirrors and credentials apply), never prompting,
-    within envgen's network limits.
+@dataclass(frozen=True)
+class GitEnv:
+    """What every git call runs with: the user's variables (so their git config, insteadOf mirrors
+    and credentials apply) as the command read them, and envgen's network limits."""
 
-    When `url` carries `user:password@`, git gets it as an `http.<url>.extraHeader` in the environment
-    (`bare_url` is what git is given instead), so no config file, command line or reflog holds it."""
-    env = dict(os.environ)
-    # Only the transports a source URL may name: `ext::` and other helpers would run a command.
-    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_ALLOW_PROTOCOL=GIT_PROTOCOLS)
-    env.update(network.git_environment(network.limits()))
-    env.update(extra or {})
-    credential = split_credential(url)[1] if url else None
-    return Credentials((credential,)).git_environment(env) if credential else env
+    variables: Mapping[str, str]
+    limits: network.Limits
+
+    @classmethod
+    def read(cls, environ: Mapping[str, str]) -> GitEnv:
+        """The git environment of a command run in `environ`."""
+        return cls(MappingProxyType(dict(environ)), network.limits(environ))
+
+    def environ(
+        self,
+        extra: Mapping[str, str] | None = None,
+        *,
+        url: str | None = None,
+    ) -> dict[str, str]:
+        """git's environment: never prompting, within the network limits.
+
+        When `url` carries `user:password@`, git gets it as an `http.<url>.extraHeader` in the
+        environment (`bare_url` is what git is given instead), so no config file, command line or
+        reflog holds it."""
+        env = dict(self.variables)
+        # Only the transports a source URL may name: `ext::` and other helpers would run a command.
+        env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_ALLOW_PROTOCOL=GIT_PROTOCOLS)
+        env.update(network.git_environment(self.limits))
+        env.update(extra or {})
+        credential = split_credential(url)[1] if url else None
+        return Credentials((credential,)).git_environment(env) if credential else env
 
 
 def bare_url(url: str) -> str:
-    """The URL git is given: an http(s) URL without its credentials (git_env carries those)."""
+    """The URL git is given: an http(s) URL without its credentials (`GitEnv.environ` carries
+    those)."""
     return split_credential(url)[0]
 
 
-def ls_remote(url: str, *, source: str | None = None) -> dict[str, str]:
-    """Every ref the remote advertises (`HEAD`, `refs/heads/…`, `refs/tags/…`) -> commit, tags peeled."""
-    proc = remote_git(["ls-remote", "--", bare_url(url)], url=url, source=source)
+def ls_remote(url: str, git: GitEnv, *, source: str | None = None) -> dict[str, str]:
+    """Every ref the remote advertises (`HEAD`, `refs/heads/…`, `refs/tags/…`) -> commit, tags
+    peeled."""
+    proc = remote_git(["ls-remote", "--", bare_url(url)], git, url=url, source=source)
     if proc.returncode != 0:
-        raise unreachable(url, source, proc.stderr)
+        raise unreachable(url, source, proc.stderr, git.limits)
     return parse_ls_remote(proc.stdout)
 
 
 def remote_git(
-    args: list[str], *, url: str, source: str | None, cwd: Path | None = None
+    args: list[str], git: GitEnv, *, url: str, source: str | None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """A git command that talks to `url` (its credentials in the environment, see git_env): within the network
-    budget, which ends it as the remote's failure."""
-    limits = network.limits()
+    """A git command that talks to `url` (its credentials in the environment, see
+    `GitEnv.environ`): within the network budget, which ends it as the remote's failure."""
+    limits = git.limits
+    env = git.environ(url=url)
     try:
-        return run(["git", *args], cwd=cwd, env=git_env(url=url), timeout=limits.budget, check=False)
+        return run(["git", *args], cwd=cwd, env=env, timeout=limits.budget, check=False)
     except TimedOut as exc:
         who = f"source {source}: " if source else ""
         raise NetworkError(
@@ -105,25 +128,25 @@ def resolve_ref(refs: Mapping[str, str], ref: str, *, url: str, source: str) -> 
     )
 
 
-def upstream_commit(source: Source) -> str:
+def upstream_commit(source: Source, git: GitEnv) -> str:
     """The commit the source's ref names upstream now (a full-sha ref names itself)."""
     if is_full_commit(source.ref):
         return source.ref.lower()
-    return resolve_ref(ls_remote(source.url, source=source.name), source.ref, url=source.url, source=source.name)
+    refs = ls_remote(source.url, git, source=source.name)
+    return resolve_ref(refs, source.ref, url=source.url, source=source.name)
 
 
 def _named(ref: str) -> bool:
     return ref.startswith(("refs/heads/", "refs/tags/"))
 
 
-def unreachable(url: str, source: str | None, stderr: str) -> NetworkError:
+def unreachable(url: str, source: str | None, stderr: str, limits: network.Limits) -> NetworkError:
     """One line naming the remote and why: git's first `fatal:` line, or the read timeout it ran into."""
     who = f"source {source}: " if source else ""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     said = redact_text(next((line for line in lines if line.startswith("fatal:")), lines[0] if lines else ""))
     hint = MIRROR_HINT
     if network.timed_out(said):
-        limits = network.limits()
         said = f"no data for {network.seconds('read', limits)} ({said})"
         hint = f"{MIRROR_HINT}; {network.raise_hint('read', limits)}"
     detail = f": {said}" if said else " (git said nothing)"

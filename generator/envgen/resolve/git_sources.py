@@ -4,38 +4,39 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 from packaging.utils import canonicalize_name
 
 from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError, InputError, MatrixError
-from envgen.inputs.channels import access_index
 from envgen.model import METADATA, LockedSource, Matrix, Source, Submodule, TracedRequirement
+from envgen.platforms import host_platform
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git_cache import CachedRepo, apply_cherry_picks, cached_repo, has_commits
-from envgen.resolve.git_remote import ls_remote, resolve_ref
+from envgen.resolve.git_remote import upstream_commit
 from envgen.resolve.git_submodules import lock_submodules
+from envgen.resolve.movable import NOTHING, Movable
+from envgen.resolve.settings import Settings
 from envgen.resolve.source_metadata import BuildSettings, Declared, declared_dependencies
 from envgen.resolve.source_requirements import digest_files, read_requirements, split_requirements
 from envgen.resolve.source_tree import InstalledTree, check_paths, extras_lines, relabelled
-from envgen.resolve.upgrade import Upgrade
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-def kept_commit(source: Source, previous: Mapping[str, LockedSource], update: Collection[str] | bool) -> str | None:
+def kept_commit(
+    source: Source,
+    previous: Mapping[str, LockedSource],
+    update: Movable,
+) -> str | None:
     """The recorded commit to keep, if the source is unchanged and not asked to update."""
-    if update is True:
-        return None
     old = previous.get(source.name)
-    if old is None or (update and source.name in update):
+    if old is None or update.covers(source.name):
         return None
     # A lock records URLs without credentials: compare them so.
     recorded = (strip_credentials(old.source.url), old.source.ref, old.source.cherry_picks)
@@ -44,30 +45,29 @@ def kept_commit(source: Source, previous: Mapping[str, LockedSource], update: Co
 
 
 def asks_remote(
-    source: Source, previous: Mapping[str, LockedSource], update: Collection[str] | bool, cache: Path
+    source: Source,
+    previous: Mapping[str, LockedSource],
+    update: Movable,
+    settings: Settings,
 ) -> bool:
-    """Whether pinning `source` asks its remote: for its refs (a commit not kept, a ref not a full commit) or for
-    a commit or cherry-pick the git cache lacks."""
+    """Whether pinning `source` asks its remote: for its refs (a commit not kept, a ref not a full
+    commit) or for a commit or cherry-pick the git cache lacks."""
     commit = kept_commit(source, previous, update)
     if commit is None and is_full_commit(source.ref):
         commit = source.ref.lower()
-    return commit is None or not has_commits(cache, source.url, (commit, *source.cherry_picks))
-
-
-def sources_to_update(matrix: Matrix, update: Collection[str] | bool, upgrade: Upgrade) -> Collection[str] | bool:
-    """The sources that move to their ref's current commit: `--update`'s, and those `--upgrade` covers."""
-    if update is True or upgrade.everything:
+    if commit is None:
         return True
-    return sorted(set(update or ()) | {s.name for s in matrix.sources if upgrade.covers(s.name)})
+    shas = (commit, *source.cherry_picks)
+    return not has_commits(settings.cache, source.url, shas, settings.git)
 
 
 def _pin(
     source: Source,
+    settings: Settings,
     *,
-    cache: Path,
     kept: str | None,
     matrix_names: frozenset[str],
-    settings: BuildSettings,
+    build: BuildSettings,
 ) -> tuple[LockedSource, tuple[Source, ...]]:
     """One source pinned: its requirements, its submodules (the installed tree's gitlinks, fixed by its commit:
     they never drift) and the git requirements it brings."""
@@ -82,10 +82,10 @@ def _pin(
     elif is_full_commit(source.ref):
         commit = source.ref.lower()
     else:
-        commit = resolve_ref(ls_remote(source.url, source=source.name), source.ref, url=source.url, source=source.name)
-    with cached_repo(cache, source.url, source.name) as repo:
+        commit = upstream_commit(source, settings.git)
+    with cached_repo(settings.cache, source.url, source.name, settings.git) as repo:
         what = "recorded commit" if kept else "commit"
-        read = _read_tree(repo, source, commit, what, matrix_names, settings)
+        read = _read_tree(repo, source, commit, what, matrix_names, build)
     logger.info("source %s: %s -> %s", source.name, source.ref, commit)
     locked = LockedSource(
         source,
@@ -95,14 +95,16 @@ def _pin(
         tree=read.tree,
         picked=read.picked,
         metadata_fallback=read.fallback,
-        submodules=_submodules(source, cache, read.head),
+        submodules=_submodules(source, settings, read.head),
     )
     return locked, read.discovered
 
 
-def _submodules(source: Source, cache: Path, head: str) -> tuple[Submodule, ...]:
+def _submodules(source: Source, settings: Settings, head: str) -> tuple[Submodule, ...]:
     """The submodules of the installed tree, recursively; none for a source that opts out."""
-    return lock_submodules(cache, source.name, source.url, head) if source.submodules else ()
+    if not source.submodules:
+        return ()
+    return lock_submodules(settings.cache, source.name, source.url, head, settings.git)
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,8 @@ def _read_tree(
     lines, files = read_requirements(source, view.read_listed, head)
     declared = Declared()
     if source.dependencies == METADATA:
-        declared = declared_dependencies(source, tree, view.read_project, view.export, settings)
+        read, export = view.read_project, view.export
+        declared = declared_dependencies(source, tree, read, export, settings, commit=head)
         if not declared.fallback:
             extras = extras_lines(view, f"source {source.name} at commit {head[:12]}")
             declared = Declared(relabelled(view, declared.lines) + extras)
@@ -176,14 +179,13 @@ def requirements_at(
     matrix: Matrix,
     source: Source,
     commit: str,
-    *,
-    cache: Path,
+    settings: Settings,
 ) -> tuple[TracedRequirement, ...]:
     """The requirements `source` declares at `commit` (an upstream commit its ref moved to), read as
     a lock reads them: cherry-picks applied, the listed files and the declared metadata."""
-    names, settings = _matrix_names(matrix), _settings(matrix, cache)
-    with cached_repo(cache, source.url, source.name) as repo:
-        return _read_tree(repo, source, commit, "upstream commit", names, settings).requirements
+    names, build = _matrix_names(matrix), _build_settings(matrix, settings)
+    with cached_repo(settings.cache, source.url, source.name, settings.git) as repo:
+        return _read_tree(repo, source, commit, "upstream commit", names, build).requirements
 
 
 def _matrix_names(matrix: Matrix) -> frozenset[str]:
@@ -191,34 +193,47 @@ def _matrix_names(matrix: Matrix) -> frozenset[str]:
     return frozenset(canonicalize_name(n) for s in matrix.sources for n in (s.name, s.distribution))
 
 
-def _settings(matrix: Matrix, cache: Path) -> BuildSettings:
-    """How a source's metadata is built: the matrix's indexes, the cache, this environment."""
-    environ = os.environ
-    return BuildSettings(tuple(access_index(i, environ) for i in matrix.indexes), cache, environ)
+def _build_settings(matrix: Matrix, settings: Settings) -> BuildSettings:
+    """How a source's metadata is built: the matrix's indexes and its pins for this host, the
+    cache, the variables."""
+    indexes = tuple(settings.access(i) for i in matrix.indexes)
+    return BuildSettings(indexes, settings.cache, settings.variables, pins=_host_pins(matrix))
+
+
+def _host_pins(matrix: Matrix) -> tuple[tuple[str, str], ...]:
+    """The packages the matrix takes from an index on this host's platform: a build here takes
+    them from there too."""
+    try:
+        host = host_platform()
+    except InputError:  # a host no lock is made for: no platform's pins apply
+        return ()
+    pinned = ((canonicalize_name(p.name), p.index_for(host)) for p in matrix.packages)
+    return tuple(sorted((name, index) for name, index in pinned if index))
 
 
 def resolve_sources(
     matrix: Matrix,
+    settings: Settings,
     *,
-    cache: Path,
     previous: Mapping[str, LockedSource] | None = None,
-    update: Collection[str] | bool = (),
+    update: Movable = NOTHING,
     jobs: int = 4,
 ) -> tuple[LockedSource, ...]:
-    """Pin every source of `matrix` (and the git requirements they bring) to a commit, in install order.
+    """Pin every source of `matrix` (and the git requirements they bring) to a commit, in install
+    order.
 
-    `cache` is envgen's cache directory (repositories live in `cache/git/`). A source whose url, ref and
-    cherry-picks match its `previous` record keeps that commit unless named in `update` (or update is True).
-    Sources are resolved `jobs` at a time; git requirements found in their files are pinned in a second round
-    and placed right after the source that names them.
+    Repositories live in the cache's `git/`. A source whose url, ref and cherry-picks match its
+    `previous` record keeps that commit unless `update` covers it. Sources are resolved `jobs` at a
+    time; git requirements found in their files are pinned in a second round and placed right
+    after the source that names them.
     """
     previous = previous or {}
     matrix_names = _matrix_names(matrix)
-    settings = _settings(matrix, cache)
+    build = _build_settings(matrix, settings)
 
     def pin(source: Source) -> tuple[LockedSource, tuple[Source, ...]]:
         kept = kept_commit(source, previous, update)
-        return _pin(source, cache=cache, kept=kept, matrix_names=matrix_names, settings=settings)
+        return _pin(source, settings, kept=kept, matrix_names=matrix_names, build=build)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="envgen-git") as pool:
         first = _results({s.name: pool.submit(pin, s) for s in matrix.sources})
@@ -230,6 +245,22 @@ def resolve_sources(
         ordered.append(locked)
         ordered.extend(pinned[s.name] for s in children.get(locked.source.name, ()))
     return tuple(ordered)
+
+
+@dataclass(frozen=True)
+class GitPinner:
+    """Pins sources with git, through the cache (the re-lock's `SourcePinner`)."""
+
+    settings: Settings
+
+    def pin(
+        self,
+        matrix: Matrix,
+        kept: Mapping[str, LockedSource],
+        update: Movable,
+    ) -> tuple[LockedSource, ...]:
+        logger.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
+        return resolve_sources(matrix, self.settings, previous=kept, update=update)
 
 
 def _results(futures: Mapping[str, Future[_T]]) -> dict[str, _T]:

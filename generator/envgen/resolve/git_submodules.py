@@ -10,7 +10,7 @@ from envgen.inputs.untrusted import git_url_problem, submodule_path_problem
 from envgen.model import Submodule
 from envgen.process import run
 from envgen.resolve.git_cache import CachedRepo, cached_repo
-from envgen.resolve.git_remote import git_env
+from envgen.resolve.git_remote import GitEnv
 
 _GITLINK = "160000 commit "
 
@@ -27,7 +27,7 @@ def _recorded_urls(repo: CachedRepo, commit: str) -> dict[str, str]:
     proc = run(
         ["git", "config", "-z", "--blob", f"{commit}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$"],
         cwd=repo.path,
-        env=git_env(),
+        env=repo.git_env.environ(),
         check=False,
     )
     keys: dict[str, dict[str, str]] = {}
@@ -72,17 +72,23 @@ def gitlinks(repo: CachedRepo, commit: str) -> list[Submodule]:
     return found
 
 
-def lock_submodules(cache: Path, source: str, url: str, commit: str) -> tuple[Submodule, ...]:
+def lock_submodules(
+    cache: Path,
+    source: str,
+    url: str,
+    commit: str,
+    git: GitEnv,
+) -> tuple[Submodule, ...]:
     """Every submodule of `commit` (of the repository at `url`, cached), recursively: each gitlink commit fetched
     from its URL (mirrors apply) and read in turn; nested paths are given from the outermost repository's root."""
-    with cached_repo(cache, url, source) as repo:
+    with cached_repo(cache, url, source, git) as repo:
         links = gitlinks(repo, commit)
     found: list[Submodule] = []
     for link in links:
         owner = f"{source} submodule {link.path}"
-        with cached_repo(cache, link.url, owner) as sub:
+        with cached_repo(cache, link.url, owner, git) as sub:
             sub.fetch(link.commit, depth=1, what="submodule commit")
         found.append(link)
-        nested = lock_submodules(cache, owner, link.url, link.commit)
+        nested = lock_submodules(cache, owner, link.url, link.commit, git)
         found += [Submodule(f"{link.path}/{n.path}", n.url, n.commit) for n in nested]
     return tuple(found)

@@ -13,27 +13,29 @@ itself; the runs nobody adopted are stopped.
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
 from envgen import interrupts
 from envgen.errors import EnvgenError
-from envgen.inputs.channels import access_index
-from envgen.lockio.prediction import predict, recorded_archives, recorded_sources
+from envgen.lockio.prediction import Prediction, predict, recorded_archives, recorded_sources
 from envgen.lockio.store import LockTexts
 from envgen.model import LockedArchive, LockedSource, Matrix
 from envgen.process import Running
+from envgen.resolve.movable import NOTHING, Movable, sources_to_update
 from envgen.resolve.pip_stage import gather_inputs, ordered_indexes
 from envgen.resolve.preferences import kept
-from envgen.resolve.upgrade import Upgrade
+from envgen.resolve.resolvers import Resolvers, SourcePinner
+from envgen.resolve.settings import Settings
 from envgen.resolve.uv_compile import UvJob, UvOutcome, execute, plan_uv_compile
 
 log = logging.getLogger(__name__)
+
+_STARTED = "%s: uv started ahead, on python %s and %d pins of the lock"
 
 _T = TypeVar("_T")
 
@@ -62,17 +64,41 @@ class _Run:
 
 @dataclass(frozen=True)
 class PinnedSources:
-    """The sources a head start pinned, and from what: the commits kept (by source name), the sources moving."""
+    """The sources a head start pinned, and from what: the commits kept (by source name), the
+    sources moving."""
 
     kept: dict[str, str]
-    update: Collection[str] | bool
+    update: Movable
     sources: tuple[LockedSource, ...]
 
 
-class HeadStart:
-    """The uv runs started ahead for one re-lock; `adopt` hands one to the pip stage, `close` stops the rest."""
+@dataclass(frozen=True)
+class PinnedAhead:
+    """A `SourcePinner` (resolve/resolvers.py) that hands over the sources a head start pinned when
+    asked to pin from the same kept commits and moving sources, and asks `otherwise` else."""
 
-    def __init__(self, sources: PinnedSources | None = None) -> None:
+    pinned: PinnedSources | None
+    otherwise: SourcePinner
+
+    def pin(
+        self,
+        matrix: Matrix,
+        kept: Mapping[str, LockedSource],
+        update: Movable,
+    ) -> tuple[LockedSource, ...]:
+        ahead, commits = self.pinned, {name: s.commit for name, s in kept.items()}
+        if ahead is not None and (ahead.update, ahead.kept) == (update, commits):
+            return ahead.sources
+        return self.otherwise.pin(matrix, kept, update)
+
+
+class HeadStart:
+    """The uv runs started ahead for one re-lock: a `UvRunner` (resolve/uv_compile.py) that hands
+    over the outcome of the run it started for an equal job, and runs any other job itself within
+    `budget` seconds; `close` stops the runs nobody took."""
+
+    def __init__(self, budget: float, sources: PinnedSources | None = None) -> None:
+        self._budget = budget
         self._sources = sources
         self._runs: dict[UvJob, _Run] = {}  # not adopted yet
         self._started: list[_Run] = []
@@ -86,28 +112,29 @@ class HeadStart:
 
     def start(self, job: UvJob) -> None:
         run = _Run()
-        run.outcome = self._submit(execute, job, run.started)
+        run.outcome = self._submit(execute, job, self._budget, run.started)
         with self._lock:
             self._runs[job] = run
             self._started.append(run)
 
-    def pinned(
-        self, kept: Mapping[str, LockedSource], update: Collection[str] | bool
-    ) -> tuple[LockedSource, ...] | None:
-        """The sources the head start pinned, when it pinned them from these kept commits and `update` (the
-        re-lock then need not pin them again); else None."""
-        pinned = self._sources
-        if pinned is None or pinned.kept != {name: s.commit for name, s in kept.items()} or pinned.update != update:
-            return None
-        return pinned.sources
+    def resolvers(self, real: Resolvers) -> Resolvers:
+        """`real` with uv run through this head start, and the sources it pinned handed over when
+        the re-lock pins from the same commits."""
+        return replace(real, uv=self, sources=PinnedAhead(self._sources, real.sources))
 
     def meanwhile(self, work: Callable[..., object], *args: object) -> None:
-        """Run `work` (a warm-up: its result and errors do not matter) in the background while uv runs."""
+        """Run `work` (a warm-up: its result and errors do not matter) in the background while uv
+        runs."""
         self._submit(work, *args)
 
+    def run(self, job: UvJob) -> UvOutcome:
+        """The outcome of the run started ahead for `job`, or of `job` run now when none was."""
+        adopted = self.adopt(job)
+        return adopted if adopted is not None else execute(job, self._budget)
+
     def adopt(self, job: UvJob) -> UvOutcome | None:
-        """The outcome of the run started ahead for `job`, waited for; None when none was (the other runs of its
-        platform are stopped then: the pip stage plans one job per platform)."""
+        """The outcome of the run started ahead for `job`, waited for; None when none was (the
+        other runs of its platform are stopped then: the pip stage plans one job per platform)."""
         with self._lock:
             run = self._runs.pop(job, None)
             stale = [self._runs.pop(j) for j in [j for j in self._runs if j.platform == job.platform]]
@@ -123,9 +150,10 @@ class HeadStart:
     def close(self) -> None:
         """Stop every run still going, and wait for them to end (each removes its work directory).
 
-        Those nobody adopted, and an adopted one too: its adopter waits for it, so it still goes only when the
-        re-lock is being abandoned (Ctrl-C reaches `lock_envs`, which closes the head starts on its way out,
-        before the interrupt kills the children: waiting for uv to finish would hold the exit up meanwhile).
+        Those nobody adopted, and an adopted one too: its adopter waits for it, so it still goes
+        only when the re-lock is being abandoned (Ctrl-C reaches `lock_envs`, which closes the head
+        starts on its way out, before the interrupt kills the children: waiting for uv to finish
+        would hold the exit up meanwhile).
         """
         with self._lock:
             runs, self._runs = list(self._started), {}
@@ -138,62 +166,73 @@ class HeadStart:
 def head_start(
     matrix: Matrix,
     previous: LockTexts,
+    settings: Settings,
     *,
-    cache: Path,
-    offline: bool,
-    upgrade: Upgrade,
-    update: Collection[str] | bool,
+    upgrade: Movable,
+    update: Movable,
 ) -> HeadStart:
     """Start uv for every platform the lock of `matrix` (its files as read, `previous`) predicts a
     python for: none without a lock, or when a source needs its remote to be pinned (the preflight
     asks the hosts first)."""
+    budget = settings.limits.budget
     prediction = predict(previous)
     if prediction is None:
-        return HeadStart()
+        return HeadStart(budget)
     try:
-        pinned = _pinned_sources(matrix, previous, cache, update, upgrade)
+        pinned = _pinned_sources(matrix, previous, settings, update, upgrade)
     except EnvgenError as exc:  # the re-lock proper meets the same problem and reports it
         log.debug("no head start: %s", exc.message)
-        return HeadStart()
-    archives = _archives(matrix, previous, cache, update, upgrade)
+        return HeadStart(budget)
+    archives = _archives(matrix, previous, settings, update, upgrade)
     if pinned is None or archives is None:
-        return HeadStart()
-    started = HeadStart(pinned)
+        return HeadStart(budget)
+    started = HeadStart(budget, pinned)
     try:
-        accesses = {i.name: access_index(i, os.environ) for i in matrix.indexes}
-        indexes = ordered_indexes(matrix, accesses)
-        for platform in matrix.platforms:
-            python = prediction.python.get(platform)
-            if python is None:
-                continue
-            inputs = gather_inputs(matrix, platform, pinned.sources, os.environ, archives=archives)
-            preferred = kept(prediction.pip.get(platform, ()), upgrade)
-            job = plan_uv_compile(
-                matrix,
-                platform,
-                python,
-                inputs,
-                indexes,
-                cache=cache,
-                offline=offline,
-                environ=os.environ,
-                preferred=preferred,
-            )
-            started.start(job)
-            log.debug("%s: uv started ahead, on python %s and %d pins of the lock", platform, python, len(preferred))
-            artifacts = [(p.url, p.sha256) for p in prediction.pip.get(platform, ()) if p.sha256]
-            started.meanwhile(_warm_metadata, cache, artifacts)
+        _start_platforms(started, matrix, prediction, pinned, archives, settings, upgrade)
     except EnvgenError as exc:  # the re-lock proper meets the same problem and reports it
         log.debug("no head start: %s", exc.message)
     return started
 
 
+def _start_platforms(
+    started: HeadStart,
+    matrix: Matrix,
+    prediction: Prediction,
+    pinned: PinnedSources,
+    archives: Sequence[LockedArchive],
+    settings: Settings,
+    upgrade: Movable,
+) -> None:
+    """Each platform's uv run started, on the python and pins `prediction` gives it."""
+    indexes = ordered_indexes(matrix, settings.accesses(matrix.indexes))
+    for platform in matrix.platforms:
+        python = prediction.python.get(platform)
+        if python is None:
+            continue
+        variables = settings.variables
+        inputs = gather_inputs(matrix, platform, pinned.sources, variables, archives=archives)
+        preferred = kept(prediction.pip.get(platform, ()), upgrade)
+        job = plan_uv_compile(
+            matrix,
+            platform,
+            python,
+            inputs,
+            indexes,
+            settings,
+            preferred=preferred,
+        )
+        started.start(job)
+        log.debug(_STARTED, platform, python, len(preferred))
+        artifacts = [(p.url, p.sha256) for p in prediction.pip.get(platform, ()) if p.sha256]
+        started.meanwhile(_warm_metadata, settings.cache, artifacts)
+
+
 def _pinned_sources(
     matrix: Matrix,
     lock: LockTexts,
-    cache: Path,
-    update: Collection[str] | bool,
-    upgrade: Upgrade,
+    settings: Settings,
+    update: Movable,
+    upgrade: Movable,
 ) -> PinnedSources | None:
     """The sources as the re-lock pins them, when that needs no remote (None when one does, or the
     lock's sources do not read): each at the commit the lock records for it, its requirements read
@@ -201,30 +240,29 @@ def _pinned_sources(
     requirements never reaches uv: a hand-edited lock must not choose what uv resolves (and
     builds)."""
     if not matrix.sources:
-        return PinnedSources({}, (), ())
+        return PinnedSources({}, NOTHING, ())
     # Imported here: a matrix without sources starts uv without git's modules.
-    from envgen.resolve.git_sources import asks_remote, resolve_sources, sources_to_update
+    from envgen.resolve.git_sources import GitPinner, asks_remote
 
     moving = sources_to_update(matrix, update, upgrade)
-    recorded = () if moving is True else recorded_sources(lock)
+    recorded = () if moving.everything else recorded_sources(lock)
     if recorded is None:
         return None
     previous = {s.source.name: s for s in recorded}
-    remote = [s.name for s in matrix.sources if asks_remote(s, previous, moving, cache)]
+    remote = [s.name for s in matrix.sources if asks_remote(s, previous, moving, settings)]
     if remote:
         log.debug("no head start: source %s needs its remote", remote[0])
         return None
-    log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
-    sources = resolve_sources(matrix, cache=cache, previous=previous, update=moving)
+    sources = GitPinner(settings).pin(matrix, previous, moving)
     return PinnedSources({name: s.commit for name, s in previous.items()}, moving, sources)
 
 
 def _archives(
     matrix: Matrix,
     lock: LockTexts,
-    cache: Path,
-    update: Collection[str] | bool,
-    upgrade: Upgrade,
+    settings: Settings,
+    update: Movable,
+    upgrade: Movable,
 ) -> tuple[LockedArchive, ...] | None:
     """The archives as the re-lock locks them, when their bytes are in the cache (None otherwise):
     the sha256 the matrix pins or the lock records, the wheels read from the cached archive."""
@@ -232,12 +270,12 @@ def _archives(
         return ()
     # Imported here: a matrix without archives starts uv without the archive reader.
     from envgen.resolve.archives import lock_archives
-    from envgen.resolve.git_sources import sources_to_update
 
-    afresh = sources_to_update(matrix, update, upgrade) is True
+    afresh = sources_to_update(matrix, update, upgrade).everything
     recorded = () if afresh else recorded_archives(lock)
     try:
-        return lock_archives(matrix, cache=cache, previous=recorded or (), offline=True)
+        cache, limits = settings.cache, settings.limits
+        return lock_archives(matrix, cache, limits, previous=recorded or (), offline=True)
     except EnvgenError as exc:
         log.debug("no head start: %s", exc.message)
         return None

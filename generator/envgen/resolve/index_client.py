@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import html.parser
 import io
+import logging
 import re
 import tarfile
 import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -33,8 +35,11 @@ from envgen import network
 from envgen.credentials import NO_CREDENTIALS, Credentials
 from envgen.errors import EnvgenError, NetworkError, ResolutionError, VerificationError
 from envgen.inputs.channels import IndexAccess
+from envgen.model import PipEntry
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve import uv_pylock
+
+log = logging.getLogger(__name__)
 
 # Answers worth asking again: the index is busy or restarting, not saying no.
 _RETRIED_STATUS = (429, 500, 502, 503, 504)
@@ -54,18 +59,21 @@ def _metadata_from_archive(data: bytes, filename: str) -> str:
 
 
 class IndexClient:
-    """HTTP GETs to a set of indexes over one session; a context manager closing the session it opened.
+    """HTTP GETs to a set of indexes over one session, within the network `limits`; a context
+    manager closing the session it opened.
 
-    `credentials` are more (a conda channel's, an index's read from channels/) for the hosts no index covers."""
+    `credentials` are more (a conda channel's, an index's read from channels/) for the hosts no
+    index covers."""
 
     def __init__(
         self,
         indexes: Sequence[IndexAccess],
+        limits: network.Limits,
         session: requests.Session | None = None,
         credentials: Credentials = NO_CREDENTIALS,
     ) -> None:
         self.indexes = tuple(indexes)
-        self.limits = network.limits()
+        self.limits = limits
         self._owned = session is None
         self.credentials = credentials
         self.session = session or requests.Session()
@@ -323,3 +331,44 @@ def file_versions(filenames: Iterable[str]) -> set[Version]:
 def offers(client: IndexClient, index: IndexAccess, name: str, version: str) -> bool:
     """Whether `index` still offers a file (not yanked) of `name` at `version`."""
     return Version(version) in file_versions(fetch_filenames(client, index, name) or ())
+
+
+class Indexes:
+    """What the pip stage asks the indexes (its `IndexReader`, resolve/pip_stage.py): the core
+    metadata of chosen artifacts, from envgen's cache by sha256 or else fetched eight at a time;
+    whether the index a locked entry came from still offers its version."""
+
+    def __init__(self, cache: Path, limits: network.Limits, *, offline: bool) -> None:
+        self.cache, self.limits, self.offline = cache, limits, offline
+
+    def metadata(
+        self, choices: Sequence[uv_pylock.Choice], indexes: Sequence[IndexAccess]
+    ) -> dict[uv_pylock.Choice, str]:
+        texts = {c: cached_metadata(self.cache, c.artifact.sha256) for c in choices}
+        missing = [c for c, text in texts.items() if text is None]
+        if not missing:
+            return {c: text or "" for c, text in texts.items()}
+        with IndexClient(indexes, self.limits) as client, ThreadPoolExecutor(max_workers=8) as pool:
+
+            def fetch(choice: uv_pylock.Choice) -> str:
+                return fetch_metadata(client, choice, self.cache, self.offline)
+
+            texts |= zip(missing, pool.map(fetch, missing), strict=True)
+        return {c: text or "" for c, text in texts.items()}
+
+    def offered(self, entries: Sequence[PipEntry], indexes: Mapping[str, IndexAccess]) -> set[str]:
+        """The names among `entries` whose version the index they came from (by name in `indexes`)
+        still offers; an answer that does not come counts as not offered."""
+        found = set()
+        with IndexClient(tuple(indexes.values()), self.limits) as client:
+            for entry in entries:
+                index = indexes.get(entry.index or "")
+                if index is None:
+                    continue
+                try:
+                    if offers(client, index, entry.name, entry.version):
+                        found.add(entry.name)
+                except EnvgenError as exc:
+                    shown = f"{entry.name} {entry.version}"
+                    log.debug("cannot ask %s about %s: %s", index.name, shown, exc.message)
+        return found

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
+from envgen import network
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import IndexAccess
 from envgen.resolve.index_client import IndexClient, fetch_filenames, file_versions
@@ -67,10 +68,15 @@ def _offer(client: IndexClient, name: str, indexes: Sequence[IndexAccess]) -> Of
 
 
 def fetch_offers(
-    wanted: Mapping[str, Sequence[IndexAccess]], indexes: Sequence[IndexAccess], *, jobs: int = JOBS
+    wanted: Mapping[str, Sequence[IndexAccess]],
+    indexes: Sequence[IndexAccess],
+    limits: network.Limits,
+    *,
+    jobs: int = JOBS,
 ) -> Offers:
     """The offer of each package of `wanted` (name -> the indexes it may come from, in order), asked
-    `jobs` at a time through one client with every index's credentials and trusted host."""
+    `jobs` at a time through one client with every index's credentials and trusted host, within
+    the network `limits`."""
     found: dict[str, Offer] = {}
     errors: dict[str, str] = {}
 
@@ -86,6 +92,6 @@ def fetch_offers(
     if not wanted:
         return Offers()
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="envgen-pages")
-    with IndexClient(indexes) as client, pool:
+    with IndexClient(indexes, limits) as client, pool:
         list(pool.map(ask, sorted(wanted)))
     return Offers(dict(sorted(found.items())), dict(sorted(errors.items())))

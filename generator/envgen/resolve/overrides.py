@@ -17,29 +17,28 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envgen.model import AppliedOverride, Origin, Override, TracedRequirement
+from envgen.model import AppliedOverride, Matrix, Origin, Override, TracedRequirement
 
 
 def _name(text: str) -> str:
     return canonicalize_name(Pep508(text).name)
 
 
-def override_origin(matrix_path: str, override: Override) -> Origin:
-    return Origin(file=matrix_path, key=f"overrides.{override.name}.requirement")
+def override_origin(matrix: Matrix, override: Override) -> Origin:
+    return matrix.origin("overrides", override.name, "requirement")
 
 
 def scope(
-    overrides: Sequence[Override],
-    requirements: Sequence[TracedRequirement],
-    excluded: Collection[str],
-    matrix_path: str,
+    matrix: Matrix, requirements: Sequence[TracedRequirement], excluded: Collection[str]
 ) -> tuple[TracedRequirement, ...]:
-    """`requirements` with every one on an overridden name replaced by the override's requirement.
+    """`requirements` with every one on a name `matrix` overrides replaced by the override's
+    requirement.
 
     The override is a requirement where the direct layer required the name, and a constraint where only a
     `-c` file or third-party metadata brings it (an override limits versions; it never adds a package).
     Names a source provides or a pending package holds stay out, as every requirement on them does.
     """
+    overrides = matrix.overrides
     by_name = {canonicalize_name(o.name): o for o in overrides if canonicalize_name(o.name) not in excluded}
     kept: list[TracedRequirement] = []
     required: set[str] = set()
@@ -50,7 +49,7 @@ def scope(
         elif not req.constraint:
             required.add(name)
     for name, override in sorted(by_name.items()):
-        origin = override_origin(matrix_path, override)
+        origin = override_origin(matrix, override)
         kept.append(TracedRequirement(override.requirement, origin, constraint=name not in required))
     return tuple(kept)
 
@@ -63,12 +62,14 @@ def global_overrides(overrides: Sequence[Override]) -> list[str]:
 def replaced(
     override: Override, requirements: Sequence[TracedRequirement], environment: Mapping[str, str]
 ) -> tuple[TracedRequirement, ...]:
-    """The upstream requirements of the direct layer (sources') on the override's name that apply here."""
+    """The requirements of the direct layer on the override's name that apply here: the matrix's
+    own pin (the override takes its place, as it does the sources'), and the sources'
+    requirements."""
     name = canonicalize_name(override.name)
     out = []
     for req in requirements:
         parsed = Pep508(req.text)
-        if req.origin.source is None or canonicalize_name(parsed.name) != name:
+        if canonicalize_name(parsed.name) != name:
             continue
         if parsed.marker is None or parsed.marker.evaluate({**environment, "extra": ""}):
             out.append(req)
@@ -109,7 +110,8 @@ def describe(platform: str, override: Override, verdict: Verdict, version: str |
         return f"{head}: replaces {shown}{tail} (reason: {override.reason})"
     if satisfied:
         return f"{head}: overrules nothing here, {satisfied} (reason: {override.reason})"
-    return f"{head}: no requirement of the sources on {override.name} here (reason: {override.reason})"
+    nobody = f"nothing of the matrix or its sources requires {override.name} here"
+    return f"{head}: {nobody} (reason: {override.reason})"
 
 
 def applied(override: Override, replaced_here: Sequence[TracedRequirement]) -> AppliedOverride:

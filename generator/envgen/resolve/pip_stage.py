@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from packaging.requirements import InvalidRequirement
@@ -15,8 +13,8 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen import platforms
-from envgen.errors import ConflictError, EnvgenError, InputError, VerificationError
-from envgen.inputs.channels import IndexAccess, access_index, expand_url
+from envgen.errors import ConflictError, InputError, VerificationError
+from envgen.inputs.channels import IndexAccess, expand_url
 from envgen.model import (
     AppliedOverride,
     LockedArchive,
@@ -26,13 +24,15 @@ from envgen.model import (
     PipEntry,
     TracedRequirement,
 )
+from envgen.names import vcs_of
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import overrides, uv_pylock
+from envgen.resolve.settings import Settings
 from envgen.resolve.uv_compile import (
-    NOTHING_AHEAD,
-    Ahead,
     Inputs,
+    PlainRunner,
     UvJob,
+    UvRunner,
     plan_uv_compile,
     run_uv_compile,
 )
@@ -86,18 +86,19 @@ def gather_inputs(
         name = canonicalize_name(package.name)
         if package.pending is not None or name in excluded:
             continue
-        key = f"pip.packages.{package.name}"
+        key = ("pip", "packages", package.name)
         if package.url:
-            origin = Origin(file=matrix.path, key=f"{key}.url")
-            url = expand_url(package.url, f"{matrix.path}: {key}.url", environ)
+            origin = matrix.origin(*key, "url")
+            url = expand_url(package.url, str(origin), environ)
             extras = f"[{','.join(package.extras)}]" if package.extras else ""
             marker = f" ; {package.marker}" if package.marker else ""
             requirements.append(TracedRequirement(f"{package.name}{extras} @ {url}{marker}", origin))
             direct.add(name)
             if package.sha256:
-                hashes[name] = (package.sha256.lower(), Origin(file=matrix.path, key=f"{key}.sha256"))
+                hashes[name] = (package.sha256.lower(), matrix.origin(*key, "sha256"))
         else:
-            origin = Origin(file=matrix.path, key=f"{key}.version")
+            # A package written without a version (`mbridge = {}`) has no version key to point at.
+            origin = matrix.origin(*key, "version") if package.specifier else matrix.origin(*key)
             if pinned_from is not None:
                 origin = Origin(file=pinned_from, key=f"the locked {package.name}")
             requirements.append(TracedRequirement(str(_parse(package.requirement, origin)), origin))
@@ -106,7 +107,7 @@ def gather_inputs(
             pins[name] = index
     requirements += _source_requirements(sources, excluded, direct)
     requirements += _archive_requirements(mine, excluded)
-    scoped = overrides.scope(matrix.overrides, requirements, excluded, matrix.path)
+    scoped = overrides.scope(matrix, requirements, excluded)
     return Inputs(
         requirements=scoped,
         replaced=tuple(r for r in requirements if r not in scoped),
@@ -127,7 +128,7 @@ def _source_requirements(
     for locked in sources:
         for req in locked.requirements:
             parsed = _parse(req.text, req.origin)
-            if uv_pylock.is_vcs(parsed):
+            if vcs_of(parsed.url):
                 log.debug("%s: %s is a git requirement, locked as a source", req.origin, parsed.name)
                 continue
             if canonicalize_name(parsed.name) in excluded:
@@ -207,19 +208,27 @@ def _check_matrix_hashes(choices: Sequence[uv_pylock.Choice], inputs: Inputs) ->
             )
 
 
-def _read_metadata(
-    choices: Sequence[uv_pylock.Choice], indexes: Sequence[IndexAccess], cache: Path, offline: bool
-) -> dict[uv_pylock.Choice, uv_pylock.Metadata]:
-    """The core metadata of every chosen artifact: from envgen's cache, else fetched eight at a time."""
-    # Imported here: requests is not needed before uv has started.
-    from envgen.resolve.index_client import IndexClient, cached_metadata, fetch_metadata
+class IndexReader(Protocol):
+    """What the pip stage asks the indexes (`index_client.Indexes`): the core metadata of each
+    chosen artifact, by choice; the names among locked entries whose version their index (by name
+    in `indexes`) still offers."""
 
-    texts = {c: cached_metadata(cache, c.artifact.sha256) for c in choices}
-    missing = [c for c, text in texts.items() if text is None]
-    if missing:
-        with IndexClient(indexes) as client, ThreadPoolExecutor(max_workers=8) as pool:
-            texts |= zip(missing, pool.map(lambda c: fetch_metadata(client, c, cache, offline), missing), strict=True)
-    return {c: uv_pylock.parse_metadata(text or "", c.artifact.filename) for c, text in texts.items()}
+    def metadata(
+        self, choices: Sequence[uv_pylock.Choice], indexes: Sequence[IndexAccess]
+    ) -> dict[uv_pylock.Choice, str]: ...
+
+    def offered(
+        self,
+        entries: Sequence[PipEntry],
+        indexes: Mapping[str, IndexAccess],
+    ) -> set[str]: ...
+
+
+def _http_reader(settings: Settings) -> IndexReader:
+    # Imported here: requests is not needed before uv has started.
+    from envgen.resolve.index_client import Indexes
+
+    return Indexes(settings.cache, settings.limits, offline=settings.offline)
 
 
 def lock_pypi(
@@ -227,29 +236,33 @@ def lock_pypi(
     platform: str,
     python_version: str,
     sources: Sequence[LockedSource],
+    settings: Settings,
     *,
-    cache: Path,
-    offline: bool = False,
     preferred: Sequence[PipEntry] = (),
-    ahead: Ahead = NOTHING_AHEAD,
+    runner: UvRunner | None = None,
+    reader: IndexReader | None = None,
     pinned_from: str | None = None,
     archives: Sequence[LockedArchive] = (),
 ) -> PypiLock:
     """Resolve the matrix's pip packages and the sources' requirements for `platform` with uv.
 
-    Only the matrix's indexes are used (never the machine's pip/uv config); every package gets exactly one
-    artifact for the platform, pinned by URL and sha256. `preferred` versions are kept where the inputs allow.
-    `ahead` gives the outcome of the uv run a head start began for an equal job (resolve/head_start.py).
-    `pinned_from` names the lock whose versions the matrix was pinned to (check's re-solve).
-    `archives` are the matrix's archives as locked: their wheels' requirements are resolved too.
+    Only the matrix's indexes are used (never the machine's pip/uv config); every package gets
+    exactly one artifact for the platform, pinned by URL and sha256. `preferred` versions are kept
+    where the inputs allow. uv runs through `runner` and the indexes are asked through `reader` (by
+    default as planned and over HTTP). `pinned_from` names the lock whose versions the matrix was
+    pinned to (check's re-solve). `archives` are the matrix's archives as locked: their wheels'
+    requirements are resolved too.
     """
-    environ = os.environ
-    accesses = {i.name: access_index(i, environ) for i in matrix.indexes}
+    runner = runner or PlainRunner(settings.limits.budget)
+    reader = reader or _http_reader(settings)
+    accesses = settings.accesses(matrix.indexes)
     indexes = ordered_indexes(matrix, accesses)
-    inputs = gather_inputs(matrix, platform, sources, environ, pinned_from, archives)
-    for name, index in inputs.pins:
-        if index not in accesses:
-            raise InputError(f"{matrix.path}: pip.packages.{name}.index names {index!r}, which is not an index")
+    inputs = gather_inputs(matrix, platform, sources, settings.variables, pinned_from, archives)
+    for package in matrix.packages:
+        index = package.index_for(platform)
+        if index and index not in accesses:
+            where = matrix.origin("pip", "packages", package.name, "index")
+            raise InputError(f"{where} names {index!r}, which is not an index")
     log.info("%s: resolving %d PyPI requirements with uv", platform, len(inputs.requirements))
     job = plan_uv_compile(
         matrix,
@@ -257,19 +270,18 @@ def lock_pypi(
         python_version,
         inputs,
         indexes,
-        cache=cache,
-        offline=offline,
-        environ=environ,
+        settings,
         preferred=preferred,
     )
     environment = platforms.marker_environment(platform, python_version)
-    text = _resolve(job, matrix, inputs, indexes, environment, offline=offline, ahead=ahead)
+    text = _resolve(job, matrix, inputs, indexes, environment, settings, runner)
     tags = platforms.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]
     priority = uv_pylock.tag_priority(tags)
     choices = [uv_pylock.choose_artifact(p, priority, platform) for p in packages]
     _check_matrix_hashes(choices, inputs)
-    entries = _entries(choices, inputs, indexes, uv_pylock.Target(environment), platform, cache, offline)
+    metadata = reader.metadata(choices, indexes)
+    entries = _entries(choices, inputs, indexes, uv_pylock.Target(environment), platform, metadata)
     return PypiLock(
         entries=tuple(sorted(entries, key=lambda e: e.name)),
         overrides=apply_overrides(matrix, inputs, entries, platform, environment),
@@ -283,21 +295,28 @@ def _resolve(
     inputs: Inputs,
     indexes: Sequence[IndexAccess],
     environment: Mapping[str, str],
-    *,
-    offline: bool,
-    ahead: Ahead,
+    settings: Settings,
+    runner: UvRunner,
 ) -> str:
     """uv's pylock.toml for the job; when uv finds no resolution, every conflict of the direct layer
     first, then uv's explanation."""
     try:
-        return run_uv_compile(job, matrix, inputs, indexes, offline=offline, ahead=ahead)
+        return run_uv_compile(job, matrix, inputs, indexes, settings, runner)
     except ConflictError as exc:
-        if offline:
+        if settings.offline:
             raise
         # Imported here: only a failed resolution asks the index pages.
         from envgen.resolve.direct_layer import explain_conflicts
 
-        explained = explain_conflicts(exc, matrix.path, inputs, indexes, job.platform, environment)
+        explained = explain_conflicts(
+            exc,
+            matrix.path,
+            inputs,
+            indexes,
+            job.platform,
+            environment,
+            settings.limits,
+        )
         if explained is exc:
             raise
         raise explained from exc
@@ -309,11 +328,11 @@ def _entries(
     indexes: Sequence[IndexAccess],
     target: uv_pylock.Target,
     platform: str,
-    cache: Path,
-    offline: bool,
+    texts: Mapping[uv_pylock.Choice, str],
 ) -> list[PipEntry]:
-    """The PipEntry of each chosen artifact, with the dependencies its metadata declares on the target."""
-    metadata = _read_metadata(choices, indexes, cache, offline)
+    """The PipEntry of each chosen artifact, with the dependencies its metadata (`texts`) declares
+    on the target."""
+    metadata = {c: uv_pylock.parse_metadata(texts[c], c.artifact.filename) for c in choices}
     roots = [Pep508(r.text) for r in inputs.requirements if not r.constraint]
     extras = uv_pylock.requested_extras(roots, {c.package.name: m for c, m in metadata.items()}, target)
     entries = []
@@ -329,26 +348,3 @@ def _entries(
         deps = uv_pylock.depends(metadata[choice], target, extras.get(choice.package.name, frozenset()))
         entries.append(uv_pylock.to_entry(choice, platform, deps, entry_index(choice, inputs, indexes)))
     return entries
-
-
-def still_offered(matrix: Matrix, entries: Sequence[PipEntry]) -> set[str]:
-    """The names among locked `entries` whose version the index they came from still offers.
-
-    Asked when a preferred version moved with no requirement against it: uv does not say whether it left
-    the version because the index dropped it or to fit other changes. Unknown answers count as dropped.
-    """
-    from envgen.resolve.index_client import IndexClient, offers
-
-    indexes = {i.name: access_index(i, os.environ) for i in matrix.indexes}
-    found = set()
-    with IndexClient(tuple(indexes.values())) as client:
-        for entry in entries:
-            index = indexes.get(entry.index or "")
-            if index is None:
-                continue
-            try:
-                if offers(client, index, entry.name, entry.version):
-                    found.add(entry.name)
-            except EnvgenError as exc:
-                log.debug("cannot ask %s about %s %s: %s", index.name, entry.name, entry.version, exc.message)
-    return found

@@ -1,20 +1,19 @@
-"""Re-lock one env: git sources, then conda and pip per platform, assembled into a Lock and written atomically."""
+"""The re-lock core: a matrix, its previous lock and the settings in; the Lock, its recipe, its
+derived files and what moved out. Git sources first, then per platform conda and pip, assembled
+and checked for consistency. Every effect goes through the resolvers (resolve/resolvers.py); the
+command (commands/lock.py) reads the previous lock and writes what this returns."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-from envgen.errors import InputError, ResolutionError
-from envgen.lockdiff.moves import SOLVER, Move, explain_conda, explain_pip, explain_sources, unavailable
-from envgen.lockio.conda_lock_yml import import_models
+from envgen.errors import ResolutionError
 from envgen.lockio.consistency import record, violations
 from envgen.lockio.exports.derived import derived_files
-from envgen.lockio.input_hashes import input_hash, project_inputs
-from envgen.lockio.store import LockTexts, lock_of, write_lock
+from envgen.lockio.input_hashes import input_hash, lock_inputs
 from envgen.model import (
     AppliedOverride,
     CondaEntry,
@@ -25,25 +24,29 @@ from envgen.model import (
     Pending,
     PipEntry,
 )
-from envgen.project import Project
 from envgen.recipe.render import render_recipe
-from envgen.resolve.archives import lock_archives
-from envgen.resolve.conda_stage import CondaSolve, admits, python_version, solve_conda_preferring
-from envgen.resolve.git_sources import resolve_sources, sources_to_update
-from envgen.resolve.pip_stage import PypiLock, lock_pypi, still_offered
+from envgen.resolve.conda_stage import CondaSolve, admits, python_version
+from envgen.resolve.moves import (
+    SOLVER,
+    Move,
+    explain_conda,
+    explain_pip,
+    explain_sources,
+    unavailable,
+)
+from envgen.resolve.pip_stage import PypiLock, lock_pypi
 from envgen.resolve.preferences import kept
-from envgen.resolve.upgrade import NO_UPGRADE, Upgrade
-from envgen.resolve.uv_compile import NOTHING_AHEAD, Ahead
+from envgen.resolve.request import Relock
+from envgen.resolve.resolvers import Resolvers
+from envgen.resolve.settings import Settings
 
 log = logging.getLogger(__name__)
-
-# The sources pinned already from these kept commits and this `update`, if they were (resolve/head_start.py).
-Pinned = Callable[[Mapping[str, LockedSource], Collection[str] | bool], "tuple[LockedSource, ...] | None"]
 
 
 @dataclass(frozen=True)
 class PlatformLock:
-    """What the conda and pip stages resolved for one platform, and what moved against the previous lock."""
+    """What the conda and pip stages resolved for one platform, and what moved against the previous
+    lock."""
 
     conda: tuple[CondaEntry, ...]
     pip: tuple[PipEntry, ...]
@@ -53,92 +56,52 @@ class PlatformLock:
 
 @dataclass(frozen=True)
 class Relocked:
-    """A written lock and what moved against the previous lock and why: sources, then each platform's packages."""
+    """What a re-lock gives to write: the Lock, its recipe, its derived files (name, text), and what
+    moved against the previous lock and why (sources, then each platform's packages)."""
 
     lock: Lock
+    recipe: str
+    derived: tuple[tuple[str, str], ...]
     moves: tuple[Move, ...]
 
 
-def relock(
-    project: Project,
-    matrix: Matrix,
-    previous_files: LockTexts,
-    *,
-    update: Collection[str] | bool,
-    offline: bool,
-    cache: Path,
-    upgrade: Upgrade = NO_UPGRADE,
-    ahead: Ahead = NOTHING_AHEAD,
-    pinned: Pinned = lambda kept, update: None,
-    before_write: Callable[[], None] = lambda: None,
-) -> Relocked:
-    """Resolve everything for `matrix` and write the lock.
+def relock(request: Relock, settings: Settings, resolvers: Resolvers) -> Relocked:
+    """Resolve everything for the matrix of `request`.
 
-    The previous lock (its files as read, `previous_files`) gives the source commits to keep unless
-    updated, and the versions the resolvers prefer unless upgraded. `ahead` gives the uv runs a head
-    start began (resolve/head_start.py), and `pinned` the sources it pinned from the same kept
-    commits, if it did; `before_write` may still stop the re-lock (with an error) before anything is
-    written.
+    The previous lock gives the source commits to keep unless they move, and the versions the
+    resolvers prefer unless upgraded. Raises (and so writes nothing) when a stage fails or the
+    resolved set contradicts itself.
     """
-    update = sources_to_update(matrix, update, upgrade)
-    previous = read_previous(previous_files, afresh=update is True)
-    kept_sources = {} if update is True or previous is None else {s.source.name: s for s in previous.sources}
+    matrix, previous, upgrade = request.matrix, request.previous, request.upgrade
     # The conda part needs nothing of the sources: each platform is solved while they are pinned.
-    pool = ThreadPoolExecutor(max_workers=len(matrix.platforms) + 1)
+    pool = ThreadPoolExecutor(max_workers=len(matrix.platforms))
     try:
-        # The writer's conda-lock, imported while the resolvers work (a lock read had it imported).
-        pool.submit(import_models)
         solving = {
-            p: pool.submit(solve_conda_preferring, matrix, p, kept(conda_of(previous, p), upgrade), cache=cache)
+            p: pool.submit(resolvers.conda.solve, matrix, p, kept(conda_of(previous, p), upgrade))
             for p in matrix.platforms
         }
-        sources = pinned(kept_sources, update)
-        if sources is None:
-            log.info("%s: resolving %d git sources", matrix.name, len(matrix.sources))
-            sources = resolve_sources(matrix, cache=cache, previous=kept_sources, update=update)
-        recorded = () if previous is None or update is True else previous.archives
-        archives = lock_archives(matrix, cache=cache, previous=recorded, offline=offline)
-        platforms = lock_platforms(
-            matrix,
-            sources,
-            solving,
-            cache=cache,
-            offline=offline,
-            previous=previous,
-            upgrade=upgrade,
-            ahead=ahead,
-            archives=archives,
-        )
+        sources = resolvers.sources.pin(matrix, request.kept, request.moving)
+        archives = lock_archives(request, resolvers)
+        platforms = lock_platforms(request, sources, solving, settings, resolvers, archives)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)  # a source that failed does not wait for the solves
-    inputs = project_inputs(project, matrix, sources)
+    inputs = lock_inputs(request.files, matrix, sources)
     lock = consistent(assemble_lock(matrix, sources, platforms, inputs, archives), matrix)
-    log.info("%s: writing %s", matrix.name, project.lock_yml(matrix.name).relative_to(project.root))
-    derived = [(file.name, file.text) for file in derived_files(lock, matrix)]
-    before_write()
-    write_lock(project, matrix.name, lock, render_recipe(lock), derived)
-    moved = explain_sources(previous.sources, sources, update, upgrade) if previous else []
-    return Relocked(lock, tuple(moved) + tuple(m for p in matrix.platforms for m in platforms[p].moves))
+    derived = tuple((file.name, file.text) for file in derived_files(lock, matrix))
+    moved = explain_sources(previous.sources, sources, request.moving, upgrade) if previous else []
+    moved += [m for p in matrix.platforms for m in platforms[p].moves]
+    return Relocked(lock, render_recipe(lock), derived, tuple(moved))
 
 
-def read_previous(texts: LockTexts, *, afresh: bool) -> Lock | None:
-    """The lock whose files are `texts`, whose source commits and versions a re-lock keeps; None
-    when there is no lock.
-
-    An unreadable lock stops the re-lock, unless every source moves anyway (`afresh`): then it is ignored.
-    """
-    env = texts.env
-    try:
-        return lock_of(texts)
-    except InputError as exc:
-        if afresh:
-            log.warning("%s: ignoring the unreadable previous lock: %s", env, exc.message)
-            return None
-        raise InputError(
-            f"{exc.message}\n(the previous lock is read to keep the commits and versions it pins)",
-            hint=f"restore locks/{env}.* (e.g. `git checkout -- locks/`), or run `envgen lock {env} --upgrade` "
-            "to lock everything afresh",
-        ) from exc
+def lock_archives(request: Relock, resolvers: Resolvers) -> tuple[LockedArchive, ...]:
+    """The matrix's release archives, each keeping the sha256 the previous lock records for its
+    URL unless every source moves."""
+    if not request.matrix.archives:
+        return ()
+    assert resolvers.archives is not None, "a matrix with archives needs an archive resolver"
+    previous = request.previous
+    recorded = () if previous is None or request.moving.everything else previous.archives
+    return resolvers.archives.lock(request.matrix, recorded)
 
 
 def conda_of(previous: Lock | None, platform: str) -> tuple[CondaEntry, ...]:
@@ -146,61 +109,83 @@ def conda_of(previous: Lock | None, platform: str) -> tuple[CondaEntry, ...]:
 
 
 def lock_platforms(
-    matrix: Matrix,
+    request: Relock,
     sources: Sequence[LockedSource],
     solving: Mapping[str, Future[CondaSolve]],
-    *,
-    cache: Path,
-    offline: bool,
-    previous: Lock | None = None,
-    upgrade: Upgrade = NO_UPGRADE,
-    ahead: Ahead = NOTHING_AHEAD,
+    settings: Settings,
+    resolvers: Resolvers,
     archives: Sequence[LockedArchive] = (),
 ) -> dict[str, PlatformLock]:
-    """Per platform, concurrently: the conda solve `solving` it (it decides the exact python), then pip for that
-    python.
-
-    Each stage prefers the previous lock's entries of the platform, except those `upgrade` covers.
-    """
+    """Per platform, concurrently: the conda solve `solving` it (it decides the exact python), then
+    pip for that python. Each stage prefers the previous lock's entries of the platform, except
+    those the upgrade covers."""
+    matrix = request.matrix
 
     def one(platform: str) -> PlatformLock:
-        before_conda = conda_of(previous, platform)
-        before_pip = previous.pip_for(platform) if previous else ()
         solved = solving[platform].result()
-        conda = solved.entries
-        python = python_version(conda)
-        log.info("%s %s: conda solved, %d packages, python %s", matrix.name, platform, len(conda), python)
+        python = python_version(solved.entries)
+        count = len(solved.entries)
+        log.info(
+            "%s %s: conda solved, %d packages, python %s",
+            matrix.name,
+            platform,
+            count,
+            python,
+        )
+        before = request.previous.pip_for(platform) if request.previous else ()
         pypi = lock_pypi(
             matrix,
             platform,
             python,
             sources,
-            cache=cache,
-            offline=offline,
-            preferred=kept(before_pip, upgrade),
-            ahead=ahead,
+            settings,
+            preferred=kept(before, request.upgrade),
+            runner=resolvers.uv,
+            reader=resolvers.indexes,
             archives=archives,
         )
         log.info("%s %s: pip resolved, %d packages", matrix.name, platform, len(pypi.entries))
-        moves: list[Move] = []
-        if previous is not None:
-            gone = [e.name for e in solved.unavailable]
-            moves += explain_conda(platform, before_conda, conda, matrix.conda_specs, upgrade, admits, gone)
-            moves += pip_moves(matrix, platform, before_pip, pypi, upgrade, offline)
-        return PlatformLock(conda, pypi.entries, pypi.overrides, tuple(moves))
+        moves = platform_moves(request, platform, solved, pypi, settings, resolvers)
+        return PlatformLock(solved.entries, pypi.entries, pypi.overrides, tuple(moves))
 
     with ThreadPoolExecutor(max_workers=len(matrix.platforms)) as pool:
         return dict(zip(matrix.platforms, pool.map(one, matrix.platforms), strict=True))
 
 
+def platform_moves(
+    request: Relock,
+    platform: str,
+    solved: CondaSolve,
+    pypi: PypiLock,
+    settings: Settings,
+    resolvers: Resolvers,
+) -> list[Move]:
+    """What moved on `platform` against the previous lock, and why (nothing without one)."""
+    previous, matrix, upgrade = request.previous, request.matrix, request.upgrade
+    if previous is None:
+        return []
+    gone = [e.name for e in solved.unavailable]
+    before = previous.conda_for(platform)
+    specs, after = matrix.conda_specs, solved.entries
+    moves = explain_conda(platform, before, after, specs, upgrade, admits, gone)
+    return moves + pip_moves(request, platform, pypi, settings, resolvers)
+
+
 def pip_moves(
-    matrix: Matrix, platform: str, before: Sequence[PipEntry], pypi: PypiLock, upgrade: Upgrade, offline: bool
+    request: Relock,
+    platform: str,
+    pypi: PypiLock,
+    settings: Settings,
+    resolvers: Resolvers,
 ) -> list[Move]:
     """What moved on the pip side of `platform`; a version gone from its index is warned about."""
-    moves = explain_pip(platform, before, pypi.entries, pypi.requirements, upgrade)
+    assert request.previous is not None
+    before = request.previous.pip_for(platform)
+    moves = explain_pip(platform, before, pypi.entries, pypi.requirements, request.upgrade)
     unexplained = {m.name for m in unavailable(moves)}
-    if unexplained and not offline:
-        offered = still_offered(matrix, [e for e in before if e.name in unexplained])
+    if unexplained and not settings.offline:
+        asked = [e for e in before if e.name in unexplained]
+        offered = resolvers.indexes.offered(asked, settings.accesses(request.matrix.indexes))
         moves = [replace(m, reason=SOLVER) if m.name in offered else m for m in moves]
     for move in unavailable(moves):
         log.warning(

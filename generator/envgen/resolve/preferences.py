@@ -13,7 +13,8 @@ import tomli_w
 from packaging.version import InvalidVersion, Version
 
 from envgen.inputs.matrix_sections import PROJECT_NAME
-from envgen.resolve.upgrade import Upgrade, package_key
+from envgen.names import package_key
+from envgen.resolve.movable import Movable
 
 
 class Pin(Protocol):
@@ -28,7 +29,7 @@ class Pin(Protocol):
 _E = TypeVar("_E", bound=Pin)
 
 
-def kept(entries: Sequence[_E], upgrade: Upgrade) -> tuple[_E, ...]:
+def kept(entries: Sequence[_E], upgrade: Movable) -> tuple[_E, ...]:
     """The previous entries the resolver should keep: all but the upgraded ones."""
     return tuple(e for e in entries if not upgrade.covers(e.name))
 

@@ -4,27 +4,27 @@ once, one line each, rather than one per run as each stage meets the next."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import requests
 
-from envgen import interrupts, network
+from envgen import interrupts
 from envgen.errors import NetworkError, ToolError
-from envgen.inputs.channels import access_index, expand_url
-from envgen.model import Index, LockedSource, Matrix
+from envgen.model import Index, Matrix
 from envgen.process import run
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.archives import archive_path
-from envgen.resolve.git_remote import MIRROR_HINT, bare_url, git_env
+from envgen.resolve.git_remote import GIT_MIRROR, bare_url
 from envgen.resolve.git_sources import asks_remote
 from envgen.resolve.index_client import IndexClient
+from envgen.resolve.request import Relock
+from envgen.resolve.settings import Settings
 
 # Seconds one probe may take: a reachable host answers a single request in well under that.
 PROBE_TIMEOUT = 10.0
@@ -40,11 +40,12 @@ class Target:
     url: str  # as the matrix writes it (`${VAR}` unexpanded, credentials masked when shown)
     needed_by: tuple[str, ...]  # "a5 source vllm", "a5", ...
 
-    @property
-    def host(self) -> str:
-        """The host as reached: a channel's or index's `${VAR}` expanded (git's insteadOf is git's own)."""
-        url = self.url if self.kind == "git remote" else expand_url(self.url, f"{self.kind} {self.url}", os.environ)
-        return host_of(url)
+    def host(self, settings: Settings) -> str:
+        """The host as reached: a channel's or index's `${VAR}` expanded (git's insteadOf is git's
+        own)."""
+        if self.kind == "git remote":
+            return host_of(self.url)
+        return host_of(settings.expand(self.url, f"{self.kind} {self.url}"))
 
 
 def host_of(url: str) -> str:
@@ -57,32 +58,22 @@ def host_of(url: str) -> str:
     return scp.group(1) if scp and not parts.scheme.startswith("file") else "local"
 
 
-@dataclass(frozen=True)
-class Relock:
-    """An env about to be re-locked: its matrix, the sources its lock on disk records (their commits are kept
-    unless updated) and the `update` asked for (source names, or True for all)."""
-
-    matrix: Matrix
-    previous: Mapping[str, LockedSource] = field(default_factory=dict)
-    update: Collection[str] | bool = ()
-
-
-def targets(relocks: Sequence[Relock], *, cache: Path, offline: bool = False) -> list[Target]:
-    """Every remote, channel and index the re-locks need (indexes not when `offline`: uv then reads its cache;
-    a remote only when asked, see `asks_remote`), each once, with the envs that need it. Git requirements found
-    in a source's files and its submodules are known only once it is read, so they are not among them (the
-    stage that meets one unreachable names it)."""
+def targets(relocks: Sequence[Relock], settings: Settings) -> list[Target]:
+    """Every remote, channel and index the re-locks need (indexes not offline: uv then reads its
+    cache; a remote only when asked, see `asks_remote`), each once, with the envs that need it. Git
+    requirements found in a source's files and its submodules are known only once it is read, so
+    they are not among them (the stage that meets one unreachable names it)."""
     needs: dict[tuple[str, str], list[str]] = {}
     for relock in relocks:
-        matrix = relock.matrix
+        matrix, kept, moving = relock.matrix, relock.kept, relock.moving
         for source in matrix.sources:
-            if asks_remote(source, relock.previous, relock.update, cache):
+            if asks_remote(source, kept, moving, settings):
                 needs.setdefault(("git remote", source.url), []).append(f"{matrix.name} source {source.name}")
         for channel in matrix.channels:
             needs.setdefault(("conda channel", channel.url), []).append(matrix.name)
-        for index in () if offline else matrix.indexes:
+        for index in () if settings.offline else matrix.indexes:
             needs.setdefault(("pip index", index.url), []).append(matrix.name)
-        for url, archive in () if offline else _archives(matrix, cache):
+        for url, archive in () if settings.offline else _archives(matrix, settings.cache):
             needs.setdefault(("archive", url), []).append(f"{matrix.name} archive {archive}")
     return [Target(kind, url, tuple(dict.fromkeys(who))) for (kind, url), who in needs.items()]
 
@@ -99,31 +90,36 @@ def _archives(matrix: Matrix, cache: Path) -> list[tuple[str, str]]:
     return found
 
 
-def _probe(target: Target, indexes: Sequence[Index], timeout: float) -> str | None:
+def _probe(
+    target: Target,
+    indexes: Sequence[Index],
+    settings: Settings,
+    timeout: float,
+) -> str | None:
     """None when the target answered; else why not, in one line."""
     interrupts.check()
     if target.kind == "git remote":
-        return _probe_git(target.url, timeout)
+        return _probe_git(target.url, settings, timeout)
     if target.kind == "archive":
-        with IndexClient([]) as client:
+        with IndexClient([], settings.limits) as client:
             return _probe_http(client, target.url, timeout)
     if target.kind == "conda channel":
         # A channel's `user:token@` travels as an index's would: apart from the URL, as a header.
-        access = access_index(Index(f"conda channel {redact_url(target.url)}", target.url), os.environ)
-        with IndexClient([access]) as client:
+        access = settings.access(Index(f"conda channel {redact_url(target.url)}", target.url))
+        with IndexClient([access], settings.limits) as client:
             return _probe_http(client, access.url.rstrip("/") + "/noarch/repodata.json", timeout)
-    index = next(i for i in indexes if i.url == target.url)
-    access = access_index(index, os.environ)
-    with IndexClient([access]) as client:
+    access = settings.access(next(i for i in indexes if i.url == target.url))
+    with IndexClient([access], settings.limits) as client:
         return _probe_http(client, access.url, timeout)
 
 
-def _probe_git(url: str, timeout: float) -> str | None:
-    """`git ls-remote` of HEAD alone: the user's git config applies (insteadOf mirrors, credentials), and the
-    URL's own credential travels in the environment, as for every git call."""
+def _probe_git(url: str, settings: Settings, timeout: float) -> str | None:
+    """`git ls-remote` of HEAD alone: the user's git config applies (insteadOf mirrors,
+    credentials), and the URL's own credential travels in the environment, as for every git
+    call."""
     try:
         cmd = ["git", "ls-remote", "--", bare_url(url), "HEAD"]
-        proc = run(cmd, env=git_env(url=url), timeout=timeout, check=False)
+        proc = run(cmd, env=settings.git.environ(url=url), timeout=timeout, check=False)
     except ToolError as exc:
         if isinstance(exc.__cause__, subprocess.TimeoutExpired):  # git was still waiting for the host
             return f"no answer within {timeout:g} s"
@@ -151,46 +147,86 @@ def _probe_http(client: IndexClient, url: str, timeout: float) -> str | None:
 
 
 def unreachable_hosts(
-    relocks: Sequence[Relock], *, cache: Path, offline: bool = False, timeout: float | None = None
+    relocks: Sequence[Relock], settings: Settings, *, timeout: float | None = None
 ) -> list[tuple[str, list[Target], str]]:
-    """Every host with a target that did not answer: (host, its failed targets, the first one's reason).
+    """Every host with a target that did not answer: (host, its failed targets, the first one's
+    reason).
 
-    A probe waits `timeout` seconds, by default PROBE_TIMEOUT or the network read limit when that is lower."""
-    timeout = min(PROBE_TIMEOUT, network.limits().read) if timeout is None else timeout
-    found = targets(relocks, cache=cache, offline=offline)
+    A probe waits `timeout` seconds, by default PROBE_TIMEOUT or the network read limit when that
+    is lower."""
+    timeout = min(PROBE_TIMEOUT, settings.limits.read) if timeout is None else timeout
+    found = targets(relocks, settings)
     if not found:
         return []
     indexes = [i for r in relocks for i in r.matrix.indexes]
     pool = ThreadPoolExecutor(max_workers=min(PROBE_WORKERS, len(found)), initializer=interrupts.worker_thread)
     try:
-        reasons = list(pool.map(lambda t: _probe(t, indexes, timeout), found))
+        reasons = list(pool.map(lambda t: _probe(t, indexes, settings, timeout), found))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     by_host: dict[str, tuple[list[Target], str]] = {}
     for target, reason in zip(found, reasons, strict=True):
         if reason is not None:
-            by_host.setdefault(target.host, ([], reason))[0].append(target)
+            by_host.setdefault(target.host(settings), ([], reason))[0].append(target)
     return [(host, failed, reason) for host, (failed, reason) in by_host.items()]
 
 
-def preflight(relocks: Sequence[Relock], *, cache: Path, offline: bool = False, timeout: float | None = None) -> None:
-    """NetworkError (exit 3) naming every unreachable host, one line each, when any host the re-locks need does
-    not answer; nothing has been resolved or written then."""
-    failed = unreachable_hosts(relocks, cache=cache, offline=offline, timeout=timeout)
+def preflight(
+    relocks: Sequence[Relock],
+    settings: Settings,
+    *,
+    timeout: float | None = None,
+) -> None:
+    """NetworkError (exit 3) naming every unreachable host, one line each, when any host the
+    re-locks need does not answer; nothing has been resolved or written then."""
+    failed = unreachable_hosts(relocks, settings, timeout=timeout)
     if not failed:
         return
     lines = [_line(host, targets_, reason) for host, targets_, reason in failed]
     count = f"{len(failed)} host{'s' if len(failed) > 1 else ''}"
     raise NetworkError(
         f"{count} that the lock needs did not answer; nothing was locked:\n" + "\n".join(lines),
-        hint=f"{MIRROR_HINT}; conda channels and pip indexes: their URLs in channels/*.toml; "
-        "`envgen lock --no-preflight` skips this check",
+        hint=_hint([t for _, targets_, _ in failed for t in targets_], relocks),
     )
 
 
 def _line(host: str, failed: Iterable[Target], reason: str) -> str:
-    """`  github.com: git remote https://github.com/a/b.git (a5 source b) and 3 more: <reason>`."""
-    failed = list(failed)
-    first = failed[0]
-    more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
-    return f"  {host}: {first.kind} {redact_url(first.url)} ({', '.join(first.needed_by)}){more}: {reason}"
+    """`  github.com: git remote https://github.com/a/b.git (a5 source b) and 2 more (a5 source c;
+    a5 source d): <reason>`: the first target by its URL, the others by who needs them (a git
+    remote) or their URL (a channel or an index, which only envs need)."""
+    first, *others = failed
+    named = "; ".join(_named(t) for t in others)
+    more = f" and {len(others)} more ({named})" if others else ""
+    url = redact_url(first.url)
+    return f"  {host}: {first.kind} {url} ({', '.join(first.needed_by)}){more}: {reason}"
+
+
+def _named(target: Target) -> str:
+    if target.kind == "git remote":
+        return ", ".join(target.needed_by)
+    return f"{target.kind} {redact_url(target.url)}"
+
+
+# The order a hint takes the failed kinds in: the conda part is solved first, and without a channel
+# nothing else matters; git remotes last, their mirrors are set outside the project.
+_KINDS = ("conda channel", "pip index", "git remote")
+
+
+def _hint(failed: Sequence[Target], relocks: Sequence[Relock]) -> str:
+    """What to do, opening with what failed first in _KINDS: a channel's or an index's mirror is its
+    `url` in channels/<name>.toml, a git remote's is git's own `insteadOf`."""
+    channels = {c.url: c.name for r in relocks for c in r.matrix.channels}
+    files = channels | {i.url: i.name for r in relocks for i in r.matrix.indexes}
+    parts = []
+    for kind in (k for k in _KINDS if any(t.kind == k for t in failed)):
+        if kind == "git remote":
+            parts.append(f"git remotes: a mirror through {GIT_MIRROR} (docs/mirrors.md)")
+            continue
+        urls = {t.url for t in failed if t.kind == kind}
+        names = ", ".join(sorted(f"channels/{files[url]}.toml" for url in urls))
+        if kind == "pip index":
+            what = "pip indexes"
+        else:
+            what = "conda channels" if urls < set(channels) else "no conda channel answered"
+        parts.append(f"{what}: point `url` in {names} at a mirror this host reaches")
+    return "; ".join([*parts, "`envgen lock --no-preflight` skips this check"])

@@ -3,8 +3,11 @@
 What `pip install -e .` installs besides the listed requirement files is the project's own `Requires-Dist`.
 Static `[project] dependencies` are read from the tree; anything else (setup.py `install_requires`, dynamic
 dependencies) is asked of the build backend through `prepare_metadata_for_build_wheel` in an isolated build
-env, with the source's build variables, its build requirements installed by uv from the matrix's indexes.
-Each answer, a failure included, is cached by (tree, variables, build settings): a re-lock never rebuilds.
+env, with the source's build variables, its build requirements installed by uv from the matrix's
+indexes (a package the matrix takes from an index on this host's platform, from that index: torch
+from the CPU index). The tree comes from `git archive`, without git's metadata: setuptools-scm is
+told the version the locked ref states. Each answer, a failure included, is cached by (tree,
+variables, build settings): a re-lock never rebuilds.
 """
 
 from __future__ import annotations
@@ -18,35 +21,52 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import build
 import uv
 from build.env import DefaultIsolatedEnv
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+from pyproject_hooks import BuildBackendWarning
 
+from envgen.commits import is_full_commit
 from envgen.errors import InputError, ToolError
 from envgen.inputs.channels import IndexAccess
 from envgen.inputs.files import bounded_nesting
-from envgen.inputs.requirements import Line, parse_pyproject
-from envgen.model import Source
+from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
+from envgen.inputs.untrusted import one_line
+from envgen.model import Origin, Source, TracedRequirement
 from envgen.process import run, tail
 from envgen.redact import redact_text
-from envgen.resolve.uv_compile import render_uv_config, uv_environment
+from envgen.resolve.uv_compile import (
+    PROJECT_NAME,
+    Inputs,
+    render_pyproject,
+    render_uv_config,
+    uv_environment,
+)
 
 log = logging.getLogger(__name__)
 
-# Bumped when what is cached changes shape or meaning, so an old entry is never misread.
-CACHE_FORMAT = 1
+# Bumped when what is cached changes shape or meaning, so an old entry is never misread
+# (2: setuptools-scm is told the ref's version: a version it could not find is no failure now).
+CACHE_FORMAT = 2
 INSTALL_TIMEOUT = 1800.0
 # A backend's metadata hook (setup.py egg_info and the like) that runs longer than this is stuck.
 HOOK_TIMEOUT = 900.0
 _EXTRA = re.compile(r"\bextra\s*(==|!=|in\b|not\s+in\b)")
+_TRACEBACK = "Traceback (most recent call last):"
+_PRETEND = "SETUPTOOLS_SCM_PRETEND_VERSION"
 
 Reader = Callable[[str], bytes | None]
 Exporter = Callable[[Path], None]
@@ -59,12 +79,16 @@ class BuildSettings:
     indexes: tuple[IndexAccess, ...]
     cache: Path
     environ: Mapping[str, str]
+    # The packages the matrix takes from an index on this host's platform (canonical name, index).
+    pins: tuple[tuple[str, str], ...] = ()
 
     def for_source(self, source: Source) -> tuple[IndexAccess, ...]:
-        """The default indexes, then the source's build index (usable for any build requirement)."""
+        """The default indexes, then the source's build index (usable for any build requirement),
+        then the explicit indexes a pin names (only for the pinned packages)."""
         used = [i for i in self.indexes if not i.explicit]
         used += [dataclasses.replace(i, explicit=False) for i in self.indexes if i.name == source.build_index]
-        return tuple(used)
+        pinned = {index for _, index in self.pins} - {i.name for i in used}
+        return (*used, *(i for i in self.indexes if i.name in pinned))
 
 
 @dataclass(frozen=True)
@@ -76,9 +100,16 @@ class Declared:
 
 
 def declared_dependencies(
-    source: Source, tree: str, read: Reader, export: Exporter, settings: BuildSettings
+    source: Source,
+    tree: str,
+    read: Reader,
+    export: Exporter,
+    settings: BuildSettings,
+    *,
+    commit: str,
 ) -> Declared:
-    """The declared install requirements of `source` at `tree` (its `git rev-parse HEAD^{tree}`)."""
+    """The declared install requirements of `source` at `tree` (its `git rev-parse HEAD^{tree}`),
+    the tree of the locked `commit`."""
     context = f"source {source.name} at tree {tree[:12]}"
     data = read("pyproject.toml")
     project = _project_table(data, context) if data is not None else None
@@ -87,11 +118,11 @@ def declared_dependencies(
         return Declared(tuple(line for line in lines if not _needs_extra(line.requirement)))
     if data is None and read("setup.py") is None:
         return Declared(fallback="it has neither pyproject.toml nor setup.py")
-    file, key = _label(project, data, read)
-    requires, error = _cached_build(source, tree, export, settings)
+    version = stated_version(source.ref, commit)
+    requires, error = _cached_build(source, tree, export, settings, version)
     if error:
         return Declared(fallback=error)
-    return Declared(tuple(Line(text=text, file=file, line=0, key=key) for text in requires))
+    return Declared(_declared_lines(requires, data, read, context))
 
 
 def _project_table(data: bytes, context: str) -> dict[str, Any] | None:
@@ -104,14 +135,39 @@ def _project_table(data: bytes, context: str) -> dict[str, Any] | None:
     return project if isinstance(project, dict) else None
 
 
-def _label(project: Mapping[str, object] | None, data: bytes | None, read: Reader) -> tuple[str, str]:
-    """Where the backend's answer comes from, as an origin a person recognises (file, what in it)."""
-    if project is not None and data is not None:
-        named = _dynamic_files(tomllib.loads(data.decode("utf-8", errors="replace")))
-        return "pyproject.toml", f"(dynamic, {', '.join(named)})" if named else "(dynamic)"
+def _declared_lines(
+    requires: Sequence[str],
+    pyproject: bytes | None,
+    read: Reader,
+    context: str,
+) -> tuple[Line, ...]:
+    """The backend's requirements with where each is declared, as a person would look for it: the
+    file `[tool.setuptools.dynamic]` reads dependencies from (and the line, when found there), else
+    setup.py's `install_requires`, else the backend's metadata."""
+    toml = pyproject.decode("utf-8", errors="replace") if pyproject is not None else ""
+    named = _dynamic_files(tomllib.loads(toml))
+    if named:
+        written = _lines_in(named, read, context)
+        found = ((text, *written.get(text, (named[0], 0))) for text in requires)
+        return tuple(Line(text, file, line, key="(dynamic)") for text, file, line in found)
+    file, key = "pyproject.toml", "(build backend metadata)"
     if read("setup.py") is not None:
-        return "setup.py", "install_requires"
-    return "pyproject.toml", "(build backend metadata)"
+        file, key = "setup.py", "install_requires"
+    return tuple(Line(text=text, file=file, line=0, key=key) for text in requires)
+
+
+def _lines_in(files: Sequence[str], read: Reader, context: str) -> dict[str, tuple[str, int]]:
+    """Each requirement of `files` (canonically spelled) with the first file and line holding it;
+    a file that does not read as requirements gives none (the label is only a pointer)."""
+    found: dict[str, tuple[str, int]] = {}
+    for name in files:
+        try:
+            lines = parse_requirement_files((name,), read, context=context).lines
+        except InputError:
+            continue
+        for line in lines:
+            found.setdefault(line.text, (line.file, line.line))
+    return found
 
 
 def _dynamic_files(pyproject: Mapping[str, object]) -> list[str]:
@@ -124,14 +180,37 @@ def _dynamic_files(pyproject: Mapping[str, object]) -> list[str]:
     return [str(f) for f in table] if isinstance(table, list) else []
 
 
-def _cache_key(source: Source, tree: str, settings: BuildSettings) -> str:
+def stated_version(ref: str, commit: str) -> str:
+    """The version `ref` states, for a build that would read it from git: a tag or branch whose last
+    part ends in one (`v0.23.0`, `releases/v0.23.0`, `core_r0.12.0`), else the commit's
+    (`0+g646ed520c63e`)."""
+    found = None if is_full_commit(ref) else re.search(r"\d.*$", ref.rsplit("/", 1)[-1])
+    if found:
+        try:
+            return str(Version(found.group(0)))
+        except InvalidVersion:
+            pass
+    return f"0+g{commit[:12]}"
+
+
+def _scm_environment(source: Source, version: str) -> dict[str, str]:
+    """setuptools-scm's version for the tree `git archive` gives (no .git to read one from): the
+    per-distribution form for a build that knows its name, the plain one for a setup.py asking
+    setuptools-scm itself (vLLM's `get_version()`); only the source's own hooks run with them."""
+    dist = canonicalize_name(source.distribution).replace("-", "_").upper()
+    return {_PRETEND: version, f"{_PRETEND}_FOR_{dist}": version}
+
+
+def _cache_key(source: Source, tree: str, settings: BuildSettings, version: str) -> str:
     facts = {
         "format": CACHE_FORMAT,
         "tree": tree,
         "env": sorted(source.env),
         "build-isolation": source.build_isolation,
         "indexes": [[i.name, i.url] for i in settings.for_source(source)],
+        "pins": [list(pin) for pin in settings.pins],
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+        "scm-version": version,
         # Only when set: a source's key without a subdirectory or replacements stays what it was.
         **({"layout": _layout(source)} if source.subdirectory or source.replacements else {}),
     }
@@ -144,10 +223,11 @@ def _layout(source: Source) -> list[object]:
 
 
 def _cached_build(
-    source: Source, tree: str, export: Exporter, settings: BuildSettings
+    source: Source, tree: str, export: Exporter, settings: BuildSettings, version: str
 ) -> tuple[tuple[str, ...], str | None]:
     """The backend's answer (requirements, or why there is none), built once per cache key."""
-    path = settings.cache / "source-metadata" / f"{_cache_key(source, tree, settings)}.json"
+    key = _cache_key(source, tree, settings, version)
+    path = settings.cache / "source-metadata" / f"{key}.json"
     if path.exists():
         cached = json.loads(path.read_text())
         return tuple(cached.get("requires", ())), cached.get("error")
@@ -156,9 +236,11 @@ def _cached_build(
         srcdir = Path(tmp) / "src"
         export(srcdir)
         try:
-            outcome: dict[str, Any] = {"requires": build_requires(srcdir, source, settings)}
+            requires = build_requires(srcdir, source, settings, version)
+            outcome: dict[str, Any] = {"requires": requires}
         except (build.BuildException, build.BuildBackendException, subprocess.CalledProcessError, OSError) as exc:
-            outcome = {"error": _why(exc, settings)}
+            # The temporary tree's path would make the recorded reason differ from run to run.
+            outcome = {"error": _why(exc, settings).replace(str(srcdir), "<tree>")}
         except ToolError as exc:
             # A hook that hung or a tool that could not start says nothing about the tree: not cached.
             return (), f"the metadata build did not complete: {exc.message}"
@@ -169,11 +251,18 @@ def _cached_build(
     return tuple(outcome.get("requires", ())), outcome.get("error")
 
 
-def build_requires(srcdir: Path, source: Source, settings: BuildSettings) -> list[str]:
-    """`Requires-Dist` of the project in `srcdir` that apply without extras, canonically spelled."""
+def build_requires(
+    srcdir: Path,
+    source: Source,
+    settings: BuildSettings,
+    version: str,
+) -> list[str]:
+    """`Requires-Dist` of the project in `srcdir` that apply without extras, canonically spelled; a
+    setuptools-scm build is given `version`."""
+    scm = _scm_environment(source, version)
 
     def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
-        env = {**settings.environ, **(extra_environ or {}), **dict(source.env)}
+        env = {**settings.environ, **(extra_environ or {}), **scm, **dict(source.env)}
         proc = run(cmd, cwd=cwd, env=env, timeout=HOOK_TIMEOUT, check=False)
         if proc.returncode != 0:
             # build turns this into a BuildBackendException carrying the backend's output.
@@ -181,7 +270,7 @@ def build_requires(srcdir: Path, source: Source, settings: BuildSettings) -> lis
 
     # The uv installer makes a venv without pip; build requirements are installed below, from the matrix's
     # indexes only (build's own installer would use the caller's pip configuration).
-    with DefaultIsolatedEnv(installer="uv") as env:
+    with _BACKEND_WARNINGS.logged(source.name), DefaultIsolatedEnv(installer="uv") as env:
         builder = build.ProjectBuilder.from_isolated_env(env, srcdir, runner=runner)
         _install(env.python_executable, builder.build_system_requires, source, settings)
         _install(env.python_executable, builder.get_requires_for_build("wheel"), source, settings)
@@ -189,6 +278,56 @@ def build_requires(srcdir: Path, source: Source, settings: BuildSettings) -> lis
             metadata = importlib.metadata.PathDistribution(Path(builder.metadata_path(out))).metadata
             requires = metadata.get_all("Requires-Dist") or []
     return [str(r) for r in map(_requirement, requires) if r is not None and not _needs_extra(r)]
+
+
+class _BackendWarnings:
+    """A backend's warnings, which pyproject_hooks issues again in this process
+    (BuildBackendWarning), logged at debug rather than printed between envgen's lines, where -q
+    does not reach them.
+
+    `warnings.catch_warnings` swaps process-wide state, and builds run on several threads at once:
+    the display hook is swapped once while any build runs, and the thread says whose build warned.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.builds = 0
+        self.previous = warnings.showwarning
+        self.running = threading.local()
+
+    @contextmanager
+    def logged(self, source: str) -> Iterator[None]:
+        with self.lock:
+            if self.builds == 0:
+                self.previous, warnings.showwarning = warnings.showwarning, self.show
+            self.builds += 1
+        self.running.source = source
+        try:
+            yield
+        finally:
+            self.running.source = None
+            with self.lock:
+                self.builds -= 1
+                if self.builds == 0 and warnings.showwarning == self.show:
+                    warnings.showwarning = self.previous
+
+    def show(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if not issubclass(category, BuildBackendWarning):
+            self.previous(message, category, filename, lineno, file, line)
+            return
+        source = getattr(self.running, "source", None) or "(unknown)"
+        log.debug("source %s: its build backend warns: %s", source, message)
+
+
+_BACKEND_WARNINGS = _BackendWarnings()
 
 
 def _requirement(text: str) -> Pep508 | None:
@@ -205,32 +344,72 @@ def _needs_extra(req: Pep508) -> bool:
 
 
 def _install(python: str, requirements: Sequence[str] | set[str], source: Source, settings: BuildSettings) -> None:
-    """Install build requirements into the isolated env with uv, from the matrix's indexes only."""
+    """Install build requirements into the isolated env with uv, from the matrix's indexes only; a
+    package the matrix takes from an index on this platform comes from there (a CPU torch, not
+    CUDA's)."""
     if not requirements:
         return
     indexes = settings.for_source(source)
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    origin = Origin(file="pyproject.toml", key="build-system.requires", source=source.name)
+    listed = tuple(TracedRequirement(r, origin) for r in sorted(requirements))
+    wanted = Inputs(listed, pins=settings.pins)
     with tempfile.TemporaryDirectory(prefix="envgen-build-reqs-") as tmp:
-        config = Path(tmp) / "uv.toml"
+        config, project = Path(tmp) / "uv.toml", Path(tmp) / "pyproject.toml"
         config.write_text(render_uv_config(indexes, ()))
+        project.write_text(render_pyproject(wanted, indexes, version))
         cmd = [uv.find_uv_bin(), "pip", "install", "--config-file", str(config), "--python", python, "--quiet"]
-        cmd += ["--no-python-downloads", "--color", "never", "--", *sorted(requirements)]
+        cmd += ["--no-python-downloads", "--color", "never", "-r", str(project)]
         env = uv_environment(indexes, settings.cache, settings.environ)
         secrets = tuple(s for i in indexes for s in i.secrets)
         proc = run(cmd, env=env, timeout=INSTALL_TIMEOUT, check=False, secrets=secrets)
     if proc.returncode != 0:
-        raise build.BuildException(
-            f"installing its build requirements ({', '.join(sorted(requirements))}) failed: "
-            f"{redact_text(tail(proc.stderr, 3), secrets)}"
-        )
+        raise _install_failed(proc.stderr, requirements, source, settings, secrets)
+
+
+def _install_failed(
+    stderr: str,
+    requirements: Collection[str],
+    source: Source,
+    settings: BuildSettings,
+    secrets: tuple[str, ...],
+) -> build.BuildException:
+    """Why the build requirements did not install, on one line as the lock records it, naming the
+    pins that applied (uv calls the generated project by its name)."""
+    said = one_line(redact_text(tail(stderr, 3), secrets))
+    said = said.replace(PROJECT_NAME, f"{source.name}'s build")
+    names = {_name_of(r) for r in requirements}
+    taken = ", ".join(f"{name} from {index}" for name, index in settings.pins if name in names)
+    taken = f" ({taken}, as the matrix takes it on this platform)" if taken else ""
+    what = f"installing its build requirements ({', '.join(sorted(requirements))}){taken}"
+    return build.BuildException(f"{what} failed: {said}")
+
+
+def _name_of(requirement: str) -> str | None:
+    try:
+        return canonicalize_name(Pep508(requirement).name)
+    except InvalidRequirement:
+        return None
 
 
 def _why(exc: BaseException, settings: BuildSettings) -> str:
-    """One line saying why the metadata build failed: the backend's last words when it said any."""
+    """One line saying why the metadata build failed: the exception the backend raised, else its
+    last words."""
     secrets = tuple(s for i in settings.indexes for s in i.secrets)
     inner = getattr(exc, "exception", exc)
     output = getattr(inner, "output", None) or getattr(inner, "stderr", None)
     if isinstance(output, bytes):
         output = output.decode("utf-8", errors="replace")
-    lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
-    said = lines[-1] if lines else str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    lines = [line.rstrip() for line in (output or "").splitlines() if line.strip()]
+    said = _raised(lines) or (lines[-1].strip() if lines else "")
+    said = said or (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
     return redact_text(f"the metadata build failed: {said}", secrets)
+
+
+def _raised(lines: Sequence[str]) -> str | None:
+    """The exception line of the last Python traceback in `lines` (the first unindented line after
+    its frames), not the notes its message may go on with."""
+    starts = [i for i, line in enumerate(lines) if line.startswith(_TRACEBACK)]
+    if not starts:
+        return None
+    return next((line for line in lines[starts[-1] + 1 :] if not line[0].isspace()), None)

@@ -13,6 +13,7 @@ from envgen.errors import InputError, ResolutionError
 from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
 from envgen.inputs.untrusted import git_url_problem, ref_problem
 from envgen.model import PYPROJECT, Origin, Source, TracedRequirement
+from envgen.names import vcs_of
 from envgen.redact import redact_url, strip_credentials
 
 logger = logging.getLogger(__name__)
@@ -73,14 +74,14 @@ def split_requirements(
         if not req.url or line.constraint:
             requirements.append(TracedRequirement(line.text, origin, constraint=line.constraint))
             continue
-        scheme = urlsplit(req.url).scheme
-        if "+" not in scheme:
+        vcs = vcs_of(req.url)
+        if vcs is None:
             requirements.append(TracedRequirement(line.text, origin))
             continue
         where = f"source {source.name}: {line.file}:{line.line}"
-        if not scheme.startswith("git+"):
+        if vcs != "git":
             raise InputError(
-                f"{where}: `{line.text}` is a {scheme.split('+')[0]} requirement; only git sources are supported",
+                f"{where}: `{line.text}` is a {vcs} requirement; only git sources are supported",
                 hint="declare it as a source in the matrix with a git URL, or add an override",
             )
         name = canonicalize_name(req.name)

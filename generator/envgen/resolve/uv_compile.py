@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import tomli_w
-import uv
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
@@ -22,6 +22,7 @@ from envgen.process import Running, TimedOut, start, tail
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.overrides import global_overrides
 from envgen.resolve.preferences import Pin, render_pylock
+from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
@@ -94,12 +95,12 @@ def render_uv_config(indexes: Sequence[IndexAccess], overrides: Sequence[str]) -
 
 
 def uv_environment(indexes: Sequence[IndexAccess], cache: Path, environ: Mapping[str, str]) -> dict[str, str]:
-    """uv's environment: its cache, TLS and proxy settings, envgen's network limits, index credentials; no
-    UV_*/PIP_* of the caller."""
+    """uv's environment: its cache, TLS and proxy settings, envgen's network limits (as `environ`
+    sets them), index credentials; no UV_*/PIP_* of the caller."""
     env = {k: environ[k] for k in _PASSED_ENV if k in environ}
     env["UV_CACHE_DIR"] = str(cache / "uv")
     env["UV_NO_PROGRESS"] = "1"
-    env.update(network.uv_environment(network.limits()))
+    env.update(network.uv_environment(network.limits(environ)))
     for index in indexes:
         env.update(index.env)
     return env
@@ -113,15 +114,23 @@ def _index_for_url(url: str, indexes: Sequence[IndexAccess]) -> IndexAccess | No
     return next((i for i in indexes if url.startswith(i.url.rstrip("/") + "/") or url == i.url), None)
 
 
-def why_unreachable(stderr: str, secrets: Sequence[str] = ()) -> str:
-    """Why uv (or pip) could not reach a host, in a few words: the timeout it ran into, or the innermost cause."""
-    return redact_text(network.reason(stderr, network.limits()), tuple(secrets))
+def why_unreachable(stderr: str, limits: network.Limits, secrets: Sequence[str] = ()) -> str:
+    """Why uv (or pip) could not reach a host, in a few words: the timeout it ran into, or the
+    innermost cause."""
+    return redact_text(network.reason(stderr, limits), tuple(secrets))
 
 
 def explain_failure(
-    stderr: str, inputs: Inputs, indexes: Sequence[IndexAccess], matrix: Matrix, platform: str, offline: bool
+    stderr: str,
+    inputs: Inputs,
+    indexes: Sequence[IndexAccess],
+    matrix: Matrix,
+    platform: str,
+    settings: Settings,
 ) -> EnvgenError:
-    """Turn uv's failure into an error naming the platform, the requirements involved and their origins."""
+    """Turn uv's failure into an error naming the platform, the requirements involved and their
+    origins."""
+    offline, limits = settings.offline, settings.limits
     secrets = tuple(s for i in indexes for s in i.secrets)
     said = redact_text(tail(stderr), secrets)
     urls = [m.group(0).rstrip(".,:;") for m in _URL.finditer(stderr)]
@@ -141,8 +150,9 @@ def explain_failure(
         names = _mentioned(stderr)
         involved = [r for r in inputs.requirements if canonicalize_name(name_of(r.text)) in names]
         listed = "".join(f"\n  {r.text}  ({r.origin})" for r in involved) or "\n  (none of the inputs named)"
-        # uv calls the generated project by its name: to the user it is the matrix.
-        said = said.replace(PROJECT_NAME, "the matrix")
+        # uv calls the generated project by its name: it is the direct layer (the matrix's pins and
+        # overrides, the sources' requirements), whose requirements are listed above.
+        said = said.replace(PROJECT_NAME, "the direct layer")
         return ConflictError(
             f"no PyPI resolution for {platform}; these requirements conflict:{listed}\nuv says:\n{said}",
             hint=conflict_hint(sorted({canonicalize_name(name_of(r.text)) for r in involved}), matrix),
@@ -155,17 +165,18 @@ def explain_failure(
             if re.search(r"certificate|ssl|tls", stderr, re.IGNORECASE) and not index.trusted_host
             else ""
         )
-        slow = f"; {network.raise_hint('read', network.limits())}" if network.timed_out(stderr) else ""
+        slow = f"; {network.raise_hint('read', limits)}" if network.timed_out(stderr) else ""
         return NetworkError(
             f"cannot reach index {index.name} at {index.shown} while locking {platform}: "
-            f"{why_unreachable(stderr, secrets)}",
+            f"{why_unreachable(stderr, limits, secrets)}",
             hint=f"check the URL in channels/{index.name}.toml, the network or proxy; {trust}"
             f"or re-lock from cache with --offline{slow}",
         )
     if urls:
         shown_urls = ", ".join(sorted({redact_url(u) for u in urls}))
+        why = why_unreachable(stderr, limits, secrets)
         return NetworkError(
-            f"uv could not fetch {shown_urls} while locking {platform}: {why_unreachable(stderr, secrets)}",
+            f"uv could not fetch {shown_urls} while locking {platform}: {why}",
             hint="check the URLs in the matrix and the network",
         )
     return ToolError(f"uv pip compile failed for {platform}:\n{said}", hint="read uv's message above")
@@ -217,13 +228,21 @@ class UvOutcome:
     timed_out: bool = False
 
 
-# The outcome of a uv run started ahead for a job equal to the one given, if any (resolve/head_start.py).
-Ahead = Callable[[UvJob], UvOutcome | None]
+class UvRunner(Protocol):
+    """What runs a planned job and says how it ended: `PlainRunner` runs it; a head start
+    (resolve/head_start.py) hands over the outcome of an equal job it started earlier."""
+
+    def run(self, job: UvJob) -> UvOutcome: ...
 
 
-def NOTHING_AHEAD(job: UvJob) -> UvOutcome | None:  # noqa: N802 - a constant, in use
-    """No run was started ahead."""
-    return None
+@dataclass(frozen=True)
+class PlainRunner:
+    """Runs each job it is given, within the network budget (seconds)."""
+
+    budget: float
+
+    def run(self, job: UvJob) -> UvOutcome:
+        return execute(job, self.budget)
 
 
 def plan_uv_compile(
@@ -232,16 +251,14 @@ def plan_uv_compile(
     python_version: str,
     inputs: Inputs,
     indexes: Sequence[IndexAccess],
+    settings: Settings,
     *,
-    cache: Path,
-    offline: bool,
-    environ: Mapping[str, str],
     preferred: Sequence[Pin] = (),
 ) -> UvJob:
-    """The `uv pip compile` run resolving `inputs` for `platform` (pure but for locating uv).
+    """The `uv pip compile` run resolving `inputs` for `platform` (pure).
 
-    `preferred` (the previous lock's pins) is written as the existing output file, which uv keeps where the
-    inputs allow.
+    `preferred` (the previous lock's pins) is written as the existing output file, which uv keeps
+    where the inputs allow.
     """
     # Only transitive overrides reach uv: the others were applied to the direct layer already.
     transitive = global_overrides(matrix.overrides)
@@ -251,7 +268,7 @@ def plan_uv_compile(
     }
     if preferred:
         files["pylock.toml"] = render_pylock(preferred)
-    cmd = [uv.find_uv_bin(), "pip", "compile", "pyproject.toml"]
+    cmd = [settings.uv, "pip", "compile", "pyproject.toml"]
     # --config-file replaces every config uv would discover (user, system, project): only ours counts.
     cmd += ["--config-file", "uv.toml"]
     if inputs.excluded:
@@ -267,16 +284,20 @@ def plan_uv_compile(
     cmd += ["--format", "pylock.toml", "--output-file", "pylock.toml", "--no-header"]
     # The interpreter running envgen builds any sdist; --python-version alone decides the resolution.
     cmd += ["--python", sys.executable, "--no-python-downloads", "--color", "never"]
-    if offline:
+    if settings.offline:
         cmd.append("--offline")
-    env = uv_environment(indexes, cache, environ)
+    env = uv_environment(indexes, settings.cache, settings.variables)
     secrets = tuple(s for i in indexes for s in i.secrets)
     return UvJob(platform, tuple(sorted(files.items())), tuple(cmd), tuple(sorted(env.items())), secrets)
 
 
-def execute(job: UvJob, started: Callable[[Running], None] = lambda _: None) -> UvOutcome:
-    """Run `job` in a scratch work directory, within the network budget; `started` is told of the process."""
-    budget = network.limits().budget
+def execute(
+    job: UvJob,
+    budget: float,
+    started: Callable[[Running], None] = lambda _: None,
+) -> UvOutcome:
+    """Run `job` in a scratch work directory, within `budget` seconds; `started` is told of the
+    process."""
     with scratch_dir("envgen-uv-") as work:
         for name, text in job.files:
             (work / name).write_text(text)
@@ -291,17 +312,20 @@ def execute(job: UvJob, started: Callable[[Running], None] = lambda _: None) -> 
 
 
 def run_uv_compile(
-    job: UvJob, matrix: Matrix, inputs: Inputs, indexes: Sequence[IndexAccess], *, offline: bool, ahead: Ahead
+    job: UvJob,
+    matrix: Matrix,
+    inputs: Inputs,
+    indexes: Sequence[IndexAccess],
+    settings: Settings,
+    runner: UvRunner,
 ) -> str:
-    """Run a planned `uv pip compile` (`plan_uv_compile`); returns the pylock.toml text uv wrote.
-
-    `ahead` gives the outcome of an equal job started earlier, if there is one; a failure is explained with the
-    inputs and indexes the job was planned from.
+    """Run a planned `uv pip compile` (`plan_uv_compile`) through `runner`; returns the pylock.toml
+    text uv wrote. A failure is explained with the inputs and indexes the job was planned from.
     """
     platform = job.platform
-    outcome = ahead(job) or execute(job)
+    outcome = runner.run(job)
     if outcome.timed_out:
-        limits = network.limits()
+        limits = settings.limits
         raise NetworkError(
             f"uv did not finish resolving {platform} within {network.seconds('budget', limits)} (indexes "
             f"{', '.join(f'{i.name} at {i.shown}' for i in indexes)})",
@@ -309,5 +333,5 @@ def run_uv_compile(
         )
     if outcome.returncode != 0:
         log.debug("uv pip compile for %s said:\n%s", platform, redact_text(outcome.stderr, job.secrets))
-        raise explain_failure(outcome.stderr, inputs, indexes, matrix, platform, offline)
+        raise explain_failure(outcome.stderr, inputs, indexes, matrix, platform, settings)
     return outcome.pylock

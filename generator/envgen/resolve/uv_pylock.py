@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -238,8 +237,3 @@ def to_entry(choice: Choice, platform: str, deps: tuple[tuple[str, str], ...], i
         index=index,
         sdist=choice.sdist,
     )
-
-
-def is_vcs(requirement: Pep508) -> bool:
-    """Whether a requirement points at a VCS (git+...) URL: those are sources, never given to uv."""
-    return bool(requirement.url) and re.match(r"^[a-z]+\+", requirement.url or "") is not None

@@ -49,7 +49,7 @@ def origins(lock: Lock, matrix: Matrix | None, platform: str) -> dict[str, tuple
 
     if matrix is not None:
         for package in matrix.packages:
-            add(package.name, f"{matrix.path}: pip.packages.{package.name}")
+            add(package.name, str(matrix.origin("pip", "packages", package.name)))
     for locked in lock.sources:
         for req in locked.requirements:
             name = _requirement_name(req.text)

@@ -17,7 +17,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envgen.model import CondaEntry, LockedSource, PipEntry, TracedRequirement
-from envgen.resolve.upgrade import Upgrade, package_key
+from envgen.names import package_key
+from envgen.resolve.movable import Movable
 
 _E = TypeVar("_E", PipEntry, CondaEntry)
 
@@ -100,7 +101,7 @@ def _pip_admits(spec: str, entry: PipEntry) -> bool:
 def _reason(
     old: PipEntry | CondaEntry | None,
     required: Sequence[Required],
-    upgrade: Upgrade,
+    upgrade: Movable,
     name: str,
     admits: Callable[[str, PipEntry | CondaEntry], bool],
     otherwise: str,
@@ -132,7 +133,7 @@ def explain_pip(
     previous: Sequence[PipEntry],
     new: Sequence[PipEntry],
     roots: Sequence[TracedRequirement],
-    upgrade: Upgrade,
+    upgrade: Movable,
 ) -> list[Move]:
     """The pip packages of one platform whose version changed, appeared or disappeared, with their reasons."""
     required = pip_requirements(roots, new)
@@ -149,7 +150,7 @@ def explain_conda(
     previous: Sequence[CondaEntry],
     new: Sequence[CondaEntry],
     specs: Sequence[str],
-    upgrade: Upgrade,
+    upgrade: Movable,
     matches: CondaMatch,
     gone: Collection[str] = (),
 ) -> list[Move]:
@@ -176,7 +177,7 @@ def _explain(
     previous: Sequence[_E],
     new: Sequence[_E],
     required: Mapping[str, Sequence[Required]],
-    upgrade: Upgrade,
+    upgrade: Movable,
     admits: Callable[[str, PipEntry | CondaEntry], bool],
     version: Callable[[_E], str],
     otherwise: Callable[[str], str],
@@ -201,7 +202,7 @@ def _explain(
     return moves
 
 
-def _source_reason(old: LockedSource, new: LockedSource, update: Collection[str] | bool, upgrade: Upgrade) -> str:
+def _source_reason(old: LockedSource, new: LockedSource, update: Movable, upgrade: Movable) -> str:
     was, now = old.source, new.source
     if was.url != now.url:
         return f"new input sources.{now.name}.url ({now.url})"
@@ -209,15 +210,16 @@ def _source_reason(old: LockedSource, new: LockedSource, update: Collection[str]
         return f"new input sources.{now.name}.ref ({was.ref} -> {now.ref})"
     if upgrade.covers(now.name):
         return upgrade.describe(now.name)
-    if update is True:
-        return "--update-all"
-    if update and now.name in update:
-        return f"--update {now.name}"
+    if update.covers(now.name):
+        return update.describe(now.name)
     return "the recorded commit is no longer reachable from its ref; re-pinned"
 
 
 def explain_sources(
-    previous: Sequence[LockedSource], new: Sequence[LockedSource], update: Collection[str] | bool, upgrade: Upgrade
+    previous: Sequence[LockedSource],
+    new: Sequence[LockedSource],
+    update: Movable,
+    upgrade: Movable,
 ) -> list[Move]:
     """The sources whose commit changed, appeared or disappeared, and why (platform "": every platform)."""
     before = {s.source.name: s for s in previous}

@@ -1,0 +1,65 @@
+"""The commands on a project's inputs: `init` starts one, `show` shows a matrix as read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from envgen.cli.options import common_options, current_project, env_names, epilog
+from envgen.cli.output import Outcome
+from envgen.cli.running import reporting
+from envgen.errors import EnvgenError
+
+
+@click.command(
+    "init",
+    short_help="Start a project: an example matrix and its channels.",
+    epilog=epilog("envgen init", "envgen init my-stack && cd my-stack && envgen show example"),
+)
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@common_options
+@reporting("init")
+def init_command(directory: Path) -> Outcome:
+    """Start a project in DIRECTORY (default: here): an example matrix, its channels, a .gitignore
+    entry.
+
+    Existing files are left alone; a directory already inside a project is refused.
+    """
+    from envgen.commands.init import init_project
+
+    created = init_project(directory)
+    root = str(directory.resolve())
+    outcome = Outcome(results=[{"root": root, "created": [str(p) for p in created]}])
+    for path in created:
+        outcome.note(f"created {path}")
+    outcome.note(f"next: `envgen show example`, then `envgen lock example` in {directory}")
+    return outcome
+
+
+@click.command(
+    "show",
+    short_help="Show an env's matrix, validated and normalised.",
+    epilog=epilog("envgen show a5", "envgen show a5 --json"),
+)
+@click.argument("env", callback=env_names)
+@common_options
+@reporting("show")
+def show_command(env: str) -> Outcome:
+    """Show the validated, normalised matrix of ENV (--json: a stable JSON document)."""
+    import json
+
+    from envgen.commands.show import render_json, render_text
+    from envgen.inputs.matrix import load_env
+    from envgen.lockio.store import read_lock
+
+    proj = current_project()
+    proj.known_envs([env])
+    matrix = load_env(proj, env)
+    # The lock adds what its transitive overrides contradict; a broken lock is `check`'s to report.
+    try:
+        lock = read_lock(proj, env)
+    except EnvgenError:
+        lock = None
+    document = json.loads(render_json(matrix, lock))
+    return Outcome(results=[document], text=render_text(matrix, lock))

@@ -1,0 +1,54 @@
+"""What resolving takes from the process that runs it, read once by the command: the variables
+(`${VAR}` in channel and index URLs, the user's git, TLS and proxy settings), the network limits,
+the cache directory, whether to stay offline, and where uv is. No stage reads the process itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from envgen import network
+from envgen.inputs.channels import IndexAccess, access_index, expand_url
+from envgen.model import Index
+from envgen.resolve.git_remote import GitEnv
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The environment a re-lock (or a re-solve, or the watch) resolves in."""
+
+    variables: Mapping[str, str]
+    limits: network.Limits
+    cache: Path
+    offline: bool = False
+    uv: str = "uv"
+
+    @classmethod
+    def read(cls, environ: Mapping[str, str], *, cache: Path, offline: bool = False) -> Settings:
+        """The settings of a command run in `environ` (a malformed `ENVGEN_*` limit is bad
+        input)."""
+        # Imported here: locating uv reads sysconfig, which a no-op lock never needs. Located once:
+        # sysconfig's first read is not thread-safe, and the platforms are planned concurrently.
+        from uv import find_uv_bin
+
+        variables = MappingProxyType(dict(environ))
+        return cls(variables, network.limits(variables), cache, offline, find_uv_bin())
+
+    @property
+    def git(self) -> GitEnv:
+        """What every git call runs with."""
+        return GitEnv(self.variables, self.limits)
+
+    def access(self, index: Index) -> IndexAccess:
+        """`index` with its `${VAR}` expanded from the variables, credentials apart."""
+        return access_index(index, self.variables)
+
+    def accesses(self, indexes: Iterable[Index]) -> dict[str, IndexAccess]:
+        """Each of `indexes` as `access` gives it, by name."""
+        return {index.name: self.access(index) for index in indexes}
+
+    def expand(self, url: str, what: str) -> str:
+        """`url` with every `${VAR}` expanded from the variables (`what` it is, for the message)."""
+        return expand_url(url, what, self.variables)

@@ -1,0 +1,119 @@
+"""`envgen cache dir` and `envgen cache clean`: the directory ENVGEN_CACHE_DIR names (or the user
+cache directory), emptied of what envgen put there, and of nothing else, never through a link."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from envgen.example.project import Example
+from envgen.project import CACHE_ENTRIES
+
+from tests.support.example import restored_example, run_envgen
+
+ENVGEN = [sys.executable, "-m", "envgen"]
+
+
+def cache_command(
+    *args: str,
+    cache: Path | None,
+    env: dict[str, str] | None = None,
+) -> tuple[int, str, str]:
+    """`envgen cache ARGS` in a child process, ENVGEN_CACHE_DIR set to `cache` (None: unset)."""
+    full = {k: v for k, v in os.environ.items() if k != "ENVGEN_CACHE_DIR"} | (env or {})
+    if cache is not None:
+        full["ENVGEN_CACHE_DIR"] = str(cache)
+    argv = [*ENVGEN, "cache", *args]
+    proc = subprocess.run(argv, env=full, capture_output=True, text=True, timeout=60)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_dir_is_the_variable_else_the_user_cache_directory(tmp_path: Path) -> None:
+    assert cache_command("dir", cache=tmp_path / "mine") == (0, f"{tmp_path / 'mine'}\n", "")
+    code, out, _ = cache_command("dir", cache=None, env={"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert (code, out) == (0, f"{tmp_path / 'xdg' / 'envgen'}\n")
+    code, out, _ = cache_command("dir", "--json", cache=tmp_path / "mine")
+    assert json.loads(out)["results"] == [{"path": str(tmp_path / "mine"), "exists": False}]
+
+
+def test_clean_removes_everything_a_lock_a_check_and_a_bundle_cached(
+    served: Example,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """What envgen writes into its cache is all in CACHE_ENTRIES (else clean would refuse it)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))
+    with restored_example(served, "demo", monkeypatch) as example:
+        assert run_envgen(example, "lock", "demo", "-q")[0] == 0
+        assert run_envgen(example, "check", "demo", "--no-solve", "-q")[0] == 0
+        bundle = str(tmp_path / "demo.tar")
+        assert run_envgen(example, "bundle", "demo", "-o", bundle, "-q")[0] == 0
+    cached = sorted(p.name for p in cache.iterdir())
+    assert {"git", "conda", "uv", "pypi-metadata", "artifacts"} <= set(cached)
+
+    code, out, err = cache_command("clean", "--json", cache=cache)
+    assert code == 0, err
+    (result,) = json.loads(out)["results"]
+    assert [e["name"] for e in result["removed"]] == cached
+    assert result["bytes"] == sum(e["bytes"] for e in result["removed"]) > 1_000_000
+    assert cache.is_dir() and list(cache.iterdir()) == []
+    code, _, err = cache_command("clean", cache=cache)
+    assert (code, err) == (0, f"envgen cache: nothing to remove in {cache}\n")
+
+
+def test_clean_says_what_it_removed_and_removes_a_link_inside_as_a_link(tmp_path: Path) -> None:
+    cache, outside = tmp_path / "cache", tmp_path / "precious"
+    (cache / "git" / "repo.git").mkdir(parents=True)
+    (cache / "git" / "repo.git" / "HEAD").write_text("ref: refs/heads/main\n")
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not envgen's\n")
+    (cache / "uv").symlink_to(outside)  # a link where envgen keeps a directory
+    (cache / "git" / "elsewhere").symlink_to(outside)  # and one inside an entry
+
+    code, _, err = cache_command("clean", cache=cache)
+    assert code == 0, err
+    assert err.splitlines() == [
+        f"removed {cache / 'git'} (21 bytes)",
+        f"removed {cache / 'uv'} ({len(str(outside))} bytes)",
+        f"envgen cache: removed {21 + len(str(outside))} bytes from {cache}",
+    ]
+    assert list(cache.iterdir()) == []
+    assert (outside / "keep.txt").read_text() == "not envgen's\n"
+
+
+def test_clean_refuses_a_directory_holding_what_envgen_does_not_put_there(tmp_path: Path) -> None:
+    """ENVGEN_CACHE_DIR pointing at a home: nothing at all is removed, not even envgen's `git/`."""
+    home = tmp_path / "home"
+    (home / "git").mkdir(parents=True)
+    (home / ".bashrc").write_text("export PATH\n")
+    (home / "notes.txt").write_text("mine\n")
+    code, out, err = cache_command("clean", cache=home)
+    assert code == 2 and out == ""
+    assert f"error: {home} holds .bashrc, notes.txt, which envgen does not put in its cache" in err
+    assert "nothing was removed" in err and ", ".join(CACHE_ENTRIES) in err
+    assert sorted(p.name for p in home.iterdir()) == [".bashrc", "git", "notes.txt"]
+
+
+def test_clean_never_goes_through_a_link_to_the_cache(tmp_path: Path) -> None:
+    real = tmp_path / "real-cache"
+    (real / "git").mkdir(parents=True)
+    link = tmp_path / "cache"
+    link.symlink_to(real)
+    code, _, err = cache_command("clean", cache=link)
+    assert code == 2
+    refused = f"error: the cache {link} is a symbolic link: envgen removes its cache only where"
+    assert refused in err
+    assert (real / "git").is_dir()
+    (tmp_path / "file").write_text("x")
+    code, _, err = cache_command("clean", cache=tmp_path / "file")
+    assert code == 2 and "is not a directory" in err
+    assert cache_command("clean", cache=tmp_path / "absent") == (
+        0,
+        "",
+        f"envgen cache: nothing to remove in {tmp_path / 'absent'}\n",
+    )
