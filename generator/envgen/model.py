@@ -7,6 +7,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+# The install steps' data lives in model_steps.py, and is part of the model.
+from envgen.model_steps import Archive as Archive
+from envgen.model_steps import ArchiveMember as ArchiveMember
+from envgen.model_steps import Exclusion as Exclusion
+from envgen.model_steps import Link as Link
+from envgen.model_steps import LockedArchive as LockedArchive
+from envgen.model_steps import Replacement as Replacement
 from envgen.npu import Npu
 
 # How a source's requirements are read: a file path inside the tree, or this word for PEP 621 dependencies.
@@ -141,6 +148,11 @@ class Source:
     dependencies: str = METADATA
     dependencies_reason: str | None = None
     submodules_reason: str | None = None
+    # Where the project lies in the tree ("" for its root) and the extras its install asks
+    # (`pip install -e "python[srt_npu]"`), and the files copied within the tree before it builds.
+    subdirectory: str = ""
+    extras: tuple[str, ...] = ()
+    replacements: tuple[Replacement, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -225,6 +237,9 @@ class Matrix:
     # The matrix files this one extends (`extends = "a3"`), nearest first; their keys are merged in.
     bases: tuple[str, ...] = ()
     watch: Watch = Watch()
+    archives: tuple[Archive, ...] = ()
+    links: tuple[Link, ...] = ()
+    exclusions: tuple[Exclusion, ...] = ()
     # For a matrix that extends another: the file of the chain that wrote each key (its path as a
     # tuple: `("overrides", "numpy", "requirement")`), tables and array positions included. Empty
     # otherwise.
@@ -394,6 +409,13 @@ class Lock:
     # The digests behind input_hash, by component ("matrix", "channel:<name>", "source:<name>", ...), so a
     # stale lock can say what changed.
     inputs: tuple[tuple[str, str], ...] = ()
+    # Wheels from release archives (per platform), links made after the install, packages left out.
+    archives: tuple[LockedArchive, ...] = ()
+    links: tuple[Link, ...] = ()
+    exclusions: tuple[Exclusion, ...] = ()
+
+    def archives_for(self, platform: str) -> tuple[LockedArchive, ...]:
+        return tuple(a for a in self.archives if a.platform == platform)
 
     def conda_for(self, platform: str) -> tuple[CondaEntry, ...]:
         return tuple(e for e in self.conda if e.platform == platform)

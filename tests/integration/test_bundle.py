@@ -59,6 +59,12 @@ def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(bu
     assert manifest.platforms == (HOST,) and manifest.input_hash == lock.input_hash
     shas = {m.sha256 for m in manifest.members}
     assert {e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))} <= shas
+    # The archive's wheels, each under its own name and sha256 (the archive itself is not carried).
+    (archive,) = lock.archives_for(HOST)
+    assert {f"archives/{m.filename}": m.sha256 for m in archive.members}.items() <= {
+        m.path: m.sha256 for m in manifest.members
+    }.items()
+    assert archive.sha256 not in shas
     assert not {e.sha256 for e in lock.pip_for(OTHER)} - {e.sha256 for e in lock.pip_for(HOST)} & shas
     assert {f"git/{s.source.name}.bundle" for s in lock.sources} | {f"locks/{ENV}.yml"} <= set(files)
     assert set(files) == {m.path for m in manifest.members} | {MANIFEST}
@@ -80,6 +86,9 @@ def test_install_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path:
     ran = {s.name: s.status for s in steps}
     assert ran["import rollout"] == ran["import post"] == ran["import demo_queue"] == "ok", steps
     assert ran["import demo_torch"] == ran["import trainer"] == "ok", steps
+    # The archive's wheels come from the bundle, the link made in the env.
+    assert ran["import demo_ep"] == ran["import demo_serving"] == "ok", steps
+    assert [p.is_symlink() for p in site_packages(prefix).glob("demo_ep_cpp*.so")] == [True]
     assert not list((tmp_path / "tmp").iterdir())  # the unpacked bundle and the git mirrors are gone
 
 
@@ -92,7 +101,7 @@ def test_a_second_bundle_with_nothing_served_comes_from_the_cache(offline: Bundl
     assert first[MANIFEST] == second[MANIFEST]
 
 
-@pytest.mark.parametrize("member", ["pip", "conda", "git"])
+@pytest.mark.parametrize("member", ["pip", "conda", "git", "archives"])
 def test_an_altered_member_fails_before_anything_is_installed(offline: Bundled, tmp_path: Path, member: str) -> None:
     names = [n for n in members(offline.bundle) if n.startswith(f"{member}/")]
     name = names[0]
@@ -463,7 +472,10 @@ def test_the_recipe_installs_the_pip_part_and_sources_from_the_bundle_without_en
     assert not list((tmp_path / "tmp").iterdir())  # the unpacked bundle and its mirrors are gone
 
 
-@pytest.mark.parametrize("member", ["pip/", "conda/", "git/", "requirements/", "missing"])
+ALTERED = ["pip/", "conda/", "git/", "requirements/", "archives/", "missing"]
+
+
+@pytest.mark.parametrize("member", ALTERED)
 def test_the_recipe_refuses_an_altered_or_missing_member_before_installing(
     offline: Bundled, tmp_path: Path, pip_site_packages: Path, member: str
 ) -> None:
@@ -607,3 +619,29 @@ def test_a_bundle_whose_lock_was_edited_and_its_manifest_updated_is_refused(offl
     assert f"the lock of {ENV} was tampered with" in out
     assert f"pip-indexes names index pypi for demo-peft ({HOST})" in out
     assert not (tmp_path / "env").exists() and not list((tmp_path / "tmp").iterdir())
+
+
+def test_an_archive_wheel_altered_with_its_manifest_is_refused_by_envgen_and_the_recipe(
+    offline: Bundled, tmp_path: Path, pip_site_packages: Path
+) -> None:
+    """bundle.json lists the altered wheel with its new sha256: the lock's sha256 of the wheel is
+    what counts, for envgen (exit 4) and for the recipe, which checks it against the lock it
+    renders."""
+    name = next(n for n in members(offline.bundle) if n.startswith("archives/"))
+    altered = members(rewritten(offline.bundle, tmp_path / "altered.tar", name))
+    written_tar(tmp_path / "forged.tar", relisted(altered, name))
+    found = hashlib.sha256(altered[name]).hexdigest()
+    prefix = tmp_path / "env"
+    args = ("--prefix", str(prefix), "--venv", "--root", str(offline.root))
+    code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "forged.tar"), *args)
+    assert code == 4, out
+    assert f"{name}: bundle.json says sha256 {found}, the lock " in out, out
+    assert not prefix.exists()
+    venv = fresh_venv(tmp_path / "venv", pip_site_packages)
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    proc = run_recipe_with_bundle(offline.root, venv, tmp_path / "forged.tar", tmp_path / "tmp")
+    assert proc.returncode != 0
+    said = f"demo-kernels: {name.removeprefix('archives/')} has sha256 {found}, the lock says "
+    assert said in proc.stderr, proc.stderr
+    assert "nothing of the archive was installed" in proc.stderr
+    assert not list(site_packages(venv).glob("demo_ep*"))

@@ -100,7 +100,8 @@ def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only
         assert re.fullmatch(r"[0-9a-f]{32}", entry.md5) and re.fullmatch(r"[0-9a-f]{64}", entry.sha256)
     assert {e.version for e in lock.conda if e.name == "libdemo"} == {"1.0"}  # 2.0 needs glibc 2.34
     commits = {s.source.name: s.commit for s in lock.sources}
-    assert [s.source.name for s in lock.sources] == ["rollout", "trainer", "post", "demo-queue"]
+    names = [s.source.name for s in lock.sources]
+    assert names == ["rollout", "trainer", "post", "demo-queue", "serving"]
     assert commits["rollout"] == example.repos["rollout"].rev("v0.23.0")
     assert all(re.fullmatch(r"[0-9a-f]{40}", c) for c in commits.values())
     assert all(s.source.url.startswith("https://github.com/envgen-demo/") for s in lock.sources)
@@ -272,7 +273,7 @@ def test_the_preflight_asks_only_for_envs_to_re_lock(
     assert lock_files(example) == before
     code, _, err = envgen(example, "lock", ENV, "--update-all")
     assert code == 3, err
-    first = "https://github.com/envgen-demo/rollout.git (demo source rollout) and 2 more"
+    first = "https://github.com/envgen-demo/rollout.git (demo source rollout) and 3 more"
     assert (
         f"error: 1 host that the lock needs did not answer; nothing was locked:\n  github.com: git remote {first}"
         in err

@@ -9,6 +9,7 @@ Times are printed (`pytest -s`), never asserted beyond a generous bound that onl
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -249,6 +250,9 @@ def test_install_from_an_unreachable_conda_channel_exits_3_naming_the_host(
     # A cache of its own: the session's may already hold these packages (every served example has the same
     # bytes, and other tests install them), and rattler rightly takes them from there without asking the channel.
     cache = str(tmp_path / "cache")
+    # The archives' wheels, checked before the prefix is touched, come from the lock's cache.
+    locked_archives = Path(os.environ["ENVGEN_CACHE_DIR"]) / "archives"
+    shutil.copytree(locked_archives, tmp_path / "cache" / "archives")
     code, err, _ = envgen(locked_then_gone.root, *args, conda_timeout="2", retries="0", cache_dir=cache)
     assert code == 3, err
     channel = locked_then_gone.channel_url.removeprefix("http://")

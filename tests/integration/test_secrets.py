@@ -24,7 +24,14 @@ from envgen.errors import InputError, VerificationError
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
-from envgen.example.project import ENV, EXAMPLE_DIR, build_example, write_gitconfig, write_project
+from envgen.example.project import (
+    ENV,
+    EXAMPLE_DIR,
+    RELEASES,
+    build_example,
+    write_gitconfig,
+    write_project,
+)
 from envgen.inputs.credentials import lock_credentials
 from envgen.installer.conda import install_conda
 from envgen.model import Channel
@@ -81,7 +88,10 @@ def project(
             for name, host in (("pypi", "127.0.0.1"), ("extra", "127.0.0.2"), ("conda", "127.0.0.3"))
         }
         git_base, _ = stack.enter_context(serve_git(workdir / "upstream", ":".join(PAIRS["git"])))
+        # A release archive is fetched without credentials (its URL may carry none): served apart.
+        releases = stack.enter_context(serve_directory(workdir / "pypi" / RELEASES))
         urls = {
+            "releases": releases,
             "conda": f"http://{PAIRS['conda'][0]}:${{CONDA_TOKEN}}@{hosts['conda']}",
             "pypi": f"http://{':'.join(PAIRS['pypi'])}@{hosts['pypi']}",
             "extra": f"http://{PAIRS['extra'][0]}:${{EXTRA_TOKEN}}@{hosts['extra']}",

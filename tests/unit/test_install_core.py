@@ -5,7 +5,8 @@ touched."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,8 @@ class Log:
 class FakeSource:
     log: Log
     recipe_text: str | None = None  # None: the lock's own rendering
+    archives_dir: Path | None = None
+    archives_error: Exception | None = None
 
     def recipe(self, lock: Lock) -> Recipe:
         self.log.events.append(("read recipe",))
@@ -67,6 +70,14 @@ class FakeSource:
         entries = lock.pip_for(platform)
         name = installer.derived_file(lock.env, platform)
         return PipPart(Path("/src/locks") / name, entries) if entries else None
+
+    @contextmanager
+    def archives(self, lock: Lock, platform: str) -> Iterator[Path | None]:
+        self.log.events.append(("open archives", platform))
+        if self.archives_error is not None:
+            raise self.archives_error
+        yield self.archives_dir
+        self.log.events.append(("close archives",))
 
 
 @dataclass
@@ -145,9 +156,11 @@ def test_a_conda_prefix_gets_the_platforms_conda_part_then_its_pip_part_then_the
         ("read recipe",),
         ("locate conda", PLATFORM),
         ("locate pip", PLATFORM, "pip"),
+        ("open archives", PLATFORM),
         ("create", "/envs/demo", ("python", "libx")),
         ("pip install", "/envs/demo/bin/python", REQUIREMENTS, ("beta", "alpha")),
         ("run", ("sh", "/src/demo.install.sh", "--prefix", "/envs/demo", *RECIPE_OPTIONS)),
+        ("close archives",),
     ]
     # The recipe's git gets the source's environment and its sources' credentials, as a header.
     assert runner.env["GIT_DIR_HINT"] == "mirrors"
@@ -159,7 +172,15 @@ def test_a_conda_prefix_gets_the_platforms_conda_part_then_its_pip_part_then_the
 def test_a_venv_takes_no_conda_part_and_the_source_is_not_asked_for_one() -> None:
     log, source, venv, installer, runner = fakes(takes_conda=False, kind="venv")
     install(Request(demo_lock(), "linux-aarch64"), source, venv, installer, runner=runner)
-    assert steps(log) == ["read recipe", "locate pip", "create", "pip install", "run"]
+    assert steps(log) == [
+        "read recipe",
+        "locate pip",
+        "open archives",
+        "create",
+        "pip install",
+        "run",
+        "close archives",
+    ]
     assert ("create", "/envs/demo", ()) in log.events
 
 
@@ -195,7 +216,32 @@ def test_a_platform_without_pip_packages_runs_no_installer_but_still_the_recipe(
     log, source, prefix, installer, runner = fakes()
     lock = demo_lock(pip=())
     install(Request(lock, PLATFORM), source, prefix, installer, runner=runner)
-    assert steps(log) == ["read recipe", "locate conda", "locate pip", "create", "run"]
+    assert steps(log) == [
+        "read recipe",
+        "locate conda",
+        "locate pip",
+        "open archives",
+        "create",
+        "run",
+        "close archives",
+    ]
+
+
+def test_the_archives_wheels_reach_the_recipe_and_stay_until_it_has_run() -> None:
+    log, source, prefix, installer, runner = fakes()
+    source.archives_dir = Path("/tmp/wheels")
+    install(Request(demo_lock(), PLATFORM), source, prefix, installer, runner=runner)
+    (ran,) = [event[1] for event in log.events if event[0] == "run"]
+    assert ran[-2:] == ("--archives", "/tmp/wheels")
+    assert steps(log)[-2:] == ["run", "close archives"]
+
+
+def test_an_archive_refused_leaves_the_env_untouched() -> None:
+    log, source, prefix, installer, runner = fakes()
+    source.archives_error = VerificationError("the archive holds other bytes")
+    with pytest.raises(VerificationError, match="other bytes"):
+        install(Request(demo_lock(), PLATFORM), source, prefix, installer, runner=runner)
+    assert steps(log) == ["read recipe", "locate conda", "locate pip", "open archives"]
 
 
 def test_a_failed_recipe_is_a_tool_error_without_the_credentials_it_was_given() -> None:

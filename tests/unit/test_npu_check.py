@@ -29,7 +29,10 @@ npu = _load()
 
 def test_the_repository_config_names_verls_labels_and_leaves_a5_for_later() -> None:
     labels, minutes = npu.read_config(REPO / "ci" / "npu-runners.toml")
-    assert labels == {"a2": ["linux-aarch64-a2b3-8"], "a3": ["linux-aarch64-a3-8"], "a5": []}
+    a2, a3 = ["linux-aarch64-a2b3-8"], ["linux-aarch64-a3-8"]
+    # The SGLang route runs on the same runners as the vLLM route of its generation.
+    sglang = {"a2-sglang": a2, "a3-sglang": a3, "a3-sglang-fsdp": a3}
+    assert labels == {"a2": a2, "a3": a3, "a5": [], **sglang}
     assert minutes == 30
 
 

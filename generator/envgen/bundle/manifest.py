@@ -89,6 +89,24 @@ def wanted_artifacts(lock: Lock, platforms: Iterable[str]) -> tuple[Wanted, ...]
     return tuple(sorted(found.values(), key=lambda w: w.path))
 
 
+def archived_wheels(lock: Lock, platforms: Iterable[str]) -> tuple[Wanted, ...]:
+    """The wheels the lock takes out of release archives for `platforms`, as the bundle carries them
+    (`archives/<wheel>`, the recipe's --archives directory), each with its own sha256 from the lock;
+    `url` is the archive's."""
+    found: dict[str, Wanted] = {}
+    for archive in (a for p in platforms for a in lock.archives_for(p)):
+        for member in archive.members:
+            path = f"archives/{_filename('/' + member.filename)}"
+            seen = found.setdefault(path, Wanted(path, archive.url, member.sha256))
+            if seen.sha256 != member.sha256:
+                both = f"{seen.sha256}, {member.sha256}"
+                raise InputError(
+                    f"the lock of {lock.env} names {member.filename} with two sha256 ({both})",
+                    hint="re-lock: one file name must have one content",
+                )
+    return tuple(sorted(found.values(), key=lambda w: w.path))
+
+
 def requirements_path(platform: str) -> str:
     return f"requirements/{platform}.txt"
 
@@ -220,7 +238,7 @@ def expected_members(lock: Lock, manifest: Manifest, lock_files: Mapping[str, Me
     others = [p for p in manifest.platforms if p not in lock.platforms]
     problems = [f"bundle.json: platform {p} is not the lock's" for p in others]
     trusted = dict(lock_files)
-    for want in wanted_artifacts(lock, platforms):
+    for want in (*wanted_artifacts(lock, platforms), *archived_wheels(lock, platforms)):
         size = listed[want.path].size if want.path in listed else 0
         trusted[want.path] = Member(want.path, want.sha256, size, want.url)
     for platform in platforms:

@@ -19,6 +19,7 @@ from envgen.bundle.gitpacks import pack_source
 from envgen.bundle.manifest import (
     Manifest,
     Member,
+    archived_wheels,
     render_manifest,
     requirements_path,
     wanted_artifacts,
@@ -33,6 +34,7 @@ from envgen.lockio.store import read_files
 from envgen.model import Lock
 from envgen.outputs import checked_output
 from envgen.project import Project
+from envgen.resolve.archives import archive_wheels
 from envgen.resolve.git_remote import GitEnv
 from envgen.resolve.index_client import IndexClient
 from envgen.scratch import scratch_dir
@@ -116,6 +118,10 @@ def _bundle(
     limits = network.limits(os.environ)
     with IndexClient(indexes, limits, credentials=found.pip + found.conda) as client:
         paths, downloaded = fetch_all(client, wanted, cache, display=display)
+        wheels = archived_wheels(lock, chosen)
+        for archive in (a for p in chosen for a in lock.archives_for(p)):
+            log.info("archive %s (%s): taking its wheels out", archive.name, archive.platform)
+            paths |= archive_wheels(client, archive, cache=cache)
     lock_files = (project.lock_yml(env), project.sources_toml(env), project.install_sh(env))
     with scratch_dir("envgen-bundle-") as scratch:
         # The lock's files first: a reader trusts the lock before any artifact streams.
@@ -125,7 +131,7 @@ def _bundle(
             requirements.parent.mkdir(parents=True, exist_ok=True)
             requirements.write_text(render_find_links(lock, platform), encoding="utf-8")
             files.append((requirements_path(platform), requirements, ""))
-        files += [(w.path, paths[w.sha256], w.sha256) for w in wanted]
+        files += [(w.path, paths[w.sha256], w.sha256) for w in (*wanted, *wheels)]
         packs = []
         for locked in lock.sources:
             log.info("source %s: bundling commit %s", locked.source.name, locked.commit)
@@ -134,7 +140,7 @@ def _bundle(
                 files.append((pack.path, scratch / pack.path, ""))
         # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed as archived.
         files = [(name, path, sha or file_sha256(path)) for name, path, sha in files]
-        urls = {w.path: w.url for w in wanted}
+        urls = {w.path: w.url for w in (*wanted, *wheels)}
         sizes = [(name, sha, path.stat().st_size) for name, path, sha in files]
         members = [Member(name, sha, size, urls.get(name, "")) for name, sha, size in sizes]
         manifest = Manifest(env, lock.input_hash, chosen, envgen.__version__, tuple(members), tuple(packs))

@@ -80,7 +80,16 @@ def _pip_again(matrix: Matrix, lock: Lock, platform: str, cache: Path) -> PypiLo
     python = python_of(lock, matrix, platform)
     yml = f"locks/{lock.env}.yml"
     settings = Settings.read(os.environ, cache=cache)
-    return lock_pypi(pinned, platform, python, lock.sources, settings, pinned_from=yml)
+    # The archives' wheels as locked: their requirements are resolved again too.
+    return lock_pypi(
+        pinned,
+        platform,
+        python,
+        lock.sources,
+        settings,
+        pinned_from=yml,
+        archives=lock.archives,
+    )
 
 
 def _again(
@@ -207,7 +216,7 @@ def _env_steps(
     """The throwaway env of this host's part of `lock`, installed from its channels and indexes
     with the lock's credentials."""
     credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
-    source = IndexSource(project, credentials, os.environ)
+    source = IndexSource(project, credentials, os.environ, cache=cache)
     return throwaway_steps(
         lock,
         source,

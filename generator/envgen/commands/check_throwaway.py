@@ -135,7 +135,8 @@ def _import_step(check: ImportCheck, result: dict[str, object], expected: str | 
 
 
 def pip_check_step(prefix: Path, ignored: AbstractSet[str], runner: Runner = run) -> Step:
-    """`pip check` of the env, minus requirements on pending packages and skipped sources (reported apart)."""
+    """`pip check` of the env, minus requirements on pending packages, skipped sources (reported
+    apart) and the packages the lock leaves out on purpose."""
     proc = runner([prefix / "bin" / "python", "-m", "pip", "check"], env=tool_environment(), check=False)
     lines = [line for line in proc.stdout.splitlines() if line.strip() and "No broken requirements" not in line]
     problems = []
@@ -162,14 +163,18 @@ def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
         return Step("env: installed set", FAILED, redact_text(tail(proc.stderr, 5)))
     installed = {canonicalize_name(d["name"]): d["version"] for d in json.loads(proc.stdout)}
     entries = lock.pip_for(platform)
+    # The wheels taken from release archives are held to their locked versions too.
+    wheels = [(m.name, m.version) for a in lock.archives_for(platform) for m in a.members]
     problems = []
-    for entry in entries:
-        have = installed.get(canonicalize_name(entry.name))
+    for name, version in (*((e.name, e.version) for e in entries), *wheels):
+        have = installed.get(canonicalize_name(name))
         if have is None:
-            problems.append(f"{entry.name}: not installed ({entry.version} locked)")
-        elif have != entry.version:
-            problems.append(f"{entry.name}: {have} installed, {entry.version} locked")
-    return step_of("env: installed set", problems, f"{len(entries)} pip packages at their locked versions")
+            problems.append(f"{name}: not installed ({version} locked)")
+        elif have != version:
+            problems.append(f"{name}: {have} installed, {version} locked")
+    wheeled = f" and {len(wheels)} archive wheels" if wheels else ""
+    detail = f"{len(entries)} pip packages{wheeled} at their locked versions"
+    return step_of("env: installed set", problems, detail)
 
 
 # What installs the throwaway env: installer.core.install, or a test's stand-in.
@@ -196,6 +201,8 @@ def _installed_env_steps(
         reason = f"{names}: {hardware.set_env} not found"
         steps.append(Step("env: sources needing CANN", SKIPPED, reason))
     ignored = skipped | {canonicalize_name(p.name) for p in lock.pending}
+    # What the lock leaves out on purpose is not installed, on purpose: not a broken requirement.
+    ignored |= {canonicalize_name(e.name) for e in lock.exclusions if e.applies(platform)}
     steps.append(pip_check_step(env.path, ignored))
     steps += import_steps(
         lock,

@@ -124,6 +124,6 @@ def install_lock(
         check_request(request)  # bad input before the lock's freshness is asked
         matrix = _matrix(project, env, lock, frozen=frozen)
         credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
-        source = IndexSource(project, credentials, os.environ)
+        source = IndexSource(project, credentials, os.environ, cache=cache)
         install(request, source, destination(prefix, venv=venv, cache=cache), tool)
         return prefix.absolute()

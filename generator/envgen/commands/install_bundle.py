@@ -15,6 +15,7 @@ from envgen.bundle.gitpacks import make_mirror, mirror_git_environment
 from envgen.bundle.manifest import (
     Expected,
     Member,
+    archived_wheels,
     check_fits,
     expected_members,
     lock_paths,
@@ -110,7 +111,10 @@ def opened_bundle(
         log.info("verified %d members of %s", len(expected.members), bundle)
         source = LocalSource(
             unpacked / lock_paths(env)[2],
-            {w.sha256: unpacked / w.path for w in wanted_artifacts(lock, (platform,))},
+            {
+                w.sha256: unpacked / w.path
+                for w in (*wanted_artifacts(lock, (platform,)), *archived_wheels(lock, (platform,)))
+            },
             {platform: unpacked / requirements_path(platform)},
             unpacked / "pip",
             mirror_git_environment(mirrors, os.environ),

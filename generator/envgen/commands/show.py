@@ -6,7 +6,18 @@ import json
 import shlex
 from typing import Any
 
-from envgen.model import METADATA, NONE, ImportCheck, Lock, Matrix, PipPackage, Source
+from envgen.model import (
+    METADATA,
+    NONE,
+    Archive,
+    Exclusion,
+    ImportCheck,
+    Link,
+    Lock,
+    Matrix,
+    PipPackage,
+    Source,
+)
 from envgen.npu import GENERATIONS
 from envgen.redact import redact_url
 
@@ -33,7 +44,11 @@ def matrix_document(matrix: Matrix, lock: Lock | None = None) -> dict[str, Any]:
         },
         "pip": _pip(matrix),
         "sources": [_source(s) for s in matrix.sources],
-        "install": {"order": [s.name for s in matrix.sources]},
+        "install": {
+            "order": [s.name for s in matrix.sources],
+            "links": [_link(link) for link in matrix.links],
+        },
+        "archives": {a.name: _archive(matrix, a) for a in matrix.archives},
         "overrides": {
             o.name: {
                 "requirement": o.requirement,
@@ -93,6 +108,26 @@ def _pip(matrix: Matrix) -> dict[str, Any]:
         "indexes": indexes,
         "default_indexes": [i.name for i in matrix.default_indexes],
         "packages": {p.name: _package(matrix, p) for p in matrix.packages},
+        # Left out on purpose: name -> the reason and the platforms it is left out on.
+        "exclude": {e.name: _exclusion(matrix, e) for e in matrix.exclusions},
+    }
+
+
+def _exclusion(matrix: Matrix, exclusion: Exclusion) -> dict[str, Any]:
+    return {"reason": exclusion.reason, "platforms": list(exclusion.platforms or matrix.platforms)}
+
+
+def _link(link: Link) -> dict[str, str]:
+    return {"target": link.target, "directory": link.directory, "reason": link.reason}
+
+
+def _archive(matrix: Matrix, archive: Archive) -> dict[str, Any]:
+    return {
+        # platform -> its URL and the sha256 the matrix pins (None: the lock pins what it fetched)
+        "url": {p: archive.url_for(p) for p in matrix.platforms},
+        "sha256": {p: archive.sha256_for(p) for p in matrix.platforms},
+        "wheels": list(archive.wheels),
+        "note": archive.note,
     }
 
 
@@ -137,6 +172,9 @@ def _source(source: Source) -> dict[str, Any]:
         "dependencies": source.dependencies,
         "dependencies_reason": source.dependencies_reason,
         "cherry_picks": list(source.cherry_picks),
+        "subdirectory": source.subdirectory,
+        "extras": list(source.extras),
+        "replace": [{"from": r.source, "to": r.target} for r in source.replacements],
     }
 
 
@@ -186,9 +224,12 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
     lines += _section("conda specs", [f"  {spec}" for spec in matrix.conda_specs])
     lines += _section("pip indexes", _rows([(i.name, _index_text(matrix, i.name)) for i in matrix.indexes]))
     lines += _section("pip packages", _rows([(p.name, _package_text(matrix, p)) for p in matrix.packages]))
+    lines += _steps_text(matrix)
     lines += _section("sources (in install order)", [line for s in matrix.sources for line in _source_text(s)])
     order = " -> ".join(s.name for s in matrix.sources)
     lines += _section("install order", [f"  {order}"] if order else [])
+    links = [f"  {x.directory or '.'}: -> {x.target}  (reason: {x.reason})" for x in matrix.links]
+    lines += _section("links in site-packages (after the install)", links) if links else []
     overrides: list[str] = []
     for override in matrix.overrides:
         scope = "  transitive: replaces third-party metadata too" if override.transitive else ""
@@ -211,6 +252,28 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
         lines += _section("watched upstream (status --watch)", watched)
     # An empty value (a profile without a description, no CANN scripts) must not leave a line ending in spaces.
     return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _steps_text(matrix: Matrix) -> list[str]:
+    """The packages left out on purpose, and the archives whose wheels are installed (when any)."""
+    lines: list[str] = []
+    if matrix.exclusions:
+        rows = []
+        for e in matrix.exclusions:
+            where = f" (on {', '.join(e.platforms)})" if e.platforms else ""
+            rows.append((e.name, f"left out{where}: {e.reason}"))
+        lines += _section("pip packages left out on purpose", _rows(rows))
+    archives: list[str] = []
+    for archive in matrix.archives:
+        archives.append(f"  {archive.name}: wheels {', '.join(archive.wheels)}")
+        for platform, url in archive.urls:
+            pinned = archive.sha256_for(platform)
+            sha = f"sha256:{pinned}" if pinned else "sha256 pinned by the lock"
+            archives.append(f"    {platform}: {redact_url(url)}  {sha}")
+        archives += [f"    note: {archive.note}"] if archive.note else []
+    if archives:
+        lines += _section("archives (wheels from release archives)", archives)
+    return lines
 
 
 def _section(title: str, body: list[str]) -> list[str]:
@@ -259,6 +322,7 @@ def _npu_text(matrix: Matrix) -> str:
 
 
 def _source_text(source: Source) -> list[str]:
+    replaced = source.replacements
     rows = [
         ("url", redact_url(source.url)),
         ("ref", source.ref),
@@ -278,6 +342,9 @@ def _source_text(source: Source) -> list[str]:
         ("requirements", ", ".join(source.requirements) or "-"),
         ("dependencies", _dependencies_text(source)),
         ("cherry-picks", ", ".join(source.cherry_picks) or "-"),
+        *([("subdirectory", source.subdirectory)] if source.subdirectory else []),
+        *([("extras", ", ".join(source.extras))] if source.extras else []),
+        *(("replace", f"{r.source} over {r.target} (before it builds)") for r in replaced),
     ]
     return [f"  {source.name}", *(f"  {row}" for row in _rows(rows))]
 

@@ -14,7 +14,8 @@ from envgen.errors import InputError
 from envgen.example.condapkgs import CondaPackage, demo_packages, write_channel
 from envgen.example.gitrepos import GitRepo, side_commit
 from envgen.example.http import serve_directory
-from envgen.example.srcprojects import backend_project
+from envgen.example.releases import build_releases
+from envgen.example.srcprojects import backend_project, npu_project
 from envgen.example.wheels import FixtureDist, build_index
 
 EXAMPLE_DIR = Path(__file__).resolve().parent / "data"
@@ -42,7 +43,13 @@ PYPI_DISTS = (
     FixtureDist("demo-bridge", "0.2.0", requires=("demo-x86-helper ; platform_machine == 'x86_64'",)),
     FixtureDist("demo-x86-helper", "1.0.0", tags=(_TAG_X86_64,)),
     FixtureDist("demo-triton", "9.9.9"),
+    # Declared by the serving source, left out by the matrix on purpose (the SGLang route's timm).
+    FixtureDist("demo-timm", "1.0.16", requires=("demo-torch",)),
+    # Asked only by the serving source's extra.
+    FixtureDist("demo-sampler", "0.3.0"),
 )
+# Where the pypi server's root serves the release archives (the matrix names them by URL).
+RELEASES = "releases"
 EXTRA_DISTS = (FixtureDist("demo-triton", "3.2.2", tags=(_TAG_AARCH64, _TAG_X86_64)),)
 
 
@@ -85,7 +92,22 @@ def build_repos(where: Path) -> dict[str, GitRepo]:
     side_commit(post, "fix", {"post/fix.py": "FIXED = True\n"}, "fix: a patch not yet merged", start="main")
 
     queue = backend_project(where / "queue", "demo-queue", "0.1.0", module="demo_queue")
-    return {"rollout": rollout, "trainer": trainer, "post": post, "queue": queue}
+    serving = npu_project(
+        where / "serving",
+        "demo-serving",
+        "0.5.10",
+        subdirectory="python",
+        dependencies=("demo-torch", "demo-timm==1.0.16"),
+        optional={"srt_npu": ("demo-sampler",)},
+    )
+    serving.tag("v0.5.10", message="serving 0.5.10")
+    return {
+        "rollout": rollout,
+        "trainer": trainer,
+        "post": post,
+        "queue": queue,
+        "serving": serving,
+    }
 
 
 def write_gitconfig(path: Path, repos: dict[str, GitRepo]) -> Path:
@@ -108,7 +130,10 @@ def write_project(root: Path, example_dir: Path, urls: dict[str, str], post_fix:
     (root / "channels").mkdir(exist_ok=True)
     (root / "locks").mkdir(exist_ok=True)
     matrix = (example_dir / "env-templates" / f"{ENV}.toml").read_text()
-    (root / "env-templates" / f"{ENV}.toml").write_text(matrix.replace("@POST_FIX@", post_fix))
+    # The release archives are fetched without credentials: from their own URL where one is given.
+    releases = urls.get("releases", f"{urls['pypi']}/{RELEASES}")
+    matrix = matrix.replace("@POST_FIX@", post_fix).replace("@RELEASES@", releases)
+    (root / "env-templates" / f"{ENV}.toml").write_text(matrix)
     channels = {
         "demo-forge": f'kind = "conda"\nurl = "{urls["conda"]}"\n',
         "pypi": f'kind = "pip"\nurl = "{urls["pypi"]}/simple"\n',
@@ -120,10 +145,12 @@ def write_project(root: Path, example_dir: Path, urls: dict[str, str], post_fix:
 
 
 def build_example(workdir: Path) -> None:
-    """Every artifact of the example under `workdir`: upstream/ (git repos), pypi/ and extra/ (wheel indexes),
-    conda/ (a channel). The same bytes every time, so a copy serves as well as a new build."""
+    """Every artifact of the example under `workdir`: upstream/ (git repos), pypi/ and extra/
+    (wheel indexes; pypi/releases/ the release archives), conda/ (a channel). The same bytes every
+    time, so a copy serves as well as a new build."""
     build_repos(workdir / "upstream")
     build_index(workdir / "pypi", PYPI_DISTS)
+    build_releases(workdir / "pypi" / RELEASES)
     build_index(workdir / "extra", EXTRA_DISTS)
     write_channel(workdir / "conda", demo_packages())
 
@@ -217,7 +244,8 @@ def republish(
     """Replace what the served "pypi" index or conda channel offers (a release published, or one removed)."""
     workdir = example.root.parent
     if pypi is not None:
-        shutil.rmtree(workdir / "pypi")
+        shutil.rmtree(workdir / "pypi" / "simple")
+        shutil.rmtree(workdir / "pypi" / "files")
         build_index(workdir / "pypi", pypi)
     if conda is not None:
         shutil.rmtree(workdir / "conda")

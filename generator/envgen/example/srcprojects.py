@@ -132,3 +132,50 @@ def backend_project(
         f"{module}/__init__.py": f'__version__ = "{version}"\n',
     }
     return GitRepo.create(path, files)
+
+
+def npu_project(
+    path: Path,
+    name: str,
+    version: str,
+    *,
+    subdirectory: str,
+    dependencies: tuple[str, ...],
+    optional: dict[str, tuple[str, ...]],
+) -> GitRepo:
+    """A git repo whose project lies in `subdirectory` and builds only once its NPU pyproject is
+    copied over the default one (as SGLang's `python/pyproject_npu.toml`): the default names a
+    backend that does not exist and a dependency no index has. The NPU one declares `dependencies`
+    and the extras `optional`, statically (PEP 621), and so does the wheel it builds (without the
+    extras)."""
+    module = name.replace("-", "_").lower()
+    config: dict[str, object] = {
+        "name": name,
+        "version": version,
+        "module": module,
+        "require_env": {},
+        "dependencies": list(dependencies),
+        "dependencies_file": None,
+    }
+    listed = "".join(f'    "{dep}",\n' for dep in dependencies)
+    extras = "".join(f"{extra} = {json.dumps(list(deps))}\n" for extra, deps in optional.items())
+    system = '[build-system]\nrequires = []\nbuild-backend = "{}"\nbackend-path = ["_backend"]\n\n'
+    npu = (
+        system.format("fixture_backend")
+        + f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [\n{listed}]\n\n'
+        f"[project.optional-dependencies]\n{extras}"
+    )
+    default = (
+        system.format("cuda_backend")
+        + f'[project]\nname = "{name}"\nversion = "{version}"\n'
+        + 'dependencies = ["demo-cuda-kernels>=1"]\n'
+    )
+    files = {
+        f"{subdirectory}/pyproject.toml": default,
+        f"{subdirectory}/pyproject_npu.toml": npu,
+        f"{subdirectory}/fixture.json": json.dumps(config, indent=2, sort_keys=True) + "\n",
+        f"{subdirectory}/_backend/fixture_backend.py": BACKEND,
+        f"{subdirectory}/{module}/__init__.py": f'__version__ = "{version}"\n',
+        "README.md": f"# {name}: the project is in {subdirectory}/\n",
+    }
+    return GitRepo.create(path, files)

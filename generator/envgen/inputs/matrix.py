@@ -15,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 from envgen.errors import InputError, MatrixError
 from envgen.inputs.channels import read_channels
 from envgen.inputs.extends import read_layered
+from envgen.inputs.matrix_archives import ArchiveSectionReader
 from envgen.inputs.matrix_pip import PipSectionReader
 from envgen.inputs.matrix_sections import PROJECT_NAME, dict_or_empty
 from envgen.inputs.matrix_sources import SourceSectionReader
@@ -69,6 +70,7 @@ _TOP_KEYS = (
     "activation",
     "checks",
     "watch",
+    "archives",
 )
 _TOP_REQUIRED = ("schema", "env", "system", "conda", "pip")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -147,7 +149,7 @@ def check_conda_specs(project: Project, env: str, matrix: Matrix) -> None:
         load_env(project, env)
 
 
-class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader):
+class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, ArchiveSectionReader):
     """Walks the parsed TOML, records problems with key paths, and builds what is valid."""
 
     specs: tuple[tuple[KeyPath, str], ...] = ()  # the conda specs read, with their keys (`check_specs` parses them)
@@ -185,6 +187,9 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader):
             notes=notes,
             npu=npu,
             watch=self.watch(data, sources),
+            archives=self.archives(data),
+            links=self.links(data),
+            exclusions=self.exclusions(data),
         )
 
     def env(self, data: dict[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:

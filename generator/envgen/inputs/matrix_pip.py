@@ -7,10 +7,10 @@ from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envgen.inputs.matrix_sections import PROJECT_NAME, SectionReader
+from envgen.inputs.matrix_sections import PROJECT_NAME, SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
     KeyPath,
     as_table,
@@ -22,11 +22,13 @@ from envgen.inputs.toml_reader import (
     type_name,
 )
 from envgen.model import (
+    Exclusion,
     Index,
     PipPackage,
 )
 
 _PACKAGE_KEYS = ("version", "extras", "marker", "index", "pending", "url", "sha256")
+Excluded = Exclusion | None
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
@@ -35,7 +37,7 @@ class PipSectionReader(SectionReader):
 
     def pip(self, data: dict[str, Any]) -> tuple[PipPackage, ...]:
         path: KeyPath = ("pip",)
-        table = self.section(data, path, ("indexes", "packages"), ("indexes",))
+        table = self.section(data, path, ("indexes", "packages", "exclude"), ("indexes",))
         if table is None:
             return ()
         indexes: list[Index] = []
@@ -62,6 +64,52 @@ class PipSectionReader(SectionReader):
             if package is not None:
                 packages.append(package)
         return tuple(sorted(packages, key=lambda p: canonicalize_name(p.name)))
+
+    def exclusions(self, data: dict[str, Any]) -> tuple[Exclusion, ...]:
+        """[pip.exclude.<name>]: packages the lock leaves out on purpose, each with its reason, on
+        the platforms it names (all by default); never one the matrix itself asks for."""
+        pip = data.get("pip")
+        table = pip if isinstance(pip, dict) else {}
+        asked = {canonicalize_name(n) for n in dict_or_empty(table.get("packages"))}
+        for name, source in dict_or_empty(data.get("sources")).items():
+            written = source.get("distribution") if isinstance(source, dict) else None
+            asked.add(canonicalize_name(written if isinstance(written, str) and written else name))
+        out: list[Exclusion] = []
+        for name, value in get_table(self.p, table, ("pip", "exclude")).items():
+            exclusion = self.exclusion(("pip", "exclude", name), name, value, asked)
+            if exclusion is not None:
+                out.append(exclusion)
+        return tuple(sorted(out, key=lambda e: canonicalize_name(e.name)))
+
+    def exclusion(
+        self,
+        path: KeyPath,
+        name: str,
+        value: object,
+        asked: set[NormalizedName],
+    ) -> Excluded:
+        entry = as_table(self.p, path, value)
+        if entry is None:
+            return None
+        before = len(self.p.items)
+        check_keys(self.p, path, entry, ("reason", "platforms"), ("reason",))
+        if not PROJECT_NAME.fullmatch(name):
+            self.p.add(path, f"'{name}' is not a valid Python project name (PEP 508)")
+        elif canonicalize_name(name) in asked:
+            what = f"the matrix asks for {name} (a pip package or a source)"
+            self.p.add(path, f"{what}: it cannot be left out")
+        reason = get_str(self.p, entry, (*path, "reason"), empty=True)
+        if reason is not None and not reason.strip():
+            self.p.add((*path, "reason"), "say why the lock leaves it out")
+        platforms = []
+        for key, platform in get_str_list(self.p, entry, (*path, "platforms")):
+            if platform not in self.platforms:
+                known = ", ".join(self.platforms) or "none valid"
+                self.p.add(key, f"'{platform}' is not a platform of this env ({known})")
+            platforms.append(platform)
+        if len(self.p.items) > before or not reason:
+            return None
+        return Exclusion(name, reason, tuple(p for p in self.platforms if p in platforms))
 
     def package(self, path: KeyPath, name: str, value: object) -> PipPackage | None:
         table = as_table(self.p, path, value)

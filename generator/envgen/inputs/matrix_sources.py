@@ -19,13 +19,16 @@ from envgen.inputs.toml_reader import (
     get_str,
     get_str_list,
     get_table,
+    type_name,
 )
-from envgen.inputs.untrusted import git_url_problem, ref_problem
+from envgen.inputs.untrusted import git_url_problem, ref_problem, tree_path_problem
 from envgen.model import (
     DEPENDENCY_MODES,
     METADATA,
     NONE,
     PYPROJECT,
+    Link,
+    Replacement,
     Source,
 )
 from envgen.names import name_problem
@@ -48,7 +51,12 @@ _SOURCE_KEYS = (
     "cherry-picks",
     "dependencies",
     "dependencies-reason",
+    "subdirectory",
+    "extras",
+    "replace",
 )
+_LINK_KEYS = ("target", "directory", "reason")
+Replaced = tuple[Replacement, ...]
 
 
 class SourceSectionReader(SectionReader):
@@ -92,6 +100,7 @@ class SourceSectionReader(SectionReader):
         needs_cann = get_bool(self.p, table, (*path, "needs-cann"), default=False)
         submodules, submodules_reason = self.submodules(path, table)
         env = get_env(self.p, table, (*path, "env"))
+        subdirectory, extras, replacements = self.layout(path, table)
         if len(self.p.items) > before or url is None or ref is None:
             return None
         return Source(
@@ -111,7 +120,53 @@ class SourceSectionReader(SectionReader):
             submodules_reason=submodules_reason,
             dependencies=dependencies,
             dependencies_reason=dependencies_reason,
+            subdirectory=subdirectory,
+            extras=extras,
+            replacements=replacements,
         )
+
+    def layout(self, path: KeyPath, table: dict[str, Any]) -> tuple[str, tuple[str, ...], Replaced]:
+        """Where the project lies in the tree, the extras its install asks, the files copied over
+        others before it builds; every path relative and inside the tree."""
+        subdirectory = get_str(self.p, table, (*path, "subdirectory")) or ""
+        if subdirectory and (problem := tree_path_problem(subdirectory)):
+            self.p.add((*path, "subdirectory"), problem)
+        extras: list[str] = []
+        for key, extra in get_str_list(self.p, table, (*path, "extras")):
+            if problem := name_problem(extra, "extra"):
+                self.p.add(key, problem)
+            elif canonicalize_name(extra) in map(canonicalize_name, extras):
+                self.p.add(key, f"extra '{extra}' is listed twice")
+            else:
+                extras.append(extra)
+        return subdirectory, tuple(sorted(extras)), self.replacements(path, table)
+
+    def replacements(self, path: KeyPath, table: dict[str, Any]) -> tuple[Replacement, ...]:
+        """`replace = [{ from = "...", to = "..." }]`, applied in order; a target named once."""
+        value = table.get("replace", [])
+        if not isinstance(value, list):
+            self.p.add((*path, "replace"), f"expected an array of tables, got {type_name(value)}")
+            return ()
+        out: list[Replacement] = []
+        for i, item in enumerate(value):
+            key: KeyPath = (*path, "replace", i)
+            entry = as_table(self.p, key, item)
+            if entry is None:
+                continue
+            check_keys(self.p, key, entry, ("from", "to"), ("from", "to"))
+            paths = [get_str(self.p, entry, (*key, field)) for field in ("from", "to")]
+            for field, found in zip(("from", "to"), paths, strict=True):
+                if found is not None and (problem := tree_path_problem(found)):
+                    self.p.add((*key, field), problem)
+                    return ()
+            source, target = paths
+            if source is None or target is None:
+                continue
+            if source == target or target in (r.target for r in out):
+                self.p.add((*key, "to"), f"'{target}' is replaced twice, or by itself")
+                continue
+            out.append(Replacement(source, target))
+        return tuple(out)
 
     def location(self, path: KeyPath, table: dict[str, Any]) -> tuple[str | None, str | None]:
         """The source's git URL and ref, each checked as one that cannot reach git as an option."""
@@ -189,7 +244,7 @@ class SourceSectionReader(SectionReader):
     def order(self, data: dict[str, Any], sources: list[Source]) -> tuple[Source, ...]:
         """Sources named in install.order first, in that order, then the others in declaration order."""
         path: KeyPath = ("install",)
-        table = self.section(data, path, ("order",)) or {}
+        table = self.section(data, path, ("order", "links")) or {}
         declared = list(dict_or_empty(data.get("sources")))
         named: list[str] = []
         for key, name in get_str_list(self.p, table, (*path, "order")):
@@ -204,6 +259,34 @@ class SourceSectionReader(SectionReader):
                 named.append(name)
         rank = {name: i for i, name in enumerate(named)}
         return tuple(sorted(sources, key=lambda s: (rank.get(s.name, len(rank)), declared.index(s.name))))
+
+    def links(self, data: dict[str, Any]) -> tuple[Link, ...]:
+        """[[install.links]]: links made inside site-packages after the install, in this order."""
+        install = dict_or_empty(data.get("install"))
+        value = install.get("links", [])
+        if not isinstance(value, list):
+            self.p.add(("install", "links"), f"expected an array of tables, got {type_name(value)}")
+            return ()
+        out: list[Link] = []
+        for i, item in enumerate(value):
+            path: KeyPath = ("install", "links", i)
+            table = as_table(self.p, path, item)
+            if table is None:
+                continue
+            before = len(self.p.items)
+            check_keys(self.p, path, table, _LINK_KEYS, ("target", "reason"))
+            target = get_str(self.p, table, (*path, "target"))
+            if target is not None and (problem := tree_path_problem(target, pattern=True)):
+                self.p.add((*path, "target"), f"{problem}; relative to site-packages")
+            directory = get_str(self.p, table, (*path, "directory")) or ""
+            if directory and (problem := tree_path_problem(directory)):
+                self.p.add((*path, "directory"), f"{problem}; relative to site-packages")
+            reason = get_str(self.p, table, (*path, "reason"), empty=True)
+            if reason is not None and not reason.strip():
+                self.p.add((*path, "reason"), "say why the link is made")
+            if len(self.p.items) == before and target is not None and reason:
+                out.append(Link(target=target, reason=reason, directory=directory))
+        return tuple(out)
 
     def check_names(self, data: dict[str, Any]) -> None:
         """Names equal after PEP 503 normalisation would fight over one distribution: report the later one."""

@@ -17,7 +17,17 @@ from envgen.names import env_name_problem, name_problem
 from envgen.redact import redact_text
 
 if TYPE_CHECKING:
-    from envgen.model import CondaEntry, Env, Lock, LockedSource, PipEntry, Submodule
+    from envgen.model import (
+        CondaEntry,
+        Env,
+        Exclusion,
+        Link,
+        Lock,
+        LockedArchive,
+        LockedSource,
+        PipEntry,
+        Submodule,
+    )
 
 # `git check-ref-format` rules: no control characters, space, ~ ^ : ? * [ or backslash; no `..`, `@{` or
 # `//`; no component starting with `.` or ending with `.lock`; not starting or ending with `/`, not ending
@@ -32,6 +42,9 @@ _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
 _BUILD = re.compile(r"[A-Za-z0-9_.+-]*")
 _HEX = {"sha256": re.compile(r"[0-9a-f]{64}"), "md5": re.compile(r"[0-9a-f]{32}")}
+# A component of a path inside a source tree or an env: a plain file or directory name, never
+# hidden, an option (`-x`) or a way out (`..`).
+_PATH_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")
 # C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -70,6 +83,40 @@ def submodule_path_problem(path: str) -> str | None:
     # An empty component also catches "", a leading or trailing "/" and "//".
     if "\\" in path or _CONTROL.search(path) or {"", ".", "..", ".git"} & set(path.split("/")):
         return f"{path!r} is not a relative path inside the repository (no '..', '.', '.git' or empty component)"
+    return None
+
+
+def tree_path_problem(path: str, *, pattern: bool = False) -> str | None:
+    """Why `path` is not a relative path inside a source tree or an env (plain names joined by
+    `/`: no `..`, no leading `/` or `-`, no hidden name), or None. With `pattern`, its last name may
+    hold one `*` (a link's target: `deep_ep/deep_ep_cpp*.so`); the recipe expands it there and
+    nowhere else."""
+    parts = path.split("/")
+    last = parts[-1].replace("*", "x", 1) if pattern else parts[-1]
+    if all(_PATH_PART.fullmatch(part) for part in (*parts[:-1], last)):
+        return None
+    star = " (one '*' in its last name)" if pattern else ""
+    return (
+        f"{path!r} is not a relative path inside the tree: names of letters, digits, '.', '_', '+' "
+        f"or '-' joined by '/'{star}, none empty, hidden, '..' or starting with '-'"
+    )
+
+
+def archive_url_problem(url: str) -> str | None:
+    """Why `url` is not an archive's URL (https:// or http://, a host, no credentials: it is written
+    into the lock and the recipe as it is), or None."""
+    if any(char.isspace() for char in url) or _CONTROL.search(url):
+        return f"{_shown(url)} must be a URL without whitespace or control characters"
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme.lower() not in ("https", "http"):
+        return f"{_shown(url)} is not an https:// or http:// URL"
+    if problem := _unparsable(url):
+        return problem
+    parts = urlsplit(url)
+    if not parts.hostname or not parts.path.strip("/"):
+        return f"{_shown(url)} names no host or no file"
+    if parts.username is not None or parts.password is not None:
+        return f"{_shown(url)} carries credentials; an archive is fetched without any"
     return None
 
 
@@ -188,6 +235,15 @@ def _source_problems(key: str, locked: LockedSource) -> Iterator[str]:
     }
     yield from (f"{key}.{field}: {problem}" for field, problem in checks.items() if problem)
     yield from _env_problems(f"{key}.env", src.env)
+    if src.subdirectory and (problem := tree_path_problem(src.subdirectory)):
+        yield f"{key}.subdirectory: {problem}"
+    for extra in src.extras:
+        if problem := name_problem(extra, "extra"):
+            yield f"{key}.extras: {problem}"
+    for i, replacement in enumerate(src.replacements):
+        for field, path in (("from", replacement.source), ("to", replacement.target)):
+            if problem := tree_path_problem(path):
+                yield f"{key}.replace[{i}].{field}: {problem}"
     for i, sub in enumerate(locked.submodules):
         yield from _submodule_problems(f"{key}.submodules[{i}]", sub)
     paths = [sub.path for sub in locked.submodules]
@@ -200,6 +256,54 @@ def _submodule_problems(key: str, sub: Submodule) -> Iterator[str]:
         "path": submodule_path_problem(sub.path),
         "url": git_url_problem(sub.url),
         "commit": commit_problem(sub.commit),
+    }
+    yield from (f"{key}.{field}: {problem}" for field, problem in checks.items() if problem)
+
+
+def _archive_problems(key: str, archive: LockedArchive) -> Iterator[str]:
+    checks = {
+        "name": name_problem(archive.name, "archive name"),
+        "platform": control_problem(archive.platform),
+        "url": archive_url_problem(archive.url),
+        "sha256": _sha256_problem(archive.sha256),
+    }
+    yield from (f"{key}.{field}: {problem}" for field, problem in checks.items() if problem)
+    for i, member in enumerate(archive.members):
+        where = f"{key}.members[{i}]"
+        found = {
+            "path": tree_path_problem(member.path),
+            "name": name_problem(member.name, "distribution"),
+            "version": _version_problem(member.version),
+            "sha256": _sha256_problem(member.sha256),
+            "requires": next(filter(None, map(control_problem, member.requires)), None),
+        }
+        if not member.path.endswith(".whl"):
+            found["path"] = found["path"] or f"{member.path!r} is not a wheel"
+        yield from (f"{where}.{field}: {problem}" for field, problem in found.items() if problem)
+
+
+def _version_problem(version: str) -> str | None:
+    return None if _VERSION.fullmatch(version) else f"{version!r} is not a version"
+
+
+def _sha256_problem(sha256: str) -> str | None:
+    return None if _HEX["sha256"].fullmatch(sha256) else f"{sha256!r} is not a sha256"
+
+
+def _link_problems(key: str, link: Link) -> Iterator[str]:
+    checks = {
+        "target": tree_path_problem(link.target, pattern=True),
+        "directory": tree_path_problem(link.directory) if link.directory else None,
+        "reason": control_problem(link.reason, prose=True),
+    }
+    yield from (f"{key}.{field}: {problem}" for field, problem in checks.items() if problem)
+
+
+def _exclusion_problems(key: str, exclusion: Exclusion) -> Iterator[str]:
+    checks = {
+        "name": name_problem(exclusion.name, "package name"),
+        "reason": control_problem(exclusion.reason, prose=True),
+        "platforms": next(filter(None, map(control_problem, exclusion.platforms)), None),
     }
     yield from (f"{key}.{field}: {problem}" for field, problem in checks.items() if problem)
 
@@ -220,6 +324,12 @@ def lock_problems(lock: Lock) -> list[str]:
         found += [f"{key}.name: {p}" for p in [name_problem(profile.name, "profile name")] if p]
         found += [f"{key}.description: {p}" for p in [control_problem(profile.description, prose=True)] if p]
         found += _env_problems(f"{key}.env", profile.env)
+    for i, archive in enumerate(lock.archives):
+        found += _archive_problems(f"archives[{i}]", archive)
+    for i, link in enumerate(lock.links):
+        found += _link_problems(f"links[{i}]", link)
+    for i, exclusion in enumerate(lock.exclusions):
+        found += _exclusion_problems(f"excluded[{i}]", exclusion)
     if lock.cann is not None and (problem := control_problem(lock.cann.set_env)):
         found.append(f"cann.set-env: {problem}")
     for i, index in enumerate(lock.indexes):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -88,6 +89,12 @@ class Source(Protocol):
         """The pip part of `platform` as `installer` takes it (None: the lock has none)."""
         ...
 
+    def archives(self, lock: Lock, platform: str) -> AbstractContextManager[Path | None]:
+        """While open, a directory of the wheels the lock takes out of release archives on
+        `platform` (the recipe's --archives), each checked against the lock on entry; None when
+        the platform has none."""
+        ...
+
 
 class Destination(Protocol):
     """The env an install makes or updates: a conda prefix or a venv (destinations.py)."""
@@ -136,18 +143,19 @@ def install(
     verify_recipe(lock, recipe)
     conda = source.conda(lock, platform) if destination.takes_conda else CondaPart(())
     pip = source.pip(lock, platform, installer)
-    destination.create(lock, platform, conda)
-    if pip is not None:
-        log.info(
-            "installing %d pip packages with %s from %s into %s",
-            len(pip.entries),
-            installer.name,
-            pip.requirements,
-            destination.path,
-        )
-        installer.install(destination.python, pip)
-    log.info("running %s on %s", recipe.path.name, destination.path)
-    run_recipe(recipe, destination.path, request, runner)
+    with source.archives(lock, platform) as archives:
+        destination.create(lock, platform, conda)
+        if pip is not None:
+            log.info(
+                "installing %d pip packages with %s from %s into %s",
+                len(pip.entries),
+                installer.name,
+                pip.requirements,
+                destination.path,
+            )
+            installer.install(destination.python, pip)
+        log.info("running %s on %s", recipe.path.name, destination.path)
+        run_recipe(recipe, destination.path, request, runner, archives=archives)
 
 
 def check_request(request: Request) -> None:
@@ -176,15 +184,24 @@ def verify_recipe(lock: Lock, recipe: Recipe) -> None:
         raise VerificationError(problem, hint=repair_hint(lock.env))
 
 
-def run_recipe(recipe: Recipe, prefix: Path, request: Request, runner: Runner = run) -> str:
-    """Run the recipe on `prefix` with the request's profiles; returns its log (stderr). The git
-    sources' credentials reach its git through the environment (`http.<url>.extraHeader`), as they
-    reach envgen's own git."""
+def run_recipe(
+    recipe: Recipe,
+    prefix: Path,
+    request: Request,
+    runner: Runner = run,
+    *,
+    archives: Path | None = None,
+) -> str:
+    """Run the recipe on `prefix` with the request's profiles (and `archives`, the directory of
+    the archives' wheels); returns its log (stderr). The git sources' credentials reach its git
+    through the environment (`http.<url>.extraHeader`), as they reach envgen's own git."""
     cmd = ["sh", str(recipe.path), "--prefix", str(prefix)]
     for name in request.profiles:
         cmd += ["--profile", name]
     if request.skip_cann:
         cmd.append("--skip-cann")
+    if archives is not None:
+        cmd += ["--archives", str(archives)]
     env = recipe.credentials.git_environment(recipe.environ)
     secrets = recipe.credentials.secrets
     proc = runner(cmd, env=env, check=False, secrets=secrets)

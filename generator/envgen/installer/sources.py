@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from envgen import network
 from envgen.credentials import NO_LOCK_CREDENTIALS, LockCredentials
 from envgen.errors import InputError, VerificationError
 from envgen.inputs.files import read_input_text
@@ -18,6 +20,7 @@ from envgen.lockio.exports.derived import installable
 from envgen.lockio.store import read_files, repair_hint
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.project import Project
+from envgen.resolve.archives import bundled_wheels, fetched_wheels
 
 _E = TypeVar("_E", CondaEntry, PipEntry)
 
@@ -27,11 +30,12 @@ class IndexSource:
     """The project's lock installed from the channels and indexes it names, each sent the lock's
     credentials for its own host. The pip part comes from the lock's derived file its installer
     reads (the requirements.txt, the pylock), once what the tool reads of it is what the lock
-    renders; the recipe's git runs in `environ`."""
+    renders; the recipe's git runs in `environ`; release archives are fetched into `cache`."""
 
     project: Project
     credentials: LockCredentials = NO_LOCK_CREDENTIALS
     environ: Mapping[str, str] = field(default_factory=dict)
+    cache: Path = field(kw_only=True)
 
     def recipe(self, lock: Lock) -> Recipe:
         texts = read_files(self.project, lock.env)
@@ -52,6 +56,9 @@ class IndexSource:
         requirements = installable(self.project.locks_dir, lock, name)
         trusted = trusted_hosts(lock, entries)
         return PipPart(requirements, entries, trusted=trusted, credentials=self.credentials.pip)
+
+    def archives(self, lock: Lock, platform: str) -> AbstractContextManager[Path | None]:
+        return fetched_wheels(lock, platform, self.cache, network.limits())
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,9 @@ class LocalSource:
         if not entries:
             return None
         return PipPart(self.requirements[platform], entries, find_links=self.find_links)
+
+    def archives(self, lock: Lock, platform: str) -> AbstractContextManager[Path | None]:
+        return bundled_wheels(lock, platform, self.files)
 
     def _located(self, entries: Sequence[_E]) -> tuple[_E, ...]:
         """`entries`, every one with its file here; one lacking is a VerificationError naming it

@@ -403,6 +403,9 @@ def _diff_items(old: Lock, new: Lock) -> tuple[ItemChange, ...]:
             lambda lock: {c.module: f"{c.distribution or '-'} {c.version or '-'} needs {c.needs}" for c in lock.checks},
         ),
         ("input", lambda lock: dict(lock.inputs)),
+        ("archive", _archives),
+        ("excluded", _exclusions),
+        ("link", _links),
     ]
     changes = []
     for section, view in sections:
@@ -414,6 +417,26 @@ def _diff_items(old: Lock, new: Lock) -> tuple[ItemChange, ...]:
             kind = "added" if a is None else "removed" if b is None else "changed"
             changes.append(ItemChange(section, name, kind, a, b))
     return tuple(changes)
+
+
+def _archives(lock: Lock) -> dict[str, str]:
+    """Each archive of a platform (its sha256 and URL), each wheel taken from it (its version and
+    sha256)."""
+    shown = {}
+    for a in lock.archives:
+        shown[f"{a.name} ({a.platform})"] = f"sha256 {a.sha256[:12]} {a.url}"
+        for m in a.members:
+            shown[f"{a.name} ({a.platform}): {m.name}"] = f"{m.version} sha256 {m.sha256[:12]}"
+    return shown
+
+
+def _exclusions(lock: Lock) -> dict[str, str]:
+    where = {e.name: f" ({', '.join(e.platforms)})" if e.platforms else "" for e in lock.exclusions}
+    return {e.name: f"{e.reason}{where[e.name]}" for e in lock.exclusions}
+
+
+def _links(lock: Lock) -> dict[str, str]:
+    return {link.target: f"in {link.directory or '.'}: {link.reason}" for link in lock.links}
 
 
 def _show_index(url: str, explicit: bool) -> str:

@@ -44,7 +44,12 @@ def _contains(specifier: str, version: str) -> bool:
 
 
 def _unmet(
-    who: str, name: str, specifier: str, platform: str, entries: Mapping[str, PipEntry], satisfied: AbstractSet[str]
+    who: str,
+    name: str,
+    specifier: str,
+    platform: str,
+    entries: Mapping[str, PipEntry],
+    satisfied: AbstractSet[str],
 ) -> list[Violation]:
     key = canonicalize_name(name)
     if key in satisfied:
@@ -58,11 +63,33 @@ def _unmet(
     return []
 
 
+@dataclass(frozen=True)
+class _Platform:
+    """What one platform of a lock meets a requirement with: its entries (an archive's wheels among
+    them), and the names met without one."""
+
+    name: str
+    entries: Mapping[str, PipEntry]
+    satisfied: AbstractSet[str]
+
+    def unmet(
+        self,
+        who: str,
+        name: str,
+        specifier: str,
+        *,
+        unless: AbstractSet[str] = frozenset(),
+    ) -> list[Violation]:
+        return _unmet(who, name, specifier, self.name, self.entries, self.satisfied - unless)
+
+
 def violations(lock: Lock, python: Callable[[str], str]) -> list[Violation]:
     """Every requirement of a locked package, a source or an override that the lock does not meet.
 
-    Names a source provides and pending packages are met by construction; the sources' requirements on an
-    overridden name were replaced by the override, whose own requirement must be met instead.
+    Names a source provides and pending packages are met by construction, and so are the packages
+    the lock leaves out on purpose on their platforms; an archive's wheels are held to their
+    versions, and their own requirements must be met. The sources' requirements on an overridden
+    name were replaced by the override, whose own requirement must be met instead.
     """
     overridden = {canonicalize_name(o.override.name): o.override for o in lock.overrides}
     satisfied: set[str] = {canonicalize_name(s.source.distribution) for s in lock.sources}
@@ -71,9 +98,12 @@ def violations(lock: Lock, python: Callable[[str], str]) -> list[Violation]:
     for platform in lock.platforms:
         environment = {**marker_environment(platform, python(platform)), "extra": ""}
         entries: dict[str, PipEntry] = {canonicalize_name(e.name): e for e in lock.pip_for(platform)}
+        left = {canonicalize_name(e.name) for e in lock.exclusions if e.applies(platform)}
+        here = _Platform(platform, entries | _wheels(lock, platform), satisfied | left)
         for entry in lock.pip_for(platform):
             for name, specifier in entry.depends:
-                found += _unmet(f"{entry.name}=={entry.version}", name, specifier, platform, entries, satisfied)
+                found += here.unmet(f"{entry.name}=={entry.version}", name, specifier)
+        found += _archive_violations(lock, here)
         for locked in lock.sources:
             for req in locked.requirements:
                 parsed = Pep508(req.text)
@@ -81,13 +111,35 @@ def violations(lock: Lock, python: Callable[[str], str]) -> list[Violation]:
                 if skipped or canonicalize_name(parsed.name) in overridden:
                     continue
                 if parsed.marker is None or parsed.marker.evaluate(environment):
-                    found += _unmet(str(req.origin), parsed.name, str(parsed.specifier), platform, entries, satisfied)
+                    found += here.unmet(str(req.origin), parsed.name, str(parsed.specifier))
         for name, override in sorted(overridden.items()):
             parsed = Pep508(override.requirement)
             if parsed.marker is None or parsed.marker.evaluate(environment):
                 who = f"override {override.name}"
-                found += _unmet(who, parsed.name, str(parsed.specifier), platform, entries, satisfied - {name})
+                found += here.unmet(who, parsed.name, str(parsed.specifier), unless={name})
     return sorted(set(found))
+
+
+def _archive_violations(lock: Lock, here: _Platform) -> list[Violation]:
+    """What the wheels of the platform's archives require (evaluated for it when locked) and the
+    lock does not meet."""
+    found = []
+    for archive in lock.archives_for(here.name):
+        for member in archive.members:
+            who = f"{member.name}=={member.version} (archive {archive.name})"
+            for text in member.requires:
+                parsed = Pep508(text)
+                found += here.unmet(who, parsed.name, str(parsed.specifier))
+    return found
+
+
+def _wheels(lock: Lock, platform: str) -> dict[str, PipEntry]:
+    """The wheels of the platform's archives, as entries whose versions requirements are held to."""
+    return {
+        canonicalize_name(m.name): PipEntry(m.name, m.version, platform, a.url, m.sha256)
+        for a in lock.archives_for(platform)
+        for m in a.members
+    }
 
 
 def explained(lock: Lock, violation: Violation) -> bool:

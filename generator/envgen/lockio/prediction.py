@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import load_lock_yml
 from envgen.lockio.store import LockTexts
-from envgen.model import LockedSource
+from envgen.model import LockedArchive, LockedSource
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 # What `--python-version` may be given: a version a conda solve chose, no option hidden in it.
@@ -81,6 +81,19 @@ def recorded_sources(texts: LockTexts) -> tuple[LockedSource, ...] | None:
         return None
     try:
         return parse_sources_toml(texts.sources, texts.names[1]).lock.sources
+    except InputError:  # the re-lock proper reads the same text, and reports on it
+        return None
+
+
+def recorded_archives(texts: LockTexts) -> tuple[LockedArchive, ...] | None:
+    """The archives the lock records (their URLs and sha256, which a re-lock keeps); None when its
+    sources.toml does not read. Asked only for a matrix with archives."""
+    from envgen.lockio.sources_toml import parse_sources_toml
+
+    if texts.unreadable is not None or texts.sources is None:
+        return None
+    try:
+        return parse_sources_toml(texts.sources, texts.names[1]).lock.archives
     except InputError:  # the re-lock proper reads the same text, and reports on it
         return None
 

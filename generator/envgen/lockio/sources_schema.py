@@ -15,6 +15,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from envgen.inputs.untrusted import (
+    archive_url_problem,
     commit_problem,
     control_problem,
     git_url_problem,
@@ -22,6 +23,7 @@ from envgen.inputs.untrusted import (
     input_hash_problem,
     ref_problem,
     submodule_path_problem,
+    tree_path_problem,
     url_word_problem,
     variable_problem,
 )
@@ -48,6 +50,12 @@ Commit = Annotated[Text, _rule(commit_problem)]
 GitUrl = Annotated[Text, _rule(git_url_problem)]
 Variable = Annotated[Text, _rule(variable_problem)]
 Environment = dict[Variable, Text]
+TreePath = Annotated[Text, _rule(tree_path_problem)]
+Sha256 = Annotated[Text, _rule(lambda sha: input_hash_problem(sha))]
+
+
+def _optional_path(path: str) -> str | None:
+    return tree_path_problem(path) if path else None
 
 
 def _kebab(name: str) -> str:
@@ -76,6 +84,11 @@ class SubmoduleRow(_Row):
     commit: Commit
 
 
+class ReplacementRow(_Row):
+    source: TreePath = Field(alias="from")
+    target: TreePath = Field(alias="to")
+
+
 class SourceRow(_Row):
     name: Annotated[Text, _rule(lambda name: name_problem(name, "source name"))]
     url: GitUrl
@@ -101,6 +114,9 @@ class SourceRow(_Row):
     origin: Text | None = None
     digest: Text = ""
     requirements: list[RequirementRow] = []
+    subdirectory: Annotated[Text, _rule(_optional_path)] = ""
+    extras: list[Annotated[Text, _rule(lambda extra: name_problem(extra, "extra"))]] = []
+    replace: list[ReplacementRow] = []
 
     @model_validator(mode="after")
     def _submodules_once(self) -> SourceRow:
@@ -110,6 +126,34 @@ class SourceRow(_Row):
         if len(set(paths)) != len(paths):
             raise ValueError("a submodule path is recorded twice")
         return self
+
+
+class MemberRow(_Row):
+    path: TreePath
+    name: Annotated[Text, _rule(lambda name: name_problem(name, "distribution"))]
+    version: Text
+    sha256: Sha256
+    requires: list[Text] = []
+
+
+class ArchiveRow(_Row):
+    name: Annotated[Text, _rule(lambda name: name_problem(name, "archive name"))]
+    platform: Text
+    url: Annotated[Text, _rule(archive_url_problem)]
+    sha256: Sha256
+    members: list[MemberRow] = []
+
+
+class LinkRow(_Row):
+    target: Annotated[Text, _rule(lambda path: tree_path_problem(path, pattern=True))]
+    directory: Annotated[Text, _rule(_optional_path)] = ""
+    reason: Prose
+
+
+class ExcludedRow(_Row):
+    name: Text
+    reason: Prose
+    platforms: list[Text] = []
 
 
 class ChannelRow(_Row):
@@ -188,6 +232,9 @@ class SourcesDocument(_Row):
     overrides: list[OverrideRow] = []
     pending: list[PendingRow] = []
     checks: list[CheckRow] = []
+    archives: list[ArchiveRow] = []
+    links: list[LinkRow] = []
+    excluded: list[ExcludedRow] = []
 
 
 def _one_of(value: str, allowed: Sequence[str]) -> str | None:

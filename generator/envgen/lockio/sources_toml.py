@@ -21,14 +21,19 @@ from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.lockio.seal import UNSEALED, file_hosts
 from envgen.lockio.sources_schema import (
     ActivationRow,
+    ArchiveRow,
     CannRow,
     ChannelRow,
     CheckRow,
+    ExcludedRow,
     IndexRow,
+    LinkRow,
+    MemberRow,
     OverrideRow,
     PendingRow,
     PipIndexRow,
     ProfileRow,
+    ReplacementRow,
     RequirementRow,
     SourceRow,
     SourcesDocument,
@@ -36,16 +41,21 @@ from envgen.lockio.sources_schema import (
 )
 from envgen.model import (
     AppliedOverride,
+    ArchiveMember,
     Cann,
     Channel,
+    Exclusion,
     ImportCheck,
     Index,
+    Link,
     Lock,
+    LockedArchive,
     LockedSource,
     Origin,
     Override,
     Pending,
     Profile,
+    Replacement,
     Source,
     Submodule,
     TracedRequirement,
@@ -98,6 +108,29 @@ def _source_row(locked: LockedSource) -> SourceRow:
         origin=src.origin,
         digest=locked.digest,
         requirements=[_requirement_row(r) for r in locked.requirements],
+        subdirectory=src.subdirectory,
+        extras=list(src.extras),
+        replace=[_replacement_row(r) for r in src.replacements],
+    )
+
+
+def _replacement_row(replacement: Replacement) -> ReplacementRow:
+    return ReplacementRow.model_construct(source=replacement.source, target=replacement.target)
+
+
+def _archive_row(archive: LockedArchive) -> ArchiveRow:
+    members = [
+        MemberRow.model_construct(
+            path=m.path, name=m.name, version=m.version, sha256=m.sha256, requires=list(m.requires)
+        )
+        for m in archive.members
+    ]
+    return ArchiveRow.model_construct(
+        name=archive.name,
+        platform=archive.platform,
+        url=archive.url,
+        sha256=archive.sha256,
+        members=members,
     )
 
 
@@ -162,6 +195,12 @@ def sources_document(lock: Lock) -> SourcesDocument:
         overrides=[_override_row(o) for o in sorted(lock.overrides, key=lambda o: o.override.name)],
         pending=[PendingRow.model_construct(name=p.name, note=p.note) for p in lock.pending],
         checks=[CheckRow.model_construct(**vars(c)) for c in lock.checks],
+        archives=[_archive_row(a) for a in lock.archives],
+        links=[LinkRow.model_construct(**vars(link)) for link in lock.links],
+        excluded=[
+            ExcludedRow.model_construct(name=e.name, reason=e.reason, platforms=list(e.platforms))
+            for e in lock.exclusions
+        ],
     )
 
 
@@ -263,6 +302,7 @@ def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
 
 
 def _lock(document: SourcesDocument) -> Lock:
+    excluded = document.excluded
     activation = document.activation or ActivationRow()
     profiles = [Profile(p.name, p.description, tuple(p.env.items())) for p in activation.profiles]
     return Lock(
@@ -281,7 +321,19 @@ def _lock(document: SourcesDocument) -> Lock:
         profiles=tuple(profiles),
         checks=tuple(ImportCheck(**dict(c)) for c in document.checks),
         inputs=tuple(sorted(document.inputs.items())),
+        archives=tuple(map(_locked_archive, document.archives)),
+        links=tuple(Link(row.target, row.reason, row.directory) for row in document.links),
+        exclusions=tuple(Exclusion(x.name, x.reason, tuple(x.platforms)) for x in excluded),
     )
+
+
+def _member(row: MemberRow) -> ArchiveMember:
+    return ArchiveMember(row.path, row.name, row.version, row.sha256, tuple(row.requires))
+
+
+def _locked_archive(row: ArchiveRow) -> LockedArchive:
+    members = tuple(_member(m) for m in row.members)
+    return LockedArchive(row.name, row.platform, row.url, row.sha256, members)
 
 
 def _requirement(row: RequirementRow) -> TracedRequirement:
@@ -308,6 +360,9 @@ def _locked_source(row: SourceRow) -> LockedSource:
         origin=row.origin,
         dependencies=row.dependencies,
         dependencies_reason=row.dependencies_reason,
+        subdirectory=row.subdirectory,
+        extras=tuple(row.extras),
+        replacements=tuple(Replacement(r.source, r.target) for r in row.replace),
     )
     return LockedSource(
         source=source,

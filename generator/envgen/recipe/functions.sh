@@ -76,6 +76,7 @@ checkout() {
 			say "$name: already at $commit"
 			return 0
 		fi
+		if [ -n "$locked" ] && [ "$head" = "$locked" ]; then restore_replaced "$dir"; fi
 		if [ -n "$head" ] && { [ "$head" != "$locked" ] \
 			|| [ -n "$(git -C "$dir" status --porcelain --untracked-files=no)" ]; }; then
 			die "$dir holds other work (HEAD $head is not what this script checked out, or files changed):" \
@@ -148,6 +149,171 @@ installed() {
 }
 
 mark_installed() { printf '%s\n' "$2 $src/$1" >"$state/$1.installed"; }
+
+# replace_files NAME [FROM TO]...: copy each FROM of the source's checkout over TO (SGLang's
+# python/pyproject_npu.toml over python/pyproject.toml) before it builds; both regular files of the
+# checkout, never through a symbolic link or out of it. The paths replaced are remembered, so that a
+# later checkout of another commit restores them first.
+replace_files() {
+	name=$1 dir=$src/$1
+	shift
+	: >"$dir/.git/envgen-replaced"
+	while [ $# -ge 2 ]; do
+		inside "$dir" "$dir/$1" || die "$name: $1 is not a regular file inside $dir"
+		[ -f "$dir/$1" ] && [ ! -L "$dir/$1" ] || die "$name: $1 is not a regular file inside $dir"
+		inside "$dir" "$dir/$2" && [ ! -L "$dir/$2" ] || die "$name: $2 would be written outside $dir"
+		printf '%s\n' "$2" >>"$dir/.git/envgen-replaced"
+		if ! cmp -s -- "$dir/$1" "$dir/$2"; then
+			cp -- "$dir/$1" "$dir/$2.envgen-tmp" && mv -- "$dir/$2.envgen-tmp" "$dir/$2" \
+				|| die "$name: cannot copy $1 over $2 in $dir"
+			say "$name: $2 replaced by $1"
+		fi
+		shift 2
+	done
+}
+
+# restore_replaced DIR: the files replace_files changed in a checkout, back to what git has (a file
+# it created is removed), so the checkout is clean again.
+restore_replaced() {
+	[ -f "$1/.git/envgen-replaced" ] || return 0
+	while IFS= read -r path; do
+		git -C "$1" checkout -q -- "$path" 2>/dev/null || rm -f -- "$1/$path"
+	done <"$1/.git/envgen-replaced"
+	rm -f "$1/.git/envgen-replaced"
+}
+
+# inside DIR PATH: the directory holding PATH exists and, links resolved, lies in DIR.
+inside() {
+	_envgen_parent=$(cd "$(dirname -- "$2")" 2>/dev/null && pwd -P) || return 1
+	_envgen_root=$(cd "$1" && pwd -P) || return 1
+	case $_envgen_parent/ in "$_envgen_root"/*) return 0 ;; *) return 1 ;; esac
+}
+
+# archive_py COMMAND ARG...: what the archive steps need of python, with the env's own interpreter:
+# `sha256 FILE`, `fetch URL FILE`, `extract ARCHIVE MEMBER FILE` (a zip or tar; one regular member).
+archive_py() {
+	"$python" -c '
+import hashlib, shutil, sys, tarfile, urllib.request, zipfile
+command, args = sys.argv[1], sys.argv[2:]
+if command == "sha256":
+    digest = hashlib.sha256()
+    with open(args[0], "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    print(digest.hexdigest())
+elif command == "fetch":
+    with urllib.request.urlopen(args[0], timeout=60) as answer, open(args[1], "wb") as out:
+        shutil.copyfileobj(answer, out, 1 << 20)
+elif zipfile.is_zipfile(args[0]):
+    with zipfile.ZipFile(args[0]) as archive, archive.open(args[1]) as member:
+        with open(args[2], "wb") as out:
+            shutil.copyfileobj(member, out, 1 << 20)
+else:
+    with tarfile.open(args[0]) as archive:
+        info = archive.getmember(args[1])
+        if not info.isfile():
+            sys.exit(args[1] + " is not a regular file of the archive")
+        with archive.extractfile(info) as member, open(args[2], "wb") as out:
+            shutil.copyfileobj(member, out, 1 << 20)
+' "$@"
+}
+
+# archive NAME URL SHA256 KEY [MEMBER SHA256 DISTRIBUTION]...: the wheels a release archive holds,
+# each checked against the lock's sha256, installed with `pip install --no-deps`. The archive is
+# fetched into the env's state (or, with --archives DIR or --bundle, each wheel is taken from there
+# by its name) and checked against its sha256 first; nothing of an archive or wheel that does not
+# match is installed.
+archive() {
+	name=$1 url=$2 sha=$3 key=$4
+	shift 4
+	if archive_installed "$name" "$key" "$@"; then
+		say "$name: already installed from $url"
+		return 0
+	fi
+	dir=$state/archives/$sha
+	mkdir -p "$dir"
+	file=$state/archives/$sha.archive
+	fetched=
+	if [ -f "$file" ]; then fetched=$(archive_py sha256 "$file"); fi
+	if [ -z "$archives_dir" ] && [ "$fetched" != "$sha" ]; then
+		say "$name: fetching $url"
+		archive_py fetch "$url" "$file.part" || die "$name: cannot fetch $url: check the URL is reachable"
+		got=$(archive_py sha256 "$file.part")
+		if [ "$got" != "$sha" ]; then
+			rm -f -- "$file.part"
+			die "$name: $url has sha256 $got, the lock says $sha: the archive was changed or damaged;" \
+				"nothing of it was installed"
+		fi
+		mv -- "$file.part" "$file"
+	fi
+	n=$#
+	while [ "$n" -gt 0 ]; do
+		member=$1 member_sha=$2
+		shift 3
+		n=$((n - 3))
+		wheel=$dir/${member##*/}
+		if [ -n "$archives_dir" ]; then
+			cp -- "$archives_dir/${member##*/}" "$wheel.part" \
+				|| die "$name: $archives_dir holds no ${member##*/}"
+		else
+			archive_py extract "$file" "$member" "$wheel.part" || die "$name: $url holds no $member"
+		fi
+		got=$(archive_py sha256 "$wheel.part")
+		if [ "$got" != "$member_sha" ]; then
+			rm -f -- "$wheel.part"
+			die "$name: $member has sha256 $got, the lock says $member_sha: it was changed or damaged;" \
+				"nothing of the archive was installed"
+		fi
+		mv -- "$wheel.part" "$wheel"
+		set -- "$@" "$wheel"
+	done
+	say "$name: pip install $(for wheel; do printf '%s ' "${wheel##*/}"; done)"
+	"$python" -m pip install -q --no-deps --disable-pip-version-check "$@" \
+		|| die "$name: pip could not install its wheels into $prefix (output above)"
+	printf '%s\n' "$key" >"$state/archive-$name.installed"
+}
+
+# archive_installed NAME KEY [MEMBER SHA256 DISTRIBUTION]...: these wheels were installed, and still
+# are.
+archive_installed() {
+	[ "$(cat "$state/archive-$1.installed" 2>/dev/null || true)" = "$2" ] || return 1
+	shift 2
+	while [ $# -ge 3 ]; do
+		"$python" -c 'import importlib.metadata, sys; importlib.metadata.distribution(sys.argv[1])' "$3" \
+			2>/dev/null || return 1
+		shift 3
+	done
+}
+
+# link TARGET DIRECTORY: `cd DIRECTORY && ln -s TARGET` inside site-packages (both relative to it);
+# the TARGET pattern must match exactly one regular file, and neither it nor the link may lead out
+# of it.
+link() {
+	site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])') \
+		|| die "cannot ask $python for its site-packages"
+	site=$(cd "$site" && pwd -P) || die "$site does not exist"
+	base=$site${2:+/$2}
+	[ -d "$base" ] && inside "$site" "$base/." || die "link $1: $base is not a directory inside $site"
+	# The pattern is expanded here, and only here (its characters are checked when the lock is read).
+	set -- "$1" "$base" "$site"/$1
+	[ $# -eq 3 ] && [ -f "$3" ] || die "link $1: no single file in $site matches it" \
+		"(found: ${3#"$site"/})"
+	inside "$site" "$3" || die "link $1: ${3#"$site"/} lies outside $site"
+	to=$("$python" -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$3" "$2")
+	at=$2/${3##*/}
+	if [ -L "$at" ]; then
+		was=$("$python" -c 'import os, sys; print(os.readlink(sys.argv[1]))' "$at")
+		if [ "$was" = "$to" ]; then
+			say "link ${at#"$site"/} -> $to: already there"
+			return 0
+		fi
+		rm -f -- "$at"
+	elif [ -e "$at" ]; then
+		die "link $1: ${at#"$site"/} exists and is not a symbolic link"
+	fi
+	ln -s -- "$to" "$at" || die "link $1: cannot make ${at#"$site"/}"
+	say "link ${at#"$site"/} -> $to"
+}
 
 # cann_scripts: CANN's environment scripts, one a line ($cann_set_env separates them with ':').
 cann_scripts() { printf '%s\n' "$cann_set_env" | tr ':' '\n'; }
@@ -359,6 +525,7 @@ use_bundle() {
 		say "no $yml beside this script: the pip hashes are checked against the bundle's own lock only"
 	fi
 	bundle_mirrors "$1"
+	if [ -d "$b/archives" ]; then archives_dir=$b/archives; fi
 	say "verified every member of $1"
 	if [ -s "$requirements" ]; then
 		say "installing the pip part for $platform from $1 (no index, every file hash-checked)"

@@ -11,7 +11,16 @@ from shlex import quote
 from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.errors import InputError
 from envgen.inputs.untrusted import lock_problems, one_line
-from envgen.model import DEFAULT_CANN_SET_ENV, Index, Lock, LockedSource
+from envgen.model import (
+    DEFAULT_CANN_SET_ENV,
+    ArchiveMember,
+    Index,
+    Link,
+    Lock,
+    LockedArchive,
+    LockedSource,
+    Source,
+)
 from envgen.redact import strip_credentials
 
 # Shell functions every recipe shares (package data, kept as shell so it reads as shell); the env-specific
@@ -36,7 +45,9 @@ def render_recipe(lock: Lock) -> str:
         _FUNCTIONS,
         _profile_names(lock),
         _arguments(lock, cann_sources, set_env),
+        *_archive_blocks(lock),
         *(_source_block(lock, i, s) for i, s in enumerate(lock.sources, 1)),
+        *_link_lines(lock.links),
         _hooks(lock),
     ]
     return "\n".join(parts)
@@ -56,8 +67,19 @@ def install_key(lock: Lock, locked: LockedSource) -> str:
         "index": _index_args(lock, src.build_index),
         # only when there are any: the keys of sources without submodules stay what they were
         **({"submodules": [[s.path, s.commit] for s in locked.submodules]} if locked.submodules else {}),
+        **({"layout": _layout(src)} if src.subdirectory or src.extras or src.replacements else {}),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _layout(src: Source) -> list[object]:
+    return [src.subdirectory, list(src.extras), [[r.source, r.target] for r in src.replacements]]
+
+
+def archive_key(archive: LockedArchive) -> str:
+    """A digest of an archive's locked wheels, so a changed lock installs them again."""
+    data = [archive.url, archive.sha256, [[m.path, m.sha256] for m in archive.members]]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
 
 
 def hook_prefix(env: str) -> str:
@@ -85,7 +107,7 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     env = lock.env
     lines = [
         f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--no-profile NAME]...",
-        "       [--skip-cann] [--bundle FILE]",
+        "       [--skip-cann] [--bundle FILE] [--archives DIR]",
         "",
         f"Installs the git sources of env {env} at their locked commits, in order, each with",
         "`python -m pip install --no-deps` of the env's own python, then writes activation hooks",
@@ -110,11 +132,16 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "  --bundle FILE   offline: take the pip part and the sources from a bundle (envgen bundle), every",
         "                  member checked against its bundle.json (sha256sum) first; needs tar, sha256sum,",
         "                  git, pip (and zstd for .tar.zst), not envgen. The conda part stays conda-lock's.",
+        "  --archives DIR  take the wheels of the release archives from DIR (by file name) instead",
+        "                  of fetching the archives; each is checked against the lock's sha256 too",
         "  -h, --help      show this help",
         "",
+        *_usage_archives(lock),
         "Sources, in install order:",
         *(_usage_source(s) for s in lock.sources),
         *(["  (none)"] if not lock.sources else []),
+        *(["", "Then links in site-packages:"] if lock.links else []),
+        *(f"  {link.directory or '.'}: -> {link.target}" for link in lock.links),
         "",
         "Environment:",
         f"  ASCEND_SET_ENV  CANN's set_env.sh; several are separated by ':' and sourced in order (default: {set_env})",
@@ -135,6 +162,16 @@ def _usage_source(locked: LockedSource) -> str:
     return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {locked.commit[:12]} ({', '.join(flags)})"
 
 
+def _usage_archives(lock: Lock) -> list[str]:
+    if not lock.archives:
+        return []
+    lines = ["Wheels from release archives, first (each checked against its sha256):"]
+    for archive in lock.archives:
+        wheels = ", ".join(m.filename for m in archive.members)
+        lines.append(f"  {archive.name} ({archive.platform}): {archive.url}: {wheels}")
+    return [*lines, ""]
+
+
 def _profile_names(lock: Lock) -> str:
     names = [p.name for p in lock.profiles]
     pattern = "|".join(quote(n) for n in names)
@@ -150,6 +187,7 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "dropped=",
         "skip_cann=0",
         "bundle=",
+        "archives_dir=",
         "while [ $# -gt 0 ]; do",
         "\tcase $1 in",
         '\t\t--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;',
@@ -163,6 +201,9 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "\t\t--skip-cann) skip_cann=1; shift ;;",
         '\t\t--bundle) [ $# -ge 2 ] || die "--bundle needs a file"; bundle=$2; shift 2 ;;',
         "\t\t--bundle=*) bundle=${1#*=}; shift ;;",
+        '\t\t--archives) [ $# -ge 2 ] || die "--archives needs a directory"; archives_dir=$2',
+        "\t\t\tshift 2 ;;",
+        "\t\t--archives=*) archives_dir=${1#*=}; shift ;;",
         "\t\t-h | --help) usage; exit 0 ;;",
         '\t\t*) die "unknown argument $1 (see --help)" ;;',
         "\tesac",
@@ -195,8 +236,20 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
             "fi",
         ]
     lines.append('say "installing into $prefix (sources in $src)"')
+    lines += _archive_arguments(lock)
     lines.append('if [ -n "$bundle" ]; then use_bundle "$bundle"; fi')
     return "\n".join(lines) + "\n"
+
+
+def _archive_arguments(lock: Lock) -> list[str]:
+    """The directory --archives names, made absolute; the platform whose archives are installed."""
+    if not lock.archives:
+        return []
+    return [
+        'if [ -n "$archives_dir" ]; then archives_dir=$(cd "$archives_dir" && pwd -P) || die '
+        '"--archives: $archives_dir is not a directory"; fi',
+        "platform=$(bundle_platform)",
+    ]
 
 
 _CANN_MISSING = quote(
@@ -230,7 +283,7 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
         *([] if src.build_isolation else ["--no-build-isolation"]),
         *(quote(a) for a in _index_args(lock, src.build_index)),
         *(["-e"] if src.editable else []),
-        f'"$src"/{name}',
+        f'"$src"/{name}' + (f"/{quote(_project(src))}" if _project(src) else ""),
     ]
     if src.env:
         pip.insert(0, "env")
@@ -249,6 +302,9 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
     if locked.submodules:
         pairs = (f"{quote(s.path)} {quote(s.commit)}" for s in locked.submodules)
         body.append(f"submodules {name} {quote(strip_credentials(src.url))} {' '.join(pairs)}")
+    if src.replacements:
+        replaced = " ".join(f"{quote(r.source)} {quote(r.target)}" for r in src.replacements)
+        body.append(f"replace_files {name} {replaced}")
     if src.needs_cann:
         body.append(f"use_cann {name}")
     body += [
@@ -261,7 +317,8 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
         "fi",
     ]
     if src.pythonpath:
-        body.append(f'pythonpath=${{pythonpath:+$pythonpath:}}"$src"/{name}')
+        tail = f"/{quote(src.subdirectory)}" if src.subdirectory else ""
+        body.append(f'pythonpath=${{pythonpath:+$pythonpath:}}"$src"/{name}{tail}')
     origin = f" (from {src.origin})" if src.origin else ""
     head = f"# {number}. {src.name}: {strip_credentials(src.url)} {src.ref}{origin}\n"
     if not src.needs_cann:
@@ -275,6 +332,43 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
         + indented
         + "\nfi\n"
     )
+
+
+def _project(src: Source) -> str:
+    """What pip installs of the checkout: its subdirectory, the extras asked (`python[srt_npu]`)."""
+    extras = f"[{','.join(src.extras)}]" if src.extras else ""
+    return f"{src.subdirectory or '.'}{extras}" if extras else src.subdirectory
+
+
+def _archive_blocks(lock: Lock) -> list[str]:
+    """Per archive, the wheels of this host's platform (the platforms it has no build for: none)."""
+    blocks = []
+    for name in dict.fromkeys(a.name for a in lock.archives):
+        locked = [a for a in lock.archives if a.name == name]
+        lines = [f"# archive {name}: wheels from a release archive", "case $platform in"]
+        for archive in locked:
+            members = " ".join(_member_words(m) for m in archive.members)
+            where = f"{quote(archive.url)} {quote(archive.sha256)} {archive_key(archive)}"
+            call = f"archive {quote(name)} {where}"
+            lines.append(f"\t{quote(archive.platform)}) {call} {members} ;;")
+        lines.append(f"\t*) say {quote(f'archive {name}: none for this platform')} ;;")
+        lines.append("esac")
+        blocks.append("\n".join(lines) + "\n")
+    return blocks
+
+
+def _member_words(member: ArchiveMember) -> str:
+    return f"{quote(member.path)} {quote(member.sha256)} {quote(member.name)}"
+
+
+def _link_lines(links: tuple[Link, ...]) -> list[str]:
+    if not links:
+        return []
+    lines = ["# Links in site-packages, made after everything is installed."]
+    for link in links:
+        lines.append(f"# {one_line(link.reason)}")
+        lines.append(f"link {quote(link.target)} {quote(link.directory)}")
+    return ["\n".join(lines) + "\n"]
 
 
 def _hooks(lock: Lock) -> str:

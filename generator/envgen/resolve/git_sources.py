@@ -23,6 +23,7 @@ from envgen.resolve.movable import NOTHING, Movable
 from envgen.resolve.settings import Settings
 from envgen.resolve.source_metadata import BuildSettings, Declared, declared_dependencies
 from envgen.resolve.source_requirements import digest_files, read_requirements, split_requirements
+from envgen.resolve.source_tree import InstalledTree, check_paths, extras_lines, relabelled
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -135,12 +136,15 @@ def _read_tree(
     picked = apply_cherry_picks(repo, commit, source.cherry_picks) if source.cherry_picks else ()
     head = picked[-1] if picked else commit
     tree = repo.git("rev-parse", "--verify", "--end-of-options", f"{head}^{{tree}}").strip()
-    lines, files = read_requirements(source, lambda path: repo.read(head, path), head)
+    view = _installed_tree(repo, source, head)
+    lines, files = read_requirements(source, view.read_listed, head)
     declared = Declared()
     if source.dependencies == METADATA:
-        export = functools.partial(repo.export, head)
-        read = functools.partial(repo.read, head)
+        read, export = view.read_project, view.export
         declared = declared_dependencies(source, tree, read, export, settings, commit=head)
+        if not declared.fallback:
+            extras = extras_lines(view, f"source {source.name} at commit {head[:12]}")
+            declared = Declared(relabelled(view, declared.lines) + extras)
     if declared.fallback:
         listed = ", ".join(source.requirements) or "none listed"
         logger.warning(
@@ -157,6 +161,18 @@ def _read_tree(
     metadata = tuple((f"{line.file} {line.key}", line.text.encode()) for line in declared.lines)
     digest = digest_files(files + metadata)
     return _Tree(head, tree, picked, requirements, discovered, digest, declared.fallback)
+
+
+def _installed_tree(repo: CachedRepo, source: Source, head: str) -> InstalledTree:
+    """The tree at `head` as the source's install sees it, its declared paths checked against it."""
+
+    def listed(path: str) -> tuple[str, str] | None:
+        entry = repo.git("ls-tree", "--end-of-options", head, "--", path).partition("\t")[0].split()
+        return (entry[0], entry[1]) if len(entry) == 3 else None
+
+    check_paths(source, head, listed)
+    read, export = functools.partial(repo.read, head), functools.partial(repo.export, head)
+    return InstalledTree(source, read, export)
 
 
 def requirements_at(

@@ -22,9 +22,9 @@ from typing import TypeVar
 
 from envgen import interrupts
 from envgen.errors import EnvgenError
-from envgen.lockio.prediction import Prediction, predict, recorded_sources
+from envgen.lockio.prediction import Prediction, predict, recorded_archives, recorded_sources
 from envgen.lockio.store import LockTexts
-from envgen.model import LockedSource, Matrix
+from envgen.model import LockedArchive, LockedSource, Matrix
 from envgen.process import Running
 from envgen.resolve.movable import NOTHING, Movable, sources_to_update
 from envgen.resolve.pip_stage import gather_inputs, ordered_indexes
@@ -183,11 +183,12 @@ def head_start(
     except EnvgenError as exc:  # the re-lock proper meets the same problem and reports it
         log.debug("no head start: %s", exc.message)
         return HeadStart(budget)
-    if pinned is None:
+    archives = _archives(matrix, previous, settings, update, upgrade)
+    if pinned is None or archives is None:
         return HeadStart(budget)
     started = HeadStart(budget, pinned)
     try:
-        _start_platforms(started, matrix, prediction, pinned.sources, settings, upgrade)
+        _start_platforms(started, matrix, prediction, pinned, archives, settings, upgrade)
     except EnvgenError as exc:  # the re-lock proper meets the same problem and reports it
         log.debug("no head start: %s", exc.message)
     return started
@@ -197,7 +198,8 @@ def _start_platforms(
     started: HeadStart,
     matrix: Matrix,
     prediction: Prediction,
-    sources: Sequence[LockedSource],
+    pinned: PinnedSources,
+    archives: Sequence[LockedArchive],
     settings: Settings,
     upgrade: Movable,
 ) -> None:
@@ -207,7 +209,8 @@ def _start_platforms(
         python = prediction.python.get(platform)
         if python is None:
             continue
-        inputs = gather_inputs(matrix, platform, sources, settings.variables)
+        variables = settings.variables
+        inputs = gather_inputs(matrix, platform, pinned.sources, variables, archives=archives)
         preferred = kept(prediction.pip.get(platform, ()), upgrade)
         job = plan_uv_compile(
             matrix,
@@ -252,6 +255,30 @@ def _pinned_sources(
         return None
     sources = GitPinner(settings).pin(matrix, previous, moving)
     return PinnedSources({name: s.commit for name, s in previous.items()}, moving, sources)
+
+
+def _archives(
+    matrix: Matrix,
+    lock: LockTexts,
+    settings: Settings,
+    update: Movable,
+    upgrade: Movable,
+) -> tuple[LockedArchive, ...] | None:
+    """The archives as the re-lock locks them, when their bytes are in the cache (None otherwise):
+    the sha256 the matrix pins or the lock records, the wheels read from the cached archive."""
+    if not matrix.archives:
+        return ()
+    # Imported here: a matrix without archives starts uv without the archive reader.
+    from envgen.resolve.archives import lock_archives
+
+    afresh = sources_to_update(matrix, update, upgrade).everything
+    recorded = () if afresh else recorded_archives(lock)
+    try:
+        cache, limits = settings.cache, settings.limits
+        return lock_archives(matrix, cache, limits, previous=recorded or (), offline=True)
+    except EnvgenError as exc:
+        log.debug("no head start: %s", exc.message)
+        return None
 
 
 def _warm_metadata(cache: Path, artifacts: Sequence[tuple[str, str]]) -> None:

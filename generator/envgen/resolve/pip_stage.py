@@ -15,7 +15,15 @@ from packaging.utils import canonicalize_name
 from envgen import platforms
 from envgen.errors import ConflictError, InputError, VerificationError
 from envgen.inputs.channels import IndexAccess, expand_url
-from envgen.model import AppliedOverride, LockedSource, Matrix, Origin, PipEntry, TracedRequirement
+from envgen.model import (
+    AppliedOverride,
+    LockedArchive,
+    LockedSource,
+    Matrix,
+    Origin,
+    PipEntry,
+    TracedRequirement,
+)
 from envgen.names import vcs_of
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve import overrides, uv_pylock
@@ -54,6 +62,7 @@ def gather_inputs(
     sources: Sequence[LockedSource],
     environ: Mapping[str, str],
     pinned_from: str | None = None,
+    archives: Sequence[LockedArchive] = (),
 ) -> Inputs:
     """The requirements uv resolves for `platform`: matrix pins and source requirements, with origins.
 
@@ -64,6 +73,10 @@ def gather_inputs(
     provided = {canonicalize_name(s.distribution) for s in matrix.sources}
     provided |= {canonicalize_name(ls.source.distribution) for ls in sources}
     pending = {canonicalize_name(p.name) for p in matrix.packages if p.pending is not None}
+    # An archive's wheels are no index's to resolve; what the matrix leaves out is not resolved.
+    mine = [a for a in archives if a.platform == platform]
+    provided |= {canonicalize_name(m.name) for a in mine for m in a.members}
+    pending |= {canonicalize_name(e.name) for e in matrix.exclusions if e.applies(platform)}
     excluded = provided | pending
     requirements: list[TracedRequirement] = []
     pins: dict[str, str] = {}
@@ -93,6 +106,7 @@ def gather_inputs(
         if index:
             pins[name] = index
     requirements += _source_requirements(sources, excluded, direct)
+    requirements += _archive_requirements(mine, excluded)
     scoped = overrides.scope(matrix, requirements, excluded)
     return Inputs(
         requirements=scoped,
@@ -123,6 +137,20 @@ def _source_requirements(
                 direct.add(canonicalize_name(parsed.name))
             requirements.append(TracedRequirement(str(parsed), req.origin, constraint=req.constraint))
     return requirements
+
+
+def _archive_requirements(
+    archives: Sequence[LockedArchive],
+    excluded: Collection[str],
+) -> list[TracedRequirement]:
+    """What the wheels of the platform's archives require (evaluated for it when locked)."""
+    return [
+        TracedRequirement(text, Origin(file=f"archive {a.name}", key=f"{m.filename} Requires-Dist"))
+        for a in archives
+        for m in a.members
+        for text in m.requires
+        if canonicalize_name(Pep508(text).name) not in excluded
+    ]
 
 
 def ordered_indexes(matrix: Matrix, accesses: Mapping[str, IndexAccess]) -> list[IndexAccess]:
@@ -214,6 +242,7 @@ def lock_pypi(
     runner: UvRunner | None = None,
     reader: IndexReader | None = None,
     pinned_from: str | None = None,
+    archives: Sequence[LockedArchive] = (),
 ) -> PypiLock:
     """Resolve the matrix's pip packages and the sources' requirements for `platform` with uv.
 
@@ -221,13 +250,14 @@ def lock_pypi(
     exactly one artifact for the platform, pinned by URL and sha256. `preferred` versions are kept
     where the inputs allow. uv runs through `runner` and the indexes are asked through `reader` (by
     default as planned and over HTTP). `pinned_from` names the lock whose versions the matrix was
-    pinned to (check's re-solve).
+    pinned to (check's re-solve). `archives` are the matrix's archives as locked: their wheels'
+    requirements are resolved too.
     """
     runner = runner or PlainRunner(settings.limits.budget)
     reader = reader or _http_reader(settings)
     accesses = settings.accesses(matrix.indexes)
     indexes = ordered_indexes(matrix, accesses)
-    inputs = gather_inputs(matrix, platform, sources, settings.variables, pinned_from)
+    inputs = gather_inputs(matrix, platform, sources, settings.variables, pinned_from, archives)
     for package in matrix.packages:
         index = package.index_for(platform)
         if index and index not in accesses:

@@ -14,7 +14,16 @@ from envgen.errors import ResolutionError
 from envgen.lockio.consistency import record, violations
 from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.input_hashes import input_hash, lock_inputs
-from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, Matrix, Pending, PipEntry
+from envgen.model import (
+    AppliedOverride,
+    CondaEntry,
+    Lock,
+    LockedArchive,
+    LockedSource,
+    Matrix,
+    Pending,
+    PipEntry,
+)
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda_stage import CondaSolve, admits, python_version
 from envgen.resolve.moves import (
@@ -72,15 +81,27 @@ def relock(request: Relock, settings: Settings, resolvers: Resolvers) -> Relocke
             for p in matrix.platforms
         }
         sources = resolvers.sources.pin(matrix, request.kept, request.moving)
-        platforms = lock_platforms(request, sources, solving, settings, resolvers)
+        archives = lock_archives(request, resolvers)
+        platforms = lock_platforms(request, sources, solving, settings, resolvers, archives)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)  # a source that failed does not wait for the solves
     inputs = lock_inputs(request.files, matrix, sources)
-    lock = consistent(assemble_lock(matrix, sources, platforms, inputs), matrix)
+    lock = consistent(assemble_lock(matrix, sources, platforms, inputs, archives), matrix)
     derived = tuple((file.name, file.text) for file in derived_files(lock, matrix))
     moved = explain_sources(previous.sources, sources, request.moving, upgrade) if previous else []
     moved += [m for p in matrix.platforms for m in platforms[p].moves]
     return Relocked(lock, render_recipe(lock), derived, tuple(moved))
+
+
+def lock_archives(request: Relock, resolvers: Resolvers) -> tuple[LockedArchive, ...]:
+    """The matrix's release archives, each keeping the sha256 the previous lock records for its
+    URL unless every source moves."""
+    if not request.matrix.archives:
+        return ()
+    assert resolvers.archives is not None, "a matrix with archives needs an archive resolver"
+    previous = request.previous
+    recorded = () if previous is None or request.moving.everything else previous.archives
+    return resolvers.archives.lock(request.matrix, recorded)
 
 
 def conda_of(previous: Lock | None, platform: str) -> tuple[CondaEntry, ...]:
@@ -93,6 +114,7 @@ def lock_platforms(
     solving: Mapping[str, Future[CondaSolve]],
     settings: Settings,
     resolvers: Resolvers,
+    archives: Sequence[LockedArchive] = (),
 ) -> dict[str, PlatformLock]:
     """Per platform, concurrently: the conda solve `solving` it (it decides the exact python), then
     pip for that python. Each stage prefers the previous lock's entries of the platform, except
@@ -120,6 +142,7 @@ def lock_platforms(
             preferred=kept(before, request.upgrade),
             runner=resolvers.uv,
             reader=resolvers.indexes,
+            archives=archives,
         )
         log.info("%s %s: pip resolved, %d packages", matrix.name, platform, len(pypi.entries))
         moves = platform_moves(request, platform, solved, pypi, settings, resolvers)
@@ -180,6 +203,7 @@ def assemble_lock(
     sources: Sequence[LockedSource],
     platforms: dict[str, PlatformLock],
     inputs: tuple[tuple[str, str], ...],
+    archives: Sequence[LockedArchive] = (),
 ) -> Lock:
     """The Lock of a matrix from what each stage resolved (pure)."""
     overrides: dict[str, AppliedOverride] = {}
@@ -209,6 +233,9 @@ def assemble_lock(
         profiles=matrix.profiles,
         checks=matrix.checks,
         inputs=inputs,
+        archives=tuple(archives),
+        links=matrix.links,
+        exclusions=matrix.exclusions,
     )
 
 

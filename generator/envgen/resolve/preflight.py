@@ -9,15 +9,17 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import requests
 
 from envgen import interrupts
 from envgen.errors import NetworkError, ToolError
-from envgen.model import Index
+from envgen.model import Index, Matrix
 from envgen.process import run
 from envgen.redact import redact_text, redact_url
+from envgen.resolve.archives import archive_path
 from envgen.resolve.git_remote import GIT_MIRROR, bare_url
 from envgen.resolve.git_sources import asks_remote
 from envgen.resolve.index_client import IndexClient
@@ -34,7 +36,7 @@ PROBE_WORKERS = 16
 class Target:
     """One URL a lock needs: a git remote, a conda channel or a pip index, and who needs it."""
 
-    kind: str  # "git remote", "conda channel", "pip index"
+    kind: str  # "git remote", "conda channel", "pip index", "archive"
     url: str  # as the matrix writes it (`${VAR}` unexpanded, credentials masked when shown)
     needed_by: tuple[str, ...]  # "a5 source vllm", "a5", ...
 
@@ -71,7 +73,21 @@ def targets(relocks: Sequence[Relock], settings: Settings) -> list[Target]:
             needs.setdefault(("conda channel", channel.url), []).append(matrix.name)
         for index in () if settings.offline else matrix.indexes:
             needs.setdefault(("pip index", index.url), []).append(matrix.name)
+        for url, archive in () if settings.offline else _archives(matrix, settings.cache):
+            needs.setdefault(("archive", url), []).append(f"{matrix.name} archive {archive}")
     return [Target(kind, url, tuple(dict.fromkeys(who))) for (kind, url), who in needs.items()]
+
+
+def _archives(matrix: Matrix, cache: Path) -> list[tuple[str, str]]:
+    """(URL, archive name) of each archive the lock fetches: those whose pinned sha256 the cache
+    lacks."""
+    found = []
+    for archive in matrix.archives:
+        for platform, url in archive.urls:
+            pinned = archive.sha256_for(platform)
+            if not (pinned and archive_path(cache, pinned).is_file()):
+                found.append((url, archive.name))
+    return found
 
 
 def _probe(
@@ -84,6 +100,9 @@ def _probe(
     interrupts.check()
     if target.kind == "git remote":
         return _probe_git(target.url, settings, timeout)
+    if target.kind == "archive":
+        with IndexClient([], settings.limits) as client:
+            return _probe_http(client, target.url, timeout)
     if target.kind == "conda channel":
         # A channel's `user:token@` travels as an index's would: apart from the URL, as a header.
         access = settings.access(Index(f"conda channel {redact_url(target.url)}", target.url))

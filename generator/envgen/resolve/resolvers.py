@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from envgen.model import CondaEntry, LockedSource, Matrix
+    from envgen.model import CondaEntry, LockedArchive, LockedSource, Matrix
     from envgen.resolve.conda_stage import CondaSolve
     from envgen.resolve.movable import Movable
     from envgen.resolve.pip_stage import IndexReader
@@ -45,6 +45,13 @@ class CondaSolver(Protocol):
     ) -> CondaSolve: ...
 
 
+class ArchiveLocker(Protocol):
+    """Locks the release archives of a matrix (their wheels, hashed, with their requirements),
+    keeping the sha256 `previous` records for an unchanged URL."""
+
+    def lock(self, matrix: Matrix, previous: Sequence[LockedArchive]) -> tuple[LockedArchive, ...]: ...
+
+
 @dataclass(frozen=True)
 class Resolvers:
     """Every effect a re-lock has but reading and writing its files (the command's)."""
@@ -53,10 +60,13 @@ class Resolvers:
     conda: CondaSolver
     uv: UvRunner
     indexes: IndexReader
+    # None where no matrix has archives (a test's fakes).
+    archives: ArchiveLocker | None = None
 
     @classmethod
     def real(cls, settings: Settings) -> Resolvers:
         """git, rattler, uv and HTTP, as `settings` say."""
+        from envgen.resolve.archives import ArchiveFetcher
         from envgen.resolve.conda_stage import RattlerSolver
         from envgen.resolve.git_sources import GitPinner
         from envgen.resolve.index_client import Indexes
@@ -64,4 +74,5 @@ class Resolvers:
 
         indexes = Indexes(settings.cache, settings.limits, offline=settings.offline)
         uv = PlainRunner(settings.limits.budget)
-        return cls(GitPinner(settings), RattlerSolver(settings), uv, indexes)
+        archives = ArchiveFetcher(settings)
+        return cls(GitPinner(settings), RattlerSolver(settings), uv, indexes, archives)

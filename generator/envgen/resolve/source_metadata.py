@@ -211,8 +211,15 @@ def _cache_key(source: Source, tree: str, settings: BuildSettings, version: str)
         "pins": [list(pin) for pin in settings.pins],
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
         "scm-version": version,
+        # Only when set: a source's key without a subdirectory or replacements stays what it was.
+        **({"layout": _layout(source)} if source.subdirectory or source.replacements else {}),
     }
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
+
+
+def _layout(source: Source) -> list[object]:
+    """Where the project lies and the files replaced: the same tree builds other metadata then."""
+    return [source.subdirectory, [[r.source, r.target] for r in source.replacements]]
 
 
 def _cached_build(

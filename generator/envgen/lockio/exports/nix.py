@@ -18,7 +18,15 @@ from urllib.parse import unquote, urlsplit
 from packaging.utils import canonicalize_name
 
 from envgen.lockio.exports.common import bare_url, header
-from envgen.model import CondaEntry, Lock, LockedSource, PipEntry
+from envgen.model import (
+    ArchiveMember,
+    CondaEntry,
+    Lock,
+    LockedArchive,
+    LockedSource,
+    PipEntry,
+    Source,
+)
 from envgen.platforms import machine
 
 Value: TypeAlias = str | bool | None | Sequence["Value"] | Mapping[str, "Value"]
@@ -97,6 +105,32 @@ def _platform(lock: Lock, platform: str) -> dict[str, Value]:
         "python": lock.python_for(platform),
         "conda": [_conda(e) for e in lock.conda_for(platform)],
         "pip": [_pip(e) for e in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))],
+        **_steps(lock, platform),
+    }
+
+
+def _steps(lock: Lock, platform: str) -> dict[str, Value]:
+    """Only where there are any (a lock without them renders as it did): the wheels the recipe takes
+    out of release archives (each checked against its sha256), and what the lock leaves out."""
+    steps: dict[str, Value] = {}
+    if lock.archives_for(platform):
+        steps["archives"] = [_archive(a) for a in lock.archives_for(platform)]
+    left = [{"name": e.name, "reason": e.reason} for e in lock.exclusions if e.applies(platform)]
+    if left:
+        steps["excluded"] = left
+    return steps
+
+
+def _wheel(member: ArchiveMember) -> dict[str, Value]:
+    fields = {"name": member.name, "version": member.version, "path": member.path}
+    return {**fields, "sha256": member.sha256}
+
+
+def _archive(archive: LockedArchive) -> dict[str, Value]:
+    return {
+        "name": archive.name,
+        "fetchurl": _fetchurl(archive.url, archive.sha256),
+        "wheels": [_wheel(m) for m in archive.members],
     }
 
 
@@ -133,7 +167,26 @@ def _source(locked: LockedSource) -> dict[str, Value]:
         "buildIsolation": source.build_isolation,
         "needsCann": source.needs_cann,
         "env": dict(source.env),
+        **_layout(source),
     }
+
+
+def _layout(source: Source) -> dict[str, Value]:
+    """Where the project lies in the tree, its extras and replaced files; only when set."""
+    layout: dict[str, Value] = {}
+    if source.subdirectory:
+        layout["subdirectory"] = source.subdirectory
+    if source.extras:
+        layout["extras"] = list(source.extras)
+    if source.replacements:
+        layout["replace"] = [{"from": r.source, "to": r.target} for r in source.replacements]
+    return layout
+
+
+def _links(lock: Lock) -> dict[str, Value]:
+    """The links the recipe makes in site-packages; only when there are any."""
+    links = [{"target": x.target, "directory": x.directory, "reason": x.reason} for x in lock.links]
+    return {"links": links} if links else {}
 
 
 def lock_value(lock: Lock) -> dict[str, Value]:
@@ -156,6 +209,7 @@ def lock_value(lock: Lock) -> dict[str, Value]:
             for o in lock.overrides
         ],
         "pending": [{"name": p.name, "note": p.note} for p in lock.pending],
+        **_links(lock),
     }
 
 
@@ -197,6 +251,8 @@ def parse_nix(text: str, where: str) -> tuple[Fetched, ...]:
 
 
 def expected_nix(lock: Lock) -> tuple[Fetched, ...]:
-    """What locks/<env>.nix must list: every artifact of the yml with its sha256, per platform."""
+    """What locks/<env>.nix must list: every artifact of the yml and every archive with its sha256,
+    per platform."""
     artifacts = [(e.url, e.sha256) for e in lock.conda] + [(e.url, e.sha256) for e in lock.pip]
+    artifacts += [(a.url, a.sha256) for a in lock.archives]
     return tuple(sorted(Fetched(bare_url(url), sha256) for url, sha256 in artifacts))

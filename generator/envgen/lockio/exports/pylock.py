@@ -65,9 +65,40 @@ def render_pylock(lock: Lock, platform: str) -> str:
     entries = sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))
     names = {canonicalize_name(e.name) for e in entries}
     document["packages"] = [_package(lock, entry, names) for entry in entries]
-    tool = {"env": lock.env, "platform": platform, "input-hash": lock.input_hash}
+    tool: dict[str, Any] = {"env": lock.env, "platform": platform, "input-hash": lock.input_hash}
+    tool |= _steps(lock, platform)
     document["tool"] = {"envgen": tool}
     return "\n".join(lines) + "\n" + tomli_w.dumps(document)
+
+
+def _steps(lock: Lock, platform: str) -> dict[str, Any]:
+    """What PEP 751 has no place for, under [tool.envgen]: the wheels the recipe takes from release
+    archives (a package's `archive` is one project's source, not a zip of wheels), and the packages
+    the lock leaves out on purpose."""
+    steps: dict[str, Any] = {}
+    archives = lock.archives_for(platform)
+    if archives:
+        steps["archives"] = [
+            {
+                "name": a.name,
+                "url": a.url,
+                "hashes": {"sha256": a.sha256},
+                "wheels": [
+                    {
+                        "name": m.name,
+                        "version": m.version,
+                        "path": m.path,
+                        "hashes": {"sha256": m.sha256},
+                    }
+                    for m in a.members
+                ],
+            }
+            for a in archives
+        ]
+    left = [{"name": e.name, "reason": e.reason} for e in lock.exclusions if e.applies(platform)]
+    if left:
+        steps["excluded"] = left
+    return steps
 
 
 # --- reading one back -------------------------------------------------------------------------------------

@@ -49,7 +49,24 @@ def _usage(lock: Lock, platform: str) -> list[str]:
         ]
     if lock.pending:
         lines.append(one_line(f"# Pending, not installable yet: {', '.join(p.name for p in lock.pending)}"))
-    return [*lines, "#"]
+    return [*lines, *archive_lines(lock, platform), "#"]
+
+
+def archive_lines(lock: Lock, platform: str, comment: str = "#") -> list[str]:
+    """The wheels the recipe takes from release archives on `platform` (pip takes no wheel out of an
+    archive), and what the lock leaves out there on purpose, as comment lines."""
+    lines = []
+    archives = lock.archives_for(platform)
+    if archives:
+        lines.append(f"{comment} Wheels of release archives, installed by the recipe (by sha256):")
+    for archive in archives:
+        lines.append(f"{comment}   {archive.name}: {archive.url} sha256:{archive.sha256}")
+        for m in archive.members:
+            lines.append(f"{comment}     {m.name}=={m.version} {m.path} sha256:{m.sha256}")
+    for exclusion in (e for e in lock.exclusions if e.applies(platform)):
+        why = f"{exclusion.name}: {exclusion.reason}"
+        lines.append(one_line(f"{comment} Left out on purpose: {why}"))
+    return lines
 
 
 def _options(lock: Lock, platform: str) -> list[str]:

@@ -15,7 +15,7 @@ from packageurl import PackageURL
 from packaging.utils import canonicalize_name
 
 from envgen.lockio.exports.common import bare_url
-from envgen.model import CondaEntry, Lock, LockedSource, PipEntry
+from envgen.model import CondaEntry, Lock, LockedArchive, LockedSource, PipEntry
 
 # Properties are namespaced as CycloneDX asks (https://cyclonedx.github.io/cyclonedx-property-taxonomy/).
 NS = "envgen"
@@ -64,6 +64,40 @@ def _pip(entry: PipEntry) -> Component:
         hashes=hashes,
         external_references=[_distribution(entry.url, hashes)],
         properties=properties,
+    )
+
+
+def _wheel_purl(name: str, version: str, filename: str) -> PackageURL:
+    qualifiers = {"file_name": filename}
+    name = canonicalize_name(name)
+    return PackageURL(type="pypi", name=name, version=version, qualifiers=qualifiers)
+
+
+def _archive(archive: LockedArchive) -> Component:
+    """A release archive as a file component, the wheels taken from it as its parts (each a PyPI
+    package by name and version, with the wheel's own sha256)."""
+    hashes = [HashType(alg=HashAlgorithm.SHA_256, content=archive.sha256)]
+    platform = Property(name=f"{NS}:platform", value=archive.platform)
+    wheels = [
+        Component(
+            name=canonicalize_name(m.name),
+            version=m.version,
+            bom_ref=f"archive:{archive.platform}:{archive.name}:{canonicalize_name(m.name)}",
+            purl=_wheel_purl(m.name, m.version, m.filename),
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=m.sha256)],
+            properties=[platform, Property(name=f"{NS}:archive-member", value=m.path)],
+        )
+        for m in archive.members
+    ]
+    return Component(
+        type=ComponentType.FILE,
+        name=archive.name,
+        version=archive.sha256[:12],
+        bom_ref=f"archive:{archive.platform}:{archive.name}",
+        hashes=hashes,
+        external_references=[_distribution(archive.url, hashes)],
+        properties=[platform, Property(name=f"{NS}:archive", value=archive.name)],
+        components=wheels,
     )
 
 
@@ -123,6 +157,13 @@ def _lock_properties(lock: Lock) -> list[Property]:
         value = f"{override.requirement}: {override.reason}"
         properties.append(Property(name=f"{NS}:override:{override.name}", value=value))
     properties += [Property(name=f"{NS}:pending:{p.name}", value=p.note) for p in lock.pending]
+    for exclusion in lock.exclusions:
+        where = f" ({', '.join(exclusion.platforms)})" if exclusion.platforms else ""
+        key = f"{NS}:excluded:{exclusion.name}"
+        properties.append(Property(name=key, value=f"{exclusion.reason}{where}"))
+    for link in lock.links:
+        at = link.directory or "."
+        properties.append(Property(name=f"{NS}:link:{at}", value=f"{link.target}: {link.reason}"))
     return properties
 
 
@@ -132,6 +173,7 @@ def build_bom(lock: Lock, platforms: Sequence[str] | None = None) -> Bom:
     channel = bare_url(lock.channels[0].url) if len(lock.channels) == 1 else None
     components = [_conda(e, channel) for e in lock.conda if e.platform in chosen]
     components += [_pip(e) for e in lock.pip if e.platform in chosen]
+    components += [_archive(a) for a in lock.archives if a.platform in chosen]
     components += [_source(s) for s in lock.sources]
     root = Component(
         type=ComponentType.APPLICATION,

@@ -1,0 +1,346 @@
+"""Wheels that come inside release archives: each archive fetched once into envgen's cache by its
+sha256, checked against the sha256 the matrix pins (else the one the previous lock recorded), and
+the wheels the matrix names taken from it, each hashed, its metadata read.
+
+A lock records per platform the archive's URL and sha256 and each wheel's path, version, sha256 and
+requirements (evaluated for that platform); installing takes the same wheels out of the same bytes
+(`extract_members`), and refuses an archive or a wheel whose sha256 is not the lock's (exit 4).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import re
+import tarfile
+import zipfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import requests
+from packaging.requirements import Requirement as Pep508
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from envgen import network, platforms
+from envgen.errors import ResolutionError, VerificationError
+from envgen.inputs.untrusted import tree_path_problem
+from envgen.model import Archive, ArchiveMember, Lock, LockedArchive, Matrix
+from envgen.redact import redact_url
+from envgen.resolve import uv_pylock
+from envgen.resolve.index_client import IndexClient
+from envgen.resolve.settings import Settings
+from envgen.scratch import scratch_dir
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1 << 20
+_EXTRA = re.compile(r"\bextra\b")
+
+
+def archive_path(cache: Path, sha256: str) -> Path:
+    """Where the archive with this sha256 is kept (content-addressed, shared by every env)."""
+    return cache / "archives" / "sha256" / sha256[:2] / sha256
+
+
+def member_path(cache: Path, member: ArchiveMember) -> Path:
+    """Where a wheel taken from an archive is kept: under its sha256, by its own file name (pip
+    reads the wheel's tags from it)."""
+    return cache / "archives" / "wheels" / member.sha256[:2] / member.sha256 / member.filename
+
+
+class ArchiveFetcher:
+    """The archives of a matrix locked over HTTP into the cache, as `settings` say (the re-lock's
+    resolver of archives, resolve/resolvers.py)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def lock(self, matrix: Matrix, previous: Sequence[LockedArchive]) -> tuple[LockedArchive, ...]:
+        settings = self.settings
+        return lock_archives(matrix, settings.cache, settings.limits, previous=previous, offline=settings.offline)
+
+
+def lock_archives(
+    matrix: Matrix,
+    cache: Path,
+    limits: network.Limits,
+    *,
+    previous: Sequence[LockedArchive] = (),
+    offline: bool = False,
+) -> tuple[LockedArchive, ...]:
+    """Every archive of `matrix` for each platform it has a URL for, in the matrix's order.
+
+    An archive keeps the sha256 `previous` records for the same URL unless the matrix pins one: the
+    bytes at a URL the lock pinned must not change under it."""
+    recorded = {(a.name, a.platform, a.url): a.sha256 for a in previous}
+    locked: list[LockedArchive] = []
+    with IndexClient((), limits) as client:
+        for archive in matrix.archives:
+            for platform in matrix.platforms:
+                url = archive.url_for(platform)
+                if url is None:
+                    continue
+                pinned = archive.sha256_for(platform)
+                origin = str(matrix.origin("archives", archive.name, "sha256"))
+                if pinned is None and (archive.name, platform, url) in recorded:
+                    pinned, origin = (
+                        recorded[(archive.name, platform, url)],
+                        "the lock it was locked in",
+                    )
+                path = fetch(client, url, pinned, cache, offline=offline, pinned_by=origin)
+                members = read_members(path, archive, platform, matrix, url)
+                log.info(
+                    "archive %s for %s: %s -> %s",
+                    archive.name,
+                    platform,
+                    redact_url(url),
+                    path.name[:12],
+                )
+                locked.append(LockedArchive(archive.name, platform, url, path.name, members))
+    return tuple(locked)
+
+
+def fetch(
+    client: IndexClient,
+    url: str,
+    sha256: str | None,
+    cache: Path,
+    *,
+    offline: bool,
+    pinned_by: str,
+) -> Path:
+    """The archive at `url` in the cache, downloaded unless the cache has `sha256`; its bytes must
+    have that sha256 when one is given (VerificationError, exit 4, naming who pins it)."""
+    if sha256 and archive_path(cache, sha256).is_file():
+        return archive_path(cache, sha256)
+    if offline:
+        raise ResolutionError(
+            f"the archive {redact_url(url)} is not in envgen's cache; nothing is fetched offline",
+            hint="lock once without --offline to fetch it",
+        )
+    key = hashlib.sha256(url.encode()).hexdigest()[:16]
+    partial = cache / "archives" / "partial" / f"{os.getpid()}-{key}"
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    try:
+        with client.get(url, stream=True) as response, partial.open("wb") as out:
+            response.raise_for_status()
+            for chunk in response.iter_content(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+    except requests.RequestException as exc:
+        partial.unlink(missing_ok=True)
+        raise client.unreachable("fetch the archive", url, exc) from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    found = digest.hexdigest()
+    if sha256 and found != sha256:
+        partial.unlink()
+        raise VerificationError(
+            f"the archive {redact_url(url)} has sha256 {found}, but {pinned_by} says {sha256}",
+            hint="it is not the archive that was pinned: find out why; if the new one is wanted, "
+            "write its sha256 into the matrix (archives.<name>.sha256) and lock again",
+        )
+    target = archive_path(cache, found)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(partial, target)
+    return target
+
+
+@contextmanager
+def _opened(path: Path, url: str) -> Iterator[tuple[list[str], object]]:
+    """The regular files of a zip or tar archive by path, and the open archive."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as zf:
+                yield [i.filename for i in zf.infolist() if not i.is_dir()], zf
+                return
+        with tarfile.open(path) as tar:
+            yield [m.name for m in tar.getmembers() if m.isfile()], tar
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise VerificationError(
+            f"the archive {redact_url(url)} is neither a zip nor a tar archive that reads: {exc}",
+            hint="check the URL names the release archive",
+        ) from exc
+
+
+def _stream(archive: object, name: str) -> IO[bytes]:
+    if isinstance(archive, zipfile.ZipFile):
+        return archive.open(name)
+    assert isinstance(archive, tarfile.TarFile)
+    handle = archive.extractfile(name)
+    if handle is None:
+        raise VerificationError(f"{name} is not a regular file of its archive")
+    return handle
+
+
+def _copy(archive: object, name: str, dest: Path) -> str:
+    """Member `name` written to `dest` (through a part file), its sha256."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(f"{dest.name}.part-{os.getpid()}")
+    digest = hashlib.sha256()
+    try:
+        with _stream(archive, name) as src, part.open("wb") as out:
+            while chunk := src.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    os.replace(part, dest)
+    return digest.hexdigest()
+
+
+def _wheels(names: list[str]) -> list[tuple[str, str, str, frozenset[Tag]]]:
+    """(path, canonical name, version, tags) of each wheel an archive holds at a plain path."""
+    found = []
+    for path in names:
+        if not path.endswith(".whl") or tree_path_problem(path):
+            continue
+        try:
+            name, version, _, tags = parse_wheel_filename(path.rsplit("/", 1)[-1])
+        except InvalidWheelFilename:
+            continue
+        found.append((path, str(name), str(version), tags))
+    return found
+
+
+def read_members(
+    path: Path,
+    archive: Archive,
+    platform: str,
+    matrix: Matrix,
+    url: str,
+) -> tuple[ArchiveMember, ...]:
+    """The wheel of each distribution `archive` names that installs on `platform` (the best tag),
+    each hashed and its requirements read; ResolutionError (exit 3) naming what the archive holds
+    otherwise."""
+    tags = platforms.platform_tags(platform, matrix.python, matrix.glibc)
+    priority = uv_pylock.tag_priority(tags)
+    environment = {**platforms.marker_environment(platform, matrix.python), "extra": ""}
+    members = []
+    with _opened(path, url) as (names, opened):
+        wheels = _wheels(names)
+        for wanted in archive.wheels:
+            normal = canonicalize_name(wanted)
+            fits = [w for w in wheels if w[1] == normal and w[3] & priority.keys()]
+            if not fits:
+                held = ", ".join(w[0] for w in wheels) or "no wheel"
+                raise ResolutionError(
+                    f"archive {archive.name} for {platform} ({redact_url(url)}) holds no wheel of "
+                    f"{wanted} that installs on {platform} with python {matrix.python}; it holds "
+                    f"{held}",
+                    hint=f"check archives.{archive.name} (wheels, url.{platform}) in {matrix.path}",
+                )
+            best = min(fits, key=lambda w: min(priority[t] for t in w[3] if t in priority))
+            members.append(_member(opened, best[0], best[1], best[2], path.parent, environment))
+    return tuple(members)
+
+
+def _member(
+    opened: object, path: str, name: str, version: str, scratch: Path, environment: dict[str, str]
+) -> ArchiveMember:
+    """One wheel taken out, hashed, and its Requires-Dist as they apply on the platform."""
+    dest = scratch / f"{os.getpid()}-{path.rsplit('/', 1)[-1]}"
+    try:
+        sha256 = _copy(opened, path, dest)
+        with zipfile.ZipFile(dest) as wheel:
+            names = wheel.namelist()
+            info = [n for n in names if n.endswith(".dist-info/METADATA") and n.count("/") == 1]
+            text = wheel.read(info[0]).decode("utf-8", errors="replace") if info else ""
+    except zipfile.BadZipFile as exc:
+        raise VerificationError(f"{path} of its archive is not a wheel that reads: {exc}") from exc
+    finally:
+        dest.unlink(missing_ok=True)
+    requires = uv_pylock.parse_metadata(text, path).requires
+    applying = [r for r in requires if r.marker is None or r.marker.evaluate(environment)]
+    # Evaluated here for the platform: the resolution gets the requirement without its marker.
+    kept = [r for r in applying if not (r.marker and _EXTRA.search(str(r.marker)))]
+    plain = sorted({_without_marker(r) for r in kept})
+    return ArchiveMember(path, name, version, sha256, tuple(plain))
+
+
+def _without_marker(requirement: Pep508) -> str:
+    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+    return f"{canonicalize_name(requirement.name)}{extras}{requirement.specifier}"
+
+
+def archive_wheels(
+    client: IndexClient, locked: LockedArchive, *, cache: Path, offline: bool = False
+) -> dict[str, Path]:
+    """The wheels of a locked archive as files (member sha256 -> path): the archive fetched or taken
+    from the cache, checked against the lock's sha256, each wheel against its own (exit 4)."""
+    where = f"the lock of archive {locked.name} ({locked.platform})"
+    path = fetch(client, locked.url, locked.sha256, cache, offline=offline, pinned_by=where)
+    found: dict[str, Path] = {}
+    with _opened(path, locked.url) as (names, opened):
+        for member in locked.members:
+            dest = member_path(cache, member)
+            if member.path not in names:
+                shown = redact_url(locked.url)
+                raise VerificationError(
+                    f"the archive {shown} holds no {member.path}, named by {where}",
+                    hint="the lock does not describe this archive: re-lock",
+                )
+            sha256 = _copy(opened, member.path, dest)
+            if sha256 != member.sha256:
+                dest.unlink()
+                raise VerificationError(
+                    f"{member.path} of the archive {redact_url(locked.url)} has sha256 {sha256}, "
+                    f"{where} says {member.sha256}",
+                    hint="the archive is not the one locked: find out why, then re-lock",
+                )
+            found[member.sha256] = dest
+    return found
+
+
+@contextmanager
+def fetched_wheels(lock: Lock, platform: str, cache: Path, limits: network.Limits) -> Iterator[Path | None]:
+    """A directory of the wheels the lock takes out of release archives on `platform`, by file name
+    (the recipe's --archives), out of each archive, fetched or cached; an archive or wheel whose
+    sha256 is not the lock's is refused (exit 4) before anything is installed. None when the
+    platform has no archive."""
+    with IndexClient((), limits) as client:
+        wheels = functools.partial(archive_wheels, client, cache=cache)
+        with _wheels_directory(lock.archives_for(platform), wheels) as directory:
+            yield directory
+
+
+@contextmanager
+def bundled_wheels(lock: Lock, platform: str, local: Mapping[str, Path]) -> Iterator[Path | None]:
+    """The same directory from a bundle's verified files (`local`, sha256 -> path): one lacking is
+    refused (exit 4) before anything is installed."""
+    wheels = functools.partial(_located, local=local)
+    with _wheels_directory(lock.archives_for(platform), wheels) as directory:
+        yield directory
+
+
+@contextmanager
+def _wheels_directory(
+    archives: Sequence[LockedArchive], wheels: Callable[[LockedArchive], Mapping[str, Path]]
+) -> Iterator[Path | None]:
+    if not archives:
+        yield None
+        return
+    with scratch_dir("envgen-archives-") as directory:
+        for archive in archives:
+            found = wheels(archive)
+            for member in archive.members:
+                (directory / member.filename).symlink_to(found[member.sha256].absolute())
+        yield directory
+
+
+def _located(archive: LockedArchive, local: Mapping[str, Path]) -> dict[str, Path]:
+    for member in archive.members:
+        if member.sha256 not in local:
+            raise VerificationError(
+                f"the bundle holds no {member.filename} (archive {archive.name} of {archive.platform})",
+                hint="make the bundle again from this lock (nothing was installed)",
+            )
+    return {m.sha256: local[m.sha256] for m in archive.members}
