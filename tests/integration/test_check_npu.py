@@ -261,7 +261,7 @@ def test_a_failed_install_skips_the_npu_steps(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     lock = make_lock("x")
-    source = IndexSource(Project(tmp_path))
+    source = IndexSource(Project(tmp_path), cache=tmp_path)
     steps, _ = throwaway_steps(
         lock, source, Pip(tmp_path), platform="linux-64", venv=True, cache=tmp_path,
         require_npu=True, keep=False, install=failing_install, npu=Npu("a3"),

@@ -135,7 +135,7 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_be
         assert re.search(rf"#   {re.escape(name)} +\d+ bytes\n", out[lock1:check]), name
     assert re.search(r"check demo \(linux-(64|aarch64)\): ok\n", out[check:bump])
     assert re.search(r"ok +import rollout: rollout 0\.23\.0\n", out[check : researchers[0]])
-    assert "ok      env: install (conda prefix): 8 pip packages" in out[check : researchers[0]]
+    assert "ok      env: install (conda prefix): 9 pip packages" in out[check : researchers[0]]
     # The prefix's own pip lists the locked packages and the editable sources, in the prefix.
     listed = out[pip_list:bump]
     assert re.search(r"\ndemo-torch +2\.10\.0\n", listed)

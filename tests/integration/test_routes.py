@@ -18,7 +18,7 @@ import pytest
 from envgen.example.project import RELEASES, Example
 from envgen.example.releases import MACHINES, archive_name, build_release, kernel_dists
 from envgen.example.wheels import FixtureDist
-from envgen.installer import tool_environment
+from envgen.installer.tools import tool_environment
 from envgen.lockio.store import read_lock
 from envgen.model import Link, Lock
 from envgen.platforms import host_platform

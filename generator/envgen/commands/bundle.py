@@ -118,6 +118,7 @@ def _bundle(
     limits = network.limits(os.environ)
     with IndexClient(indexes, limits, credentials=found.pip + found.conda) as client:
         paths, downloaded = fetch_all(client, wanted, cache, display=display)
+        artifacts = len(paths)  # one per sha256: a file two platforms name is fetched once
         wheels = archived_wheels(lock, chosen)
         for archive in (a for p in chosen for a in lock.archives_for(p)):
             log.info("archive %s (%s): taking its wheels out", archive.name, archive.platform)
@@ -147,6 +148,5 @@ def _bundle(
         log.info("writing %s (%d files)", out, len(files) + 1)
         write_archive(out, project, files, render_manifest(manifest))
     seconds = time.monotonic() - started
-    artifacts = len(paths)  # one per sha256: a file two platforms name is fetched once
     size = out.stat().st_size
     return BundleSummary(out, len(files) + 1, size, downloaded, seconds, content_hash, artifacts)

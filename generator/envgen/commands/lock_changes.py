@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from envgen.commands.freshness import stale_reasons
 from envgen.lockio.store import LockTexts, recorded_inputs, unwritten_changes
 
 if TYPE_CHECKING:
@@ -53,6 +52,9 @@ def reasons(
     """Why the lock on disk is not the one a re-lock writes: no lock, the inputs that changed since
     it was written (the input digests it records against `inputs`), its files edited; else the
     derived files missing (what a moving flag moves says its own reason)."""
+    # Here, not at the top: freshness.py loads matrices, which the no-op lock never imports.
+    from envgen.commands.freshness import stale_reasons
+
     if not texts.present:
         return (NO_LOCK,)
     recorded = recorded_inputs(texts)
