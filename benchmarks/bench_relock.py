@@ -1,19 +1,27 @@
-"""Time re-locks of the bundled example against bare uv runs of envgen's own generated inputs (offline).
+"""Time re-locks against bare uv runs of envgen's own generated inputs: the bundled example
+(offline), or a PyPI set on pypi.org.
 
-    .venv/bin/python benchmarks/bench_relock.py [--repeats N] [--network]
+    .venv/bin/python benchmarks/bench_relock.py [--repeats N] [--network | --realistic]
 
-Whole processes, medians of N interleaved runs, warm caches, both platforms (envgen solves them concurrently;
-the bare uv runs of the two platforms run concurrently too):
-- forced re-lock (`envgen lock demo --force`, and with `--no-preflight`: the hosts are not asked alongside) vs bare
-  `uv pip compile` with the previous output present;
-- re-lock after a one-pin bump (demo-torch alternates between 2.10.0 and 2.10.1), and what it moved;
+Whole processes, medians of N (default 7) interleaved runs (every job once per round), warm
+caches, wall time and CPU time (the process and its children, uv's included):
+- forced re-lock (`envgen lock ENV --force`, and with `--no-preflight`: the hosts are not asked
+  alongside) vs bare `uv pip compile` with the previous output present;
+- re-lock after a one-pin bump (a pin alternating between two releases), and what it moved, vs the
+  same bare uv run;
 - no-op lock vs `envgen --version`;
 - cold lock (no previous lock) vs bare `uv pip compile` in a fresh directory.
-The uv inputs are captured from a real lock: every `uv pip compile` envgen runs has its work directory copied.
-envgen's modules are byte-compiled first, as an installed envgen's are (an editable checkout run with
+The uv inputs are captured from a real forced re-lock: every `uv pip compile` envgen runs has its
+work directory copied (its generated project, uv.toml, excludes and the previous output as
+preferences); the bare runs are those, again, concurrently as envgen runs them. envgen's modules
+are byte-compiled first, as an installed envgen's are (an editable checkout run with
 PYTHONDONTWRITEBYTECODE would otherwise compile its sources in every timed process).
-With --network the pip side is the A5 PyPI set on pypi.org (linux-aarch64; transformers alternates between
-4.57.6 and 4.57.5), the conda side the example's loopback channel; run it from the repository root.
+Without a flag: the bundled example on 127.0.0.1, both platforms (demo-torch alternates between
+2.10.0 and 2.10.1). With --network the pip side is the A5 PyPI set on pypi.org (84 packages,
+linux-aarch64; transformers alternates between 4.57.6 and 4.57.5); with --realistic it is the A5
+lock's 237 PyPI packages (benchmarks/a5_lock_set.txt) pinned as the lock pins them (tqdm
+alternates between 4.70.1 and 4.70.0). Either way the conda side is the example's loopback
+channel; run it from the repository root.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,12 +46,13 @@ from typing import Any
 import envgen as envgen_package
 from envgen.commands.lock import lock_envs
 from envgen.example.project import ENV, EXAMPLE_DIR, serve_example
+from envgen.model import PipPackage
 from envgen.project import Project
 
 # Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from the repository
 # root (pytest's `pythonpath`), and so does this benchmark, wherever it is started from.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from timing import interleaved_medians  # noqa: E402
+from timing import interleaved_runs  # noqa: E402
 
 from tests.support.a5 import a5_pypi_matrix  # noqa: E402
 
@@ -119,45 +128,89 @@ class Subject:
     what: str
 
 
+NETWORK_ENV = "a5pypi"
+# The A5 lock's PyPI set (benchmarks/a5_lock_set.txt): name==version per line, # comments.
+LOCK_SET = Path(__file__).with_name("a5_lock_set.txt")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--network", action="store_true", help="the A5 PyPI set on pypi.org (conda on loopback)")
+    parser.add_argument("--repeats", type=int, default=7)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--network",
+        action="store_true",
+        help="the A5 PyPI set on pypi.org (conda on loopback)",
+    )
+    group.add_argument(
+        "--realistic",
+        action="store_true",
+        help="the A5 lock's 237 PyPI packages on pypi.org, pinned (conda on loopback)",
+    )
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-relock-") as tmp, serve_example(Path(tmp) / "world") as example:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_", "ENVGEN_"))}
-        environ |= {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "UV_NO_CONFIG": "1"}
-        environ["ENVGEN_CACHE_DIR"] = str(Path(tmp) / "cache")
-        if args.network:
-            root = a5_pypi_project(Path(tmp) / "a5", example.channel_url)
-            pin = ("transformers", "4.57.6", "4.57.5")
-            subject = Subject(root, NETWORK_ENV, environ, pin, "A5 PyPI set on pypi.org, linux-aarch64")
-        else:
-            pin = ("demo-torch", "2.10.0", "2.10.1")
-            subject = Subject(example.root, ENV, environ, pin, "bundled example on 127.0.0.1, both platforms")
-        report(subject, Path(tmp), args.repeats)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-relock-") as tmp,
+        serve_example(Path(tmp) / "world") as example,
+    ):
+        environ = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIXES)}
+        environ |= {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+        environ |= {"UV_NO_CONFIG": "1", "ENVGEN_CACHE_DIR": str(Path(tmp) / "cache")}
+        chosen = subject(args, Path(tmp), example.root, example.channel_url, environ)
+        report(chosen, Path(tmp), args.repeats)
     return 0
 
 
-NETWORK_ENV = "a5pypi"
+ENV_PREFIXES = ("PIP_", "UV_", "CONDA_", "ENVGEN_")
 
 
-def a5_pypi_project(root: Path, channel_url: str) -> Path:
-    """A project whose pip side is the A5 PyPI set on pypi.org (tests/support/a5.py) and conda side the example's
-    loopback channel (python 3.11): no git source, so nothing but PyPI is needed."""
+def subject(
+    args: argparse.Namespace,
+    tmp: Path,
+    example: Path,
+    channel: str,
+    environ: dict[str, str],
+) -> Subject:
+    """What the arguments ask to lock: the bundled example, or a PyPI set (conda on `channel`)."""
+    if args.realistic:
+        packages = lock_set(LOCK_SET)
+        root = a5_pypi_project(tmp / "a5", channel, packages)
+        what = f"the A5 lock's PyPI set on pypi.org ({len(packages)} pins), linux-aarch64"
+        return Subject(root, NETWORK_ENV, environ, ("tqdm", "4.70.1", "4.70.0"), what)
+    if args.network:
+        root = a5_pypi_project(tmp / "a5", channel, a5_pypi_matrix().packages)
+        what = "A5 PyPI set on pypi.org, linux-aarch64"
+        return Subject(root, NETWORK_ENV, environ, ("transformers", "4.57.6", "4.57.5"), what)
+    what = "bundled example on 127.0.0.1, both platforms"
+    return Subject(example, ENV, environ, ("demo-torch", "2.10.0", "2.10.1"), what)
+
+
+def lock_set(path: Path) -> tuple[PipPackage, ...]:
+    """Each `name==version` line of `path` as a matrix pin."""
+    lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
+    pins = (line.partition("==") for line in lines if line)
+    return tuple(PipPackage(name, f"=={version}") for name, _, version in pins)
+
+
+def a5_pypi_project(root: Path, channel_url: str, packages: Sequence[PipPackage]) -> Path:
+    """A project whose pip side is `packages` on pypi.org and conda side the example's loopback
+    channel (python 3.11), linux-aarch64 only: no git source, so nothing but PyPI is needed."""
     lines = ["[pip.packages]"]
-    for package in a5_pypi_matrix().packages:
+    for package in packages:
         fields = [f"version = {json.dumps(package.specifier)}"] if package.specifier else []
         fields += [f"extras = {json.dumps(list(package.extras))}"] if package.extras else []
         fields += [f"marker = {json.dumps(package.marker)}"] if package.marker else []
         lines.append(f"{json.dumps(package.name)} = {{ {', '.join(fields)} }}")
-    matrix = (EXAMPLE_MATRIX.read_text().split("[pip.packages]")[0]).replace('name = "demo"', f'name = "{NETWORK_ENV}"')
-    matrix = matrix.replace('platforms = ["linux-aarch64", "linux-64"]', 'platforms = ["linux-aarch64"]')
+    head = EXAMPLE_MATRIX.read_text().split("[pip.packages]")[0]
+    matrix = head.replace('name = "demo"', f'name = "{NETWORK_ENV}"')
+    both = 'platforms = ["linux-aarch64", "linux-64"]'
+    matrix = matrix.replace(both, 'platforms = ["linux-aarch64"]')
     (root / "env-templates").mkdir(parents=True)
     (root / "channels").mkdir()
-    (root / "env-templates" / f"{NETWORK_ENV}.toml").write_text(matrix + "\n".join(lines) + "\n")
+    matrix_file = root / "env-templates" / f"{NETWORK_ENV}.toml"
+    matrix_file.write_text(matrix + "\n".join(lines) + "\n")
     (root / "channels" / "demo-forge.toml").write_text(f'kind = "conda"\nurl = "{channel_url}"\n')
-    (root / "channels" / "pypi.toml").write_text('kind = "pip"\nurl = "https://pypi.org/simple"\n')
+    pypi = 'kind = "pip"\nurl = "https://pypi.org/simple"\n'
+    (root / "channels" / "pypi.toml").write_text(pypi)
     return root
 
 
@@ -169,67 +222,102 @@ def swap_pin(matrix: Path, package: str, old: str, new: str) -> None:
     matrix.write_text(text.replace(before, before.replace(f"=={old}", f"=={new}")))
 
 
+@dataclass
+class Runs:
+    """The whole-process runs a report times, for one subject."""
+
+    subject: Subject
+    lock: list[str]
+    envgen: list[str]
+
+    def cli(self, *extra: str) -> Callable[[], object]:
+        cmd = [*self.lock, *extra]
+        env = self.subject.environ
+        return lambda: subprocess.run(cmd, env=env, check=True, capture_output=True)
+
+    def bumper(self, project: Project) -> Callable[[], object]:
+        """A re-lock after the subject's pin moved to its other version (back and forth)."""
+        package, first, second = self.subject.pin
+        state = {"now": first}
+
+        def bumped() -> object:
+            old = state["now"]
+            new = state["now"] = second if old == first else first
+            swap_pin(project.template(self.subject.env), package, old, new)
+            cmd = [*self.lock, "--json"]
+            env = self.subject.environ
+            return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+
+        return bumped
+
+    def cold(self) -> object:
+        for path in (self.subject.root / "locks").glob(f"{self.subject.env}.*"):
+            path.unlink()
+        return self.cli()()
+
+    def version(self) -> object:
+        cmd = [*self.envgen, "--version"]
+        return subprocess.run(cmd, env=self.subject.environ, check=True, capture_output=True)
+
+
 def report(subject: Subject, tmp: Path, repeats: int) -> None:
     env = subject.environ
     os.environ.update(env)
     envgen = [sys.executable, "-m", "envgen"]
-    lock = [*envgen, "lock", subject.env, "--root", str(subject.root), "-q"]
+    runs = Runs(subject, [*envgen, "lock", subject.env, "--root", str(subject.root), "-q"], envgen)
     project = Project(subject.root)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(envgen_package.__file__).parent)], check=True)
-    subprocess.run(lock, env=env, check=True, capture_output=True)  # fills the caches and writes the first lock
+    package_dir = str(Path(envgen_package.__file__).parent)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", package_dir], check=True)
+    runs.cli()()  # fills the caches and writes the first lock
     logging.getLogger("envgen").setLevel(logging.ERROR)
-    with capturing_uv(tmp / "captured") as runs:
-        lock_envs(project, [subject.env], force=True)  # a forced re-lock: uv gets the previous pins as its output
-
-    def cli(*extra: str) -> Callable[[], object]:
-        return lambda: subprocess.run([*lock, *extra], env=env, check=True, capture_output=True)
-
-    package, first, second = subject.pin
-    pins = iter((second, first) * (repeats + 1))
-
-    def bumped() -> object:
-        new = next(pins)
-        swap_pin(project.template(subject.env), package, first if new == second else second, new)
-        return subprocess.run([*lock, "--json"], env=env, check=True, capture_output=True, text=True)
-
-    def cold() -> object:
-        for path in (subject.root / "locks").glob(f"{subject.env}.*"):
-            path.unlink()
-        return cli()()
-
-    # What the head start did in a forced re-lock: each platform's uv run adopted, so uv ran once per platform.
+    with capturing_uv(tmp / "captured") as captured:
+        # A forced re-lock: uv gets the previous pins as its output.
+        lock_envs(project, [subject.env], force=True)
+    # What the head start did in a forced re-lock: each platform's uv run adopted, so uv ran once
+    # per platform.
     verbose = [*envgen, "-v", "lock", subject.env, "--root", str(subject.root), "--force"]
     said = subprocess.run(verbose, env=env, check=True, capture_output=True, text=True).stderr
     adopted = said.count("adopting the uv run started ahead")
     uv_runs = len(re.findall(r"ran `\S+ pip compile ", said))
+    bumped = runs.bumper(project)
     load = os.getloadavg()
-    forced = interleaved_medians(
+    timed = interleaved_runs(
         {
-            "envgen": cli("--force"),
-            "no preflight": cli("--force", "--no-preflight"),
-            "bare": lambda: bare_uv(runs, tmp, previous=True),
+            "bare": lambda: bare_uv(captured, tmp, previous=True),
+            "forced": runs.cli("--force"),
+            "no preflight": runs.cli("--force", "--no-preflight"),
+            "bump": bumped,
+            "no-op": runs.cli(),
+            "version": runs.version,
         },
         repeats,
     )
-    bump = interleaved_medians({"envgen": bumped}, repeats)
     moved = json.loads(bumped().stdout)["results"][0]["moved"]  # type: ignore[attr-defined]
-    noop = interleaved_medians(
-        {"envgen": cli(), "version": lambda: subprocess.run([*envgen, "--version"], env=env, capture_output=True)},
+    fresh = interleaved_runs(
+        {"cold": runs.cold, "bare": lambda: bare_uv(captured, tmp, previous=False)},
         repeats,
     )
-    fresh = interleaved_medians({"envgen": cold, "bare": lambda: bare_uv(runs, tmp, previous=False)}, repeats)
-    print(f"{subject.what}, warm caches, medians of {repeats} interleaved runs")
-    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: {os.getloadavg()[0]:.2f}")
+    print(f"{subject.what}, warm caches, medians of {repeats} interleaved whole-process runs")
+    after = os.getloadavg()[0]
+    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: {after:.2f}")
+    bare, version = "bare uv, previous output present", "envgen --version"
     rows = (
-        ("forced re-lock", forced["envgen"], "bare uv, previous output present", forced["bare"]),
-        ("  the same, --no-preflight", forced["no preflight"], "bare uv, previous output present", forced["bare"]),
-        ("re-lock after a one-pin bump", bump["envgen"], "bare uv, previous output present", forced["bare"]),
-        ("no-op lock", noop["envgen"], "envgen --version", noop["version"]),
-        ("cold lock (no previous lock)", fresh["envgen"], "bare uv, fresh directory", fresh["bare"]),
+        ("forced re-lock", timed["forced"], bare, timed["bare"]),
+        ("  the same, --no-preflight", timed["no preflight"], bare, timed["bare"]),
+        ("re-lock after a one-pin bump", timed["bump"], bare, timed["bare"]),
+        ("no-op lock", timed["no-op"], version, timed["version"]),
+        ("cold lock (no previous lock)", fresh["cold"], "bare uv, fresh directory", fresh["bare"]),
     )
+    print(f"  {'':30s} {'wall':>7s}   {'CPU':>6s}   {'against':34s} {'wall':>7s}   {'CPU':>6s}")
     for what, ours, against, theirs in rows:
-        print(f"  {what:30s} {ours:7.3f} s   {against:34s} {theirs:7.3f} s   ratio {ours / theirs:5.2f}x")
-    print(f"  a forced re-lock adopted the head start's uv run on {adopted} platform(s) and ran uv {uv_runs} time(s)")
+        print(
+            f"  {what:30s} {ours.wall:7.3f} s {ours.cpu:6.2f} s   "
+            f"{against:34s} {theirs.wall:7.3f} s "
+            f"{theirs.cpu:6.2f} s   ratio {ours.wall / theirs.wall:5.2f}x wall, "
+            f"{ours.cpu / theirs.cpu:5.2f}x CPU"
+        )
+    print(f"  a forced re-lock adopted the head start's uv run on {adopted} platform(s)", end="")
+    print(f" and ran uv {uv_runs} time(s)")
     shown = {p: [f"{m['name']} {m['old']} -> {m['new']}" for m in ms] for p, ms in moved.items()}
     print(f"  the last bump moved: {shown}")
 
