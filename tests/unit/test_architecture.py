@@ -37,7 +37,7 @@ def test_every_import_contract_of_pyproject_is_kept() -> None:
 
 
 @pytest.mark.parametrize(
-    ("module", "contract", "imported"),
+    "case",
     [
         ("errors.py", "layers", "envgen.cli.output"),  # the foundation up to the CLI
         ("names.py", "layers", "envgen.npu"),  # two modules of one independent layer
@@ -45,10 +45,9 @@ def test_every_import_contract_of_pyproject_is_kept() -> None:
         ("model.py", "data", "envgen.process"),
     ],
 )
-def test_a_contract_breaks_on_an_import_it_forbids(
-    tmp_path: Path, module: str, contract: str, imported: str
-) -> None:
+def test_a_contract_breaks_on_what_it_forbids(tmp_path: Path, case: tuple[str, str, str]) -> None:
     """The contracts catch what they forbid: a copy of the package with one import added."""
+    module, contract, imported = case
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     copy = tmp_path / "generator" / "envgen"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("data", "__pycache__"))
