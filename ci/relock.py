@@ -219,12 +219,15 @@ def _warn(message: str) -> None:
         print(f"::warning title=relock::{data}")
 
 
-def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str) -> tuple[bool, int]:
-    """The whole dry run; returns (a lock changed, exit code)."""
+def _clear_outputs(out: Path) -> None:
+    """A previous run's outputs go first: none of them may describe this run."""
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("relock.patch", "pr-body.md", "changed-envs.txt"):
         (out / stale).unlink(missing_ok=True)
     shutil.rmtree(out / "checks", ignore_errors=True)
+
+
+def _require_commit(root: Path, base: str) -> None:
     verify = subprocess.run(
         ["git", "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"],
         cwd=root,
@@ -233,15 +236,37 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
     )
     if verify.returncode != 0:
         raise Failed(f"{root}: not a git checkout with a commit {base!r} to compare the locks with", 2)
-    status = envgen(root, "status", "--watch", "--json", "--quiet", "--", *envs, ok=(0, 1, 3))
-    (out / "status.json").write_text(status)
-    reports = json.loads(status)["results"]
+
+
+def _warn_unasked(reports: Sequence[dict]) -> None:
+    """The upstreams and watched pages status could not ask, each a warning."""
     for report in reports:
         for d in report["drift"]:
             if d["error"]:
                 _warn(f"{report['env']}: source {d['name']}: upstream not asked: {d['error']}")
         for error in (report.get("watch") or {}).get("errors", []):
             _warn(f"{report['env']}: watch: not asked: {error}")
+
+
+def _check_changed(root: Path, out: Path, changed: Sequence[str]) -> dict[str, dict]:
+    """`envgen check` of each changed env, its report kept in out/checks/."""
+    checks = {}
+    (out / "checks").mkdir(exist_ok=True)
+    for env in changed:
+        report = envgen(root, "check", "--no-env", "--json", "--quiet", "--", env, ok=(0, 4))
+        (out / "checks" / f"{env}.json").write_text(report)
+        checks[env] = json.loads(report)["results"][0]
+    return checks
+
+
+def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str) -> tuple[bool, int]:
+    """The whole dry run; returns (a lock changed, exit code)."""
+    _clear_outputs(out)
+    _require_commit(root, base)
+    status = envgen(root, "status", "--watch", "--json", "--quiet", "--", *envs, ok=(0, 1, 3))
+    (out / "status.json").write_text(status)
+    reports = json.loads(status)["results"]
+    _warn_unasked(reports)
     plans = plan_envs(reports, update)
     for plan in plans:
         print(f"relock: {plan.env}: {'; '.join(plan.why)}", file=sys.stderr)
@@ -254,12 +279,7 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
                 _warn(f"{report['env']}: {finding['message']}")
         print("relock: no lock changed; no pull request", file=sys.stderr)
         return False, 0
-    checks = {}
-    (out / "checks").mkdir(exist_ok=True)
-    for env in changed:
-        report = envgen(root, "check", "--no-env", "--json", "--quiet", "--", env, ok=(0, 4))
-        (out / "checks" / f"{env}.json").write_text(report)
-        checks[env] = json.loads(report)["results"][0]
+    checks = _check_changed(root, out, changed)
     diff = envgen(root, "diff", f"--git={base}", "--format=markdown", "--quiet")
     (out / "relock.patch").write_bytes(patch)
     (out / "changed-envs.txt").write_text("".join(f"{env}\n" for env in changed))

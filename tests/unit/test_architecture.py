@@ -1,13 +1,19 @@
-"""docs/architecture.md's rules, checked on the code: who may import whom, sizes, only the CLI layer prints or exits."""
+"""docs/architecture.md's rules, checked on the code: the import contracts of pyproject.toml,
+sizes, only the CLI layer prints or exits, no resolve/ module reads the process."""
 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "generator" / "envgen"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "generator" / "envgen"
 
 
 # The CLI layer: the cli package (commands, options, output, exit codes); it may import anything.
@@ -15,88 +21,43 @@ def in_cli_layer(name: str) -> bool:
     return name == "cli" or name.startswith("cli.")
 
 
-FOUNDATION = (
-    "errors",
-    "redact",
-    "credentials",
-    "npu",
-    "model",
-    "model_steps",
-    "commits",
-    "cherry_picks",
-    "platforms",
-    "process",
-    "interrupts",
-    "network",
-    "logs",
-    "scratch",
-    "names",
-    "project",
-    "outputs",
+def _lint_imports(root: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` on `root`/generator, against the contracts of `root`/pyproject.toml."""
+    environ = {**os.environ, "PYTHONPATH": str(root / "generator")}
+    command = [Path(sys.executable).parent / "lint-imports", "--no-cache", "--no-logo", *options]
+    return subprocess.run(command, cwd=root, env=environ, capture_output=True, text=True)
+
+
+def test_every_import_contract_of_pyproject_is_kept() -> None:
+    """The layer rules live in pyproject.toml's [tool.importlinter] alone; import-linter reads
+    every import, direct or indirect, of the package against them."""
+    done = _lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ", 0 broken." in done.stdout
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("errors.py", "layers", "envgen.cli.output"),  # the foundation up to the CLI
+        ("names.py", "layers", "envgen.npu"),  # two modules of one independent layer
+        ("installer/core.py", "installer", "envgen.resolve.pipeline"),
+        ("model.py", "data", "envgen.process"),
+    ],
 )
-# What each module (by dotted name below envgen, matched by prefix, the longest first) may import from envgen.
-ALLOWED: dict[str, tuple[str, ...]] = {
-    "errors": (),
-    "redact": (),
-    "credentials": ("redact",),
-    "npu": (),
-    "commits": (),
-    "cherry_picks": (),
-    "scratch": (),
-    "model": ("npu", "model_steps"),
-    "model_steps": (),
-    "platforms": ("errors", "model"),
-    "interrupts": ("errors",),
-    "network": ("errors", "interrupts"),
-    "logs": (),
-    "process": ("errors", "redact", "interrupts"),
-    "project": ("errors", "model", "names"),
-    "names": (),
-    "outputs": ("errors", "project"),
-    "inputs": (*FOUNDATION, "inputs"),
-    "resolve": (*FOUNDATION, "inputs", "resolve"),
-    "resolve.pipeline": (*FOUNDATION, "inputs", "resolve", "lockio", "recipe"),
-    "resolve.head_start": (*FOUNDATION, "inputs", "resolve", "lockio.prediction", "lockio.store"),
-    "lockio": (*FOUNDATION, "inputs.files", "inputs.toml_reader", "inputs.untrusted", "lockio"),
-    "lockio.integrity": (*FOUNDATION, "inputs.files", "lockio", "recipe.render"),
-    "recipe": (*FOUNDATION, "inputs.untrusted"),
-    "installer": (
-        *FOUNDATION,
-        "inputs.files",
-        "lockio.exports",
-        "lockio.integrity",
-        "lockio.store",
-        "recipe",
-        "resolve.archives",
-        "resolve.conda_stage",
-        "installer",
-    ),
-    "bundle": (
-        *FOUNDATION,
-        "inputs.files",
-        "lockio.exports.requirements_txt",
-        "inputs.untrusted",
-        "resolve.index_client",
-        "resolve.git_cache",
-        "resolve.git_remote",
-        "bundle",
-    ),
-    "lockdiff": (*FOUNDATION, "lockdiff.compare"),
-    "lockdiff.revisions": (*FOUNDATION, "inputs.files", "inputs.untrusted", "lockdiff", "lockio"),
-    "commands": (
-        *FOUNDATION,
-        "inputs",
-        "resolve",
-        "lockio",
-        "recipe",
-        "installer",
-        "lockdiff",
-        "bundle",
-        "commands",
-        "example",
-    ),
-    "example": (*FOUNDATION, "example"),
-}
+def test_a_contract_breaks_on_what_it_forbids(tmp_path: Path, case: tuple[str, str, str]) -> None:
+    """The contracts catch what they forbid: a copy of the package with one import added."""
+    module, contract, imported = case
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    copy = tmp_path / "generator" / "envgen"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("data", "__pycache__"))
+    with (copy / module).open("a") as code:
+        code.write(f"\nimport {imported}  # noqa\n")
+    done = _lint_imports(tmp_path, "--contract", contract)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "0 kept, 1 broken." in done.stdout
+    importer = "envgen." + module.removesuffix(".py").replace("/", ".")
+    assert f"{importer} -> {imported}" in done.stdout
 
 
 def _modules() -> list[tuple[str, ast.Module, int]]:
@@ -107,36 +68,6 @@ def _modules() -> list[tuple[str, ast.Module, int]]:
         text = path.read_text()
         found.append((name, ast.parse(text), text.count("\n")))
     return found
-
-
-def _rule(name: str) -> tuple[str, ...] | None:
-    keys = sorted((k for k in ALLOWED if name == k or name.startswith(k + ".")), key=len, reverse=True)
-    return ALLOWED[keys[0]] if keys else None
-
-
-def _imports(tree: ast.Module) -> set[str]:
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("envgen."):
-            names.add(node.module.removeprefix("envgen."))
-        elif isinstance(node, ast.ImportFrom) and node.module == "envgen":
-            names.update(alias.name for alias in node.names)
-    return names
-
-
-def _within(imported: str, allowed: tuple[str, ...]) -> bool:
-    return any(imported == a or imported.startswith(a + ".") for a in allowed)
-
-
-@pytest.mark.parametrize(
-    ("name", "tree"),
-    [(n, t) for n, t, _ in _modules() if not in_cli_layer(n) and n not in ("__main__", "")],
-)
-def test_each_module_imports_only_what_its_layer_may(name: str, tree: ast.Module) -> None:
-    allowed = _rule(name)
-    assert allowed is not None, f"{name} has no rule in docs/architecture.md (and ALLOWED here)"
-    wrong = sorted(i for i in _imports(tree) if not _within(i, allowed) and i != "__version__")
-    assert not wrong, f"{name} imports {wrong}, which its layer may not"
 
 
 def test_sizes_and_that_only_the_cli_prints_or_exits() -> None:

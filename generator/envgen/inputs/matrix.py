@@ -199,26 +199,8 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
         )
         if table is None:
             return self.path.stem, "", "", ()
-        name = get_str(self.p, table, (*path, "name"))
-        if name is not None and name != self.path.stem:
-            self.p.add(
-                (*path, "name"),
-                f"'{name}' differs from the file name {self.path.name}; rename one so they match",
-            )
-        elif name is not None and (problem := env_name_problem(name)):
-            self.p.add((*path, "name"), problem)
-        platforms: list[str] = []
-        for key, platform in get_str_list(self.p, table, (*path, "platforms")):
-            if platform not in PLATFORMS:
-                known = ", ".join(PLATFORMS)
-                self.p.add(key, f"unknown platform '{platform}'{did_you_mean(platform, PLATFORMS)} (known: {known})")
-            elif platform in platforms:
-                self.p.add(key, f"platform '{platform}' is listed twice")
-            else:
-                platforms.append(platform)
-        if "platforms" in table and isinstance(table["platforms"], list) and not table["platforms"]:
-            self.p.add((*path, "platforms"), f"name at least one platform ({', '.join(PLATFORMS)})")
-        self.platforms = tuple(platforms)
+        name = self.env_name((*path, "name"), table)
+        self.platforms = self.env_platforms((*path, "platforms"), table)
         python = get_str(self.p, table, (*path, "python")) or ""
         if python and not _MAJOR_MINOR.fullmatch(python):
             self.p.add((*path, "python"), f"'{python}' is not a major.minor Python version such as \"3.11\"")
@@ -230,6 +212,29 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
                 self.p.add((*path, "notes", note), f"expected a string, got {type_name(text)}")
         description = get_str(self.p, table, (*path, "description"), default="", empty=True) or ""
         return name or self.path.stem, description, python, tuple(sorted(notes))
+
+    def env_name(self, path: KeyPath, table: dict[str, Any]) -> str | None:
+        name = get_str(self.p, table, path)
+        if name is not None and name != self.path.stem:
+            rename = "rename one so they match"
+            self.p.add(path, f"'{name}' differs from the file name {self.path.name}; {rename}")
+        elif name is not None and (problem := env_name_problem(name)):
+            self.p.add(path, problem)
+        return name
+
+    def env_platforms(self, path: KeyPath, table: dict[str, Any]) -> tuple[str, ...]:
+        platforms: list[str] = []
+        for key, platform in get_str_list(self.p, table, path):
+            if platform not in PLATFORMS:
+                hint = f"{did_you_mean(platform, PLATFORMS)} (known: {', '.join(PLATFORMS)})"
+                self.p.add(key, f"unknown platform '{platform}'{hint}")
+            elif platform in platforms:
+                self.p.add(key, f"platform '{platform}' is listed twice")
+            else:
+                platforms.append(platform)
+        if "platforms" in table and isinstance(table["platforms"], list) and not table["platforms"]:
+            self.p.add(path, f"name at least one platform ({', '.join(PLATFORMS)})")
+        return tuple(platforms)
 
     def system(self, data: dict[str, Any]) -> tuple[str, Cann]:
         path: KeyPath = ("system",)

@@ -119,20 +119,8 @@ class PipSectionReader(SectionReader):
         check_keys(self.p, path, table, _PACKAGE_KEYS)
         if not PROJECT_NAME.fullmatch(name):
             self.p.add(path, f"'{name}' is not a valid Python project name (PEP 508)")
-        specifier = ""
-        version = get_str(self.p, table, (*path, "version"))
-        if version is not None:
-            try:
-                specifier = str(SpecifierSet(version))
-            except InvalidSpecifier:
-                hint = f" (did you mean '=={version.strip()}'?)" if _looks_like_version(version) else ""
-                self.p.add((*path, "version"), f"'{version}' is not a PEP 440 specifier set{hint}")
-        extras: list[str] = []
-        for key, extra in get_str_list(self.p, table, (*path, "extras")):
-            if PROJECT_NAME.fullmatch(extra):
-                extras.append(extra)
-            else:
-                self.p.add(key, f"'{extra}' is not a valid extra name")
+        specifier = self.specifier((*path, "version"), table)
+        extras = self.extras((*path, "extras"), table)
         marker = self.marker((*path, "marker"), table)
         index = self.package_index((*path, "index"), table)
         pending = get_str(self.p, table, (*path, "pending"), empty=True)
@@ -142,17 +130,7 @@ class PipSectionReader(SectionReader):
         sha256 = get_str(self.p, table, (*path, "sha256"))
         if sha256 is not None and not _SHA256.fullmatch(sha256):
             self.p.add((*path, "sha256"), f"'{sha256}' is not a sha256 (64 hex digits)")
-        if ("url" in table) != ("sha256" in table):
-            given = "url" if "url" in table else "sha256"
-            self.p.add((*path, given), "url and sha256 go together: give both or neither")
-        if "pending" in table:
-            for excluded in ("version", "url", "sha256", "index", "extras"):
-                if excluded in table:
-                    self.p.add((*path, excluded), "a pending package has only a note; remove this key or `pending`")
-        if "url" in table:
-            for excluded in ("version", "index"):
-                if excluded in table:
-                    self.p.add((*path, excluded), "a package locked by url takes no version or index; remove one")
+        self.key_conflicts(path, table)
         if len(self.p.items) > before:
             return None
         return PipPackage(
@@ -165,6 +143,43 @@ class PipSectionReader(SectionReader):
             url=url,
             sha256=sha256.lower() if sha256 else None,
         )
+
+    def specifier(self, path: KeyPath, table: dict[str, Any]) -> str:
+        version = get_str(self.p, table, path)
+        if version is None:
+            return ""
+        try:
+            return str(SpecifierSet(version))
+        except InvalidSpecifier:
+            hint = f" (did you mean '=={version.strip()}'?)" if _looks_like_version(version) else ""
+            self.p.add(path, f"'{version}' is not a PEP 440 specifier set{hint}")
+            return ""
+
+    def extras(self, path: KeyPath, table: dict[str, Any]) -> list[str]:
+        extras: list[str] = []
+        for key, extra in get_str_list(self.p, table, path):
+            if PROJECT_NAME.fullmatch(extra):
+                extras.append(extra)
+            else:
+                self.p.add(key, f"'{extra}' is not a valid extra name")
+        return extras
+
+    def key_conflicts(self, path: KeyPath, table: dict[str, Any]) -> None:
+        """The keys a package may not give together: url without sha256, pending with a pin, url
+        with a version or index."""
+        if ("url" in table) != ("sha256" in table):
+            given = "url" if "url" in table else "sha256"
+            self.p.add((*path, given), "url and sha256 go together: give both or neither")
+        pending = "a pending package has only a note; remove this key or `pending`"
+        if "pending" in table:
+            for excluded in ("version", "url", "sha256", "index", "extras"):
+                if excluded in table:
+                    self.p.add((*path, excluded), pending)
+        by_url = "a package locked by url takes no version or index; remove one"
+        if "url" in table:
+            for excluded in ("version", "index"):
+                if excluded in table:
+                    self.p.add((*path, excluded), by_url)
 
     def marker(self, path: KeyPath, table: dict[str, Any]) -> str | None:
         text = get_str(self.p, table, path)

@@ -219,33 +219,39 @@ class _LineScanner:
         if char in "\"'":
             self.string()
         elif char == "[":
-            self.pos += 1
-            index = 0
-            while True:
-                self.skip_space(newlines=True)
-                if self.peek() == "]":
-                    self.pos += 1
-                    return
-                self.lines.setdefault((*path, index), self.line())
-                self.value((*path, index))
-                self.skip_space(newlines=True)
-                if self.peek() == ",":
-                    self.pos += 1
-                    index += 1
+            self.array(path)
         elif char == "{":
-            self.pos += 1
-            while True:
-                self.skip_space(newlines=False)
-                if self.peek() == "}":
-                    self.pos += 1
-                    return
-                if self.peek() == ",":
-                    self.pos += 1
-                    continue
-                self.key_value(path)
+            self.inline_table(path)
         else:
             while self.pos < len(self.text) and self.text[self.pos] not in ",]}\n#":
                 self.pos += 1
+
+    def array(self, path: KeyPath) -> None:
+        self.pos += 1
+        index = 0
+        while True:
+            self.skip_space(newlines=True)
+            if self.peek() == "]":
+                self.pos += 1
+                return
+            self.lines.setdefault((*path, index), self.line())
+            self.value((*path, index))
+            self.skip_space(newlines=True)
+            if self.peek() == ",":
+                self.pos += 1
+                index += 1
+
+    def inline_table(self, path: KeyPath) -> None:
+        self.pos += 1
+        while True:
+            self.skip_space(newlines=False)
+            if self.peek() == "}":
+                self.pos += 1
+                return
+            if self.peek() == ",":
+                self.pos += 1
+                continue
+            self.key_value(path)
 
 
 # --- typed access: each helper records a problem and returns None (or the default) on a wrong value ----------

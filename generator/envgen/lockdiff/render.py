@@ -175,49 +175,71 @@ def render_markdown(diffs: list[LockDiff]) -> str:
         out.append("No lock changes.")
         return "\n".join(out) + "\n"
     for diff in diffs:
-        out += [f"### `{diff.env}`: `{diff.old_label}` → `{diff.new_label}`", ""]
-        out += [f"**{_headline(diff, ' · ')}**", ""]
-        if diff.tampered:
-            out += ["> [!CAUTION]", "> **Edited after `envgen lock` wrote it:** re-lock instead of editing a lock."]
-            out += [f"> - {_cell(problem)}" for problem in diff.tampered]
-            out.append("")
-        if diff.loud:
-            out += ["> [!WARNING]", "> **Same version, different artifact hash:** check these were rebuilt on purpose."]
-            out += [f"> - {_cell(_warning(c))}" for c in diff.loud]
-            out.append("")
-        if diff.platforms_added or diff.platforms_removed:
-            parts = [f"added {', '.join(diff.platforms_added)}"] if diff.platforms_added else []
-            parts += [f"removed {', '.join(diff.platforms_removed)}"] if diff.platforms_removed else []
-            out += [f"Platforms: {'; '.join(parts)}", ""]
-        for platform in sorted({c.platform for c in diff.packages}):
-            changes = [c for c in diff.packages if c.platform == platform]
-            noun = "change" if len(changes) == 1 else "changes"
-            details = "<details open>" if len(changes) <= OPEN_ROWS else "<details>"
-            out += [f"{details}<summary><b>{platform}</b>: {len(changes)} package {noun}</summary>", ""]
-            out += ["| change | manager | package | old | new |", "|---|---|---|---|---|"]
-            for c in changes:
-                old, new = _old_new(c)
-                kind = f"**{c.kind}** ⚠️" if c.loud else c.kind
-                out.append(f"| {kind} | {c.manager} | `{_cell(c.name)}` | {_cell(old)} | {_cell(new)} |")
-            out += ["", "</details>", ""]
-        if diff.sources:
-            out += ["#### Git sources", "", "| source | ref | commit | details |", "|---|---|---|---|"]
-            for s in diff.sources:
-                out.append(_source_row(s))
-            out.append("")
-        if diff.items:
-            out += ["#### Other changes", "", "| section | name | change | old | new |", "|---|---|---|---|---|"]
-            for i in diff.items:
-                row = (
-                    i.section,
-                    f"`{_cell(i.name)}`",
-                    i.kind,
-                    _cell(_item_value(i, i.old)),
-                    _cell(_item_value(i, i.new)),
-                )
-                out.append(f"| {' | '.join(row)} |")
-            out.append("")
+        out += _markdown_diff(diff)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _markdown_diff(diff: LockDiff) -> list[str]:
+    """One env's section: its headline, warnings, platforms, packages, sources and other changes."""
+    out = [f"### `{diff.env}`: `{diff.old_label}` → `{diff.new_label}`", ""]
+    out += [f"**{_headline(diff, ' · ')}**", ""]
+    out += _markdown_warnings(diff)
+    if diff.platforms_added or diff.platforms_removed:
+        parts = [f"added {', '.join(diff.platforms_added)}"] if diff.platforms_added else []
+        parts += [f"removed {', '.join(diff.platforms_removed)}"] if diff.platforms_removed else []
+        out += [f"Platforms: {'; '.join(parts)}", ""]
+    for platform in sorted({c.platform for c in diff.packages}):
+        out += _markdown_packages(platform, [c for c in diff.packages if c.platform == platform])
+    if diff.sources:
+        out += ["#### Git sources", "", "| source | ref | commit | details |", "|---|---|---|---|"]
+        out += [_source_row(s) for s in diff.sources]
+        out.append("")
+    if diff.items:
+        out += _markdown_items(diff)
+    return out
+
+
+def _markdown_warnings(diff: LockDiff) -> list[str]:
+    out: list[str] = []
+    if diff.tampered:
+        edited = "> **Edited after `envgen lock` wrote it:** re-lock instead of editing a lock."
+        out += ["> [!CAUTION]", edited]
+        out += [f"> - {_cell(problem)}" for problem in diff.tampered]
+        out.append("")
+    if diff.loud:
+        same = "> **Same version, different artifact hash:** check these were rebuilt on purpose."
+        out += ["> [!WARNING]", same]
+        out += [f"> - {_cell(_warning(c))}" for c in diff.loud]
+        out.append("")
+    return out
+
+
+def _markdown_packages(platform: str, changes: list[PackageChange]) -> list[str]:
+    """One platform's package changes as a folded table (open when short)."""
+    noun = "change" if len(changes) == 1 else "changes"
+    details = "<details open>" if len(changes) <= OPEN_ROWS else "<details>"
+    out = [f"{details}<summary><b>{platform}</b>: {len(changes)} package {noun}</summary>", ""]
+    out += ["| change | manager | package | old | new |", "|---|---|---|---|---|"]
+    for c in changes:
+        old, new = _old_new(c)
+        kind = f"**{c.kind}** ⚠️" if c.loud else c.kind
+        out.append(f"| {kind} | {c.manager} | `{_cell(c.name)}` | {_cell(old)} | {_cell(new)} |")
+    return [*out, "", "</details>", ""]
+
+
+def _markdown_items(diff: LockDiff) -> list[str]:
+    out = ["#### Other changes", "", "| section | name | change | old | new |"]
+    out.append("|---|---|---|---|---|")
+    for i in diff.items:
+        row = (
+            i.section,
+            f"`{_cell(i.name)}`",
+            i.kind,
+            _cell(_item_value(i, i.old)),
+            _cell(_item_value(i, i.new)),
+        )
+        out.append(f"| {' | '.join(row)} |")
+    return [*out, ""]
 
 
 def _source_row(s: SourceChange) -> str:
