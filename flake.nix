@@ -1,5 +1,5 @@
 {
-  # `nix develop .#<env>`: a shell with the env of locks/<env>.nix (see README, "Without conda").
+  # `nix develop .#<env>`: a shell with the env of locks/<env>.nix (see docs/install.md, "With Nix").
   description = "envgen locks as Nix dev shells";
 
   inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-24.11";

@@ -1,6 +1,6 @@
 """How long envgen waits on the network: the one home of every connect and read timeout, retry count and budget.
 
-Each limit is an environment variable with a documented default (`VARIABLES`, in the README and
+Each limit is an environment variable with a documented default (`VARIABLES`, in docs/cli.md and
 `envgen help environment`).
 Every client envgen uses gets the same limits in its own terms: requests (`resolve/index_client.py`), uv
 (`UV_HTTP_*`), pip (`--timeout`, `--retries`), git (`GIT_HTTP_LOW_SPEED_*`), rattler (its client's timeout,
@@ -37,7 +37,7 @@ class Limits:
 
 DEFAULTS = Limits()
 
-# (field, variable, what it bounds): the README table and `envgen help environment` show this.
+# (field, variable, what it bounds): docs/cli.md's table and `envgen help environment` show this.
 VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("connect", "ENVGEN_CONNECT_TIMEOUT", "opening a connection to an index (requests, uv)"),
     ("read", "ENVGEN_READ_TIMEOUT", "waiting for data from an index (requests, uv, pip) or a git remote"),

@@ -195,9 +195,12 @@ def test_the_environment_is_one_topic_with_every_network_limit_and_its_default()
     for name, default, what in ENVIRONMENT:
         assert f"| `{name}` | {default} | {what} |" in docs, name
     assert {"ENVGEN_ROOT", "ENVGEN_CACHE_DIR"} <= {name for name, _, _ in ENVIRONMENT}
-    readme = (REPO / "README.md").read_text()
     for field, name, what in network.VARIABLES:
-        assert f"| `{name}` | {network.seconds(field)} | {what} |" in readme
+        assert f"| `{name}` | {network.seconds(field)} | {what} |" in docs, name
+        assert f"`{name}`" in docs.split("### Network limits\n", 1)[1], name
+    readme = (REPO / "README.md").read_text()
+    assert "ENVGEN_NETWORK_BUDGET" not in readme
+    assert "docs/cli.md#environment-variables" in readme and "docs/cli.md#network-limits" in readme
     assert envgen("help", "nosuch").returncode == 2
 
 
