@@ -165,6 +165,11 @@ def _collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        # What the re-lock made goes to the oldest generation at once (freeze, then unfreeze):
+        # resumed with it all in the youngest, the collector would scan it all at the next
+        # allocation, while the command is still reporting.
+        gc.freeze()
+        gc.unfreeze()
         if paused:
             gc.enable()
 
