@@ -5,17 +5,18 @@ the modes that write nothing (`--check`, `--dry-run`), compared with the files o
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from envgen import interrupts
-from envgen.commands.lock_changes import Unwritten, unwritten, without_lock
 from envgen.commands.lock_fresh import unchanged_hash
 from envgen.commands.lock_names import check_update_names, check_upgrade_names
 from envgen.errors import EnvgenError, InputError
@@ -24,6 +25,7 @@ from envgen.project import Project, cache_dir
 from envgen.resolve.movable import NOTHING, Movable
 
 if TYPE_CHECKING:
+    from envgen.commands.lock_changes import Unwritten
     from envgen.model import Lock, Matrix
     from envgen.resolve.head_start import HeadStart
     from envgen.resolve.moves import Move
@@ -39,6 +41,10 @@ STOP_WAIT = 2.0
 # What a lock does with a re-lock's result: write it, or only compare it with the files on disk
 # ("check": a missing lock is told without resolving; "dry-run": resolved like any other).
 Mode = Literal["write", "check", "dry-run"]
+
+# The preflight and the re-lock read the same previous lock at once: one parses it, the other
+# then finds it parsed (lockio/store.py keeps it) instead of parsing it a second time alongside.
+_PARSING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -140,14 +146,40 @@ def lock_envs(
 
         settings = Settings.read(os.environ, cache=cache or cache_dir(), offline=offline)
         options = LockOptions(update, upgrade, settings, relocking, mode)
-        done |= _relock_stale(project, [files[env] for env in stale], options, preflight)
+        with _collector_paused():
+            done |= _relock_stale(project, [files[env] for env in stale], options, preflight)
     # The CLI says "up to date", once per env (and -q silences it).
     kept = {env: LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest}
     return [done.get(env) or kept[env] for env in envs]
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while envs re-lock: their imports (conda-lock's
+    whole command line comes with its models) and parsed locks leave over a hundred thousand
+    objects for it to track, and its hundreds of passes over them took a tenth of envgen's own
+    CPU in a re-lock of the A5 lock, some of it while the lock is written. A re-lock leaves little
+    cyclic garbage (its peak memory is the same either way); the collector resumes after it."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        # What the re-lock made goes to the oldest generation at once (freeze, then unfreeze):
+        # resumed with it all in the youngest, the collector would scan it all at the next
+        # allocation, while the command is still reporting.
+        gc.freeze()
+        gc.unfreeze()
+        if paused:
+            gc.enable()
+
+
 def _absent(texts: LockTexts) -> LockResult:
     """`lock --check` of an env without a lock: it would lock, no need to resolve to know it."""
+    # Imported here, as in relock_files: what a write would change (and the matrix loader it
+    # imports) is no part of the no-op lock.
+    from envgen.commands.lock_changes import without_lock
+
     return LockResult(texts.env, "would-lock", None, unwritten=without_lock(texts))
 
 
@@ -242,6 +274,7 @@ def relock_files(
     the re-lock core returns (or, in a mode that writes nothing, say what writing it would change);
     `gate` may still stop it (with an error) before anything is written. A failure anywhere before
     the write leaves the lock files as they were."""
+    from envgen.commands.lock_changes import unwritten
     from envgen.lockio.conda_lock_yml import import_models
     from envgen.lockio.input_hashes import file_digests
     from envgen.lockio.store import write_lock
@@ -286,7 +319,8 @@ def read_previous(texts: LockTexts, *, afresh: bool) -> Lock | None:
     """
     env = texts.env
     try:
-        return lock_of(texts)
+        with _PARSING:
+            return lock_of(texts)
     except InputError as exc:
         if afresh:
             log.warning("%s: ignoring the unreadable previous lock: %s", env, exc.message)

@@ -201,12 +201,27 @@ def _cached(cache: Path, sha256: str) -> Path:
     return cache / "pypi-metadata" / f"{sha256}.METADATA"
 
 
+# The texts read from the cache in this process, by file: a re-lock reads the metadata of the
+# artifacts its lock predicts while uv runs (warm_metadata), then of those uv chose, mostly the
+# same. A file, named by its content's sha256, never changes; what is not cached yet is not kept.
+_READ: dict[Path, str] = {}
+_KEPT = 2048
+
+
 def cached_metadata(cache: Path, sha256: str) -> str | None:
     """The metadata envgen's cache holds for the artifact with this sha256 (64 hex digits); None if none."""
+    path = _cached(cache, sha256)
+    text = _READ.get(path)
+    if text is not None:
+        return text
     try:
-        return _cached(cache, sha256).read_text()
+        text = path.read_text()
     except FileNotFoundError:
         return None
+    if len(_READ) >= _KEPT:
+        _READ.clear()
+    _READ[path] = text
+    return text
 
 
 def warm_metadata(cache: Path, artifacts: Iterable[tuple[str, str]]) -> None:

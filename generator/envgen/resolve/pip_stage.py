@@ -108,9 +108,10 @@ def gather_inputs(
     requirements += _source_requirements(sources, excluded, direct)
     requirements += _archive_requirements(mine, excluded)
     scoped = overrides.scope(matrix, requirements, excluded)
+    kept = set(scoped)
     return Inputs(
         requirements=scoped,
-        replaced=tuple(r for r in requirements if r not in scoped),
+        replaced=tuple(r for r in requirements if r not in kept),
         pins=tuple(sorted(pins.items())),
         excluded=tuple(sorted(excluded)),
         direct=tuple(sorted(direct)),

@@ -155,7 +155,8 @@ def parse_metadata(text: str, where: str) -> Metadata:
     """The Requires-Dist lines of a METADATA / PKG-INFO file (pure)."""
     from email.parser import HeaderParser  # not before uv has started: a re-lock parses metadata while uv runs
 
-    headers = HeaderParser().parsestr(text)
+    # The headers end at the first empty line: the long description after it is not read at all.
+    headers = HeaderParser().parsestr(text.split("\n\n", 1)[0])
     requires = []
     for line in headers.get_all("Requires-Dist") or ():
         try:
