@@ -56,6 +56,19 @@ def _parse(text: str, origin: Origin) -> Pep508:
         raise InputError(f"{origin}: {text!r} is not a PEP 508 requirement: {exc}") from exc
 
 
+def _excluded(
+    matrix: Matrix, platform: str, sources: Sequence[LockedSource], mine: Sequence[LockedArchive]
+) -> set[str]:
+    """The names no index resolves on `platform`: what a source provides, a pending package, an
+    archive's wheels, and what the matrix leaves out."""
+    provided = {canonicalize_name(s.distribution) for s in matrix.sources}
+    provided |= {canonicalize_name(ls.source.distribution) for ls in sources}
+    provided |= {canonicalize_name(m.name) for a in mine for m in a.members}
+    pending = {canonicalize_name(p.name) for p in matrix.packages if p.pending is not None}
+    pending |= {canonicalize_name(e.name) for e in matrix.exclusions if e.applies(platform)}
+    return provided | pending
+
+
 def gather_inputs(
     matrix: Matrix,
     platform: str,
@@ -70,14 +83,8 @@ def gather_inputs(
     resolution), and so are git requirements: those are sources, locked by commit elsewhere. With
     `pinned_from` (a lock file), the matrix's versions are that lock's, and their origin says so.
     """
-    provided = {canonicalize_name(s.distribution) for s in matrix.sources}
-    provided |= {canonicalize_name(ls.source.distribution) for ls in sources}
-    pending = {canonicalize_name(p.name) for p in matrix.packages if p.pending is not None}
-    # An archive's wheels are no index's to resolve; what the matrix leaves out is not resolved.
     mine = [a for a in archives if a.platform == platform]
-    provided |= {canonicalize_name(m.name) for a in mine for m in a.members}
-    pending |= {canonicalize_name(e.name) for e in matrix.exclusions if e.applies(platform)}
-    excluded = provided | pending
+    excluded = _excluded(matrix, platform, sources, mine)
     requirements: list[TracedRequirement] = []
     pins: dict[str, str] = {}
     hashes: dict[str, tuple[str, Origin]] = {}
