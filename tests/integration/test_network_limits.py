@@ -193,9 +193,20 @@ def locked_then_gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Examp
     """The example locked while served, then its servers stopped: its indexes and channel refuse connections."""
     with served_example(tmp_path_factory, tmp_path_factory.mktemp("gone")) as example:
         env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+        env["ENVGEN_CACHE_DIR"] = str(lock_cache(example))
         locked = CliRunner().invoke(cli, ["lock", "demo", "-q", "--root", str(example.root)], env=env)
         assert locked.exit_code == 0, locked.output
+        # The release archive's wheels in the tests' cache, as a bundle takes them out: the installs
+        # below then meet the indexes and the channel, not the archive's host.
+        out = str(tmp_path_factory.mktemp("bundle") / "demo.tar")
+        bundled = CliRunner().invoke(cli, ["bundle", "demo", "-q", "-o", out, "--root", str(example.root)], env=env)
+        assert bundled.exit_code == 0, bundled.output
     yield example
+
+
+def lock_cache(example: Example) -> Path:
+    """The cache the example was locked and bundled with: it holds the release archive's wheels."""
+    return example.root.parent / "lock-cache"
 
 
 def hosts(example: Example) -> set[str]:
@@ -208,7 +219,8 @@ def test_install_from_unreachable_indexes_exits_3_one_line_per_host(
 ) -> None:
     """Before: pip's retries took minutes, then exit 5 with pip's raw retry lines."""
     args = ["install", "demo", "--venv", "--prefix", str(tmp_path / "env"), "--installer", installer]
-    code, err, _ = envgen(locked_then_gone.root, *args, read_timeout="2", retries="0")
+    cache = str(lock_cache(locked_then_gone))
+    code, err, _ = envgen(locked_then_gone.root, *args, read_timeout="2", retries="0", cache_dir=cache)
     assert code == 3, err
     # -v shows what the installer said (its raw lines, in the debug log); envgen's error comes last.
     headline, *rest = err[err.rindex("\nerror: ") + 1 :].splitlines()
@@ -219,11 +231,14 @@ def test_install_from_unreachable_indexes_exits_3_one_line_per_host(
     assert "Retrying" not in err and "cause:" not in err
 
 
-def test_check_with_unreachable_indexes_exits_3_one_line_per_host(locked_then_gone: Example) -> None:
+def test_check_with_unreachable_indexes_exits_3_one_line_per_host(locked_then_gone: Example, tmp_path: Path) -> None:
     """Before: ~25 s of retries, exit 4, and pip's and uv's raw retry lines pasted into the results table."""
+    # Only the archives' wheels from the lock's cache: the indexes and the channel are asked again.
+    shutil.copytree(lock_cache(locked_then_gone) / "archives", tmp_path / "cache" / "archives")
     proc = subprocess.run(
         [sys.executable, "-m", "envgen", "check", "demo", "--venv", "--root", str(locked_then_gone.root)],
-        env={**os.environ, "ENVGEN_RETRIES": "0"}, capture_output=True, text=True, timeout=HANG,
+        env={**os.environ, "ENVGEN_RETRIES": "0", "ENVGEN_CACHE_DIR": str(tmp_path / "cache")},
+        capture_output=True, text=True, timeout=HANG,
     )  # fmt: skip
     assert proc.returncode == 3, proc.stderr
     table = [line.strip() for line in proc.stdout.splitlines()]
@@ -251,7 +266,7 @@ def test_install_from_an_unreachable_conda_channel_exits_3_naming_the_host(
     # bytes, and other tests install them), and rattler rightly takes them from there without asking the channel.
     cache = str(tmp_path / "cache")
     # The archives' wheels, checked before the prefix is touched, come from the lock's cache.
-    locked_archives = Path(os.environ["ENVGEN_CACHE_DIR"]) / "archives"
+    locked_archives = lock_cache(locked_then_gone) / "archives"
     shutil.copytree(locked_archives, tmp_path / "cache" / "archives")
     code, err, _ = envgen(locked_then_gone.root, *args, conda_timeout="2", retries="0", cache_dir=cache)
     assert code == 3, err

@@ -36,9 +36,11 @@ _DOWNLOAD_FAILED = re.compile(
     re.IGNORECASE,
 )
 # What says a host was reached and answered, but not with the file: a verdict or a refusal, not a
-# network failure.
+# network failure. A status code counts only as pip and uv print one (a path such as
+# /tmp/pytest-403/ is no answer).
 _ANSWERED = re.compile(
-    r"hash mismatch|DO NOT MATCH THE HASHES|HTTP status|\b(?:401|403|404)\b",
+    r"hash mismatch|DO NOT MATCH THE HASHES|HTTP status|HTTP error \d{3}|"
+    r"\b(?:401|403|404) (?:Client Error|Unauthorized|Forbidden|Not Found)",
     re.IGNORECASE,
 )
 # A host as pip's urllib3 names it (host='h', port=p), or in a URL (never its credentials).
