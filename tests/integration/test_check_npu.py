@@ -141,7 +141,10 @@ Steps = dict[str, dict[str, str]]
 
 
 def check(example: Example, *args: str, env: str = ENV) -> tuple[int, Steps, str]:
-    argv = ["check", env, "--root", str(example.root), "--venv", "--no-solve", *args]
+    # uv for the throwaway env: these tests are about the NPU steps; pip's install path is tested
+    # elsewhere
+    argv = ["check", env, "--root", str(example.root), "--venv", "--installer", "uv", "--no-solve"]
+    argv += args
     result = CliRunner().invoke(cli, argv)
     assert "Traceback" not in result.output
     steps = {s["name"]: s for s in json.loads(result.stdout)["results"][0]["steps"]} if "--json" in args else {}
