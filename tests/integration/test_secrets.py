@@ -1,10 +1,10 @@
 """Credentials of channels, indexes and git sources: used by every command, written nowhere.
 
 The example is served behind basic auth: its conda channel and "extra" index take a token from `${VAR}`, its
-"pypi" index and one git source (over git's smart HTTP) carry theirs in the URL. lock, status, check (pip and
-uv), install and bundle must all succeed, and afterwards no file of the cache, `locks/`, the prefix, the kept
-throwaway envs, the temporary directory or the home directory holds a secret, nor the base64 of a
-`user:secret` pair.
+"pypi" index and one git source (over git's smart HTTP) carry theirs in the URL. lock, status, check, install
+and bundle must all succeed, each installer once (check's throwaway env by pip, install's prefix by uv), and
+afterwards no file of the cache, `locks/`, the prefix, the kept throwaway env, the temporary directory or the
+home directory holds a secret, nor the base64 of a `user:secret` pair.
 """
 
 from __future__ import annotations
@@ -34,8 +34,12 @@ from envgen.example.project import (
 )
 from envgen.inputs.credentials import lock_credentials
 from envgen.installer.conda import install_conda
+from envgen.lockio.store import read_lock
 from envgen.model import Channel
+from envgen.platforms import host_platform
+from envgen.project import Project
 from envgen.resolve.conda_stage import solve_conda
+from packaging.utils import canonicalize_name
 
 from tests.support.builders import at, make_lock, make_matrix
 from tests.support.example import use_git_config
@@ -118,26 +122,45 @@ def envgen(root: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout + result.stderr
 
 
+def installed_by(root: Path, prefix: Path) -> set[str]:
+    """The installers named by the dist-info of the lock's pip part in `prefix` (the recipe installs the
+    sources and the archive's wheels with pip, whatever installed the pip part)."""
+    lock = read_lock(Project(root), ENV)
+    assert lock is not None
+    names = {canonicalize_name(e.name) for e in lock.pip_for(host_platform())}
+    infos = [
+        p
+        for p in prefix.glob("lib/python*/site-packages/*.dist-info")
+        if canonicalize_name(p.stem.split("-")[0]) in names
+    ]
+    assert len(infos) == len(names), (sorted(names), infos)
+    return {(p / "INSTALLER").read_text().strip() for p in infos}
+
+
 def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path: Path) -> None:
     code, out = envgen(project, "lock", ENV)
     assert code == 0, out
     code, out = envgen(project, "status", ENV)
     assert code == 0, out
-    for installer in ("pip", "uv"):
-        code, out = envgen(project, "check", ENV, "--venv", "--keep", "--installer", installer)
-        assert code == 0, out
-        assert "env: install (venv)" in out
+    # Each installer takes the credentials once: pip in check's throwaway env (kept, to be scanned), uv in
+    # install's prefix. The two commands install through the same Installer, so a check by uv and an install by
+    # pip would only repeat those paths (a full env each).
+    code, out = envgen(project, "check", ENV, "--venv", "--keep", "--installer", "pip")
+    assert code == 0, out
+    assert "env: install (venv)" in out
     prefix = tmp_path / "prefix"
-    code, out = envgen(project, "install", ENV, "--venv", "--prefix", str(prefix))
+    code, out = envgen(project, "install", ENV, "--venv", "--prefix", str(prefix), "--installer", "uv")
     assert code == 0, out
     assert (prefix / "src" / "rollout").is_dir() or any(prefix.rglob("rollout*"))
     code, out = envgen(project, "bundle", ENV, "-o", str(tmp_path / "demo.tar"))
     assert code == 0, out
     for secret in SECRETS:
         assert secret not in out
-    # The two kept throwaway envs are in the temporary directory the scan reads.
+    # The kept throwaway env is in the temporary directory the scan reads.
     kept = sorted((tmp_path / "tmp").glob("envgen-check-*"))
-    assert len(kept) == 2 and all((path / "env" / "bin" / "python").exists() for path in kept)
+    assert len(kept) == 1 and all((path / "env" / "bin" / "python").exists() for path in kept)
+    # Which installer put the locked wheels there: each records itself in the dist-info.
+    assert installed_by(project, kept[0] / "env") == {"pip"} and installed_by(project, prefix) == {"uv"}
     scanned, hits = secret_hits(tmp_path / "cache", project / "locks", prefix, tmp_path / "tmp", tmp_path / "home")
     assert scanned > 100
     assert hits == []
