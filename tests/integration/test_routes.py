@@ -24,6 +24,7 @@ from envgen.model import Link, Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
+from uv import find_uv_bin
 
 from tests.support.builders import make_lock
 from tests.support.example import run_envgen
@@ -235,8 +236,11 @@ def host_wheel_dir(example: Example, tmp_path: Path) -> Path:
 
 
 def install_pip_part(example: Example, prefix: Path, cache: Path) -> None:
+    """The lock's pip part in `prefix`, put there by uv (quicker than pip): these tests are about the recipe's steps
+    after it; pip's install of the part is test_install's and test_frozen_and_installers'."""
     requirements = example.root / "locks" / f"{ENV}.{HOST}.requirements.txt"
-    cmd = [str(prefix / "bin" / "python"), "-m", "pip", "install", "-q", "--cache-dir", str(cache)]
+    cmd = [find_uv_bin(), "pip", "install", "-q", "--python", str(prefix / "bin" / "python")]
+    cmd += ["--cache-dir", str(cache)]
     proc = subprocess.run(
         [*cmd, "--no-deps", "--require-hashes", "-r", str(requirements)],
         capture_output=True,
