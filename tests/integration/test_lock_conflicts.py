@@ -7,11 +7,11 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
-import jsonschema
 import pytest
 from envgen.example.project import PYPI_DISTS, Example, republish
 
 from tests.support.example import restored_example, run_envgen, served_example, use_git_config
+from tests.support.schemas import validate
 
 ENV = "demo"
 CLI_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "cli.schema.json"
@@ -66,7 +66,7 @@ def test_the_suggested_overrides_are_toml_that_settles_the_lock_once_reasons_are
     code, out, _ = run_envgen(example, "lock", ENV, "--json")
     assert code == 3
     document = json.loads(out)
-    jsonschema.validate(document, json.loads(CLI_SCHEMA.read_text()))
+    validate(document, json.loads(CLI_SCHEMA.read_text()))
     conflicts = document["error"]["conflicts"]
     by_name = {(c["name"], c["platform"]): c for c in conflicts}
     assert {name for name, _ in by_name} == {"demo-transformers", "demo-triton"}
@@ -138,7 +138,7 @@ def test_checks_re_solve_names_every_conflict_when_the_index_drops_locked_releas
     code, out, err = run_envgen(own, "check", ENV, "--no-env", "--json")
     assert code == 4, out + err
     document = json.loads(out)
-    jsonschema.validate(document, json.loads(CLI_SCHEMA.read_text()))
+    validate(document, json.loads(CLI_SCHEMA.read_text()))
     step = next(s for s in document["results"][0]["steps"] if s["name"] == "solve: same pip set")
     assert step["status"] == "failed"
     assert {c["name"] for c in step["conflicts"]} == {"demo-transformers", "demo-bridge"}

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
@@ -18,6 +17,7 @@ from envgen.lockio.store import read_lock
 from envgen.project import Project
 
 from tests.support.example import restored_example, run_envgen
+from tests.support.schemas import validate
 
 ENV = "demo"
 PLATFORMS = ("linux-64", "linux-aarch64")
@@ -58,7 +58,7 @@ def report(err: str) -> list[str]:
 
 def document(out: str) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(out)
-    jsonschema.validate(found, SCHEMA)
+    validate(found, SCHEMA)
     return found
 
 

@@ -30,6 +30,7 @@ from envgen.recipe.render import render_recipe
 from envgen.resolve.index_client import IndexClient, fetch_filenames
 
 from tests.support.builders import make_lock, pip_entry
+from tests.support.schemas import validate
 
 STATUS_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "status.schema.json"
 
@@ -154,11 +155,7 @@ def demo(tmp_path: Path, index: str) -> Demo:
 
 def _valid_status_json(*reports: dict[str, object]) -> None:
     """The reports match the documented schema (docs/status.schema.json)."""
-    # Imported here, not at collection: jsonschema loads rfc3987-syntax, which builds its grammar on import (about
-    # 1 s of CPU), in every xdist worker that collects this module, whether or not it runs this test.
-    import jsonschema
-
-    jsonschema.validate(list(reports), json.loads(STATUS_SCHEMA.read_text()))
+    validate(list(reports), json.loads(STATUS_SCHEMA.read_text()))
 
 
 def test_no_lock_yet(demo: Demo) -> None:

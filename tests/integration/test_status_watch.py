@@ -7,12 +7,12 @@ import socket
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from envgen.example.project import GITHUB, PYPI_DISTS, Example, bump_version, republish
 from envgen.example.wheels import FixtureDist
 
 from tests.support.example import run_envgen
+from tests.support.schemas import validate
 
 ENV = "demo"
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -32,9 +32,9 @@ def watch(example: Example) -> tuple[int, dict[str, Any]]:
     """`status --watch --json`: the exit code and this env's watch, held to the schemas."""
     code, out, _ = run_envgen(example, "status", ENV, "--watch", "--json", "-q")
     document = json.loads(out)
-    jsonschema.validate(document, json.loads((DOCS / "cli.schema.json").read_text()))
+    validate(document, json.loads((DOCS / "cli.schema.json").read_text()))
     statuses = json.loads((DOCS / "status.schema.json").read_text())
-    jsonschema.validate(document["results"], statuses)
+    validate(document["results"], statuses)
     (report,) = document["results"]
     return code, report["watch"]
 
