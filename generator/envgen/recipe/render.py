@@ -279,7 +279,8 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
     name = quote(src.name)
     pip = [
         *(quote(f"{k}={v}") for k, v in src.env),
-        '"$python" -m pip install --no-deps',
+        # No version check: pip would ask PyPI about itself in every new env, on a cluster with no network too.
+        '"$python" -m pip install --no-deps --disable-pip-version-check',
         *([] if src.build_isolation else ["--no-build-isolation"]),
         *(quote(a) for a in _index_args(lock, src.build_index)),
         *(["-e"] if src.editable else []),

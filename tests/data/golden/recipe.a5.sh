@@ -681,7 +681,7 @@ if installed vllm vllm d23d5cb24467212c; then
 	say 'vllm: already installed at aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
 else
 	say 'vllm: pip install'
-	env VLLM_TARGET_DEVICE=empty "$python" -m pip install --no-deps -e "$src"/vllm
+	env VLLM_TARGET_DEVICE=empty "$python" -m pip install --no-deps --disable-pip-version-check -e "$src"/vllm
 	mark_installed vllm d23d5cb24467212c
 fi
 
@@ -696,7 +696,7 @@ else
 		say 'vllm-ascend: already installed at 0123456789abcdef0123456789abcdef01234567'
 	else
 		say 'vllm-ascend: pip install'
-		env SOC_VERSION=ascend950dt_9582 "$python" -m pip install --no-deps --no-build-isolation --extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ --trusted-host triton-ascend.osinfra.cn -e "$src"/vllm-ascend
+		env SOC_VERSION=ascend950dt_9582 "$python" -m pip install --no-deps --disable-pip-version-check --no-build-isolation --extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ --trusted-host triton-ascend.osinfra.cn -e "$src"/vllm-ascend
 		mark_installed vllm-ascend 297d29e9766d5731
 	fi
 fi
@@ -707,7 +707,7 @@ if installed mindspeed mindspeed 913598b8ec82c7ac; then
 	say 'mindspeed: already installed at 0123456789abcdef0123456789abcdef01234567'
 else
 	say 'mindspeed: pip install'
-	"$python" -m pip install --no-deps -e "$src"/mindspeed
+	"$python" -m pip install --no-deps --disable-pip-version-check -e "$src"/mindspeed
 	mark_installed mindspeed 913598b8ec82c7ac
 fi
 pythonpath=${pythonpath:+$pythonpath:}"$src"/mindspeed
@@ -718,7 +718,7 @@ if installed transferqueue TransferQueue bbeba45f402f1196; then
 	say 'transferqueue: already installed at ffffffffffffffffffffffffffffffffffffffff'
 else
 	say 'transferqueue: pip install'
-	"$python" -m pip install --no-deps "$src"/transferqueue
+	"$python" -m pip install --no-deps --disable-pip-version-check "$src"/transferqueue
 	mark_installed transferqueue bbeba45f402f1196
 fi
 
