@@ -260,17 +260,17 @@ def test_an_unknown_profile_is_exit_2_before_any_work(project: Path) -> None:
 
 def test_verification_and_differences(project: Path, tmp_path: Path) -> None:
     with_lock(project)
-    checked = envgen("check", "valid", "--no-env", "--no-solve", cwd=project)
+    checked = in_process("check", "valid", "--no-env", "--no-solve", cwd=project)
     assert checked.returncode == 4 and "check valid" in checked.stdout
     other = tmp_path / "other.yml"
     other.write_text((project / "locks" / "valid.yml").read_text().replace("3.11.9", "3.11.10"))
     lock = str(project / "locks" / "valid.yml")
-    assert envgen("diff", lock, lock, "--exit-code").returncode == 0
-    differs = envgen("diff", lock, str(other), "--exit-code")
+    assert in_process("diff", lock, lock, "--exit-code").returncode == 0
+    differs = in_process("diff", lock, str(other), "--exit-code")
     assert differs.returncode == 1 and "python  upgraded  3.11.9 -> 3.11.10" in differs.stdout
     # -q: the diff (the data) stays; the warning that other.yml has no sources.toml does not.
     assert "no sources.toml next to it" in differs.stderr
-    quiet = envgen("diff", lock, str(other), "-q")
+    quiet = in_process("diff", lock, str(other), "-q")
     assert quiet.stdout == differs.stdout and quiet.stderr == ""
 
 
@@ -333,13 +333,13 @@ def test_quiet_keeps_the_data_and_verbose_shows_the_commands_run(project: Path) 
     subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
                     "--allow-empty", "-m", "base"], check=True)  # fmt: skip
     with_lock(project)
-    quiet = envgen("diff", "--git", "-q", cwd=project)
+    quiet = in_process("diff", "--git", "-q", cwd=project)
     assert quiet.returncode == 0 and quiet.stderr == "" and "valid" in quiet.stdout
-    verbose = envgen("diff", "--git", "-v", cwd=project)
+    verbose = in_process("diff", "--git", "-v", cwd=project)
     assert verbose.returncode == 0
     assert "ran `git -C" in verbose.stderr and "rev-parse" in verbose.stderr  # a command envgen ran
     assert "s diff: " in verbose.stderr  # the total time, after the seconds since start
-    assert "ran `git" not in envgen("diff", "--git", cwd=project).stderr
+    assert "ran `git" not in in_process("diff", "--git", cwd=project).stderr
 
 
 def _on_a_terminal(args: list[str], cwd: Path, env: dict[str, str], columns: int = 40) -> tuple[int, str]:
