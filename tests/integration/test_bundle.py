@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,6 @@ from envgen.commands.install_bundle import install_from_bundle
 from envgen.errors import ToolError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
-from envgen.example.project import Example
 from envgen.installer.destinations import Venv
 from envgen.installer.tools import Pip
 from envgen.lockio.seal import recorded
@@ -340,20 +338,8 @@ def test_a_conda_install_that_fails_after_the_prefix_is_touched_removes_only_a_n
     assert (prefix / "conda-meta" / "history").read_text() == "an env was here\n"
 
 
-@pytest.fixture(scope="module")
-def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    """The example served and locked, for the tests that bundle it from its servers into a cold cache of their own
-    (the lock's cache is apart: nothing a bundle downloads is in it). They read the example, never change it."""
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("locked")) as example:
-        env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
-        env["ENVGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("lock-cache"))
-        code, out = invoke("lock", ENV, "-q", "--root", str(example.root), env=env)
-        assert code == 0, out
-        yield example
-
-
 def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run_resumes(
-    locked: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from envgen.commands import bundle as bundle_command
 
@@ -368,16 +354,18 @@ def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run
     def fetch_then_interrupt(*args: Any, **kwargs: Any) -> Any:
         return real_fetch(*args, **{**kwargs, "display": Interrupting()})
 
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(locked.gitconfig))
-    project, out = Project(locked.root), tmp_path / "out" / "demo.tar"
-    monkeypatch.setattr(bundle_command, "fetch_all", fetch_then_interrupt)
-    with pytest.raises(KeyboardInterrupt):
-        bundle_env(project, ENV, out, platforms=(HOST,), cache=cache)
-    assert not out.parent.exists() or list(out.parent.iterdir()) == []
-    artifacts = [p for p in (cache / "artifacts").rglob("*") if p.is_file()]
-    assert artifacts and not [p for p in artifacts if ".part" in p.name]
-    monkeypatch.setattr(bundle_command, "fetch_all", real_fetch)
-    summary = bundle_env(project, ENV, out, platforms=(HOST,), cache=cache)
+    with served_example(tmp_path_factory, tmp_path / "example") as example:
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(example.gitconfig))
+        assert invoke("lock", ENV, "-q", "--root", str(example.root))[0] == 0
+        project, out = Project(example.root), tmp_path / "out" / "demo.tar"
+        monkeypatch.setattr(bundle_command, "fetch_all", fetch_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            bundle_env(project, ENV, out, platforms=(HOST,), cache=cache)
+        assert not out.parent.exists() or list(out.parent.iterdir()) == []
+        artifacts = [p for p in (cache / "artifacts").rglob("*") if p.is_file()]
+        assert artifacts and not [p for p in artifacts if ".part" in p.name]
+        monkeypatch.setattr(bundle_command, "fetch_all", real_fetch)
+        summary = bundle_env(project, ENV, out, platforms=(HOST,), cache=cache)
     lock = read_lock(project, ENV)
     assert lock is not None
     wanted = {e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))}
@@ -550,24 +538,28 @@ def _run_on_a_terminal(cmd: list[str], env: dict[str, str]) -> tuple[int, str]:
     return proc.wait(timeout=300), re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
 
 
-def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(locked: Example, tmp_path: Path) -> None:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": str(locked.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
-    env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cache")
-    bundle = [sys.executable, "-m", "envgen", "bundle", ENV, "--platform", HOST, "--root", str(locked.root)]
-    code, shown = _run_on_a_terminal([*bundle, "-o", str(tmp_path / "a.tar")], env)
-    assert code == 0, shown
-    lock = read_lock(Project(locked.root), ENV)
-    assert lock is not None
-    files = len({e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))})
-    # The bar, redrawn as files arrive, ends at all of them with the bytes received; then the summary.
-    # (the example's pip, made from this host's pip wheel, is most of the bytes)
-    assert f"{files}/{files} files" in shown and re.search(r"\d [kM]B ", shown), shown
-    assert "downloaded 1/" not in shown
-    summary = r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ [kM]B\) "
-    # Every artifact came from the network (before: "(12 downloaded, the rest from the cache)").
-    assert re.search(summary + rf"\({files} artifacts, all downloaded\)", shown), shown
-    env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cold-again")
-    plain = subprocess.run([*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True)
+def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    with served_example(tmp_path_factory, tmp_path / "example") as example:
+        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+        env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cache")
+        assert invoke("lock", ENV, "-q", "--root", str(example.root), env=env)[0] == 0
+        bundle = [sys.executable, "-m", "envgen", "bundle", ENV, "--platform", HOST, "--root", str(example.root)]
+        code, shown = _run_on_a_terminal([*bundle, "-o", str(tmp_path / "a.tar")], env)
+        assert code == 0, shown
+        lock = read_lock(Project(example.root), ENV)
+        assert lock is not None
+        files = len({e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))})
+        # The bar, redrawn as files arrive, ends at all of them with the bytes received; then the summary.
+        # (the example's pip, made from this host's pip wheel, is most of the bytes)
+        assert f"{files}/{files} files" in shown and re.search(r"\d [kM]B ", shown), shown
+        assert "downloaded 1/" not in shown
+        summary = r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ [kM]B\) "
+        # Every artifact came from the network (before: "(12 downloaded, the rest from the cache)").
+        assert re.search(summary + rf"\({files} artifacts, all downloaded\)", shown), shown
+        env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cold-again")
+        plain = subprocess.run([*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True)
     assert plain.returncode == 0, plain.stderr
     assert f"downloaded {files}/{files}" in plain.stderr and "\x1b[" not in plain.stderr, plain.stderr
 
