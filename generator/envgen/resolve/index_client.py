@@ -13,7 +13,6 @@ import io
 import logging
 import re
 import tarfile
-import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +30,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from envgen import network
+from envgen import atomic, network
 from envgen.credentials import NO_CREDENTIALS, Credentials
 from envgen.errors import EnvgenError, NetworkError, ResolutionError, VerificationError
 from envgen.inputs.channels import IndexAccess
@@ -270,9 +269,7 @@ def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, o
     except (zipfile.BadZipFile, tarfile.TarError, StopIteration, ValueError) as exc:
         raise ResolutionError(f"{artifact.filename} at {redact_url(url)} has no readable metadata: {exc}") from exc
     cached.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=cached.parent, suffix=".part", delete=False) as partial:
-        partial.write(text)
-    Path(partial.name).replace(cached)
+    atomic.write_file(cached, text.encode())
     return text
 
 

@@ -20,7 +20,6 @@ import logging
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import tomllib
 import warnings
@@ -39,6 +38,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pyproject_hooks import BuildBackendWarning
 
+from envgen import atomic
 from envgen.commits import is_full_commit
 from envgen.errors import InputError, ToolError
 from envgen.inputs.channels import IndexAccess
@@ -55,6 +55,7 @@ from envgen.resolve.uv_compile import (
     render_uv_config,
     uv_environment,
 )
+from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -232,8 +233,8 @@ def _cached_build(
         cached = json.loads(path.read_text())
         return tuple(cached.get("requires", ())), cached.get("error")
     log.info("source %s: reading its declared dependencies from the build backend (PEP 517)", source.name)
-    with tempfile.TemporaryDirectory(prefix="envgen-metadata-") as tmp:
-        srcdir = Path(tmp) / "src"
+    with scratch_dir("envgen-metadata-") as tmp:
+        srcdir = tmp / "src"
         export(srcdir)
         try:
             requires = build_requires(srcdir, source, settings, version)
@@ -245,9 +246,7 @@ def _cached_build(
             # A hook that hung or a tool that could not start says nothing about the tree: not cached.
             return (), f"the metadata build did not complete: {exc.message}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".part", delete=False) as partial:
-        partial.write(json.dumps(outcome, indent=1, sort_keys=True))
-    Path(partial.name).replace(path)
+    atomic.write_file(path, json.dumps(outcome, indent=1, sort_keys=True).encode())
     return tuple(outcome.get("requires", ())), outcome.get("error")
 
 
@@ -274,7 +273,7 @@ def build_requires(
         builder = build.ProjectBuilder.from_isolated_env(env, srcdir, runner=runner)
         _install(env.python_executable, builder.build_system_requires, source, settings)
         _install(env.python_executable, builder.get_requires_for_build("wheel"), source, settings)
-        with tempfile.TemporaryDirectory(prefix="envgen-dist-info-") as out:
+        with scratch_dir("envgen-dist-info-") as out:
             metadata = importlib.metadata.PathDistribution(Path(builder.metadata_path(out))).metadata
             requires = metadata.get_all("Requires-Dist") or []
     return [str(r) for r in map(_requirement, requires) if r is not None and not _needs_extra(r)]
@@ -354,8 +353,8 @@ def _install(python: str, requirements: Sequence[str] | set[str], source: Source
     origin = Origin(file="pyproject.toml", key="build-system.requires", source=source.name)
     listed = tuple(TracedRequirement(r, origin) for r in sorted(requirements))
     wanted = Inputs(listed, pins=settings.pins)
-    with tempfile.TemporaryDirectory(prefix="envgen-build-reqs-") as tmp:
-        config, project = Path(tmp) / "uv.toml", Path(tmp) / "pyproject.toml"
+    with scratch_dir("envgen-build-reqs-") as tmp:
+        config, project = tmp / "uv.toml", tmp / "pyproject.toml"
         config.write_text(render_uv_config(indexes, ()))
         project.write_text(render_pyproject(wanted, indexes, version))
         cmd = [uv.find_uv_bin(), "pip", "install", "--config-file", str(config), "--python", python, "--quiet"]
