@@ -174,7 +174,7 @@ def test_fresh_lock_without_drift(demo: Demo) -> None:
     lock = demo.lock()
     result = demo.status()
     assert result.exit_code == 0, result.output
-    tool = lock.sources[0].commit[:7] if lock.sources[0].source.name == "tool" else lock.sources[1].commit[:7]
+    tool = lock.sources[0].commit[:12] if lock.sources[0].source.name == "tool" else lock.sources[1].commit[:12]
     assert result.stdout == (
         "demo: fresh\n"
         "  upstream:\n"
@@ -208,7 +208,7 @@ def test_drifted_branch(demo: Demo) -> None:
     result = demo.status()
     assert result.exit_code == 1
     assert "demo: fresh (1 source drifted)\n" in result.stdout
-    assert f"    tool releases/v1: locked {locked[:7]}, upstream now {moved[:7]}\n" in result.stdout
+    assert f"    tool releases/v1: locked {locked[:12]}, upstream now {moved[:12]}\n" in result.stdout
     drift = json.loads(demo.status("--json").stdout)["results"][0]["drift"]
     assert drift == [
         {

@@ -13,6 +13,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from envgen.commits import short_commit
 from envgen.errors import EnvgenError, InputError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.project import (
@@ -206,7 +207,7 @@ def _tour(step: _Steps, say: Say, example: Example) -> None:
     for path in sorted(p for p in (root / "locks").iterdir() if not p.name.startswith(".")):
         say(f"#   {path.name:<40} {path.stat().st_size:>7} bytes")
     base = commit_project(root, f"lock {ENV}")
-    say(f"# committed the project as {base[:12]}: the base a pull request would diff against")
+    say(f"# committed the project as {short_commit(base)}: the base a pull request would diff against")
     step(
         "check: a throwaway conda prefix from the lock (rattler), the pip part by the prefix's "
         "own pip, hash-checked, the recipe, pip check, smoke imports",
@@ -221,7 +222,7 @@ def _tour(step: _Steps, say: Say, example: Example) -> None:
     source, branch = MOVED
     moved = advance_branch(example, source, branch)
     say("")
-    say(f"# upstream moves: a new commit {moved[:12]} on {source}'s branch {branch}")
+    say(f"# upstream moves: a new commit {short_commit(moved)} on {source}'s branch {branch}")
     # The branch just moved: exit 0 here would mean the drift went unseen.
     step(
         "status: is the lock fresh, have its branches moved, what is still pending",

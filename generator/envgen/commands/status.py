@@ -16,7 +16,7 @@ from packaging.version import Version
 from envgen import network
 from envgen.commands.freshness import freshness
 from envgen.commands.watch_findings import WatchReport
-from envgen.commits import SHORT_SHA, is_full_commit
+from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
 from envgen.inputs.matrix import load_env
@@ -59,9 +59,9 @@ class SourceDrift:
         if self.error is not None:
             return f"{self.name} {self.ref}: upstream unreachable ({self.error})"
         if self.upstream is not None and self.upstream != self.locked:
-            now = self.upstream[:SHORT_SHA]
-            return f"{self.name} {self.ref}: locked {self.locked[:SHORT_SHA]}, upstream now {now}"
-        return f"{self.name} {self.ref}: up to date at {self.locked[:SHORT_SHA]}"
+            now = short_commit(self.upstream)
+            return f"{self.name} {self.ref}: locked {short_commit(self.locked)}, upstream now {now}"
+        return f"{self.name} {self.ref}: up to date at {short_commit(self.locked)}"
 
 
 @dataclass(frozen=True)

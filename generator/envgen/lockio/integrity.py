@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from envgen.digests import short_digest
 from envgen.errors import VerificationError
 from envgen.lockio.seal import host_problems, recorded, url_host
 from envgen.lockio.sources_toml import SourcesToml
@@ -37,7 +38,8 @@ def _hash_problems(yml: str, sources: str, recipe: str, names: tuple[str, str, s
     if found.computed != found.recorded:
         return [
             f"{names[0]}, {names[1]} and {names[2]} do not hash to the content hash {names[1]} records "
-            f"({found.recorded[:12]}, now {found.computed[:12]}): a file was edited after `envgen lock` wrote it"
+            f"({short_digest(found.recorded)}, now {short_digest(found.computed)}): "
+            "a file was edited after `envgen lock` wrote it"
         ]
     return []
 

@@ -9,6 +9,7 @@ from importlib import resources
 from shlex import quote
 
 from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
+from envgen.commits import short_commit
 from envgen.errors import InputError
 from envgen.inputs.untrusted import lock_problems, one_line
 from envgen.model import (
@@ -159,7 +160,7 @@ def _usage_source(locked: LockedSource) -> str:
         *([f"{len(src.cherry_picks)} cherry-picks"] if src.cherry_picks else []),
         *([f"{len(locked.submodules)} submodules"] if locked.submodules else []),
     ]
-    return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {locked.commit[:12]} ({', '.join(flags)})"
+    return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {short_commit(locked.commit)} ({', '.join(flags)})"
 
 
 def _usage_archives(lock: Lock) -> list[str]:

@@ -27,6 +27,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envgen import atomic, network, platforms
+from envgen.digests import short_digest
 from envgen.errors import ResolutionError, VerificationError
 from envgen.inputs.untrusted import tree_path_problem
 from envgen.model import Archive, ArchiveMember, Lock, LockedArchive, Matrix
@@ -99,7 +100,7 @@ def lock_archives(
                     archive.name,
                     platform,
                     redact_url(url),
-                    path.name[:12],
+                    short_digest(path.name),
                 )
                 locked.append(LockedArchive(archive.name, platform, url, path.name, members))
     return tuple(locked)

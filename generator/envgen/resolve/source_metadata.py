@@ -39,7 +39,7 @@ from packaging.version import InvalidVersion, Version
 from pyproject_hooks import BuildBackendWarning
 
 from envgen import atomic
-from envgen.commits import is_full_commit
+from envgen.commits import is_full_commit, short_commit
 from envgen.errors import InputError, ToolError
 from envgen.inputs.channels import IndexAccess
 from envgen.inputs.files import bounded_nesting
@@ -111,7 +111,7 @@ def declared_dependencies(
 ) -> Declared:
     """The declared install requirements of `source` at `tree` (its `git rev-parse HEAD^{tree}`),
     the tree of the locked `commit`."""
-    context = f"source {source.name} at tree {tree[:12]}"
+    context = f"source {source.name} at tree {short_commit(tree)}"
     data = read("pyproject.toml")
     project = _project_table(data, context) if data is not None else None
     if data is not None and project is not None and "dependencies" not in project.get("dynamic", []):
@@ -191,7 +191,7 @@ def stated_version(ref: str, commit: str) -> str:
             return str(Version(found.group(0)))
         except InvalidVersion:
             pass
-    return f"0+g{commit[:12]}"
+    return f"0+g{short_commit(commit)}"
 
 
 def _scm_environment(source: Source, version: str) -> dict[str, str]:

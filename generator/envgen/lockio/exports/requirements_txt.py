@@ -10,6 +10,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
+from envgen.digests import short_digest
 from envgen.errors import InputError
 from envgen.inputs.untrusted import one_line
 from envgen.lockio.exports.common import (
@@ -141,7 +142,7 @@ class Pinned:
     def detail(self) -> str:
         """The pin in words, without its name: its version or URL and its sha256 (12 digits)."""
         pinned = f"@ {self.url}" if self.url else self.version or "with no version"
-        hashes = ", ".join(h[:12] for h in self.hashes) or "none"
+        hashes = ", ".join(short_digest(h) for h in self.hashes) or "none"
         return f"{pinned}, sha256 {hashes}"
 
 
