@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 from envgen.digests import short_digest
 from envgen.errors import VerificationError
-from envgen.lockio.seal import host_problems, recorded, url_host
+from envgen.lockio.seal import host_problems, recorded
 from envgen.lockio.sources_toml import SourcesToml
 from envgen.lockio.store import LockTexts, no_lock, parse_lock_parts, read_files, repair_hint
 from envgen.model import Lock
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
+from envgen.urls import url_host
 
 
 def missing_files(texts: LockTexts) -> list[str]:

@@ -37,6 +37,7 @@ from envgen.inputs.channels import IndexAccess
 from envgen.model import PipEntry
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve import uv_pylock
+from envgen.urls import same_host, url_host
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class IndexClient:
     def _request(
         self, method: str, url: str, headers: Mapping[str, str] | None, *, stream: bool, timeout: float | None
     ) -> requests.Response:
-        index = next((i for i in self.indexes if _same_host(i.url, url) and i.secrets), None)
+        index = next((i for i in self.indexes if same_host(i.url, url) and i.secrets), None)
         other = self.credentials.for_url(url) if index is None else None
         auth = (index.username or "", index.password or "") if index else None
         auth = (other.username, other.password) if other else auth
@@ -187,13 +188,7 @@ def _trusts(index: IndexAccess, url: str) -> bool:
     """Whether `url` is on the index's trusted host (pip's --trusted-host: host or host:port)."""
     if not index.trusted_host:
         return False
-    parts = urlsplit(url)
-    return index.trusted_host.lower() in (parts.hostname, parts.netloc.rpartition("@")[2].lower())
-
-
-def _same_host(index_url: str, url: str) -> bool:
-    """Whether `url` lives on the index's host, so the index's credentials apply to it."""
-    return urlsplit(url).netloc == urlsplit(index_url).netloc
+    return index.trusted_host.lower() in (urlsplit(url).hostname, url_host(url))
 
 
 def _cached(cache: Path, sha256: str) -> Path:

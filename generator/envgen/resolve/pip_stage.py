@@ -36,6 +36,7 @@ from envgen.resolve.uv_compile import (
     plan_uv_compile,
     run_uv_compile,
 )
+from envgen.urls import index_of
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +180,7 @@ def entry_index(choice: uv_pylock.Choice, inputs: Inputs, indexes: Sequence[Inde
     name = choice.package.name
     if name in inputs.direct:
         return None
-    found = uv_pylock.index_of(_file_url(choice.artifact.url), [(i.name, i.url) for i in indexes])
+    found = index_of(_file_url(choice.artifact.url), [(i.name, i.url) for i in indexes])
     if found:
         return found
     pinned = dict(inputs.pins).get(name)

@@ -24,6 +24,7 @@ from envgen.resolve.overrides import global_overrides
 from envgen.resolve.preferences import Pin, render_pylock
 from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
+from envgen.urls import index_of
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +111,6 @@ def _mentioned(text: str) -> set[str]:
     return {canonicalize_name(m.group(0)) for m in _NAME.finditer(text)}
 
 
-def _index_for_url(url: str, indexes: Sequence[IndexAccess]) -> IndexAccess | None:
-    return next((i for i in indexes if url.startswith(i.url.rstrip("/") + "/") or url == i.url), None)
-
-
 def why_unreachable(stderr: str, limits: network.Limits, secrets: Sequence[str] = ()) -> str:
     """Why uv (or pip) could not reach a host, in a few words: the timeout it ran into, or the
     innermost cause."""
@@ -134,7 +131,7 @@ def explain_failure(
     secrets = tuple(s for i in indexes for s in i.secrets)
     said = redact_text(tail(stderr), secrets)
     urls = [m.group(0).rstrip(".,:;") for m in _URL.finditer(stderr)]
-    reached = [i for i in (_index_for_url(u, indexes) for u in urls) if i is not None]
+    reached = [i for i in (index_of(u, [(i, i.url) for i in indexes]) for u in urls) if i is not None]
     if reached and re.search(r"\b(401|403)\b|[Uu]nauthorized|[Ff]orbidden|authentication", stderr):
         index = reached[0]
         return ResolutionError(
