@@ -131,7 +131,7 @@ def explain_failure(
     secrets = tuple(s for i in indexes for s in i.secrets)
     said = redact_text(tail(stderr), secrets)
     urls = [m.group(0).rstrip(".,:;") for m in _URL.finditer(stderr)]
-    reached = [i for i in (index_of(u, [(i, i.url) for i in indexes]) for u in urls) if i is not None]
+    reached = list(filter(None, (index_of(u, [(index, index.url) for index in indexes]) for u in urls)))
     if reached and re.search(r"\b(401|403)\b|[Uu]nauthorized|[Ff]orbidden|authentication", stderr):
         index = reached[0]
         return ResolutionError(
