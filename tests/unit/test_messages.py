@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from envgen.commands.status import one_line
+from envgen.commands.status import headline
 from envgen.errors import InputError
 from envgen.lockdiff.revisions import LockText, diff_sides
 from envgen.network import Limits
@@ -16,12 +16,12 @@ def test_an_unreachable_remote_without_detail_has_no_dangling_colon() -> None:
     """Before: status printed `upstream unreachable (source x: cannot reach git remote URL:)`."""
     silent = unreachable("https://example.com/x.git", "x", "", Limits())
     assert silent.message == "source x: cannot reach git remote https://example.com/x.git (git said nothing)"
-    assert one_line(silent.message) == silent.message
+    assert headline(silent.message) == silent.message
     said = unreachable("https://example.com/x.git", "x", "\nfatal: unable to access\n", Limits())
     assert (
-        one_line(said.message) == "source x: cannot reach git remote https://example.com/x.git: fatal: unable to access"
+        headline(said.message) == "source x: cannot reach git remote https://example.com/x.git: fatal: unable to access"
     )
-    assert one_line("headline:\n\n") == "headline"
+    assert headline("headline:\n\n") == "headline"
 
 
 def test_a_file_that_is_not_a_lock_says_so_plainly(tmp_path: Path) -> None:

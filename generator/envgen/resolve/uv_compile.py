@@ -21,13 +21,13 @@ from envgen.model import Matrix, Origin, TracedRequirement
 from envgen.process import Running, TimedOut, start, tail
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.overrides import global_overrides
-from envgen.resolve.preferences import Pin, render_pylock
+from envgen.resolve.preferences import Preference, render_pylock
 from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
-PROJECT_NAME = "envgen-inputs"
+INPUTS_PROJECT = "envgen-inputs"
 # Variables uv may need to reach an index (TLS roots, proxies); nothing else of the caller's env is passed.
 _PROXY_ENV = ("ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 _PASSED_ENV = ("PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR", *_PROXY_ENV, *(v.lower() for v in _PROXY_ENV))
@@ -57,7 +57,7 @@ class Inputs:
 def render_pyproject(inputs: Inputs, indexes: Sequence[IndexAccess], python_version: str) -> str:
     """The generated project uv resolves: dependencies, and per-package index pins for this platform."""
     project = {
-        "name": PROJECT_NAME,
+        "name": INPUTS_PROJECT,
         "version": "0",
         "requires-python": f">={python_version}",
         "dependencies": [r.text for r in inputs.requirements if not r.constraint],
@@ -152,7 +152,7 @@ def explain_failure(
         listed = "".join(f"\n  {r.text}  ({r.origin})" for r in involved) or "\n  (none of the inputs named)"
         # uv calls the generated project by its name: it is the direct layer (the matrix's pins and
         # overrides, the sources' requirements), whose requirements are listed above.
-        said = said.replace(PROJECT_NAME, "the direct layer")
+        said = said.replace(INPUTS_PROJECT, "the direct layer")
         return ConflictError(
             f"no PyPI resolution for {platform}; these requirements conflict:{listed}\nuv says:\n{said}",
             hint=conflict_hint(sorted({canonicalize_name(name_of(r.text)) for r in involved}), matrix),
@@ -253,7 +253,7 @@ def plan_uv_compile(
     indexes: Sequence[IndexAccess],
     settings: Settings,
     *,
-    preferred: Sequence[Pin] = (),
+    preferred: Sequence[Preference] = (),
 ) -> UvJob:
     """The `uv pip compile` run resolving `inputs` for `platform` (pure).
 
