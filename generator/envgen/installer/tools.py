@@ -16,7 +16,7 @@ from uv import find_uv_bin
 from envgen import network
 from envgen.credentials import NO_CREDENTIALS, netrc_in_memory
 from envgen.errors import NetworkError, ToolError, VerificationError
-from envgen.installer.core import Installer, PipPart
+from envgen.installer.core import Installer, PipPart, RecipeOptions
 from envgen.lockio.exports.names import pylock_name, requirements_name
 from envgen.process import TimedOut, run, tail
 from envgen.redact import redact_text
@@ -101,6 +101,9 @@ class Pip:
     def install(self, python: Path, part: PipPart) -> None:
         run_installer(self, self.command(python, part), python, part)
 
+    def recipe_options(self) -> RecipeOptions:
+        return RecipeOptions()  # the recipe's default: the env's own pip
+
 
 @dataclass(frozen=True)
 class Uv:
@@ -122,6 +125,9 @@ class Uv:
 
     def install(self, python: Path, part: PipPart) -> None:
         run_installer(self, self.command(python, part), python, part)
+
+    def recipe_options(self) -> RecipeOptions:
+        return RecipeOptions(("--uv", find_uv_bin()), {"UV_CACHE_DIR": str(self.cache / "uv")})
 
 
 def installer_named(name: InstallerName, cache: Path) -> Pip | Uv:
