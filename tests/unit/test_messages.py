@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from envgen.commands.status import headline
-from envgen.errors import InputError
+from envgen.errors import InputError, Unreached
 from envgen.lockdiff.revisions import LockText, diff_sides
 from envgen.network import Limits
 from envgen.resolve.git_remote import unreachable
@@ -17,10 +17,12 @@ def test_an_unreachable_remote_without_detail_has_no_dangling_colon() -> None:
     silent = unreachable("https://example.com/x.git", "x", "", Limits())
     assert silent.message == "source x: cannot reach git remote https://example.com/x.git (git said nothing)"
     assert headline(silent.message) == silent.message
+    assert silent.hosts == (Unreached("https://example.com/x.git", "git said nothing"),)
     said = unreachable("https://example.com/x.git", "x", "\nfatal: unable to access\n", Limits())
     assert (
         headline(said.message) == "source x: cannot reach git remote https://example.com/x.git: fatal: unable to access"
     )
+    assert said.hosts == (Unreached("https://example.com/x.git", "fatal: unable to access"),)
     assert headline("headline:\n\n") == "headline"
 
 

@@ -33,7 +33,7 @@ from packaging.version import Version
 
 from envgen import network
 from envgen.credentials import NO_CREDENTIALS, Credentials
-from envgen.errors import EnvgenError, NetworkError, ResolutionError, VerificationError
+from envgen.errors import EnvgenError, NetworkError, ResolutionError, Unreached, VerificationError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import PipEntry
 from envgen.redact import redact_text, redact_url, strip_credentials
@@ -179,8 +179,9 @@ class IndexClient:
         """One line naming the URL and why, the hint saying which limit to raise when one was reached."""
         limit = self.limit_reached(exc)
         slow = f"; {network.raise_hint(limit, self.limits)}" if limit else ""
+        shown, why = redact_url(url), self.why(exc)
         return NetworkError(
-            f"cannot {what} {redact_url(url)}: {self.why(exc)}", hint=f"check the URL and the network{slow}"
+            f"cannot {what} {shown}: {why}", hint=f"check the URL and the network{slow}", hosts=[Unreached(shown, why)]
         )
 
 
