@@ -114,3 +114,25 @@ def test_no_resolve_module_reads_the_process() -> None:
     assert found == []
     main = ast.parse((PACKAGE / "commands" / "lock.py").read_text())
     assert _process_reads(main), "the rule sees what it looks for (the command reads os.environ)"
+
+
+def _root_errors(tree: ast.Module) -> list[int]:
+    """The lines of `tree` that make an `EnvgenError` itself (not one of its classes): raised,
+    returned or kept, any call of the root counts."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name == "EnvgenError":
+                found.append(node.lineno)
+    return found
+
+
+def test_no_module_makes_the_root_error() -> None:
+    """Every error envgen reports is of a class saying what failed, with its exit code
+    (errors.py): the bare root would be exit 1, the code of a stale lock."""
+    found = [f"{name}:{line}" for name, tree, _ in _modules() for line in _root_errors(tree)]
+    assert found == []
+    made = ast.parse("from envgen import errors\nraise errors.EnvgenError('x')\nerror = EnvgenError('y')\n")
+    assert _root_errors(made) == [2, 3], "the rule sees what it looks for"
