@@ -181,6 +181,33 @@ def _profile_names(lock: Lock) -> str:
     return f"KNOWN_PROFILES={quote(' '.join(names) or '(none)')}\nknown_profile() {{\n{body}}}\n"
 
 
+# The recipe's command line, parsed in POSIX sh (the values checked after the loop).
+_PARSE_ARGUMENTS = (
+    "while [ $# -gt 0 ]; do",
+    "\tcase $1 in",
+    '\t\t--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;',
+    "\t\t--prefix=*) prefix=${1#*=}; shift ;;",
+    '\t\t--src) [ $# -ge 2 ] || die "--src needs a directory"; src=$2; shift 2 ;;',
+    "\t\t--src=*) src=${1#*=}; shift ;;",
+    '\t\t--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;',
+    '\t\t--profile=*) add_profile "${1#*=}"; shift ;;',
+    '\t\t--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;',
+    '\t\t--no-profile=*) drop_profile "${1#*=}"; shift ;;',
+    "\t\t--skip-cann) skip_cann=1; shift ;;",
+    '\t\t--bundle) [ $# -ge 2 ] || die "--bundle needs a file"; bundle=$2; shift 2 ;;',
+    "\t\t--bundle=*) bundle=${1#*=}; shift ;;",
+    '\t\t--archives) [ $# -ge 2 ] || die "--archives needs a directory"; archives_dir=$2',
+    "\t\t\tshift 2 ;;",
+    "\t\t--archives=*) archives_dir=${1#*=}; shift ;;",
+    '\t\t--uv) [ $# -ge 2 ] || die "--uv needs the path of uv"; uv=$2; shift 2 ;;',
+    "\t\t--uv=*) uv=${1#*=}; shift ;;",
+    "\t\t-h | --help) usage; exit 0 ;;",
+    '\t\t*) die "unknown argument $1 (see --help)" ;;',
+    "\tesac",
+    "done",
+)
+
+
 def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     lines = [
         "prefix=${CONDA_PREFIX:-${VIRTUAL_ENV:-}}",
@@ -191,28 +218,7 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "bundle=",
         "archives_dir=",
         "uv=",
-        "while [ $# -gt 0 ]; do",
-        "\tcase $1 in",
-        '\t\t--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;',
-        "\t\t--prefix=*) prefix=${1#*=}; shift ;;",
-        '\t\t--src) [ $# -ge 2 ] || die "--src needs a directory"; src=$2; shift 2 ;;',
-        "\t\t--src=*) src=${1#*=}; shift ;;",
-        '\t\t--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;',
-        '\t\t--profile=*) add_profile "${1#*=}"; shift ;;',
-        '\t\t--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;',
-        '\t\t--no-profile=*) drop_profile "${1#*=}"; shift ;;',
-        "\t\t--skip-cann) skip_cann=1; shift ;;",
-        '\t\t--bundle) [ $# -ge 2 ] || die "--bundle needs a file"; bundle=$2; shift 2 ;;',
-        "\t\t--bundle=*) bundle=${1#*=}; shift ;;",
-        '\t\t--archives) [ $# -ge 2 ] || die "--archives needs a directory"; archives_dir=$2',
-        "\t\t\tshift 2 ;;",
-        "\t\t--archives=*) archives_dir=${1#*=}; shift ;;",
-        '\t\t--uv) [ $# -ge 2 ] || die "--uv needs the path of uv"; uv=$2; shift 2 ;;',
-        "\t\t--uv=*) uv=${1#*=}; shift ;;",
-        "\t\t-h | --help) usage; exit 0 ;;",
-        '\t\t*) die "unknown argument $1 (see --help)" ;;',
-        "\tesac",
-        "done",
+        *_PARSE_ARGUMENTS,
         "",
         '[ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or activate a conda env or venv"',
         '[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install $ENVGEN_ENV '
