@@ -108,8 +108,8 @@ def _again(
     try:
         return solve()
     except NetworkError as exc:
-        failure = exc.message.splitlines()[0].replace(f" while locking {platform}", "").replace(f" for {platform}", "")
-        unreachable.setdefault(failure, []).append(platform)
+        # The same hosts failing alike on several platforms: one failure, without the platform.
+        unreachable.setdefault(exc.failure, []).append(platform)
     except EnvgenError as exc:
         problems.append(f"{platform}: {exc.message}")
         if isinstance(exc, ConflictError) and conflicts is not None:

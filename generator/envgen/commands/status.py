@@ -251,7 +251,7 @@ def status_exit_code(reports: Sequence[StatusReport]) -> int:
     return 0 if all(r.ok for r in reports) and not any(w.findings for w in watched) else 1
 
 
-def one_line(message: str) -> str:
+def headline(message: str) -> str:
     """A multi-line error in one line: its headline and, when the headline ends in a colon, the first detail
     (never a dangling colon)."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
@@ -278,7 +278,7 @@ def check_drift(sources: Sequence[LockedSource], matrix: Matrix | None = None) -
             now = upstream_commit(asked, git)
         except EnvgenError as exc:
             log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
-            found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=one_line(exc.message)))
+            found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=headline(exc.message)))
             continue
         found.append(SourceDrift(src.name, url, src.ref, locked.commit, upstream=now))
     return tuple(found)

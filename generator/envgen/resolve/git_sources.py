@@ -269,7 +269,7 @@ def _results(futures: Mapping[str, Future[_T]]) -> dict[str, _T]:
     error = futures[failed[0]].exception() if len(failed) > 1 else None
     # A user who sees every unreachable host at once fixes them in one go.
     if isinstance(error, EnvgenError) and not isinstance(error, MatrixError):
-        raise type(error)(f"{error.message}\n(sources {', '.join(failed[1:])} failed too)", hint=error.hint) from error
+        raise error.reworded(f"{error.message}\n(sources {', '.join(failed[1:])} failed too)") from error
     return {name: future.result() for name, future in futures.items()}
 
 

@@ -32,7 +32,7 @@ from packaging.version import Version
 
 from envgen import atomic, network
 from envgen.credentials import NO_CREDENTIALS, Credentials
-from envgen.errors import EnvgenError, NetworkError, ResolutionError, VerificationError
+from envgen.errors import EnvgenError, NetworkError, ResolutionError, Unreached, VerificationError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import PipEntry
 from envgen.redact import redact_text, redact_url, strip_credentials
@@ -179,8 +179,9 @@ class IndexClient:
         """One line naming the URL and why, the hint saying which limit to raise when one was reached."""
         limit = self.limit_reached(exc)
         slow = f"; {network.raise_hint(limit, self.limits)}" if limit else ""
+        shown, why = redact_url(url), self.why(exc)
         return NetworkError(
-            f"cannot {what} {redact_url(url)}: {self.why(exc)}", hint=f"check the URL and the network{slow}"
+            f"cannot {what} {shown}: {why}", hint=f"check the URL and the network{slow}", hosts=[Unreached(shown, why)]
         )
 
 
@@ -277,17 +278,19 @@ def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[
     except requests.RequestException as exc:
         untrusted = isinstance(exc, requests.exceptions.SSLError) and not index.trusted_host
         trust = f" (if you trust the host, set trusted_host in channels/{index.name}.toml)" if untrusted else ""
-        raise EnvgenError(f"cannot reach {shown}: {client.why(exc)}{trust}") from exc
+        why = client.why(exc)
+        raise NetworkError(f"cannot reach {shown}: {why}{trust}", hosts=[Unreached(shown, why)]) from exc
     if response.status_code == 404:
         return None
     if response.status_code != 200:
-        raise EnvgenError(f"{shown} answered HTTP {response.status_code}")
+        # The host answered: the page is not what an index serves (a proxy's or a server's error).
+        raise ResolutionError(f"{shown} answered HTTP {response.status_code}")
     if "json" in response.headers.get("Content-Type", ""):
         try:
             files = response.json()["files"]
             return [f["filename"] for f in files if not f.get("yanked")]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise EnvgenError(
+            raise ResolutionError(
                 f"{shown} answered with a page that is not PEP 691 JSON ({type(exc).__name__})",
                 hint="check the index URL in channels/ (a proxy error page?)",
             ) from exc

@@ -49,7 +49,7 @@ from envgen.model import Origin, Source, TracedRequirement
 from envgen.process import run, tail
 from envgen.redact import redact_text
 from envgen.resolve.uv_compile import (
-    PROJECT_NAME,
+    INPUTS_PROJECT,
     Inputs,
     render_pyproject,
     render_uv_config,
@@ -376,7 +376,7 @@ def _install_failed(
     """Why the build requirements did not install, on one line as the lock records it, naming the
     pins that applied (uv calls the generated project by its name)."""
     said = one_line(redact_text(tail(stderr, 3), secrets))
-    said = said.replace(PROJECT_NAME, f"{source.name}'s build")
+    said = said.replace(INPUTS_PROJECT, f"{source.name}'s build")
     names = {_name_of(r) for r in requirements}
     taken = ", ".join(f"{name} from {index}" for name, index in settings.pins if name in names)
     taken = f" ({taken}, as the matrix takes it on this platform)" if taken else ""
