@@ -24,7 +24,8 @@ def same_host(url: str, other: str) -> bool:
 
 def under(url: str, base: str) -> bool:
     """Whether `url` is `base` or lies below it: same scheme and host, and its path is `base`'s path or
-    goes on from it after a `/` (`/whl/cpu2/` is not under `/whl/cpu`)."""
+    goes on from it after a `/` (`/whl/cpu2/` is not under `/whl/cpu`); a query or fragment (a file's
+    `#sha256=`) does not count."""
     mine, theirs = urlsplit(url), urlsplit(base)
     if (mine.scheme.lower(), url_host(url)) != (theirs.scheme.lower(), url_host(base)):
         return False

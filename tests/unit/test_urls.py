@@ -16,6 +16,7 @@ def test_index_of_matches_the_index_prefix_without_credentials() -> None:
     assert urls.index_of("https://pypi.org/simple", indexes) == "pypi"
     assert urls.index_of("https://x:y@pypi.org/simple/torch/", indexes) == "pypi"
     assert urls.index_of("HTTPS://PyPI.org/simple/torch/", indexes) == "pypi"
+    assert urls.index_of("https://download.example/whl/cpu/t.whl?x=1#sha256=ab", indexes) == "cpu"
     # Another scheme or port is another index; the first index a URL is under wins.
     assert urls.index_of("http://pypi.org/simple/torch/", indexes) is None
     assert urls.index_of("https://pypi.org:8443/simple/torch/", indexes) is None
