@@ -25,6 +25,7 @@ from envgen.errors import EnvgenError
 
 if TYPE_CHECKING:  # the command line imports this module first thing: only what it needs at once
     import subprocess
+    from pathlib import Path
 
 # How long an interrupt waits for a write in progress (temp files and renames in locks/: milliseconds).
 COMMIT_WAIT = 30.0
@@ -35,6 +36,7 @@ _children: set[subprocess.Popen[str]] = set()
 _committing: set[str] = set()
 _written: list[str] = []
 _cleaned: list[str] = []  # what the interrupted work removed (a half-installed prefix), for the message
+_held: set[Path] = set()  # the mutex files this process holds (envgen.lockio.env_mutex)
 _command = ["lock"]
 # What a command that writes no lock says when interrupted before its work recorded anything more.
 _NOTHING_DONE = {
@@ -194,17 +196,35 @@ def message(written: list[str]) -> str:
     return "interrupted: nothing was written (the previous lock files are unchanged)"
 
 
+@contextmanager
+def holding(path: Path) -> Iterator[None]:
+    """Around holding the mutex file `path`: removed by `leave` if this process exits while it is held."""
+    with _lock:
+        _held.add(path)
+    try:
+        yield
+    finally:
+        with _lock:
+            _held.discard(path)
+
+
 def leave(code: int, timeout: float = 1.0) -> None:
     """End the process after an interrupt was reported: the files are settled and the message printed.
 
     Worker threads get a moment to unwind (their children are dead) and clean up, but one stuck in a solver,
-    which cannot be killed, must not keep envgen from exiting (as joining it at interpreter exit would).
+    which cannot be killed, must not keep envgen from exiting (as joining it at interpreter exit would). A
+    mutex file such a worker still holds is removed here: no lock write can begin any more (`cancelled`), and
+    it would otherwise outlive the process, as one killed outright leaves it.
     """
     deadline = time.monotonic() + timeout
     for thread in threading.enumerate():
         # An interrupt inside Thread.start() leaves a thread listed that never started: nothing to wait for.
         if thread is not threading.current_thread() and not thread.daemon and thread.ident is not None:
             thread.join(max(0.0, deadline - time.monotonic()))
+    with _lock:
+        for path in _held:
+            with suppress(OSError):
+                path.unlink()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.example.project import Example, bump_version, serve_example
+from envgen.example.project import Example, bump_version
+
+from tests.support.example import served_example
 
 ENV = "demo"
 WRITTEN = "interrupted: the new lock of demo was written"
@@ -28,7 +30,8 @@ NOT_WRITTEN = "interrupted: nothing was written (the previous lock files are unc
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with serve_example(tmp_path_factory.mktemp("example")) as served:
+    """A copy of the session's example artifacts, served (this module's upstream and locks are its own)."""
+    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as served:
         yield served
 
 
