@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.commands import check_npu, check_throwaway
 from envgen.commands.check_throwaway import throwaway_steps
-from envgen.errors import EnvgenError
+from envgen.errors import VerificationError
 from envgen.example.project import GITHUB, Example
 from envgen.example.srcprojects import backend_project
 from envgen.installer.core import Destination
@@ -274,7 +274,7 @@ def test_a_hanging_npu_smi_fails_its_step_without_stopping_the_check(
 
 def test_a_failed_install_skips_the_npu_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def failing_install(*args: object, **kwargs: object) -> None:
-        raise EnvgenError("the wheel does not match its locked sha256")
+        raise VerificationError("the wheel does not match its locked sha256")
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     lock = make_lock("x")

@@ -149,9 +149,7 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_be
 
     moved = re.search(r"# upstream moves: a new commit ([0-9a-f]{12}) on trainer's branch core_r0.12.0", out)
     assert moved is not None and moved.start() < status
-    assert re.search(
-        rf"trainer core_r0\.12\.0: locked [0-9a-f]{{7}}, upstream now {moved.group(1)[:7]}\n", out[status:]
-    )
+    assert re.search(rf"trainer core_r0\.12\.0: locked [0-9a-f]{{12}}, upstream now {moved.group(1)}\n", out[status:])
     assert "rollout v0.23.0: up to date" in out[status:]
     assert "demo-npu: stands in for torch_npu" in out[status:]
     assert "# exit 1 is status reporting the drift" in out[status:]

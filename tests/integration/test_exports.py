@@ -252,16 +252,16 @@ def test_check_fails_on_a_hand_edited_or_missing_derived_file(example: Example) 
     requirements.write_text(original.replace(numpy.sha256, "0" * 64))
     code, out, _ = envgen(example, "check", ENV, "--venv", "--no-solve")
     assert code == 4
-    # What differs, in words (before: the reader's Python repr, `missing: Pinned(name=...)`).
+    # What differs, in words (before: the reader's Python repr, `missing: RequirementLine(name=...)`).
     said = (
         f"locks/{ENV}.{HOST}.requirements.txt does not carry the yml's artifacts and hashes: "
         f"demo-numpy: 1.26.4, sha256 {'0' * 12} here, "
         f"1.26.4, sha256 {numpy.sha256[:12]} in the lock"
     )
-    assert said in out and "Pinned(" not in out
+    assert said in out and "RequirementLine(" not in out
     assert "env: install" in out and "static checks failed" in out
     code, out, _ = envgen(example, "status", ENV)
-    assert code == 1 and said in out and "Pinned(" not in out
+    assert code == 1 and said in out and "RequirementLine(" not in out
     pylock = example.root / "locks" / f"pylock.{ENV}-{HOST}.toml"
     written = pylock.read_text()
     pylock.write_text(written.replace(f'version = "{numpy.version}"', 'version = "9.9"'))

@@ -119,6 +119,11 @@ def test_venv_install_of_wheels_and_a_source(
     code = "import importlib.metadata as m; print(*(m.version(d) for d in ('alpha', 'beta-pkg', 'srcfix')))"
     shown = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True)
     assert shown.stdout.split() == ["1.2.0", "0.3.0", "0.9.0"], shown.stderr
+    # The recipe installs the source with the same tool as the pip part: each records itself as INSTALLER.
+    code = "import importlib.metadata as m; print(*(m.distribution(d).read_text('INSTALLER') for d in "
+    code += "('alpha', 'srcfix')))"
+    shown = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True)
+    assert shown.stdout.split() == [installer, installer], shown.stderr
 
 
 def test_trusted_hosts_are_those_of_the_indexes_the_entries_came_from(tmp_path: Path) -> None:

@@ -117,6 +117,7 @@ def test_the_next_lock_removes_stale_temp_files_of_its_own_naming(example: Examp
     locks = example.root / "locks"
     locks.mkdir(exist_ok=True)
     stale = [locks / f".{ENV}.yml.abc123.tmp", locks / f".{ENV}.sources.toml.x.tmp", locks / f".{ENV}.yml.bak"]
+    stale.append(locks / f".{ENV}.install.sh.0123456789abcdef.part")
     foreign = locks / ".someone-else.tmp"
     for path in [*stale, foreign]:
         path.write_text("left by a killed run\n")

@@ -297,8 +297,8 @@ def _install_failed(name: str, exc: EnvgenError, lock: Lock, npu: Npu | None) ->
     """The failed install step, and the steps it skips: a host that could not be reached is no
     verdict on the lock (one line per host)."""
     if isinstance(exc, NetworkError):
-        headline, *hosts = exc.message.splitlines()
-        failed = Step(name, FAILED, headline, tuple(h.strip() for h in hosts), unreachable=True)
+        hosts = tuple(str(h) for h in exc.hosts) if exc.listed else ()
+        failed = Step(name, FAILED, exc.failure, hosts, unreachable=True)
     else:
         failed = Step(name, FAILED, exc.message)
     skipped = ["env: pip check", *(f"import {c.module}" for c in lock.checks), *npu_step_names(npu)]
