@@ -30,9 +30,21 @@ ENV = "demo"
 HOST = "linux-64" if sys.platform == "linux" and __import__("platform").machine() == "x86_64" else "linux-aarch64"
 
 
+@pytest.fixture(scope="module")
+def written(served: Example) -> dict[Path, bytes]:
+    """The module's example locked once: what `envgen lock` wrote in locks/."""
+    patch = pytest.MonkeyPatch()
+    use_git_config(served.gitconfig, patch)
+    code, _, err = run_envgen(served, "lock", ENV, "-q")
+    patch.undo()
+    assert code == 0, err
+    return {p: p.read_bytes() for p in (served.root / "locks").iterdir()}
+
+
 @pytest.fixture
-def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
-    """The served example with its git mirror config active, locked; the lock removed afterwards."""
+def example(served: Example, written: dict[Path, bytes], monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+    """The served example with its git mirror config active and the module's lock; its channels and
+    locks/ put back as they were afterwards."""
     use_git_config(served.gitconfig, monkeypatch)
     channels = {p: p.read_text() for p in (served.root / "channels").glob("*.toml")}
     yield served
@@ -40,12 +52,16 @@ def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Exampl
         path.write_text(text)
     for path in (served.root / "locks").iterdir():
         path.unlink()
+    for path, data in written.items():
+        path.write_bytes(data)
 
 
 envgen = run_envgen
 
 
 def locked(example: Example) -> Lock:
+    """The lock of the example as its matrix and channels are now: `envgen lock` writes it only when
+    they changed (the module's lock is up to date otherwise, and the lock a no-op)."""
     code, _, err = envgen(example, "lock", ENV, "-q")
     assert code == 0, err
     lock = read_lock(Project(example.root), ENV)
