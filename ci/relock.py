@@ -42,7 +42,7 @@ LOCK_SUFFIXES = (".yml", ".sources.toml", ".install.sh")
 MARKER = "<!-- envgen-relock -->"
 # GitHub refuses pull request bodies over 65536 characters.
 BODY_LIMIT = 60000
-SHORT = 7
+SHORT = 12  # as envgen shows a commit (generator/envgen/commits.py, SHORT_SHA)
 
 
 class Failed(Exception):

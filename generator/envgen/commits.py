@@ -1,4 +1,4 @@
-"""How envgen writes and recognises a git commit: 40 hex digits in full, 7 when shown next to others."""
+"""How envgen writes and recognises a git commit: 40 hex digits in full, 12 when shown (`short_commit`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ import re
 FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 # What an abbreviated commit (`git rev-parse --short`, a commit in a URL) looks like.
 _ABBREVIATED = re.compile(r"[0-9a-fA-F]{7,39}")
-# How many hex digits a commit is shown with in reports (git's own default abbreviation).
-SHORT_SHA = 7
+# How many hex digits a commit (or a tree or blob) is shown with in every message and report, and in
+# the `0+g<commit>` version a setuptools-scm build of a source is given: unambiguous in any repository
+# envgen meets, where git's own default of 7 is not.
+SHORT_SHA = 12
+
+
+def short_commit(sha: str) -> str:
+    """A commit, tree or blob id as envgen shows it: its first `SHORT_SHA` hex digits."""
+    return sha[:SHORT_SHA]
 
 
 def is_full_commit(text: str) -> bool:

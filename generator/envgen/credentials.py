@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from envgen.redact import strip_credentials
+from envgen.urls import path_under, same_host
 
 _HTTP = ("http", "https")
 
@@ -43,18 +44,12 @@ class Credential:
     def on_host(self, url: str) -> bool:
         """Whether `url` is on this credential's scheme, host and port (an index serves its files from other
         paths than its own, so a path is only a preference: `_best`)."""
-        mine, other = urlsplit(self.url), urlsplit(strip_credentials(url))
-        return (mine.scheme.lower(), mine.netloc.lower()) == (other.scheme.lower(), other.netloc.lower())
-
-
-def _under(path: str, prefix: str) -> bool:
-    prefix = prefix.rstrip("/")
-    return not prefix or path == prefix or path.startswith(prefix + "/")
+        return urlsplit(self.url).scheme.lower() == urlsplit(url).scheme.lower() and same_host(self.url, url)
 
 
 def _best(found: list[Credential], path: str) -> Credential | None:
     """Of the credentials of one host, the first whose URL path `path` is under, else the first."""
-    return next((c for c in found if _under(path, urlsplit(c.url).path)), found[0] if found else None)
+    return next((c for c in found if path_under(path, urlsplit(c.url).path)), found[0] if found else None)
 
 
 def split_credential(url: str) -> tuple[str, Credential | None]:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Self
+
 
 class EnvgenError(Exception):
     """Root of every error envgen reports to a user (never a bug)."""
@@ -15,6 +19,14 @@ class EnvgenError(Exception):
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+    def reworded(self, message: str) -> Self:
+        """The same error (its class, exit code, hint and parts: a conflict's, an unreachable
+        host's) saying `message`."""
+        other = type(self).__new__(type(self), message)
+        other.__dict__.update(self.__dict__)
+        other.message = message
+        return other
 
 
 class InputError(EnvgenError):
@@ -37,8 +49,59 @@ class ResolutionError(EnvgenError):
     exit_code = 3
 
 
+@dataclass(frozen=True)
+class Unreached:
+    """One host that could not be reached: as shown (its URL or host name, credentials redacted) and
+    why, in a few words."""
+
+    host: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.reason}"
+
+
 class NetworkError(ResolutionError):
-    """A host (an index, a channel, a remote) could not be reached: the answer is unknown, not wrong."""
+    """A host (an index, a channel, a remote) could not be reached: the answer is unknown, not wrong.
+
+    Besides the message (composed from them where it is raised), its parts: `hosts`, each host not
+    reached and why (one for most failures, every one when a probe or a download asked several at
+    once, none when the tool named no host); `platform`, the platform being locked or installed,
+    when one was; `listed`, whether the message names each host on a line of its own under a
+    headline; `failure`, the line `check` reports: that headline, or the message, and for a
+    resolution (grouped across platforms there) without the platform."""
+
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        hosts: Sequence[Unreached],
+        platform: str | None = None,
+        failure: str | None = None,
+        listed: bool = False,
+    ) -> None:
+        super().__init__(message, hint)
+        self.hosts = tuple(hosts)
+        self.platform = platform
+        self.failure = message if failure is None else failure
+        self.listed = listed
+
+    @classmethod
+    def listing(
+        cls,
+        headline: str,
+        hosts: Sequence[Unreached],
+        hint: str | None = None,
+        *,
+        platform: str | None = None,
+        lines: Sequence[str] | None = None,
+    ) -> NetworkError:
+        """Several hosts at once: the headline, then one line per host (`  host: reason`, or the
+        `lines` given, one per host)."""
+        shown = [str(h) for h in hosts] if lines is None else list(lines)
+        message = headline + "".join(f"\n  {line}" for line in shown)
+        return cls(message, hint, hosts=hosts, platform=platform, failure=headline, listed=True)
 
 
 class ConflictError(ResolutionError):

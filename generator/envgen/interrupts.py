@@ -1,5 +1,8 @@
 """Ctrl-C and SIGTERM while envgen works: stop the work, and say truthfully whether a lock was written.
 
+The one module that installs, restores and blocks signal handlers (`on_signals`, `ignore_signals`, `held`,
+`worker_thread`, `until_ready`): the command line says what a handler does, this module makes it one.
+
 Envs are locked in worker threads, but a signal interrupts only the main thread. So an interrupt sets
 `cancelled`, kills the child processes (uv, git) the workers wait on, and waits for any lock write already
 past its commit point. A worker checks `cancelled` before each child process and at the commit point; a
@@ -10,14 +13,19 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from envgen.errors import EnvgenError
+
+if TYPE_CHECKING:  # the command line imports this module first thing: only what it needs at once
+    import subprocess
+    from pathlib import Path
 
 # How long an interrupt waits for a write in progress (temp files and renames in locks/: milliseconds).
 COMMIT_WAIT = 30.0
@@ -28,6 +36,7 @@ _children: set[subprocess.Popen[str]] = set()
 _committing: set[str] = set()
 _written: list[str] = []
 _cleaned: list[str] = []  # what the interrupted work removed (a half-installed prefix), for the message
+_held: set[Path] = set()  # the mutex files this process holds (envgen.lockio.env_mutex)
 _command = ["lock"]
 # What a command that writes no lock says when interrupted before its work recorded anything more.
 _NOTHING_DONE = {
@@ -36,6 +45,11 @@ _NOTHING_DONE = {
     "check": "the check stopped before its verdict: nothing was installed or written",
 }
 _idle = threading.Condition(_lock)
+
+# The signals that stop envgen's work: Ctrl-C, and a supervisor's (a CI job cancelled) SIGTERM.
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# What signal.signal takes and returns: a function of (signal number, frame), SIG_IGN, SIG_DFL or None.
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
 class Interrupted(EnvgenError):
@@ -51,7 +65,55 @@ def worker_thread() -> None:
     main thread only once that worker finished (and wrote its lock). Child processes inherit the mask, so a
     tool a library starts (a build backend) is not killed by Ctrl-C half-way either: envgen stops it.
     """
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS))
+
+
+def on_signals(handler: Handler) -> dict[int, Handler]:
+    """Handle SIGINT and SIGTERM with `handler`; the handlers it replaced, for `restore`."""
+    return {sig: signal.signal(sig, handler) for sig in SIGNALS}
+
+
+def restore(previous: Mapping[int, Handler]) -> None:
+    """Put back the handlers `on_signals` replaced."""
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def ignore_signals() -> None:
+    """SIGINT and SIGTERM do nothing from now on: the command is done and reported, and a signal would only
+    turn a true exit status into "killed"."""
+    on_signals(signal.SIG_IGN)
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM raises KeyboardInterrupt as Ctrl-C does, for work that cleans up on KeyboardInterrupt alone."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+@contextmanager
+def held() -> Iterator[list[int]]:
+    """Record SIGINT/SIGTERM instead of acting on them; the caller acts once it can clean up.
+
+    A Ctrl-C that lands inside `Popen` (after the fork, before it returns) would otherwise leave a child that
+    nobody knows the pid of. Handlers set here are Python functions, so the child's exec resets them.
+    """
+    signals: list[int] = []
+    previous = on_signals(lambda number, _frame: signals.append(number))
+    try:
+        yield signals
+    finally:
+        restore(previous)
+
+
+def until_ready() -> None:
+    """Handle SIGINT and SIGTERM until the command line installs its own handlers (importing it takes a
+    moment): nothing can have been written yet."""
+    on_signals(_not_ready)
+
+
+def _not_ready(signum: int, frame: FrameType | None) -> None:
+    sys.stderr.write("interrupted: nothing was written (the previous lock files are unchanged)\n")
+    raise SystemExit(128 + signum)
 
 
 def check() -> None:
@@ -134,17 +196,35 @@ def message(written: list[str]) -> str:
     return "interrupted: nothing was written (the previous lock files are unchanged)"
 
 
+@contextmanager
+def holding(path: Path) -> Iterator[None]:
+    """Around holding the mutex file `path`: removed by `leave` if this process exits while it is held."""
+    with _lock:
+        _held.add(path)
+    try:
+        yield
+    finally:
+        with _lock:
+            _held.discard(path)
+
+
 def leave(code: int, timeout: float = 1.0) -> None:
     """End the process after an interrupt was reported: the files are settled and the message printed.
 
     Worker threads get a moment to unwind (their children are dead) and clean up, but one stuck in a solver,
-    which cannot be killed, must not keep envgen from exiting (as joining it at interpreter exit would).
+    which cannot be killed, must not keep envgen from exiting (as joining it at interpreter exit would). A
+    mutex file such a worker still holds is removed here: no lock write can begin any more (`cancelled`), and
+    it would otherwise outlive the process, as one killed outright leaves it.
     """
     deadline = time.monotonic() + timeout
     for thread in threading.enumerate():
         # An interrupt inside Thread.start() leaves a thread listed that never started: nothing to wait for.
         if thread is not threading.current_thread() and not thread.daemon and thread.ident is not None:
             thread.join(max(0.0, deadline - time.monotonic()))
+    with _lock:
+        for path in _held:
+            with suppress(OSError):
+                path.unlink()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -1,5 +1,6 @@
-"""Names: one spelling of a package across pip and conda, what an env, source or profile name may
-be, and which version control a requirement's URL names (pure; light, every command imports it)."""
+"""Names: one spelling of a package across pip and conda, what an env, source, profile or
+channel name may be, what a Python project name may be, and which version control a requirement's
+URL names (pure; light, every command imports it)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,26 @@ def package_key(name: str) -> str:
     return str(canonicalize_name(name))
 
 
+def is_plain_name(name: str) -> bool:
+    """Whether `name` may name an env, a source, a profile or a channel: a letter or digit, then letters,
+    digits, '.', '_' or '-' (a file name under env-templates/, channels/ and locks/, never a path)."""
+    return _NAME.fullmatch(name) is not None
+
+
+def is_project_name(name: str) -> bool:
+    """Whether `name` is a valid Python project name (PEP 508), as `packaging` validates it."""
+    from packaging.utils import InvalidName, canonicalize_name
+
+    try:
+        canonicalize_name(name, validate=True)
+    except InvalidName:
+        return False
+    return True
+
+
 def name_problem(name: str, what: str) -> str | None:
     """Why `name` (an env, source or profile name) is not a plain name, or None."""
-    if _NAME.fullmatch(name):
+    if is_plain_name(name):
         return None
     rule = "must start with a letter or digit and hold only letters, digits, '.', '_' or '-'"
     return f"{what} {name!r} {rule}"

@@ -5,13 +5,13 @@ all."""
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from envgen import atomic
 from envgen.errors import InputError
 from envgen.project import Project
 
@@ -47,21 +47,18 @@ def _inside(directory: Path, locks: Path) -> bool:
 def output_file(path: Path, project: Project) -> Iterator[BinaryIO]:
     """A handle whose bytes replace `path` when the block ends without an error.
 
-    They go to a new temp file beside `path`, created as any new file is (mode 0666 less the
-    umask), renamed over `path` once complete: no reader sees half a file, and an error or an
+    They go to a part file beside `path` (`atomic.py`), created as any new file is (mode 0666 less
+    the umask), renamed over `path` once complete: no reader sees half a file, and an error or an
     interrupt leaves nothing behind. `path` is checked before, and again just before the rename."""
     checked_output(path, project)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
+    opened = False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        with atomic.part_file(path) as part:
+            opened = True
+            yield part.handle
+            part.place(path, check=lambda target: checked_output(target, project))
     except OSError as exc:
+        if opened:
+            raise
         raise InputError(f"cannot write {path}: {exc.strerror}", hint=_HINT) from exc
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-        checked_output(path, project)
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise

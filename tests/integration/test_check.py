@@ -72,7 +72,8 @@ def steps_of(out: str) -> dict[str, dict[str, str]]:
 
 
 def test_lock_then_check_passes_and_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
-    code, out, err = envgen_check(example, "--venv", "--json")
+    # uv for the throwaway env: check's pip path is test_exports' and test_frozen_and_installers'
+    code, out, err = envgen_check(example, "--venv", "--installer", "uv", "--json")
     assert code == 0, out + err
     steps = steps_of(out)
     failed = {n: s for n, s in steps.items() if s["status"] == "failed"}
@@ -102,7 +103,7 @@ def test_lock_then_check_passes_and_removes_the_throwaway_env(example: Example, 
 
 
 def test_require_npu_turns_skips_into_failures_and_keep_keeps_the_env(example: Example, tmp_path: Path) -> None:
-    code, out, err = envgen_check(example, "--venv", "--no-solve", "--require-npu", "--keep")
+    code, out, err = envgen_check(example, "--venv", "--installer", "uv", "--no-solve", "--require-npu", "--keep")
     assert code == 4
     assert "failed  import demo_triton: needs CANN" in out
     (kept,) = throwaways(tmp_path)
@@ -114,10 +115,10 @@ def test_without_venv_the_check_installs_a_conda_prefix_and_passes(
     example: Example,
     tmp_path: Path,
 ) -> None:
-    """The researchers' env, end to end: the conda part by rattler, the pip part by the prefix's own
-    python, the recipe, pip check and the imports; every pip package in the prefix, none in the
-    host's interpreter."""
-    code, out, err = envgen_check(example, "--no-solve", "--keep", "--json")
+    """The researchers' env, end to end: the conda part by rattler, the pip part into the prefix's
+    own python, the recipe, pip check and the imports; every pip package in the prefix, none in the
+    host's interpreter. The pip part by uv: pip run by the prefix's python is test_install's."""
+    code, out, err = envgen_check(example, "--installer", "uv", "--no-solve", "--keep", "--json")
     assert code == 0, out + err
     steps = steps_of(out)
     passed = ("env: install (conda prefix)", "env: installed set", "env: pip check")
@@ -161,7 +162,7 @@ def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
     result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)])
     assert result.exit_code == 0, result.output
 
-    code, out, _ = envgen_check(example, "--venv", "--no-solve", "--json")
+    code, out, _ = envgen_check(example, "--venv", "--installer", "uv", "--no-solve", "--json")
     assert code == 0, out
     steps = steps_of(out)
     assert steps["env: sources needing CANN"]["status"] == "skipped"
@@ -172,7 +173,7 @@ def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
     set_env.parent.mkdir()
     set_env.write_text("export DEMO_CANN_HOME=/opt/demo-cann\n")
     monkeypatch.setenv("ASCEND_SET_ENV", str(set_env))
-    code, out, _ = envgen_check(example, "--venv", "--no-solve", "--json")
+    code, out, _ = envgen_check(example, "--venv", "--installer", "uv", "--no-solve", "--json")
     assert code == 0, out
     steps = steps_of(out)
     assert "env: sources needing CANN" not in steps

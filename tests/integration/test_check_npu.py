@@ -5,6 +5,7 @@ wrong generation, a build for another generation and a missing device."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -14,11 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands import check_npu
+from envgen.commands import check_npu, check_throwaway
 from envgen.commands.check_throwaway import throwaway_steps
-from envgen.errors import EnvgenError
+from envgen.errors import VerificationError
 from envgen.example.project import GITHUB, Example
 from envgen.example.srcprojects import backend_project
+from envgen.installer.core import Destination
+from envgen.installer.destinations import destination
 from envgen.installer.sources import IndexSource
 from envgen.installer.tools import Pip
 from envgen.npu import Npu
@@ -134,7 +137,18 @@ def host(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> It
     monkeypatch.setenv("ASCEND_SET_ENV", str(work / "cann" / "set_env.sh"))
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(check_throwaway, "destination", functools.partial(_shared, work / "envs"))
     yield served
+
+
+def _shared(envs: Path, path: Path, *, venv: bool, cache: Path) -> Destination:
+    """The env a check of this module installs into: one venv per env of the example, kept across its
+    tests instead of one per check. Each check installs it again for real (uv, the recipe), so only
+    the first pays for a new env: uv finds the locked packages installed, the recipe its sources at
+    their commits. What is checked after the install (installed set, pip check, imports, the NPU
+    steps) runs on it as on a new one; the throwaway env itself is test_check.py's."""
+    env = path.parent.name.removeprefix("envgen-check-").rsplit("-", 1)[0]  # envgen-check-<env>-<random>
+    return destination(envs / env, venv=venv, cache=cache)
 
 
 Steps = dict[str, dict[str, str]]
@@ -168,36 +182,6 @@ def test_the_host_the_env_was_built_for_passes(host: Example, monkeypatch: pytes
         # the older build, judged by the chip it recorded
         "npu: built for": ("ok", f"ASCEND910_9392 ({A3}) ({LEGACY}.__soc_version__)"),
     }
-
-
-def test_a_build_recording_its_device_type_passes_on_the_env_of_that_generation(
-    host: Example, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("FAKE_NPU_SOC", "260")
-    monkeypatch.setenv("FAKE_NPU_NAME", "Ascend950DT")
-    code, steps, _ = check(host, "--require-npu", "--json", env="demo-a5")
-    assert code == 0, steps
-    assert npu(steps) == {
-        "npu: npu-smi": ("ok", "npu-smi info lists the NPUs"),
-        "npu: device": ("ok", "1 NPU device"),
-        "npu: soc version": ("ok", f"260 ({A5}), within 260"),
-        "npu: device name": ("ok", "Ascend950DT"),
-        "npu: built for": ("ok", f"A5 ({A5}) ({CURRENT}.__device_type__)"),
-    }
-
-
-def test_another_generations_build_fails(host: Example, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The host is the A3 the env targets; the env's build is the A5 one."""
-    monkeypatch.setenv("FAKE_NPU_SOC", "253")
-    monkeypatch.setenv("FAKE_NPU_NAME", "Ascend910_9392")
-    code, steps, _ = check(host, "--require-npu", "--json", env="demo-a3-on-a5-build")
-    assert code == 4
-    found = npu(steps)
-    assert found["npu: built for"] == (
-        "failed",
-        f"expected a build for A3 ({A3}), found A5 ({A5}) ({CURRENT}.__device_type__)",
-    )
-    assert {found[n][0] for n in ("npu: soc version", "npu: device name")} == {"ok"}
 
 
 def test_a_host_of_another_generation_fails_naming_expected_and_found(
@@ -242,6 +226,36 @@ def test_a_host_without_a_device_fails_and_a_host_without_npu_smi_skips(
     assert set(npu(steps).values()) == {("failed", reason)}
 
 
+def test_a_build_recording_its_device_type_passes_on_the_env_of_that_generation(
+    host: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NPU_SOC", "260")
+    monkeypatch.setenv("FAKE_NPU_NAME", "Ascend950DT")
+    code, steps, _ = check(host, "--require-npu", "--json", env="demo-a5")
+    assert code == 0, steps
+    assert npu(steps) == {
+        "npu: npu-smi": ("ok", "npu-smi info lists the NPUs"),
+        "npu: device": ("ok", "1 NPU device"),
+        "npu: soc version": ("ok", f"260 ({A5}), within 260"),
+        "npu: device name": ("ok", "Ascend950DT"),
+        "npu: built for": ("ok", f"A5 ({A5}) ({CURRENT}.__device_type__)"),
+    }
+
+
+def test_another_generations_build_fails(host: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host is the A3 the env targets; the env's build is the A5 one."""
+    monkeypatch.setenv("FAKE_NPU_SOC", "253")
+    monkeypatch.setenv("FAKE_NPU_NAME", "Ascend910_9392")
+    code, steps, _ = check(host, "--require-npu", "--json", env="demo-a3-on-a5-build")
+    assert code == 4
+    found = npu(steps)
+    assert found["npu: built for"] == (
+        "failed",
+        f"expected a build for A3 ({A3}), found A5 ({A5}) ({CURRENT}.__device_type__)",
+    )
+    assert {found[n][0] for n in ("npu: soc version", "npu: device name")} == {"ok"}
+
+
 def test_a_hanging_npu_smi_fails_its_step_without_stopping_the_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -260,7 +274,7 @@ def test_a_hanging_npu_smi_fails_its_step_without_stopping_the_check(
 
 def test_a_failed_install_skips_the_npu_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def failing_install(*args: object, **kwargs: object) -> None:
-        raise EnvgenError("the wheel does not match its locked sha256")
+        raise VerificationError("the wheel does not match its locked sha256")
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     lock = make_lock("x")

@@ -99,10 +99,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory, pip_site_packages: Path)
     return build_once(tmp_path_factory, "installed-envgen", build) / "venv"
 
 
-def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_behind(
+def test_the_demo_from_the_installed_wheel_runs_every_step_keeps_only_its_directory_and_serves_it_again(
     installed: Path, tmp_path: Path
 ) -> None:
-    """`pip install` of the wheel, then `envgen demo` in a directory outside the checkout."""
+    """`pip install` of the wheel, then `envgen demo --keep` in a directory outside the checkout: every step as
+    expected, nothing left but the directory it kept (no temp file, process or server). `demo --keep` says how
+    to serve that directory again; `demo --serve DIR` does (a_kept_demo_is_served_again_as_a_playground).
+    One run of the demo for both: it is the suite's longest test. The directory's removal when not kept is
+    scratch_dir's (tests/unit/test_scratch.py), on success as on the failure and interrupt tests below."""
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     where = subprocess.run(
@@ -115,10 +119,11 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_be
     assert Path(where.stdout.strip()).is_relative_to(site_packages(installed)), where.stdout + where.stderr
 
     marker = f"e2e-{os.getpid()}"
+    env = demo_environment(tmp_path / "tmp", marker, clean_environment())
     proc = subprocess.run(
-        [installed / "bin" / "envgen", "demo"],
+        [installed / "bin" / "envgen", "demo", "--keep"],
         cwd=outside,
-        env=demo_environment(tmp_path / "tmp", marker, clean_environment()),
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -149,9 +154,7 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_be
 
     moved = re.search(r"# upstream moves: a new commit ([0-9a-f]{12}) on trainer's branch core_r0.12.0", out)
     assert moved is not None and moved.start() < status
-    assert re.search(
-        rf"trainer core_r0\.12\.0: locked [0-9a-f]{{7}}, upstream now {moved.group(1)[:7]}\n", out[status:]
-    )
+    assert re.search(rf"trainer core_r0\.12\.0: locked [0-9a-f]{{12}}, upstream now {moved.group(1)}\n", out[status:])
     assert "rollout v0.23.0: up to date" in out[status:]
     assert "demo-npu: stands in for torch_npu" in out[status:]
     assert "# exit 1 is status reporting the drift" in out[status:]
@@ -162,10 +165,19 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_and_leaves_nothing_be
     assert re.search(r"demo: installed into .*/offline-env\n", out[install:])
     assert f"# done: {len(BANNERS)} commands ran as expected" in out[install:]
 
-    assert list((tmp_path / "tmp").iterdir()) == []
+    # The kept directory, on stdout's last line (then stderr's summary): all the demo's temp dir holds.
+    *_, last, summary = out.splitlines()
+    kept = Path(last)
+    assert summary.startswith(f"envgen demo: {len(BANNERS)} commands in "), out[-500:]
+    assert kept.parent == tmp_path / "tmp" and (kept / "project" / "locks" / "demo.yml").is_file()
+    assert f"# kept {kept}: `envgen demo --serve {kept}` serves it again" in out[install:]
+    assert list((tmp_path / "tmp").iterdir()) == [kept]
+    assert list((kept / "tmp").iterdir()) == []  # the steps' temp dir
     assert processes_with(marker) == []
     urls = re.findall(r"http://127\.0\.0\.1:\d+", out[:lock1])
     assert len(set(urls)) == 3 and all(refuses(url) for url in urls)
+
+    a_kept_demo_is_served_again_as_a_playground(kept, env, [installed / "bin" / "envgen"], tmp_path, marker)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
@@ -272,10 +284,10 @@ def test_a_missing_example_stops_before_any_step_and_says_how_to_get_it_back(
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
-def _serve(kept: Path, env: Mapping[str, str]) -> tuple[subprocess.Popen[str], list[str]]:
+def _serve(kept: Path, env: Mapping[str, str], envgen: list[Path]) -> tuple[subprocess.Popen[str], list[str]]:
     """`envgen demo --serve KEPT` started; its lines up to the last command it suggests."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "envgen", "demo", "--serve", str(kept)],
+        [*envgen, "demo", "--serve", str(kept)],
         env=dict(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -298,21 +310,15 @@ def _stop(server: subprocess.Popen[str]) -> tuple[int, str]:
     return code, server.stdout.read()
 
 
-def test_a_kept_demo_is_served_again_as_a_playground(tmp_path: Path) -> None:
-    """`demo --keep` says how to serve its directory again; `demo --serve DIR` does, on the ports its locks name,
-    until Ctrl-C, with what to set: lock, status and bundle then work in the kept project."""
-    marker = f"serve-{os.getpid()}"
-    env = demo_environment(tmp_path / "tmp", marker)
-    demo = subprocess.run(
-        [sys.executable, "-m", "envgen", "demo", "--keep"], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert demo.returncode == 0, demo.stdout + demo.stderr
-    kept = Path(demo.stdout.strip().splitlines()[-1])
-    assert kept.parent == tmp_path / "tmp" and (kept / "project" / "locks" / "demo.yml").is_file()
-    assert f"# kept {kept}: `envgen demo --serve {kept}` serves it again" in demo.stdout
+def a_kept_demo_is_served_again_as_a_playground(
+    kept: Path, env: Mapping[str, str], server_envgen: list[Path], tmp_path: Path, marker: str
+) -> None:
+    """`demo --serve DIR` (run by `server_envgen`) serves the directory `demo --keep` kept (in `env`, its
+    processes marked `marker`), on the ports its locks name, until Ctrl-C, with what to set: lock, status and
+    bundle then work in the kept project."""
     channels = {p.name: p.read_text() for p in (kept / "project" / "channels").iterdir()}
 
-    server, lines = _serve(kept, env)
+    server, lines = _serve(kept, env, server_envgen)
     try:
         assert lines[0] == f"# serving the demo kept in {kept} on 127.0.0.1 until Ctrl-C:", lines
         assert {p.name: p.read_text() for p in (kept / "project" / "channels").iterdir()} == channels  # same ports
@@ -348,7 +354,7 @@ def test_a_kept_demo_is_served_again_as_a_playground(tmp_path: Path) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the last run's closed connections
         sock.bind(("127.0.0.1", int(taken.group(1).rsplit(":", 1)[1])))
         sock.listen()
-        server, lines = _serve(kept, env)
+        server, lines = _serve(kept, env, server_envgen)
         code, _ = _stop(server)
     assert code == 0
     moved = (kept / "project" / "channels" / "pypi.toml").read_text()

@@ -30,9 +30,21 @@ ENV = "demo"
 HOST = "linux-64" if sys.platform == "linux" and __import__("platform").machine() == "x86_64" else "linux-aarch64"
 
 
+@pytest.fixture(scope="module")
+def written(served: Example) -> dict[Path, bytes]:
+    """The module's example locked once: what `envgen lock` wrote in locks/."""
+    patch = pytest.MonkeyPatch()
+    use_git_config(served.gitconfig, patch)
+    code, _, err = run_envgen(served, "lock", ENV, "-q")
+    patch.undo()
+    assert code == 0, err
+    return {p: p.read_bytes() for p in (served.root / "locks").iterdir()}
+
+
 @pytest.fixture
-def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
-    """The served example with its git mirror config active, locked; the lock removed afterwards."""
+def example(served: Example, written: dict[Path, bytes], monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+    """The served example with its git mirror config active and the module's lock; its channels and
+    locks/ put back as they were afterwards."""
     use_git_config(served.gitconfig, monkeypatch)
     channels = {p: p.read_text() for p in (served.root / "channels").glob("*.toml")}
     yield served
@@ -40,12 +52,16 @@ def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Exampl
         path.write_text(text)
     for path in (served.root / "locks").iterdir():
         path.unlink()
+    for path, data in written.items():
+        path.write_bytes(data)
 
 
 envgen = run_envgen
 
 
 def locked(example: Example) -> Lock:
+    """The lock of the example as its matrix and channels are now: `envgen lock` writes it only when
+    they changed (the module's lock is up to date otherwise, and the lock a no-op)."""
     code, _, err = envgen(example, "lock", ENV, "-q")
     assert code == 0, err
     lock = read_lock(Project(example.root), ENV)
@@ -236,16 +252,16 @@ def test_check_fails_on_a_hand_edited_or_missing_derived_file(example: Example) 
     requirements.write_text(original.replace(numpy.sha256, "0" * 64))
     code, out, _ = envgen(example, "check", ENV, "--venv", "--no-solve")
     assert code == 4
-    # What differs, in words (before: the reader's Python repr, `missing: Pinned(name=...)`).
+    # What differs, in words (before: the reader's Python repr, `missing: RequirementLine(name=...)`).
     said = (
         f"locks/{ENV}.{HOST}.requirements.txt does not carry the yml's artifacts and hashes: "
         f"demo-numpy: 1.26.4, sha256 {'0' * 12} here, "
         f"1.26.4, sha256 {numpy.sha256[:12]} in the lock"
     )
-    assert said in out and "Pinned(" not in out
+    assert said in out and "RequirementLine(" not in out
     assert "env: install" in out and "static checks failed" in out
     code, out, _ = envgen(example, "status", ENV)
-    assert code == 1 and said in out and "Pinned(" not in out
+    assert code == 1 and said in out and "RequirementLine(" not in out
     pylock = example.root / "locks" / f"pylock.{ENV}-{HOST}.toml"
     written = pylock.read_text()
     pylock.write_text(written.replace(f'version = "{numpy.version}"', 'version = "9.9"'))

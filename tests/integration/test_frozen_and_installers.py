@@ -67,10 +67,15 @@ def edit_description(example: Example) -> None:
     example.matrix.write_text(edited)
 
 
-def test_install_refuses_a_stale_lock_with_a_hint_and_frozen_installs_it_as_it_is(
-    project: Example, tmp_path: Path
+@pytest.mark.parametrize(
+    ("installer", "derived"),
+    [("pip", f"{ENV}.{HOST}.requirements.txt"), ("uv", f"pylock.{ENV}-{HOST}.toml")],
+)
+def test_install_refuses_a_stale_lock_with_a_hint_and_frozen_installs_it_as_it_is_from_its_installers_file(
+    project: Example, tmp_path: Path, installer: str, derived: str
 ) -> None:
-    """Before: a stale lock installed silently while `status` said stale."""
+    """Before: a stale lock installed silently while `status` said stale; `install --installer uv`
+    installed from a temporary requirements.txt."""
     edit_description(project)
     code, out, _ = run_envgen(project, "status", ENV)
     assert code == 1 and f"matrix env-templates/{ENV}.toml changed" in out
@@ -81,8 +86,9 @@ def test_install_refuses_a_stale_lock_with_a_hint_and_frozen_installs_it_as_it_i
     assert f"matrix env-templates/{ENV}.toml changed" in out  # the reason status gives
     assert f"hint: run `envgen lock {ENV}`, or pass --frozen to install the lock as it is" in out
     assert not prefix.exists()
-    code, out = install(project, prefix, "--frozen")
+    code, out = install(project, prefix, "--frozen", "--installer", installer)
     assert code == 0, out
+    assert f"with {installer} from {project.root / 'locks' / derived} into" in out
     shown = subprocess.run(
         [str(prefix / "bin" / "python"), "-c", "import demo_torch, rollout; print('ok')"],
         capture_output=True,
@@ -105,7 +111,10 @@ def test_check_fails_a_stale_lock_naming_frozen_and_checks_it_as_it_is_with_it(
         "lock as it is with --frozen"
     ]
     assert steps["env: install"]["status"] == "skipped"
-    code, out, err = run_envgen(project, "check", ENV, "--venv", "--no-solve", "--frozen", "--json")
+    # uv for the throwaway env: check's pip path is test_exports'
+    code, out, err = run_envgen(
+        project, "check", ENV, "--venv", "--installer", "uv", "--no-solve", "--frozen", "--json"
+    )
     assert code == 0, out + err
     steps = steps_of(out)
     assert steps["static: input hash"]["status"] == "skipped"
@@ -124,19 +133,6 @@ def test_a_tampered_lock_is_refused_with_exit_4_with_or_without_frozen(
         code, out, _ = run_envgen(project, "check", ENV, "--venv", "--no-solve", *frozen)
         assert code == 4 and "static: integrity" in out, out
     assert not (tmp_path / "env").exists()
-
-
-@pytest.mark.parametrize(
-    ("installer", "derived"),
-    [("pip", f"{ENV}.{HOST}.requirements.txt"), ("uv", f"pylock.{ENV}-{HOST}.toml")],
-)
-def test_install_reads_the_lock_file_its_installer_promises(
-    project: Example, tmp_path: Path, installer: str, derived: str
-) -> None:
-    """Before: `install --installer uv` installed from a temporary requirements.txt."""
-    code, out = install(project, tmp_path / "env", "--installer", installer)
-    assert code == 0, out
-    assert f"with {installer} from {project.root / 'locks' / derived} into" in out
 
 
 def test_a_hand_edited_pylock_is_never_what_uv_installs(project: Example, tmp_path: Path) -> None:

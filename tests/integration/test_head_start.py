@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from envgen.commands import lock as lock_command
-from envgen.errors import NetworkError
+from envgen.errors import NetworkError, Unreached
 from envgen.example.condapkgs import demo_packages
 from envgen.example.project import Example, republish
 from envgen.inputs.matrix import load_env
@@ -204,7 +204,10 @@ def test_a_relock_ready_before_the_preflight_fails_writes_nothing(
     def preflight(*args: object) -> None:
         assert ready.wait(120), "the re-lock never got ready to write"
         wrote.wait(3)  # a re-lock not held back writes meanwhile
-        raise NetworkError("1 host that the lock needs did not answer; nothing was locked")
+        raise NetworkError.listing(
+            "1 host that the lock needs did not answer; nothing was locked:",
+            [Unreached("127.0.0.1:9", "connection refused")],
+        )
 
     monkeypatch.setattr(pipeline, "relock", relocked)
     monkeypatch.setattr(store, "write_lock", write)

@@ -18,7 +18,7 @@ from envgen.example.condapkgs import PackageFile, demo_packages, host_python, wr
 from envgen.example.http import serve_directory
 from envgen.example.srcprojects import backend_project
 from envgen.example.wheels import FixtureDist, build_wheel, write_index
-from envgen.installer.core import Request, install
+from envgen.installer.core import CondaPart, Request, install
 from envgen.installer.destinations import CondaPrefix, Venv
 from envgen.installer.sources import IndexSource
 from envgen.installer.tools import INSTALLER_NAMES, InstallerName, Pip, Uv, installer_named
@@ -119,6 +119,11 @@ def test_venv_install_of_wheels_and_a_source(
     code = "import importlib.metadata as m; print(*(m.version(d) for d in ('alpha', 'beta-pkg', 'srcfix')))"
     shown = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True)
     assert shown.stdout.split() == ["1.2.0", "0.3.0", "0.9.0"], shown.stderr
+    # The recipe installs the source with the same tool as the pip part: each records itself as INSTALLER.
+    code = "import importlib.metadata as m; print(*(m.distribution(d).read_text('INSTALLER') for d in "
+    code += "('alpha', 'srcfix')))"
+    shown = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True)
+    assert shown.stdout.split() == [installer, installer], shown.stderr
 
 
 def test_trusted_hosts_are_those_of_the_indexes_the_entries_came_from(tmp_path: Path) -> None:
@@ -239,6 +244,24 @@ def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_
     probe = "import importlib.util as u; print(u.find_spec('beta_pkg'))"
     isolated = [str(host_python().executable), "-I", "-c", probe]
     assert subprocess.run(isolated, capture_output=True, text=True).stdout.strip() == "None"
+
+
+def test_a_conda_prefix_has_the_bytecode_of_its_noarch_python_packages_before_any_python_runs_there(
+    tmp_path: Path,
+) -> None:
+    """rattler links `noarch: python` packages as sources only; conda compiles them, and so does envgen: the
+    prefix's pip runs about half a dozen times per install and check, each compiling pip anew where no bytecode
+    may be written (PYTHONDONTWRITEBYTECODE). Only the prefix is made here: no python has run pip there."""
+    write_channel(tmp_path / "channel" / "demo", demo_packages())
+    prefix = tmp_path / "env"
+    with serve_directory(tmp_path / "channel") as channel:
+        entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
+        CondaPrefix(prefix, tmp_path / "cache").create(demo_lock(conda=entries), HOST, CondaPart(entries))
+    pip = prefix / "lib" / "python3.11" / "site-packages" / "pip"
+    sources = sorted(p.relative_to(pip) for p in pip.rglob("*.py"))
+    compiled = sorted(p.parent.parent.relative_to(pip) / f"{p.name.split('.')[0]}.py" for p in pip.rglob("*.pyc"))
+    assert len(sources) > 100 and compiled == sources
+    assert {p.name.split(".")[1] for p in pip.rglob("*.pyc")} == {"cpython-311"}  # by the prefix's python
 
 
 def test_a_stand_in_python_is_refused_before_pip_could_touch_another_env(tmp_path: Path) -> None:

@@ -155,7 +155,7 @@ def test_a_failed_lock_leaves_the_previous_files_byte_identical(example: Example
     assert code == 3
     assert "demo-torch" in err and "linux-" in err
     assert lock_files(example) == before
-    assert not [p for p in (example.root / "locks").iterdir() if p.name.endswith(".tmp") or ".tmp" in p.name]
+    assert not [p for p in (example.root / "locks").iterdir() if ".tmp" in p.name or ".part" in p.name]
 
 
 def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_upgraded(example: Example) -> None:

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 from envgen import network
 from envgen.cli import cli
-from envgen.errors import EnvgenError, NetworkError
+from envgen.errors import EnvgenError, NetworkError, Unreached
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
 from envgen.example.project import Example
@@ -302,3 +302,5 @@ def test_a_stalling_index_page_ends_at_the_read_limit_after_the_retries(
             # the body is read in full: a server that sent only headers stalls the read
             fetch_filenames(client, index, "demo-torch")
     assert raised.value.message == f"cannot reach {base}/simple/demo-torch/: no answer within 0.5 s"
+    assert isinstance(raised.value, NetworkError) and raised.value.exit_code == 3
+    assert raised.value.hosts == (Unreached(f"{base}/simple/demo-torch/", "no answer within 0.5 s"),)

@@ -108,7 +108,7 @@ def test_moved_branch_relocks_that_source_and_writes_the_pr_body(served: Served)
         body = (served.out / "pr-body.md").read_text()
         old, new = before["trainer"], moved
         compare = f"{GITHUB}trainer/compare/{old}...{new}"
-        assert f"| {ENV} | `trainer` | `core_r0.12.0` | `{old[:7]}` | `{new[:7]}` | [compare]({compare}) |" in body
+        assert f"| {ENV} | `trainer` | `core_r0.12.0` | `{old[:12]}` | `{new[:12]}` | [compare]({compare}) |" in body
         assert f"- **{ENV}** (changed): source trainer moved upstream" in body
         heading = "### Upstream says otherwise (`envgen status --watch`)"
         assert f"{heading}\n\n- **{ENV}**: {TORCH_NEWS}\n" in body

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from envgen.cli import cli
 from envgen.commands.freshness import stale_reasons
 from envgen.commands.status import newest_version
-from envgen.errors import EnvgenError, InputError
+from envgen.errors import InputError, NetworkError, ResolutionError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
 from envgen.inputs.channels import IndexAccess, expand_url
@@ -171,7 +171,7 @@ def test_fresh_lock_without_drift(demo: Demo) -> None:
     lock = demo.lock()
     result = demo.status()
     assert result.exit_code == 0, result.output
-    tool = lock.sources[0].commit[:7] if lock.sources[0].source.name == "tool" else lock.sources[1].commit[:7]
+    tool = lock.sources[0].commit[:12] if lock.sources[0].source.name == "tool" else lock.sources[1].commit[:12]
     assert result.stdout == (
         "demo: fresh\n"
         "  upstream:\n"
@@ -205,7 +205,7 @@ def test_drifted_branch(demo: Demo) -> None:
     result = demo.status()
     assert result.exit_code == 1
     assert "demo: fresh (1 source drifted)\n" in result.stdout
-    assert f"    tool releases/v1: locked {locked[:7]}, upstream now {moved[:7]}\n" in result.stdout
+    assert f"    tool releases/v1: locked {locked[:12]}, upstream now {moved[:12]}\n" in result.stdout
     drift = json.loads(demo.status("--json").stdout)["results"][0]["drift"]
     assert drift == [
         {
@@ -273,12 +273,16 @@ def test_outdated_unpinned_packages(demo: Demo) -> None:
 
 
 class _Pep691(BaseHTTPRequestHandler):
-    """A PEP 691 JSON simple page for mbridge (one yanked file that must not count); 404 for anything else."""
+    """A PEP 691 JSON simple page for mbridge (one yanked file that must not count), a failing server's
+    answer for `failing`; 404 for anything else."""
 
     def do_GET(self) -> None:
         if self.path == "/simple/broken/":
             # A proxy's error page under a JSON content type.
             self._send(b"<html>502 Bad Gateway</html>")
+            return
+        if self.path == "/simple/failing/":
+            self.send_error(503)
             return
         if self.path != "/simple/mbridge/":
             self.send_error(404)
@@ -309,8 +313,12 @@ def test_pep691_json_pages_are_read() -> None:
         with IndexClient([base], Limits()) as client:
             assert fetch_filenames(client, base, "MBridge") == ["mbridge-0.15.1-py3-none-any.whl"]
             assert fetch_filenames(client, base, "absent") is None
-            with pytest.raises(EnvgenError, match=r"/simple/broken/ answered with a page that is not PEP 691 JSON"):
+            with pytest.raises(ResolutionError, match=r"/simple/broken/ answered with a page that is not PEP 691 JSON"):
                 fetch_filenames(client, base, "broken")
+            # The host answered, not with a page: a failed resolution (exit 3), no unreachable host.
+            with pytest.raises(ResolutionError, match=r"/simple/failing/ answered HTTP 503$") as answered:
+                fetch_filenames(client, base, "failing")
+            assert not isinstance(answered.value, NetworkError) and answered.value.exit_code == 3
     finally:
         server.shutdown()
         server.server_close()

@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_hash
-from envgen.lockio.seal import url_host
 from envgen.lockio.store import read_lock, write_lock
 from envgen.model import (
     AppliedOverride,
@@ -37,6 +36,7 @@ from envgen.project import Project
 from envgen.recipe.render import render_recipe
 from envgen.resolve.git_remote import GitEnv
 from envgen.resolve.settings import Settings
+from envgen.urls import url_host
 
 CANN = Cann("pending", "/usr/local/Ascend/cann/set_env.sh")
 CONDA_FORGE = "https://conda.anaconda.org/conda-forge"

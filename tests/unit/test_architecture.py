@@ -114,3 +114,52 @@ def test_no_resolve_module_reads_the_process() -> None:
     assert found == []
     main = ast.parse((PACKAGE / "commands" / "lock.py").read_text())
     assert _process_reads(main), "the rule sees what it looks for (the command reads os.environ)"
+
+
+def _root_errors(tree: ast.Module) -> list[int]:
+    """The lines of `tree` that make an `EnvgenError` itself (not one of its classes): raised,
+    returned or kept, any call of the root counts."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name == "EnvgenError":
+                found.append(node.lineno)
+    return found
+
+
+def test_no_module_makes_the_root_error() -> None:
+    """Every error envgen reports is of a class saying what failed, with its exit code
+    (errors.py): the bare root would be exit 1, the code of a stale lock."""
+    found = [f"{name}:{line}" for name, tree, _ in _modules() for line in _root_errors(tree)]
+    assert found == []
+    made = ast.parse("from envgen import errors\nraise errors.EnvgenError('x')\nerror = EnvgenError('y')\n")
+    assert _root_errors(made) == [2, 3], "the rule sees what it looks for"
+
+
+# What installs a signal handler or changes which thread takes a signal.
+_HANDLING = {"signal", "pthread_sigmask", "set_wakeup_fd", "siginterrupt"}
+
+
+def _handles_signals(tree: ast.Module) -> list[int]:
+    """The lines of `tree` that call `signal.signal`, `signal.pthread_sigmask` and their kind."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _HANDLING
+        and getattr(node.func.value, "id", "") == "signal"
+    ]
+
+
+def test_only_interrupts_installs_signal_handlers() -> None:
+    """interrupts.py installs, restores and blocks the handlers of SIGINT and SIGTERM; the command line, the
+    demo and __main__ call it (sending a signal to a child, os.killpg, is anyone's)."""
+    others = [(name, tree) for name, tree, _ in _modules() if name != "interrupts"]
+    found = [f"{name}:{line}" for name, tree in others for line in _handles_signals(tree)]
+    assert found == []
+    made = ast.parse("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nsignal.pthread_sigmask(0, set())\n")
+    assert _handles_signals(made) == [2, 3], "the rule sees what it looks for"
+    assert _handles_signals(ast.parse((PACKAGE / "interrupts.py").read_text()))

@@ -34,4 +34,4 @@ def test_every_module_applies_the_same_rule() -> None:
     assert "abbreviated" in (ref_problem(FULL[:12]) or "")
     assert [s.source.ref for s in moving_sources(_lock(FULL.upper(), "main", FULL[:12]))] == ["main", FULL[:12]]
     text = render_text([diff_locks(_lock(), _lock(FULL.upper()))])
-    assert f"added https://example.invalid/s.git {FULL[:7].upper()} @ {FULL[:7]}" in text
+    assert f"added https://example.invalid/s.git {FULL[:12].upper()} @ {FULL[:12]}" in text

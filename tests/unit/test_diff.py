@@ -62,7 +62,7 @@ def test_bump_lists_each_change_with_its_direction() -> None:
         }
     assert got == want
     (moved,) = diff.sources
-    assert (moved.name, moved.old_short, moved.new_short) == ("vllm-ascend", "50e87d6", "1a2b3c4")
+    assert (moved.name, moved.old_short, moved.new_short) == ("vllm-ascend", "50e87d6aaaaa", "1a2b3c4bbbbb")
     assert moved.compare_url == f"https://github.com/vllm-project/vllm-ascend/compare/{OLD_COMMIT}...{NEW_COMMIT}"
     assert diff.summary() == {"upgraded": 6, "sources changed": 1}
     assert not diff.loud and not diff.empty
@@ -106,7 +106,7 @@ def test_same_version_with_another_hash_is_flagged_loudly() -> None:
     text = render_text([diff])
     assert "WARNING: same version, different artifact: pip torch 2.10.0 on linux-aarch64" in text
     torch = next(e for e in old.pip if e.name == "torch")
-    assert f"sha256 {torch.sha256[:7]} -> eeeeeee" in text
+    assert f"sha256 {torch.sha256[:12]} -> eeeeeeeeeeee" in text
     markdown = render_markdown([diff])
     assert "> [!WARNING]" in markdown and "**replaced** ⚠️" in markdown
     assert json.loads(render_json([diff]))["diffs"][0]["warnings"][1].startswith("pip torch 2.10.0 on linux-aarch64")
@@ -162,7 +162,7 @@ def test_moved_branch_ref_change_and_cherry_picks() -> None:
     )
     assert (by_name["vllm-ascend"].old_ref, by_name["vllm-ascend"].new_ref) == ("releases/v0.23.0", "releases/v0.24.0")
     text = render_text([diff])
-    assert "vllm-ascend  releases/v0.23.0 -> releases/v0.24.0: 50e87d6 -> 1a2b3c4" in text
+    assert "vllm-ascend  releases/v0.23.0 -> releases/v0.24.0: 50e87d6aaaaa -> 1a2b3c4bbbbb" in text
     assert "cherry-pick added abc1234" in text
 
 
@@ -198,11 +198,14 @@ def test_submodules_added_removed_and_moved_are_changes_of_their_source() -> Non
         ("recipe", "removed"),
     ]
     text = render_text([diff])
-    assert f"submodule csrc/kernels: 1111111 -> 4444444 {compare_url(kernels.url, '1' * 40, '4' * 40)}" in text
     assert (
-        "submodule docs/theme: 2222222 -> 5555555 (https://github.com/org/theme.git -> https://github.com/fork/" in text
+        f"submodule csrc/kernels: 111111111111 -> 444444444444 {compare_url(kernels.url, '1' * 40, '4' * 40)}" in text
     )
-    assert "submodule recipe removed: https://github.com/org/recipe.git @ 3333333" in text
+    assert (
+        "submodule docs/theme: 222222222222 -> 555555555555 (https://github.com/org/theme.git -> https://github.com/fork/"
+        in text
+    )
+    assert "submodule recipe removed: https://github.com/org/recipe.git @ 333333333333" in text
     assert "submodule recipe added" in render_text([diff_locks(with_subs(), with_subs(recipe))])
     assert diff_locks(with_subs(kernels), with_subs(kernels)).empty
 

@@ -16,7 +16,7 @@ import pytest
 from envgen import interrupts
 from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import render_lock_yml
-from envgen.lockio.prediction import Pinned, Prediction, recorded_sources
+from envgen.lockio.prediction import Predicted, Prediction, recorded_sources
 from envgen.lockio.prediction import predict as predict_texts
 from envgen.lockio.sources_toml import render_sources_toml
 from envgen.lockio.store import LockTexts, read_files, write_lock
@@ -52,7 +52,7 @@ def test_the_prediction_is_the_python_and_the_pins_of_each_platform(project: Pro
     assert predicted is not None
     assert dict(predicted.python) == {p: "3.11.9" for p in lock.platforms}
     for platform in lock.platforms:
-        expected = [Pinned(e.name, e.version, e.url, e.sha256) for e in lock.pip_for(platform)]
+        expected = [Predicted(e.name, e.version, e.url, e.sha256) for e in lock.pip_for(platform)]
         assert sorted(predicted.pip[platform]) == sorted(expected)
     sources = recorded_sources(read_files(project, "a5"))
     assert sources is not None
@@ -120,10 +120,10 @@ def test_a_written_yml_predicts_the_pins_it_holds(lock: Lock) -> None:
     assert dict(predicted.python) == versions
 
 
-def _pinned(name: str, version: str, url: str, sha256: str) -> Pinned:
+def _pinned(name: str, version: str, url: str, sha256: str) -> Predicted:
     if re.fullmatch("[0-9a-f]{64}", sha256):
-        return Pinned(name, version, url, sha256)
-    return Pinned(name, version, "", "")
+        return Predicted(name, version, url, sha256)
+    return Predicted(name, version, "", "")
 
 
 def job(platform: str, script: str) -> UvJob:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from envgen.credentials import Credential, Credentials
 from envgen.errors import InputError, ToolError, VerificationError
-from envgen.installer.core import CondaPart, Installer, PipPart, Recipe, Request, install
+from envgen.installer.core import CondaPart, Installer, PipPart, Recipe, RecipeOptions, Request, install
 from envgen.installer.sources import LocalSource
 from envgen.lockio.exports.names import requirements_name
 from envgen.model import CondaEntry, Lock, PipEntry, Profile
@@ -109,6 +109,9 @@ class FakeInstaller:
     def install(self, python: Path, part: PipPart) -> None:
         names = tuple(e.name for e in part.entries)
         self.log.events.append(("pip install", str(python), part.requirements.name, names))
+
+    def recipe_options(self) -> RecipeOptions:
+        return RecipeOptions()
 
 
 @dataclass

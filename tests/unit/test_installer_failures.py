@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from envgen.errors import NetworkError
+from envgen.errors import NetworkError, Unreached
 from envgen.installer.tools import unreachable_hosts
 
 REFUSED = (
@@ -22,6 +22,7 @@ def test_a_refused_connection_names_its_host_whatever_numbers_the_paths_hold() -
     failed = unreachable_hosts(REFUSED, "pip could not download the locked pip packages")
     assert isinstance(failed, NetworkError)
     assert "127.0.0.1:45595: connection refused" in failed.message
+    assert failed.hosts == (Unreached("127.0.0.1:45595", "connection refused"),) and failed.listed
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""interrupts.leave ends the process even when the interrupt came inside Thread.start()."""
+"""interrupts.leave ends the process even when the interrupt came inside Thread.start(), and takes the per-env
+mutex a worker still holds with it."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 from envgen import interrupts, network
 from envgen.cli.running import guarded
 from envgen.credentials import NO_CREDENTIALS
+from envgen.lockio.env_mutex import env_lock
+from envgen.project import Project
 from envgen.resolve.conda_stage import rattler_client
 
 
@@ -47,3 +51,38 @@ def test_a_process_that_made_a_rattler_client_ends_without_finalizing_under_its_
     with pytest.raises(SystemExit):  # os._exit is replaced here, so the SystemExit goes on
         guarded(command)
     assert exits == [status]
+
+
+def test_a_mutex_a_worker_still_holds_is_removed_as_envgen_leaves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker in a solve, which nothing can kill, does not reach its `finally` within the moment `leave` waits
+    (under load, before: locks/.demo.lock outlived the interrupted `envgen lock`); one that released it
+    removed its own file, and a mutex file of another process is not touched."""
+    project = Project(tmp_path)
+    held, done = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        with env_lock(project, "demo"):
+            held.set()
+            done.wait(10)
+
+    (tmp_path / "locks").mkdir()
+    others = tmp_path / "locks" / ".other.lock"
+    others.write_text("4242\nelsewhere\n")
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        assert held.wait(10)
+        assert (tmp_path / "locks" / ".demo.lock").is_file()
+        interrupts.leave(130, timeout=0.1)
+        assert exits == [130]
+        assert not (tmp_path / "locks" / ".demo.lock").exists()
+        assert others.is_file()
+    finally:
+        done.set()
+        thread.join()
+    interrupts.leave(130, timeout=0.1)  # nothing held any more: nothing to remove
+    assert exits == [130, 130] and sorted(p.name for p in (tmp_path / "locks").iterdir()) == [".other.lock"]

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from envgen import interrupts
 from envgen.commands import lock
-from envgen.errors import NetworkError
+from envgen.errors import NetworkError, Unreached
 from envgen.process import run
 
 UNANSWERED = "2 hosts that the lock needs did not answer; nothing was locked"
@@ -31,7 +31,7 @@ def test_a_failed_preflight_kills_the_relocks_children_and_is_the_error_raised(
     relocking = pool.submit(run, ["sleep", "62"])  # a re-lock waiting on git or uv
 
     def preflight() -> None:
-        raise NetworkError(UNANSWERED)
+        raise NetworkError(UNANSWERED, hosts=[Unreached("127.0.0.1:9", "connection refused")])
 
     with pytest.raises(NetworkError, match="did not answer"):
         lock._wait_for({"demo": relocking}, pool.submit(preflight))
@@ -49,7 +49,7 @@ def test_a_relock_that_does_not_stop_leaves_the_process_stopped(
     stuck = pool.submit(release.wait, 30)
 
     def preflight() -> None:
-        raise NetworkError(UNANSWERED)
+        raise NetworkError(UNANSWERED, hosts=[Unreached("127.0.0.1:9", "connection refused")])
 
     with pytest.raises(NetworkError, match="did not answer"):
         lock._wait_for({"demo": stuck}, pool.submit(preflight))

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from envgen.errors import NetworkError
+from envgen.errors import NetworkError, Unreached
 from envgen.model import Channel, Index, Source
 from envgen.resolve.preflight import host_of, preflight, targets, unreachable_hosts
 from envgen.resolve.request import Relock
@@ -140,6 +140,8 @@ def test_the_error_names_every_target_of_a_host_and_the_hint_opens_with_the_chan
     host = down.removeprefix("http://")
     named = f"conda channel {down}/x (a5) and 1 more (pip index {down}/simple)"
     assert line.startswith(f"  {host}: {named}: "), line
+    assert failed.value.hosts == (Unreached(host, line.removeprefix(f"  {host}: {named}: ")),)
+    assert failed.value.listed and failed.value.failure == failed.value.message.splitlines()[0]
     assert failed.value.hint == (
         "conda channels: point `url` in channels/extra.toml at a mirror this host reaches; "
         "pip indexes: point `url` in channels/mirror.toml at a mirror this host reaches; "

@@ -144,13 +144,6 @@ def test_depends_follow_markers_and_requested_extras() -> None:
     assert ("nvidia-nccl", "") in uv_pylock.depends(ray, x86, ())
 
 
-def test_index_of_matches_the_index_prefix_without_credentials() -> None:
-    indexes = [("pypi", "https://pypi.org/simple"), ("cpu", "https://u:t@download.example/whl/cpu/")]
-    assert uv_pylock.index_of("https://download.example/whl/cpu/torch-2.10.0.whl", indexes) == "cpu"
-    assert uv_pylock.index_of("https://download.example/whl/cpu2/torch.whl", indexes) is None
-    assert uv_pylock.index_of("https://files.pythonhosted.org/packages/x.whl", indexes) is None
-
-
 def matrix(*packages: PipPackage, indexes: tuple[Index, ...] = ()) -> Matrix:
     return make_matrix(
         "t",

@@ -18,7 +18,7 @@ import pytest
 import tomli_w
 from envgen.commands.lock import LockOptions, relock_files
 from envgen.commands.lock_changes import EDITED
-from envgen.errors import InputError, NetworkError, ResolutionError
+from envgen.errors import InputError, NetworkError, ResolutionError, Unreached
 from envgen.inputs.channels import IndexAccess
 from envgen.lockio.store import LockTexts, read_files, read_lock
 from envgen.model import CondaEntry, Index, LockedSource, Matrix, PipEntry, PipPackage, Source
@@ -306,7 +306,10 @@ def test_the_command_writes_what_the_core_returns(project: Project) -> None:
             {"uv": FakeUv(fail=f"error: Failed to fetch: `{INDEX}/demo-torch/`\n{REFUSED}")},
             NetworkError,
         ),
-        ({"conda": FakeConda(NetworkError("cannot fetch repodata"))}, NetworkError),
+        (
+            {"conda": FakeConda(NetworkError("cannot fetch repodata", hosts=[Unreached(INDEX, "refused")]))},
+            NetworkError,
+        ),
     ],
     ids=["inconsistent", "uv-failed", "conda-failed"],
 )
@@ -327,7 +330,10 @@ def test_a_gate_that_refuses_writes_nothing(project: Project) -> None:
     before = lock_files(project)
 
     def unreachable() -> None:
-        raise NetworkError("1 host that the lock needs did not answer; nothing was locked")
+        raise NetworkError.listing(
+            "1 host that the lock needs did not answer; nothing was locked:",
+            [Unreached("127.0.0.1:9", "connection refused")],
+        )
 
     with pytest.raises(NetworkError):
         relock_files(project, demo("==2.10.1"), files(project), OPTIONS, fakes(), unreachable)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
+from envgen.names import is_plain_name, is_project_name
 
 DATA = Path(__file__).parents[1] / "data" / "matrices"
 
@@ -68,3 +69,24 @@ def test_a_template_whose_file_name_is_not_a_name_is_refused(project: Path) -> N
     assert result.exit_code == 2, result.output
     assert "'va lid'" in result.stderr
     assert not (project / "locks").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "plain", "project"),
+    [
+        ("vllm-ascend", True, True),
+        ("torch_npu", True, True),
+        ("a5.x", True, True),
+        ("Megatron-LM", True, True),
+        ("trailing-", True, False),  # a file name may end in '-'; PEP 508 forbids it
+        ("-leading", False, False),
+        ("has space", False, False),
+        ("../up", False, False),
+        ("", False, False),
+    ],
+)
+def test_a_plain_name_and_a_project_name_each_have_one_rule(name: str, plain: bool, project: bool) -> None:
+    """Env, source, profile and channel names (file names) against Python project names (PEP 508, as packaging
+    validates them): the matrix readers and the preferences all ask these two."""
+    assert is_plain_name(name) is plain
+    assert is_project_name(name) is project

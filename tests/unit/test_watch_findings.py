@@ -107,7 +107,7 @@ def test_a_moved_requirement_against_a_pin_fails_and_against_an_override_is_over
     by_text = {f.message.split(" asks ")[1].split(",")[0]: f for f in found}
     assert set(by_text) == {"transformers==5.13.0", "opencv-python-headless>=4.13.0"}
     assert by_text["opencv-python-headless>=4.13.0"].message == (
-        "source vllm-ascend releases/v0.24.0rc moved to aaaaaaa: requirements.txt:30 asks "
+        "source vllm-ascend releases/v0.24.0rc moved to aaaaaaaaaaaa: requirements.txt:30 asks "
         "opencv-python-headless>=4.13.0, which the matrix's opencv-python-headless==4.11.0.86 "
         f"({MATRIX}: pip.packages.x.version) excludes (a re-lock fails; linux-aarch64, linux-64)"
     )

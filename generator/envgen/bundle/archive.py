@@ -186,10 +186,9 @@ class Head:
 def _text(bundle: Path, path: Path, name: str) -> str:
     """An unpacked member through the hostile-input reader: not UTF-8 is exit 4, naming it."""
     try:
-        return read_input_text(path, hint="make the bundle again")
+        return read_input_text(path, hint="make the bundle again", shown=f"{bundle}:{name}")
     except InputError as exc:
-        message = exc.message.replace(str(path), f"{bundle}:{name}")
-        raise VerificationError(message, hint=_AGAIN) from exc
+        raise VerificationError(exc.message, hint=_AGAIN) from exc
 
 
 def _manifest(bundle: Path, path: Path) -> Manifest:

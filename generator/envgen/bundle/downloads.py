@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +12,7 @@ from typing import Protocol
 
 import requests
 
+from envgen import atomic
 from envgen.bundle.manifest import Wanted
 from envgen.errors import VerificationError
 from envgen.redact import redact_url
@@ -71,34 +71,28 @@ class _Stopped(Exception):
 def _download(client: IndexClient, wanted: Wanted, target: Path, stop: threading.Event, display: Display) -> int:
     """Stream `wanted` into a part file next to `target`, hashing as it comes; renamed only when it matches."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.with_name(f"{target.name}.part-{os.getpid()}")
     digest, size = hashlib.sha256(), 0
-    try:
-        with client.get(wanted.url, stream=True) as response:
-            response.raise_for_status()
-            with part.open("wb") as out:
+    with atomic.part_file(target) as part:
+        try:
+            with client.get(wanted.url, stream=True) as response:
+                response.raise_for_status()
                 for chunk in response.iter_content(_CHUNK):
                     if stop.is_set():
                         raise _Stopped
                     digest.update(chunk)
                     size += len(chunk)
-                    out.write(chunk)
+                    part.handle.write(chunk)
                     display.received(len(chunk))
-    except requests.RequestException as exc:
-        part.unlink(missing_ok=True)
-        error = client.unreachable("download", wanted.url, exc)
-        error.hint = f"a bundle needs every index and channel it names (files downloaded stay cached); {error.hint}"
-        raise error from exc
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
-    if digest.hexdigest() != wanted.sha256:
-        part.unlink()
-        raise VerificationError(
-            f"{redact_url(wanted.url)} has sha256 {digest.hexdigest()}, the lock says {wanted.sha256}",
-            hint="the index serves other bytes than were locked: find out why, then re-lock",
-        )
-    os.replace(part, target)
+        except requests.RequestException as exc:
+            error = client.unreachable("download", wanted.url, exc)
+            error.hint = f"a bundle needs every index and channel it names (files downloaded stay cached); {error.hint}"
+            raise error from exc
+        if digest.hexdigest() != wanted.sha256:
+            raise VerificationError(
+                f"{redact_url(wanted.url)} has sha256 {digest.hexdigest()}, the lock says {wanted.sha256}",
+                hint="the index serves other bytes than were locked: find out why, then re-lock",
+            )
+        part.place(target)
     return size
 
 
@@ -107,7 +101,7 @@ def fetch_all(
 ) -> tuple[dict[str, Path], int]:
     """Every artifact in the cache (path by sha256) and how many were downloaded (a warm cache: none)."""
     paths = {w.sha256: cached_path(cache, w.sha256) for w in wanted}
-    # One download per sha256: two at once would share a part file (a file two platforms name, e.g. noarch).
+    # One download per sha256: a file two platforms name (e.g. noarch) is downloaded once, not twice at once.
     missing = list({w.sha256: w for w in wanted if not paths[w.sha256].is_file()}.values())
     if not missing:
         return paths, 0

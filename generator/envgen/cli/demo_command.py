@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from pathlib import Path
 
 import click
 
+from envgen import interrupts
 from envgen.cli.exit_codes import INTERRUPTED
 from envgen.cli.options import common_options, epilog, settings
 from envgen.cli.output import Outcome, banners, paint
@@ -50,7 +50,7 @@ def demo_command(keep: bool, serve: Path | None) -> Outcome:
 
     # A terminated demo (a CI job cancelled) cleans up like an interrupted one: SIGTERM raises
     # KeyboardInterrupt.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    interrupts.terminate_as_interrupt()
     if serve is not None:
         if keep:
             serves = "--serve serves a directory an earlier --keep kept"

@@ -109,8 +109,7 @@ def guarded(run: Callable[[], object]) -> None:
     # An index with `trusted_host` in channels/ skips certificate checks by choice: no warning per
     # request (urllib3's InsecureRequestWarning).
     warnings.filterwarnings("ignore", message="Unverified HTTPS request")
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
+    interrupts.on_signals(on_signal)
     try:
         run()
     except SystemExit as exc:
@@ -121,8 +120,7 @@ def guarded(run: Callable[[], object]) -> None:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             interrupts.leave(code)
         # Done and reported: a signal from here on would only turn a true exit status into "killed".
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
+        interrupts.ignore_signals()
         raise
     except Exception as exc:
         if os.environ.get("ENVGEN_DEBUG"):

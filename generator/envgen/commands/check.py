@@ -17,6 +17,7 @@ from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step,
 from envgen.commands.check_static import pip_by_name, python_of, static_steps
 from envgen.commands.check_throwaway import Install, throwaway_steps
 from envgen.commands.install_bundle import check_from_bundle
+from envgen.digests import short_digest
 from envgen.errors import ConflictError, EnvgenError, NetworkError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
@@ -65,10 +66,12 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
         before = {(canonicalize_name(e.name), e.version, e.sha256) for e in lock.pip_for(platform)}
         after = {(canonicalize_name(e.name), e.version, e.sha256) for e in again.entries}
         problems += [
-            f"{platform}: the lock has {n} {v} ({s[:12]}), not resolved now" for n, v, s in sorted(before - after)
+            f"{platform}: the lock has {n} {v} ({short_digest(s)}), not resolved now"
+            for n, v, s in sorted(before - after)
         ]
         problems += [
-            f"{platform}: resolved now {n} {v} ({s[:12]}), not in the lock" for n, v, s in sorted(after - before)
+            f"{platform}: resolved now {n} {v} ({short_digest(s)}), not in the lock"
+            for n, v, s in sorted(after - before)
         ]
     entries = f"{len(lock.pip)} entries"
     step = _solve_verdict("solve: same pip set", problems, unreachable, entries, lock)
@@ -105,8 +108,8 @@ def _again(
     try:
         return solve()
     except NetworkError as exc:
-        failure = exc.message.splitlines()[0].replace(f" while locking {platform}", "").replace(f" for {platform}", "")
-        unreachable.setdefault(failure, []).append(platform)
+        # The same hosts failing alike on several platforms: one failure, without the platform.
+        unreachable.setdefault(exc.failure, []).append(platform)
     except EnvgenError as exc:
         problems.append(f"{platform}: {exc.message}")
         if isinstance(exc, ConflictError) and conflicts is not None:
@@ -137,16 +140,18 @@ def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
             continue
         problems += [
             f"{platform}: the channels serve no file with the locked sha256 of {e.name} {e.version} {e.build} "
-            f"({e.sha256[:12]})"
+            f"({short_digest(e.sha256)})"
             for e in again.unavailable
         ]
         before = {(e.name, e.version, e.build, e.sha256) for e in locked}
         after = {(e.name, e.version, e.build, e.sha256) for e in again.entries}
         problems += [
-            f"{platform}: the lock has {n} {v} {b} ({s[:12]}), not solved now" for n, v, b, s in sorted(before - after)
+            f"{platform}: the lock has {n} {v} {b} ({short_digest(s)}), not solved now"
+            for n, v, b, s in sorted(before - after)
         ]
         problems += [
-            f"{platform}: solved now {n} {v} {b} ({s[:12]}), not in the lock" for n, v, b, s in sorted(after - before)
+            f"{platform}: solved now {n} {v} {b} ({short_digest(s)}), not in the lock"
+            for n, v, b, s in sorted(after - before)
         ]
     return _solve_verdict("solve: same conda set", problems, unreachable, f"{len(lock.conda)} entries", lock)
 

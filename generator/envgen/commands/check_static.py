@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 from envgen.commands.check_report import OK, SKIPPED, Step, step_of
 from envgen.commands.freshness import input_changes
 from envgen.commits import is_full_commit
+from envgen.digests import short_digest
 from envgen.lockio.consistency import explained, violations
 from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.model import Lock, Matrix, PipEntry, PipPackage
@@ -198,7 +199,7 @@ def freshness_step(project: Project, lock: Lock, matrix: Matrix, *, frozen: bool
         return Step(name, SKIPPED, "--frozen: the lock as it is, its inputs not compared")
     fix = f"re-lock with `envgen lock {lock.env}`, or check the lock as it is with --frozen"
     changed = input_changes(project, matrix, lock)
-    return step_of(name, [f"{r}: {fix}" for r in changed], lock.input_hash[:12])
+    return step_of(name, [f"{r}: {fix}" for r in changed], short_digest(lock.input_hash))
 
 
 def static_steps(

@@ -155,13 +155,27 @@ def pip_check_step(prefix: Path, ignored: AbstractSet[str], runner: Runner = run
     return step_of("env: pip check", problems)
 
 
+# The distributions the env's python sees, as `pip list` lists them (the first on sys.path of each
+# name), read by importlib.metadata: the same answer without pip's start-up, a second or so of a
+# check on a loaded machine.
+_DISTRIBUTIONS = r"""
+import importlib.metadata, json, re
+installed = {}
+for dist in importlib.metadata.distributions():
+    name = dist.metadata["Name"]
+    if name:
+        installed.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist.version)
+print(json.dumps(installed))
+"""
+
+
 def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
     """The env's distributions against the lock: every pip entry of `platform` at its locked version."""
-    cmd = [str(prefix / "bin" / "python"), "-m", "pip", "list", "--format", "json"]
+    cmd = [str(prefix / "bin" / "python"), "-c", _DISTRIBUTIONS]
     proc = run(cmd, env=tool_environment(), check=False)
     if proc.returncode != 0:
         return Step("env: installed set", FAILED, redact_text(tail(proc.stderr, 5)))
-    installed = {canonicalize_name(d["name"]): d["version"] for d in json.loads(proc.stdout)}
+    installed = {canonicalize_name(name): version for name, version in json.loads(proc.stdout).items()}
     entries = lock.pip_for(platform)
     # The wheels taken from release archives are held to their locked versions too.
     wheels = [(m.name, m.version) for a in lock.archives_for(platform) for m in a.members]
@@ -283,8 +297,8 @@ def _install_failed(name: str, exc: EnvgenError, lock: Lock, npu: Npu | None) ->
     """The failed install step, and the steps it skips: a host that could not be reached is no
     verdict on the lock (one line per host)."""
     if isinstance(exc, NetworkError):
-        headline, *hosts = exc.message.splitlines()
-        failed = Step(name, FAILED, headline, tuple(h.strip() for h in hosts), unreachable=True)
+        hosts = tuple(str(h) for h in exc.hosts) if exc.listed else ()
+        failed = Step(name, FAILED, exc.failure, hosts, unreachable=True)
     else:
         failed = Step(name, FAILED, exc.message)
     skipped = ["env: pip check", *(f"import {c.module}" for c in lock.checks), *npu_step_names(npu)]

@@ -8,11 +8,13 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from envgen import interrupts
+from envgen.commits import short_commit
 from envgen.errors import EnvgenError, InputError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.project import (
@@ -99,25 +101,6 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextmanager
-def _interrupts_held() -> Iterator[list[int]]:
-    """Record SIGINT/SIGTERM instead of acting on them; the caller acts once it can clean up.
-
-    A Ctrl-C that lands inside `Popen` (after the fork, before it returns) would otherwise leave a child that
-    nobody knows the pid of. Handlers set here are Python functions, so the child's exec resets them.
-    """
-    held: list[int] = []
-    previous = {sig: signal.signal(sig, lambda number, _frame: held.append(number)) for sig in _INTERRUPTS}
-    try:
-        yield held
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def run_step(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> int:
     """Run one step with its output going straight to this terminal; returns its exit code.
 
@@ -125,7 +108,8 @@ def run_step(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> int:
     on an interrupt the group gets SIGINT, then SIGKILL after STOP_GRACE seconds. (`_proc.run` captures
     output; the demo's point is to show it as it comes.)
     """
-    with _interrupts_held() as held:
+    # A Ctrl-C inside Popen (after the fork, before it returns) is held: it would leave an unknown child.
+    with interrupts.held() as held:
         proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, process_group=0)
     try:
         if held:
@@ -206,7 +190,7 @@ def _tour(step: _Steps, say: Say, example: Example) -> None:
     for path in sorted(p for p in (root / "locks").iterdir() if not p.name.startswith(".")):
         say(f"#   {path.name:<40} {path.stat().st_size:>7} bytes")
     base = commit_project(root, f"lock {ENV}")
-    say(f"# committed the project as {base[:12]}: the base a pull request would diff against")
+    say(f"# committed the project as {short_commit(base)}: the base a pull request would diff against")
     step(
         "check: a throwaway conda prefix from the lock (rattler), the pip part by the prefix's "
         "own pip, hash-checked, the recipe, pip check, smoke imports",
@@ -221,7 +205,7 @@ def _tour(step: _Steps, say: Say, example: Example) -> None:
     source, branch = MOVED
     moved = advance_branch(example, source, branch)
     say("")
-    say(f"# upstream moves: a new commit {moved[:12]} on {source}'s branch {branch}")
+    say(f"# upstream moves: a new commit {short_commit(moved)} on {source}'s branch {branch}")
     # The branch just moved: exit 0 here would mean the drift went unseen.
     step(
         "status: is the lock fresh, have its branches moved, what is still pending",

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from envgen.digests import short_digest
 from envgen.errors import StaleError
 from envgen.inputs.matrix import load_env
 from envgen.lockio.exports.derived import derived_problems
@@ -61,7 +62,7 @@ def input_changes(project: Project, matrix: Matrix, lock: Lock) -> tuple[str, ..
     changed = stale_reasons(lock.inputs, current, matrix.path)
     if not changed and input_hash(current) != lock.input_hash:
         now = input_hash(current)
-        changed = (f"input hash {lock.input_hash[:12]} recorded, {now[:12]} now",)
+        changed = (f"input hash {short_digest(lock.input_hash)} recorded, {short_digest(now)} now",)
     return changed
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from envgen.digests import short_digest
+
 if TYPE_CHECKING:
     from envgen.commands.lock import LockResult
     from envgen.model import Lock
@@ -55,7 +57,7 @@ def _item_lines(item: Mapping[str, Any]) -> list[tuple[str, bool]]:
     what moved, what is pending."""
     env = item["env"]
     if item["status"] == "up-to-date":
-        return [(f"{env}: up to date (input hash {item['input_hash'][:12]})", False)]
+        return [(f"{env}: up to date (input hash {short_digest(item['input_hash'])})", False)]
     if "platforms" not in item:  # --check found no lock: it did not resolve
         return [(f"{env}: would lock: {'; '.join(item['reasons'])}", False), *_file_lines(item)]
     platforms = item["platforms"].items()

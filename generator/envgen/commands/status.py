@@ -16,7 +16,7 @@ from packaging.version import Version
 from envgen import network
 from envgen.commands.freshness import freshness
 from envgen.commands.watch_findings import WatchReport
-from envgen.commits import SHORT_SHA, is_full_commit
+from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
 from envgen.inputs.matrix import load_env
@@ -59,9 +59,9 @@ class SourceDrift:
         if self.error is not None:
             return f"{self.name} {self.ref}: upstream unreachable ({self.error})"
         if self.upstream is not None and self.upstream != self.locked:
-            now = self.upstream[:SHORT_SHA]
-            return f"{self.name} {self.ref}: locked {self.locked[:SHORT_SHA]}, upstream now {now}"
-        return f"{self.name} {self.ref}: up to date at {self.locked[:SHORT_SHA]}"
+            now = short_commit(self.upstream)
+            return f"{self.name} {self.ref}: locked {short_commit(self.locked)}, upstream now {now}"
+        return f"{self.name} {self.ref}: up to date at {short_commit(self.locked)}"
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ def status_exit_code(reports: Sequence[StatusReport]) -> int:
     return 0 if all(r.ok for r in reports) and not any(w.findings for w in watched) else 1
 
 
-def one_line(message: str) -> str:
+def headline(message: str) -> str:
     """A multi-line error in one line: its headline and, when the headline ends in a colon, the first detail
     (never a dangling colon)."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
@@ -278,7 +278,7 @@ def check_drift(sources: Sequence[LockedSource], matrix: Matrix | None = None) -
             now = upstream_commit(asked, git)
         except EnvgenError as exc:
             log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
-            found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=one_line(exc.message)))
+            found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=headline(exc.message)))
             continue
         found.append(SourceDrift(src.name, url, src.ref, locked.commit, upstream=now))
     return tuple(found)

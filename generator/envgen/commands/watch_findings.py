@@ -16,7 +16,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envgen.commits import SHORT_SHA, is_full_commit
+from envgen.commits import is_full_commit, short_commit
 from envgen.lockdiff.compare import compare_url
 from envgen.model import Page, TracedRequirement
 from envgen.redact import redact_url
@@ -185,7 +185,7 @@ def release_refs(
     own = next((v for p in patterns if (v := _ref_version(ref, p)) is not None), None)
     if own is None:
         newer = [max(matched, key=lambda n: matched[n])] if matched else []
-        shown = ref[:SHORT_SHA] if is_full_commit(ref) else ref
+        shown = short_commit(ref) if is_full_commit(ref) else ref
         beyond = f"(its ref {shown} matches none)"
     else:
         newer = sorted((n for n, v in matched.items() if v > own), key=lambda n: matched[n])
@@ -243,7 +243,7 @@ def _conflict(
     overridden = any((d.origin.key or "").startswith("overrides.") for d in ours)
     then = "a re-lock overrules it" if overridden else "a re-lock fails"
     message = (
-        f"source {source} {ref} moved to {upstream[:SHORT_SHA]}: {_where(theirs)} asks "
+        f"source {source} {ref} moved to {short_commit(upstream)}: {_where(theirs)} asks "
         f"{theirs.text}, which the matrix's {breaks} excludes ({then}; {', '.join(platforms)})"
     )
     details = {
@@ -265,10 +265,10 @@ def page_changed(page: Page, upstream: str, blob: str | None) -> Finding | None:
     if blob == page.blob:
         return None
     link = compare_url(page.url, page.commit, upstream)
-    now = f"blob {blob[:SHORT_SHA]}" if blob else "gone (moved or removed)"
+    now = f"blob {short_commit(blob)}" if blob else "gone (moved or removed)"
     message = (
         f"page {page.path} ({page.ref}) changed since the matrix was written: blob "
-        f"{page.blob[:SHORT_SHA]} at {page.commit[:SHORT_SHA]}, now {now} at {upstream[:SHORT_SHA]}"
+        f"{short_commit(page.blob)} at {short_commit(page.commit)}, now {now} at {short_commit(upstream)}"
     )
     details = {
         "url": redact_url(page.url),

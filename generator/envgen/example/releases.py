@@ -3,12 +3,13 @@ several wheels (and a note), the same bytes every time."""
 
 from __future__ import annotations
 
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from envgen import atomic
 from envgen.example.wheels import FixtureDist, build_wheel
+from envgen.scratch import scratch_dir
 
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 # The demo's release: a kernel wheel and an expert-parallel wheel whose extension the install links.
@@ -40,12 +41,14 @@ def build_release(dest: Path, name: str, dists: Sequence[FixtureDist]) -> Path:
     """A zip `name` in `dest` holding one wheel of each of `dists` (its first tag) and a README."""
     dest.mkdir(parents=True, exist_ok=True)
     path = dest / name
-    with tempfile.TemporaryDirectory(prefix="envgen-release-") as tmp:
-        wheels = [build_wheel(dist, dist.tags[0], Path(tmp)) for dist in dists]
-        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
-            zf.writestr(zipfile.ZipInfo("README.md", date_time=_ZIP_TIME), f"# {name}\n")
-            for wheel in sorted(wheels):
-                zf.writestr(zipfile.ZipInfo(wheel.name, date_time=_ZIP_TIME), wheel.read_bytes())
+    with scratch_dir("envgen-release-") as tmp:
+        wheels = [build_wheel(dist, dist.tags[0], tmp) for dist in dists]
+        with atomic.part_file(path) as part:
+            with zipfile.ZipFile(part.handle, "w", compression=zipfile.ZIP_STORED) as zf:
+                zf.writestr(zipfile.ZipInfo("README.md", date_time=_ZIP_TIME), f"# {name}\n")
+                for wheel in sorted(wheels):
+                    zf.writestr(zipfile.ZipInfo(wheel.name, date_time=_ZIP_TIME), wheel.read_bytes())
+            part.place(path)
     return path
 
 

@@ -12,11 +12,11 @@ from envgen.errors import InputError, MatrixError, Problem
 from envgen.inputs.toml_reader import check_keys, get_bool, get_str, read_toml
 from envgen.inputs.untrusted import host_problem, index_url_problem
 from envgen.model import Channel, Index
+from envgen.names import is_plain_name
 from envgen.redact import masked_url, redact_url, strip_credentials
 
 KINDS = ("conda", "pip")
 _KEYS = {"conda": ("kind", "url"), "pip": ("kind", "url", "trusted_host", "explicit")}
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def load_channels(channels_dir: Path) -> dict[str, Channel | Index]:
@@ -50,7 +50,7 @@ def read_channel(path: Path) -> tuple[Channel | Index | None, list[Problem]]:
     if problems.items:
         return None, problems.items
     name = path.stem
-    if not _NAME.fullmatch(name):
+    if not is_plain_name(name):
         problems.add((), f"channel name '{name}' (the file name) must be letters, digits, '.', '_' or '-'")
     kind = get_str(problems, data, ("kind",))
     if "kind" not in data:

@@ -7,14 +7,13 @@ Every merged key remembers the file and line it was written on, so a problem nam
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from envgen.inputs.toml_reader import KeyPath, Problems, read_toml, type_name
+from envgen.names import is_plain_name
 
 EXTENDS = "extends"
-_ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class Layered:
@@ -63,7 +62,7 @@ def read_layered(path: Path) -> Layered:
 def _base_path(file: Path, value: object, problems: Problems, chain: list[Path]) -> Path | None:
     """The file `extends` names, or None with the problem recorded (not a name, missing, or a cycle)."""
     key: KeyPath = (EXTENDS,)
-    if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+    if not isinstance(value, str) or not is_plain_name(value):
         shown = repr(value) if isinstance(value, str) else type_name(value)
         problems.add(key, f"expected the name of another env (its env-templates/<name>.toml), got {shown}")
         return None

@@ -18,34 +18,36 @@ from typing import BinaryIO
 from envgen.errors import InputError
 
 
-def read_input_text(path: Path, hint: str) -> str:
+def read_input_text(path: Path, hint: str, shown: str | None = None) -> str:
     """The UTF-8 text of `path`, which must be a regular file (a symlink, a FIFO, a device or a directory is
     refused).
 
-    `hint` says how to get a good file again (edit it, re-lock).
+    `hint` says how to get a good file again (edit it, re-lock); `shown` is the file's name in messages (the
+    path by default; a bundle's member by the bundle and its name).
     """
+    shown = str(path) if shown is None else shown
     try:
         # O_NONBLOCK: opening a FIFO with no writer must not hang before its type is seen. O_NOFOLLOW: a pull
         # request can add a symlink, and an input read through one could be any file of the machine.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
         if exc.errno == errno.ELOOP and path.is_symlink():
-            raise InputError(f"{path} is a symbolic link", hint="replace it with a regular file") from exc
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}", hint=hint) from exc
+            raise InputError(f"{shown} is a symbolic link", hint="replace it with a regular file") from exc
+        raise InputError(f"cannot read {shown}: {exc.strerror or exc}", hint=hint) from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(f"{path} is not a regular file", hint="replace it with a regular file, or remove it")
+            raise InputError(f"{shown} is not a regular file", hint="replace it with a regular file, or remove it")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read()
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}", hint=hint) from exc
+        raise InputError(f"cannot read {shown}: {exc.strerror or exc}", hint=hint) from exc
     finally:
         os.close(fd)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})", hint=hint) from exc
+        raise InputError(f"cannot read {shown}: not UTF-8 text ({exc.reason} at byte {exc.start})", hint=hint) from exc
 
 
 def open_input(path: Path, hint: str) -> BinaryIO:

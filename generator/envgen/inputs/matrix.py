@@ -17,7 +17,7 @@ from envgen.inputs.channels import read_channels
 from envgen.inputs.extends import read_layered
 from envgen.inputs.matrix_archives import ArchiveSectionReader
 from envgen.inputs.matrix_pip import PipSectionReader
-from envgen.inputs.matrix_sections import PROJECT_NAME, dict_or_empty
+from envgen.inputs.matrix_sections import dict_or_empty
 from envgen.inputs.matrix_sources import SourceSectionReader
 from envgen.inputs.matrix_watch import WatchSectionReader
 from envgen.inputs.toml_reader import (
@@ -44,7 +44,7 @@ from envgen.model import (
     Profile,
     Source,
 )
-from envgen.names import env_name_problem, name_problem
+from envgen.names import env_name_problem, is_project_name, name_problem
 from envgen.npu import (
     DEVICE_TYPE_ATTRIBUTE,
     GENERATIONS,
@@ -424,7 +424,7 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             if module is not None and not _MODULE.fullmatch(module):
                 self.p.add((*path, "module"), f"'{module}' is not an importable module name")
             distribution = get_str(self.p, check, (*path, "distribution"))
-            if distribution is not None and not PROJECT_NAME.fullmatch(distribution):
+            if distribution is not None and not is_project_name(distribution):
                 self.p.add((*path, "distribution"), f"'{distribution}' is not a valid Python project name")
             version = get_str(self.p, check, (*path, "version"))
             if version is not None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from envgen.inputs.matrix_sections import PROJECT_NAME, SectionReader, dict_or_empty
+from envgen.inputs.matrix_sections import SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
     KeyPath,
     as_table,
@@ -21,6 +21,7 @@ from envgen.inputs.toml_reader import (
 )
 from envgen.inputs.untrusted import archive_url_problem, name_problem
 from envgen.model import Archive
+from envgen.names import is_project_name
 
 _KEYS = ("url", "sha256", "wheels", "note")
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
@@ -114,7 +115,7 @@ class ArchiveSectionReader(SectionReader):
             what = "name at least one distribution whose wheel the archive holds"
             self.p.add((*path, "wheels"), what)
         for key, name in listed:
-            normal = canonicalize_name(name) if PROJECT_NAME.fullmatch(name) else ""
+            normal = canonicalize_name(name) if is_project_name(name) else ""
             if not normal:
                 self.p.add(key, f"'{name}' is not a valid Python project name (PEP 508)")
             elif normal in {canonicalize_name(n) for n in names}:
@@ -142,7 +143,7 @@ def _names_taken(data: dict[str, Any]) -> dict[str, str]:
     for name, table in dict_or_empty(data.get("archives")).items():
         wheels = dict_or_empty(table).get("wheels")
         for wheel in wheels if isinstance(wheels, list) else []:
-            if isinstance(wheel, str) and PROJECT_NAME.fullmatch(wheel):
+            if isinstance(wheel, str) and is_project_name(wheel):
                 taken.setdefault(canonicalize_name(wheel), f"archive {name}")
     return taken
 

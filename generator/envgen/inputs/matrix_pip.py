@@ -10,7 +10,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envgen.inputs.matrix_sections import PROJECT_NAME, SectionReader, dict_or_empty
+from envgen.inputs.matrix_sections import SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
     KeyPath,
     as_table,
@@ -26,6 +26,7 @@ from envgen.model import (
     Index,
     PipPackage,
 )
+from envgen.names import is_project_name
 
 _PACKAGE_KEYS = ("version", "extras", "marker", "index", "pending", "url", "sha256")
 Excluded = Exclusion | None
@@ -93,7 +94,7 @@ class PipSectionReader(SectionReader):
             return None
         before = len(self.p.items)
         check_keys(self.p, path, entry, ("reason", "platforms"), ("reason",))
-        if not PROJECT_NAME.fullmatch(name):
+        if not is_project_name(name):
             self.p.add(path, f"'{name}' is not a valid Python project name (PEP 508)")
         elif canonicalize_name(name) in asked:
             what = f"the matrix asks for {name} (a pip package or a source)"
@@ -117,7 +118,7 @@ class PipSectionReader(SectionReader):
             return None
         before = len(self.p.items)
         check_keys(self.p, path, table, _PACKAGE_KEYS)
-        if not PROJECT_NAME.fullmatch(name):
+        if not is_project_name(name):
             self.p.add(path, f"'{name}' is not a valid Python project name (PEP 508)")
         specifier = self.specifier((*path, "version"), table)
         extras = self.extras((*path, "extras"), table)
@@ -158,7 +159,7 @@ class PipSectionReader(SectionReader):
     def extras(self, path: KeyPath, table: dict[str, Any]) -> list[str]:
         extras: list[str] = []
         for key, extra in get_str_list(self.p, table, path):
-            if PROJECT_NAME.fullmatch(extra):
+            if is_project_name(extra):
                 extras.append(extra)
             else:
                 self.p.add(key, f"'{extra}' is not a valid extra name")

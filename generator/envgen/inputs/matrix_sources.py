@@ -8,7 +8,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from envgen.commits import is_full_commit
-from envgen.inputs.matrix_sections import PROJECT_NAME, SectionReader, dict_or_empty
+from envgen.inputs.matrix_sections import SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
     KeyPath,
     as_table,
@@ -31,7 +31,7 @@ from envgen.model import (
     Replacement,
     Source,
 )
-from envgen.names import name_problem
+from envgen.names import is_project_name, name_problem
 
 INSTALL_MODES = ("editable", "plain")
 
@@ -80,7 +80,7 @@ class SourceSectionReader(SectionReader):
             self.p.add(path, problem)
         url, ref = self.location(path, table)
         distribution = get_str(self.p, table, (*path, "distribution"), default=name) or name
-        if not PROJECT_NAME.fullmatch(distribution):
+        if not is_project_name(distribution):
             self.p.add((*path, "distribution"), f"'{distribution}' is not a valid Python project name")
         install = get_str(self.p, table, (*path, "install"), default="editable")
         if install is not None and install not in INSTALL_MODES:

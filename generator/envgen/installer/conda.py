@@ -11,8 +11,8 @@ import rattler.exceptions
 
 from envgen import network
 from envgen.credentials import NO_CREDENTIALS, Credentials
-from envgen.errors import EnvgenError, InputError, NetworkError, VerificationError
-from envgen.installer.tools import unreachable_hosts
+from envgen.errors import EnvgenError, InputError, NetworkError, Unreached, VerificationError
+from envgen.installer.tools import named_hosts, unreachable_hosts
 from envgen.model import CondaEntry
 from envgen.redact import redact_text
 from envgen.resolve.conda_stage import rattler_client, repodata_record
@@ -63,10 +63,12 @@ def install_conda(
     )
 
     def over() -> EnvgenError:
-        budget = network.seconds("budget", limits)
+        took = f"took more than {network.seconds('budget', limits)}"
         return NetworkError(
-            f"installing the locked conda packages for {platform} took more than {budget}",
+            f"installing the locked conda packages for {platform} {took}",
             hint=f"check the channels and the network; {network.raise_hint('budget', limits)}",
+            hosts=[Unreached(host, took) for host in named_hosts(" ".join(e.url for e in entries))],
+            platform=platform,
         )
 
     try:
@@ -79,7 +81,7 @@ def _failure(said: str, platform: str, prefix: Path, credentials: Credentials) -
     """What rattler's failure means: a host not reached (NetworkError), else a verdict on the
     lock or the channel (VerificationError)."""
     said = redact_text(said, credentials.secrets)
-    unreachable = unreachable_hosts(said, f"downloading the locked conda packages for {platform}")
+    unreachable = unreachable_hosts(said, f"downloading the locked conda packages for {platform}", platform)
     if unreachable is not None:
         network.abandoned.set()
         return unreachable

@@ -4,6 +4,7 @@ orders the steps: every artifact is located and the recipe checked before the en
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -75,6 +76,18 @@ class Installer(Protocol):
         ...
 
     def install(self, python: Path, part: PipPart) -> None: ...
+
+    def recipe_options(self) -> RecipeOptions:
+        """What the recipe is given to install the sources with this tool too."""
+        ...
+
+
+@dataclass(frozen=True)
+class RecipeOptions:
+    """The recipe's arguments and variables that make it install with an installer (`--uv UV`)."""
+
+    args: tuple[str, ...] = ()
+    environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 class Source(Protocol):
@@ -155,7 +168,8 @@ def install(
             )
             installer.install(destination.python, pip)
         log.info("running %s on %s", recipe.path.name, destination.path)
-        run_recipe(recipe, destination.path, request, runner, archives=archives)
+        options = installer.recipe_options()
+        run_recipe(recipe, destination.path, request, runner, archives=archives, options=options)
 
 
 def check_request(request: Request) -> None:
@@ -191,10 +205,12 @@ def run_recipe(
     runner: Runner = run,
     *,
     archives: Path | None = None,
+    options: RecipeOptions = RecipeOptions(),
 ) -> str:
     """Run the recipe on `prefix` with the request's profiles (and `archives`, the directory of
-    the archives' wheels); returns its log (stderr). The git sources' credentials reach its git
-    through the environment (`http.<url>.extraHeader`), as they reach envgen's own git."""
+    the archives' wheels; `options`, the installer's); returns its log (stderr). The git sources'
+    credentials reach its git through the environment (`http.<url>.extraHeader`), as they reach
+    envgen's own git."""
     cmd = ["sh", str(recipe.path), "--prefix", str(prefix)]
     for name in request.profiles:
         cmd += ["--profile", name]
@@ -202,7 +218,8 @@ def run_recipe(
         cmd.append("--skip-cann")
     if archives is not None:
         cmd += ["--archives", str(archives)]
-    env = recipe.credentials.git_environment(recipe.environ)
+    cmd += options.args
+    env = recipe.credentials.git_environment({**recipe.environ, **options.environ})
     secrets = recipe.credentials.secrets
     proc = runner(cmd, env=env, check=False, secrets=secrets)
     if proc.returncode != 0:

@@ -15,8 +15,8 @@ from uv import find_uv_bin
 
 from envgen import network
 from envgen.credentials import NO_CREDENTIALS, netrc_in_memory
-from envgen.errors import NetworkError, ToolError, VerificationError
-from envgen.installer.core import Installer, PipPart
+from envgen.errors import NetworkError, ToolError, Unreached, VerificationError
+from envgen.installer.core import Installer, PipPart, RecipeOptions
 from envgen.lockio.exports.names import pylock_name, requirements_name
 from envgen.process import TimedOut, run, tail
 from envgen.redact import redact_text
@@ -59,7 +59,7 @@ def tool_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]
     return env
 
 
-def unreachable_hosts(output: str, what: str) -> NetworkError | None:
+def unreachable_hosts(output: str, what: str, platform: str | None = None) -> NetworkError | None:
     """A download failure in a tool's output as one line per host it could not reach (None: not
     one)."""
     if not _DOWNLOAD_FAILED.search(output) or _ANSWERED.search(output):
@@ -68,16 +68,21 @@ def unreachable_hosts(output: str, what: str) -> NetworkError | None:
     # The lines reporting the failure name the hosts that failed (pip also lists every file it
     # collects); when none does, every host the output names is a suspect.
     failed = "\n".join(line for line in output.splitlines() if _DOWNLOAD_FAILED.search(line))
-    hosts = sorted({f"{m[1]}:{m[2]}" if m[1] else m[3] for m in _HOST.finditer(failed)})
-    hosts = hosts or sorted({f"{m[1]}:{m[2]}" if m[1] else m[3] for m in _HOST.finditer(output)})
+    hosts = named_hosts(failed) or named_hosts(output)
     why = redact_text(network.reason(output, limits))
     slow = f"; {network.raise_hint('read', limits)}" if network.timed_out(output) else ""
     hint = f"check the network and the index or channel serving these files{slow}"
     if not hosts:
-        return NetworkError(f"{what}: {why}", hint=hint)
-    lines = "".join(f"\n  {host}: {why}" for host in hosts)
+        return NetworkError(f"{what}: {why}", hint=hint, hosts=(), platform=platform)
     some = "a host" if len(hosts) == 1 else "hosts"
-    return NetworkError(f"{what}: {some} could not be reached{lines}", hint=hint)
+    unreached = [Unreached(h, why) for h in hosts]
+    return NetworkError.listing(f"{what}: {some} could not be reached", unreached, hint, platform=platform)
+
+
+def named_hosts(text: str) -> list[str]:
+    """The hosts `text` names (`host:port` as urllib3 gives them, or the host of a URL, never its
+    credentials), sorted."""
+    return sorted({f"{m[1]}:{m[2]}" if m[1] else m[3] for m in _HOST.finditer(text)})
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,9 @@ class Pip:
     def install(self, python: Path, part: PipPart) -> None:
         run_installer(self, self.command(python, part), python, part)
 
+    def recipe_options(self) -> RecipeOptions:
+        return RecipeOptions()  # the recipe's default: the env's own pip
+
 
 @dataclass(frozen=True)
 class Uv:
@@ -122,6 +130,9 @@ class Uv:
 
     def install(self, python: Path, part: PipPart) -> None:
         run_installer(self, self.command(python, part), python, part)
+
+    def recipe_options(self) -> RecipeOptions:
+        return RecipeOptions(("--uv", find_uv_bin()), {"UV_CACHE_DIR": str(self.cache / "uv")})
 
 
 def installer_named(name: InstallerName, cache: Path) -> Pip | Uv:
@@ -149,10 +160,12 @@ def run_installer(installer: Installer, cmd: list[str], python: Path, part: PipP
                 secrets=credentials.secrets,
             )
     except TimedOut as exc:
+        within = f"within {network.seconds('budget', limits)}"
+        asked = named_hosts(" ".join(e.url for e in part.entries))
         raise NetworkError(
-            f"{installer.name} did not finish installing the locked pip packages into {prefix} "
-            f"within {network.seconds('budget', limits)}",
+            f"{installer.name} did not finish installing the locked pip packages into {prefix} {within}",
             hint=f"check the indexes and the network; {network.raise_hint('budget', limits)}",
+            hosts=[Unreached(host, f"no complete answer {within}") for host in asked],
         ) from exc
     if proc.returncode != 0:
         raise _failure(installer.name, proc.stderr + proc.stdout, prefix, credentials.secrets)

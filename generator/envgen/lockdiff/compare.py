@@ -13,7 +13,8 @@ from packaging.version import InvalidVersion
 from packaging.version import Version as PipVersion
 from rattler.exceptions import InvalidVersionError
 
-from envgen.commits import SHORT_SHA
+from envgen.commits import short_commit
+from envgen.digests import short_digest
 from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, PipEntry, Source, Submodule
 from envgen.redact import redact_url
 
@@ -95,11 +96,11 @@ class SourceChange:
 
     @property
     def old_short(self) -> str | None:
-        return self.old_commit[:SHORT_SHA] if self.old_commit else None
+        return short_commit(self.old_commit) if self.old_commit else None
 
     @property
     def new_short(self) -> str | None:
-        return self.new_commit[:SHORT_SHA] if self.new_commit else None
+        return short_commit(self.new_commit) if self.new_commit else None
 
 
 @dataclass(frozen=True)
@@ -424,9 +425,9 @@ def _archives(lock: Lock) -> dict[str, str]:
     sha256)."""
     shown = {}
     for a in lock.archives:
-        shown[f"{a.name} ({a.platform})"] = f"sha256 {a.sha256[:12]} {a.url}"
+        shown[f"{a.name} ({a.platform})"] = f"sha256 {short_digest(a.sha256)} {a.url}"
         for m in a.members:
-            shown[f"{a.name} ({a.platform}): {m.name}"] = f"{m.version} sha256 {m.sha256[:12]}"
+            shown[f"{a.name} ({a.platform}): {m.name}"] = f"{m.version} sha256 {short_digest(m.sha256)}"
     return shown
 
 

@@ -7,7 +7,8 @@ import html
 import json
 from collections.abc import Sequence
 
-from envgen.commits import SHORT_SHA, is_full_commit
+from envgen.commits import is_full_commit, short_commit
+from envgen.digests import short_digest
 from envgen.lockdiff.compare import ItemChange, LockDiff, PackageChange, SourceChange, SubmoduleChange
 
 MARKER = "<!-- envgen-lock-diff -->"
@@ -25,7 +26,7 @@ FORMATS = ("text", "markdown", "json")
 
 
 def _short(digest: str | None) -> str:
-    return digest[:SHORT_SHA] if digest else "-"
+    return short_digest(digest) if digest else "-"
 
 
 def _old_new(change: PackageChange) -> tuple[str, str]:
@@ -69,7 +70,7 @@ def _count(kind: str, count: int) -> str:
 def _ref(ref: str | None) -> str:
     """A ref as shown: a full commit shortened like the commits next to it."""
     if ref and is_full_commit(ref):
-        return ref[:SHORT_SHA]
+        return short_commit(ref)
     return ref or "-"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import filelock
 
+from envgen import interrupts
 from envgen.errors import InputError
 from envgen.project import Project
 
@@ -29,7 +30,9 @@ def env_lock(project: Project, env: str) -> Iterator[None]:
     guard = filelock.SoftFileLock(path)
     try:
         _acquire(guard, env)
-        yield
+        # An interrupted run whose worker does not reach this `finally` before envgen exits still removes it.
+        with interrupts.holding(path):
+            yield
     finally:
         guard.release()  # nothing to release when it was never taken
 

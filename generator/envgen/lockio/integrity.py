@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from envgen.digests import short_digest
 from envgen.errors import VerificationError
-from envgen.lockio.seal import host_problems, recorded, url_host
+from envgen.lockio.seal import host_problems, recorded
 from envgen.lockio.sources_toml import SourcesToml
 from envgen.lockio.store import LockTexts, no_lock, parse_lock_parts, read_files, repair_hint
 from envgen.model import Lock
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
+from envgen.urls import url_host
 
 
 def missing_files(texts: LockTexts) -> list[str]:
@@ -37,7 +39,8 @@ def _hash_problems(yml: str, sources: str, recipe: str, names: tuple[str, str, s
     if found.computed != found.recorded:
         return [
             f"{names[0]}, {names[1]} and {names[2]} do not hash to the content hash {names[1]} records "
-            f"({found.recorded[:12]}, now {found.computed[:12]}): a file was edited after `envgen lock` wrote it"
+            f"({short_digest(found.recorded)}, now {short_digest(found.computed)}): "
+            "a file was edited after `envgen lock` wrote it"
         ]
     return []
 

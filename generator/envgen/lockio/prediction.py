@@ -27,7 +27,7 @@ _PYTHON = re.compile(r"[0-9]+(?:\.[0-9]+){1,2}")
 _FIELDS = ("manager", "name", "version", "platform")
 
 
-class Pinned(NamedTuple):
+class Predicted(NamedTuple):
     """A pip entry as a preference: its name and version (resolve/preferences.py validates both),
     and its artifact's URL and sha256 (a 64-hex digest, or "" when the lock has none such), whose
     metadata the re-lock will most likely read again."""
@@ -43,7 +43,7 @@ class Prediction:
     """Per platform, the python and the pip pins of the lock."""
 
     python: Mapping[str, str]
-    pip: Mapping[str, tuple[Pinned, ...]]
+    pip: Mapping[str, tuple[Predicted, ...]]
 
 
 def predict(texts: LockTexts) -> Prediction | None:
@@ -58,7 +58,7 @@ def predict(texts: LockTexts) -> Prediction | None:
     if not isinstance(packages, list) or not all(_plain(entry) for entry in packages):
         return None
     python: dict[str, set[str]] = {}
-    pip: dict[str, list[Pinned]] = {}
+    pip: dict[str, list[Predicted]] = {}
     for entry in packages:
         manager, name, version, platform = (entry[k] for k in _FIELDS)
         if manager == "pip":
@@ -103,9 +103,9 @@ def _plain(entry: Any) -> bool:
     return isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in _FIELDS)
 
 
-def _pinned(entry: dict[str, Any]) -> Pinned:
+def _pinned(entry: dict[str, Any]) -> Predicted:
     hashes, url = entry.get("hash"), entry.get("url")
     sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
     if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256) or not isinstance(url, str):
-        return Pinned(entry["name"], entry["version"], "", "")
-    return Pinned(entry["name"], entry["version"], url, sha256)
+        return Predicted(entry["name"], entry["version"], "", "")
+    return Predicted(entry["name"], entry["version"], url, sha256)

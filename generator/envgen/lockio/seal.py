@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+
+from envgen.urls import url_host
 
 if TYPE_CHECKING:  # types only: the no-op lock imports this module (its content hash), and never the model
     from envgen.model import Index, Lock
@@ -57,12 +58,6 @@ def seal(yml: str, sources: str, recipe: str) -> str:
     if count != 1:
         raise ValueError("the sources.toml was not rendered with exactly one content-hash line to seal")
     return sealed
-
-
-def url_host(url: str) -> str:
-    """The host (and port, when given) of a URL, without credentials; '' when it has none."""
-    netloc = urlsplit(url).netloc
-    return netloc.rpartition("@")[2].lower()
 
 
 def file_hosts(lock: Lock, index: Index) -> tuple[str, ...]:

@@ -10,16 +10,17 @@ lockio/sources_toml.py) when a command needs the Lock itself.
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import stat
-import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envgen import interrupts
+from envgen import atomic, interrupts
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting, read_input_text
 from envgen.lockio import seal
@@ -213,55 +214,11 @@ def require_lock(project: Project, env: str) -> Lock:
     return lock
 
 
-def _write_temp(directory: Path, target: Path, text: str, mode: int) -> Path:
-    """`text` in a new temp file next to `target`, flushed to disk."""
-    fd, name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
-    path = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        path.chmod(mode)
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _replace_all(pairs: Sequence[tuple[Path, Path]]) -> None:
-    """Rename each temp over its target; if one rename fails, put back the targets already
-    replaced."""
-    backups: dict[Path, Path] = {}
-    replaced: list[Path] = []
-    try:
-        for _, target in pairs:
-            if target.is_file():
-                backups[target] = target.with_name(f".{target.name}.bak")
-                backups[target].unlink(missing_ok=True)
-                os.link(target, backups[target])
-        for temp, target in pairs:
-            os.replace(temp, target)
-            replaced.append(target)
-    except BaseException:
-        for target in reversed(replaced):
-            if target in backups:
-                os.replace(backups[target], target)
-            else:
-                target.unlink()
-        raise
-    finally:
-        for backup in backups.values():
-            backup.unlink(missing_ok=True)
-
-
 def _remove_leftovers(targets: Sequence[Path]) -> None:
-    """Temp and backup files a killed run left next to `targets` (only names this module makes)."""
+    """Part and backup files a killed run left next to `targets` (only names envgen makes; `.tmp`
+    is how a lock's temp files were named before `atomic.py`)."""
     for target in targets:
-        for leftover in [
-            *target.parent.glob(f".{target.name}.*.tmp"),
-            target.with_name(f".{target.name}.bak"),
-        ]:
+        for leftover in [*atomic.leftovers(target), *target.parent.glob(f".{glob.escape(target.name)}.*.tmp")]:
             leftover.unlink(missing_ok=True)
 
 
@@ -323,24 +280,26 @@ def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Seq
     all or nothing.
 
     The sources.toml records the content hash of the three (lockio/seal.py), so a hand edit of any
-    shows. Every file is rendered first, then written to temp files in locks/ and fsynced, then
-    renamed; a failure before the renames leaves the old files byte-identical, and a failed rename
-    puts back those already renamed. A target that is not a regular file is refused before anything
-    is written.
+    shows. Every file is rendered first, then written to part files in locks/ and fsynced, then
+    renamed (`atomic.place_all`); a failure before the renames leaves the old files byte-identical,
+    and a failed rename puts back those already renamed. A target that is not a regular file is
+    refused before anything is written, and again just before its rename.
     """
     files = _rendered(project, env, lock, recipe, derived)
     directory = project.locks_dir
-    temps: list[Path] = []
     try:
         _refuse_special([target for target, _, _ in files])
         directory.mkdir(parents=True, exist_ok=True)
         _remove_leftovers([target for target, _, _ in files])
         # The commit point: once past it an interrupt waits for all files; before it, none is
         # touched.
-        with interrupts.commit_point(env):
+        with interrupts.commit_point(env), ExitStack() as parts:
+            written = []
             for target, text, mode in files:
-                temps.append(_write_temp(directory, target, text, mode))
-            _replace_all([(temp, target) for temp, (target, _, _) in zip(temps, files, strict=True)])
+                part = parts.enter_context(atomic.part_file(target, mode=mode))
+                part.handle.write(text.encode("utf-8"))
+                written.append((part, target))
+            atomic.place_all(written, check=lambda target: _refuse_special([target]), sync=True)
             dir_fd = os.open(directory, os.O_RDONLY)
             try:
                 os.fsync(dir_fd)
@@ -351,6 +310,3 @@ def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Seq
             f"cannot write the lock of env {env!r} into {directory}: {exc}",
             hint="check that locks/ is a writable directory; the previous lock files are unchanged",
         ) from exc
-    finally:
-        for temp in temps:
-            temp.unlink(missing_ok=True)

@@ -4,6 +4,22 @@ die() { say "error: $*"; exit 1; }
 # A value as a single-quoted sh word, for the hooks this script writes.
 quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 
+# pip_install ARGS...: `pip install ARGS` by the env's own pip, or with --uv UV by `UV pip install --python
+# <the env's python>` (no uv config file read; pip's own flags -q and --no-input kept out).
+pip_install() {
+	if [ -z "$uv" ]; then
+		"$python" -m pip install --disable-pip-version-check "$@"
+		return
+	fi
+	n=$#
+	while [ "$n" -gt 0 ]; do
+		case $1 in --no-input) ;; *) set -- "$@" "$1" ;; esac
+		shift
+		n=$((n - 1))
+	done
+	"$uv" pip install --no-config --python "$python" "$@"
+}
+
 # Replace $2 by $1 only when they differ, so a second run leaves every file untouched.
 replace() { if cmp -s "$1" "$2"; then rm -f "$1"; else mv "$1" "$2"; fi; }
 
@@ -268,7 +284,7 @@ archive() {
 		set -- "$@" "$wheel"
 	done
 	say "$name: pip install $(for wheel; do printf '%s ' "${wheel##*/}"; done)"
-	"$python" -m pip install -q --no-deps --disable-pip-version-check "$@" \
+	pip_install -q --no-deps "$@" \
 		|| die "$name: pip could not install its wheels into $prefix (output above)"
 	printf '%s\n' "$key" >"$state/archive-$name.installed"
 }
@@ -529,9 +545,10 @@ use_bundle() {
 	say "verified every member of $1"
 	if [ -s "$requirements" ]; then
 		say "installing the pip part for $platform from $1 (no index, every file hash-checked)"
-		PIP_CONFIG_FILE=/dev/null "$python" -m pip install -q --disable-pip-version-check --no-input --no-index \
-			--find-links "$b/pip" --no-deps --require-hashes -r "$requirements" \
-			|| die "pip could not install the pip part from $1 into $prefix (output above)"
+		(
+			export PIP_CONFIG_FILE=/dev/null
+			pip_install -q --no-input --no-index --find-links "$b/pip" --no-deps --require-hashes -r "$requirements"
+		) || die "pip could not install the pip part from $1 into $prefix (output above)"
 	fi
 }
 

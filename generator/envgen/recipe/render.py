@@ -9,6 +9,7 @@ from importlib import resources
 from shlex import quote
 
 from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
+from envgen.commits import short_commit
 from envgen.errors import InputError
 from envgen.inputs.untrusted import lock_problems, one_line
 from envgen.model import (
@@ -107,10 +108,10 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     env = lock.env
     lines = [
         f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--no-profile NAME]...",
-        "       [--skip-cann] [--bundle FILE] [--archives DIR]",
+        "       [--skip-cann] [--bundle FILE] [--archives DIR] [--uv UV]",
         "",
         f"Installs the git sources of env {env} at their locked commits, in order, each with",
-        "`python -m pip install --no-deps` of the env's own python, then writes activation hooks",
+        "`python -m pip install --no-deps` of the env's own python (uv with --uv), then writes activation hooks",
         f"(etc/conda/activate.d/envgen-{env}.sh and deactivate.d/; in a venv also a block in bin/activate).",
         "Install the locked packages first, then run this script in that env:",
         f"  conda-lock install -n NAME locks/{env}.yml   (or -p DIR)",
@@ -134,6 +135,8 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "                  git, pip (and zstd for .tar.zst), not envgen. The conda part stays conda-lock's.",
         "  --archives DIR  take the wheels of the release archives from DIR (by file name) instead",
         "                  of fetching the archives; each is checked against the lock's sha256 too",
+        "  --uv UV         install with `UV pip install --python <the env's python>` instead of the env's",
+        "                  own pip (what `envgen install --installer uv` passes); uv reads no config file",
         "  -h, --help      show this help",
         "",
         *_usage_archives(lock),
@@ -159,7 +162,7 @@ def _usage_source(locked: LockedSource) -> str:
         *([f"{len(src.cherry_picks)} cherry-picks"] if src.cherry_picks else []),
         *([f"{len(locked.submodules)} submodules"] if locked.submodules else []),
     ]
-    return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {locked.commit[:12]} ({', '.join(flags)})"
+    return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {short_commit(locked.commit)} ({', '.join(flags)})"
 
 
 def _usage_archives(lock: Lock) -> list[str]:
@@ -179,6 +182,33 @@ def _profile_names(lock: Lock) -> str:
     return f"KNOWN_PROFILES={quote(' '.join(names) or '(none)')}\nknown_profile() {{\n{body}}}\n"
 
 
+# The recipe's command line, parsed in POSIX sh (the values checked after the loop).
+_PARSE_ARGUMENTS = (
+    "while [ $# -gt 0 ]; do",
+    "\tcase $1 in",
+    '\t\t--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;',
+    "\t\t--prefix=*) prefix=${1#*=}; shift ;;",
+    '\t\t--src) [ $# -ge 2 ] || die "--src needs a directory"; src=$2; shift 2 ;;',
+    "\t\t--src=*) src=${1#*=}; shift ;;",
+    '\t\t--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;',
+    '\t\t--profile=*) add_profile "${1#*=}"; shift ;;',
+    '\t\t--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;',
+    '\t\t--no-profile=*) drop_profile "${1#*=}"; shift ;;',
+    "\t\t--skip-cann) skip_cann=1; shift ;;",
+    '\t\t--bundle) [ $# -ge 2 ] || die "--bundle needs a file"; bundle=$2; shift 2 ;;',
+    "\t\t--bundle=*) bundle=${1#*=}; shift ;;",
+    '\t\t--archives) [ $# -ge 2 ] || die "--archives needs a directory"; archives_dir=$2',
+    "\t\t\tshift 2 ;;",
+    "\t\t--archives=*) archives_dir=${1#*=}; shift ;;",
+    '\t\t--uv) [ $# -ge 2 ] || die "--uv needs the path of uv"; uv=$2; shift 2 ;;',
+    "\t\t--uv=*) uv=${1#*=}; shift ;;",
+    "\t\t-h | --help) usage; exit 0 ;;",
+    '\t\t*) die "unknown argument $1 (see --help)" ;;',
+    "\tesac",
+    "done",
+)
+
+
 def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     lines = [
         "prefix=${CONDA_PREFIX:-${VIRTUAL_ENV:-}}",
@@ -188,26 +218,8 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "skip_cann=0",
         "bundle=",
         "archives_dir=",
-        "while [ $# -gt 0 ]; do",
-        "\tcase $1 in",
-        '\t\t--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;',
-        "\t\t--prefix=*) prefix=${1#*=}; shift ;;",
-        '\t\t--src) [ $# -ge 2 ] || die "--src needs a directory"; src=$2; shift 2 ;;',
-        "\t\t--src=*) src=${1#*=}; shift ;;",
-        '\t\t--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;',
-        '\t\t--profile=*) add_profile "${1#*=}"; shift ;;',
-        '\t\t--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;',
-        '\t\t--no-profile=*) drop_profile "${1#*=}"; shift ;;',
-        "\t\t--skip-cann) skip_cann=1; shift ;;",
-        '\t\t--bundle) [ $# -ge 2 ] || die "--bundle needs a file"; bundle=$2; shift 2 ;;',
-        "\t\t--bundle=*) bundle=${1#*=}; shift ;;",
-        '\t\t--archives) [ $# -ge 2 ] || die "--archives needs a directory"; archives_dir=$2',
-        "\t\t\tshift 2 ;;",
-        "\t\t--archives=*) archives_dir=${1#*=}; shift ;;",
-        "\t\t-h | --help) usage; exit 0 ;;",
-        '\t\t*) die "unknown argument $1 (see --help)" ;;',
-        "\tesac",
-        "done",
+        "uv=",
+        *_PARSE_ARGUMENTS,
         "",
         '[ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or activate a conda env or venv"',
         '[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install $ENVGEN_ENV '
@@ -218,6 +230,7 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         # A python that is not the prefix's own (a stand-in running another interpreter) would install elsewhere.
         "\"$python\" -c 'import os, sys; sys.exit(os.path.realpath(sys.prefix) != os.path.realpath(sys.argv[1]))' "
         '"$prefix" || die "$python does not run in $prefix (its sys.prefix differs): pip would install elsewhere"',
+        'if [ -n "$uv" ] && ! [ -x "$uv" ]; then die "--uv: $uv is not an executable"; fi',
         "src=${src:-$prefix/src}",
         'mkdir -p "$src"',
         'src=$(cd "$src" && pwd -P)',
@@ -278,16 +291,15 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
     src = locked.source
     name = quote(src.name)
     pip = [
-        *(quote(f"{k}={v}") for k, v in src.env),
-        # No version check: pip would ask PyPI about itself in every new env, on a cluster with no network too.
-        '"$python" -m pip install --no-deps --disable-pip-version-check',
+        "pip_install --no-deps",
         *([] if src.build_isolation else ["--no-build-isolation"]),
         *(quote(a) for a in _index_args(lock, src.build_index)),
         *(["-e"] if src.editable else []),
         f'"$src"/{name}' + (f"/{quote(_project(src))}" if _project(src) else ""),
     ]
-    if src.env:
-        pip.insert(0, "env")
+    if src.env:  # the build's variables, for this install only (a subshell: pip_install is a function)
+        exported = " ".join(quote(f"{k}={v}") for k, v in src.env)
+        pip = [f"(export {exported};", *pip, ")"]
     checkout = " ".join(
         [
             "checkout",

@@ -26,7 +26,8 @@ from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from envgen import network, platforms
+from envgen import atomic, network, platforms
+from envgen.digests import short_digest
 from envgen.errors import ResolutionError, VerificationError
 from envgen.inputs.untrusted import tree_path_problem
 from envgen.model import Archive, ArchiveMember, Lock, LockedArchive, Matrix
@@ -99,7 +100,7 @@ def lock_archives(
                     archive.name,
                     platform,
                     redact_url(url),
-                    path.name[:12],
+                    short_digest(path.name),
                 )
                 locked.append(LockedArchive(archive.name, platform, url, path.name, members))
     return tuple(locked)
@@ -124,32 +125,28 @@ def fetch(
             hint="lock once without --offline to fetch it",
         )
     key = hashlib.sha256(url.encode()).hexdigest()[:16]
-    partial = cache / "archives" / "partial" / f"{os.getpid()}-{key}"
+    partial = cache / "archives" / "partial" / key
     partial.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    try:
-        with client.get(url, stream=True) as response, partial.open("wb") as out:
-            response.raise_for_status()
-            for chunk in response.iter_content(_CHUNK):
-                digest.update(chunk)
-                out.write(chunk)
-    except requests.RequestException as exc:
-        partial.unlink(missing_ok=True)
-        raise client.unreachable("fetch the archive", url, exc) from exc
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    found = digest.hexdigest()
-    if sha256 and found != sha256:
-        partial.unlink()
-        raise VerificationError(
-            f"the archive {redact_url(url)} has sha256 {found}, but {pinned_by} says {sha256}",
-            hint="it is not the archive that was pinned: find out why; if the new one is wanted, "
-            "write its sha256 into the matrix (archives.<name>.sha256) and lock again",
-        )
-    target = archive_path(cache, found)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(partial, target)
+    with atomic.part_file(partial) as part:
+        try:
+            with client.get(url, stream=True) as response:
+                response.raise_for_status()
+                for chunk in response.iter_content(_CHUNK):
+                    digest.update(chunk)
+                    part.handle.write(chunk)
+        except requests.RequestException as exc:
+            raise client.unreachable("fetch the archive", url, exc) from exc
+        found = digest.hexdigest()
+        if sha256 and found != sha256:
+            raise VerificationError(
+                f"the archive {redact_url(url)} has sha256 {found}, but {pinned_by} says {sha256}",
+                hint="it is not the archive that was pinned: find out why; if the new one is wanted, "
+                "write its sha256 into the matrix (archives.<name>.sha256) and lock again",
+            )
+        target = archive_path(cache, found)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        part.place(target)
     return target
 
 
@@ -183,17 +180,12 @@ def _stream(archive: object, name: str) -> IO[bytes]:
 def _copy(archive: object, name: str, dest: Path) -> str:
     """Member `name` written to `dest` (through a part file), its sha256."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(f"{dest.name}.part-{os.getpid()}")
     digest = hashlib.sha256()
-    try:
-        with _stream(archive, name) as src, part.open("wb") as out:
-            while chunk := src.read(_CHUNK):
-                digest.update(chunk)
-                out.write(chunk)
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
-    os.replace(part, dest)
+    with atomic.part_file(dest) as part, _stream(archive, name) as src:
+        while chunk := src.read(_CHUNK):
+            digest.update(chunk)
+            part.handle.write(chunk)
+        part.place(dest)
     return digest.hexdigest()
 
 

@@ -23,7 +23,7 @@ from rattler.package import BuildString
 
 from envgen import network
 from envgen.credentials import Credentials, split_credential
-from envgen.errors import EnvgenError, InputError, NetworkError, ResolutionError
+from envgen.errors import EnvgenError, InputError, NetworkError, ResolutionError, Unreached
 from envgen.inputs.channels import expand_url
 from envgen.model import Channel, CondaEntry, Matrix, python_versions
 from envgen.platforms import virtual_packages
@@ -113,10 +113,10 @@ def _channel_url(channel: Channel, environ: Mapping[str, str]) -> str:
     return url
 
 
-def _failed_channel(matrix: Matrix, message: str) -> str:
-    """The channel URLs a gateway message names (all of them when it names none)."""
+def _failed_channels(matrix: Matrix, message: str) -> list[str]:
+    """The channel URLs a gateway message names (all of them when it names none), redacted."""
     named = [c.url for c in matrix.channels if c.url.rstrip("/") in message]
-    return ", ".join(redact_url(url) for url in (named or [c.url for c in matrix.channels]))
+    return [redact_url(url) for url in (named or [c.url for c in matrix.channels])]
 
 
 def _unsatisfiable(matrix: Matrix, platform: str, said: str) -> ResolutionError:
@@ -134,9 +134,14 @@ def _unreachable(matrix: Matrix, platform: str, message: str, limits: network.Li
         hint = network.raise_hint("conda", limits)
     else:
         why, hint = redact_text(network.reason(message, limits)), "check the network"
+    channels = _failed_channels(matrix, message)
+    shown = ", ".join(channels)
     return NetworkError(
-        f"cannot fetch repodata for {platform} from conda channel {_failed_channel(matrix, message)}: {why}",
+        f"cannot fetch repodata for {platform} from conda channel {shown}: {why}",
         hint=f"check the channel URL in channels/*.toml (a mirror can replace it there); {hint}",
+        hosts=[Unreached(channel, why) for channel in channels],
+        platform=platform,
+        failure=f"cannot fetch repodata from conda channel {shown}: {why}",
     )
 
 
@@ -191,10 +196,14 @@ def solve_conda_preferring(
         return records, unavailable
 
     def over() -> EnvgenError:
+        channels = _failed_channels(matrix, "")
+        took = f"took more than {network.seconds('budget', limits)}"
         return NetworkError(
-            f"the conda solve for {platform} (repodata from {_failed_channel(matrix, '')}) took more than "
-            f"{network.seconds('budget', limits)}",
+            f"the conda solve for {platform} (repodata from {', '.join(channels)}) {took}",
             hint=f"check the channels' URLs and the network; {network.raise_hint('budget', limits)}",
+            hosts=[Unreached(channel, took) for channel in channels],
+            platform=platform,
+            failure=f"the conda solve (repodata from {', '.join(channels)}) {took}",
         )
 
     try:

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from envgen import network
 from envgen.commits import is_full_commit
 from envgen.credentials import Credentials, split_credential
-from envgen.errors import NetworkError, ResolutionError
+from envgen.errors import NetworkError, ResolutionError, Unreached
 from envgen.model import Source
 from envgen.process import TimedOut, run
 from envgen.redact import redact_text, redact_url
@@ -90,10 +90,12 @@ def remote_git(
         return run(["git", *args], cwd=cwd, env=env, timeout=limits.budget, check=False)
     except TimedOut as exc:
         who = f"source {source}: " if source else ""
+        shown = redact_url(url)
+        late = f"did not finish `git {args[0]}` within {network.seconds('budget', limits)}"
         raise NetworkError(
-            f"{who}git remote {redact_url(url)} did not finish `git {args[0]}` within "
-            f"{network.seconds('budget', limits)}",
+            f"{who}git remote {shown} {late}",
             hint=f"{MIRROR_HINT}; {network.raise_hint('budget', limits)}",
+            hosts=[Unreached(shown, late)],
         ) from exc
 
 
@@ -150,4 +152,7 @@ def unreachable(url: str, source: str | None, stderr: str, limits: network.Limit
         said = f"no data for {network.seconds('read', limits)} ({said})"
         hint = f"{MIRROR_HINT}; {network.raise_hint('read', limits)}"
     detail = f": {said}" if said else " (git said nothing)"
-    return NetworkError(f"{who}cannot reach git remote {redact_url(url)}{detail}", hint=hint)
+    shown = redact_url(url)
+    return NetworkError(
+        f"{who}cannot reach git remote {shown}{detail}", hint=hint, hosts=[Unreached(shown, said or "git said nothing")]
+    )

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from packaging.utils import canonicalize_name
 
-from envgen.commits import is_full_commit
+from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError, InputError, MatrixError
 from envgen.model import METADATA, LockedSource, Matrix, Source, Submodule, TracedRequirement
 from envgen.platforms import host_platform
@@ -143,7 +143,7 @@ def _read_tree(
         read, export = view.read_project, view.export
         declared = declared_dependencies(source, tree, read, export, settings, commit=head)
         if not declared.fallback:
-            extras = extras_lines(view, f"source {source.name} at commit {head[:12]}")
+            extras = extras_lines(view, f"source {source.name} at commit {short_commit(head)}")
             declared = Declared(relabelled(view, declared.lines) + extras)
     if declared.fallback:
         listed = ", ".join(source.requirements) or "none listed"
@@ -269,7 +269,7 @@ def _results(futures: Mapping[str, Future[_T]]) -> dict[str, _T]:
     error = futures[failed[0]].exception() if len(failed) > 1 else None
     # A user who sees every unreachable host at once fixes them in one go.
     if isinstance(error, EnvgenError) and not isinstance(error, MatrixError):
-        raise type(error)(f"{error.message}\n(sources {', '.join(failed[1:])} failed too)", hint=error.hint) from error
+        raise error.reworded(f"{error.message}\n(sources {', '.join(failed[1:])} failed too)") from error
     return {name: future.result() for name, future in futures.items()}
 
 

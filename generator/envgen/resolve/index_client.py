@@ -13,7 +13,6 @@ import io
 import logging
 import re
 import tarfile
-import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,13 +30,14 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from envgen import network
+from envgen import atomic, network
 from envgen.credentials import NO_CREDENTIALS, Credentials
-from envgen.errors import EnvgenError, NetworkError, ResolutionError, VerificationError
+from envgen.errors import EnvgenError, NetworkError, ResolutionError, Unreached, VerificationError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import PipEntry
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve import uv_pylock
+from envgen.urls import same_host, url_host
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class IndexClient:
     def _request(
         self, method: str, url: str, headers: Mapping[str, str] | None, *, stream: bool, timeout: float | None
     ) -> requests.Response:
-        index = next((i for i in self.indexes if _same_host(i.url, url) and i.secrets), None)
+        index = next((i for i in self.indexes if same_host(i.url, url) and i.secrets), None)
         other = self.credentials.for_url(url) if index is None else None
         auth = (index.username or "", index.password or "") if index else None
         auth = (other.username, other.password) if other else auth
@@ -179,8 +179,9 @@ class IndexClient:
         """One line naming the URL and why, the hint saying which limit to raise when one was reached."""
         limit = self.limit_reached(exc)
         slow = f"; {network.raise_hint(limit, self.limits)}" if limit else ""
+        shown, why = redact_url(url), self.why(exc)
         return NetworkError(
-            f"cannot {what} {redact_url(url)}: {self.why(exc)}", hint=f"check the URL and the network{slow}"
+            f"cannot {what} {shown}: {why}", hint=f"check the URL and the network{slow}", hosts=[Unreached(shown, why)]
         )
 
 
@@ -188,13 +189,7 @@ def _trusts(index: IndexAccess, url: str) -> bool:
     """Whether `url` is on the index's trusted host (pip's --trusted-host: host or host:port)."""
     if not index.trusted_host:
         return False
-    parts = urlsplit(url)
-    return index.trusted_host.lower() in (parts.hostname, parts.netloc.rpartition("@")[2].lower())
-
-
-def _same_host(index_url: str, url: str) -> bool:
-    """Whether `url` lives on the index's host, so the index's credentials apply to it."""
-    return urlsplit(url).netloc == urlsplit(index_url).netloc
+    return index.trusted_host.lower() in (urlsplit(url).hostname, url_host(url))
 
 
 def _cached(cache: Path, sha256: str) -> Path:
@@ -270,9 +265,7 @@ def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, o
     except (zipfile.BadZipFile, tarfile.TarError, StopIteration, ValueError) as exc:
         raise ResolutionError(f"{artifact.filename} at {redact_url(url)} has no readable metadata: {exc}") from exc
     cached.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=cached.parent, suffix=".part", delete=False) as partial:
-        partial.write(text)
-    Path(partial.name).replace(cached)
+    atomic.write_file(cached, text.encode())
     return text
 
 
@@ -285,17 +278,19 @@ def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[
     except requests.RequestException as exc:
         untrusted = isinstance(exc, requests.exceptions.SSLError) and not index.trusted_host
         trust = f" (if you trust the host, set trusted_host in channels/{index.name}.toml)" if untrusted else ""
-        raise EnvgenError(f"cannot reach {shown}: {client.why(exc)}{trust}") from exc
+        why = client.why(exc)
+        raise NetworkError(f"cannot reach {shown}: {why}{trust}", hosts=[Unreached(shown, why)]) from exc
     if response.status_code == 404:
         return None
     if response.status_code != 200:
-        raise EnvgenError(f"{shown} answered HTTP {response.status_code}")
+        # The host answered: the page is not what an index serves (a proxy's or a server's error).
+        raise ResolutionError(f"{shown} answered HTTP {response.status_code}")
     if "json" in response.headers.get("Content-Type", ""):
         try:
             files = response.json()["files"]
             return [f["filename"] for f in files if not f.get("yanked")]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise EnvgenError(
+            raise ResolutionError(
                 f"{shown} answered with a page that is not PEP 691 JSON ({type(exc).__name__})",
                 hint="check the index URL in channels/ (a proxy error page?)",
             ) from exc

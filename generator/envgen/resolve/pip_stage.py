@@ -6,7 +6,6 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
@@ -36,6 +35,7 @@ from envgen.resolve.uv_compile import (
     plan_uv_compile,
     run_uv_compile,
 )
+from envgen.urls import index_of
 
 log = logging.getLogger(__name__)
 
@@ -166,11 +166,6 @@ def ordered_indexes(matrix: Matrix, accesses: Mapping[str, IndexAccess]) -> list
     return [accesses[i.name] for i in matrix.default_indexes] + [accesses[i.name] for i in matrix.indexes if i.explicit]
 
 
-def _file_url(url: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-
-
 def entry_index(choice: uv_pylock.Choice, inputs: Inputs, indexes: Sequence[IndexAccess]) -> str | None:
     """The index an artifact came from: the one its URL lies under, the pinned one, or the sole default one.
 
@@ -179,7 +174,7 @@ def entry_index(choice: uv_pylock.Choice, inputs: Inputs, indexes: Sequence[Inde
     name = choice.package.name
     if name in inputs.direct:
         return None
-    found = uv_pylock.index_of(_file_url(choice.artifact.url), [(i.name, i.url) for i in indexes])
+    found = index_of(choice.artifact.url, [(i.name, i.url) for i in indexes])  # its path, not query or fragment
     if found:
         return found
     pinned = dict(inputs.pins).get(name)

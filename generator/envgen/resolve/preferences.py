@@ -12,12 +12,11 @@ from typing import Protocol, TypeVar
 import tomli_w
 from packaging.version import InvalidVersion, Version
 
-from envgen.inputs.matrix_sections import PROJECT_NAME
-from envgen.names import package_key
+from envgen.names import is_project_name, package_key
 from envgen.resolve.movable import Movable
 
 
-class Pin(Protocol):
+class Preference(Protocol):
     """What a preference is made of: a locked entry's name and version."""
 
     @property
@@ -26,7 +25,7 @@ class Pin(Protocol):
     def version(self) -> str: ...
 
 
-_E = TypeVar("_E", bound=Pin)
+_E = TypeVar("_E", bound=Preference)
 
 
 def kept(entries: Sequence[_E], upgrade: Movable) -> tuple[_E, ...]:
@@ -34,15 +33,15 @@ def kept(entries: Sequence[_E], upgrade: Movable) -> tuple[_E, ...]:
     return tuple(e for e in entries if not upgrade.covers(e.name))
 
 
-def _valid(entry: Pin) -> bool:
+def _valid(entry: Preference) -> bool:
     try:
         Version(entry.version)
     except InvalidVersion:
         return False
-    return PROJECT_NAME.fullmatch(entry.name) is not None
+    return is_project_name(entry.name)
 
 
-def render_pylock(entries: Sequence[Pin]) -> str:
+def render_pylock(entries: Sequence[Preference]) -> str:
     """A minimal pylock.toml of the previous pins, which `uv pip compile --output-file` reads as preferences.
 
     Names and versions are all uv takes from it; artifacts come from the indexes again. The lock is input

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import requests
 
 from envgen import interrupts
-from envgen.errors import NetworkError, ToolError
+from envgen.errors import NetworkError, ToolError, Unreached
 from envgen.model import Index, Matrix
 from envgen.process import run
 from envgen.redact import redact_text, redact_url
@@ -182,23 +182,24 @@ def preflight(
     failed = unreachable_hosts(relocks, settings, timeout=timeout)
     if not failed:
         return
-    lines = [_line(host, targets_, reason) for host, targets_, reason in failed]
     count = f"{len(failed)} host{'s' if len(failed) > 1 else ''}"
-    raise NetworkError(
-        f"{count} that the lock needs did not answer; nothing was locked:\n" + "\n".join(lines),
-        hint=_hint([t for _, targets_, _ in failed for t in targets_], relocks),
+    raise NetworkError.listing(
+        f"{count} that the lock needs did not answer; nothing was locked:",
+        [Unreached(host, reason) for host, _, reason in failed],
+        _hint([t for _, targets_, _ in failed for t in targets_], relocks),
+        lines=[_line(host, targets_, reason) for host, targets_, reason in failed],
     )
 
 
 def _line(host: str, failed: Iterable[Target], reason: str) -> str:
-    """`  github.com: git remote https://github.com/a/b.git (a5 source b) and 2 more (a5 source c;
+    """`github.com: git remote https://github.com/a/b.git (a5 source b) and 2 more (a5 source c;
     a5 source d): <reason>`: the first target by its URL, the others by who needs them (a git
     remote) or their URL (a channel or an index, which only envs need)."""
     first, *others = failed
     named = "; ".join(_named(t) for t in others)
     more = f" and {len(others)} more ({named})" if others else ""
     url = redact_url(first.url)
-    return f"  {host}: {first.kind} {url} ({', '.join(first.needed_by)}){more}: {reason}"
+    return f"{host}: {first.kind} {url} ({', '.join(first.needed_by)}){more}: {reason}"
 
 
 def _named(target: Target) -> str:

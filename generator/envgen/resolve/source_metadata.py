@@ -20,7 +20,6 @@ import logging
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import tomllib
 import warnings
@@ -39,7 +38,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from pyproject_hooks import BuildBackendWarning
 
-from envgen.commits import is_full_commit
+from envgen import atomic
+from envgen.commits import is_full_commit, short_commit
 from envgen.errors import InputError, ToolError
 from envgen.inputs.channels import IndexAccess
 from envgen.inputs.files import bounded_nesting
@@ -49,12 +49,13 @@ from envgen.model import Origin, Source, TracedRequirement
 from envgen.process import run, tail
 from envgen.redact import redact_text
 from envgen.resolve.uv_compile import (
-    PROJECT_NAME,
+    INPUTS_PROJECT,
     Inputs,
     render_pyproject,
     render_uv_config,
     uv_environment,
 )
+from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ def declared_dependencies(
 ) -> Declared:
     """The declared install requirements of `source` at `tree` (its `git rev-parse HEAD^{tree}`),
     the tree of the locked `commit`."""
-    context = f"source {source.name} at tree {tree[:12]}"
+    context = f"source {source.name} at tree {short_commit(tree)}"
     data = read("pyproject.toml")
     project = _project_table(data, context) if data is not None else None
     if data is not None and project is not None and "dependencies" not in project.get("dynamic", []):
@@ -190,7 +191,7 @@ def stated_version(ref: str, commit: str) -> str:
             return str(Version(found.group(0)))
         except InvalidVersion:
             pass
-    return f"0+g{commit[:12]}"
+    return f"0+g{short_commit(commit)}"
 
 
 def _scm_environment(source: Source, version: str) -> dict[str, str]:
@@ -232,8 +233,8 @@ def _cached_build(
         cached = json.loads(path.read_text())
         return tuple(cached.get("requires", ())), cached.get("error")
     log.info("source %s: reading its declared dependencies from the build backend (PEP 517)", source.name)
-    with tempfile.TemporaryDirectory(prefix="envgen-metadata-") as tmp:
-        srcdir = Path(tmp) / "src"
+    with scratch_dir("envgen-metadata-") as tmp:
+        srcdir = tmp / "src"
         export(srcdir)
         try:
             requires = build_requires(srcdir, source, settings, version)
@@ -245,9 +246,7 @@ def _cached_build(
             # A hook that hung or a tool that could not start says nothing about the tree: not cached.
             return (), f"the metadata build did not complete: {exc.message}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".part", delete=False) as partial:
-        partial.write(json.dumps(outcome, indent=1, sort_keys=True))
-    Path(partial.name).replace(path)
+    atomic.write_file(path, json.dumps(outcome, indent=1, sort_keys=True).encode())
     return tuple(outcome.get("requires", ())), outcome.get("error")
 
 
@@ -274,7 +273,7 @@ def build_requires(
         builder = build.ProjectBuilder.from_isolated_env(env, srcdir, runner=runner)
         _install(env.python_executable, builder.build_system_requires, source, settings)
         _install(env.python_executable, builder.get_requires_for_build("wheel"), source, settings)
-        with tempfile.TemporaryDirectory(prefix="envgen-dist-info-") as out:
+        with scratch_dir("envgen-dist-info-") as out:
             metadata = importlib.metadata.PathDistribution(Path(builder.metadata_path(out))).metadata
             requires = metadata.get_all("Requires-Dist") or []
     return [str(r) for r in map(_requirement, requires) if r is not None and not _needs_extra(r)]
@@ -354,8 +353,8 @@ def _install(python: str, requirements: Sequence[str] | set[str], source: Source
     origin = Origin(file="pyproject.toml", key="build-system.requires", source=source.name)
     listed = tuple(TracedRequirement(r, origin) for r in sorted(requirements))
     wanted = Inputs(listed, pins=settings.pins)
-    with tempfile.TemporaryDirectory(prefix="envgen-build-reqs-") as tmp:
-        config, project = Path(tmp) / "uv.toml", Path(tmp) / "pyproject.toml"
+    with scratch_dir("envgen-build-reqs-") as tmp:
+        config, project = tmp / "uv.toml", tmp / "pyproject.toml"
         config.write_text(render_uv_config(indexes, ()))
         project.write_text(render_pyproject(wanted, indexes, version))
         cmd = [uv.find_uv_bin(), "pip", "install", "--config-file", str(config), "--python", python, "--quiet"]
@@ -377,7 +376,7 @@ def _install_failed(
     """Why the build requirements did not install, on one line as the lock records it, naming the
     pins that applied (uv calls the generated project by its name)."""
     said = one_line(redact_text(tail(stderr, 3), secrets))
-    said = said.replace(PROJECT_NAME, f"{source.name}'s build")
+    said = said.replace(INPUTS_PROJECT, f"{source.name}'s build")
     names = {_name_of(r) for r in requirements}
     taken = ", ".join(f"{name} from {index}" for name, index in settings.pins if name in names)
     taken = f" ({taken}, as the matrix takes it on this platform)" if taken else ""

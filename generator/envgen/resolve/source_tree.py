@@ -23,6 +23,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
+from envgen.commits import short_commit
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting
 from envgen.inputs.requirements import Line
@@ -89,7 +90,7 @@ def check_paths(source: Source, commit: str, listed: Lister) -> None:
     """The subdirectory must be a directory of the tree at `commit`, each replacement read a regular
     file of it and write over a regular file (or a new one) in one of its directories: InputError
     (exit 2) naming the key otherwise."""
-    where = f"source {source.name} at commit {commit[:12]}"
+    where = f"source {source.name} at commit {short_commit(commit)}"
     if source.subdirectory and _kind(listed, source.subdirectory) != "tree":
         raise InputError(
             f"{where}: subdirectory {source.subdirectory!r} is not a directory of its tree",

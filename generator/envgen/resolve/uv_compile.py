@@ -15,19 +15,20 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen import network, platforms
-from envgen.errors import ConflictError, EnvgenError, NetworkError, ResolutionError, ToolError
+from envgen.errors import ConflictError, EnvgenError, NetworkError, ResolutionError, ToolError, Unreached
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Matrix, Origin, TracedRequirement
 from envgen.process import Running, TimedOut, start, tail
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.overrides import global_overrides
-from envgen.resolve.preferences import Pin, render_pylock
+from envgen.resolve.preferences import Preference, render_pylock
 from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
+from envgen.urls import index_of
 
 log = logging.getLogger(__name__)
 
-PROJECT_NAME = "envgen-inputs"
+INPUTS_PROJECT = "envgen-inputs"
 # Variables uv may need to reach an index (TLS roots, proxies); nothing else of the caller's env is passed.
 _PROXY_ENV = ("ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 _PASSED_ENV = ("PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR", *_PROXY_ENV, *(v.lower() for v in _PROXY_ENV))
@@ -57,7 +58,7 @@ class Inputs:
 def render_pyproject(inputs: Inputs, indexes: Sequence[IndexAccess], python_version: str) -> str:
     """The generated project uv resolves: dependencies, and per-package index pins for this platform."""
     project = {
-        "name": PROJECT_NAME,
+        "name": INPUTS_PROJECT,
         "version": "0",
         "requires-python": f">={python_version}",
         "dependencies": [r.text for r in inputs.requirements if not r.constraint],
@@ -110,10 +111,6 @@ def _mentioned(text: str) -> set[str]:
     return {canonicalize_name(m.group(0)) for m in _NAME.finditer(text)}
 
 
-def _index_for_url(url: str, indexes: Sequence[IndexAccess]) -> IndexAccess | None:
-    return next((i for i in indexes if url.startswith(i.url.rstrip("/") + "/") or url == i.url), None)
-
-
 def why_unreachable(stderr: str, limits: network.Limits, secrets: Sequence[str] = ()) -> str:
     """Why uv (or pip) could not reach a host, in a few words: the timeout it ran into, or the
     innermost cause."""
@@ -134,7 +131,7 @@ def explain_failure(
     secrets = tuple(s for i in indexes for s in i.secrets)
     said = redact_text(tail(stderr), secrets)
     urls = [m.group(0).rstrip(".,:;") for m in _URL.finditer(stderr)]
-    reached = [i for i in (_index_for_url(u, indexes) for u in urls) if i is not None]
+    reached = list(filter(None, (index_of(u, [(index, index.url) for index in indexes]) for u in urls)))
     if reached and re.search(r"\b(401|403)\b|[Uu]nauthorized|[Ff]orbidden|authentication", stderr):
         index = reached[0]
         return ResolutionError(
@@ -152,12 +149,27 @@ def explain_failure(
         listed = "".join(f"\n  {r.text}  ({r.origin})" for r in involved) or "\n  (none of the inputs named)"
         # uv calls the generated project by its name: it is the direct layer (the matrix's pins and
         # overrides, the sources' requirements), whose requirements are listed above.
-        said = said.replace(PROJECT_NAME, "the direct layer")
+        said = said.replace(INPUTS_PROJECT, "the direct layer")
         return ConflictError(
             f"no PyPI resolution for {platform}; these requirements conflict:{listed}\nuv says:\n{said}",
             hint=conflict_hint(sorted({canonicalize_name(name_of(r.text)) for r in involved}), matrix),
             said=said,
         )
+    if urls:
+        return _unreachable(stderr, reached, urls, platform, limits, secrets)
+    return ToolError(f"uv pip compile failed for {platform}:\n{said}", hint="read uv's message above")
+
+
+def _unreachable(
+    stderr: str,
+    reached: Sequence[IndexAccess],
+    urls: Sequence[str],
+    platform: str,
+    limits: network.Limits,
+    secrets: Sequence[str],
+) -> NetworkError:
+    """uv could not fetch `urls`: from an index of the matrix (the first of `reached`) or other URLs."""
+    why = why_unreachable(stderr, limits, secrets)
     if reached:
         index = reached[0]
         trust = (
@@ -167,19 +179,21 @@ def explain_failure(
         )
         slow = f"; {network.raise_hint('read', limits)}" if network.timed_out(stderr) else ""
         return NetworkError(
-            f"cannot reach index {index.name} at {index.shown} while locking {platform}: "
-            f"{why_unreachable(stderr, limits, secrets)}",
+            f"cannot reach index {index.name} at {index.shown} while locking {platform}: {why}",
             hint=f"check the URL in channels/{index.name}.toml, the network or proxy; {trust}"
             f"or re-lock from cache with --offline{slow}",
+            hosts=[Unreached(index.shown, why)],
+            platform=platform,
+            failure=f"cannot reach index {index.name} at {index.shown}: {why}",
         )
-    if urls:
-        shown_urls = ", ".join(sorted({redact_url(u) for u in urls}))
-        why = why_unreachable(stderr, limits, secrets)
-        return NetworkError(
-            f"uv could not fetch {shown_urls} while locking {platform}: {why}",
-            hint="check the URLs in the matrix and the network",
-        )
-    return ToolError(f"uv pip compile failed for {platform}:\n{said}", hint="read uv's message above")
+    shown = sorted({redact_url(u) for u in urls})
+    return NetworkError(
+        f"uv could not fetch {', '.join(shown)} while locking {platform}: {why}",
+        hint="check the URLs in the matrix and the network",
+        hosts=[Unreached(url, why) for url in shown],
+        platform=platform,
+        failure=f"uv could not fetch {', '.join(shown)}: {why}",
+    )
 
 
 def conflict_hint(names: Sequence[str], matrix: Matrix) -> str:
@@ -253,7 +267,7 @@ def plan_uv_compile(
     indexes: Sequence[IndexAccess],
     settings: Settings,
     *,
-    preferred: Sequence[Pin] = (),
+    preferred: Sequence[Preference] = (),
 ) -> UvJob:
     """The `uv pip compile` run resolving `inputs` for `platform` (pure).
 
@@ -326,10 +340,14 @@ def run_uv_compile(
     outcome = runner.run(job)
     if outcome.timed_out:
         limits = settings.limits
+        within = f"within {network.seconds('budget', limits)}"
+        named = ", ".join(f"{i.name} at {i.shown}" for i in indexes)
         raise NetworkError(
-            f"uv did not finish resolving {platform} within {network.seconds('budget', limits)} (indexes "
-            f"{', '.join(f'{i.name} at {i.shown}' for i in indexes)})",
+            f"uv did not finish resolving {platform} {within} (indexes {named})",
             hint=f"check the indexes and the network; {network.raise_hint('budget', limits)}",
+            hosts=[Unreached(i.shown, f"no complete answer {within}") for i in indexes],
+            platform=platform,
+            failure=f"uv did not finish resolving {within} (indexes {named})",
         )
     if outcome.returncode != 0:
         log.debug("uv pip compile for %s said:\n%s", platform, redact_text(outcome.stderr, job.secrets))

@@ -131,15 +131,6 @@ def applies(marker: str | None, environment: Mapping[str, str]) -> bool:
     return marker is None or Marker(marker).evaluate(dict(environment))
 
 
-def index_of(url: str, indexes: Sequence[tuple[str, str]]) -> str | None:
-    """The name of the index whose URL (credentials stripped) prefixes `url`, or None."""
-    for name, base in indexes:
-        prefix = strip_credentials(base).rstrip("/") + "/"
-        if url.startswith(prefix):
-            return name
-    return None
-
-
 @dataclass(frozen=True)
 class Metadata:
     """What envgen reads from a distribution's core metadata."""

@@ -13,10 +13,10 @@ PICK_FLAGS='--no-gpg-sign --cleanup=verbatim'
 usage() {
 	printf '%s\n' \
 		'Usage: sh locks/a5.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--no-profile NAME]...' \
-		'       [--skip-cann] [--bundle FILE] [--archives DIR]' \
+		'       [--skip-cann] [--bundle FILE] [--archives DIR] [--uv UV]' \
 		'' \
 		'Installs the git sources of env a5 at their locked commits, in order, each with' \
-		'`python -m pip install --no-deps` of the env'"'"'s own python, then writes activation hooks' \
+		'`python -m pip install --no-deps` of the env'"'"'s own python (uv with --uv), then writes activation hooks' \
 		'(etc/conda/activate.d/envgen-a5.sh and deactivate.d/; in a venv also a block in bin/activate).' \
 		'Install the locked packages first, then run this script in that env:' \
 		'  conda-lock install -n NAME locks/a5.yml   (or -p DIR)' \
@@ -39,6 +39,8 @@ usage() {
 		'                  git, pip (and zstd for .tar.zst), not envgen. The conda part stays conda-lock'"'"'s.' \
 		'  --archives DIR  take the wheels of the release archives from DIR (by file name) instead' \
 		'                  of fetching the archives; each is checked against the lock'"'"'s sha256 too' \
+		'  --uv UV         install with `UV pip install --python <the env'"'"'s python>` instead of the env'"'"'s' \
+		'                  own pip (what `envgen install --installer uv` passes); uv reads no config file' \
 		'  -h, --help      show this help' \
 		'' \
 		'Sources, in install order:' \
@@ -56,6 +58,22 @@ die() { say "error: $*"; exit 1; }
 
 # A value as a single-quoted sh word, for the hooks this script writes.
 quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# pip_install ARGS...: `pip install ARGS` by the env's own pip, or with --uv UV by `UV pip install --python
+# <the env's python>` (no uv config file read; pip's own flags -q and --no-input kept out).
+pip_install() {
+	if [ -z "$uv" ]; then
+		"$python" -m pip install --disable-pip-version-check "$@"
+		return
+	fi
+	n=$#
+	while [ "$n" -gt 0 ]; do
+		case $1 in --no-input) ;; *) set -- "$@" "$1" ;; esac
+		shift
+		n=$((n - 1))
+	done
+	"$uv" pip install --no-config --python "$python" "$@"
+}
 
 # Replace $2 by $1 only when they differ, so a second run leaves every file untouched.
 replace() { if cmp -s "$1" "$2"; then rm -f "$1"; else mv "$1" "$2"; fi; }
@@ -321,7 +339,7 @@ archive() {
 		set -- "$@" "$wheel"
 	done
 	say "$name: pip install $(for wheel; do printf '%s ' "${wheel##*/}"; done)"
-	"$python" -m pip install -q --no-deps --disable-pip-version-check "$@" \
+	pip_install -q --no-deps "$@" \
 		|| die "$name: pip could not install its wheels into $prefix (output above)"
 	printf '%s\n' "$key" >"$state/archive-$name.installed"
 }
@@ -582,9 +600,10 @@ use_bundle() {
 	say "verified every member of $1"
 	if [ -s "$requirements" ]; then
 		say "installing the pip part for $platform from $1 (no index, every file hash-checked)"
-		PIP_CONFIG_FILE=/dev/null "$python" -m pip install -q --disable-pip-version-check --no-input --no-index \
-			--find-links "$b/pip" --no-deps --require-hashes -r "$requirements" \
-			|| die "pip could not install the pip part from $1 into $prefix (output above)"
+		(
+			export PIP_CONFIG_FILE=/dev/null
+			pip_install -q --no-input --no-index --find-links "$b/pip" --no-deps --require-hashes -r "$requirements"
+		) || die "pip could not install the pip part from $1 into $prefix (output above)"
 	fi
 }
 
@@ -633,6 +652,7 @@ dropped=
 skip_cann=0
 bundle=
 archives_dir=
+uv=
 while [ $# -gt 0 ]; do
 	case $1 in
 		--prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;
@@ -649,6 +669,8 @@ while [ $# -gt 0 ]; do
 		--archives) [ $# -ge 2 ] || die "--archives needs a directory"; archives_dir=$2
 			shift 2 ;;
 		--archives=*) archives_dir=${1#*=}; shift ;;
+		--uv) [ $# -ge 2 ] || die "--uv needs the path of uv"; uv=$2; shift 2 ;;
+		--uv=*) uv=${1#*=}; shift ;;
 		-h | --help) usage; exit 0 ;;
 		*) die "unknown argument $1 (see --help)" ;;
 	esac
@@ -660,6 +682,7 @@ prefix=$(cd "$prefix" && pwd -P)
 python=$prefix/bin/python
 [ -x "$python" ] || die "no python at $python: install the locked packages into $prefix first"
 "$python" -c 'import os, sys; sys.exit(os.path.realpath(sys.prefix) != os.path.realpath(sys.argv[1]))' "$prefix" || die "$python does not run in $prefix (its sys.prefix differs): pip would install elsewhere"
+if [ -n "$uv" ] && ! [ -x "$uv" ]; then die "--uv: $uv is not an executable"; fi
 src=${src:-$prefix/src}
 mkdir -p "$src"
 src=$(cd "$src" && pwd -P)
@@ -681,7 +704,7 @@ if installed vllm vllm d23d5cb24467212c; then
 	say 'vllm: already installed at aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
 else
 	say 'vllm: pip install'
-	env VLLM_TARGET_DEVICE=empty "$python" -m pip install --no-deps --disable-pip-version-check -e "$src"/vllm
+	(export VLLM_TARGET_DEVICE=empty; pip_install --no-deps -e "$src"/vllm )
 	mark_installed vllm d23d5cb24467212c
 fi
 
@@ -696,7 +719,7 @@ else
 		say 'vllm-ascend: already installed at 0123456789abcdef0123456789abcdef01234567'
 	else
 		say 'vllm-ascend: pip install'
-		env SOC_VERSION=ascend950dt_9582 "$python" -m pip install --no-deps --disable-pip-version-check --no-build-isolation --extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ --trusted-host triton-ascend.osinfra.cn -e "$src"/vllm-ascend
+		(export SOC_VERSION=ascend950dt_9582; pip_install --no-deps --no-build-isolation --extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ --trusted-host triton-ascend.osinfra.cn -e "$src"/vllm-ascend )
 		mark_installed vllm-ascend 297d29e9766d5731
 	fi
 fi
@@ -707,7 +730,7 @@ if installed mindspeed mindspeed 913598b8ec82c7ac; then
 	say 'mindspeed: already installed at 0123456789abcdef0123456789abcdef01234567'
 else
 	say 'mindspeed: pip install'
-	"$python" -m pip install --no-deps --disable-pip-version-check -e "$src"/mindspeed
+	pip_install --no-deps -e "$src"/mindspeed
 	mark_installed mindspeed 913598b8ec82c7ac
 fi
 pythonpath=${pythonpath:+$pythonpath:}"$src"/mindspeed
@@ -718,7 +741,7 @@ if installed transferqueue TransferQueue bbeba45f402f1196; then
 	say 'transferqueue: already installed at ffffffffffffffffffffffffffffffffffffffff'
 else
 	say 'transferqueue: pip install'
-	"$python" -m pip install --no-deps --disable-pip-version-check "$src"/transferqueue
+	pip_install --no-deps "$src"/transferqueue
 	mark_installed transferqueue bbeba45f402f1196
 fi
 

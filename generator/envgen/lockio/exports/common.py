@@ -11,6 +11,7 @@ from packaging.utils import canonicalize_name
 
 from envgen.model import Index, Lock, Matrix, PipEntry
 from envgen.redact import strip_credentials, written_url
+from envgen.urls import same_host
 
 
 def bare_url(url: str) -> str:
@@ -23,15 +24,10 @@ def entry_index(lock: Lock, entry: PipEntry) -> Index | None:
     return next((i for i in lock.indexes if i.name == entry.index), None)
 
 
-def on_index_host(index: Index, url: str) -> bool:
-    """Whether the file `url` lives on the host of `index`, so the index's credentials apply to it."""
-    return urlsplit(url).netloc == urlsplit(strip_credentials(index.url)).netloc
-
-
 def direct_url(lock: Lock, entry: PipEntry) -> str:
     """The URL a requirements file names an artifact by, with its index's `${VAR}` credentials when it has any."""
     index = entry_index(lock, entry)
-    if index is None or not on_index_host(index, entry.url):
+    if index is None or not same_host(entry.url, index.url):  # the index's credentials apply to it
         return entry.url
     written = urlsplit(written_url(index.url))
     if not written.username:

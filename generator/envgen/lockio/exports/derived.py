@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from envgen.digests import short_digest
 from envgen.errors import InputError, VerificationError
 from envgen.lockio.exports.names import nix_name, pylock_name, recorded_hash, requirements_name
 from envgen.lockio.exports.nix import expected_nix, parse_nix, render_nix
@@ -123,7 +124,7 @@ def derived_problem(
         return None
     recorded = recorded_hash(text)
     if recorded != lock.input_hash:
-        return f"locks/{file.name} belongs to another lock (input hash {(recorded or 'none')[:12]})"
+        return f"locks/{file.name} belongs to another lock (input hash {short_digest(recorded or 'none')})"
     try:
         found = file.artifacts(text, f"locks/{file.name}")
     except InputError as exc:

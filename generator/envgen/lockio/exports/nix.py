@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from packaging.utils import canonicalize_name
 
+from envgen.digests import short_digest
 from envgen.lockio.exports.common import bare_url, header
 from envgen.model import (
     ArchiveMember,
@@ -240,7 +241,7 @@ class Fetched:
 
     @property
     def detail(self) -> str:
-        return f"sha256 {self.sha256[:12]}"
+        return f"sha256 {short_digest(self.sha256)}"
 
 
 def parse_nix(text: str, where: str) -> tuple[Fetched, ...]:

@@ -12,6 +12,7 @@ from urllib.parse import unquote, urlsplit
 import tomli_w
 from packaging.utils import canonicalize_name
 
+from envgen.digests import short_digest
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting
 from envgen.lockio.exports.common import bare_url, entry_index, header
@@ -116,7 +117,7 @@ class LockedFile:
     @property
     def detail(self) -> str:
         """The file in words, without its package's name: version, file name, sha256 (12 digits)."""
-        return f"{self.version} {_filename(self.url)}, sha256 {self.sha256[:12]}"
+        return f"{self.version} {_filename(self.url)}, sha256 {short_digest(self.sha256)}"
 
 
 def _files(package: dict[str, Any]) -> list[dict[str, Any]]:

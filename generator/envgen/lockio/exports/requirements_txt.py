@@ -10,6 +10,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
+from envgen.digests import short_digest
 from envgen.errors import InputError
 from envgen.inputs.untrusted import one_line
 from envgen.lockio.exports.common import (
@@ -129,7 +130,7 @@ def render_requirements(lock: Lock, platform: str, matrix: Matrix | None = None)
 
 
 @dataclass(frozen=True, order=True)
-class Pinned:
+class RequirementLine:
     """One requirement of a hash-pinned file: the name, a version or a direct URL, and its hashes."""
 
     name: str
@@ -141,7 +142,7 @@ class Pinned:
     def detail(self) -> str:
         """The pin in words, without its name: its version or URL and its sha256 (12 digits)."""
         pinned = f"@ {self.url}" if self.url else self.version or "with no version"
-        hashes = ", ".join(h[:12] for h in self.hashes) or "none"
+        hashes = ", ".join(short_digest(h) for h in self.hashes) or "none"
         return f"{pinned}, sha256 {hashes}"
 
 
@@ -170,9 +171,9 @@ def pip_reads(text: str) -> tuple[str, ...]:
     return tuple(line for _, line in _logical_lines(text))
 
 
-def parse_requirements(text: str, where: str) -> tuple[Pinned, ...]:
+def parse_requirements(text: str, where: str) -> tuple[RequirementLine, ...]:
     """The requirements of a hash-pinned file, sorted; InputError names the line pip would also refuse."""
-    pinned: list[Pinned] = []
+    pinned: list[RequirementLine] = []
     for number, line in _logical_lines(text):
         if line.startswith("-"):
             continue
@@ -186,14 +187,14 @@ def parse_requirements(text: str, where: str) -> tuple[Pinned, ...]:
             raise InputError(f"{where}:{number}: not a requirement: {exc}", hint="re-run `envgen lock`") from exc
         version = next((s.version for s in parsed.specifier if s.operator == "=="), None)
         url = strip_credentials(parsed.url) if parsed.url else None
-        pinned.append(Pinned(canonicalize_name(parsed.name), version, url, hashes))
+        pinned.append(RequirementLine(canonicalize_name(parsed.name), version, url, hashes))
     return tuple(sorted(pinned))
 
 
-def expected_requirements(lock: Lock, platform: str) -> tuple[Pinned, ...]:
+def expected_requirements(lock: Lock, platform: str) -> tuple[RequirementLine, ...]:
     """What a requirements file of `platform` must carry: the yml's artifacts and hashes, nothing else."""
     pinned = [
-        Pinned(
+        RequirementLine(
             canonicalize_name(e.name),
             None if _is_direct(lock, e) else e.version,
             strip_credentials(e.url) if _is_direct(lock, e) else None,

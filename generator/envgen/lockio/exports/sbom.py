@@ -14,6 +14,7 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 from packaging.utils import canonicalize_name
 
+from envgen.digests import short_digest
 from envgen.lockio.exports.common import bare_url
 from envgen.model import CondaEntry, Lock, LockedArchive, LockedSource, PipEntry
 
@@ -92,7 +93,7 @@ def _archive(archive: LockedArchive) -> Component:
     return Component(
         type=ComponentType.FILE,
         name=archive.name,
-        version=archive.sha256[:12],
+        version=short_digest(archive.sha256),
         bom_ref=f"archive:{archive.platform}:{archive.name}",
         hashes=hashes,
         external_references=[_distribution(archive.url, hashes)],
@@ -178,7 +179,7 @@ def build_bom(lock: Lock, platforms: Sequence[str] | None = None) -> Bom:
     root = Component(
         type=ComponentType.APPLICATION,
         name=lock.env,
-        version=lock.input_hash[:12],
+        version=short_digest(lock.input_hash),
         bom_ref=f"env:{lock.env}",
         description=f"the locked environment {lock.env} (envgen)",
     )
