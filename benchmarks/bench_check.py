@@ -1,7 +1,7 @@
 """Time the pip part of an install with uv and with pip (cold and warm cache), and a whole `envgen check`.
 
-    .venv/bin/python benchmarks/bench_check.py            # the bundled example, served on 127.0.0.1
-    .venv/bin/python benchmarks/bench_check.py --pypi     # also a real set from PyPI (transformers and deps)
+    .venv/bin/python benchmarks/bench_check.py         # the bundled example, on 127.0.0.1
+    .venv/bin/python benchmarks/bench_check.py --pypi  # also a real PyPI set (transformers, deps)
 
 Each figure is the wall time of one run into a fresh venv; `--repeat N` takes the median of N runs.
 """

@@ -56,7 +56,8 @@ def main() -> int:
     print(f"{'category':<14}{'cases':>7}{'runs':>7}{'secret checks':>15}  mutation kinds")
     for category in sorted(TALLY.cases):
         kinds = ", ".join(f"{k} {n}" for (c, k), n in sorted(TALLY.kinds.items()) if c == category)
-        row = f"{category:<14}{TALLY.cases[category]:>7}{TALLY.runs[category]:>7}{TALLY.secret_checks[category]:>15}"
+        row = f"{category:<14}{TALLY.cases[category]:>7}{TALLY.runs[category]:>7}"
+        row += f"{TALLY.secret_checks[category]:>15}"
         print(f"{row}  {kinds}")
     codes: Counter[str] = Counter()
     for (command, exit_code), n in TALLY.codes.items():

@@ -1,14 +1,16 @@
 """The two steps of .github/workflows/npu-check.yml that are plain logic: the job matrix and the summary table.
 
     python ci/npu_check.py matrix [--root DIR] [--config ci/npu-runners.toml] [--changed FILE]
-        The env x runner-label pairs of the config whose env has a lock, as JSON on stdout; with $GITHUB_OUTPUT
-        set, also `include=<json>`, `count=<n>` and `queue-minutes=<m>` there. With --changed (the paths a pull
-        request changes, one a line), only the envs whose lock files changed; every env when a matrix in
-        env-templates/ changed (one may extend another). Notes (an env without a lock, without runners, or not
-        touched) go to stderr and to $GITHUB_STEP_SUMMARY.
+        The env x runner-label pairs of the config whose env has a lock, as JSON on stdout; with
+        $GITHUB_OUTPUT set, also `include=<json>`, `count=<n>` and `queue-minutes=<m>` there. With
+        --changed (the paths a pull request changes, one a line), only the envs whose lock files
+        changed; every env when a matrix in env-templates/ changed (one may extend another). Notes
+        (an env without a lock, without runners, or not touched) go to stderr and to
+        $GITHUB_STEP_SUMMARY.
     python ci/npu_check.py summary --include JSON --results DIR
-        The table env x runner x verdict from the `envgen check --json` results in DIR (<artifact>/<env>.json),
-        as markdown on stdout and appended to $GITHUB_STEP_SUMMARY; exit 1 unless every pair passed.
+        The table env x runner x verdict from the `envgen check --json` results in DIR
+        (<artifact>/<env>.json), as markdown on stdout and appended to $GITHUB_STEP_SUMMARY; exit 1
+        unless every pair passed.
 
 A config, a --changed file or an --include that cannot be used is one line on stderr and exit 2.
 Standard library only, so the workflow runs it with any Python 3.11.

@@ -4,8 +4,9 @@
                         [--out DIR] [--base REV]
 
 1. `envgen status --watch --json` for the envs (every env by default);
-2. `envgen lock ENV` for each env that is stale, has no lock, or has a drifted source, with `--update NAME` for
-   exactly its drifted sources (`--update` names instead of those; `--update all` moves every source);
+2. `envgen lock ENV` for each env that is stale, has no lock, or has a drifted source, with
+   `--update NAME` for exactly its drifted sources (`--update` names instead of those; `--update all`
+   moves every source);
 3. `envgen check ENV --no-env` (static checks and a re-solve) for each env whose lock files changed;
 4. into --out: `status.json` always; when a lock changed also `relock.patch` (a binary git diff of locks/
    against --base), `pr-body.md` (the status summary, what the watch found, and

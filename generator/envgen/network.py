@@ -44,7 +44,7 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("conda", "ENVGEN_CONDA_TIMEOUT", "one whole request to a conda channel (rattler bounds whole requests only)"),
     ("retries", "ENVGEN_RETRIES", "retries of a request refused, reset or timed out, after a short backoff"),
     ("budget", "ENVGEN_NETWORK_BUDGET", "one network step in all: a platform's conda solve, a uv, pip or git run"),
-)  # fmt: skip
+)
 
 
 def variable(field: str) -> str:

@@ -16,7 +16,7 @@ schema = 1
 
 [env]
 name = "example"
-description = "a starting point: rename the file and this name, then add your packages and git sources"
+description = "a starting point: rename the file and this name, then add packages and git sources"
 platforms = ["linux-64"]
 python = "3.11"
 
@@ -44,8 +44,8 @@ distribution = "numpy"
 """
 
 CHANNELS = {
-    "conda-forge.toml": '# A conda channel. The file name is the name matrices use.\nkind = "conda"\n'
-    'url = "https://conda.anaconda.org/conda-forge"\n',
+    "conda-forge.toml": "# A conda channel. The file name is the name matrices use.\n"
+    'kind = "conda"\nurl = "https://conda.anaconda.org/conda-forge"\n',
     "pypi.toml": '# A pip index. The file name is the name matrices use.\nkind = "pip"\nurl = "https://pypi.org/simple"\n',
 }
 

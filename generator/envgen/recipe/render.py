@@ -386,12 +386,13 @@ def _link_lines(links: tuple[Link, ...]) -> list[str]:
 
 def _hooks(lock: Lock) -> str:
     env = lock.env
+    written = f"# envgen {env}: activation hook written by install.sh; rerun that to change it."
     lines = [
         "# Activation hooks: PYTHONPATH, CANN, the env's variables and the chosen profiles.",
         f"hook_prefix={quote(hook_prefix(env))}",
         "hook_vars=",
         "activate_hook() {",
-        f"\tprintf '%s\\n' {quote(f'# envgen {env}: activation hook written by install.sh; rerun that to change it.')}",
+        f"\tprintf '%s\\n' {quote(written)}",
     ]
     if lock.cann is not None:
         # Sourced at activation when present at install time; deactivation cannot undo what it sets.
