@@ -1,11 +1,12 @@
-"""Estimate the pip part of an A5 bundle from PyPI: the A5 PyPI set resolved by envgen's pip stage, each locked
-file's size as PyPI's JSON simple API (PEP 700) gives it.
+"""Estimate the pip part of an A5 bundle from PyPI: the A5 PyPI set resolved by envgen's pip stage,
+each locked file's size as PyPI's JSON simple API (PEP 700) gives it.
 
     .venv/bin/python benchmarks/a5_bundle_size.py [--platform linux-aarch64] [--add NAME ...]
 
-The set is tests/support/a5.py's (a5.toml's PyPI pins and what verl's requirements-npu.txt adds); `--add` puts
-more names in (e.g. verl's own runtime requirements). Where the whole A5 lock can be made, `envgen bundle`
-prints the real figure; this is for where GitHub, conda-forge and the triton-ascend index are out of reach.
+The set is tests/support/a5.py's (a5.toml's PyPI pins and what verl's requirements-npu.txt adds);
+`--add` puts more names in (e.g. verl's own runtime requirements). Where the whole A5 lock can be
+made, `envgen bundle` prints the real figure; this is for where GitHub, conda-forge and the
+triton-ascend index are out of reach.
 """
 
 from __future__ import annotations
@@ -31,16 +32,25 @@ JSON = "application/vnd.pypi.simple.v1+json"
 
 
 def sizes_by_sha256(session: requests.Session, name: str) -> dict[str, int]:
-    """Every file PyPI lists for `name`, its size by sha256 (PEP 700 gives `size` in the JSON simple API)."""
-    response = session.get(f"{SIMPLE}/{canonicalize_name(name)}/", headers={"Accept": JSON}, timeout=60)
+    """Every file PyPI lists for `name`, its size by sha256 (PEP 700 gives `size` in the JSON simple
+    API)."""
+    response = session.get(
+        f"{SIMPLE}/{canonicalize_name(name)}/", headers={"Accept": JSON}, timeout=60
+    )
     response.raise_for_status()
-    return {f["hashes"]["sha256"]: int(f["size"]) for f in response.json()["files"] if "sha256" in f["hashes"]}
+    return {
+        f["hashes"]["sha256"]: int(f["size"])
+        for f in response.json()["files"]
+        if "sha256" in f["hashes"]
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--platform", default="linux-aarch64")
-    parser.add_argument("--add", nargs="*", default=[], metavar="NAME", help="more PyPI names in the set")
+    parser.add_argument(
+        "--add", nargs="*", default=[], metavar="NAME", help="more PyPI names in the set"
+    )
     args = parser.parse_args()
     matrix = a5_pypi_matrix((args.platform,))
     matrix = replace(matrix, packages=matrix.packages + tuple(PipPackage(n) for n in args.add))

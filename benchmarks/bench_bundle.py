@@ -1,9 +1,11 @@
-"""Time `envgen bundle` on the bundled example (cold and warm cache) and an install from the bundle, with every
-server stopped, against a networked install of the same lock, and the recipe's `--bundle` (no envgen).
+"""Time `envgen bundle` on the bundled example (cold and warm cache) and an install from the bundle,
+with every server stopped, against a networked install of the same lock, and the recipe's `--bundle`
+(no envgen).
 
     .venv/bin/python benchmarks/bench_bundle.py [--platform P] [--zstd]
 
-Each figure is the wall time of one run; installs go into a fresh venv (its creation is timed too, alike).
+Each figure is the wall time of one run; installs go into a fresh venv (its creation is timed too,
+alike).
 """
 
 from __future__ import annotations
@@ -37,17 +39,28 @@ def _timed(label: str, rows: list[tuple[str, str]], run: Callable[[], T]) -> T:
 
 def _install(project: Project, prefix: Path, cache: Path, bundle: Path | None = None) -> Path:
     return install_lock(
-        project, "demo", prefix, cache=cache, venv=True, installer="pip", profiles=(), skip_cann=False, bundle=bundle
+        project,
+        "demo",
+        prefix,
+        cache=cache,
+        venv=True,
+        installer="pip",
+        profiles=(),
+        skip_cann=False,
+        bundle=bundle,
     )
 
 
 def _recipe(project: Project, work: Path, bundle: Path) -> None:
-    """What a cluster without envgen runs: a venv, then the recipe with --bundle (pip part and sources)."""
+    """What a cluster without envgen runs: a venv, then the recipe with --bundle (pip part and
+    sources)."""
     prefix = work / "recipe-env"
     subprocess.run([sys.executable, "-m", "venv", str(prefix)], check=True)
     recipe = project.install_sh("demo")
     subprocess.run(
-        ["sh", str(recipe), "--prefix", str(prefix), "--bundle", str(bundle)], check=True, capture_output=True
+        ["sh", str(recipe), "--prefix", str(prefix), "--bundle", str(bundle)],
+        check=True,
+        capture_output=True,
     )
 
 
@@ -69,9 +82,15 @@ def main() -> None:
             os.environ["GIT_CONFIG_GLOBAL"] = str(example.gitconfig)
             project = Project(example.root)
             lock_env(project, "demo", cache=cache)
-            _timed("networked install (venv)", rows, lambda: _install(project, work / "net-env", work / "net-cache"))
             _timed(
-                "bundle, cold cache", rows, lambda: bundle_env(project, "demo", out, platforms=platforms, cache=cache)
+                "networked install (venv)",
+                rows,
+                lambda: _install(project, work / "net-env", work / "net-cache"),
+            )
+            _timed(
+                "bundle, cold cache",
+                rows,
+                lambda: bundle_env(project, "demo", out, platforms=platforms, cache=cache),
             )
         # Nothing is served any more, and git sees no mapping to the example's repositories.
         os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
@@ -87,7 +106,11 @@ def main() -> None:
             rows,
             lambda: _install(project, work / "offline-env", work / "off-cache", out),
         )
-        _timed("recipe --bundle, no envgen (servers stopped, venv)", rows, lambda: _recipe(project, work, out))
+        _timed(
+            "recipe --bundle, no envgen (servers stopped, venv)",
+            rows,
+            lambda: _recipe(project, work, out),
+        )
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         print(f"{label:<{width}}  {value}")

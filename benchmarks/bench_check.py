@@ -1,4 +1,5 @@
-"""Time the pip part of an install with uv and with pip (cold and warm cache), and a whole `envgen check`.
+"""Time the pip part of an install with uv and with pip (cold and warm cache), and a whole `envgen
+check`.
 
     .venv/bin/python benchmarks/bench_check.py         # the bundled example, on 127.0.0.1
     .venv/bin/python benchmarks/bench_check.py --pypi  # also a real PyPI set (transformers, deps)
@@ -99,8 +100,12 @@ def pypi_entries(platform: str, work: Path) -> tuple[PipEntry, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pypi", action="store_true", help="also time a real PyPI set (needs the network)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--pypi", action="store_true", help="also time a real PyPI set (needs the network)"
+    )
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args(argv)
     platform = host_platform()
@@ -127,11 +132,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                     report = check_env(project, "demo", cache=cache, options=options, solve=solve)
                     assert report.ok, report
 
-                print(f"  envgen check --venv{'' if solve else ' --no-solve'}: {_median(check, args.repeat):6.2f} s")
+                print(
+                    f"  envgen check --venv{'' if solve else ' --no-solve'}: "
+                    f"{_median(check, args.repeat):6.2f} s"
+                )
         if args.pypi:
             entries = pypi_entries(platform, work)
             size = sum(1 for _ in entries)
-            print(f"PyPI: {size} wheels for {platform} ({', '.join(p.requirement for p in PYPI_PACKAGES)} and deps)")
+            print(
+                f"PyPI: {size} wheels for {platform} "
+                f"({', '.join(p.requirement for p in PYPI_PACKAGES)} and deps)"
+            )
             for label, seconds in time_pip_part(entries, work, args.repeat):
                 print(f"  pip part  {label}: {seconds:6.2f} s")
     finally:

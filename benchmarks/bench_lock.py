@@ -1,7 +1,8 @@
-"""Time `envgen lock` on the bundled example: a full lock (cold and warm caches) and a no-op re-lock.
+"""Time `envgen lock` on the bundled example: a full lock (cold and warm caches) and a no-op
+re-lock.
 
-Usage: python benchmarks/bench_lock.py [--repeat N]
-The no-op figure is the wall time of the real CLI (`python -m envgen lock demo`), process start included.
+Usage: python benchmarks/bench_lock.py [--repeat N] The no-op figure is the wall time of the real
+CLI (`python -m envgen lock demo`), process start included.
 """
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ def wall(cmd: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="envgen-bench-") as tmp, serve_example(Path(tmp) / "world") as example:
+    with (
+        tempfile.TemporaryDirectory(prefix="envgen-bench-") as tmp,
+        serve_example(Path(tmp) / "world") as example,
+    ):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_"))}
         env.update(GIT_CONFIG_GLOBAL=str(example.gitconfig), GIT_CONFIG_NOSYSTEM="1")
         lock = [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(example.root), "-q"]
@@ -39,11 +45,15 @@ def main() -> None:
         env["ENVGEN_CACHE_DIR"] = str(Path(tmp) / "cache-0")
         warm = [wall([*lock, "--force"], env) for _ in range(args.repeat)]
         noop = [wall(lock, env) for _ in range(args.repeat)]
-        version = [wall([sys.executable, "-m", "envgen", "--version"], env) for _ in range(args.repeat)]
+        version = [
+            wall([sys.executable, "-m", "envgen", "--version"], env) for _ in range(args.repeat)
+        ]
     print(f"full lock, cold caches : median {statistics.median(cold):.2f} s  (n={args.repeat})")
     print(f"full lock, warm caches : median {statistics.median(warm):.2f} s  (n={args.repeat})")
     print(f"no-op re-lock (CLI)    : median {statistics.median(noop):.3f} s  (target < 0.5 s)")
-    print(f"`envgen --version`     : median {statistics.median(version):.3f} s  (process start floor)")
+    print(
+        f"`envgen --version`     : median {statistics.median(version):.3f} s  (process start floor)"
+    )
 
 
 if __name__ == "__main__":

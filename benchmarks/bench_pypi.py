@@ -1,10 +1,11 @@
-"""Time lock_pypi against a bare `uv pip compile` of the same inputs (same platform, warm cache, medians).
+"""Time lock_pypi against a bare `uv pip compile` of the same inputs (same platform, warm cache,
+medians).
 
     .venv/bin/python benchmarks/bench_pypi.py [--network] [--repeats N] [--platform linux-aarch64]
 
-Without --network the inputs are fixture packages on a loopback index; with it, the A5 PyPI set on PyPI.
-Both ways with the previous lock as preferences (against uv with its previous output present) and without
-(against uv in a fresh directory).
+Without --network the inputs are fixture packages on a loopback index; with it, the A5 PyPI set on
+PyPI. Both ways with the previous lock as preferences (against uv with its previous output present)
+and without (against uv in a fresh directory).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from envgen.process import run
 from envgen.resolve.pip_stage import gather_inputs, lock_pypi
 from envgen.resolve.uv_compile import uv_environment
 
-# Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from the repository
-# root (pytest's `pythonpath`), and so does this benchmark, wherever it is started from.
+# Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from
+# the repository root (pytest's `pythonpath`), and so does this benchmark, wherever it is started
+# from.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from timing import interleaved_medians  # noqa: E402
 
@@ -36,17 +38,23 @@ from tests.support.a5 import a5_pypi_matrix  # noqa: E402
 from tests.support.builders import at, make_matrix  # noqa: E402
 
 PYTHON = "3.11"
-ARCHES: tuple[str, ...] = ("cp311-cp311-manylinux_2_28_aarch64", "cp311-cp311-manylinux_2_28_x86_64")
+ARCHES: tuple[str, ...] = (
+    "cp311-cp311-manylinux_2_28_aarch64",
+    "cp311-cp311-manylinux_2_28_x86_64",
+)
 
 
 def fixture_dists(count: int = 30) -> list[FixtureDist]:
-    """A chain of pure and platform packages with markers and extras, about the shape of a real set."""
+    """A chain of pure and platform packages with markers and extras, about the shape of a real
+    set."""
     dists = [FixtureDist("top", "1.0", requires=tuple(f"lib{i}>=1" for i in range(count)))]
     for i in range(count):
         requires: tuple[str, ...] = (f"lib{i + 1}[x]" if i + 1 < count else "leaf",)
         requires += ("gpu-only ; platform_machine == 'x86_64'",) if i % 5 == 0 else ()
         tags = ARCHES if i % 3 == 0 else ("py3-none-any",)
-        dists += [FixtureDist(f"lib{i}", v, requires=requires, tags=tags) for v in ("1.0", "1.1", "2.0")]
+        dists += [
+            FixtureDist(f"lib{i}", v, requires=requires, tags=tags) for v in ("1.0", "1.1", "2.0")
+        ]
     return [*dists, FixtureDist("leaf", "1.0"), FixtureDist("gpu-only", "1.0")]
 
 
@@ -54,7 +62,11 @@ def matrix_for(index_url: str, packages: tuple[PipPackage, ...]) -> Matrix:
     platforms = ("linux-aarch64", "linux-64")
     indexes = (Index("pypi", index_url),)
     return make_matrix(
-        "bench", path="benchmarks/bench_pypi.py", platforms=platforms, indexes=indexes, packages=packages
+        "bench",
+        path="benchmarks/bench_pypi.py",
+        platforms=platforms,
+        indexes=indexes,
+        packages=packages,
     )
 
 
@@ -68,8 +80,11 @@ def inputs(network: bool, work: Path) -> Iterator[Matrix]:
         yield matrix_for(f"{base}/simple", (PipPackage("top", "==1.0"),))
 
 
-def bare_compile(matrix: Matrix, platform: str, cache: Path, work: Path, fresh: bool = False) -> None:
-    """`uv pip compile` of the same requirements on the same index, platform and cache, nothing more.
+def bare_compile(
+    matrix: Matrix, platform: str, cache: Path, work: Path, fresh: bool = False
+) -> None:
+    """`uv pip compile` of the same requirements on the same index, platform and cache, nothing
+    more.
 
     Its previous output stays in `work` (uv reads it as preferences) unless `fresh`.
     """
@@ -78,8 +93,21 @@ def bare_compile(matrix: Matrix, platform: str, cache: Path, work: Path, fresh: 
     requirements = gather_inputs(matrix, platform, (), os.environ).requirements
     (work / "requirements.in").write_text("".join(f"{r.text}\n" for r in requirements))
     index = access_index(matrix.indexes[0], os.environ)
-    cmd = [uv.find_uv_bin(), "pip", "compile", "requirements.in", "--no-config", "--default-index", index.url]
-    cmd += ["--python-version", PYTHON, "--python-platform", uv_python_platform(platform, matrix.glibc)]
+    cmd = [
+        uv.find_uv_bin(),
+        "pip",
+        "compile",
+        "requirements.in",
+        "--no-config",
+        "--default-index",
+        index.url,
+    ]
+    cmd += [
+        "--python-version",
+        PYTHON,
+        "--python-platform",
+        uv_python_platform(platform, matrix.glibc),
+    ]
     # The same interpreter flag envgen passes, so both skip uv's interpreter discovery alike.
     cmd += ["--format", "pylock.toml", "--output-file", "pylock.bare.toml", "--no-python-downloads"]
     cmd += ["--python", sys.executable]
@@ -90,7 +118,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--network", action="store_true", help="the A5 PyPI set on pypi.org")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--platform", default="linux-aarch64", choices=("linux-aarch64", "linux-64"))
+    parser.add_argument(
+        "--platform", default="linux-aarch64", choices=("linux-aarch64", "linux-64")
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-pypi-") as tmp:
         work, cache = Path(tmp), Path(tmp) / "cache"
@@ -103,13 +133,18 @@ def main(argv: list[str]) -> int:
                         matrix, args.platform, PYTHON, (), at(cache), preferred=locked.entries
                     ),
                     "bare": lambda: bare_compile(matrix, args.platform, cache, work),
-                    "bare-fresh": lambda: bare_compile(matrix, args.platform, cache, work, fresh=True),
+                    "bare-fresh": lambda: bare_compile(
+                        matrix, args.platform, cache, work, fresh=True
+                    ),
                 },
                 args.repeats,
                 warm=True,
             )
     what = "A5 PyPI set on pypi.org" if args.network else "fixture index on 127.0.0.1"
-    print(f"{what}, {args.platform}, {len(locked.entries)} packages, warm cache, median of {args.repeats}")
+    print(
+        f"{what}, {args.platform}, {len(locked.entries)} packages, warm cache, median "
+        f"of {args.repeats}"
+    )
     print(f"  load average {os.getloadavg()[0]:.2f}")
     rows = (
         ("lock_pypi, previous lock as preferences", "ours-prefs", "bare"),

@@ -49,8 +49,9 @@ from envgen.example.project import ENV, EXAMPLE_DIR, serve_example
 from envgen.model import PipPackage
 from envgen.project import Project
 
-# Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from the repository
-# root (pytest's `pythonpath`), and so does this benchmark, wherever it is started from.
+# Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from
+# the repository root (pytest's `pythonpath`), and so does this benchmark, wherever it is started
+# from.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from timing import interleaved_runs  # noqa: E402
 
@@ -61,7 +62,8 @@ EXAMPLE_MATRIX = EXAMPLE_DIR / "env-templates" / f"{ENV}.toml"
 
 @dataclass(frozen=True)
 class Captured:
-    """One `uv pip compile` envgen ran: its command, environment, and a copy of its work directory after the run."""
+    """One `uv pip compile` envgen ran: its command, environment, and a copy of its work directory
+    after the run."""
 
     cmd: list[str]
     env: dict[str, str]
@@ -70,7 +72,8 @@ class Captured:
 
 @contextmanager
 def capturing_uv(where: Path) -> Iterator[list[Captured]]:
-    """Record every `uv pip compile` run in this process (through subprocess.Popen, which envgen.process uses)."""
+    """Record every `uv pip compile` run in this process (through subprocess.Popen, which
+    envgen.process uses)."""
     captured: list[Captured] = []
     lock = threading.Lock()
     real = subprocess.Popen
@@ -83,7 +86,8 @@ def capturing_uv(where: Path) -> Iterator[list[Captured]]:
 
         def communicate(self, *args: Any, **kwargs: Any) -> Any:
             result = super().communicate(*args, **kwargs)
-            # Platforms run concurrently, and a run may be waited on more than once: record each once.
+            # Platforms run concurrently, and a run may be waited on more than once: record each
+            # once.
             with lock:
                 if self.seen is not None:
                     cmd, cwd, env = self.seen
@@ -99,11 +103,14 @@ def capturing_uv(where: Path) -> Iterator[list[Captured]]:
     finally:
         subprocess.Popen = real  # type: ignore[misc]
     if not captured:
-        raise RuntimeError("no `uv pip compile` run was seen: has envgen.process stopped using subprocess.Popen?")
+        raise RuntimeError(
+            "no `uv pip compile` run was seen: has envgen.process stopped using subprocess.Popen?"
+        )
 
 
 def bare_uv(runs: list[Captured], scratch: Path, previous: bool) -> None:
-    """The captured uv runs again, concurrently, each in a copy of its work directory (with or without pylock.toml)."""
+    """The captured uv runs again, concurrently, each in a copy of its work directory (with or
+    without pylock.toml)."""
 
     def one(i: int, run: Captured) -> None:
         work = scratch / f"bare-{i}"
@@ -119,7 +126,8 @@ def bare_uv(runs: list[Captured], scratch: Path, previous: bool) -> None:
 
 @dataclass(frozen=True)
 class Subject:
-    """What is locked: a project, its env, the environment to run envgen in, and a pin the bump alternates."""
+    """What is locked: a project, its env, the environment to run envgen in, and a pin the bump
+    alternates."""
 
     root: Path
     env: str

@@ -1,5 +1,5 @@
-"""The benchmarks' one timing rule: median wall time of each job, the jobs interleaved within each round so that
-network and machine noise hit every job alike."""
+"""The benchmarks' one timing rule: median wall time of each job, the jobs interleaved within each
+round so that network and machine noise hit every job alike."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The two steps of .github/workflows/npu-check.yml that are plain logic: the job matrix and the summary table.
+"""The two steps of .github/workflows/npu-check.yml that are plain logic: the job matrix and the
+summary table.
 
     python ci/npu_check.py matrix [--root DIR] [--config ci/npu-runners.toml] [--changed FILE]
         The env x runner-label pairs of the config whose env has a lock, as JSON on stdout; with
@@ -69,8 +70,12 @@ def read_config(path: Path) -> tuple[dict[str, list[str]], int]:
     for env, value in envs.items():
         if not NAME.fullmatch(env):
             raise ConfigError(f"{path}: envs.{env}: not an env name")
-        if not isinstance(value, list) or not all(isinstance(v, str) and NAME.fullmatch(v) for v in value):
-            raise ConfigError(f"{path}: envs.{env}: a list of runner labels (letters, digits, '.', '_', '-')")
+        if not isinstance(value, list) or not all(
+            isinstance(v, str) and NAME.fullmatch(v) for v in value
+        ):
+            raise ConfigError(
+                f"{path}: envs.{env}: a list of runner labels (letters, digits, '.', '_', '-')"
+            )
         labels[env] = list(value)
     return labels, minutes
 
@@ -80,7 +85,8 @@ def artifact_name(env: str, runner: str) -> str:
 
 
 def touched(envs: Sequence[str], changed: Sequence[str]) -> set[str]:
-    """The envs a pull request's changed paths concern: any matrix means all (extends), else each lock's files."""
+    """The envs a pull request's changed paths concern: any matrix means all (extends), else each
+    lock's files."""
     if any(path.startswith("env-templates/") for path in changed):
         return set(envs)
     names = [path.removeprefix("locks/") for path in changed if path.startswith("locks/")]
@@ -90,8 +96,8 @@ def touched(envs: Sequence[str], changed: Sequence[str]) -> set[str]:
 def plan(
     labels: dict[str, list[str]], locked: Sequence[str], only: set[str] | None = None
 ) -> tuple[list[dict[str, str]], list[str]]:
-    """The matrix entries (env, runner, artifact) for the envs that have a lock (and are in `only`, when given),
-    and a note for each gap."""
+    """The matrix entries (env, runner, artifact) for the envs that have a lock (and are in `only`,
+    when given), and a note for each gap."""
     include, notes = [], []
     for env in sorted(set(labels) | set(locked)):
         if only is not None and env not in only:
@@ -103,7 +109,9 @@ def plan(
         elif not labels[env]:
             notes.append(f"{env}: no runner label configured in ci/npu-runners.toml; not checked")
         else:
-            include += [{"env": env, "runner": r, "artifact": artifact_name(env, r)} for r in labels[env]]
+            include += [
+                {"env": env, "runner": r, "artifact": artifact_name(env, r)} for r in labels[env]
+            ]
     return include, notes
 
 
@@ -119,8 +127,9 @@ def _is_result(result: object) -> bool:
 
 
 def check_result(document: object) -> dict | None:
-    """The one result of an `envgen check --json` envelope; a check that stopped with an error (no lock, a
-    malformed file) becomes a failed result naming it. None when `document` is no such envelope."""
+    """The one result of an `envgen check --json` envelope; a check that stopped with an error (no
+    lock, a malformed file) becomes a failed result naming it. None when `document` is no such
+    envelope."""
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         return None
     if document["results"]:
@@ -163,7 +172,12 @@ def verdict(result: dict | str | None) -> str:
 
 def summary(include: Sequence[dict[str, str]], results: Path) -> tuple[str, bool]:
     """The markdown table env x runner x verdict, and whether every pair passed."""
-    lines = ["## NPU checks (`envgen check ENV --require-npu`)", "", "| env | runner | verdict |", "|---|---|---|"]
+    lines = [
+        "## NPU checks (`envgen check ENV --require-npu`)",
+        "",
+        "| env | runner | verdict |",
+        "|---|---|---|",
+    ]
     passed = True
     for entry in include:
         result = read_result(results / entry["artifact"] / f"{entry['env']}.json")
@@ -206,8 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     matrix.add_argument("--config", type=Path, default=Path("ci/npu-runners.toml"))
     matrix.add_argument("--changed", type=Path, help="a file listing the changed paths, one a line")
     table = sub.add_parser("summary")
-    table.add_argument("--include", required=True, help="the matrix entries, as `matrix` printed them")
-    table.add_argument("--results", type=Path, required=True, help="where the result artifacts were downloaded")
+    table.add_argument(
+        "--include", required=True, help="the matrix entries, as `matrix` printed them"
+    )
+    table.add_argument(
+        "--results", type=Path, required=True, help="where the result artifacts were downloaded"
+    )
     args = parser.parse_args(argv)
     try:
         return _summary(args) if args.command == "summary" else _matrix(args)
@@ -225,7 +243,8 @@ def _summary(args: argparse.Namespace) -> int:
 
 def _matrix(args: argparse.Namespace) -> int:
     labels, minutes = read_config(args.root / args.config)
-    # A pull request names its lock files: only env names are envs (the rest reach no summary, no matrix).
+    # A pull request names its lock files: only env names are envs (the rest reach no summary, no
+    # matrix).
     names = (p.name.removesuffix(".yml") for p in (args.root / "locks").glob("*.yml"))
     locked = sorted(name for name in names if NAME.fullmatch(name))
     changed = read_text(args.changed, "--changed").splitlines() if args.changed else None
@@ -235,7 +254,10 @@ def _matrix(args: argparse.Namespace) -> int:
         print(f"npu-check: {note}", file=sys.stderr)
     _append("GITHUB_STEP_SUMMARY", "".join(f"- {note}\n" for note in notes))
     print(json.dumps(include, indent=2))
-    _append("GITHUB_OUTPUT", f"include={json.dumps(include)}\ncount={len(include)}\nqueue-minutes={minutes}\n")
+    _append(
+        "GITHUB_OUTPUT",
+        f"include={json.dumps(include)}\ncount={len(include)}\nqueue-minutes={minutes}\n",
+    )
     return 0
 
 

@@ -1,22 +1,24 @@
-"""The relock workflow's logic (.github/workflows/relock.yml), runnable on any checkout with envgen installed.
+"""The relock workflow's logic (.github/workflows/relock.yml), runnable on any checkout with envgen
+installed.
 
     python ci/relock.py [--root DIR] [--envs "a5 a3"] [--update "vllm megatron" | --update all]
                         [--out DIR] [--base REV]
 
 1. `envgen status --watch --json` for the envs (every env by default);
 2. `envgen lock ENV` for each env that is stale, has no lock, or has a drifted source, with
-   `--update NAME` for exactly its drifted sources (`--update` names instead of those; `--update all`
-   moves every source);
+   `--update NAME` for exactly its drifted sources (`--update` names instead of those;
+   `--update all` moves every source);
 3. `envgen check ENV --no-env` (static checks and a re-solve) for each env whose lock files changed;
-4. into --out: `status.json` always; when a lock changed also `relock.patch` (a binary git diff of locks/
+4. into --out: `status.json` always; when a lock changed also `relock.patch` (a binary git diff of
+   locks/
    against --base), `pr-body.md` (the status summary, what the watch found, and
    `envgen diff --format markdown`), `changed-envs.txt` and `checks/<env>.json`.
 
-Nothing changed: no patch and no body (what the watch found is a warning on the run).
-Writes `changed=true|false` to $GITHUB_OUTPUT when that is set.
-Exit codes: 0 done (with or without changes); 2 bad arguments; 4 a check of a changed lock failed (the body is
-still written, for the job summary); otherwise the code of the envgen or git command that failed.
-Standard library only: it drives envgen through its command line, as the workflow would.
+Nothing changed: no patch and no body (what the watch found is a warning on the run). Writes
+`changed=true|false` to $GITHUB_OUTPUT when that is set. Exit codes: 0 done (with or without
+changes); 2 bad arguments; 4 a check of a changed lock failed (the body is still written, for the
+job summary); otherwise the code of the envgen or git command that failed. Standard library only: it
+drives envgen through its command line, as the workflow would.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ENVGEN = (sys.executable, "-m", "envgen")
-# Env and source names as the matrix allows them; anything else (an option, a path) is refused up front.
+# Env and source names as the matrix allows them; anything else (an option, a path) is refused up
+# front.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-# The files of a lock that say whether it changed; the exports derived from them (requirements, pylock, nix)
-# change only with one of these.
+# The files of a lock that say whether it changed; the exports derived from them (requirements,
+# pylock, nix) change only with one of these.
 LOCK_SUFFIXES = (".yml", ".sources.toml", ".install.sh")
 MARKER = "<!-- envgen-relock -->"
 # GitHub refuses pull request bodies over 65536 characters.
@@ -64,15 +67,19 @@ class Plan:
     why: list[str] = field(default_factory=list)
 
     def lock_args(self) -> list[str]:
-        extra = ["--update-all"] if self.update_all else [f"--update={name}" for name in self.update]
+        extra = (
+            ["--update-all"] if self.update_all else [f"--update={name}" for name in self.update]
+        )
         return ["lock", "--quiet", *extra, "--", self.env]
 
 
-# --- pure: names, the plan, the body ------------------------------------------------------------------------
+# --- pure: names, the plan, the body
+# ------------------------------------------------------------------------
 
 
 def names(text: str, what: str) -> list[str]:
-    """Names separated by spaces or commas (a dispatch input); each one checked, so none becomes an option."""
+    """Names separated by spaces or commas (a dispatch input); each one checked, so none becomes an
+    option."""
     found = [n for n in re.split(r"[\s,]+", text.strip()) if n]
     for name in found:
         if not NAME.match(name):
@@ -81,12 +88,15 @@ def names(text: str, what: str) -> list[str]:
 
 
 def plan_envs(reports: Sequence[dict], update: Sequence[str]) -> list[Plan]:
-    """One Plan per env that must be re-locked; `update` is explicit source names, ["all"], or [] for drifted."""
+    """One Plan per env that must be re-locked; `update` is explicit source names, ["all"], or []
+    for drifted."""
     every = update == ["all"]
     moving = {d["name"] for r in reports for d in r["drift"]}
     unknown = sorted(set(update) - moving) if update and not every else []
     if unknown:
-        raise Failed(f"--update {unknown[0]}: no source pinned from a branch, tag or HEAD has that name", 2)
+        raise Failed(
+            f"--update {unknown[0]}: no source pinned from a branch, tag or HEAD has that name", 2
+        )
     plans = []
     for report in reports:
         plan = Plan(report["env"], update_all=every, why=list(report["reasons"]))
@@ -104,13 +114,14 @@ def plan_envs(reports: Sequence[dict], update: Sequence[str]) -> list[Plan]:
 
 
 def _cell(text: str) -> str:
-    """Text from a lock or a remote as text in the body: no HTML (an open `<!--` would hide the rest), no
-    pipes, one line."""
+    """Text from a lock or a remote as text in the body: no HTML (an open `<!--` would hide the
+    rest), no pipes, one line."""
     return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
 
 
 def moved_table(reports: Sequence[dict], changed: Sequence[str]) -> list[str]:
-    """Markdown: each drifted source of a changed env, from which commit to which, with its compare link."""
+    """Markdown: each drifted source of a changed env, from which commit to which, with its compare
+    link."""
     rows = []
     for report in reports:
         if report["env"] not in changed:
@@ -119,14 +130,24 @@ def moved_table(reports: Sequence[dict], changed: Sequence[str]) -> list[str]:
             if d["drifted"]:
                 link = f"[compare]({d['compare_url']})" if d["compare_url"] else _cell(d["url"])
                 old, new = d["locked"][:SHORT], d["upstream"][:SHORT]
-                rows.append(f"| {report['env']} | `{d['name']}` | `{_cell(d['ref'])}` | `{old}` | `{new}` | {link} |")
+                rows.append(
+                    f"| {report['env']} | `{d['name']}` | `{_cell(d['ref'])}` | "
+                    f"`{old}` | `{new}` | {link} |"
+                )
     if not rows:
         return []
-    head = ["### Upstream moved", "", "| env | source | ref | from | to | commits |", "|---|---|---|---|---|---|"]
+    head = [
+        "### Upstream moved",
+        "",
+        "| env | source | ref | from | to | commits |",
+        "|---|---|---|---|---|---|",
+    ]
     return [*head, *rows, ""]
 
 
-def status_lines(reports: Sequence[dict], plans: Sequence[Plan], changed: Sequence[str]) -> list[str]:
+def status_lines(
+    reports: Sequence[dict], plans: Sequence[Plan], changed: Sequence[str]
+) -> list[str]:
     """Markdown: why each env was re-locked, and the remotes that could not be asked."""
     lines = ["### Why", ""]
     for plan in plans:
@@ -152,36 +173,60 @@ def watch_lines(reports: Sequence[dict]) -> list[str]:
 
 
 def check_lines(checks: dict[str, dict]) -> list[str]:
-    """Markdown: the verdict of `envgen check ENV --no-env` per changed env, and its failed steps."""
+    """Markdown: the verdict of `envgen check ENV --no-env` per changed env, and its failed
+    steps."""
     lines = ["### Checks (`envgen check ENV --no-env`: static checks and a re-solve)", ""]
     for env, report in checks.items():
         steps = report.get("steps", [])
-        counts = {s: sum(1 for step in steps if step["status"] == s) for s in ("ok", "failed", "skipped")}
+        counts = {
+            s: sum(1 for step in steps if step["status"] == s) for s in ("ok", "failed", "skipped")
+        }
         verdict = "ok" if report.get("ok") else "**FAILED**"
         lines.append(
-            f"- **{env}**: {verdict} ({counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped)"
+            f"- **{env}**: {verdict} ({counts['ok']} ok, {counts['failed']} failed, "
+            f"{counts['skipped']} skipped)"
         )
-        lines += [f"  - {_cell(s['name'])}: {_cell(s['detail'])}" for s in steps if s["status"] == "failed"]
+        lines += [
+            f"  - {_cell(s['name'])}: {_cell(s['detail'])}"
+            for s in steps
+            if s["status"] == "failed"
+        ]
     return [*lines, ""]
 
 
-def pr_body(reports: Sequence[dict], plans: Sequence[Plan], changed: Sequence[str], checks: dict, diff: str) -> str:
+def pr_body(
+    reports: Sequence[dict], plans: Sequence[Plan], changed: Sequence[str], checks: dict, diff: str
+) -> str:
     """The pull request's body: summary first, then the lock diff, cut to what GitHub accepts."""
-    lines = [MARKER, "## Re-lock", "", f"Locks changed: {', '.join(f'`{e}`' for e in changed)}.", ""]
+    lines = [
+        MARKER,
+        "## Re-lock",
+        "",
+        f"Locks changed: {', '.join(f'`{e}`' for e in changed)}.",
+        "",
+    ]
     lines += moved_table(reports, changed) + status_lines(reports, plans, changed)
     lines += watch_lines(reports) + check_lines(checks)
     body = "\n".join(lines) + "\n" + diff
     if len(body) > BODY_LIMIT:
-        body = body[:BODY_LIMIT] + "\n\n*Cut here: run `make diff REV=<base>` on the branch for the rest.*\n"
+        body = (
+            body[:BODY_LIMIT]
+            + "\n\n*Cut here: run `make diff REV=<base>` on the branch for the rest.*\n"
+        )
     return body
 
 
-# --- effects ------------------------------------------------------------------------------------------------
+# --- effects
+# ------------------------------------------------------------------------------------------------
 
 
-def run(argv: Sequence[str], root: Path, ok: Sequence[int] = (0,), env: dict[str, str] | None = None) -> str:
+def run(
+    argv: Sequence[str], root: Path, ok: Sequence[int] = (0,), env: dict[str, str] | None = None
+) -> str:
     """Run a command in `root` (stderr passes through); its stdout, or Failed with its exit code."""
-    done = subprocess.run(list(argv), cwd=root, stdout=subprocess.PIPE, text=True, check=False, env=env)
+    done = subprocess.run(
+        list(argv), cwd=root, stdout=subprocess.PIPE, text=True, check=False, env=env
+    )
     if done.returncode not in ok:
         raise Failed(f"`{' '.join(argv)}` exited with {done.returncode}", done.returncode or 1)
     return done.stdout
@@ -197,25 +242,36 @@ def lock_patch(root: Path, base: str) -> tuple[bytes, list[str]]:
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
         run(["git", "read-tree", base], root, env=env)
         run(["git", "add", "--all", "--", "locks"], root, env=env)
-        changed = run(["git", "diff", "--cached", "--name-only", base, "--", "locks"], root, env=env).split()
+        changed = run(
+            ["git", "diff", "--cached", "--name-only", base, "--", "locks"], root, env=env
+        ).split()
         patch = subprocess.run(
-            ["git", "diff", "--cached", "--binary", base, "--", "locks"], cwd=root, env=env, capture_output=True
+            ["git", "diff", "--cached", "--binary", base, "--", "locks"],
+            cwd=root,
+            env=env,
+            capture_output=True,
         )
         if patch.returncode != 0:
-            raise Failed(f"git diff of locks/ against {base} failed: {patch.stderr.decode().strip()}", 5)
+            raise Failed(
+                f"git diff of locks/ against {base} failed: {patch.stderr.decode().strip()}", 5
+            )
     return patch.stdout, changed
 
 
 def changed_envs(plans: Sequence[Plan], files: Sequence[str]) -> list[str]:
     touched = set(files)
-    return [p.env for p in plans if any(f"locks/{p.env}{suffix}" in touched for suffix in LOCK_SUFFIXES)]
+    return [
+        p.env for p in plans if any(f"locks/{p.env}{suffix}" in touched for suffix in LOCK_SUFFIXES)
+    ]
 
 
 def _warn(message: str) -> None:
-    """A warning on stderr; in GitHub Actions also an annotation on the run, so it is not lost in a green log."""
+    """A warning on stderr; in GitHub Actions also an annotation on the run, so it is not lost in a
+    green log."""
     print(f"relock: warning: {message}", file=sys.stderr)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        # GitHub's escapes for a command's data: a line break in a remote's message would start a command.
+        # GitHub's escapes for a command's data: a line break in a remote's message would start a
+        # command.
         data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         print(f"::warning title=relock::{data}")
 
@@ -236,7 +292,9 @@ def _require_commit(root: Path, base: str) -> None:
         check=False,
     )
     if verify.returncode != 0:
-        raise Failed(f"{root}: not a git checkout with a commit {base!r} to compare the locks with", 2)
+        raise Failed(
+            f"{root}: not a git checkout with a commit {base!r} to compare the locks with", 2
+        )
 
 
 def _warn_unasked(reports: Sequence[dict]) -> None:
@@ -260,7 +318,9 @@ def _check_changed(root: Path, out: Path, changed: Sequence[str]) -> dict[str, d
     return checks
 
 
-def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str) -> tuple[bool, int]:
+def relock(
+    root: Path, out: Path, envs: list[str], update: list[str], base: str
+) -> tuple[bool, int]:
     """The whole dry run; returns (a lock changed, exit code)."""
     _clear_outputs(out)
     _require_commit(root, base)
@@ -287,7 +347,10 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
     (out / "pr-body.md").write_text(pr_body(reports, plans, changed, checks, diff))
     failed = [env for env, report in checks.items() if not report.get("ok")]
     if failed:
-        print(f"relock: the check of {', '.join(failed)} failed; see {out / 'pr-body.md'}", file=sys.stderr)
+        print(
+            f"relock: the check of {', '.join(failed)} failed; see {out / 'pr-body.md'}",
+            file=sys.stderr,
+        )
         return True, 4
     print(f"relock: {', '.join(changed)} changed; body in {out / 'pr-body.md'}", file=sys.stderr)
     return True, 0
@@ -296,17 +359,27 @@ def relock(root: Path, out: Path, envs: list[str], update: list[str], base: str)
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("."), help="the project (a git checkout)")
-    parser.add_argument("--envs", default="", help="env names, space or comma separated (default: every env)")
-    parser.add_argument("--update", default="", help="source names to move, or 'all' (default: the drifted ones)")
+    parser.add_argument(
+        "--envs", default="", help="env names, space or comma separated (default: every env)"
+    )
+    parser.add_argument(
+        "--update", default="", help="source names to move, or 'all' (default: the drifted ones)"
+    )
     parser.add_argument("--out", type=Path, default=Path("relock-out"), help="where the outputs go")
-    parser.add_argument("--base", default="HEAD", help="the revision the patch and the diff compare with")
+    parser.add_argument(
+        "--base", default="HEAD", help="the revision the patch and the diff compare with"
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     try:
         if args.base.startswith("-"):
             raise Failed(f"--base {args.base!r}: a revision, not an option", 2)
         changed, code = relock(
-            root, args.out.resolve(), names(args.envs, "--envs"), names(args.update, "--update"), args.base
+            root,
+            args.out.resolve(),
+            names(args.envs, "--envs"),
+            names(args.update, "--update"),
+            args.base,
         )
     except Failed as exc:
         print(f"relock: {exc}", file=sys.stderr)

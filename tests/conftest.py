@@ -1,4 +1,5 @@
-"""Session-wide test setup: no machine pip/uv configuration leaks into a test; bytecode is compiled once."""
+"""Session-wide test setup: no machine pip/uv configuration leaks into a test; bytecode is compiled
+once."""
 
 from __future__ import annotations
 
@@ -19,19 +20,22 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generator" / "envgen"
 def pytest_configure(config: pytest.Config) -> None:
     """envgen's bytecode, written beside its sources (git-ignores __pycache__) before any test runs.
 
-    Where PYTHONDONTWRITEBYTECODE is set (many container images, this project's dev machines) no Python writes
-    it, so each of the suite's few hundred child processes running envgen compiled every module it imports
-    anew: about 0.1 s of CPU per `envgen show`, 0.2 s per `envgen check`. Python reads bytecode whatever that
-    variable says. Once per run: under xdist the controller does it before the workers start."""
+    Where PYTHONDONTWRITEBYTECODE is set (many container images, this project's dev machines) no
+    Python writes it, so each of the suite's few hundred child processes running envgen compiled
+    every module it imports anew: about 0.1 s of CPU per `envgen show`, 0.2 s per `envgen check`.
+    Python reads bytecode whatever that variable says. Once per run: under xdist the controller does
+    it before the workers start."""
     if not hasattr(config, "workerinput"):
-        compileall.compile_dir(PACKAGE, quiet=2)  # a checkout it cannot write to: no bytecode, as before
+        # a checkout it cannot write to: no bytecode, as before
+        compileall.compile_dir(PACKAGE, quiet=2)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session) -> Iterator[None]:
     """pytest keeps each test module's assertion-rewritten bytecode in __pycache__ unless
-    PYTHONDONTWRITEBYTECODE is set; then every worker of every run rewrote and compiled all of them again
-    (about 2 s of CPU each). The variable stays as it was for everything else, child processes included."""
+    PYTHONDONTWRITEBYTECODE is set; then every worker of every run rewrote and compiled all of them
+    again (about 2 s of CPU each). The variable stays as it was for everything else, child processes
+    included."""
     saved, sys.dont_write_bytecode = sys.dont_write_bytecode, False
     try:
         return (yield)
@@ -40,8 +44,11 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _clean_tool_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Clear PIP_* / UV_* / CONDA_* and point envgen's cache at a per-session temporary directory."""
+def _clean_tool_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Clear PIP_* / UV_* / CONDA_* and point envgen's cache at a per-session temporary
+    directory."""
     for name in list(os.environ):
         if name.startswith(("PIP_", "UV_", "CONDA_", "ENVGEN_", "GIT_CONFIG")):
             monkeypatch.delenv(name, raising=False)
@@ -52,8 +59,8 @@ def _clean_tool_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Te
 
 @pytest.fixture(autouse=True)
 def _envgen_logger_as_python_leaves_it() -> Iterator[None]:
-    """An in-process CLI call points the envgen logger at its own handler and stops propagation; the next test
-    in the same worker (caplog reads the root logger) must not inherit that."""
+    """An in-process CLI call points the envgen logger at its own handler and stops propagation; the
+    next test in the same worker (caplog reads the root logger) must not inherit that."""
     yield
     logger = logging.getLogger("envgen")
     logger.handlers.clear()

@@ -1,4 +1,5 @@
-"""`python -m envgen` and the `envgen` script: the command line, interruptible from its first instant."""
+"""`python -m envgen` and the `envgen` script: the command line, interruptible from its first
+instant."""
 
 
 def run() -> None:

@@ -1,6 +1,6 @@
-"""The one way envgen replaces a file: its bytes written whole to a part file beside it, then renamed
-over it, so no reader sees half a file; the part file never outlives its block unless it was renamed
-into place, whatever ended the block (an error, a Ctrl-C, a failed check)."""
+"""The one way envgen replaces a file: its bytes written whole to a part file beside it, then
+renamed over it, so no reader sees half a file; the part file never outlives its block unless it was
+renamed into place, whatever ended the block (an error, a Ctrl-C, a failed check)."""
 
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ class Part:
 
 @contextmanager
 def part_file(beside: Path, *, mode: int | None = None) -> Iterator[Part]:
-    """A new part file in `beside`'s directory, open for writing, removed when the block ends unless it
-    was placed. Created as any new file is (mode 0666 less the umask), or with exactly `mode`. It is
-    made inside the block that removes it, so an interrupt as it is made leaves nothing; a name of 64
-    random bits is never taken (one that is, is another's and never removed)."""
+    """A new part file in `beside`'s directory, open for writing, removed when the block ends unless
+    it was placed. Created as any new file is (mode 0666 less the umask), or with exactly `mode`. It
+    is made inside the block that removes it, so an interrupt as it is made leaves nothing; a name
+    of 64 random bits is never taken (one that is, is another's and never removed)."""
     path = beside.with_name(f".{beside.name}.{secrets.token_hex(8)}{_SUFFIX}")
     theirs = False
     part: Part | None = None
@@ -88,17 +88,21 @@ def _removed(path: Path) -> None:
         raise KeyboardInterrupt
 
 
-def write_file(target: Path, data: bytes, *, check: Check | None = None, mode: int | None = None) -> None:
+def write_file(
+    target: Path, data: bytes, *, check: Check | None = None, mode: int | None = None
+) -> None:
     """`target` replaced by `data`, whole or not at all (its directory must exist)."""
     with part_file(target, mode=mode) as part:
         part.handle.write(data)
         part.place(target, check=check)
 
 
-def place_all(parts: Sequence[tuple[Part, Path]], *, check: Check | None = None, sync: bool = False) -> None:
+def place_all(
+    parts: Sequence[tuple[Part, Path]], *, check: Check | None = None, sync: bool = False
+) -> None:
     """Each part renamed over its target, every part on disk first when `sync`; if one rename fails
-    (or its check), the targets already replaced are put back. A target's old file is kept meanwhile as
-    a hard link `.<name>.bak` beside it, removed at the end."""
+    (or its check), the targets already replaced are put back. A target's old file is kept meanwhile
+    as a hard link `.<name>.bak` beside it, removed at the end."""
     for part, _ in parts:
         part.close(sync=sync)
     backups: dict[Path, Path] = {}

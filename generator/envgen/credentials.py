@@ -1,11 +1,13 @@
-"""Credentials of channels, indexes and git remotes, handed to each tool through its own mechanism, never a file.
+"""Credentials of channels, indexes and git remotes, handed to each tool through its own mechanism,
+never a file.
 
-A URL's `user:password@` is split off where the URL is used: the bare URL goes to the tool (and so into its
-caches and config files), the credential travels apart — to rattler as a header its client adds in memory, to
-git as `http.<url>.extraHeader` in the environment (`GIT_CONFIG_*`), to pip and uv as a netrc that lives in an
-anonymous in-memory file (`memfd`) the child reads through `/dev/fd`. A credential goes to its own host
-only: by scheme, host and port where the tool lets us say so (git, `for_url`), by host name where it knows no
-more (rattler's callback is given no port; a netrc names machines).
+A URL's `user:password@` is split off where the URL is used: the bare URL goes to the tool (and so
+into its caches and config files), the credential travels apart — to rattler as a header its client
+adds in memory, to git as `http.<url>.extraHeader` in the environment (`GIT_CONFIG_*`), to pip and
+uv as a netrc that lives in an anonymous in-memory file (`memfd`) the child reads through `/dev/fd`.
+A credential goes to its own host only: by scheme, host and port where the tool lets us say so (git,
+`for_url`), by host name where it knows no more (rattler's callback is given no port; a netrc names
+machines).
 """
 
 from __future__ import annotations
@@ -42,18 +44,23 @@ class Credential:
         return self.password or self.username
 
     def on_host(self, url: str) -> bool:
-        """Whether `url` is on this credential's scheme, host and port (an index serves its files from other
-        paths than its own, so a path is only a preference: `_best`)."""
-        return urlsplit(self.url).scheme.lower() == urlsplit(url).scheme.lower() and same_host(self.url, url)
+        """Whether `url` is on this credential's scheme, host and port (an index serves its files
+        from other paths than its own, so a path is only a preference: `_best`)."""
+        return urlsplit(self.url).scheme.lower() == urlsplit(url).scheme.lower() and same_host(
+            self.url, url
+        )
 
 
 def _best(found: list[Credential], path: str) -> Credential | None:
     """Of the credentials of one host, the first whose URL path `path` is under, else the first."""
-    return next((c for c in found if path_under(path, urlsplit(c.url).path)), found[0] if found else None)
+    return next(
+        (c for c in found if path_under(path, urlsplit(c.url).path)), found[0] if found else None
+    )
 
 
 def split_credential(url: str) -> tuple[str, Credential | None]:
-    """An http(s) `url` without its userinfo, and the credential it carried (None when it carried none).
+    """An http(s) `url` without its userinfo, and the credential it carried (None when it carried
+    none).
 
     Other schemes are returned as they are: `ssh://git@host/...` names a login, not a secret."""
     parts = urlsplit(url)
@@ -71,7 +78,8 @@ class Credentials:
 
     @classmethod
     def of(cls, urls: Iterable[str]) -> Credentials:
-        """The credentials carried by `urls` (`${VAR}` already expanded), in order, without repeats."""
+        """The credentials carried by `urls` (`${VAR}` already expanded), in order, without
+        repeats."""
         found = (split_credential(url)[1] for url in urls)
         return cls(tuple(dict.fromkeys(c for c in found if c is not None)))
 
@@ -90,13 +98,16 @@ class Credentials:
         return _best([c for c in self.items if c.on_host(url)], urlsplit(url).path)
 
     def headers(self, host: str, path: str) -> dict[str, str] | None:
-        """rattler's AddHeadersMiddleware callback (it is given the host without its port): the Authorization
-        header of the request, if any."""
-        found = _best([c for c in self.items if (urlsplit(c.url).hostname or "") == host.lower()], path)
+        """rattler's AddHeadersMiddleware callback (it is given the host without its port): the
+        Authorization header of the request, if any."""
+        found = _best(
+            [c for c in self.items if (urlsplit(c.url).hostname or "") == host.lower()], path
+        )
         return {"Authorization": found.header} if found else None
 
     def git_environment(self, environ: Mapping[str, str]) -> dict[str, str]:
-        """`environ` plus `http.<url>.extraHeader` for each credential, after any GIT_CONFIG_* it already has."""
+        """`environ` plus `http.<url>.extraHeader` for each credential, after any GIT_CONFIG_* it
+        already has."""
         env = dict(environ)
         count = int(env.get("GIT_CONFIG_COUNT") or 0)
         for number, credential in enumerate(self.items, start=count):
@@ -107,7 +118,8 @@ class Credentials:
         return env
 
     def netrc(self) -> str:
-        """A netrc of the credentials: one `machine` per host (netrc knows no port or path; the first wins)."""
+        """A netrc of the credentials: one `machine` per host (netrc knows no port or path; the
+        first wins)."""
         machines: dict[str, Credential] = {}
         for credential in self.items:
             machines.setdefault(urlsplit(credential.url).hostname or "", credential)
@@ -124,8 +136,9 @@ NO_CREDENTIALS = Credentials()
 
 @dataclass(frozen=True)
 class LockCredentials:
-    """What installing a lock may send, by the tool that sends it: rattler the conda channels', pip and uv the
-    indexes', git the sources' (a netrc knows hosts only, so pip never sees a channel's credential)."""
+    """What installing a lock may send, by the tool that sends it: rattler the conda channels', pip
+    and uv the indexes', git the sources' (a netrc knows hosts only, so pip never sees a channel's
+    credential)."""
 
     conda: Credentials = NO_CREDENTIALS
     pip: Credentials = NO_CREDENTIALS
@@ -140,7 +153,8 @@ NO_LOCK_CREDENTIALS = LockCredentials()
 
 
 def _netrc_word(value: str) -> str:
-    # netrc words are whitespace-separated; a quoted word keeps a space or quote in a token readable.
+    # netrc words are whitespace-separated; a quoted word keeps a space or quote in a token
+    # readable.
     if value and not any(char.isspace() or char in "\"'\\#" for char in value):
         return value
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -148,8 +162,8 @@ def _netrc_word(value: str) -> str:
 
 @contextmanager
 def netrc_in_memory(credentials: Credentials) -> Iterator[tuple[dict[str, str], tuple[int, ...]]]:
-    """`NETRC` for a child (pip, uv) and the descriptor to pass it: the netrc lives in an anonymous memory file,
-    so the credentials are on no disk; nothing when there are none."""
+    """`NETRC` for a child (pip, uv) and the descriptor to pass it: the netrc lives in an anonymous
+    memory file, so the credentials are on no disk; nothing when there are none."""
     if not credentials:
         yield {}, ()
         return

@@ -1,4 +1,5 @@
-"""How envgen shows a sha256 (a file's, a lock's inputs, its content hash) next to others: 12 hex digits."""
+"""How envgen shows a sha256 (a file's, a lock's inputs, its content hash) next to others: 12 hex
+digits."""
 
 from __future__ import annotations
 

@@ -62,7 +62,8 @@ class Unreached:
 
 
 class NetworkError(ResolutionError):
-    """A host (an index, a channel, a remote) could not be reached: the answer is unknown, not wrong.
+    """A host (an index, a channel, a remote) could not be reached: the answer is unknown, not
+    wrong.
 
     Besides the message (composed from them where it is raised), its parts: `hosts`, each host not
     reached and why (one for most failures, every one when a probe or a download asked several at
@@ -156,4 +157,6 @@ class MatrixError(InputError):
         self.problems = problems
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
         body = "\n".join(f"  {p}" for p in problems)
-        super().__init__(f"invalid input ({count}):\n{body}", hint="fix the keys named above and run again")
+        super().__init__(
+            f"invalid input ({count}):\n{body}", hint="fix the keys named above and run again"
+        )

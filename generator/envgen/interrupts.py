@@ -1,12 +1,15 @@
-"""Ctrl-C and SIGTERM while envgen works: stop the work, and say truthfully whether a lock was written.
+"""Ctrl-C and SIGTERM while envgen works: stop the work, and say truthfully whether a lock was
+written.
 
-The one module that installs, restores and blocks signal handlers (`on_signals`, `ignore_signals`, `held`,
-`worker_thread`, `until_ready`): the command line says what a handler does, this module makes it one.
+The one module that installs, restores and blocks signal handlers (`on_signals`, `ignore_signals`,
+`held`, `worker_thread`, `until_ready`): the command line says what a handler does, this module
+makes it one.
 
-Envs are locked in worker threads, but a signal interrupts only the main thread. So an interrupt sets
-`cancelled`, kills the child processes (uv, git) the workers wait on, and waits for any lock write already
-past its commit point. A worker checks `cancelled` before each child process and at the commit point; a
-write begun before the interrupt finishes (old files or new files, never a mix), one not begun never starts.
+Envs are locked in worker threads, but a signal interrupts only the main thread. So an interrupt
+sets `cancelled`, kills the child processes (uv, git) the workers wait on, and waits for any lock
+write already past its commit point. A worker checks `cancelled` before each child process and at
+the commit point; a write begun before the interrupt finishes (old files or new files, never a mix),
+one not begun never starts.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ if TYPE_CHECKING:  # the command line imports this module first thing: only what
     import subprocess
     from pathlib import Path
 
-# How long an interrupt waits for a write in progress (temp files and renames in locks/: milliseconds).
+# How long an interrupt waits for a write in progress (temp files and renames in locks/:
+# milliseconds).
 COMMIT_WAIT = 30.0
 
 cancelled = threading.Event()
@@ -35,7 +39,8 @@ _lock = threading.Lock()
 _children: set[subprocess.Popen[str]] = set()
 _committing: set[str] = set()
 _written: list[str] = []
-_cleaned: list[str] = []  # what the interrupted work removed (a half-installed prefix), for the message
+# what the interrupted work removed (a half-installed prefix), for the message
+_cleaned: list[str] = []
 _held: set[Path] = set()  # the mutex files this process holds (envgen.lockio.env_mutex)
 _command = ["lock"]
 # What a command that writes no lock says when interrupted before its work recorded anything more.
@@ -48,7 +53,8 @@ _idle = threading.Condition(_lock)
 
 # The signals that stop envgen's work: Ctrl-C, and a supervisor's (a CI job cancelled) SIGTERM.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-# What signal.signal takes and returns: a function of (signal number, frame), SIG_IGN, SIG_DFL or None.
+# What signal.signal takes and returns: a function of (signal number, frame), SIG_IGN, SIG_DFL or
+# None.
 Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
@@ -61,9 +67,10 @@ class Interrupted(EnvgenError):
 def worker_thread() -> None:
     """Initializer of a worker thread: signals go to the main thread, never to this one.
 
-    The main thread waits on the workers' futures; a signal the kernel hands to a worker would reach the
-    main thread only once that worker finished (and wrote its lock). Child processes inherit the mask, so a
-    tool a library starts (a build backend) is not killed by Ctrl-C half-way either: envgen stops it.
+    The main thread waits on the workers' futures; a signal the kernel hands to a worker would reach
+    the main thread only once that worker finished (and wrote its lock). Child processes inherit the
+    mask, so a tool a library starts (a build backend) is not killed by Ctrl-C half-way either:
+    envgen stops it.
     """
     signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS))
 
@@ -80,13 +87,14 @@ def restore(previous: Mapping[int, Handler]) -> None:
 
 
 def ignore_signals() -> None:
-    """SIGINT and SIGTERM do nothing from now on: the command is done and reported, and a signal would only
-    turn a true exit status into "killed"."""
+    """SIGINT and SIGTERM do nothing from now on: the command is done and reported, and a signal
+    would only turn a true exit status into "killed"."""
     on_signals(signal.SIG_IGN)
 
 
 def terminate_as_interrupt() -> None:
-    """SIGTERM raises KeyboardInterrupt as Ctrl-C does, for work that cleans up on KeyboardInterrupt alone."""
+    """SIGTERM raises KeyboardInterrupt as Ctrl-C does, for work that cleans up on KeyboardInterrupt
+    alone."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
@@ -94,8 +102,9 @@ def terminate_as_interrupt() -> None:
 def held() -> Iterator[list[int]]:
     """Record SIGINT/SIGTERM instead of acting on them; the caller acts once it can clean up.
 
-    A Ctrl-C that lands inside `Popen` (after the fork, before it returns) would otherwise leave a child that
-    nobody knows the pid of. Handlers set here are Python functions, so the child's exec resets them.
+    A Ctrl-C that lands inside `Popen` (after the fork, before it returns) would otherwise leave a
+    child that nobody knows the pid of. Handlers set here are Python functions, so the child's exec
+    resets them.
     """
     signals: list[int] = []
     previous = on_signals(lambda number, _frame: signals.append(number))
@@ -106,8 +115,8 @@ def held() -> Iterator[list[int]]:
 
 
 def until_ready() -> None:
-    """Handle SIGINT and SIGTERM until the command line installs its own handlers (importing it takes a
-    moment): nothing can have been written yet."""
+    """Handle SIGINT and SIGTERM until the command line installs its own handlers (importing it
+    takes a moment): nothing can have been written yet."""
     on_signals(_not_ready)
 
 
@@ -123,7 +132,8 @@ def check() -> None:
 
 
 def track(proc: subprocess.Popen[str]) -> None:
-    """Track `proc` until `untrack`, so an interrupt can kill it (killed at once when one came already)."""
+    """Track `proc` until `untrack`, so an interrupt can kill it (killed at once when one came
+    already)."""
     with _lock:
         _children.add(proc)
     if cancelled.is_set():
@@ -137,7 +147,8 @@ def untrack(proc: subprocess.Popen[str]) -> None:
 
 @contextmanager
 def commit_point(env: str) -> Iterator[None]:
-    """Around writing an env's lock files: refused once interrupted, and waited for by an interrupt after."""
+    """Around writing an env's lock files: refused once interrupted, and waited for by an interrupt
+    after."""
     with _lock:
         if cancelled.is_set():
             raise Interrupted(f"interrupted before the lock of {env} was written")
@@ -155,7 +166,8 @@ def commit_point(env: str) -> Iterator[None]:
 
 
 def interrupt() -> list[str]:
-    """Stop the work: refuse new commits, kill child processes, wait for writes in progress; the envs written."""
+    """Stop the work: refuse new commits, kill child processes, wait for writes in progress; the
+    envs written."""
     with _lock:
         cancelled.set()
         for proc in _children:
@@ -165,7 +177,8 @@ def interrupt() -> list[str]:
 
 
 def kill_group(proc: subprocess.Popen[str]) -> None:
-    """Kill a child and what it started (each child leads its own process group, see process.run)."""
+    """Kill a child and what it started (each child leads its own process group, see
+    process.run)."""
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
@@ -198,7 +211,8 @@ def message(written: list[str]) -> str:
 
 @contextmanager
 def holding(path: Path) -> Iterator[None]:
-    """Around holding the mutex file `path`: removed by `leave` if this process exits while it is held."""
+    """Around holding the mutex file `path`: removed by `leave` if this process exits while it is
+    held."""
     with _lock:
         _held.add(path)
     try:
@@ -209,17 +223,24 @@ def holding(path: Path) -> Iterator[None]:
 
 
 def leave(code: int, timeout: float = 1.0) -> None:
-    """End the process after an interrupt was reported: the files are settled and the message printed.
+    """End the process after an interrupt was reported: the files are settled and the message
+    printed.
 
-    Worker threads get a moment to unwind (their children are dead) and clean up, but one stuck in a solver,
-    which cannot be killed, must not keep envgen from exiting (as joining it at interpreter exit would). A
-    mutex file such a worker still holds is removed here: no lock write can begin any more (`cancelled`), and
-    it would otherwise outlive the process, as one killed outright leaves it.
+    Worker threads get a moment to unwind (their children are dead) and clean up, but one stuck in a
+    solver, which cannot be killed, must not keep envgen from exiting (as joining it at interpreter
+    exit would). A mutex file such a worker still holds is removed here: no lock write can begin any
+    more (`cancelled`), and it would otherwise outlive the process, as one killed outright leaves
+    it.
     """
     deadline = time.monotonic() + timeout
     for thread in threading.enumerate():
-        # An interrupt inside Thread.start() leaves a thread listed that never started: nothing to wait for.
-        if thread is not threading.current_thread() and not thread.daemon and thread.ident is not None:
+        # An interrupt inside Thread.start() leaves a thread listed that never started: nothing to
+        # wait for.
+        if (
+            thread is not threading.current_thread()
+            and not thread.daemon
+            and thread.ident is not None
+        ):
             thread.join(max(0.0, deadline - time.monotonic()))
     with _lock:
         for path in _held:

@@ -12,7 +12,8 @@ _COLORS = {"WARNING": "yellow", "ERROR": "red", "DEBUG": "blue"}
 
 
 class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
-    """One line per record, its level coloured (when asked) and nothing else; a closed stderr is no error."""
+    """One line per record, its level coloured (when asked) and nothing else; a closed stderr is no
+    error."""
 
     def __init__(self, color: bool, timed: bool) -> None:
         super().__init__(sys.stderr)
@@ -24,7 +25,8 @@ class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
         color = _COLORS.get(record.levelname) if self.color else None
         if color:  # INFO stays plain: click.style would still append its reset
             level = click.style(level, fg=color)
-        # With -v every line carries the seconds since start: the time of each stage is the gap between lines.
+        # With -v every line carries the seconds since start: the time of each stage is the gap
+        # between lines.
         elapsed = f"{record.created - self.started:7.2f}s " if self.timed else ""
         return f"{level} {elapsed}{record.getMessage()}".rstrip()
 
@@ -35,14 +37,16 @@ class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 def setup_logging(*, quiet: bool = False, verbose: int = 0, color: bool = False) -> None:
-    """Progress and warnings of the core go to stderr: `quiet` only errors, `verbose` debug records (the
-    commands run, with the seconds since start), `verbose` 2 the libraries' debug records too."""
+    """Progress and warnings of the core go to stderr: `quiet` only errors, `verbose` debug records
+    (the commands run, with the seconds since start), `verbose` 2 the libraries' debug records too.
+    """
     handler = _Handler(color, timed=verbose > 0)
     root = logging.getLogger("envgen")
     root.handlers[:] = [handler]
     root.propagate = False
     root.setLevel(logging.ERROR if quiet else logging.DEBUG if verbose else logging.INFO)
-    # urllib3 warns of each retry; envgen reports the failure once, in one line (network.py's limits bound them).
+    # urllib3 warns of each retry; envgen reports the failure once, in one line (network.py's limits
+    # bound them).
     logging.getLogger("urllib3").setLevel(logging.DEBUG if verbose >= 2 else logging.ERROR)
     if verbose >= 2:
         logging.basicConfig(handlers=[handler], level=logging.DEBUG, force=True)

@@ -1,4 +1,5 @@
-"""The data envgen works on: a Matrix (what is wanted) and a Lock (what was resolved); frozen, no I/O."""
+"""The data envgen works on: a Matrix (what is wanted) and a Lock (what was resolved); frozen, no
+I/O."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from envgen.model_steps import LockedArchive as LockedArchive
 from envgen.model_steps import Replacement as Replacement
 from envgen.npu import Npu
 
-# How a source's requirements are read: a file path inside the tree, or this word for PEP 621 dependencies.
+# How a source's requirements are read: a file path inside the tree, or this word for PEP 621
+# dependencies.
 PYPROJECT = "pyproject"
 
-# Which of a source's requirements count (`dependencies` of a source): what `pip install -e .` would install
-# (its declared metadata, plus the listed files), only the listed requirement files, or nothing.
+# Which of a source's requirements count (`dependencies` of a source): what `pip install -e .` would
+# install (its declared metadata, plus the listed files), only the listed requirement files, or
+# nothing.
 METADATA, FILES, NONE = "metadata", "files", "none"
 DEPENDENCY_MODES = (METADATA, FILES, NONE)
 
@@ -40,7 +43,8 @@ def env_dict(env: Env) -> dict[str, str]:
     return dict(env)
 
 
-# --- inputs: channels/ ---------------------------------------------------------------------------------
+# --- inputs: channels/
+# ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,9 @@ class Channel:
 class Index:
     """A PEP 503 pip index named in channels/*.toml.
 
-    `url` is as written: it may carry `${VAR}` references or credentials and is expanded only when used;
-    nothing written to disk carries it unredacted. An explicit index serves only the packages that name it.
+    `url` is as written: it may carry `${VAR}` references or credentials and is expanded only when
+    used; nothing written to disk carries it unredacted. An explicit index serves only the packages
+    that name it.
     """
 
     name: str
@@ -65,15 +70,17 @@ class Index:
     trusted_host: str | None = None
 
 
-# --- inputs: env-templates/<env>.toml ------------------------------------------------------------------
+# --- inputs: env-templates/<env>.toml
+# ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Cann:
-    """CANN, a system toolkit rather than a package: a version or "pending", and where its env scripts are.
+    """CANN, a system toolkit rather than a package: a version or "pending", and where its env
+    scripts are.
 
-    `set_env` is one script, or several separated by ':' (sourced in that order), exactly as the recipe's
-    ASCEND_SET_ENV takes them, so the matrix, the lock and the override share one spelling.
+    `set_env` is one script, or several separated by ':' (sourced in that order), exactly as the
+    recipe's ASCEND_SET_ENV takes them, so the matrix, the lock and the override share one spelling.
     """
 
     version: str
@@ -94,9 +101,9 @@ class PipPackage:
     """One pip requirement of the matrix.
 
     `specifier` is a PEP 440 specifier set; "" means unpinned but locked to whatever resolves.
-    `index` maps platform -> index name for a package pinned to an explicit index (empty: default indexes).
-    `pending` holds the note of a package not yet published: it is recorded, never resolved.
-    `url` + `sha256` lock a privately shipped wheel as given.
+    `index` maps platform -> index name for a package pinned to an explicit index (empty: default
+    indexes). `pending` holds the note of a package not yet published: it is recorded, never
+    resolved. `url` + `sha256` lock a privately shipped wheel as given.
     """
 
     name: str
@@ -123,10 +130,11 @@ class PipPackage:
 class Source:
     """A git source: where, which ref, and how it installs.
 
-    `requirements` names the files whose requirements enter the resolution (paths in the tree, or PYPROJECT).
-    `distribution` is the name it installs as, so requirements on it are satisfied by the source itself.
-    `origin` is set for a source discovered inside another source's requirement file ("verl:file:line").
-    `dependencies` says which requirements count (METADATA, FILES or NONE); NONE carries `dependencies_reason`.
+    `requirements` names the files whose requirements enter the resolution (paths in the tree, or
+    PYPROJECT). `distribution` is the name it installs as, so requirements on it are satisfied by
+    the source itself. `origin` is set for a source discovered inside another source's requirement
+    file ("verl:file:line"). `dependencies` says which requirements count (METADATA, FILES or NONE);
+    NONE carries `dependencies_reason`.
     """
 
     name: str
@@ -142,8 +150,8 @@ class Source:
     build_index: str | None = None
     requirements: tuple[str, ...] = ()
     origin: str | None = None
-    # Check out its git submodules recursively, at the commits the source's own tree records (gitlinks); a
-    # source that opts out (False) says why in `submodules_reason`.
+    # Check out its git submodules recursively, at the commits the source's own tree records
+    # (gitlinks); a source that opts out (False) says why in `submodules_reason`.
     submodules: bool = True
     dependencies: str = METADATA
     dependencies_reason: str | None = None
@@ -157,10 +165,12 @@ class Source:
 
 @dataclass(frozen=True)
 class Override:
-    """A deliberate replacement of upstream requirements on `name` by `requirement`, with its reason.
+    """A deliberate replacement of upstream requirements on `name` by `requirement`, with its
+    reason.
 
-    It replaces the direct layer (the matrix's pins, the sources' requirements); third-party packages' own
-    requirements on the name still constrain the resolution unless `transitive` (uv's global override).
+    It replaces the direct layer (the matrix's pins, the sources' requirements); third-party
+    packages' own requirements on the name still constrain the resolution unless `transitive` (uv's
+    global override).
     """
 
     name: str
@@ -171,7 +181,8 @@ class Override:
 
 @dataclass(frozen=True)
 class Profile:
-    """A named, optional set of activation variables (e.g. the HCCL whitelist for the checkpoint engine)."""
+    """A named, optional set of activation variables (e.g. the HCCL whitelist for the checkpoint
+    engine)."""
 
     name: str
     description: str
@@ -180,7 +191,8 @@ class Profile:
 
 @dataclass(frozen=True)
 class ImportCheck:
-    """A smoke import after install: module, the distribution whose version is compared, what it needs."""
+    """A smoke import after install: module, the distribution whose version is compared, what it
+    needs."""
 
     module: str
     distribution: str | None = None
@@ -277,7 +289,8 @@ class Matrix:
         return tuple(i for i in self.indexes if not i.explicit)
 
 
-# --- outputs: locks/<env>.yml and locks/<env>.sources.toml ---------------------------------------------
+# --- outputs: locks/<env>.yml and locks/<env>.sources.toml
+# ---------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -292,7 +305,11 @@ class Origin:
     def __str__(self) -> str:
         if self.source:
             where = f"{self.file}:{self.line}" if self.line else self.file
-            return f"source {self.source}: {where} {self.key}" if self.key else f"source {self.source}: {where}"
+            return (
+                f"source {self.source}: {where} {self.key}"
+                if self.key
+                else f"source {self.source}: {where}"
+            )
         return f"{self.file}: {self.key}" if self.key else self.file
 
 
@@ -322,7 +339,8 @@ class CondaEntry:
 
 @dataclass(frozen=True)
 class PipEntry:
-    """A locked pip artifact for one platform: one wheel (or an sdist, flagged) pinned by URL and sha256."""
+    """A locked pip artifact for one platform: one wheel (or an sdist, flagged) pinned by URL and
+    sha256."""
 
     name: str
     version: str
@@ -335,15 +353,16 @@ class PipEntry:
 
 
 def python_versions(entries: Iterable[CondaEntry]) -> tuple[str, ...]:
-    """The versions of the `python` package among one platform's conda entries, sorted (a lock holds one)."""
+    """The versions of the `python` package among one platform's conda entries, sorted (a lock holds
+    one)."""
     return tuple(sorted({e.version for e in entries if e.name == "python"}))
 
 
 @dataclass(frozen=True)
 class Submodule:
-    """A git submodule of a locked source (nested ones too): its path from the source's root, its canonical URL
-    (a relative URL of `.gitmodules` resolved against the URL of the repository naming it) and the commit the
-    tree records for it (the gitlink), never a branch."""
+    """A git submodule of a locked source (nested ones too): its path from the source's root, its
+    canonical URL (a relative URL of `.gitmodules` resolved against the URL of the repository naming
+    it) and the commit the tree records for it (the gitlink), never a branch."""
 
     path: str
     url: str
@@ -358,22 +377,26 @@ class LockedSource:
     commit: str
     requirements: tuple[TracedRequirement, ...] = ()
     digest: str = ""
-    # `git rev-parse HEAD^{tree}` after the cherry-picks: what the recipe verifies (HEAD itself differs from
-    # `commit` once commits are picked on top). "" when unknown: the recipe then verifies `commit` only.
+    # `git rev-parse HEAD^{tree}` after the cherry-picks: what the recipe verifies (HEAD itself
+    # differs from `commit` once commits are picked on top). "" when unknown: the recipe then
+    # verifies `commit` only.
     tree: str = ""
-    # The commit each cherry-pick produced on top of `commit`, in order; the last one is the installed tree.
+    # The commit each cherry-pick produced on top of `commit`, in order; the last one is the
+    # installed tree.
     picked: tuple[str, ...] = ()
-    # Why the declared metadata of a METADATA source could not be read (its listed files counted alone).
+    # Why the declared metadata of a METADATA source could not be read (its listed files counted
+    # alone).
     metadata_fallback: str | None = None
-    # Every submodule the installed tree records, recursively, parents before their own submodules; empty
-    # when the source has none or opts out.
+    # Every submodule the installed tree records, recursively, parents before their own submodules;
+    # empty when the source has none or opts out.
     submodules: tuple[Submodule, ...] = ()
 
 
 @dataclass(frozen=True)
 class AppliedOverride:
-    """An override as applied: the direct-layer requirements it replaced, and for a transitive override the
-    third-party requirements the lock contradicts because of it ("pkg-b==3.0 needs base>=2")."""
+    """An override as applied: the direct-layer requirements it replaced, and for a transitive
+    override the third-party requirements the lock contradicts because of it ("pkg-b==3.0 needs
+    base>=2")."""
 
     override: Override
     replaced: tuple[TracedRequirement, ...] = ()
@@ -390,7 +413,8 @@ class Pending:
 
 @dataclass(frozen=True)
 class Lock:
-    """Everything resolved for one env. Tuples are kept in canonical order (see lockio/conda_lock_yml.py)."""
+    """Everything resolved for one env. Tuples are kept in canonical order (see
+    lockio/conda_lock_yml.py)."""
 
     env: str
     platforms: tuple[str, ...]
@@ -406,8 +430,8 @@ class Lock:
     activation_env: Env = ()
     profiles: tuple[Profile, ...] = ()
     checks: tuple[ImportCheck, ...] = ()
-    # The digests behind input_hash, by component ("matrix", "channel:<name>", "source:<name>", ...), so a
-    # stale lock can say what changed.
+    # The digests behind input_hash, by component ("matrix", "channel:<name>", "source:<name>",
+    # ...), so a stale lock can say what changed.
     inputs: tuple[tuple[str, str], ...] = ()
     # Wheels from release archives (per platform), links made after the install, packages left out.
     archives: tuple[LockedArchive, ...] = ()
@@ -424,6 +448,7 @@ class Lock:
         return tuple(e for e in self.pip if e.platform == platform)
 
     def python_for(self, platform: str) -> str | None:
-        """The exact python version the conda part holds for `platform`; None unless it holds exactly one."""
+        """The exact python version the conda part holds for `platform`; None unless it holds
+        exactly one."""
         versions = python_versions(self.conda_for(platform))
         return versions[0] if len(versions) == 1 else None

@@ -20,8 +20,9 @@ def package_key(name: str) -> str:
 
 
 def is_plain_name(name: str) -> bool:
-    """Whether `name` may name an env, a source, a profile or a channel: a letter or digit, then letters,
-    digits, '.', '_' or '-' (a file name under env-templates/, channels/ and locks/, never a path)."""
+    """Whether `name` may name an env, a source, a profile or a channel: a letter or digit, then
+    letters, digits, '.', '_' or '-' (a file name under env-templates/, channels/ and locks/, never
+    a path)."""
     return _NAME.fullmatch(name) is not None
 
 

@@ -1,11 +1,12 @@
-"""How long envgen waits on the network: the one home of every connect and read timeout, retry count and budget.
+"""How long envgen waits on the network: the one home of every connect and read timeout, retry count
+and budget.
 
 Each limit is an environment variable with a documented default (`VARIABLES`, in docs/cli.md and
-`envgen help environment`).
-Every client envgen uses gets the same limits in its own terms: requests (`resolve/index_client.py`), uv
-(`UV_HTTP_*`), pip (`--timeout`, `--retries`), git (`GIT_HTTP_LOW_SPEED_*`), rattler (its client's timeout,
-which bounds a whole request). A child process also gets the budget as its timeout, and an asynchronous
-library call runs through `run_bounded`: cancelled at the budget, and promptly on Ctrl-C.
+`envgen help environment`). Every client envgen uses gets the same limits in its own terms: requests
+(`resolve/index_client.py`), uv (`UV_HTTP_*`), pip (`--timeout`, `--retries`), git
+(`GIT_HTTP_LOW_SPEED_*`), rattler (its client's timeout, which bounds a whole request). A child
+process also gets the budget as its timeout, and an asynchronous library call runs through
+`run_bounded`: cancelled at the budget, and promptly on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -40,10 +41,26 @@ DEFAULTS = Limits()
 # (field, variable, what it bounds): docs/cli.md's table and `envgen help environment` show this.
 VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("connect", "ENVGEN_CONNECT_TIMEOUT", "opening a connection to an index (requests, uv)"),
-    ("read", "ENVGEN_READ_TIMEOUT", "waiting for data from an index (requests, uv, pip) or a git remote"),
-    ("conda", "ENVGEN_CONDA_TIMEOUT", "one whole request to a conda channel (rattler bounds whole requests only)"),
-    ("retries", "ENVGEN_RETRIES", "retries of a request refused, reset or timed out, after a short backoff"),
-    ("budget", "ENVGEN_NETWORK_BUDGET", "one network step in all: a platform's conda solve, a uv, pip or git run"),
+    (
+        "read",
+        "ENVGEN_READ_TIMEOUT",
+        "waiting for data from an index (requests, uv, pip) or a git remote",
+    ),
+    (
+        "conda",
+        "ENVGEN_CONDA_TIMEOUT",
+        "one whole request to a conda channel (rattler bounds whole requests only)",
+    ),
+    (
+        "retries",
+        "ENVGEN_RETRIES",
+        "retries of a request refused, reset or timed out, after a short backoff",
+    ),
+    (
+        "budget",
+        "ENVGEN_NETWORK_BUDGET",
+        "one network step in all: a platform's conda solve, a uv, pip or git run",
+    ),
 )
 
 
@@ -53,7 +70,8 @@ def variable(field: str) -> str:
 
 
 def limits(environ: Mapping[str, str] | None = None) -> Limits:
-    """The limits in effect: each variable that is set, else its default; a malformed value is bad input."""
+    """The limits in effect: each variable that is set, else its default; a malformed value is bad
+    input."""
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     for field, name, _ in VARIABLES:
@@ -66,7 +84,9 @@ def limits(environ: Mapping[str, str] | None = None) -> Limits:
             value = -1
         if not 0 <= value < 1e6 or (field != "retries" and value == 0):
             kind = "a count of 0 or more" if field == "retries" else "a number of seconds above 0"
-            raise InputError(f"{name}={text!r} is not {kind}", hint=f"unset it for the default, {seconds(field)}")
+            raise InputError(
+                f"{name}={text!r} is not {kind}", hint=f"unset it for the default, {seconds(field)}"
+            )
         values[field] = value
     return Limits(**values)
 
@@ -84,7 +104,8 @@ def _whole(value: float) -> str:
 
 
 def uv_environment(current: Limits) -> dict[str, str]:
-    """uv's variables for the limits (uv bounds each read and each connect; the budget bounds the run)."""
+    """uv's variables for the limits (uv bounds each read and each connect; the budget bounds the
+    run)."""
     return {
         "UV_HTTP_CONNECT_TIMEOUT": _whole(current.connect),
         "UV_HTTP_TIMEOUT": _whole(current.read),
@@ -94,25 +115,34 @@ def uv_environment(current: Limits) -> dict[str, str]:
 
 def pip_options(current: Limits) -> list[str]:
     """pip's options for the limits (one socket timeout serves pip for connect and read alike)."""
-    return ["--timeout", _whole(max(current.read, current.connect)), "--retries", str(current.retries)]
+    return [
+        "--timeout",
+        _whole(max(current.read, current.connect)),
+        "--retries",
+        str(current.retries),
+    ]
 
 
 def git_environment(current: Limits) -> dict[str, str]:
-    """git's variables: an HTTP transfer slower than a byte a second for the read timeout is abandoned."""
+    """git's variables: an HTTP transfer slower than a byte a second for the read timeout is
+    abandoned."""
     return {"GIT_HTTP_LOW_SPEED_LIMIT": "1", "GIT_HTTP_LOW_SPEED_TIME": _whole(current.read)}
 
 
 def raise_hint(field: str, current: Limits) -> str:
     """What to change when a limit was reached by a host that is slow rather than down."""
-    return f"if the host is slow rather than down, raise {variable(field)} (now {seconds(field, current)})"
+    return (
+        f"if the host is slow rather than down, raise {variable(field)} (now "
+        f"{seconds(field, current)})"
+    )
 
 
 _CAUSE = re.compile(r"^\s*(?:[Cc]aused by|cause):\s*(.+?)\s*$", re.MULTILINE)
 
 
 def cause(text: str) -> str:
-    """The innermost cause of an error chain, on one line (uv and rattler print `cause:` or `Caused by:` lines;
-    other tools end with the line that matters)."""
+    """The innermost cause of an error chain, on one line (uv and rattler print `cause:` or `Caused
+    by:` lines; other tools end with the line that matters)."""
     causes = _CAUSE.findall(text)
     if causes:
         return causes[-1]
@@ -126,12 +156,14 @@ def timed_out(text: str) -> bool:
 
 
 _REFUSED = re.compile(r"connection refused", re.IGNORECASE)
-_NO_NAME = re.compile(r"name or service not known|name resolution|failed to lookup address|getaddrinfo", re.I)
+_NO_NAME = re.compile(
+    r"name or service not known|name resolution|failed to lookup address|getaddrinfo", re.I
+)
 
 
 def reason(text: str, current: Limits) -> str:
-    """Why a tool (uv, pip) could not reach a host, in a few words: the read timeout it ran into, a refused
-    connection, an unknown host name, else the innermost cause it printed."""
+    """Why a tool (uv, pip) could not reach a host, in a few words: the read timeout it ran into, a
+    refused connection, an unknown host name, else the innermost cause it printed."""
     if timed_out(text):
         return f"no answer within {seconds('read', current)}"
     if _REFUSED.search(text):
@@ -141,18 +173,22 @@ def reason(text: str, current: Limits) -> str:
     return cause(text)
 
 
-# A library request abandoned at the budget or on Ctrl-C may still be in flight in its own threads (rattler's);
-# finalizing the interpreter under it can crash, so the command line then ends the process directly.
+# A library request abandoned at the budget or on Ctrl-C may still be in flight in its own threads
+# (rattler's); finalizing the interpreter under it can crash, so the command line then ends the
+# process directly.
 abandoned = threading.Event()
-# rattler's runtime threads call back into Python (the headers middleware) and can outlive the command that made
-# the client: an interpreter finalizing under such a call aborts (PyGILState_Release, exit -6), so a process that
-# made a rattler client ends the same way as one that abandoned a request.
+# rattler's runtime threads call back into Python (the headers middleware) and can outlive the
+# command that made the client: an interpreter finalizing under such a call aborts
+# (PyGILState_Release, exit -6), so a process that made a rattler client ends the same way as one
+# that abandoned a request.
 native_threads = threading.Event()
 
 
-def run_bounded(work: Coroutine[Any, Any, T], *, budget: float | None, over: Callable[[], EnvgenError]) -> T:
-    """Run `work` in an event loop of its own: cancelled on Ctrl-C (raises Interrupted) within a tenth of a
-    second, and after `budget` seconds (raises `over()`; None: no budget)."""
+def run_bounded(
+    work: Coroutine[Any, Any, T], *, budget: float | None, over: Callable[[], EnvgenError]
+) -> T:
+    """Run `work` in an event loop of its own: cancelled on Ctrl-C (raises Interrupted) within a
+    tenth of a second, and after `budget` seconds (raises `over()`; None: no budget)."""
     import asyncio  # only rattler's calls need an event loop: not every command's start-up
 
     async def watch() -> T:

@@ -1,4 +1,5 @@
-"""Ascend NPU generations as data, and the pure comparison of what a host reports with what an env targets.
+"""Ascend NPU generations as data, and the pure comparison of what a host reports with what an env
+targets.
 
 A new generation is a row of GENERATIONS: the `torch_npu.npu.get_soc_version()` codes it reports,
 the substrings of `get_device_name()` that name it, the SOC_VERSION values vllm-ascend builds it
@@ -98,8 +99,8 @@ GENERATIONS: dict[str, Generation] = {
 }
 
 
-# The build variable that chooses the chip a source is compiled for (vllm-ascend's setup reads it); a source
-# setting it must agree with the matrix's system.npu.soc-version.
+# The build variable that chooses the chip a source is compiled for (vllm-ascend's setup reads it);
+# a source setting it must agree with the matrix's system.npu.soc-version.
 SOC_VARIABLE = "SOC_VERSION"
 # What a vllm-ascend build writes into its build-info module (`gen_build_info()`): its device type
 # since 2025-11-26; before, its chip, which vllm-ascend still reads when the device type is absent.
@@ -156,7 +157,9 @@ def generation_of_code(code: int) -> Generation | None:
 
 
 def generation_of_name(name: str) -> Generation | None:
-    return next((g for g in GENERATIONS.values() if any(marker in name for marker in g.device_names)), None)
+    return next(
+        (g for g in GENERATIONS.values() if any(marker in name for marker in g.device_names)), None
+    )
 
 
 def generation_of_soc(soc_version: str) -> Generation | None:
@@ -178,7 +181,9 @@ def compare_device(npu: Npu, probe: Probe) -> list[tuple[str, str | None, str]]:
     out: list[tuple[str, str | None, str]] = [
         (
             "soc version",
-            None if probe.soc_code in gen.soc_codes else f"expected {expected_codes}, found {code_detail}",
+            None
+            if probe.soc_code in gen.soc_codes
+            else f"expected {expected_codes}, found {code_detail}",
             f"{code_detail}, within {gen.codes_text()}",
         )
     ]

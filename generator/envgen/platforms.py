@@ -1,4 +1,5 @@
-"""The platforms envgen locks for: machine names, virtual packages, wheel tags, marker environments, glibc floors.
+"""The platforms envgen locks for: machine names, virtual packages, wheel tags, marker environments,
+glibc floors.
 
 Pure facts and functions of a conda platform name, so any host locks any platform the same way; only
 `host_platform` looks at this machine.
@@ -20,11 +21,12 @@ if TYPE_CHECKING:
 # conda subdir -> machine name used in wheel tags and `platform_machine` markers.
 PLATFORMS: dict[str, str] = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 
-# The kernel the lock assumes: Kylin V10's 4.19, the oldest of the Ascend host OSes (openEuler 22.03 runs 5.10,
-# Ubuntu 22.04 5.15), so nothing locked asks for a newer kernel than every host has.
+# The kernel the lock assumes: Kylin V10's 4.19, the oldest of the Ascend host OSes (openEuler 22.03
+# runs 5.10, Ubuntu 22.04 5.15), so nothing locked asks for a newer kernel than every host has.
 LINUX_VERSION = "4.19"
 
-# The oldest glibc floor (2.N) a matrix may name: neither uv nor the manylinux tags of aarch64 go below 2.17.
+# The oldest glibc floor (2.N) a matrix may name: neither uv nor the manylinux tags of aarch64 go
+# below 2.17.
 OLDEST_GLIBC = 17
 
 # manylinux tags older than PEP 600 name these glibc versions.
@@ -52,7 +54,8 @@ def host_platform() -> str:
 
 
 def virtual_packages(matrix: Matrix, platform: str) -> tuple[str, ...]:
-    """The virtual packages a lock of `matrix` for `platform` assumes, as `name=version=build`, sorted.
+    """The virtual packages a lock of `matrix` for `platform` assumes, as `name=version=build`,
+    sorted.
 
     Explicit rather than detected, so any host locks any platform the same way.
     """
@@ -60,11 +63,12 @@ def virtual_packages(matrix: Matrix, platform: str) -> tuple[str, ...]:
 
 
 def glibc_virtual_packages(platform: str, glibc: str) -> tuple[str, ...]:
-    """`virtual_packages` of a matrix whose glibc floor is `glibc` (what the no-op lock recomputes without
-    loading the matrix)."""
+    """`virtual_packages` of a matrix whose glibc floor is `glibc` (what the no-op lock recomputes
+    without loading the matrix)."""
     if platform not in PLATFORMS:
         raise InputError(
-            f"cannot solve conda specs for platform {platform!r}: envgen knows {', '.join(sorted(PLATFORMS))}",
+            f"cannot solve conda specs for platform {platform!r}: envgen knows "
+            f"{', '.join(sorted(PLATFORMS))}",
             hint="list only known platforms in [env] platforms",
         )
     return (
@@ -83,7 +87,8 @@ def _glibc_minor(glibc: str) -> int:
 
 
 def manylinux_platforms(platform: str, glibc: str) -> list[str]:
-    """Platform tags a system of this arch and glibc installs, best first (legacy aliases included)."""
+    """Platform tags a system of this arch and glibc installs, best first (legacy aliases
+    included)."""
     arch = machine(platform)
     tags = []
     for minor in range(_glibc_minor(glibc), _OLDEST_WHEEL_GLIBC[arch] - 1, -1):
@@ -95,9 +100,10 @@ def manylinux_platforms(platform: str, glibc: str) -> list[str]:
 
 
 def platform_tags(platform: str, python_version: str, glibc: str) -> list[Tag]:
-    """Every wheel tag CPython `python_version` on `platform` (glibc floor `glibc`) accepts, best first."""
-    # Imported here: packaging.tags loads sysconfig and the host probes, which the matrix loader and the no-op
-    # lock (both import this module) never need.
+    """Every wheel tag CPython `python_version` on `platform` (glibc floor `glibc`) accepts, best
+    first."""
+    # Imported here: packaging.tags loads sysconfig and the host probes, which the matrix loader and
+    # the no-op lock (both import this module) never need.
     from packaging.tags import compatible_tags, cpython_tags
 
     major, minor = (int(p) for p in python_version.split(".")[:2])
@@ -109,12 +115,15 @@ def platform_tags(platform: str, python_version: str, glibc: str) -> list[Tag]:
 
 
 def uv_python_platform(platform: str, glibc: str) -> str:
-    """The `--python-platform` value uv accepts for this platform and glibc floor (never above the floor)."""
+    """The `--python-platform` value uv accepts for this platform and glibc floor (never above the
+    floor)."""
     minor = _glibc_minor(glibc)
     # uv 0.13 knows manylinux_2_17, 2_28 and 2_31 .. 2_40; take the highest not above the floor.
     known = [m for m in (OLDEST_GLIBC, 28, *range(31, 41)) if m <= minor]
     if not known:
-        raise ValueError(f"glibc floor {glibc} is below manylinux_2_{OLDEST_GLIBC}, the oldest uv can target")
+        raise ValueError(
+            f"glibc floor {glibc} is below manylinux_2_{OLDEST_GLIBC}, the oldest uv can target"
+        )
     return f"{machine(platform)}-manylinux_2_{max(known)}"
 
 

@@ -58,8 +58,9 @@ class Project:
         return sorted(p.stem for p in self.templates_dir.glob("*.toml"))
 
     def known_envs(self, envs: Sequence[str], *, locked: bool = False) -> list[str]:
-        """`envs` (every env with a template when none is named) once each checked to exist: a template, or with
-        `locked` a lock whose template was removed. An unknown env is bad input, found before any work."""
+        """`envs` (every env with a template when none is named) once each checked to exist: a
+        template, or with `locked` a lock whose template was removed. An unknown env is bad input,
+        found before any work."""
         available = self.envs()
         for env in envs:
             if env in available or (locked and self.lock_yml(env).exists()):
@@ -67,7 +68,8 @@ class Project:
             listed = ", ".join(available) or f"none (no *.toml in {self.templates_dir})"
             raise InputError(
                 f"unknown env {env!r}: no {self.template(env)}; available envs: {listed}",
-                hint=f"name one of the available envs, or create env-templates/{env}.toml (see docs/matrix.md)",
+                hint=f"name one of the available envs, or create env-templates/{env}.toml "
+                "(see docs/matrix.md)",
             )
         if not envs and not available:
             raise InputError(
@@ -86,23 +88,27 @@ def is_project(directory: Path) -> bool:
 
 
 def find_project(start: Path) -> Project:
-    """The project holding `start`: `start` itself or its nearest parent with env-templates/ and channels/,
-    searched upward as git, uv and pixi do, so any subdirectory of a checkout works."""
+    """The project holding `start`: `start` itself or its nearest parent with env-templates/ and
+    channels/, searched upward as git, uv and pixi do, so any subdirectory of a checkout works."""
     start = start.resolve()
     for directory in (start, *start.parents):
         if is_project(directory):
             return Project(directory)
     raise InputError(
         f"no envgen project in {start} or its parents (a project has env-templates/ and channels/)",
-        hint="run `envgen init` to start one here, or run envgen inside a project (or pass --root DIR)",
+        hint="run `envgen init` to start one here, or run envgen inside a project (or pass "
+        "--root DIR)",
     )
 
 
 def checked_env(env: str) -> str:
-    """`env` when it is a name; a path (`../x`) would escape env-templates/, locks/ and the per-env mutex."""
+    """`env` when it is a name; a path (`../x`) would escape env-templates/, locks/ and the per-env
+    mutex."""
     problem = env_name_problem(env)
     if problem:
-        raise InputError(problem, hint="name an env by its file name in env-templates/ without .toml, e.g. `a5`")
+        raise InputError(
+            problem, hint="name an env by its file name in env-templates/ without .toml, e.g. `a5`"
+        )
     return env
 
 

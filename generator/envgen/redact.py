@@ -6,7 +6,8 @@ import re
 from urllib.parse import urlsplit, urlunsplit
 
 _REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
-# Up to the last `@` of the authority, as urlsplit splits it (`https://a@b:secret@host` is user `a@b`).
+# Up to the last `@` of the authority, as urlsplit splits it (`https://a@b:secret@host` is user
+# `a@b`).
 _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)(?P<userinfo>[^/?#\s]+)@")
 
 
@@ -15,8 +16,11 @@ def _with_userinfo(url: str, userinfo: str) -> str:
     try:
         parts = urlsplit(url)
         port = parts.port
-    except ValueError:  # not a URL urlsplit can take apart (a bad port or IPv6 bracket): by its text
-        return _USERINFO.sub(lambda m: m.group("scheme") + (f"{userinfo}@" if userinfo else ""), url, count=1)
+    # not a URL urlsplit can take apart (a bad port or IPv6 bracket): by its text
+    except ValueError:
+        return _USERINFO.sub(
+            lambda m: m.group("scheme") + (f"{userinfo}@" if userinfo else ""), url, count=1
+        )
     host = parts.hostname or ""
     if port:
         host = f"{host}:{port}"
@@ -33,7 +37,8 @@ def has_credentials(url: str) -> bool:
 
 
 def masked_url(url: str) -> str:
-    """`url` shown as carrying credentials: `scheme://***@host/...` (for a URL whose credentials are kept apart)."""
+    """`url` shown as carrying credentials: `scheme://***@host/...` (for a URL whose credentials are
+    kept apart)."""
     return _with_userinfo(url, "***")
 
 
@@ -48,9 +53,9 @@ def strip_credentials(url: str) -> str:
 
 
 def written_url(url: str) -> str:
-    """`url` as a lock or an export may record it: credentials given as `${VAR}` are kept (pip expands them when
-    it reads a requirements file; envgen when it uses the lock), literal ones are dropped, so no secret is
-    ever written."""
+    """`url` as a lock or an export may record it: credentials given as `${VAR}` are kept (pip
+    expands them when it reads a requirements file; envgen when it uses the lock), literal ones are
+    dropped, so no secret is ever written."""
     parts = urlsplit(url)
     secret = parts.password if parts.password is not None else parts.username
     keep = secret is not None and _REFERENCE.fullmatch(secret) is not None

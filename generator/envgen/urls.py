@@ -1,7 +1,7 @@
-"""Which index a URL belongs to, the one rule for every stage: the host it is on (`url_host`), whether
-it is on an index's host, so the index's credentials apply to it (`same_host`), and the index whose URL
-it lies under (`index_of`, `under`, `path_under`). Credentials in either URL never count; scheme and host compare in any
-case."""
+"""Which index a URL belongs to, the one rule for every stage: the host it is on (`url_host`),
+whether it is on an index's host, so the index's credentials apply to it (`same_host`), and the
+index whose URL it lies under (`index_of`, `under`, `path_under`). Credentials in either URL never
+count; scheme and host compare in any case."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ Key = TypeVar("Key")
 
 
 def url_host(url: str) -> str:
-    """The host (and port, when given) of a URL, lower-cased and without credentials; '' when it has none."""
+    """The host (and port, when given) of a URL, lower-cased and without credentials; '' when it has
+    none."""
     return urlsplit(url).netloc.rpartition("@")[2].lower()
 
 
@@ -23,9 +24,9 @@ def same_host(url: str, other: str) -> bool:
 
 
 def under(url: str, base: str) -> bool:
-    """Whether `url` is `base` or lies below it: same scheme and host, and its path is `base`'s path or
-    goes on from it after a `/` (`/whl/cpu2/` is not under `/whl/cpu`); a query or fragment (a file's
-    `#sha256=`) does not count."""
+    """Whether `url` is `base` or lies below it: same scheme and host, and its path is `base`'s path
+    or goes on from it after a `/` (`/whl/cpu2/` is not under `/whl/cpu`); a query or fragment (a
+    file's `#sha256=`) does not count."""
     mine, theirs = urlsplit(url), urlsplit(base)
     if (mine.scheme.lower(), url_host(url)) != (theirs.scheme.lower(), url_host(base)):
         return False
@@ -33,7 +34,8 @@ def under(url: str, base: str) -> bool:
 
 
 def path_under(path: str, base: str) -> bool:
-    """Whether the URL path `path` is `base` or goes on from it after a `/` (any path is under `/`)."""
+    """Whether the URL path `path` is `base` or goes on from it after a `/` (any path is under
+    `/`)."""
     prefix = base.rstrip("/")
     return not prefix or path == prefix or path.startswith(prefix + "/")
 

@@ -1,13 +1,15 @@
-"""Hostile matrices, channels and lock files fed to every command that reads them without the network.
+"""Hostile matrices, channels and lock files fed to every command that reads them without the
+network.
 
-Each example starts from a project with a fresh lock (tests/support/hostile.py), mutates one file (truncated,
-random bytes, unicode, encodings, deep nesting, huge strings, structural changes, payloads that `touch` a marker
-in one or every string; tests/support/mutations.py) and runs the commands reading that file. For every run:
-exit code 0-5, no traceback, every existing file of `locks/` byte-identical, nothing written outside `locks/`
-and the cache, the marker never created, and the planted credential in no output and no written file.
+Each example starts from a project with a fresh lock (tests/support/hostile.py), mutates one file
+(truncated, random bytes, unicode, encodings, deep nesting, huge strings, structural changes,
+payloads that `touch` a marker in one or every string; tests/support/mutations.py) and runs the
+commands reading that file. For every run: exit code 0-5, no traceback, every existing file of
+`locks/` byte-identical, nothing written outside `locks/` and the cache, the marker never created,
+and the planted credential in no output and no written file.
 
-The number of examples is small enough for `make test`; ENVGEN_FUZZ_SCALE=N multiplies it (a long run), and
-`benchmarks/fuzz_report.py` runs these tests at a higher count and prints the figures.
+The number of examples is small enough for `make test`; ENVGEN_FUZZ_SCALE=N multiplies it (a long
+run), and `benchmarks/fuzz_report.py` runs these tests at a higher count and prints the figures.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from tests.support.mutations import SHELL, TOML, YAML, Format, Mutation, mutated
 pytestmark = pytest.mark.adversarial
 
 SCALE = int(os.environ.get("ENVGEN_FUZZ_SCALE", "1"))
-COLLECT = os.environ.get("ENVGEN_FUZZ_COLLECT") == "1"  # the report's mode: tally every failure, assert none
+# the report's mode: tally every failure, assert none
+COLLECT = os.environ.get("ENVGEN_FUZZ_COLLECT") == "1"
 
 
 def fuzz(examples: int) -> settings:
@@ -47,9 +50,15 @@ CHECK = ("check", ENV, "--no-solve", "--no-env")
 INSTALL = ("install", ENV, "--prefix", "prefix", "--venv")
 EXPORT = ("export", ENV, "--format", "requirements", "--platform", "linux-64")
 DIFF = ("diff", "../project/locks/valid.yml", "../project/locks/valid.yml")
-# The commands that read each kind of file: a matrix and its channels are read by show, lock, check and status;
-# a lock's files by everything that reads a lock.
-MATRIX_COMMANDS = [("show", ENV), ("lock", ENV), ("lock", ENV, "--no-preflight"), CHECK, ("status", ENV)]
+# The commands that read each kind of file: a matrix and its channels are read by show, lock, check
+# and status; a lock's files by everything that reads a lock.
+MATRIX_COMMANDS = [
+    ("show", ENV),
+    ("lock", ENV),
+    ("lock", ENV, "--no-preflight"),
+    CHECK,
+    ("status", ENV),
+]
 CHILD_COMMANDS = [("show", CHILD), ("lock", CHILD), ("lock", "--no-preflight"), ("status", CHILD)]
 LOCK_COMMANDS = [("show", ENV), ("lock", ENV), CHECK, ("status", ENV), EXPORT, DIFF, INSTALL]
 RECIPE_COMMANDS = [("lock", ENV), CHECK, ("status", ENV), INSTALL]
@@ -61,12 +70,18 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return template_project(tmp_path_factory.mktemp("fuzz"))
 
 
-def fuzzed(template: Path, rel: str, fmt: Format) -> st.SearchStrategy[tuple[list[Mutation], bytes]]:
+def fuzzed(
+    template: Path, rel: str, fmt: Format
+) -> st.SearchStrategy[tuple[list[Mutation], bytes]]:
     return mutated(fmt, (template / rel).read_bytes())
 
 
 def run_case(
-    category: str, template: Path, rel: str, drawn: tuple[list[Mutation], bytes], commands: Sequence[Sequence[str]]
+    category: str,
+    template: Path,
+    rel: str,
+    drawn: tuple[list[Mutation], bytes],
+    commands: Sequence[Sequence[str]],
 ) -> Case:
     chosen, data = drawn
     for mutation in chosen:
@@ -122,7 +137,12 @@ def test_channel(template: Path, channel: str) -> None:
     ],
 )
 def test_lock_file(
-    template: Path, category: str, rel: str, fmt: Format, commands: list[tuple[str, ...]], examples: int
+    template: Path,
+    category: str,
+    rel: str,
+    fmt: Format,
+    commands: list[tuple[str, ...]],
+    examples: int,
 ) -> None:
     @fuzz(examples)
     @given(fuzzed(template, rel, fmt))
@@ -132,22 +152,29 @@ def test_lock_file(
     one()
 
 
-# --- a few cases through the real command line (a child process: what a user would see) --------------------
+# --- a few cases through the real command line (a child process: what a user would see)
+# --------------------
 
 SUBPROCESS_CASES = [
     ("matrix", "env-templates/valid.toml", lambda data: b"a = " + b"[" * 100_000, ("show", ENV)),
     (
         "lock-sources",
         f"locks/{ENV}.sources.toml",
-        lambda data: data.replace(b'url = "https://example.com/second.git"', b'url = "--upload-pack=touch @MARKER@"'),
+        lambda data: data.replace(
+            b'url = "https://example.com/second.git"', b'url = "--upload-pack=touch @MARKER@"'
+        ),
         ("status", ENV),
     ),
     ("lock-yml", f"locks/{ENV}.yml", lambda data: data[: len(data) // 2], CHECK),
 ]
 
 
-@pytest.mark.parametrize(("category", "rel", "change", "command"), SUBPROCESS_CASES, ids=lambda v: str(v)[:24])
-def test_real_command_line(template: Path, category: str, rel: str, change: object, command: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("category", "rel", "change", "command"), SUBPROCESS_CASES, ids=lambda v: str(v)[:24]
+)
+def test_real_command_line(
+    template: Path, category: str, rel: str, change: object, command: tuple[str, ...]
+) -> None:
     assert callable(change)
     original = (template / rel).read_bytes()
     data = change(original)
@@ -156,33 +183,61 @@ def test_real_command_line(template: Path, category: str, rel: str, change: obje
         (case.project / rel).write_bytes(with_marker(data, str(case.marker)))
         [outcome] = case.check([command], run=hostile_run)
         assert not case.failures, "\n".join(case.failures)
-        assert outcome.code in (2, 4), outcome.err  # refused as bad input, or (check) as a failed static step
+        # refused as bad input, or (check) as a failed static step
+        assert outcome.code in (2, 4), outcome.err
         assert rel.rsplit("/", 1)[1] in outcome.out + outcome.err
 
 
-# --- what the fuzz found, kept as fixed cases -----------------------------------------------------------------
+# --- what the fuzz found, kept as fixed cases
+# -----------------------------------------------------------------
 
 
 def _credential_key(data: bytes) -> bytes:
     """The channel's URL, credentials and all, written as a key (a value of its own replaces it)."""
-    return data.replace(b"url = ", b'url = "https://h.example/x"\n').replace(b'forge"\n', b'forge" = 1\n')
+    return data.replace(b"url = ", b'url = "https://h.example/x"\n').replace(
+        b'forge"\n', b'forge" = 1\n'
+    )
 
 
 FOUND = [
-    # A recipe that is not UTF-8 was a UnicodeDecodeError in check's static recipe step: it differs (exit 4).
+    # A recipe that is not UTF-8 was a UnicodeDecodeError in check's static recipe step: it differs
+    # (exit 4).
     ("recipe", f"locks/{ENV}.install.sh", lambda data: b"\xff" + data, CHECK, 4),
-    ("recipe", f"locks/{ENV}.install.sh", lambda data: data.decode().encode("utf-16"), INSTALL, 2),  # unreadable
+    # unreadable
+    ("recipe", f"locks/{ENV}.install.sh", lambda data: data.decode().encode("utf-16"), INSTALL, 2),
     # A channel URL urlsplit cannot take apart was accepted, then a ValueError when shown or used.
-    ("channels", "channels/conda-forge.toml", lambda data: data.replace(b".com/", b".com:99999/"), ("show", ENV), 2),
-    ("channels", "channels/private.toml", lambda data: data.replace(b"@", b"@["), ("status", ENV), 2),
-    ("channels", "channels/private.toml", lambda data: data.replace(b"@pypi.example.com", b"@"), ("lock", ENV), 2),
+    (
+        "channels",
+        "channels/conda-forge.toml",
+        lambda data: data.replace(b".com/", b".com:99999/"),
+        ("show", ENV),
+        2,
+    ),
+    (
+        "channels",
+        "channels/private.toml",
+        lambda data: data.replace(b"@", b"@["),
+        ("status", ENV),
+        2,
+    ),
+    (
+        "channels",
+        "channels/private.toml",
+        lambda data: data.replace(b"@pypi.example.com", b"@"),
+        ("lock", ENV),
+        2,
+    ),
     # A key holding a URL with credentials was echoed as it was written ("unknown key").
     ("channels", "channels/conda-forge.toml", _credential_key, CHECK, 2),
 ]
 
 
-@pytest.mark.parametrize(("category", "rel", "change", "command", "code"), FOUND, ids=lambda v: str(v)[:24])
-def test_found(template: Path, category: str, rel: str, change: object, command: tuple[str, ...], code: int) -> None:
+@pytest.mark.parametrize(
+    ("category", "rel", "change", "command", "code"), FOUND, ids=lambda v: str(v)[:24]
+)
+def test_found(
+    template: Path, category: str, rel: str, change: object, command: tuple[str, ...], code: int
+) -> None:
     assert callable(change)
     with new_case(category, template, {}) as case:
         (case.project / rel).write_bytes(change((template / rel).read_bytes()))

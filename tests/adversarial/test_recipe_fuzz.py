@@ -1,11 +1,12 @@
 """No string in a lock ever becomes a command of install.sh or of the activation hook it writes.
 
-Each example renders the recipe twice: once from arbitrary strings in every field, once with every free-text
-field replaced by a plain placeholder (names, which must match a strict pattern, are kept). Both scripts run
-for real under `bash --posix -x` against stub `git` and `python` executables; the xtrace of the two runs must
-be the same sequence of commands, and so must the trace of sourcing the activation hook each wrote. A value
-that ended a line, closed a quote or ran `$(...)` would add, drop or rename a traced command. The hook must
-also export every value byte for byte.
+Each example renders the recipe twice: once from arbitrary strings in every field, once with every
+free-text field replaced by a plain placeholder (names, which must match a strict pattern, are
+kept). Both scripts run for real under `bash --posix -x` against stub `git` and `python`
+executables; the xtrace of the two runs must be the same sequence of commands, and so must the trace
+of sourcing the activation hook each wrote. A value that ended a line, closed a quote or ran
+`$(...)` would add, drop or rename a traced command. The hook must also export every value byte for
+byte.
 """
 
 from __future__ import annotations
@@ -45,22 +46,32 @@ exit 0
 PYTHON_STUB = "#!/bin/sh\nexit 0\n"
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _NAME = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,8}", fullmatch=True)
-# Prefixed, so no draw is one of the shell's own variables ($_, PATH, IFS) that the dump script relies on.
+# Prefixed, so no draw is one of the shell's own variables ($_, PATH, IFS) that the dump script
+# relies on.
 _VARIABLE = st.from_regex(r"V[A-Z0-9_]{0,8}", fullmatch=True)
-# Printable text (most examples render and run), hostile snippets, and anything at all (refused ones).
+# Printable text (most examples render and run), hostile snippets, and anything at all (refused
+# ones).
 _PRINTABLE = st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=30)
-_SNIPPETS = st.sampled_from(["$(touch PWNED)", "`touch PWNED`", "'; touch PWNED; '", '"; touch PWNED; "', "}", "\\"])
-_URL_PATH = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zs", "Zl", "Zp")), min_size=1, max_size=20)
+_SNIPPETS = st.sampled_from(
+    ["$(touch PWNED)", "`touch PWNED`", "'; touch PWNED; '", '"; touch PWNED; "', "}", "\\"]
+)
+_URL_PATH = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zs", "Zl", "Zp")), min_size=1, max_size=20
+)
 
 
 def _strings(hostile: bool) -> st.SearchStrategy[str]:
-    return st.one_of(_PRINTABLE, _SNIPPETS, st.text(max_size=10)) if hostile else st.one_of(_PRINTABLE, _SNIPPETS)
+    return (
+        st.one_of(_PRINTABLE, _SNIPPETS, st.text(max_size=10))
+        if hostile
+        else st.one_of(_PRINTABLE, _SNIPPETS)
+    )
 
 
 @st.composite
 def fuzzed_locks(draw: st.DrawFn) -> Lock:
-    # One example in five may hold anything anywhere (it is mostly refused); the others stay renderable
-    # except where a hostile value is drawn on purpose.
+    # One example in five may hold anything anywhere (it is mostly refused); the others stay
+    # renderable except where a hostile value is drawn on purpose.
     hostile = draw(st.integers(0, 4)) == 0
     text = _strings(hostile)
     name = st.one_of(_NAME, text) if hostile else _NAME
@@ -87,7 +98,9 @@ def fuzzed_locks(draw: st.DrawFn) -> Lock:
         )
         for i in range(draw(st.integers(1, 2)))
     )
-    profiles = tuple(Profile(f"p{i}-{draw(name)}", draw(text), env()) for i in range(draw(st.integers(0, 2))))
+    profiles = tuple(
+        Profile(f"p{i}-{draw(name)}", draw(text), env()) for i in range(draw(st.integers(0, 2)))
+    )
     return make_lock(
         draw(name),
         input_hash="1" * 64,
@@ -123,19 +136,27 @@ def placeholders(lock: Lock) -> Lock:
     return dataclasses.replace(
         lock,
         sources=sources,
-        indexes=tuple(dataclasses.replace(i, url="https://i.example/", trusted_host="h") for i in lock.indexes),
+        indexes=tuple(
+            dataclasses.replace(i, url="https://i.example/", trusted_host="h") for i in lock.indexes
+        ),
         # CANN's scripts are ':'-separated and each is looked at: keep their number.
-        cann=Cann("pending", ":".join("/nonexistent/set_env.sh" if part else "" for part in set_env.split(":"))),
+        cann=Cann(
+            "pending",
+            ":".join("/nonexistent/set_env.sh" if part else "" for part in set_env.split(":")),
+        ),
         activation_env=env(lock.activation_env),
-        profiles=tuple(dataclasses.replace(p, description="d", env=env(p.env)) for p in lock.profiles),
+        profiles=tuple(
+            dataclasses.replace(p, description="d", env=env(p.env)) for p in lock.profiles
+        ),
     )
 
 
 def skeleton(trace: str) -> list[tuple[int, str]]:
-    """The traced commands as (nesting depth, command name or assigned variable), their arguments dropped.
+    """The traced commands as (nesting depth, command name or assigned variable), their arguments
+    dropped.
 
-    Sorted: the members of a pipeline run at once and trace in either order; a command added or renamed by
-    a value still shows.
+    Sorted: the members of a pipeline run at once and trace in either order; a command added or
+    renamed by a value still shows.
     """
     out = []
     for line in trace.splitlines():
@@ -165,8 +186,11 @@ def traced(work: Path, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
 Skeleton = list[tuple[int, str]]
 
 
-def run_recipe(lock: Lock, work: Path, skip_cann: bool) -> tuple[int, Skeleton, Skeleton, dict[str, str]]:
-    """Install with `lock`'s recipe into a stub prefix, then source the hook it wrote (if it got that far).
+def run_recipe(
+    lock: Lock, work: Path, skip_cann: bool
+) -> tuple[int, Skeleton, Skeleton, dict[str, str]]:
+    """Install with `lock`'s recipe into a stub prefix, then source the hook it wrote (if it got
+    that far).
 
     The install's exit code, the skeletons of both traces and the values the hook exports.
     """
@@ -186,12 +210,16 @@ def run_recipe(lock: Lock, work: Path, skip_cann: bool) -> tuple[int, Skeleton, 
     hook = prefix / "etc" / "conda" / "activate.d" / f"envgen-{lock.env}.sh"
     if not hook.is_file():
         return status, skeleton(install), [], {}
-    names = sorted({k for k, _ in lock.activation_env} | {k for p in lock.profiles for k, _ in p.env})
+    names = sorted(
+        {k for k, _ in lock.activation_env} | {k for p in lock.profiles for k, _ in p.env}
+    )
     dump = work / "dump.sh"
     dump.write_text(f". {hook}\n" + "".join(f"printf '%s\\0' \"${name}\"\n" for name in names))
     code, activation = traced(work, [str(dump)], env)
     assert code == 0
-    out = subprocess.run(["bash", "--posix", str(dump)], env=env, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["bash", "--posix", str(dump)], env=env, capture_output=True, text=True
+    ).stdout
     exported = dict(zip(names, out.split("\0"), strict=False))
     return status, skeleton(install), skeleton(activation), exported
 
@@ -209,7 +237,13 @@ def run_recipe(lock: Lock, work: Path, skip_cann: bool) -> tuple[int, Skeleton, 
         input_hash="1" * 64,
         sources=(
             LockedSource(
-                Source("s", "https://h.example/$(touch${IFS}PWNED).git", "`touch`", "'; touch PWNED; '", origin="}"),
+                Source(
+                    "s",
+                    "https://h.example/$(touch${IFS}PWNED).git",
+                    "`touch`",
+                    "'; touch PWNED; '",
+                    origin="}",
+                ),
                 COMMIT,
             ),
         ),
@@ -232,7 +266,8 @@ def test_no_string_in_a_lock_becomes_a_command(lock: Lock, skip_cann: bool) -> N
         assert not (Path(fuzzed) / "PWNED").exists()
         assert not any(name == "PWNED" for _, _, names in os.walk(fuzzed) for name in names)
     assert (status, install, activation) == expected[:3]
-    if not activation:  # stopped before the hooks (a source needs CANN, which is absent): nothing to export
+    # stopped before the hooks (a source needs CANN, which is absent): nothing to export
+    if not activation:
         return
     wanted = dict(lock.activation_env)
     for profile in lock.profiles:

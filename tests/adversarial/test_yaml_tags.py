@@ -1,4 +1,5 @@
-"""A lock yml is read with the safe loader: a `!!python/...` tag is refused (exit 2 naming the file), never run."""
+"""A lock yml is read with the safe loader: a `!!python/...` tag is refused (exit 2 naming the
+file), never run."""
 
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ TAGS = [
     "!!python/module:os",
     "!!python/object:envgen.model.Index {{name: x, url: 'file:///{marker}'}}",
 ]
-# check reports a lock that does not parse as its first failed step (exit 4); show ignores a broken lock.
+# check reports a lock that does not parse as its first failed step (exit 4); show ignores a broken
+# lock.
 COMMANDS = {
     ("status", ENV): 2,
     ("export", ENV, "--format", "requirements", "--platform", "linux-64"): 2,
-    ("lock", ENV, "--force"): 2,  # the re-lock reads the previous lock (a no-op lock reads only its hash)
+    # the re-lock reads the previous lock (a no-op lock reads only its hash)
+    ("lock", ENV, "--force"): 2,
     ("install", ENV, "--prefix", "prefix", "--venv"): 2,
     ("diff", "../project/locks/valid.yml", "../project/locks/valid.yml"): 2,
     ("check", ENV, "--no-solve", "--no-env"): 4,
@@ -45,12 +48,16 @@ def tagged(template: Path, tag: str, where: str) -> bytes:
 
 
 def _with_marker(case: Case, data: bytes, template: Path) -> bytes:
-    return data.replace(str(template.parent / "MARKER-PLACEHOLDER").encode(), str(case.marker).encode())
+    return data.replace(
+        str(template.parent / "MARKER-PLACEHOLDER").encode(), str(case.marker).encode()
+    )
 
 
 @pytest.mark.parametrize("where", ["top", "version"])
 @pytest.mark.parametrize("tag", TAGS)
-def test_python_tags_in_a_lock_yml_are_refused_and_never_run(template: Path, tag: str, where: str) -> None:
+def test_python_tags_in_a_lock_yml_are_refused_and_never_run(
+    template: Path, tag: str, where: str
+) -> None:
     data = tagged(template, tag, where)
     with new_case("yaml-tags", template, {}) as case:
         (case.project / "locks" / f"{ENV}.yml").write_bytes(_with_marker(case, data, template))
@@ -59,7 +66,11 @@ def test_python_tags_in_a_lock_yml_are_refused_and_never_run(template: Path, tag
         for outcome, code in zip(outcomes, COMMANDS.values(), strict=True):
             assert outcome.code == code, (outcome.args, outcome.out, outcome.err)
             if code:
-                assert "valid.yml" in outcome.out + outcome.err, (outcome.args, outcome.out, outcome.err)
+                assert "valid.yml" in outcome.out + outcome.err, (
+                    outcome.args,
+                    outcome.out,
+                    outcome.err,
+                )
         assert not case.marker.exists()
 
 

@@ -14,7 +14,8 @@ from tests.support.example import served_example, use_git_config
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    """The bundled example served for one test module (a module may define its own `served` instead)."""
+    """The bundled example served for one test module (a module may define its own `served`
+    instead)."""
     with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
         yield example
 
@@ -23,8 +24,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
 def example(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Example]:
-    """A freshly served example of the test's own (it may change what the index or channel offers, or move its
-    upstream repos), git mirrors active, no lock yet."""
+    """A freshly served example of the test's own (it may change what the index or channel offers,
+    or move its upstream repos), git mirrors active, no lock yet."""
     with served_example(tmp_path_factory, tmp_path / "example") as served:
         use_git_config(served.gitconfig, monkeypatch)
         yield served

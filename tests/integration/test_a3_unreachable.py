@@ -1,8 +1,10 @@
-"""`envgen lock a3` on the real template with its hosts unreachable: exit 3, naming the first URL of each kind.
+"""`envgen lock a3` on the real template with its hosts unreachable: exit 3, naming the first URL of
+each kind.
 
-The hosts are played on 127.0.0.1: closed ports stand for an unreachable GitHub/gitcode, conda channel and pip
-indexes; local repositories (through git's insteadOf, as a mirror would be) and a loopback conda channel stand
-for the ones reached, so each run gets one stage further than the last. Nothing in locks/ is written.
+The hosts are played on 127.0.0.1: closed ports stand for an unreachable GitHub/gitcode, conda
+channel and pip indexes; local repositories (through git's insteadOf, as a mirror would be) and a
+loopback conda channel stand for the ones reached, so each run gets one stage further than the last.
+Nothing in locks/ is written.
 """
 
 from __future__ import annotations
@@ -26,11 +28,20 @@ ENV = "a3"
 INDEXES = ("pypi", "pytorch-cpu", "triton-ascend")
 # The a3 sources as the guide names them, with the refs the matrix asks for.
 SOURCES = {
-    "https://github.com/vllm-project/vllm.git": ("vllm", {"requirements/common.txt": "xgrammar==0.1.33\n"}),
-    "https://github.com/vllm-project/vllm-ascend.git": ("vllm_ascend", {"requirements.txt": "transformers==5.5.4\n"}),
+    "https://github.com/vllm-project/vllm.git": (
+        "vllm",
+        {"requirements/common.txt": "xgrammar==0.1.33\n"},
+    ),
+    "https://github.com/vllm-project/vllm-ascend.git": (
+        "vllm_ascend",
+        {"requirements.txt": "transformers==5.5.4\n"},
+    ),
     "https://gitcode.com/Ascend/MindSpeed.git": ("mindspeed", {"requirements.txt": "einops\n"}),
     "https://github.com/NVIDIA/Megatron-LM.git": ("megatron-core", {}),
-    "https://github.com/verl-project/verl.git": ("verl", {"requirements-npu.txt": "triton-ascend==3.2.2\n"}),
+    "https://github.com/verl-project/verl.git": (
+        "verl",
+        {"requirements-npu.txt": "triton-ascend==3.2.2\n"},
+    ),
 }
 
 
@@ -44,7 +55,8 @@ def closed_url(path: str = "") -> str:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The repository's a3 matrix and channels, every host unreachable, git's own configuration isolated."""
+    """The repository's a3 matrix and channels, every host unreachable, git's own configuration
+    isolated."""
     root = tmp_path / "project"
     (root / "env-templates").mkdir(parents=True)
     for env in ("a2", ENV):  # a2 extends a3
@@ -55,7 +67,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     channel(root, "conda-forge", closed_url("/conda-forge"))
     gitconfig = tmp_path / "gitconfig"
     down = closed_url("/")
-    gitconfig.write_text(f'[url "{down}"]\n\tinsteadOf = https://github.com/\n\tinsteadOf = https://gitcode.com/\n')
+    gitconfig.write_text(
+        f'[url "{down}"]\n\tinsteadOf = https://github.com/\n\tinsteadOf = https://gitcode.com/\n'
+    )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
@@ -84,8 +98,15 @@ def mirror_sources(tmp_path: Path) -> None:
 
 
 def lock(root: Path, *envs: str, preflight: bool = False) -> tuple[int, str]:
-    """`envgen lock`; without the preflight unless asked, so each stage meets its unreachable host itself."""
-    args = ["lock", *(envs or (ENV,)), "--root", str(root), *(() if preflight else ("--no-preflight",))]
+    """`envgen lock`; without the preflight unless asked, so each stage meets its unreachable host
+    itself."""
+    args = [
+        "lock",
+        *(envs or (ENV,)),
+        "--root",
+        str(root),
+        *(() if preflight else ("--no-preflight",)),
+    ]
     result = CliRunner().invoke(cli, args)
     assert "Traceback" not in result.stderr
     return result.exit_code, result.stderr
@@ -96,11 +117,16 @@ def url_of(root: Path, name: str) -> str:
 
 
 def test_preflight_names_every_unreachable_host_at_once(project: Path) -> None:
-    """One run names every host, one line each, before any work (without it: one host per run, stage by stage)."""
+    """One run names every host, one line each, before any work (without it: one host per run, stage
+    by stage)."""
     code, err = lock(project, "a2", ENV, preflight=True)
     assert code == 3, err
     assert "error: 6 hosts that the lock needs did not answer; nothing was locked:" in err
-    listed = [line for line in err.splitlines() if line.startswith("  ") and not line.startswith("  hint:")]
+    listed = [
+        line
+        for line in err.splitlines()
+        if line.startswith("  ") and not line.startswith("  hint:")
+    ]
     assert len(listed) == 6, err
     # The other remotes on a host are named by the sources that need them.
     names = ("vllm-ascend", "megatron-lm", "verl")
@@ -108,9 +134,14 @@ def test_preflight_names_every_unreachable_host_at_once(project: Path) -> None:
     vllm = "https://github.com/vllm-project/vllm.git"
     expected = {
         "github.com": f"git remote {vllm} (a2 source vllm, a3 source vllm) and 3 more ({others})",
-        "gitcode.com": "git remote https://gitcode.com/Ascend/MindSpeed.git (a2 source mindspeed, a3 source mindspeed)",
-        host_of(url_of(project, "conda-forge")): f"conda channel {url_of(project, 'conda-forge')} (a2, a3)",
-        **{host_of(url_of(project, n)): f"pip index {url_of(project, n)} (a2, a3)" for n in INDEXES},
+        "gitcode.com": "git remote https://gitcode.com/Ascend/MindSpeed.git "
+        "(a2 source mindspeed, a3 source mindspeed)",
+        host_of(
+            url_of(project, "conda-forge")
+        ): f"conda channel {url_of(project, 'conda-forge')} (a2, a3)",
+        **{
+            host_of(url_of(project, n)): f"pip index {url_of(project, n)} (a2, a3)" for n in INDEXES
+        },
     }
     for host, what in expected.items():
         (line,) = [line for line in listed if line.startswith(f"  {host}: ")]
@@ -129,7 +160,8 @@ def test_preflight_names_every_unreachable_host_at_once(project: Path) -> None:
 
 
 def test_preflight_passes_once_the_hosts_answer(project: Path, tmp_path: Path) -> None:
-    """The git remotes reached through insteadOf (a mirror), the conda channel served: only the indexes are left."""
+    """The git remotes reached through insteadOf (a mirror), the conda channel served: only the
+    indexes are left."""
     mirror_sources(tmp_path)
     write_channel(tmp_path / "conda", demo_packages("3.12.4"))
     with serve_directory(tmp_path / "conda") as conda_url:
@@ -137,32 +169,46 @@ def test_preflight_passes_once_the_hosts_answer(project: Path, tmp_path: Path) -
         code, err = lock(project, preflight=True)
     assert code == 3, err
     assert "error: 3 hosts that the lock needs did not answer" in err
-    listed = [line for line in err.splitlines() if line.startswith("  ") and not line.startswith("  hint:")]
+    listed = [
+        line
+        for line in err.splitlines()
+        if line.startswith("  ") and not line.startswith("  hint:")
+    ]
     assert [line.split(": ")[1].split(" ")[:2] for line in listed] == [["pip", "index"]] * 3, err
 
 
 def test_unreachable_git_host_names_the_first_source_url(project: Path) -> None:
     code, err = lock(project)
     assert code == 3, err
-    assert "error: source vllm: cannot reach git remote https://github.com/vllm-project/vllm.git" in err
+    assert (
+        "error: source vllm: cannot reach git remote https://github.com/vllm-project/vllm.git"
+        in err
+    )
     assert "(sources vllm-ascend, megatron-lm, mindspeed, verl failed too)" in err
 
 
 def test_locking_every_env_names_the_env_that_failed_and_the_others(project: Path) -> None:
     code, err = lock(project, "a2", "a3")
     assert code == 3, err
-    assert "error: a2: source vllm: cannot reach git remote https://github.com/vllm-project/vllm.git" in err
+    assert (
+        "error: a2: source vllm: cannot reach git remote https://github.com/vllm-project/vllm.git"
+        in err
+    )
     assert "(env a3 failed too)" in err
 
 
 def test_unreachable_conda_channel_is_named(project: Path, tmp_path: Path) -> None:
     mirror_sources(tmp_path)
-    conda = (project / "channels" / "conda-forge.toml").read_text().split('url = "')[1].split('"')[0]
+    conda = (
+        (project / "channels" / "conda-forge.toml").read_text().split('url = "')[1].split('"')[0]
+    )
     code, err = lock(project)
     assert code == 3, err
     assert "cannot reach git remote" not in err
     # the platforms are locked concurrently: whichever fails first is named
-    assert re.search(rf"cannot fetch repodata for linux-(64|aarch64) from conda channel {re.escape(conda)}:", err)
+    assert re.search(
+        rf"cannot fetch repodata for linux-(64|aarch64) from conda channel {re.escape(conda)}:", err
+    )
 
 
 def test_unreachable_index_is_named(project: Path, tmp_path: Path) -> None:
@@ -172,8 +218,11 @@ def test_unreachable_index_is_named(project: Path, tmp_path: Path) -> None:
         channel(project, "conda-forge", conda_url)
         code, err = lock(project)
     assert code == 3, err
-    # uv asks the indexes a platform needs in its own order: the one it reached first is named, with its URL
-    match = re.search(r"cannot reach index ([\w-]+) at (\S+) while locking linux-(64|aarch64): ", err)
+    # uv asks the indexes a platform needs in its own order: the one it reached first is named, with
+    # its URL
+    match = re.search(
+        r"cannot reach index ([\w-]+) at (\S+) while locking linux-(64|aarch64): ", err
+    )
     assert match is not None, err
     name, url = match.group(1), match.group(2)
     assert name in ("pypi", "pytorch-cpu", "triton-ascend")
@@ -194,6 +243,12 @@ def test_preflight_sends_a_channels_credentials_and_names_a_refused_login(
     assert code == 3
     host = conda_url.removeprefix("http://")
     assert "error: 4 hosts that the lock needs did not answer" in refused
-    assert f"  {host}: conda channel http://***@{host} (a3): HTTP 401: the credentials were refused" in refused
-    assert "error: 3 hosts that the lock needs did not answer" in accepted and f"  {host}: " not in accepted
+    assert (
+        f"  {host}: conda channel http://***@{host} (a3): HTTP 401: the credentials were refused"
+        in refused
+    )
+    assert (
+        "error: 3 hosts that the lock needs did not answer" in accepted
+        and f"  {host}: " not in accepted
+    )
     assert "token" not in refused + accepted

@@ -1,5 +1,6 @@
-"""`envgen bundle` and `envgen install --from-bundle` on the bundled example: made while the servers run, then
-installed with every server stopped and git pointed at nothing; altered members and interrupts."""
+"""`envgen bundle` and `envgen install --from-bundle` on the bundled example: made while the servers
+run, then installed with every server stopped and git pointed at nothing; altered members and
+interrupts."""
 
 from __future__ import annotations
 
@@ -51,7 +52,9 @@ from tests.support.submodules import locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv, site_packages
 
 
-def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(bundled: Bundled) -> None:
+def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(
+    bundled: Bundled,
+) -> None:
     files = members(bundled.bundle)
     manifest = parse_manifest(files[MANIFEST].decode(), "bundle.json")
     lock = read_lock(Project(bundled.root), ENV)
@@ -65,8 +68,12 @@ def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(bu
         m.path: m.sha256 for m in manifest.members
     }.items()
     assert archive.sha256 not in shas
-    assert not {e.sha256 for e in lock.pip_for(OTHER)} - {e.sha256 for e in lock.pip_for(HOST)} & shas
-    assert {f"git/{s.source.name}.bundle" for s in lock.sources} | {f"locks/{ENV}.yml"} <= set(files)
+    assert (
+        not {e.sha256 for e in lock.pip_for(OTHER)} - {e.sha256 for e in lock.pip_for(HOST)} & shas
+    )
+    assert {f"git/{s.source.name}.bundle" for s in lock.sources} | {f"locks/{ENV}.yml"} <= set(
+        files
+    )
     assert set(files) == {m.path for m in manifest.members} | {MANIFEST}
     post = next(g for g in manifest.git if g.source == "post")
     assert len(post.commits) == 2  # the locked commit and its cherry-pick
@@ -90,12 +97,17 @@ def test_install_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path:
     # The archive's wheels come from the bundle, the link made in the env.
     assert ran["import demo_ep"] == ran["import demo_serving"] == "ok", steps
     assert [p.is_symlink() for p in site_packages(prefix).glob("demo_ep_cpp*.so")] == [True]
-    assert not list((tmp_path / "tmp").iterdir())  # the unpacked bundle and the git mirrors are gone
+    # the unpacked bundle and the git mirrors are gone
+    assert not list((tmp_path / "tmp").iterdir())
 
 
-def test_a_second_bundle_with_nothing_served_comes_from_the_cache(offline: Bundled, tmp_path: Path) -> None:
+def test_a_second_bundle_with_nothing_served_comes_from_the_cache(
+    offline: Bundled, tmp_path: Path
+) -> None:
     again = tmp_path / "again.tar"
-    code, out = invoke("bundle", ENV, "--platform", HOST, "-o", str(again), "--root", str(offline.root))
+    code, out = invoke(
+        "bundle", ENV, "--platform", HOST, "-o", str(again), "--root", str(offline.root)
+    )
     assert code == 0, out
     assert re.search(r"\(\d+ artifacts, all from the cache\)", out), out
     first, second = members(offline.bundle), members(again)
@@ -103,7 +115,9 @@ def test_a_second_bundle_with_nothing_served_comes_from_the_cache(offline: Bundl
 
 
 @pytest.mark.parametrize("member", ["pip", "conda", "git", "archives"])
-def test_an_altered_member_fails_before_anything_is_installed(offline: Bundled, tmp_path: Path, member: str) -> None:
+def test_an_altered_member_fails_before_anything_is_installed(
+    offline: Bundled, tmp_path: Path, member: str
+) -> None:
     names = [n for n in members(offline.bundle) if n.startswith(f"{member}/")]
     name = names[0]
     bad = rewritten(offline.bundle, tmp_path / "bad.tar", name)
@@ -119,7 +133,10 @@ def test_an_altered_member_fails_before_anything_is_installed(offline: Bundled, 
 def test_a_missing_member_is_named(offline: Bundled, tmp_path: Path) -> None:
     files = members(offline.bundle)
     name = next(n for n in files if n.startswith("conda/"))
-    written_tar(tmp_path / "short.tar", {member: content for member, content in files.items() if member != name})
+    written_tar(
+        tmp_path / "short.tar",
+        {member: content for member, content in files.items() if member != name},
+    )
     args = ("--prefix", str(tmp_path / "e"), "--root", str(offline.root))
     code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "short.tar"), *args)
     assert code == 4 and f"member {name} is missing" in out, out
@@ -158,7 +175,9 @@ def test_an_unreachable_index_exits_3_naming_it_and_writes_nothing(
 ) -> None:
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cold-cache"))
     out_file = tmp_path / "cold.tar.zst"
-    code, out = invoke("bundle", ENV, "--platform", HOST, "-o", str(out_file), "--root", str(offline.root))
+    code, out = invoke(
+        "bundle", ENV, "--platform", HOST, "-o", str(out_file), "--root", str(offline.root)
+    )
     assert code == 3, out
     assert "cannot download http://127.0.0.1:" in out
     assert not out_file.exists() and list(tmp_path.glob("*.part")) == []
@@ -178,17 +197,25 @@ def test_an_interrupt_while_writing_leaves_no_bundle_and_the_cache_intact(
 
     monkeypatch.setattr(archive._Hashing, "readinto", interrupted)
     out_file = tmp_path / "out" / "demo.tar.zst"
-    code, out = invoke("bundle", ENV, "--platform", HOST, "-o", str(out_file), "--root", str(offline.root))
-    assert code == 130 and f"interrupted: no bundle was written at {out_file} (nor a part file)" in out, out
+    code, out = invoke(
+        "bundle", ENV, "--platform", HOST, "-o", str(out_file), "--root", str(offline.root)
+    )
+    assert (
+        code == 130 and f"interrupted: no bundle was written at {out_file} (nor a part file)" in out
+    ), out
     assert calls[0] == 3 and list((tmp_path / "out").iterdir()) == []
     interrupts.reset()  # the interrupted command left it set, as its process would have ended here
     monkeypatch.undo()
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    summary = bundle_env(Project(offline.root), ENV, out_file, platforms=(HOST,), cache=offline.cache)
+    summary = bundle_env(
+        Project(offline.root), ENV, out_file, platforms=(HOST,), cache=offline.cache
+    )
     assert summary.downloaded == 0 and out_file.is_file()
 
 
-def test_the_recipe_cannot_reach_any_remote_but_the_mirrors(offline: Bundled, tmp_path: Path) -> None:
+def test_the_recipe_cannot_reach_any_remote_but_the_mirrors(
+    offline: Bundled, tmp_path: Path
+) -> None:
     """The install's git really is cut off: the canonical URL, fetched as the recipe does, fails."""
     from envgen.bundle.gitpacks import mirror_git_environment
 
@@ -208,8 +235,9 @@ def test_the_recipe_cannot_reach_any_remote_but_the_mirrors(offline: Bundled, tm
 def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pip_site_packages: Path
 ) -> None:
-    """A source with nested submodules: bundled from local upstreams, which are then deleted; the install
-    checks out every submodule from the bundle at its gitlink, not at where its branch moved since."""
+    """A source with nested submodules: bundled from local upstreams, which are then deleted; the
+    install checks out every submodule from the bundle at its gitlink, not at where its branch moved
+    since."""
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     up = tmp_path / "upstream"
@@ -217,7 +245,8 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     child_locked, grand_locked = repos.child_locked, repos.grand_locked
     parent = locked_parent(repos, tmp_path / "cache")
     commit = parent.commit
-    # A venv install reads only the python version of the conda part; its file is bundled all the same.
+    # A venv install reads only the python version of the conda part; its file is bundled all the
+    # same.
     python = conda_entry("python", ".".join(map(str, sys.version_info[:3])), HOST)
     served = tmp_path / "channel" / HOST / "python.conda"
     served.parent.mkdir(parents=True)
@@ -227,7 +256,9 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     out = tmp_path / "sub.tar"
     with serve_directory(tmp_path / "channel") as base:
         python = dataclasses.replace(
-            python, url=f"{base}/{HOST}/python.conda", sha256=hashlib.sha256(served.read_bytes()).hexdigest()
+            python,
+            url=f"{base}/{HOST}/python.conda",
+            sha256=hashlib.sha256(served.read_bytes()).hexdigest(),
         )
         lock = make_lock(ENV, platforms=(HOST,), conda=(python,), sources=(parent,))
         write_lock(project, ENV, lock, render_recipe(lock))
@@ -255,16 +286,22 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     checkout = prefix / "src" / "parentpkg" / "csrc" / "kernels"
     assert (checkout / "kernel.txt").read_text() == "locked\n"
     assert (checkout / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
-    # the recipe alone, without envgen, checks them out from the same bundle (relative URLs to mirrors too)
+    # the recipe alone, without envgen, checks them out from the same bundle (relative URLs to
+    # mirrors too)
     (tmp_path / "tmp").mkdir()
     alone = fresh_venv(tmp_path / "alone", pip_site_packages)
     proc = run_recipe_with_bundle(project.root, alone, out, tmp_path / "tmp")
     assert proc.returncode == 0, proc.stderr
     kernels = alone / "src" / "parentpkg" / "csrc" / "kernels"
-    assert [GitRepo(kernels).rev(), GitRepo(kernels / "third_party" / "grand").rev()] == [child_locked, grand_locked]
+    assert [GitRepo(kernels).rev(), GitRepo(kernels / "third_party" / "grand").rev()] == [
+        child_locked,
+        grand_locked,
+    ]
 
 
-def test_check_from_the_bundle_with_nothing_served_and_no_project(offline: Bundled, tmp_path: Path) -> None:
+def test_check_from_the_bundle_with_nothing_served_and_no_project(
+    offline: Bundled, tmp_path: Path
+) -> None:
     """The bundle brings the lock files: a directory that is no envgen project will do, given the
     hash of the lock to trust (`envgen bundle` printed it); without one, nothing tells the bundle's
     lock from another."""
@@ -276,17 +313,27 @@ def test_check_from_the_bundle_with_nothing_served_and_no_project(offline: Bundl
     assert not list((tmp_path / "tmp").iterdir())
     code, out = invoke(*args, "--json", "--lock-sha256", offline.lock_sha256)
     assert code == 0, out
-    steps = {s["name"]: s["status"] for s in json.loads(out[out.index("{") :])["results"][0]["steps"]}
-    assert steps["bundle: members"] == steps["env: pip check"] == steps["import post"] == "ok", steps
+    steps = {
+        s["name"]: s["status"] for s in json.loads(out[out.index("{") :])["results"][0]["steps"]
+    }
+    assert steps["bundle: members"] == steps["env: pip check"] == steps["import post"] == "ok", (
+        steps
+    )
     assert steps["env: installed set"] == "ok", steps
     bad = rewritten(
-        offline.bundle, tmp_path / "bad.tar", next(n for n in members(offline.bundle) if n.startswith("pip/"))
+        offline.bundle,
+        tmp_path / "bad.tar",
+        next(n for n in members(offline.bundle) if n.startswith("pip/")),
     )
-    code, out = invoke("check", ENV, "--from-bundle", str(bad), "--venv", "--root", str(offline.root))
+    code, out = invoke(
+        "check", ENV, "--from-bundle", str(bad), "--venv", "--root", str(offline.root)
+    )
     assert code == 4 and "has sha256" in out, out
 
 
-def test_the_conda_part_installs_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
+def test_the_conda_part_installs_from_the_bundle_with_nothing_served(
+    offline: Bundled, tmp_path: Path
+) -> None:
     """rattler links the bundle's packages with no channel, then the prefix's own python installs
     the pip part from the bundle's wheels and the recipe its sources."""
     prefix = tmp_path / "prefix"
@@ -322,7 +369,16 @@ def test_a_conda_install_that_fails_after_the_prefix_is_touched_removes_only_a_n
     monkeypatch.setattr("envgen.installer.core.run_recipe", failing_recipe)
     prefix = tmp_path / "prefix"
     cache = tmp_path / "cold-cache"
-    args = ("install", ENV, "--from-bundle", str(offline.bundle), "--installer", "uv", "--root", str(offline.root))
+    args = (
+        "install",
+        ENV,
+        "--from-bundle",
+        str(offline.bundle),
+        "--installer",
+        "uv",
+        "--root",
+        str(offline.root),
+    )
     args += ("--prefix",)
     code, out = invoke(*args, str(prefix), env={"ENVGEN_CACHE_DIR": str(cache)})
     assert code == 5 and "a source did not build" in out, out
@@ -375,7 +431,9 @@ def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run
     assert said in summary.describe(ENV)
 
 
-def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(offline: Bundled, tmp_path: Path) -> None:
+def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(
+    offline: Bundled, tmp_path: Path
+) -> None:
     files = members(offline.bundle)
     manifest = json.loads(files[MANIFEST])
     real, manifest["input_hash"] = manifest["input_hash"], "f" * 64
@@ -386,29 +444,40 @@ def test_a_manifest_naming_another_lock_than_the_bundled_one_is_refused(offline:
     args = ("--prefix", str(tmp_path / "env"), "--venv", "--root", str(tmp_path / "empty"))
     args += ("--lock-sha256", offline.lock_sha256)
     code, out = invoke("install", ENV, "--from-bundle", str(tmp_path / "swapped.tar"), *args)
-    assert code == 4 and f"its lock has input hash {real}, its bundle.json says {'f' * 64}" in out, out
+    assert (
+        code == 4 and f"its lock has input hash {real}, its bundle.json says {'f' * 64}" in out
+    ), out
     assert not (tmp_path / "env").exists()
 
 
-def interrupted_while_fetching(tmp_path: Path, args: list[str], signum: int, ready: Path) -> tuple[int, str]:
-    """Run envgen with `args` and send `signum` while its recipe fetches the first source (a git that waits
-    there), once `ready` exists; its exit code and stderr."""
+def interrupted_while_fetching(
+    tmp_path: Path, args: list[str], signum: int, ready: Path
+) -> tuple[int, str]:
+    """Run envgen with `args` and send `signum` while its recipe fetches the first source (a git
+    that waits there), once `ready` exists; its exit code and stderr."""
     shims, marker = tmp_path / "shims", tmp_path / "fetching"
     shims.mkdir()
     real_git = shutil.which("git")
     (shims / "git").write_text(
-        f'#!/bin/sh\ncase " $* " in *" fetch -q --depth "*) : >{marker}; exec sleep 120 ;; esac\nexec {real_git} "$@"\n'
+        f'#!/bin/sh\ncase " $* " in *" fetch -q --depth "*) : >{marker}; exec sleep '
+        f'120 ;; esac\nexec {real_git} "$@"\n'
     )
     (shims / "git").chmod(0o755)
     env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}", "NO_COLOR": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envgen", *args], env=env, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+        [sys.executable, "-m", "envgen", *args],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
     )
     try:
         deadline = time.monotonic() + 300
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert marker.exists(), proc.stderr.read() if proc.poll() is not None else "the recipe never fetched"
+        assert marker.exists(), (
+            proc.stderr.read() if proc.poll() is not None else "the recipe never fetched"
+        )
         assert ready.exists()  # the install had got this far
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=120)
@@ -421,7 +490,8 @@ def interrupted_while_fetching(tmp_path: Path, args: list[str], signum: int, rea
 def test_an_interrupted_install_into_a_new_prefix_removes_it(
     offline: Bundled, tmp_path: Path, signum: int, code: int
 ) -> None:
-    """The signal arrives after the venv and the pip part are in the prefix: the prefix goes, the message says so."""
+    """The signal arrives after the venv and the pip part are in the prefix: the prefix goes, the
+    message says so."""
     prefix = tmp_path / "env"
     args = ["install", ENV, "--from-bundle", str(offline.bundle), "--prefix", str(prefix), "--venv"]
     args += ["--installer", "uv", "--root", str(offline.root)]
@@ -432,23 +502,36 @@ def test_an_interrupted_install_into_a_new_prefix_removes_it(
     assert not list((tmp_path / "tmp").iterdir())  # the unpacked bundle too
 
 
-def test_an_interrupted_check_from_a_bundle_removes_its_throwaway_env(offline: Bundled, tmp_path: Path) -> None:
+def test_an_interrupted_check_from_a_bundle_removes_its_throwaway_env(
+    offline: Bundled, tmp_path: Path
+) -> None:
     args = ["check", ENV, "--from-bundle", str(offline.bundle), "--venv", "--installer", "uv"]
     args += ["--root", str(offline.root)]
-    ready = tmp_path / "tmp"  # holds the throwaway env by then (the marker proves its recipe was running)
+    # holds the throwaway env by then (the marker proves its recipe was running)
+    ready = tmp_path / "tmp"
     returncode, err = interrupted_while_fetching(tmp_path, args, signal.SIGINT, ready)
     assert returncode == 130, err
-    assert re.search(r"interrupted: the throwaway env \S+envgen-check-demo-\S+ was removed", err), err
+    assert re.search(r"interrupted: the throwaway env \S+envgen-check-demo-\S+ was removed", err), (
+        err
+    )
     assert not list((tmp_path / "tmp").iterdir())
 
 
-def run_recipe_with_bundle(root: Path, prefix: Path, bundle: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
-    """The recipe as a cluster without envgen runs it: sh, with PATH holding the system's tools only (no
-    envgen), git seeing no config that could reach the example's repositories, and nothing served."""
+def run_recipe_with_bundle(
+    root: Path, prefix: Path, bundle: Path, tmp: Path
+) -> subprocess.CompletedProcess[str]:
+    """The recipe as a cluster without envgen runs it: sh, with PATH holding the system's tools only
+    (no envgen), git seeing no config that could reach the example's repositories, and nothing
+    served."""
     path = os.pathsep.join(d for d in ("/usr/local/bin", "/usr/bin", "/bin") if Path(d).is_dir())
     assert shutil.which("envgen", path=path) is None
     (tmp.parent / "home").mkdir(exist_ok=True)
-    env = {"PATH": path, "HOME": str(tmp.parent / "home"), "TMPDIR": str(tmp), "GIT_CONFIG_GLOBAL": os.devnull}
+    env = {
+        "PATH": path,
+        "HOME": str(tmp.parent / "home"),
+        "TMPDIR": str(tmp),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     recipe = root / "locks" / f"{ENV}.install.sh"
     cmd = ["sh", str(recipe), "--prefix", str(prefix), "--bundle", str(bundle)]
@@ -484,12 +567,17 @@ def test_the_recipe_refuses_an_altered_or_missing_member_before_installing(
     files = members(offline.bundle)
     if member == "missing":
         name = next(n for n in files if n.startswith("pip/"))
-        written_tar(tmp_path / "bad.tar", {path: content for path, content in files.items() if path != name})
+        written_tar(
+            tmp_path / "bad.tar", {path: content for path, content in files.items() if path != name}
+        )
         expected = f"member {name} is missing"
     else:
         name = next(n for n in files if n.startswith(member))
         rewritten(offline.bundle, tmp_path / "bad.tar", name)
-        expected = f"member {name} has sha256 {hashlib.sha256(members(tmp_path / 'bad.tar')[name]).hexdigest()}"
+        expected = (
+            f"member {name} has sha256 "
+            f"{hashlib.sha256(members(tmp_path / 'bad.tar')[name]).hexdigest()}"
+        )
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
     before = sorted(p.name for p in site_packages(prefix).iterdir())
     (tmp_path / "tmp").mkdir(exist_ok=True)
@@ -500,7 +588,9 @@ def test_the_recipe_refuses_an_altered_or_missing_member_before_installing(
     assert not list((prefix / "src").iterdir())
 
 
-def test_the_recipe_refuses_a_bundle_of_another_lock(offline: Bundled, tmp_path: Path, pip_site_packages: Path) -> None:
+def test_the_recipe_refuses_a_bundle_of_another_lock(
+    offline: Bundled, tmp_path: Path, pip_site_packages: Path
+) -> None:
     sources = offline.root / "locks" / f"{ENV}.sources.toml"
     saved = sources.read_text()
     lock = read_lock(Project(offline.root), ENV)
@@ -509,16 +599,23 @@ def test_the_recipe_refuses_a_bundle_of_another_lock(offline: Bundled, tmp_path:
     sources.write_text(saved.replace(lock.input_hash, moved))
     try:
         proc = run_recipe_with_bundle(
-            offline.root, fresh_venv(tmp_path / "env", pip_site_packages), offline.bundle, tmp_path / "tmp"
+            offline.root,
+            fresh_venv(tmp_path / "env", pip_site_packages),
+            offline.bundle,
+            tmp_path / "tmp",
         )
     finally:
         sources.write_text(saved)
     assert proc.returncode != 0
-    assert f"made for the lock with input hash {lock.input_hash}" in proc.stderr and moved in proc.stderr, proc.stderr
+    assert (
+        f"made for the lock with input hash {lock.input_hash}" in proc.stderr
+        and moved in proc.stderr
+    ), proc.stderr
 
 
 def _run_on_a_terminal(cmd: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """`cmd` with its stderr on a pseudo-terminal (as in an interactive shell); what it wrote there."""
+    """`cmd` with its stderr on a pseudo-terminal (as in an interactive shell); what it wrote
+    there."""
     import pty
 
     master, slave = pty.openpty()
@@ -534,41 +631,62 @@ def _run_on_a_terminal(cmd: list[str], env: dict[str, str]) -> tuple[int, str]:
             break
         chunks.append(data)
     os.close(master)
-    # Colour and cursor control are the terminal's; the text between them is what the assertions read.
-    return proc.wait(timeout=300), re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
+    # Colour and cursor control are the terminal's; the text between them is what the assertions
+    # read.
+    return proc.wait(timeout=300), re.sub(
+        r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace")
+    )
 
 
 def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
     with served_example(tmp_path_factory, tmp_path / "example") as example:
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+        env = {
+            **os.environ,
+            "GIT_CONFIG_GLOBAL": str(example.gitconfig),
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
         env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cache")
         assert invoke("lock", ENV, "-q", "--root", str(example.root), env=env)[0] == 0
-        bundle = [sys.executable, "-m", "envgen", "bundle", ENV, "--platform", HOST, "--root", str(example.root)]
+        bundle = [
+            sys.executable,
+            "-m",
+            "envgen",
+            "bundle",
+            ENV,
+            "--platform",
+            HOST,
+            "--root",
+            str(example.root),
+        ]
         code, shown = _run_on_a_terminal([*bundle, "-o", str(tmp_path / "a.tar")], env)
         assert code == 0, shown
         lock = read_lock(Project(example.root), ENV)
         assert lock is not None
         files = len({e.sha256 for e in (*lock.conda_for(HOST), *lock.pip_for(HOST))})
-        # The bar, redrawn as files arrive, ends at all of them with the bytes received; then the summary.
-        # (the example's pip, made from this host's pip wheel, is most of the bytes)
+        # The bar, redrawn as files arrive, ends at all of them with the bytes received; then the
+        # summary. (the example's pip, made from this host's pip wheel, is most of the bytes)
         assert f"{files}/{files} files" in shown and re.search(r"\d [kM]B ", shown), shown
         assert "downloaded 1/" not in shown
         summary = r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ [kM]B\) "
         # Every artifact came from the network (before: "(12 downloaded, the rest from the cache)").
         assert re.search(summary + rf"\({files} artifacts, all downloaded\)", shown), shown
         env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cold-again")
-        plain = subprocess.run([*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True)
+        plain = subprocess.run(
+            [*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True
+        )
     assert plain.returncode == 0, plain.stderr
-    assert f"downloaded {files}/{files}" in plain.stderr and "\x1b[" not in plain.stderr, plain.stderr
+    assert f"downloaded {files}/{files}" in plain.stderr and "\x1b[" not in plain.stderr, (
+        plain.stderr
+    )
 
 
 def test_the_recipe_takes_pip_hashes_only_from_the_lock_beside_it(
     offline: Bundled, tmp_path: Path, pip_site_packages: Path
 ) -> None:
-    """A bundle altered consistently (a requirement's hash and bundle.json both rewritten) still fails: every
-    hash pip is given must be one the lock beside the script pins."""
+    """A bundle altered consistently (a requirement's hash and bundle.json both rewritten) still
+    fails: every hash pip is given must be one the lock beside the script pins."""
     files = members(offline.bundle)
     name = f"requirements/{HOST}.txt"
     text = files[name].decode()
@@ -579,7 +697,10 @@ def test_the_recipe_takes_pip_hashes_only_from_the_lock_beside_it(
     manifest = json.loads(files[MANIFEST])
     for member in manifest["members"]:
         if member["path"] == name:
-            member["sha256"], member["size"] = hashlib.sha256(files[name]).hexdigest(), len(files[name])
+            member["sha256"], member["size"] = (
+                hashlib.sha256(files[name]).hexdigest(),
+                len(files[name]),
+            )
     files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
     written_tar(tmp_path / "forged.tar", files)
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
@@ -587,19 +708,27 @@ def test_the_recipe_takes_pip_hashes_only_from_the_lock_beside_it(
     (tmp_path / "tmp").mkdir(exist_ok=True)
     proc = run_recipe_with_bundle(offline.root, prefix, tmp_path / "forged.tar", tmp_path / "tmp")
     assert proc.returncode != 0
-    assert f"pins sha256 {forged}, which" in proc.stderr and "nothing was installed" in proc.stderr, proc.stderr
+    assert (
+        f"pins sha256 {forged}, which" in proc.stderr and "nothing was installed" in proc.stderr
+    ), proc.stderr
     assert sorted(p.name for p in site_packages(prefix).iterdir()) == before
 
 
-def test_a_bundle_whose_lock_was_edited_and_its_manifest_updated_is_refused(offline: Bundled, tmp_path: Path) -> None:
-    """The manifest holds the members' sha256, but nothing holds the manifest's: a package removed from the
-    bundled yml, with bundle.json updated to match, differs from the project's lock (exit 2, naming
-    the line); with no project, trusted through its own content hash, the lock's integrity check
-    still catches it (4)."""
+def test_a_bundle_whose_lock_was_edited_and_its_manifest_updated_is_refused(
+    offline: Bundled, tmp_path: Path
+) -> None:
+    """The manifest holds the members' sha256, but nothing holds the manifest's: a package removed
+    from the bundled yml, with bundle.json updated to match, differs from the project's lock (exit
+    2, naming the line); with no project, trusted through its own content hash, the lock's integrity
+    check still catches it (4)."""
     files = members(offline.bundle)
     yml = f"locks/{ENV}.yml"
     blocks = re.split(r"(?m)^(?=- name: )", files[yml].decode())
-    kept = [b for b in blocks if not (b.startswith("- name: demo-peft\n") and f"platform: {HOST}\n" in b)]
+    kept = [
+        b
+        for b in blocks
+        if not (b.startswith("- name: demo-peft\n") and f"platform: {HOST}\n" in b)
+    ]
     assert len(kept) == len(blocks) - 1
     files[yml] = "".join(kept).encode()
     written_tar(tmp_path / "edited.tar", relisted(files, yml))

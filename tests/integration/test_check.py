@@ -1,4 +1,5 @@
-"""`envgen check` end to end on the bundled example: lock, then static checks, re-solve and a throwaway venv."""
+"""`envgen check` end to end on the bundled example: lock, then static checks, re-solve and a
+throwaway venv."""
 
 from __future__ import annotations
 
@@ -36,7 +37,11 @@ ENV = "demo"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
     with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
-        env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "PIP_CONFIG_FILE": "/dev/null"}
+        env = {
+            "GIT_CONFIG_GLOBAL": str(example.gitconfig),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "PIP_CONFIG_FILE": "/dev/null",
+        }
         result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)], env=env)
         assert result.exit_code == 0, result.output
         yield example
@@ -44,7 +49,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
 
 @pytest.fixture
 def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Example]:
-    """The locked example with git pointed at the local repos; throwaway envs go under tmp_path/tmp."""
+    """The locked example with git pointed at the local repos; throwaway envs go under
+    tmp_path/tmp."""
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("ASCEND_SET_ENV", raising=False)
@@ -63,7 +69,9 @@ def throwaways(tmp_path: Path) -> list[Path]:
 
 
 def envgen_check(example: Example, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["check", ENV, "--root", str(example.root), *args], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["check", ENV, "--root", str(example.root), *args], catch_exceptions=False
+    )
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -71,7 +79,9 @@ def steps_of(out: str) -> dict[str, dict[str, str]]:
     return {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
 
 
-def test_lock_then_check_passes_and_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
+def test_lock_then_check_passes_and_removes_the_throwaway_env(
+    example: Example, tmp_path: Path
+) -> None:
     # uv for the throwaway env: check's pip path is test_exports' and test_frozen_and_installers'
     code, out, err = envgen_check(example, "--venv", "--installer", "uv", "--json")
     assert code == 0, out + err
@@ -102,8 +112,12 @@ def test_lock_then_check_passes_and_removes_the_throwaway_env(example: Example, 
     assert throwaways(tmp_path) == []
 
 
-def test_require_npu_turns_skips_into_failures_and_keep_keeps_the_env(example: Example, tmp_path: Path) -> None:
-    code, out, err = envgen_check(example, "--venv", "--installer", "uv", "--no-solve", "--require-npu", "--keep")
+def test_require_npu_turns_skips_into_failures_and_keep_keeps_the_env(
+    example: Example, tmp_path: Path
+) -> None:
+    code, out, err = envgen_check(
+        example, "--venv", "--installer", "uv", "--no-solve", "--require-npu", "--keep"
+    )
     assert code == 4
     assert "failed  import demo_triton: needs CANN" in out
     (kept,) = throwaways(tmp_path)
@@ -158,7 +172,9 @@ def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
     example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = example.matrix.read_text()
-    example.matrix.write_text(text.replace('distribution = "post"\n', 'distribution = "post"\nneeds-cann = true\n', 1))
+    example.matrix.write_text(
+        text.replace('distribution = "post"\n', 'distribution = "post"\nneeds-cann = true\n', 1)
+    )
     result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)])
     assert result.exit_code == 0, result.output
 
@@ -184,7 +200,8 @@ def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
 def test_a_pin_contradicting_its_import_check_is_found_statically_and_the_demo_bump_moves_both(
     example: Example,
 ) -> None:
-    """Before: the demo's bump moved the pin only; the lock's own check failed, and only after an install."""
+    """Before: the demo's bump moved the pin only; the lock's own check failed, and only after an
+    install."""
     text = example.matrix.read_text()
     pin = 'demo-torch = { version = "==2.10.0" }'
     example.matrix.write_text(text.replace(pin, pin.replace("2.10.0", "2.10.1")))
@@ -193,7 +210,10 @@ def test_a_pin_contradicting_its_import_check_is_found_statically_and_the_demo_b
     code, out, _ = envgen_check(example, "--no-env", "--no-solve", "--json")
     step = steps_of(out)["static: import checks"]
     assert code == 4 and step["status"] == "failed"
-    assert any("import demo_torch expects demo-torch 2.10.0, the lock has 2.10.1" in p for p in step["problems"])
+    assert any(
+        "import demo_torch expects demo-torch 2.10.0, the lock has 2.10.1" in p
+        for p in step["problems"]
+    )
     example.matrix.write_text(text)
     bump_version(example, "demo-torch", "2.10.0", "2.10.1")
     assert 'version = "2.10.1"' in example.matrix.read_text()
@@ -202,19 +222,26 @@ def test_a_pin_contradicting_its_import_check_is_found_statically_and_the_demo_b
     assert code == 0 and steps_of(out)["static: import checks"]["status"] == "ok"
 
 
-def test_a_lock_made_stale_by_editing_the_matrix_fails_the_static_step(example: Example, tmp_path: Path) -> None:
+def test_a_lock_made_stale_by_editing_the_matrix_fails_the_static_step(
+    example: Example, tmp_path: Path
+) -> None:
     bump_version(example, "demo-torch", "2.10.0", "2.10.1")
     code, out, _ = envgen_check(example, "--venv", "--json")
     assert code == 4
     steps = steps_of(out)
     assert steps["static: input hash"]["status"] == "failed"
-    assert any("matrix env-templates/demo.toml changed" in p for p in steps["static: input hash"]["problems"])
+    assert any(
+        "matrix env-templates/demo.toml changed" in p
+        for p in steps["static: input hash"]["problems"]
+    )
     assert any("wants ==2.10.1" in p for p in steps["static: matrix pins"]["problems"])
     assert steps["env: install"]["status"] == "skipped"
     assert throwaways(tmp_path) == []
 
 
-def test_a_tampered_wheel_fails_the_install_step_and_the_env_is_removed(example: Example, tmp_path: Path) -> None:
+def test_a_tampered_wheel_fails_the_install_step_and_the_env_is_removed(
+    example: Example, tmp_path: Path
+) -> None:
     lock = read_lock(Project(example.root), ENV)
     assert lock is not None
     numpy = next(e for e in lock.pip if e.name == "demo-numpy" and e.platform == "linux-64")
@@ -236,7 +263,9 @@ def venv_with(install: Install) -> EnvOptions:
     return EnvOptions(venv=True, install=install)
 
 
-def test_an_interrupt_inside_a_step_still_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
+def test_an_interrupt_inside_a_step_still_removes_the_throwaway_env(
+    example: Example, tmp_path: Path
+) -> None:
     def interrupted(request: Request, source: Source, env: Destination, *_: object) -> None:
         (env.path / "bin").mkdir(parents=True)
         assert throwaways(tmp_path)
@@ -248,7 +277,9 @@ def test_an_interrupt_inside_a_step_still_removes_the_throwaway_env(example: Exa
     assert throwaways(tmp_path) == []
 
 
-def test_a_failing_step_with_a_bug_still_removes_the_throwaway_env(example: Example, tmp_path: Path) -> None:
+def test_a_failing_step_with_a_bug_still_removes_the_throwaway_env(
+    example: Example, tmp_path: Path
+) -> None:
     def broken(request: Request, source: Source, env: Destination, *_: object) -> None:
         env.path.mkdir(parents=True)
         raise RuntimeError("bug")
@@ -259,7 +290,8 @@ def test_a_failing_step_with_a_bug_still_removes_the_throwaway_env(example: Exam
     assert throwaways(tmp_path) == []
 
 
-# --- the static checks on a real lock, changed one fact at a time ------------------------------------------
+# --- the static checks on a real lock, changed one fact at a time
+# ------------------------------------------
 
 
 def _loaded(example: Example) -> tuple[Matrix, Lock]:
@@ -287,8 +319,13 @@ def test_a_package_from_the_wrong_index_is_reported(example: Example) -> None:
         for e in lock.pip
     )  # fmt: skip
     problems = index_problems(matrix, dataclasses.replace(lock, pip=pip))
-    assert any(p.startswith("demo-triton 3.2.2 (linux-64) must come from extra, came from pypi") for p in problems)
-    assert any("demo-numpy 1.26.4 (linux-64) came from the explicit index extra" in p for p in problems)
+    assert any(
+        p.startswith("demo-triton 3.2.2 (linux-64) must come from extra, came from pypi")
+        for p in problems
+    )
+    assert any(
+        "demo-numpy 1.26.4 (linux-64) came from the explicit index extra" in p for p in problems
+    )
 
 
 def test_an_unmet_pin_and_a_missing_dependency_are_reported(example: Example) -> None:
@@ -299,7 +336,10 @@ def test_an_unmet_pin_and_a_missing_dependency_are_reported(example: Example) ->
         if e.name != "demo-numpy"
     )
     changed = dataclasses.replace(lock, pip=pip)
-    assert any("demo-torch: wants ==2.10.0, linux-aarch64 has 2.10.1" in p for p in pin_problems(matrix, changed))
+    assert any(
+        "demo-torch: wants ==2.10.0, linux-aarch64 has 2.10.1" in p
+        for p in pin_problems(matrix, changed)
+    )
     unmet = dependencies_step(changed, _python).problems
     assert "demo-torch==2.10.1 needs demo-numpy>=1.26, linux-64 has none locked" in unmet
 
@@ -320,18 +360,26 @@ def test_a_marker_keeps_an_x86_only_dependency_out_of_the_aarch64_check(example:
     matrix, lock = _loaded(example)
     helper = [e for e in lock.pip if e.name == "demo-x86-helper"]
     assert [e.platform for e in helper] == ["linux-64"]
-    without = dataclasses.replace(lock, pip=tuple(e for e in lock.pip if e.name != "demo-x86-helper"))
+    without = dataclasses.replace(
+        lock, pip=tuple(e for e in lock.pip if e.name != "demo-x86-helper")
+    )
     unmet = dependencies_step(without, _python).problems
     assert unmet and all("linux-64" in p and "demo-x86-helper" in p for p in unmet)
 
 
-def test_the_solve_step_reports_an_artifact_the_indexes_no_longer_resolve_to(example: Example) -> None:
+def test_the_solve_step_reports_an_artifact_the_indexes_no_longer_resolve_to(
+    example: Example,
+) -> None:
     matrix, lock = _loaded(example)
     assert solve_step(matrix, lock, cache=cache_dir()).status == "ok"
-    pip = tuple(dataclasses.replace(e, sha256="f" * 64) if e.name == "demo-numpy" else e for e in lock.pip)
+    pip = tuple(
+        dataclasses.replace(e, sha256="f" * 64) if e.name == "demo-numpy" else e for e in lock.pip
+    )
     step = solve_step(matrix, dataclasses.replace(lock, pip=pip), cache=cache_dir())
     assert step.status == "failed"
-    assert "linux-64: the lock has demo-numpy 1.26.4 (ffffffffffff), not resolved now" in step.problems
+    assert (
+        "linux-64: the lock has demo-numpy 1.26.4 (ffffffffffff), not resolved now" in step.problems
+    )
 
 
 def test_a_missing_lock_fails_the_first_step(tmp_path: Path) -> None:
@@ -345,11 +393,18 @@ def test_a_missing_lock_fails_the_first_step(tmp_path: Path) -> None:
 def test_an_expected_version_is_compared_even_without_a_named_distribution(
     tmp_path: Path, pip_site_packages: Path
 ) -> None:
-    """`version` with no `distribution`: the module's own distribution is read, never silently skipped."""
+    """`version` with no `distribution`: the module's own distribution is read, never silently
+    skipped."""
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
     code = "import importlib.metadata as m; print(m.version('pip'))"
-    have = subprocess.run([prefix / "bin" / "python", "-c", code], capture_output=True, text=True).stdout.strip()
-    checks = (ImportCheck("pip", version=have), ImportCheck("csv"), ImportCheck("json", version="1.0"))
+    have = subprocess.run(
+        [prefix / "bin" / "python", "-c", code], capture_output=True, text=True
+    ).stdout.strip()
+    checks = (
+        ImportCheck("pip", version=have),
+        ImportCheck("csv"),
+        ImportCheck("json", version="1.0"),
+    )
     lock = make_lock("v", platforms=(host_platform(),), checks=checks)
     hardware = Hardware("/nonexistent/set_env.sh", cann=False, npu=False)
     steps = {

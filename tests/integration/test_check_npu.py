@@ -57,7 +57,8 @@ EXTENDING = {
     "demo-a3-on-a5-build": f"\n[system.npu]\n{A5_BUILD}",
 }
 
-# torch_npu as the test sets it up per case: what the device reports comes from FAKE_NPU_* variables.
+# torch_npu as the test sets it up per case: what the device reports comes from FAKE_NPU_*
+# variables.
 TORCH_NPU = """\
 import os
 
@@ -82,7 +83,7 @@ if [ "${FAKE_NPU_COUNT:-1}" = 0 ]; then
 fi
 echo "| npu-smi 26.0.rc1                 Version: 26.0.rc1                                       |"
 echo "| 0     ${FAKE_NPU_NAME}            | OK            | 93.8        42                0    / 0  |"
-"""
+"""  # noqa: E501 (npu-smi's table, column for column)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
         )
         gitconfig = work / "gitconfig"
         gitconfig.write_text(
-            f'[include]\n\tpath = {example.gitconfig}\n[url "{fake.url}"]\n\tinsteadOf = {GITHUB}fakenpu.git\n'
+            f'[include]\n\tpath = {example.gitconfig}\n[url "{fake.url}"]\n\tinsteadOf '
+            f"= {GITHUB}fakenpu.git\n"
         )
         with example.matrix.open("a") as matrix:
             matrix.write(NPU.format(github=GITHUB))
@@ -114,7 +116,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
             (example.matrix.parent / f"{name}.toml").write_text(
                 f'schema = 1\nextends = "{ENV}"\n\n[env]\nname = "{name}"\n{target}'
             )
-        env = {"GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1", "PIP_CONFIG_FILE": "/dev/null"}
+        env = {
+            "GIT_CONFIG_GLOBAL": str(gitconfig),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "PIP_CONFIG_FILE": "/dev/null",
+        }
         argv = ["lock", ENV, *EXTENDING, "-q", "--root", str(example.root)]
         result = CliRunner().invoke(cli, argv, env=env)
         assert result.exit_code == 0, result.output
@@ -142,12 +148,13 @@ def host(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> It
 
 
 def _shared(envs: Path, path: Path, *, venv: bool, cache: Path) -> Destination:
-    """The env a check of this module installs into: one venv per env of the example, kept across its
-    tests instead of one per check. Each check installs it again for real (uv, the recipe), so only
-    the first pays for a new env: uv finds the locked packages installed, the recipe its sources at
-    their commits. What is checked after the install (installed set, pip check, imports, the NPU
-    steps) runs on it as on a new one; the throwaway env itself is test_check.py's."""
-    env = path.parent.name.removeprefix("envgen-check-").rsplit("-", 1)[0]  # envgen-check-<env>-<random>
+    """The env a check of this module installs into: one venv per env of the example, kept across
+    its tests instead of one per check. Each check installs it again for real (uv, the recipe), so
+    only the first pays for a new env: uv finds the locked packages installed, the recipe its
+    sources at their commits. What is checked after the install (installed set, pip check, imports,
+    the NPU steps) runs on it as on a new one; the throwaway env itself is test_check.py's."""
+    # envgen-check-<env>-<random>
+    env = path.parent.name.removeprefix("envgen-check-").rsplit("-", 1)[0]
     return destination(envs / env, venv=venv, cache=cache)
 
 
@@ -161,15 +168,23 @@ def check(example: Example, *args: str, env: str = ENV) -> tuple[int, Steps, str
     argv += args
     result = CliRunner().invoke(cli, argv)
     assert "Traceback" not in result.output
-    steps = {s["name"]: s for s in json.loads(result.stdout)["results"][0]["steps"]} if "--json" in args else {}
+    steps = (
+        {s["name"]: s for s in json.loads(result.stdout)["results"][0]["steps"]}
+        if "--json" in args
+        else {}
+    )
     return result.exit_code, steps, result.stdout
 
 
 def npu(steps: dict[str, dict[str, str]]) -> dict[str, tuple[str, str]]:
-    return {name: (s["status"], s["detail"]) for name, s in steps.items() if name.startswith("npu: ")}
+    return {
+        name: (s["status"], s["detail"]) for name, s in steps.items() if name.startswith("npu: ")
+    }
 
 
-def test_the_host_the_env_was_built_for_passes(host: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_host_the_env_was_built_for_passes(
+    host: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_NPU_SOC", "253")
     monkeypatch.setenv("FAKE_NPU_NAME", "Ascend910_9392")
     code, steps, _ = check(host, "--require-npu", "--json")
@@ -210,9 +225,16 @@ def test_a_host_without_a_device_fails_and_a_host_without_npu_smi_skips(
     code, steps, _ = check(host, "--require-npu", "--json")
     assert code == 4
     found = npu(steps)
-    assert found["npu: npu-smi"][0] == "failed" and "no NPU device found" in found["npu: npu-smi"][1]
-    assert found["npu: device"] == ("failed", "expected at least one NPU, found none: torch_npu sees no NPU device")
-    assert {found[n] for n in ("npu: soc version", "npu: device name")} == {("skipped", "no NPU device to ask")}
+    assert (
+        found["npu: npu-smi"][0] == "failed" and "no NPU device found" in found["npu: npu-smi"][1]
+    )
+    assert found["npu: device"] == (
+        "failed",
+        "expected at least one NPU, found none: torch_npu sees no NPU device",
+    )
+    assert {found[n] for n in ("npu: soc version", "npu: device name")} == {
+        ("skipped", "no NPU device to ask")
+    }
     assert found["npu: built for"][0] == "ok"  # a fact of the env, known without a device
 
     work = host.root.parent.parent
@@ -265,14 +287,22 @@ def test_a_hanging_npu_smi_fails_its_step_without_stopping_the_check(
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setattr(check_npu, "SMI_TIMEOUT", 1)
     target = Npu("a3", "ascend910_9392", "fake_legacy._build_info")
-    steps = {s.name: s for s in check_npu.npu_steps(target, tmp_path / "no-env", "true", require_npu=True)}
+    steps = {
+        s.name: s
+        for s in check_npu.npu_steps(target, tmp_path / "no-env", "true", require_npu=True)
+    }
     assert steps["npu: npu-smi"].status == "failed"
     assert "did not finish within 1 s" in steps["npu: npu-smi"].detail
     # the env's python is missing here: the probe's failure is the device step's
-    assert steps["npu: device"].status == "failed" and "the probe did not run" in steps["npu: device"].detail
+    assert (
+        steps["npu: device"].status == "failed"
+        and "the probe did not run" in steps["npu: device"].detail
+    )
 
 
-def test_a_failed_install_skips_the_npu_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_install_skips_the_npu_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def failing_install(*args: object, **kwargs: object) -> None:
         raise VerificationError("the wheel does not match its locked sha256")
 

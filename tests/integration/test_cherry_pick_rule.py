@@ -1,7 +1,9 @@
-"""One cherry-pick rule for the lock and the recipe: the recipe's pick reproduces the commit the lock recorded.
+"""One cherry-pick rule for the lock and the recipe: the recipe's pick reproduces the commit the
+lock recorded.
 
-A host whose git config sets `commit.cleanup = strip` rewrites a picked commit's message (comment lines go)
-unless the pick passes `--cleanup=verbatim`; a recipe committing otherwise than the lock dies on the HEAD check.
+A host whose git config sets `commit.cleanup = strip` rewrites a picked commit's message (comment
+lines go) unless the pick passes `--cleanup=verbatim`; a recipe committing otherwise than the lock
+dies on the HEAD check.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ MESSAGE = "a fix\n\n# not a comment: part of the upstream message\n\n\n"
 
 @pytest.fixture
 def stripping_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A global git config that strips commit messages, for envgen's git calls and the recipe's alike."""
+    """A global git config that strips commit messages, for envgen's git calls and the recipe's
+    alike."""
     config = tmp_path / "gitconfig"
     config.write_text("[commit]\n\tcleanup = strip\n")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
@@ -48,13 +51,18 @@ def test_the_recipe_reproduces_the_locked_cherry_pick(
     (locked,) = resolve_sources(matrix, at(tmp_path / "cache"))
     assert locked.commit == base and len(locked.picked) == 1
 
-    # Under this config a pick without the shared flags commits something else: the rule is what keeps them equal.
+    # Under this config a pick without the shared flags commits something else: the rule is what
+    # keeps them equal.
     scratch = tmp_path / "scratch"
     subprocess.run(["git", "clone", "-q", repo.url, str(scratch)], check=True)
     subprocess.run(["git", "-C", str(scratch), "checkout", "-q", "--detach", base], check=True)
     env = {**os.environ, **PICK_ENV}
-    subprocess.run(["git", "-C", str(scratch), "cherry-pick", "--no-gpg-sign", fix], check=True, env=env)
-    stripped = subprocess.run(["git", "-C", str(scratch), "rev-parse", "HEAD"], capture_output=True, text=True)
+    subprocess.run(
+        ["git", "-C", str(scratch), "cherry-pick", "--no-gpg-sign", fix], check=True, env=env
+    )
+    stripped = subprocess.run(
+        ["git", "-C", str(scratch), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
     assert stripped.stdout.strip() != locked.picked[-1]
 
     lock = make_lock("picks", sources=(locked,))
@@ -69,10 +77,14 @@ def test_the_recipe_reproduces_the_locked_cherry_pick(
     )
     assert proc.returncode == 0, proc.stderr
     head = subprocess.run(
-        ["git", "-C", str(tmp_path / "src" / "picky"), "rev-parse", "HEAD"], capture_output=True, text=True
+        ["git", "-C", str(tmp_path / "src" / "picky"), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
     )
     assert head.stdout.strip() == locked.picked[-1]
     message = subprocess.run(
-        ["git", "-C", str(tmp_path / "src" / "picky"), "log", "-1", "--format=%B"], capture_output=True, text=True
+        ["git", "-C", str(tmp_path / "src" / "picky"), "log", "-1", "--format=%B"],
+        capture_output=True,
+        text=True,
     )
     assert "# not a comment" in message.stdout

@@ -1,8 +1,9 @@
-"""The hosted halves of the workflows, ci/relock-pr.sh and ci/npu-watchdog.sh, with real git and bash.
+"""The hosted halves of the workflows, ci/relock-pr.sh and ci/npu-watchdog.sh, with real git and
+bash.
 
-GitHub's API is out of reach here: a `gh` executable on PATH stands in for it, recording each call and
-answering `pr list` and `api .../jobs` from files the test writes. Everything else (git apply, commit, push to
-a bare origin, the scripts' own decisions) is the real thing.
+GitHub's API is out of reach here: a `gh` executable on PATH stands in for it, recording each call
+and answering `pr list` and `api .../jobs` from files the test writes. Everything else (git apply,
+commit, push to a bare origin, the scripts' own decisions) is the real thing.
 """
 
 from __future__ import annotations
@@ -48,15 +49,22 @@ def calls(tmp_path: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-# --- ci/relock-pr.sh -----------------------------------------------------------------------------------------
+# --- ci/relock-pr.sh
+# -----------------------------------------------------------------------------------------
 
 
 @pytest.fixture
 def checkout(tmp_path: Path, gh: dict[str, str]) -> tuple[Path, Path]:
-    """A checkout of `main` whose origin is a bare repository, and ci/relock.py's outputs for a moved lock."""
-    upstream = GitRepo.create(tmp_path / "upstream", {"locks/demo.sources.toml": 'commit = "aaa"\n'})
+    """A checkout of `main` whose origin is a bare repository, and ci/relock.py's outputs for a
+    moved lock."""
+    upstream = GitRepo.create(
+        tmp_path / "upstream", {"locks/demo.sources.toml": 'commit = "aaa"\n'}
+    )
     upstream.git("branch", "-M", "main")
-    subprocess.run(["git", "clone", "-q", "--bare", str(upstream.path), str(tmp_path / "origin.git")], check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(upstream.path), str(tmp_path / "origin.git")],
+        check=True,
+    )
     work = tmp_path / "work"
     subprocess.run(["git", "clone", "-q", str(tmp_path / "origin.git"), str(work)], check=True)
     out = tmp_path / "relock-out"
@@ -64,7 +72,9 @@ def checkout(tmp_path: Path, gh: dict[str, str]) -> tuple[Path, Path]:
     (work / "locks" / "demo.sources.toml").write_text('commit = "bbb"\n')
     (work / "locks" / "new.yml").write_text("version: 1\n")
     subprocess.run(["git", "add", "-N", "locks/new.yml"], cwd=work, check=True)
-    patch = subprocess.run(["git", "diff", "--binary"], cwd=work, check=True, capture_output=True).stdout
+    patch = subprocess.run(
+        ["git", "diff", "--binary"], cwd=work, check=True, capture_output=True
+    ).stdout
     (out / "relock.patch").write_bytes(patch)
     subprocess.run(["git", "reset", "-q", "--hard"], cwd=work, check=True)
     (out / "pr-body.md").write_text("## Re-lock\n")
@@ -75,7 +85,11 @@ def checkout(tmp_path: Path, gh: dict[str, str]) -> tuple[Path, Path]:
 def relock_pr(work: Path, out: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     script = REPO / "ci" / "relock-pr.sh"
     return subprocess.run(
-        ["bash", str(script), str(out)], cwd=work, env={**env, "BASE": "main"}, capture_output=True, text=True
+        ["bash", str(script), str(out)],
+        cwd=work,
+        env={**env, "BASE": "main"},
+        capture_output=True,
+        text=True,
     )
 
 
@@ -123,11 +137,14 @@ def test_relock_pr_refuses_a_patch_outside_locks(
 def test_relock_pr_refuses_a_rename_from_outside_locks(
     checkout: tuple[Path, Path], gh: dict[str, str], tmp_path: Path
 ) -> None:
-    # `git apply --numstat` names only the new side of a rename: moving README into locks/ deletes it.
+    # `git apply --numstat` names only the new side of a rename: moving README into locks/ deletes
+    # it.
     work, out = checkout
     (work / "README").write_text("envgen\n")
     GitRepo(work).git("add", "README")
-    GitRepo(work).git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "readme")
+    GitRepo(work).git(
+        "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "readme"
+    )
     rename = b"diff --git a/README b/locks/readme.yml\nsimilarity index 100%\nrename from README\n"
     rename += b"rename to locks/readme.yml\n"
     (out / "relock.patch").write_bytes((out / "relock.patch").read_bytes() + rename)
@@ -190,20 +207,30 @@ def test_relock_pr_accepts_only_regular_files_under_locks(
     assert sorted(p.name for p in (work / "locks").iterdir()) == ["demo.sources.toml"]
 
 
-# --- ci/npu-watchdog.sh --------------------------------------------------------------------------------------
+# --- ci/npu-watchdog.sh
+# --------------------------------------------------------------------------------------
 
 
-def watchdog(env: dict[str, str], tmp_path: Path, jobs: str, expected: int) -> subprocess.CompletedProcess[str]:
+def watchdog(
+    env: dict[str, str], tmp_path: Path, jobs: str, expected: int
+) -> subprocess.CompletedProcess[str]:
     (tmp_path / "jobs").write_text(jobs)
     settings = {"RUN_ID": "7", "EXPECTED": str(expected), "QUEUE_MINUTES": "0", "POLL_SECONDS": "0"}
     settings["GITHUB_STEP_SUMMARY"] = str(tmp_path / "summary.md")
     return subprocess.run(
-        ["bash", str(REPO / "ci" / "npu-watchdog.sh")], env={**env, **settings}, capture_output=True, text=True
+        ["bash", str(REPO / "ci" / "npu-watchdog.sh")],
+        env={**env, **settings},
+        capture_output=True,
+        text=True,
     )
 
 
-def test_watchdog_is_done_when_every_check_job_has_a_runner(gh: dict[str, str], tmp_path: Path) -> None:
-    jobs = "in_progress\tcheck a2 on linux-aarch64-a2b3-8\ncompleted\tcheck a3 on linux-aarch64-a3-8\n"
+def test_watchdog_is_done_when_every_check_job_has_a_runner(
+    gh: dict[str, str], tmp_path: Path
+) -> None:
+    jobs = (
+        "in_progress\tcheck a2 on linux-aarch64-a2b3-8\ncompleted\tcheck a3 on linux-aarch64-a3-8\n"
+    )
     result = watchdog(gh, tmp_path, jobs, expected=2)
     assert result.returncode == 0, result.stderr
     assert "all 2 check jobs got a runner" in result.stdout
@@ -213,7 +240,9 @@ def test_watchdog_is_done_when_every_check_job_has_a_runner(gh: dict[str, str], 
     ]
 
 
-def test_watchdog_names_the_jobs_left_queued_and_cancels_the_run(gh: dict[str, str], tmp_path: Path) -> None:
+def test_watchdog_names_the_jobs_left_queued_and_cancels_the_run(
+    gh: dict[str, str], tmp_path: Path
+) -> None:
     jobs = "completed\tcheck a2 on linux-aarch64-a2b3-8\nqueued\tcheck a5 on linux-aarch64-a5-8\n"
     result = watchdog(gh, tmp_path, jobs, expected=2)
     assert result.returncode == 1

@@ -1,5 +1,6 @@
-"""The command line's contract with a newcomer: project discovery, `envgen init`, one exit code per condition
-(walked through every command), the JSON envelope, -q/-v/--color, a real terminal and a closed pipe."""
+"""The command line's contract with a newcomer: project discovery, `envgen init`, one exit code per
+condition (walked through every command), the JSON envelope, -q/-v/--color, a real terminal and a
+closed pipe."""
 
 from __future__ import annotations
 
@@ -43,27 +44,39 @@ PROJECT_COMMANDS = {
 }
 
 
-def envgen(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def envgen(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """The real command line in a child process: what a user sees, exit code included."""
-    full = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")} | (env or {})
-    return subprocess.run([*ENVGEN, *args], cwd=cwd, capture_output=True, text=True, env=full, timeout=120)
+    full = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")} | (
+        env or {}
+    )
+    return subprocess.run(
+        [*ENVGEN, *args], cwd=cwd, capture_output=True, text=True, env=full, timeout=120
+    )
 
 
 def in_process(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The same command line run in this process (`cwd` the working directory meanwhile), for tests of what
-    envgen writes rather than of the process boundary: about 0.3 s of CPU less than a child process each."""
+    """The same command line run in this process (`cwd` the working directory meanwhile), for tests
+    of what envgen writes rather than of the process boundary: about 0.3 s of CPU less than a child
+    process each."""
     unset: dict[str, str | None] = {"NO_COLOR": None, "FORCE_COLOR": None}
     with contextlib.chdir(cwd or Path.cwd()):
         result = CliRunner().invoke(
             cli, list(args), env=unset | (env or {}), prog_name="envgen", catch_exceptions=False
         )
-    return subprocess.CompletedProcess(["envgen", *args], result.exit_code, result.stdout, result.stderr)
+    return subprocess.CompletedProcess(
+        ["envgen", *args], result.exit_code, result.stdout, result.stderr
+    )
 
 
 def argv(command: str, name: str, prefix: Path) -> list[str]:
-    return [name if a == "NAME" else str(prefix) if a == "PREFIX" else a for a in PROJECT_COMMANDS[command]]
+    return [
+        name if a == "NAME" else str(prefix) if a == "PREFIX" else a
+        for a in PROJECT_COMMANDS[command]
+    ]
 
 
 @pytest.fixture
@@ -76,19 +89,25 @@ def project(tmp_path: Path) -> Path:
 
 
 def with_lock(root: Path) -> None:
-    """A lock for `valid` that parses but was not made from today's matrix (check finds it stale)."""
+    """A lock for `valid` that parses but was not made from today's matrix (check finds it
+    stale)."""
     write_intact(Project(root), dataclasses.replace(sample_lock(), env="valid"))
 
 
-# --- 1. project discovery -----------------------------------------------------------------------------------
+# --- 1. project discovery
+# -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [*PROJECT_COMMANDS, "diff --git", "lock (all envs)", "status (all envs)"])
+@pytest.mark.parametrize(
+    "command", [*PROJECT_COMMANDS, "diff --git", "lock (all envs)", "status (all envs)"]
+)
 def test_no_project_is_exit_2_for_every_command(tmp_path: Path, command: str) -> None:
     """Before: `lock` and `status` printed nothing and exited 0 outside a project."""
-    args = {"diff --git": ["diff", "--git"], "lock (all envs)": ["lock"], "status (all envs)": ["status"]}.get(
-        command
-    ) or argv(command, "a5", tmp_path / "prefix")
+    args = {
+        "diff --git": ["diff", "--git"],
+        "lock (all envs)": ["lock"],
+        "status (all envs)": ["status"],
+    }.get(command) or argv(command, "a5", tmp_path / "prefix")
     proc = envgen(*args, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert f"error: no envgen project in {tmp_path.resolve()} or its parents" in proc.stderr
@@ -124,17 +143,25 @@ def test_init_starts_a_project_that_the_other_commands_accept(tmp_path: Path) ->
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["results"][0]["env"]["name"] == "example"
     again = envgen("init", cwd=tmp_path / "channels")
-    assert again.returncode == 2 and f"already in the envgen project {tmp_path.resolve()}" in again.stderr
+    assert (
+        again.returncode == 2
+        and f"already in the envgen project {tmp_path.resolve()}" in again.stderr
+    )
     elsewhere = envgen("init", str(tmp_path.parent / "fresh"), cwd=tmp_path.parent)
-    assert elsewhere.returncode == 0 and (tmp_path.parent / "fresh" / "channels" / "pypi.toml").is_file()
+    assert (
+        elsewhere.returncode == 0
+        and (tmp_path.parent / "fresh" / "channels" / "pypi.toml").is_file()
+    )
 
 
-# --- 2. one exit code per condition, through every command --------------------------------------------------
+# --- 2. one exit code per condition, through every command
+# --------------------------------------------------
 
 
 def help_text(command: str) -> str:
-    """`envgen COMMAND --help`, in process: click writes the same text there as in a child process (the other
-    tests of this module run the real command line, where the process boundary is what they test)."""
+    """`envgen COMMAND --help`, in process: click writes the same text there as in a child process
+    (the other tests of this module run the real command line, where the process boundary is what
+    they test)."""
     result = CliRunner().invoke(cli, [*command.split(), "--help"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.stdout
@@ -228,13 +255,19 @@ def test_an_unknown_env_is_exit_2_naming_the_available_ones(project: Path, comma
     assert not (project / "prefix").exists()
 
 
-@pytest.mark.parametrize(("command", "code"), [("check", 2), ("install", 2), ("export", 2), ("status", 1)])
+@pytest.mark.parametrize(
+    ("command", "code"), [("check", 2), ("install", 2), ("export", 2), ("status", 1)]
+)
 def test_no_lock_yet(project: Path, command: str, code: int) -> None:
-    """Commands that need the lock: bad input with the command that makes one. status reports it (its job)."""
+    """Commands that need the lock: bad input with the command that makes one. status reports it
+    (its job)."""
     proc = envgen(*argv(command, "valid", project / "prefix"), cwd=project)
     assert proc.returncode == code, proc.stderr
     if code == 2:
-        assert "error: no lock for valid yet" in proc.stderr and "run `envgen lock valid`" in proc.stderr
+        assert (
+            "error: no lock for valid yet" in proc.stderr
+            and "run `envgen lock valid`" in proc.stderr
+        )
     else:
         assert proc.stdout == "valid: no lock yet\n"
     assert not (project / "prefix").exists()
@@ -253,7 +286,9 @@ def test_an_unknown_profile_is_exit_2_before_any_work(project: Path) -> None:
     """Before: install installed the pip packages, then failed with 5."""
     with_lock(project)
     prefix = project / "prefix"
-    proc = envgen("install", "valid", "--prefix", str(prefix), "--venv", "--profile", "nope", cwd=project)
+    proc = envgen(
+        "install", "valid", "--prefix", str(prefix), "--venv", "--profile", "nope", cwd=project
+    )
     assert proc.returncode == 2, proc.stderr
     assert "has no profile 'nope'" in proc.stderr and not prefix.exists()
 
@@ -275,15 +310,20 @@ def test_verification_and_differences(project: Path, tmp_path: Path) -> None:
 
 
 def test_an_external_tool_failing_is_exit_5(project: Path, tmp_path: Path) -> None:
-    """git missing from PATH: a tool failure (5) naming the command and what to install, not an unreachable host
-    (3), with the preflight asking the hosts first and without it; nothing is written."""
+    """git missing from PATH: a tool failure (5) naming the command and what to install, not an
+    unreachable host (3), with the preflight asking the hosts first and without it; nothing is
+    written."""
     (tmp_path / "empty").mkdir()
-    (project / "channels" / "conda-forge.toml").write_text(f'kind = "conda"\nurl = "{closed_url()}/forge"\n')
+    (project / "channels" / "conda-forge.toml").write_text(
+        f'kind = "conda"\nurl = "{closed_url()}/forge"\n'
+    )
     env = {"PATH": str(tmp_path / "empty"), "MIRROR_HOST": "mirror.invalid"}
     for extra in ((), ("--no-preflight",)):
         proc = envgen("lock", "valid", "--offline", *extra, cwd=project, env=env)
         assert proc.returncode == 5, proc.stderr
-        assert "error: cannot run `git ls-remote -- https://example.com/" in proc.stderr, proc.stderr
+        assert "error: cannot run `git ls-remote -- https://example.com/" in proc.stderr, (
+            proc.stderr
+        )
         assert "hint: install 'git' and retry" in proc.stderr and "Traceback" not in proc.stderr
         assert list(project.glob("locks/valid.*")) == []
 
@@ -295,12 +335,14 @@ def closed_url() -> str:
         return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-# --- 3. output flags ----------------------------------------------------------------------------------------
+# --- 3. output flags
+# ----------------------------------------------------------------------------------------
 
 
 def test_every_command_speaks_one_json_envelope(project: Path, tmp_path: Path) -> None:
-    """Before: lists from lock/status, objects from check/diff, nothing from install, `diff --json` an error.
-    In process but for install, whose envelope is read from the real command line with the exit status it has."""
+    """Before: lists from lock/status, objects from check/diff, nothing from install, `diff --json`
+    an error. In process but for install, whose envelope is read from the real command line with the
+    exit status it has."""
     with_lock(project)
     lock, cache = str(project / "locks" / "valid.yml"), tmp_path / "cache"
     runs = {
@@ -308,10 +350,19 @@ def test_every_command_speaks_one_json_envelope(project: Path, tmp_path: Path) -
         "status": in_process("status", "--json", cwd=project),
         "check": in_process("check", "valid", "--json", "--no-env", "--no-solve", cwd=project),
         "export": in_process(
-            "export", "valid", "--format", "requirements", "--platform", "linux-64", "--json", cwd=project
+            "export",
+            "valid",
+            "--format",
+            "requirements",
+            "--platform",
+            "linux-64",
+            "--json",
+            cwd=project,
         ),
         "diff": in_process("diff", lock, lock, "--json"),
-        "install": envgen("install", "nope", "--prefix", str(tmp_path / "p"), "--json", cwd=project),
+        "install": envgen(
+            "install", "nope", "--prefix", str(tmp_path / "p"), "--json", cwd=project
+        ),
         "init": in_process("init", str(tmp_path / "new"), "--json"),
         "cache dir": in_process("cache", "dir", "--json"),
         "cache clean": in_process("cache", "clean", "--json", env={"ENVGEN_CACHE_DIR": str(cache)}),
@@ -325,13 +376,29 @@ def test_every_command_speaks_one_json_envelope(project: Path, tmp_path: Path) -
     assert runs["install"].returncode == 2
     assert json.loads(runs["install"].stdout)["error"]["message"].startswith("unknown env 'nope'")
     assert json.loads(runs["diff"].stdout)["results"] == []
-    assert in_process("diff", lock, lock, "--format", "json").stdout == runs["diff"].stdout  # the alias
+    # the alias
+    assert in_process("diff", lock, lock, "--format", "json").stdout == runs["diff"].stdout
 
 
 def test_quiet_keeps_the_data_and_verbose_shows_the_commands_run(project: Path) -> None:
     subprocess.run(["git", "init", "-q", str(project)], check=True)
-    subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "base"], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(project),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "base",
+        ],
+        check=True,
+    )
     with_lock(project)
     quiet = in_process("diff", "--git", "-q", cwd=project)
     assert quiet.returncode == 0 and quiet.stderr == "" and "valid" in quiet.stdout
@@ -342,8 +409,11 @@ def test_quiet_keeps_the_data_and_verbose_shows_the_commands_run(project: Path) 
     assert "ran `git" not in in_process("diff", "--git", cwd=project).stderr
 
 
-def _on_a_terminal(args: list[str], cwd: Path, env: dict[str, str], columns: int = 40) -> tuple[int, str]:
-    """Run envgen with stdout and stderr on a real pseudo-terminal `columns` wide; its exit code and output."""
+def _on_a_terminal(
+    args: list[str], cwd: Path, env: dict[str, str], columns: int = 40
+) -> tuple[int, str]:
+    """Run envgen with stdout and stderr on a real pseudo-terminal `columns` wide; its exit code and
+    output."""
     import fcntl
     import struct
     import termios
@@ -351,7 +421,9 @@ def _on_a_terminal(args: list[str], cwd: Path, env: dict[str, str], columns: int
     main, child = pty.openpty()
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     full = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")} | env
-    proc = subprocess.Popen([*ENVGEN, *args], cwd=cwd, stdin=child, stdout=child, stderr=child, env=full)
+    proc = subprocess.Popen(
+        [*ENVGEN, *args], cwd=cwd, stdin=child, stdout=child, stderr=child, env=full
+    )
     os.close(child)
     chunks = []
     while True:
@@ -370,14 +442,19 @@ def _on_a_terminal(args: list[str], cwd: Path, env: dict[str, str], columns: int
 
 
 def test_colour_on_a_terminal_and_never_with_no_color(project: Path) -> None:
-    """Before: NO_COLOR=1 still emitted bold codes; rich wrapped lines at the terminal's width and padded them."""
+    """Before: NO_COLOR=1 still emitted bold codes; rich wrapped lines at the terminal's width and
+    padded them."""
     code, out = _on_a_terminal(["status", "nope"], project, {})
     assert code == 2
     assert "\x1b[31merror: unknown env 'nope'" in out
     # One unwrapped line although the terminal is 40 columns wide, without trailing spaces.
     assert "available envs: valid" in out.splitlines()[0]
     assert all(line == line.rstrip() for line in out.splitlines())
-    for env, args in (({"NO_COLOR": "1"}, []), ({}, ["--color", "never"]), ({"FORCE_COLOR": "1"}, ["--color=never"])):
+    for env, args in (
+        ({"NO_COLOR": "1"}, []),
+        ({}, ["--color", "never"]),
+        ({"FORCE_COLOR": "1"}, ["--color=never"]),
+    ):
         assert ANSI not in _on_a_terminal(["status", "nope", *args], project, env)[1]
     piped = envgen("status", "nope", cwd=project)
     assert ANSI not in piped.stderr
@@ -390,14 +467,21 @@ def test_a_closed_stdout_pipe_is_not_an_error(project: Path) -> None:
     with_lock(project)
     read, write = os.pipe()
     os.close(read)  # the reader is gone before envgen writes a byte: every write meets EPIPE
-    proc = subprocess.run([*ENVGEN, "show", "valid"], cwd=project, stdout=write, stderr=write, timeout=60)
+    proc = subprocess.run(
+        [*ENVGEN, "show", "valid"], cwd=project, stdout=write, stderr=write, timeout=60
+    )
     os.close(write)
     assert proc.returncode == 0
     shell = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {' '.join(ENVGEN[:2])} '{ENVGEN[2]}' status 2>&1 | head -c 1"],
+        [
+            "bash",
+            "-c",
+            f"set -o pipefail; {' '.join(ENVGEN[:2])} '{ENVGEN[2]}' status 2>&1 | head -c 1",
+        ],
         cwd=project,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert shell.returncode == 1 and shell.stderr == ""  # status's own answer (no lock yet), no pipe error
+    # status's own answer (no lock yet), no pipe error
+    assert shell.returncode == 1 and shell.stderr == ""

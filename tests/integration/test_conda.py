@@ -46,16 +46,22 @@ def pip_file(packages: tuple[CondaPackage, ...]) -> str:
 
 
 @pytest.fixture(scope="module")
-def channel_url(tmp_path_factory: pytest.TempPathFactory, packages: tuple[CondaPackage, ...]) -> Iterator[str]:
+def channel_url(
+    tmp_path_factory: pytest.TempPathFactory, packages: tuple[CondaPackage, ...]
+) -> Iterator[str]:
     root = tmp_path_factory.mktemp("conda-served")
     write_channel(root / "demo", packages)
     with serve_directory(root) as base:
         yield f"{base}/demo"
 
 
-def matrix(channel: str, specs: tuple[str, ...] = ("python 3.11.*", "pip"), glibc: str = "2.28") -> Matrix:
+def matrix(
+    channel: str, specs: tuple[str, ...] = ("python 3.11.*", "pip"), glibc: str = "2.28"
+) -> Matrix:
     channels = (Channel("demo", channel),)
-    return make_matrix(platforms=("linux-64", "linux-aarch64"), glibc=glibc, channels=channels, conda_specs=specs)
+    return make_matrix(
+        platforms=("linux-64", "linux-aarch64"), glibc=glibc, channels=channels, conda_specs=specs
+    )
 
 
 @pytest.mark.parametrize("platform", ["linux-64", "linux-aarch64"])
@@ -73,7 +79,11 @@ def test_solve_for_each_platform_from_this_host(
     assert by_name["libdemo"].url == f"{channel_url}/{platform}/libdemo-1.0-h0_0.tar.bz2"
     assert by_name["pip"].url == f"{channel_url}/noarch/{pip_file(packages)}"
     assert [name for name, _ in by_name["pip"].depends] == ["python"]
-    assert by_name["python"].depends == (("__glibc", ">=2.17"), ("demo-data", ""), ("libdemo", ">=1.0"))
+    assert by_name["python"].depends == (
+        ("__glibc", ">=2.17"),
+        ("demo-data", ""),
+        ("libdemo", ">=1.0"),
+    )
     assert python_version(entries) == "3.11.9"
 
 
@@ -97,7 +107,9 @@ def test_a_channel_url_with_a_variable_is_expanded_from_the_environment(
     entries = solve_conda(matrix(written), "linux-64", at(tmp_path))
     assert {e.name: e.url for e in entries}["pip"] == f"{channel_url}/noarch/{pip_file(packages)}"
     monkeypatch.delenv("DEMO_PORT")
-    with pytest.raises(InputError, match=r"conda channel demo: .*\$\{DEMO_PORT\}, which is not set"):
+    with pytest.raises(
+        InputError, match=r"conda channel demo: .*\$\{DEMO_PORT\}, which is not set"
+    ):
         solve_conda(matrix(written), "linux-64", at(tmp_path / "other"))
 
 
@@ -113,7 +125,10 @@ def test_virtual_packages_are_explicit_per_platform() -> None:
         "__linux=4.19=0",
         "__unix=0=0",
     )
-    assert virtual_packages(matrix("unused", glibc="2.31"), "linux-64")[:2] == ("__archspec=1=x86_64", "__glibc=2.31=0")
+    assert virtual_packages(matrix("unused", glibc="2.31"), "linux-64")[:2] == (
+        "__archspec=1=x86_64",
+        "__glibc=2.31=0",
+    )
 
 
 def test_unknown_platform_is_an_input_error(channel_url: str, tmp_path: Path) -> None:
@@ -210,13 +225,19 @@ def test_the_prefix_python_is_its_own_and_its_pip_installs_into_it(
     assert run(host_python().executable, "-I", "-c", probe) == "None"
 
 
-def test_install_fails_when_a_served_artifact_was_tampered(tmp_path: Path, packages: tuple[CondaPackage, ...]) -> None:
+def test_install_fails_when_a_served_artifact_was_tampered(
+    tmp_path: Path, packages: tuple[CondaPackage, ...]
+) -> None:
     write_channel(tmp_path / "served" / "demo", packages)
     with serve_directory(tmp_path / "served") as base:
         url = f"{base}/demo"
         entries = solve_conda(matrix(url), "linux-64", at(tmp_path / "cache"))
         # Same name, version and build, a valid archive, other bytes: only the hash check can tell.
-        libdemo = next(p for p in packages if p.name == "libdemo" and p.version == "1.0" and p.subdir == "linux-64")
+        libdemo = next(
+            p
+            for p in packages
+            if p.name == "libdemo" and p.version == "1.0" and p.subdir == "linux-64"
+        )
         evil = dataclasses.replace(libdemo, files=(PackageFile("lib/libdemo.txt", b"tampered\n"),))
         (tmp_path / "served/demo/linux-64" / libdemo.filename).write_bytes(package_bytes(evil))
 

@@ -1,4 +1,5 @@
-"""`envgen demo` end to end: every step shown as expected, nothing left behind, also on failure and Ctrl-C."""
+"""`envgen demo` end to end: every step shown as expected, nothing left behind, also on failure and
+Ctrl-C."""
 
 from __future__ import annotations
 
@@ -50,14 +51,18 @@ BANNERS = [
 MARKER = "DEMO_TEST_MARKER"  # a name the demo passes on to its steps
 
 
-def demo_environment(tmp: Path, marker: str, base: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The test's environment for a demo run: its temp dir under `tmp`, and a marker its processes inherit."""
+def demo_environment(
+    tmp: Path, marker: str, base: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """The test's environment for a demo run: its temp dir under `tmp`, and a marker its processes
+    inherit."""
     tmp.mkdir(exist_ok=True)
     return {**base, "TMPDIR": str(tmp), MARKER: marker}
 
 
 def processes_with(marker: str, *, but: int | None = None) -> list[str]:
-    """The command lines of the live processes whose environment carries `marker` (except pid `but`)."""
+    """The command lines of the live processes whose environment carries `marker` (except pid
+    `but`)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == but:
@@ -65,14 +70,17 @@ def processes_with(marker: str, *, but: int | None = None) -> list[str]:
         try:
             environ = (entry / "environ").read_bytes().split(b"\0")
             if f"{MARKER}={marker}".encode() in environ:
-                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+                found.append(
+                    (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                )
         except OSError:
             continue  # gone meanwhile, or not ours to read
     return found
 
 
 def in_order(text: str, lines: list[str]) -> list[int]:
-    """The positions of `lines`, each searched after the previous one (ValueError when one is missing)."""
+    """The positions of `lines`, each searched after the previous one (ValueError when one is
+    missing)."""
     positions, start = [], 0
     for line in lines:
         start = text.index(f"\n{line}\n", start) + 1
@@ -91,7 +99,8 @@ def refuses(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory, pip_site_packages: Path) -> Path:
-    """A fresh venv holding envgen installed from its wheel (tests/support/installed.py), built once."""
+    """A fresh venv holding envgen installed from its wheel (tests/support/installed.py), built
+    once."""
 
     def build(where: Path) -> None:
         install_wheel(where, pip_site_packages)
@@ -99,24 +108,31 @@ def installed(tmp_path_factory: pytest.TempPathFactory, pip_site_packages: Path)
     return build_once(tmp_path_factory, "installed-envgen", build) / "venv"
 
 
-def test_the_demo_from_the_installed_wheel_runs_every_step_keeps_only_its_directory_and_serves_it_again(
+def test_the_installed_demo_runs_every_step_keeps_only_its_directory_and_serves_it_again(
     installed: Path, tmp_path: Path
 ) -> None:
-    """`pip install` of the wheel, then `envgen demo --keep` in a directory outside the checkout: every step as
-    expected, nothing left but the directory it kept (no temp file, process or server). `demo --keep` says how
-    to serve that directory again; `demo --serve DIR` does (a_kept_demo_is_served_again_as_a_playground).
-    One run of the demo for both: it is the suite's longest test. The directory's removal when not kept is
-    scratch_dir's (tests/unit/test_scratch.py), on success as on the failure and interrupt tests below."""
+    """`pip install` of the wheel, then `envgen demo --keep` in a directory outside the checkout:
+    every step as expected, nothing left but the directory it kept (no temp file, process or
+    server). `demo --keep` says how to serve that directory again; `demo --serve DIR` does
+    (a_kept_demo_is_served_again_as_a_playground). One run of the demo for both: it is the suite's
+    longest test. The directory's removal when not kept is scratch_dir's
+    (tests/unit/test_scratch.py), on success as on the failure and interrupt tests below."""
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     where = subprocess.run(
-        [installed / "bin" / "python", "-c", "import envgen.example.project as p; print(p.EXAMPLE_DIR)"],
+        [
+            installed / "bin" / "python",
+            "-c",
+            "import envgen.example.project as p; print(p.EXAMPLE_DIR)",
+        ],
         cwd=outside,
         env=clean_environment(),
         capture_output=True,
         text=True,
     )
-    assert Path(where.stdout.strip()).is_relative_to(site_packages(installed)), where.stdout + where.stderr
+    assert Path(where.stdout.strip()).is_relative_to(site_packages(installed)), (
+        where.stdout + where.stderr
+    )
 
     marker = f"e2e-{os.getpid()}"
     env = demo_environment(tmp_path / "tmp", marker, clean_environment())
@@ -136,7 +152,12 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_keeps_only_its_direct
     lock1, check, *researchers, pip_list, bump, lock2, diff, status, bundle, install = positions
 
     assert out.count("demo: locked (") == 2
-    for name in ("demo.yml", "demo.linux-64.requirements.txt", "pylock.demo-linux-aarch64.toml", "demo.nix"):
+    for name in (
+        "demo.yml",
+        "demo.linux-64.requirements.txt",
+        "pylock.demo-linux-aarch64.toml",
+        "demo.nix",
+    ):
         assert re.search(rf"#   {re.escape(name)} +\d+ bytes\n", out[lock1:check]), name
     assert re.search(r"check demo \(linux-(64|aarch64)\): ok\n", out[check:bump])
     assert re.search(r"ok +import rollout: rollout 0\.23\.0\n", out[check : researchers[0]])
@@ -145,27 +166,39 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_keeps_only_its_direct
     listed = out[pip_list:bump]
     assert re.search(r"\ndemo-torch +2\.10\.0\n", listed)
     assert re.search(r"\nrollout +0\.23\.0 +/\S+/demo-env/src/rollout\n", listed)
-    assert '-demo-torch = { version = "==2.10.0" }\n+demo-torch = { version = "==2.10.1" }' in out[bump:lock2]
+    assert (
+        '-demo-torch = { version = "==2.10.0" }\n+demo-torch = { version = "==2.10.1" }'
+        in out[bump:lock2]
+    )
 
     markdown = out[diff:status]
     assert "### `demo`: `HEAD:locks/demo.yml` → `locks/demo.yml`" in markdown
-    assert markdown.count("| upgraded | pip | `demo-torch` | 2.10.0 | 2.10.1 |") == 2  # both platforms
+    # both platforms
+    assert markdown.count("| upgraded | pip | `demo-torch` | 2.10.0 | 2.10.1 |") == 2
     assert "demo-triton" not in markdown  # only what the bump touches
 
-    moved = re.search(r"# upstream moves: a new commit ([0-9a-f]{12}) on trainer's branch core_r0.12.0", out)
+    moved = re.search(
+        r"# upstream moves: a new commit ([0-9a-f]{12}) on trainer's branch core_r0.12.0", out
+    )
     assert moved is not None and moved.start() < status
-    assert re.search(rf"trainer core_r0\.12\.0: locked [0-9a-f]{{12}}, upstream now {moved.group(1)}\n", out[status:])
+    assert re.search(
+        rf"trainer core_r0\.12\.0: locked [0-9a-f]{{12}}, upstream now {moved.group(1)}\n",
+        out[status:],
+    )
     assert "rollout v0.23.0: up to date" in out[status:]
     assert "demo-npu: stands in for torch_npu" in out[status:]
     assert "# exit 1 is status reporting the drift" in out[status:]
-    assert re.search(rf"demo: demo-{host_platform()}\.tar\.zst: \d+ files, \d+ bytes", out[bundle:install])
+    assert re.search(
+        rf"demo: demo-{host_platform()}\.tar\.zst: \d+ files, \d+ bytes", out[bundle:install]
+    )
     # The servers stopped before the install: it came from the bundle alone.
     assert out.index("# the servers are stopped", bundle) < install
     assert re.search(r"verified \d+ members of demo-linux-(64|aarch64)\.tar\.zst", out[install:])
     assert re.search(r"demo: installed into .*/offline-env\n", out[install:])
     assert f"# done: {len(BANNERS)} commands ran as expected" in out[install:]
 
-    # The kept directory, on stdout's last line (then stderr's summary): all the demo's temp dir holds.
+    # The kept directory, on stdout's last line (then stderr's summary): all the demo's temp dir
+    # holds.
     *_, last, summary = out.splitlines()
     kept = Path(last)
     assert summary.startswith(f"envgen demo: {len(BANNERS)} commands in "), out[-500:]
@@ -177,11 +210,15 @@ def test_the_demo_from_the_installed_wheel_runs_every_step_keeps_only_its_direct
     urls = re.findall(r"http://127\.0\.0\.1:\d+", out[:lock1])
     assert len(set(urls)) == 3 and all(refuses(url) for url in urls)
 
-    a_kept_demo_is_served_again_as_a_playground(kept, env, [installed / "bin" / "envgen"], tmp_path, marker)
+    a_kept_demo_is_served_again_as_a_playground(
+        kept, env, [installed / "bin" / "envgen"], tmp_path, marker
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_an_interrupt_during_a_step_stops_it_and_cleans_up(tmp_path: Path, sig: signal.Signals) -> None:
+def test_an_interrupt_during_a_step_stops_it_and_cleans_up(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
     marker = f"int-{os.getpid()}-{sig.name}"
     demo = subprocess.Popen(
         [sys.executable, "-m", "envgen", "demo"],
@@ -284,7 +321,9 @@ def test_a_missing_example_stops_before_any_step_and_says_how_to_get_it_back(
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
-def _serve(kept: Path, env: Mapping[str, str], envgen: list[Path]) -> tuple[subprocess.Popen[str], list[str]]:
+def _serve(
+    kept: Path, env: Mapping[str, str], envgen: list[Path]
+) -> tuple[subprocess.Popen[str], list[str]]:
     """`envgen demo --serve KEPT` started; its lines up to the last command it suggests."""
     server = subprocess.Popen(
         [*envgen, "demo", "--serve", str(kept)],
@@ -313,23 +352,30 @@ def _stop(server: subprocess.Popen[str]) -> tuple[int, str]:
 def a_kept_demo_is_served_again_as_a_playground(
     kept: Path, env: Mapping[str, str], server_envgen: list[Path], tmp_path: Path, marker: str
 ) -> None:
-    """`demo --serve DIR` (run by `server_envgen`) serves the directory `demo --keep` kept (in `env`, its
-    processes marked `marker`), on the ports its locks name, until Ctrl-C, with what to set: lock, status and
-    bundle then work in the kept project."""
+    """`demo --serve DIR` (run by `server_envgen`) serves the directory `demo --keep` kept (in
+    `env`, its processes marked `marker`), on the ports its locks name, until Ctrl-C, with what to
+    set: lock, status and bundle then work in the kept project."""
     channels = {p.name: p.read_text() for p in (kept / "project" / "channels").iterdir()}
 
     server, lines = _serve(kept, env, server_envgen)
     try:
         assert lines[0] == f"# serving the demo kept in {kept} on 127.0.0.1 until Ctrl-C:", lines
-        assert {p.name: p.read_text() for p in (kept / "project" / "channels").iterdir()} == channels  # same ports
+        # same ports
+        assert {
+            p.name: p.read_text() for p in (kept / "project" / "channels").iterdir()
+        } == channels
         (exports,) = [line for line in lines if line.startswith("export ")]
         variables = dict(word.split("=", 1) for word in exports.removeprefix("export ").split())
         assert f"cd {kept / 'project'}" in lines
-        shell = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "ENVGEN_"))} | variables
+        shell = {
+            k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "ENVGEN_"))
+        } | variables
 
         def envgen(*args: str) -> subprocess.CompletedProcess[str]:
             argv = [sys.executable, "-m", "envgen", *args]
-            return subprocess.run(argv, cwd=kept / "project", env=shell, capture_output=True, text=True, timeout=300)
+            return subprocess.run(
+                argv, cwd=kept / "project", env=shell, capture_output=True, text=True, timeout=300
+            )
 
         assert envgen("status", "demo").returncode == 1  # the branch the demo moved
         locked = envgen("lock", "demo", "--update", "trainer")
@@ -351,20 +397,29 @@ def a_kept_demo_is_served_again_as_a_playground(
     taken = re.search(r"pip index 'pypi' +(http://127\.0\.0\.1:\d+)", "\n".join(lines))
     assert taken is not None
     with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the last run's closed connections
+        # past the last run's closed connections
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", int(taken.group(1).rsplit(":", 1)[1])))
         sock.listen()
         server, lines = _serve(kept, env, server_envgen)
         code, _ = _stop(server)
     assert code == 0
     moved = (kept / "project" / "channels" / "pypi.toml").read_text()
-    assert taken.group(1) not in moved and re.search(r'url = "http://127\.0\.0\.1:\d+/simple"', moved)
+    assert taken.group(1) not in moved and re.search(
+        r'url = "http://127\.0\.0\.1:\d+/simple"', moved
+    )
     assert (kept / "project" / "channels" / "extra.toml").read_text() == channels["extra.toml"]
 
 
 def test_serve_refuses_a_directory_the_demo_did_not_keep(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "envgen", "demo", "--serve", str(tmp_path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "envgen", "demo", "--serve", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
-    assert f"error: {tmp_path} is not a directory `envgen demo --keep` kept: it has no pypi, extra" in proc.stderr
+    assert (
+        f"error: {tmp_path} is not a directory `envgen demo --keep` kept: it has no pypi, extra"
+        in proc.stderr
+    )

@@ -1,4 +1,5 @@
-"""`envgen diff` end to end: lock files written by lockio.store, `REV:path` read with real git, exit codes."""
+"""`envgen diff` end to end: lock files written by lockio.store, `REV:path` read with real git, exit
+codes."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def envgen(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-@pytest.mark.parametrize(("fmt", "golden"), [("text", "diff.txt"), ("markdown", "diff.md"), ("json", "diff.json")])
+@pytest.mark.parametrize(
+    ("fmt", "golden"), [("text", "diff.txt"), ("markdown", "diff.md"), ("json", "diff.json")]
+)
 def test_rev_path_against_work_tree_matches_golden(repo: GitRepo, fmt: str, golden: str) -> None:
     result = envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--format", fmt)
     assert result.exit_code == 0, result.output
@@ -108,7 +111,9 @@ def test_a_rebuilt_artifact_is_flagged_through_the_files(repo: GitRepo) -> None:
     put(repo.path, replace(old, pip=rebuilt))
     result = envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--exit-code")
     assert result.exit_code == 1
-    assert "WARNING: same version, different artifact: pip torch 2.10.0 on linux-64" in result.stdout
+    assert (
+        "WARNING: same version, different artifact: pip torch 2.10.0 on linux-64" in result.stdout
+    )
 
 
 @pytest.mark.parametrize(
@@ -148,8 +153,9 @@ def test_git_mode_reports_a_deleted_lock(repo: GitRepo) -> None:
 
 
 def test_a_lock_file_named_as_markup_is_refused_not_rendered(repo: GitRepo) -> None:
-    # lock-diff.yml posts this markdown on a pull request, which can name its files: a backtick and `<!--` in
-    # a lock's file name would end the heading's code span and hide the rest of the comment.
+    # lock-diff.yml posts this markdown on a pull request, which can name its files: a backtick and
+    # `<!--` in a lock's file name would end the heading's code span and hide the rest of the
+    # comment.
     yml = (repo.path / "locks" / "a5.yml").read_text()
     (repo.path / "locks" / "x`<!--.yml").write_text(yml)
     result = envgen("diff", "--git", "--format", "markdown")

@@ -1,4 +1,5 @@
-"""The files `envgen lock` derives for pip, uv and PEP 751 readers, proven by the real consumers on the example."""
+"""The files `envgen lock` derives for pip, uv and PEP 751 readers, proven by the real consumers on
+the example."""
 
 from __future__ import annotations
 
@@ -27,7 +28,11 @@ from tests.support.example import run_envgen, use_git_config
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
-HOST = "linux-64" if sys.platform == "linux" and __import__("platform").machine() == "x86_64" else "linux-aarch64"
+HOST = (
+    "linux-64"
+    if sys.platform == "linux" and __import__("platform").machine() == "x86_64"
+    else "linux-aarch64"
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +47,9 @@ def written(served: Example) -> dict[Path, bytes]:
 
 
 @pytest.fixture
-def example(served: Example, written: dict[Path, bytes], monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+def example(
+    served: Example, written: dict[Path, bytes], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
     """The served example with its git mirror config active and the module's lock; its channels and
     locks/ put back as they were afterwards."""
     use_git_config(served.gitconfig, monkeypatch)
@@ -91,12 +98,27 @@ def installed(python: Path) -> dict[str, str]:
         env=tool_environment(),
     )
     skip = {"pip", "setuptools", "wheel"}
-    return {canonicalize_name(p["name"]): p["version"] for p in json.loads(proc.stdout) if p["name"] not in skip}
+    return {
+        canonicalize_name(p["name"]): p["version"]
+        for p in json.loads(proc.stdout)
+        if p["name"] not in skip
+    }
 
 
 def pip_install(python: Path, requirements: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(cache), "--no-deps", "--require-hashes"]
-    return subprocess.run([*cmd, "-r", str(requirements)], capture_output=True, text=True, env=tool_environment())
+    cmd = [
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "--cache-dir",
+        str(cache),
+        "--no-deps",
+        "--require-hashes",
+    ]
+    return subprocess.run(
+        [*cmd, "-r", str(requirements)], capture_output=True, text=True, env=tool_environment()
+    )
 
 
 def test_lock_writes_every_derived_file_with_exactly_the_yml_artifacts(example: Example) -> None:
@@ -106,14 +128,17 @@ def test_lock_writes_every_derived_file_with_exactly_the_yml_artifacts(example: 
         entries = lock.pip_for(platform)
         text = (locks / f"{ENV}.{platform}.requirements.txt").read_text()
         pinned = parse_requirements(text, "requirements")
-        assert {(p.name, p.hashes) for p in pinned} == {(canonicalize_name(e.name), (e.sha256,)) for e in entries}
+        assert {(p.name, p.hashes) for p in pinned} == {
+            (canonicalize_name(e.name), (e.sha256,)) for e in entries
+        }
         assert {p.name: p.url for p in pinned if p.url} == {
             "demo-triton": next(e.url for e in entries if e.name == "demo-triton")
         }
         assert text.count("--hash=sha256:") == len(entries)
         assert f"--index-url {example.pypi_url}/simple\n" in text
         assert example.extra_url + "/simple" not in text  # the explicit index is never searched
-        assert "# via source rollout: requirements.txt:1" not in text  # several origins: one per line
+        # several origins: one per line
+        assert "# via source rollout: requirements.txt:1" not in text
         assert "#   source rollout: requirements.txt:1" in text
 
         files = parse_pylock((locks / f"pylock.{ENV}-{platform}.toml").read_text(), "pylock")
@@ -187,7 +212,8 @@ def test_pip_installs_the_requirements_with_hashes_and_refuses_a_tampered_wheel(
     proc = pip_install(python, requirements, tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr
     assert installed(python) == {canonicalize_name(e.name): e.version for e in lock.pip_for(HOST)}
-    # demo-triton 3.2.2 came from its pinned index, though "pypi" offers a decoy 9.9.9 of the same name.
+    # demo-triton 3.2.2 came from its pinned index, though "pypi" offers a decoy 9.9.9 of the same
+    # name.
     assert f"{example.extra_url}/files/demo_triton-3.2.2-" in proc.stdout
     assert "9.9.9" not in proc.stdout
 
@@ -210,14 +236,28 @@ def test_uv_installs_the_pylock_with_the_locked_versions(
     lock = locked(example)
     pylock = example.root / "locks" / f"pylock.{ENV}-{HOST}.toml"
     python = new_venv(tmp_path / "venv")
-    cmd = [find_uv_bin(), "pip", "install", "--python", str(python), "--cache-dir", str(tmp_path / "uv"), "-r"]
-    proc = subprocess.run([*cmd, str(pylock)], capture_output=True, text=True, env=tool_environment())
+    cmd = [
+        find_uv_bin(),
+        "pip",
+        "install",
+        "--python",
+        str(python),
+        "--cache-dir",
+        str(tmp_path / "uv"),
+        "-r",
+    ]
+    proc = subprocess.run(
+        [*cmd, str(pylock)], capture_output=True, text=True, env=tool_environment()
+    )
     assert proc.returncode == 0, proc.stderr
     assert installed(python) == {canonicalize_name(e.name): e.version for e in lock.pip_for(HOST)}
 
 
 def test_index_credentials_stay_references_in_every_written_file(
-    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_venv: Callable[[Path], Path]
+    example: Example,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    new_venv: Callable[[Path], Path],
 ) -> None:
     secret = "s3cr3t-t0ken-value"
     monkeypatch.setenv("DEMO_TOKEN", secret)
@@ -252,7 +292,8 @@ def test_check_fails_on_a_hand_edited_or_missing_derived_file(example: Example) 
     requirements.write_text(original.replace(numpy.sha256, "0" * 64))
     code, out, _ = envgen(example, "check", ENV, "--venv", "--no-solve")
     assert code == 4
-    # What differs, in words (before: the reader's Python repr, `missing: RequirementLine(name=...)`).
+    # What differs, in words (before: the reader's Python repr, `missing:
+    # RequirementLine(name=...)`).
     said = (
         f"locks/{ENV}.{HOST}.requirements.txt does not carry the yml's artifacts and hashes: "
         f"demo-numpy: 1.26.4, sha256 {'0' * 12} here, "
@@ -274,7 +315,10 @@ def test_check_fails_on_a_hand_edited_or_missing_derived_file(example: Example) 
     (example.root / "locks" / f"pylock.{ENV}-{HOST}.toml").unlink()
     code, out, _ = envgen(example, "check", ENV, "--venv", "--no-solve")
     assert code == 4
-    assert f"locks/pylock.{ENV}-{HOST}.toml is missing: re-lock with `envgen lock {ENV} --force`" in out
+    assert (
+        f"locks/pylock.{ENV}-{HOST}.toml is missing: re-lock with `envgen lock {ENV} --force`"
+        in out
+    )
 
 
 def test_export_writes_each_format_on_demand(example: Example, tmp_path: Path) -> None:
@@ -282,7 +326,15 @@ def test_export_writes_each_format_on_demand(example: Example, tmp_path: Path) -
     locks = example.root / "locks"
     out = tmp_path / "out" / "r.txt"
     code, _, err = envgen(
-        example, "export", ENV, "--format", "requirements", "--platform", "linux-aarch64", "-o", str(out)
+        example,
+        "export",
+        ENV,
+        "--format",
+        "requirements",
+        "--platform",
+        "linux-aarch64",
+        "-o",
+        str(out),
     )
     assert code == 0, err
     assert out.read_bytes() == (locks / f"{ENV}.linux-aarch64.requirements.txt").read_bytes()
@@ -291,19 +343,27 @@ def test_export_writes_each_format_on_demand(example: Example, tmp_path: Path) -
     code, stdout, _ = envgen(example, "export", ENV, "--format", "nix")
     assert code == 0 and stdout == (locks / f"{ENV}.nix").read_text()
 
-    code, _, err = envgen(example, "export", ENV, "--format", "pylock", "--platform", "linux-ppc64le")
+    code, _, err = envgen(
+        example, "export", ENV, "--format", "pylock", "--platform", "linux-ppc64le"
+    )
     assert code == 2
-    assert f"--platform linux-ppc64le: the lock of {ENV} has no such part (it has {', '.join(lock.platforms)})" in err
+    assert (
+        f"--platform linux-ppc64le: the lock of {ENV} has no such part (it has "
+        f"{', '.join(lock.platforms)})" in err
+    )
     code, _, err = envgen(example, "export", "nope", "--format", "nix")
     assert code == 2 and "unknown env 'nope'" in err
 
 
-def test_the_sbom_is_valid_cyclonedx_16_with_one_component_per_artifact_and_source(example: Example) -> None:
+def test_the_sbom_is_valid_cyclonedx_16_with_one_component_per_artifact_and_source(
+    example: Example,
+) -> None:
     lock = locked(example)
     code, stdout, err = envgen(example, "export", ENV, "--format", "cyclonedx")
     assert code == 0, err
-    # Imported here, not at collection: its validator loads jsonschema, and with it rfc3987-syntax, which builds
-    # its grammar on import (about 1 s of CPU), in every xdist worker that collects this module.
+    # Imported here, not at collection: its validator loads jsonschema, and with it rfc3987-syntax,
+    # which builds its grammar on import (about 1 s of CPU), in every xdist worker that collects
+    # this module.
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
@@ -321,7 +381,9 @@ def test_the_sbom_is_valid_cyclonedx_16_with_one_component_per_artifact_and_sour
         assert component["externalReferences"][0]["url"] == entry.url
     for entry in lock.pip:
         component = components[f"pip:{entry.platform}:{canonicalize_name(entry.name)}"]
-        assert component["purl"].startswith(f"pkg:pypi/{canonicalize_name(entry.name)}@{entry.version}?file_name=")
+        assert component["purl"].startswith(
+            f"pkg:pypi/{canonicalize_name(entry.name)}@{entry.version}?file_name="
+        )
         assert component["hashes"] == [{"alg": "SHA-256", "content": entry.sha256}]
         assert component["externalReferences"][0]["url"] == entry.url
         assert {"name": "envgen:platform", "value": entry.platform} in component["properties"]
@@ -348,14 +410,20 @@ def test_the_sbom_is_valid_cyclonedx_16_with_one_component_per_artifact_and_sour
     post = {p["name"]: p["value"] for p in components["source:post"]["properties"]}
     assert post["envgen:cherry-pick"] == lock.sources[2].source.cherry_picks[0]
     properties = {p["name"]: p["value"] for p in bom["metadata"]["properties"]}
-    assert properties["envgen:pending:demo-npu"] == "stands in for torch_npu: commercial release due Q2"
+    assert (
+        properties["envgen:pending:demo-npu"]
+        == "stands in for torch_npu: commercial release due Q2"
+    )
     assert properties["envgen:override:demo-transformers"].startswith("demo-transformers==4.57.6: ")
     assert properties["envgen:excluded:demo-timm"].startswith("stands in for timm")
     assert properties["envgen:link:."].startswith("demo_ep/demo_ep_cpp*.so: ")
-    assert envgen(example, "export", ENV, "--format", "cyclonedx")[1] == stdout  # the same lock, the same bytes
+    # the same lock, the same bytes
+    assert envgen(example, "export", ENV, "--format", "cyclonedx")[1] == stdout
 
 
-def test_status_flags_a_missing_or_edited_derived_file_and_lock_writes_a_missing_one_again(example: Example) -> None:
+def test_status_flags_a_missing_or_edited_derived_file_and_lock_writes_a_missing_one_again(
+    example: Example,
+) -> None:
     locked(example)
     locks = example.root / "locks"
     assert envgen(example, "status", ENV)[0] == 0
@@ -364,11 +432,15 @@ def test_status_flags_a_missing_or_edited_derived_file_and_lock_writes_a_missing
     pylock.unlink()
     code, out, _ = envgen(example, "status", ENV)
     assert code == 1
-    assert f"{ENV}: stale\n  locks/{pylock.name} is missing: `envgen lock {ENV} --force` writes it again\n" in out
+    assert (
+        f"{ENV}: stale\n  locks/{pylock.name} is missing: `envgen lock {ENV} --force` "
+        "writes it again\n" in out
+    )
 
     code, out, err = envgen(example, "lock", ENV, "--json")
     assert code == 0, err
-    assert json.loads(out)["results"][0]["status"] == "locked"  # not a no-op: a derived file was missing
+    # not a no-op: a derived file was missing
+    assert json.loads(out)["results"][0]["status"] == "locked"
     assert pylock.read_bytes() == written
 
     requirements = locks / f"{ENV}.linux-64.requirements.txt"
@@ -380,13 +452,16 @@ def test_status_flags_a_missing_or_edited_derived_file_and_lock_writes_a_missing
 
 
 @pytest.mark.parametrize(
-    ("installer", "source"), [("pip", f"{ENV}.{HOST}.requirements.txt"), ("uv", f"pylock.{ENV}-{HOST}.toml")]
+    ("installer", "source"),
+    [("pip", f"{ENV}.{HOST}.requirements.txt"), ("uv", f"pylock.{ENV}-{HOST}.toml")],
 )
 def test_check_installs_from_the_derived_file_and_compares_the_installed_set(
     example: Example, installer: str, source: str
 ) -> None:
     lock = locked(example)
-    code, out, err = envgen(example, "check", ENV, "--venv", "--no-solve", "--installer", installer, "--json")
+    code, out, err = envgen(
+        example, "check", ENV, "--venv", "--no-solve", "--installer", installer, "--json"
+    )
     assert code == 0, out + err
     steps = {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
     assert f"from {source} ({installer})" in steps["env: install (venv)"]["detail"]
@@ -403,10 +478,14 @@ def test_the_installed_set_step_names_what_differs_from_the_lock(
 ) -> None:
     lock = locked(example)
     python = new_venv(tmp_path / "venv")
-    proc = pip_install(python, example.root / "locks" / f"{ENV}.{HOST}.requirements.txt", tmp_path / "cache")
+    proc = pip_install(
+        python, example.root / "locks" / f"{ENV}.{HOST}.requirements.txt", tmp_path / "cache"
+    )
     assert proc.returncode == 0, proc.stderr
     subprocess.run(
-        [str(python), "-m", "pip", "uninstall", "-y", "-q", "demo-numpy"], check=True, env=tool_environment()
+        [str(python), "-m", "pip", "uninstall", "-y", "-q", "demo-numpy"],
+        check=True,
+        env=tool_environment(),
     )
     step = installed_set_step(python.parent.parent, lock, HOST)
     # The requirements file holds no archive's wheel (the recipe installs them): missed here.

@@ -1,4 +1,5 @@
-"""The fixture builder makes real, installable, reproducible wheels and a well-formed PEP 503 index."""
+"""The fixture builder makes real, installable, reproducible wheels and a well-formed PEP 503
+index."""
 
 from __future__ import annotations
 
@@ -40,12 +41,16 @@ def test_wheel_installs_with_uv_and_records_every_file(tmp_path: Path) -> None:
 
 
 def test_builds_are_reproducible_and_carry_build_tags(tmp_path: Path) -> None:
-    rebuilt = FixtureDist("torch", "2.10.0+cpu", build="3", tags=("cp311-cp311-manylinux_2_28_x86_64",))
+    rebuilt = FixtureDist(
+        "torch", "2.10.0+cpu", build="3", tags=("cp311-cp311-manylinux_2_28_x86_64",)
+    )
     first = build_dists([DIST, rebuilt], tmp_path / "a")
     second = build_dists([DIST, rebuilt], tmp_path / "b")
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
     assert "torch-2.10.0+cpu-3-cp311-cp311-manylinux_2_28_x86_64.whl" in [p.name for p in first]
-    with zipfile.ZipFile(tmp_path / "a" / "torch-2.10.0+cpu-3-cp311-cp311-manylinux_2_28_x86_64.whl") as zf:
+    with zipfile.ZipFile(
+        tmp_path / "a" / "torch-2.10.0+cpu-3-cp311-cp311-manylinux_2_28_x86_64.whl"
+    ) as zf:
         wheel_file = zf.read("torch-2.10.0+cpu.dist-info/WHEEL").decode()
     assert "Root-Is-Purelib: false" in wheel_file and "Build: 3" in wheel_file
 

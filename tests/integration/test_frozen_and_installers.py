@@ -1,7 +1,7 @@
-"""Install modes on the served example through the real CLI: `install` and `check` refuse a stale lock
-unless --frozen, a tampered one always; `--installer uv` installs from the pylock; no mutex file
-stays in locks/; `conda-lock lock --lockfile` says to re-lock with `envgen lock`; a conda python
-that is not its prefix's own gets a hint that is true."""
+"""Install modes on the served example through the real CLI: `install` and `check` refuse a stale
+lock unless --frozen, a tampered one always; `--installer uv` installs from the pylock; no mutex
+file stays in locks/; `conda-lock lock --lockfile` says to re-lock with `envgen lock`; a conda
+python that is not its prefix's own gets a hint that is true."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def edit_description(example: Example) -> None:
     ("installer", "derived"),
     [("pip", f"{ENV}.{HOST}.requirements.txt"), ("uv", f"pylock.{ENV}-{HOST}.toml")],
 )
-def test_install_refuses_a_stale_lock_with_a_hint_and_frozen_installs_it_as_it_is_from_its_installers_file(
+def test_install_refuses_a_stale_lock_and_frozen_installs_it_as_it_is_from_its_installers_file(
     project: Example, tmp_path: Path, installer: str, derived: str
 ) -> None:
     """Before: a stale lock installed silently while `status` said stale; `install --installer uv`

@@ -1,4 +1,5 @@
-"""A lock killed inside git leaves git's lock files in the cache repository; the next lock removes them and works."""
+"""A lock killed inside git leaves git's lock files in the cache repository; the next lock removes
+them and works."""
 
 from __future__ import annotations
 
@@ -17,12 +18,19 @@ from tests.support.example import restored_example, run_envgen
 
 ENV = "demo"
 # What a SIGKILL during `git config`, a shallow fetch, a ref update or a pack can leave behind.
-STALE = ("config.lock", "shallow.lock", "index.lock", "packed-refs.lock", "refs/heads/core_r0.12.0.lock")
+STALE = (
+    "config.lock",
+    "shallow.lock",
+    "index.lock",
+    "packed-refs.lock",
+    "refs/heads/core_r0.12.0.lock",
+)
 
 
 @pytest.fixture
 def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Example]:
-    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))  # planted locks must not reach other tests
+    # planted locks must not reach other tests
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
     with restored_example(served, ENV, monkeypatch) as example:
         yield example
 
@@ -39,19 +47,25 @@ def plant(repo: Path) -> list[Path]:
     return planted
 
 
-def test_the_next_lock_removes_git_lock_files_a_killed_run_left_in_the_cache(example: Example, tmp_path: Path) -> None:
+def test_the_next_lock_removes_git_lock_files_a_killed_run_left_in_the_cache(
+    example: Example, tmp_path: Path
+) -> None:
     assert run_envgen(example, "lock", ENV, "-q")[0] == 0
     repos = sorted((tmp_path / "cache" / "git").glob("*.git"))
     assert repos, "the lock fetched its sources into the cache"
     planted = [lock for repo in repos for lock in plant(repo)]
     moved = advance_branch(example, "trainer", "core_r0.12.0")
 
-    # Every repository runs `git config` and the moved one a shallow fetch: each would fail on its lock file.
+    # Every repository runs `git config` and the moved one a shallow fetch: each would fail on its
+    # lock file.
     code, _, err = run_envgen(example, "lock", ENV, "--update-all")
 
     assert code == 0, err
     assert not [p for p in planted if p.exists()]
-    assert "removed lock files a killed run left behind: config.lock, index.lock, packed-refs.lock" in err
+    assert (
+        "removed lock files a killed run left behind: config.lock, index.lock, packed-refs.lock"
+        in err
+    )
     lock = read_lock(Project(example.root), ENV)
     assert lock is not None
     assert {s.source.name: s.commit for s in lock.sources}["trainer"] == moved
@@ -62,13 +76,21 @@ def test_lock_files_younger_than_the_mutex_and_objects_are_left_alone(tmp_path: 
     (repo / "objects" / "pack").mkdir(parents=True)
     (repo / "objects" / "info").mkdir()
     old, young = time.time() - 60, time.time() + 60
-    for name, when in (("config.lock", old), ("HEAD.lock", young), ("objects/info/commit-graphs.lock", old)):
+    for name, when in (
+        ("config.lock", old),
+        ("HEAD.lock", young),
+        ("objects/info/commit-graphs.lock", old),
+    ):
         (repo / name).write_text("")
         os.utime(repo / name, (when, when))
-    (repo / "objects" / "pack" / "pack-1.lock").write_text("")  # not walked: objects/ is git's store
+    # not walked: objects/ is git's store
+    (repo / "objects" / "pack" / "pack-1.lock").write_text("")
 
     removed = remove_stale_git_locks(repo, before=time.time())
 
-    assert sorted(p.relative_to(repo).as_posix() for p in removed) == ["config.lock", "objects/info/commit-graphs.lock"]
+    assert sorted(p.relative_to(repo).as_posix() for p in removed) == [
+        "config.lock",
+        "objects/info/commit-graphs.lock",
+    ]
     assert (repo / "HEAD.lock").exists() and (repo / "objects" / "pack" / "pack-1.lock").exists()
     assert remove_stale_git_locks(tmp_path / "absent.git", before=time.time()) == []

@@ -1,7 +1,8 @@
-"""Git option injection: a URL, commit or ref from a matrix or a lock never reaches git as an option.
+"""Git option injection: a URL, commit or ref from a matrix or a lock never reaches git as an
+option.
 
-Each payload, if git read it as `--upload-pack=<command>`, would run `touch <marker>`; every test asserts the
-marker file is absent afterwards, besides the error it expects.
+Each payload, if git read it as `--upload-pack=<command>`, would run `touch <marker>`; every test
+asserts the marker file is absent afterwards, besides the error it expects.
 """
 
 from __future__ import annotations
@@ -39,13 +40,15 @@ def marker(tmp_path: Path) -> Path:
 
 
 def payload(marker: Path) -> str:
-    # The `;git-upload-pack` keeps the fetch going after the injected command, as a real attack would.
+    # The `;git-upload-pack` keeps the fetch going after the injected command, as a real attack
+    # would.
     return f"--upload-pack=touch {marker};git-upload-pack"
 
 
 @pytest.fixture
 def inside_a_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> GitRepo:
-    """The working directory is a checkout whose origin is reachable: what git falls back to without a URL."""
+    """The working directory is a checkout whose origin is reachable: what git falls back to without
+    a URL."""
     upstream = GitRepo.create(tmp_path / "upstream", {"a.txt": "1\n"})
     checkout = GitRepo.create(tmp_path / "checkout", {"b.txt": "1\n"})
     checkout.git("remote", "add", "origin", upstream.url)
@@ -92,7 +95,9 @@ def test_rejected_git_urls(url: str) -> None:
     assert git_url_problem(url) is not None
 
 
-@pytest.mark.parametrize("ref", ["--upload-pack=x", "-b", "a..b", "x.lock/y", "@", "", "a b", "a\nb", "refs/heads/"])
+@pytest.mark.parametrize(
+    "ref", ["--upload-pack=x", "-b", "a..b", "x.lock/y", "@", "", "a b", "a\nb", "refs/heads/"]
+)
 def test_rejected_refs(ref: str) -> None:
     assert ref_problem(ref) is not None
 
@@ -103,14 +108,18 @@ def test_rejected_commits(sha: str) -> None:
 
 
 def test_ls_remote_never_reads_a_url_as_an_option(inside_a_repo: GitRepo, marker: Path) -> None:
-    """Without `--`, git takes the payload as --upload-pack and lists the checkout's origin, running it."""
+    """Without `--`, git takes the payload as --upload-pack and lists the checkout's origin, running
+    it."""
     with pytest.raises(EnvgenError):
         ls_remote(payload(marker), current_git())
     assert not marker.exists()
 
 
-def test_a_recorded_commit_never_reaches_git_fetch_as_an_option(tmp_path: Path, marker: Path) -> None:
-    """A kept commit from a tampered lock goes to `git fetch origin <commit>`: after `--` it is a bad refspec."""
+def test_a_recorded_commit_never_reaches_git_fetch_as_an_option(
+    tmp_path: Path, marker: Path
+) -> None:
+    """A kept commit from a tampered lock goes to `git fetch origin <commit>`: after `--` it is a
+    bad refspec."""
     upstream = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"})
     source = Source(name="lib", url=upstream.url, ref="main", distribution="lib")
     matrix = make_matrix(sources=(source,))
@@ -120,7 +129,9 @@ def test_a_recorded_commit_never_reaches_git_fetch_as_an_option(tmp_path: Path, 
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("field", ["url", "commit", "ref", "cherry-picks", "picked", "tree", "name"])
+@pytest.mark.parametrize(
+    "field", ["url", "commit", "ref", "cherry-picks", "picked", "tree", "name"]
+)
 def test_the_lock_parser_rejects_option_shaped_git_strings(field: str, marker: Path) -> None:
     text = render_sources_toml(sample_lock())
     bad = payload(marker)
@@ -156,8 +167,11 @@ def test_lock_rejects_an_option_shaped_url_in_the_matrix(
     assert not (root / "locks").exists()
 
 
-def test_status_never_passes_a_tampered_lock_url_to_git(tmp_path: Path, marker: Path, inside_a_repo: GitRepo) -> None:
-    """`status` asks each moving source's remote; a URL edited into sources.toml is refused before that."""
+def test_status_never_passes_a_tampered_lock_url_to_git(
+    tmp_path: Path, marker: Path, inside_a_repo: GitRepo
+) -> None:
+    """`status` asks each moving source's remote; a URL edited into sources.toml is refused before
+    that."""
     root = tmp_path / "project"
     shutil.copytree(TEMPLATES / "channels", root / "channels")
     (root / "env-templates").mkdir()

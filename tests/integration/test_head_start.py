@@ -1,6 +1,7 @@
-"""A re-lock's head start: uv is started on what the previous lock predicts before the rest of the re-lock runs,
-and its run is used only when the re-lock plans the very same run; otherwise uv runs again and the head start's
-run is stopped. Either way the lock is the one a re-lock without a head start writes."""
+"""A re-lock's head start: uv is started on what the previous lock predicts before the rest of the
+re-lock runs, and its run is used only when the re-lock plans the very same run; otherwise uv runs
+again and the head start's run is stopped. Either way the lock is the one a re-lock without a head
+start writes."""
 
 from __future__ import annotations
 
@@ -51,15 +52,16 @@ def lock_files(example: Example) -> dict[str, bytes]:
 
 
 def relock(example: Example, *args: str) -> str:
-    """`envgen -v lock demo --force ARGS`: its stderr (the debug lines say what the head start did)."""
+    """`envgen -v lock demo --force ARGS`: its stderr (the debug lines say what the head start
+    did)."""
     code, _, err = run_envgen(example, "-v", "lock", ENV, "--force", *args)
     assert code == 0, err
     return err
 
 
 def resolved_requirement(example: Example) -> tuple[str, str]:
-    """A source and a requirement it records that reaches uv as written (on a package no source provides and no
-    override replaces)."""
+    """A source and a requirement it records that reaches uv as written (on a package no source
+    provides and no override replaces)."""
     sources = tomllib.loads((example.root / "locks" / f"{ENV}.sources.toml").read_text())["sources"]
     overridden = {canonicalize_name(o.name) for o in load_env(Project(example.root), ENV).overrides}
     provided = {canonicalize_name(s["distribution"]) for s in sources} | overridden
@@ -75,7 +77,9 @@ def no_scratch_left() -> bool:
     return not list(Path(tempfile.gettempdir()).glob("envgen-uv-*"))
 
 
-def test_a_forced_relock_uses_the_run_started_ahead_and_writes_the_same_bytes(locked: Example) -> None:
+def test_a_forced_relock_uses_the_run_started_ahead_and_writes_the_same_bytes(
+    locked: Example,
+) -> None:
     before = lock_files(locked)
     err = relock(locked)
     for platform in PLATFORMS:
@@ -83,7 +87,8 @@ def test_a_forced_relock_uses_the_run_started_ahead_and_writes_the_same_bytes(lo
         assert f"{platform}: adopting the uv run started ahead" in err, err
     assert len(UV_RUN.findall(err)) == len(PLATFORMS), err  # uv ran once per platform, not twice
     pinned = re.findall(r"source (\S+): \S+ -> [0-9a-f]{40}$", err, re.MULTILINE)
-    assert pinned and len(pinned) == len(set(pinned)), err  # the re-lock took the sources the head start pinned
+    # the re-lock took the sources the head start pinned
+    assert pinned and len(pinned) == len(set(pinned)), err
     assert lock_files(locked) == before
     assert no_scratch_left()
 
@@ -114,12 +119,15 @@ def listening() -> Iterator[tuple[str, list[object]]]:
             thread.join(5)
 
 
-@pytest.mark.parametrize("edit", ["another requirement", "a URL requirement", "an option as distribution"])
+@pytest.mark.parametrize(
+    "edit", ["another requirement", "a URL requirement", "an option as distribution"]
+)
 def test_what_a_lock_records_of_its_sources_never_reaches_uv(locked: Example, edit: str) -> None:
-    """A hand-edited sources.toml: a source requirement its tree does not declare (uv would resolve and build it),
-    one on a URL (uv would fetch it), a distribution that is an option (a line of uv's excludes file). The head
-    start pins the sources as the re-lock does, reading their trees: its uv run is the re-lock's own, the edit
-    reaches no uv run, and the host in the URL is never asked."""
+    """A hand-edited sources.toml: a source requirement its tree does not declare (uv would resolve
+    and build it), one on a URL (uv would fetch it), a distribution that is an option (a line of
+    uv's excludes file). The head start pins the sources as the re-lock does, reading their trees:
+    its uv run is the re-lock's own, the edit reaches no uv run, and the host in the URL is never
+    asked."""
     before = lock_files(locked)
     sources = locked.root / "locks" / f"{ENV}.sources.toml"
     text = sources.read_text()
@@ -128,8 +136,14 @@ def test_what_a_lock_records_of_its_sources_never_reaches_uv(locked: Example, ed
         distribution = tomllib.loads(text)["sources"][0]["distribution"]
         old, new = {
             "another requirement": (f'text = "{recorded}"', 'text = "evil-build-me>=0"'),
-            "a URL requirement": (f'text = "{recorded}"', f'text = "{Requirement(recorded).name} @ {host}/x.tar.gz"'),
-            "an option as distribution": (f'distribution = "{distribution}"', 'distribution = "-r /etc/passwd"'),
+            "a URL requirement": (
+                f'text = "{recorded}"',
+                f'text = "{Requirement(recorded).name} @ {host}/x.tar.gz"',
+            ),
+            "an option as distribution": (
+                f'distribution = "{distribution}"',
+                'distribution = "-r /etc/passwd"',
+            ),
         }[edit]
         assert old in text
         sources.write_text(text.replace(old, new, 1))
@@ -142,9 +156,12 @@ def test_what_a_lock_records_of_its_sources_never_reaches_uv(locked: Example, ed
     assert no_scratch_left()
 
 
-def test_a_run_started_on_another_python_is_not_used(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The matrix now asks for python 3.11.10, which the channel has gained: the lock predicts 3.11.9, the conda
-    solve chooses 3.11.10, the pip stage plans another run and resolves again; the head start's is stopped."""
+def test_a_run_started_on_another_python_is_not_used(
+    example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The matrix now asks for python 3.11.10, which the channel has gained: the lock predicts
+    3.11.9, the conda solve chooses 3.11.10, the pip stage plans another run and resolves again; the
+    head start's is stopped."""
     code, _, err = run_envgen(example, "lock", ENV, "-q")
     assert code == 0, err
     scratch = example.root.parent / "tmp"
@@ -152,12 +169,16 @@ def test_a_run_started_on_another_python_is_not_used(example: Example, monkeypat
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     newer = [p for p in demo_packages("3.11.10") if p.name == "python"]
     republish(example, conda=(*demo_packages(), *newer))
-    example.matrix.write_text(example.matrix.read_text().replace('"python 3.11.*"', '"python ==3.11.10"'))
+    example.matrix.write_text(
+        example.matrix.read_text().replace('"python 3.11.*"', '"python ==3.11.10"')
+    )
     code, _, err = run_envgen(example, "-v", "lock", ENV)
     assert code == 0, err
     for platform in PLATFORMS:
         assert f"{platform}: uv started ahead, on python 3.11.9" in err, err
-        assert f"{platform}: the uv run started ahead does not fit the inputs: resolving afresh" in err, err
+        assert (
+            f"{platform}: the uv run started ahead does not fit the inputs: resolving afresh" in err
+        ), err
     assert "adopting" not in err
     assert len(UV_RUN.findall(err)) <= 2 * len(PLATFORMS), err
     locked = read_lock(Project(example.root), ENV)
@@ -167,11 +188,13 @@ def test_a_run_started_on_another_python_is_not_used(example: Example, monkeypat
 
 
 def test_a_preflight_that_fails_stops_the_run_started_ahead(locked: Example) -> None:
-    """The conda channel no longer answers: the preflight names it while uv already runs; the run is stopped,
-    the lock is unchanged and no scratch directory is left."""
+    """The conda channel no longer answers: the preflight names it while uv already runs; the run is
+    stopped, the lock is unchanged and no scratch directory is left."""
     before = lock_files(locked)
     channel = next(
-        p for p in (locked.root / "channels").glob("*.toml") if tomllib.loads(p.read_text())["kind"] == "conda"
+        p
+        for p in (locked.root / "channels").glob("*.toml")
+        if tomllib.loads(p.read_text())["kind"] == "conda"
     )
     kept = channel.read_text()
     channel.write_text(kept.replace(tomllib.loads(kept)["url"], closed_url()))
@@ -187,8 +210,8 @@ def test_a_preflight_that_fails_stops_the_run_started_ahead(locked: Example) -> 
 def test_a_relock_ready_before_the_preflight_fails_writes_nothing(
     locked: Example, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The re-lock has everything to write while the preflight still waits on a host, which then does not
-    answer: the write waits for the preflight's verdict, so nothing is written."""
+    """The re-lock has everything to write while the preflight still waits on a host, which then
+    does not answer: the write waits for the preflight's verdict, so nothing is written."""
     ready, wrote = threading.Event(), threading.Event()
     relock, write_lock = pipeline.relock, store.write_lock
 
@@ -217,15 +240,22 @@ def test_a_relock_ready_before_the_preflight_fails_writes_nothing(
     assert not wrote.is_set()
 
 
-def test_a_conda_spec_the_solver_refuses_stops_the_relock_after_its_head_start(locked: Example) -> None:
-    """The conda specs are parsed once uv has started (they are not uv's): one rattler's solver refuses still
-    ends the lock with exit 2 naming its key, the head start's run stopped and nothing written."""
+def test_a_conda_spec_the_solver_refuses_stops_the_relock_after_its_head_start(
+    locked: Example,
+) -> None:
+    """The conda specs are parsed once uv has started (they are not uv's): one rattler's solver
+    refuses still ends the lock with exit 2 naming its key, the head start's run stopped and nothing
+    written."""
     before = lock_files(locked)
-    locked.matrix.write_text(locked.matrix.read_text().replace('"python 3.11.*"', '"python 3.11.9"'))
+    locked.matrix.write_text(
+        locked.matrix.read_text().replace('"python 3.11.*"', '"python 3.11.9"')
+    )
     code, _, err = run_envgen(locked, "-v", "lock", ENV)
     assert code == 2, err
     assert "uv started ahead" in err, err
-    assert "conda.specs[0]: 'python 3.11.9' is not a conda match spec: missing range specifier" in err, err
+    assert (
+        "conda.specs[0]: 'python 3.11.9' is not a conda match spec: missing range specifier" in err
+    ), err
     assert "Traceback" not in err
     assert lock_files(locked) == before
     assert no_scratch_left()

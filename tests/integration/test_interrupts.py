@@ -1,8 +1,10 @@
-"""SIGINT and SIGTERM during `envgen lock`: the message says whether the lock was written, and it is true.
+"""SIGINT and SIGTERM during `envgen lock`: the message says whether the lock was written, and it is
+true.
 
-A real re-lock of the bundled example (a version bump, so the new files differ from the old) is interrupted
-at many points: after each line it logs, and by timer. Whatever the point, locks/ then holds either the old
-files or the complete new ones, byte for byte, no temp or backup file, and the message says which.
+A real re-lock of the bundled example (a version bump, so the new files differ from the old) is
+interrupted at many points: after each line it logs, and by timer. Whatever the point, locks/ then
+holds either the old files or the complete new ones, byte for byte, no temp or backup file, and the
+message says which.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ NOT_WRITTEN = "interrupted: nothing was written (the previous lock files are unc
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    """A copy of the session's example artifacts, served (this module's upstream and locks are its own)."""
+    """A copy of the session's example artifacts, served (this module's upstream and locks are its
+    own)."""
     with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as served:
         yield served
 
@@ -51,16 +54,23 @@ def restore(root: Path, wanted: dict[str, bytes]) -> None:
         (root / "locks" / name).write_bytes(data)
 
 
-def interrupted_lock(example: Example, sig: signal.Signals, *, line: int | None, delay: float) -> tuple[int, str]:
-    """Run `envgen lock` in a child process and send `sig` after its `line`-th log line (or after `delay`)."""
+def interrupted_lock(
+    example: Example, sig: signal.Signals, *, line: int | None, delay: float
+) -> tuple[int, str]:
+    """Run `envgen lock` in a child process and send `sig` after its `line`-th log line (or after
+    `delay`)."""
     env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
-    # A cache of its own: a kill can leave git's config.lock in a cached repository, which would fail every
-    # later lock sharing the session's cache (tests/conftest.py).
+    # A cache of its own: a kill can leave git's config.lock in a cached repository, which would
+    # fail every later lock sharing the session's cache (tests/conftest.py).
     env["ENVGEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="interrupted-cache-", dir=example.root.parent)
     proc = subprocess.Popen(
         [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(example.root)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.stderr is not None
     lines: list[str] = []
     try:
@@ -69,7 +79,8 @@ def interrupted_lock(example: Example, sig: signal.Signals, *, line: int | None,
         else:
             while len(lines) < line and (text := proc.stderr.readline()):
                 lines.append(text)
-        # SIGINT as a terminal sends it, to the whole group; SIGTERM as a supervisor does, to envgen alone.
+        # SIGINT as a terminal sends it, to the whole group; SIGTERM as a supervisor does, to envgen
+        # alone.
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)
         else:
@@ -92,13 +103,19 @@ def test_every_interrupt_leaves_one_generation_and_says_which(example: Example) 
     new = files(example.root)
     assert new != old and set(new) == set(old)
 
-    points = [(sig, n, 0.0) for n in (1, 2, 3, 4, 5, 6, 8) for sig in (signal.SIGINT, signal.SIGTERM)]
-    points += [(sig, None, t) for t in (0.3, 0.8, 1.5, 2.5) for sig in (signal.SIGINT, signal.SIGTERM)]
+    points = [
+        (sig, n, 0.0) for n in (1, 2, 3, 4, 5, 6, 8) for sig in (signal.SIGINT, signal.SIGTERM)
+    ]
+    points += [
+        (sig, None, t) for t in (0.3, 0.8, 1.5, 2.5) for sig in (signal.SIGINT, signal.SIGTERM)
+    ]
     outcomes: dict[str, int] = {}
     for sig, line, delay in points:
         restore(example.root, old)
         code, err = interrupted_lock(example, sig, line=line, delay=delay)
-        where = f"{sig.name} after {'line ' + str(line) if line else f'{delay} s'}: exit {code}\n{err}"
+        where = (
+            f"{sig.name} after {'line ' + str(line) if line else f'{delay} s'}: exit {code}\n{err}"
+        )
         assert "Traceback" not in err, where
         assert leftovers(example.root) == [], where
         now = files(example.root)
@@ -106,8 +123,9 @@ def test_every_interrupt_leaves_one_generation_and_says_which(example: Example) 
             outcome = "finished"
             assert now == new, where
         elif code == -sig and delay:
-            # Killed before the interpreter reached envgen's first handler (a loaded machine can take longer
-            # than the earliest point to start Python): nothing can have been written, nor said.
+            # Killed before the interpreter reached envgen's first handler (a loaded machine can
+            # take longer than the earliest point to start Python): nothing can have been written,
+            # nor said.
             outcome = "not written"
             assert now == old and err == "", where
         else:
@@ -124,7 +142,11 @@ def test_the_next_lock_removes_stale_temp_files_of_its_own_naming(example: Examp
     os.environ["GIT_CONFIG_GLOBAL"] = str(example.gitconfig)
     locks = example.root / "locks"
     locks.mkdir(exist_ok=True)
-    stale = [locks / f".{ENV}.yml.abc123.tmp", locks / f".{ENV}.sources.toml.x.tmp", locks / f".{ENV}.yml.bak"]
+    stale = [
+        locks / f".{ENV}.yml.abc123.tmp",
+        locks / f".{ENV}.sources.toml.x.tmp",
+        locks / f".{ENV}.yml.bak",
+    ]
     stale.append(locks / f".{ENV}.install.sh.0123456789abcdef.part")
     foreign = locks / ".someone-else.tmp"
     for path in [*stale, foreign]:

@@ -1,4 +1,5 @@
-"""`envgen lock` end to end on the bundled example: loopback conda channel and indexes, local git repos."""
+"""`envgen lock` end to end on the bundled example: loopback conda channel and indexes, local git
+repos."""
 
 from __future__ import annotations
 
@@ -49,7 +50,11 @@ def normalised(text: str, example: Example) -> str:
     lock = read_lock(Project(example.root), ENV)
     assert lock is not None
     text = text.replace(lock.input_hash, "INPUT-HASH")
-    for name, url in (("CHANNEL", example.channel_url), ("PYPI", example.pypi_url), ("EXTRA", example.extra_url)):
+    for name, url in (
+        ("CHANNEL", example.channel_url),
+        ("PYPI", example.pypi_url),
+        ("EXTRA", example.extra_url),
+    ):
         text = text.replace(url, f"http://{name}")
     for entry in (e for e in lock.conda if e.name in ("python", "pip")):
         # pip is noarch: one file for both platforms
@@ -64,7 +69,9 @@ def normalised(text: str, example: Example) -> str:
     return text
 
 
-def test_lock_writes_the_golden_conda_lock_file_and_is_a_no_op_the_second_time(example: Example) -> None:
+def test_lock_writes_the_golden_conda_lock_file_and_is_a_no_op_the_second_time(
+    example: Example,
+) -> None:
     code, _, err = envgen(example, "lock", ENV)
     assert code == 0, err
     written = (example.root / "locks" / f"{ENV}.yml").read_text()
@@ -79,11 +86,16 @@ def test_lock_writes_the_golden_conda_lock_file_and_is_a_no_op_the_second_time(e
     assert lock_files(example) == before
     # Before: the no-op said so twice (a log line and the summary), and -q did not silence it.
     code, _, err = envgen(example, "lock", ENV)
-    assert (code, err) == (0, f"{ENV}: up to date (input hash {json.loads(out)['results'][0]['input_hash'][:12]})\n")
+    assert (code, err) == (
+        0,
+        f"{ENV}: up to date (input hash {json.loads(out)['results'][0]['input_hash'][:12]})\n",
+    )
     assert envgen(example, "lock", ENV, "-q") == (0, "", "")
 
 
-def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only(example: Example) -> None:
+def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only(
+    example: Example,
+) -> None:
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     lock = read_lock(Project(example.root), ENV)
     assert lock is not None
@@ -93,11 +105,14 @@ def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only
         from_extra = entry.url.startswith(example.extra_url)
         assert from_extra == (entry.name == "demo-triton"), entry
     triton = {e.platform: e.version for e in lock.pip if e.name == "demo-triton"}
-    assert triton == {"linux-64": "3.2.2", "linux-aarch64": "3.2.2"}  # the 9.9.9 decoy on "pypi" lost
+    # the 9.9.9 decoy on "pypi" lost
+    assert triton == {"linux-64": "3.2.2", "linux-aarch64": "3.2.2"}
     helper = {e.platform for e in lock.pip if e.name == "demo-x86-helper"}
     assert helper == {"linux-64"}  # an x86_64-only dependency stays out of the aarch64 lock
     for entry in lock.conda:
-        assert re.fullmatch(r"[0-9a-f]{32}", entry.md5) and re.fullmatch(r"[0-9a-f]{64}", entry.sha256)
+        assert re.fullmatch(r"[0-9a-f]{32}", entry.md5) and re.fullmatch(
+            r"[0-9a-f]{64}", entry.sha256
+        )
     assert {e.version for e in lock.conda if e.name == "libdemo"} == {"1.0"}  # 2.0 needs glibc 2.34
     commits = {s.source.name: s.commit for s in lock.sources}
     names = [s.source.name for s in lock.sources]
@@ -142,7 +157,8 @@ def test_a_version_bump_is_a_small_diff(example: Example) -> None:
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     after = (example.root / "locks" / f"{ENV}.yml").read_text().splitlines()
     changed = [line for line in after if line not in before]
-    # Per platform: the version, the wheel URL and its sha256; plus the input hashes in the metadata.
+    # Per platform: the version, the wheel URL and its sha256; plus the input hashes in the
+    # metadata.
     assert sum("2.10.1" in line for line in changed) == 4
     assert len(changed) <= 12, changed
 
@@ -150,15 +166,20 @@ def test_a_version_bump_is_a_small_diff(example: Example) -> None:
 def test_a_failed_lock_leaves_the_previous_files_byte_identical(example: Example) -> None:
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     before = lock_files(example)
-    bump_version(example, "demo-torch", "2.10.0", "9.0.0")  # no such release: resolution fails after git
+    # no such release: resolution fails after git
+    bump_version(example, "demo-torch", "2.10.0", "9.0.0")
     code, _, err = envgen(example, "lock", ENV)
     assert code == 3
     assert "demo-torch" in err and "linux-" in err
     assert lock_files(example) == before
-    assert not [p for p in (example.root / "locks").iterdir() if ".tmp" in p.name or ".part" in p.name]
+    assert not [
+        p for p in (example.root / "locks").iterdir() if ".tmp" in p.name or ".part" in p.name
+    ]
 
 
-def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_upgraded(example: Example) -> None:
+def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_upgraded(
+    example: Example,
+) -> None:
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     sources = example.root / "locks" / f"{ENV}.sources.toml"
     sources.write_text(sources.read_text().replace("schema = 1", "schema = 99"))
@@ -173,16 +194,29 @@ def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_upgraded(e
     assert read_lock(Project(example.root), ENV) is not None
 
 
-def test_the_lock_passes_conda_locks_own_parser_and_render(example: Example, tmp_path: Path) -> None:
+def test_the_lock_passes_conda_locks_own_parser_and_render(
+    example: Example, tmp_path: Path
+) -> None:
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     yml = example.root / "locks" / f"{ENV}.yml"
     parsed = parse_lock_yml(yml.read_text(), str(yml))
     for platform in ("linux-64", "linux-aarch64"):
         proc = subprocess.run(
-            [str(Path(sys.executable).parent / "conda-lock"), "render", "--kind", "explicit", "-p", platform,
-             "--filename-template", str(tmp_path / "render-{platform}"), str(yml)],
-            capture_output=True, text=True, cwd=tmp_path,
-        )  # fmt: skip
+            [
+                str(Path(sys.executable).parent / "conda-lock"),
+                "render",
+                "--kind",
+                "explicit",
+                "-p",
+                platform,
+                "--filename-template",
+                str(tmp_path / "render-{platform}"),
+                str(yml),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
         assert proc.returncode == 0, proc.stderr
         rendered = (tmp_path / f"render-{platform}").read_text()
         pip_lines = [line for line in rendered.splitlines() if line.startswith("# pip ")]
@@ -205,7 +239,9 @@ class _GateHandler(SimpleHTTPRequestHandler):
         super().do_GET()
 
 
-def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(example: Example, tmp_path: Path) -> None:
+def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(
+    example: Example, tmp_path: Path
+) -> None:
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     before = lock_files(example)
     arrived, release = threading.Event(), threading.Event()
@@ -215,12 +251,18 @@ def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(example: 
     threading.Thread(target=server.serve_forever, daemon=True).start()
     channel = example.root / "channels" / "pypi.toml"
     original = channel.read_text()
-    channel.write_text(original.replace(example.pypi_url, f"http://127.0.0.1:{server.server_address[1]}"))
+    channel.write_text(
+        original.replace(example.pypi_url, f"http://127.0.0.1:{server.server_address[1]}")
+    )
     env = {**os.environ, "ENVGEN_CACHE_DIR": str(tmp_path / "cold-cache")}  # uv must ask the index
     proc = subprocess.Popen(
         [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(example.root)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert arrived.wait(120), "the lock never reached the index"
         os.killpg(proc.pid, signal.SIGINT)
@@ -236,7 +278,8 @@ def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(example: 
 
 
 def test_a_reader_closing_the_pipe_early_is_not_an_error(example: Example) -> None:
-    """Before: `envgen lock --force 2>&1 | head -1` exited 1 (broken pipe) after writing the lock."""
+    """Before: `envgen lock --force 2>&1 | head -1` exited 1 (broken pipe) after writing the
+    lock."""
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     before = lock_files(example)
     read, write = os.pipe()
@@ -258,8 +301,8 @@ def test_a_forced_re_lock_writes_the_same_bytes(example: Example) -> None:
 def test_the_preflight_asks_only_for_envs_to_re_lock(
     example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A fresh lock asks nothing; a re-lock asks first every host it will need: a git remote only when it moves
-    a source or lacks a commit (the commits kept are in the cache)."""
+    """A fresh lock asks nothing; a re-lock asks first every host it will need: a git remote only
+    when it moves a source or lacks a commit (the commits kept are in the cache)."""
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     before = lock_files(example)
     with socket.socket() as sock:  # a port nothing listens on
@@ -268,15 +311,20 @@ def test_the_preflight_asks_only_for_envs_to_re_lock(
     # The git remotes' mirror goes away; the matrix, and so the input hash, stays the same.
     (tmp_path / "gitconfig").write_text(f'[url "{down}"]\n\tinsteadOf = https://github.com/\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
-    assert envgen(example, "lock", ENV) == (0, "", f"{ENV}: up to date (input hash {read_hash(example)[:12]})\n")
-    assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0  # every kept commit is in the cache
+    assert envgen(example, "lock", ENV) == (
+        0,
+        "",
+        f"{ENV}: up to date (input hash {read_hash(example)[:12]})\n",
+    )
+    # every kept commit is in the cache
+    assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
     assert lock_files(example) == before
     code, _, err = envgen(example, "lock", ENV, "--update-all")
     assert code == 3, err
     first = "https://github.com/envgen-demo/rollout.git (demo source rollout) and 3 more"
     assert (
-        f"error: 1 host that the lock needs did not answer; nothing was locked:\n  github.com: git remote {first}"
-        in err
+        "error: 1 host that the lock needs did not answer; nothing was locked:\n  "
+        f"github.com: git remote {first}" in err
     )
     assert lock_files(example) == before
     code, _, err = envgen(example, "lock", ENV, "--update-all", "--no-preflight")
@@ -318,18 +366,25 @@ def test_an_extending_env_locks_and_goes_stale_with_its_base(example: Example) -
         base, npu = read_lock(project, ENV), read_lock(project, "demo-npu")
         assert base is not None and npu is not None
         # the derived lock is the base's but for the one variable, and it records the base's digest
-        assert {s.source.name: dict(s.source.env) for s in npu.sources}["rollout"] == {"ROLLOUT_TARGET_DEVICE": "npu"}
-        assert [(e.name, e.version, e.sha256) for e in npu.pip] == [(e.name, e.version, e.sha256) for e in base.pip]
+        assert {s.source.name: dict(s.source.env) for s in npu.sources}["rollout"] == {
+            "ROLLOUT_TARGET_DEVICE": "npu"
+        }
+        assert [(e.name, e.version, e.sha256) for e in npu.pip] == [
+            (e.name, e.version, e.sha256) for e in base.pip
+        ]
         assert "base:demo" in dict(npu.inputs) and "base:demo" not in dict(base.inputs)
         code, out, _ = envgen(example, "status", ENV, "demo-npu", "--json")
         assert [item["fresh"] for item in json.loads(out)["results"]] == [True, True]
 
-        bump_version(example, "demo-torch", "2.10.0", "2.10.1")  # the base changes, the derived file does not
+        # the base changes, the derived file does not
+        bump_version(example, "demo-torch", "2.10.0", "2.10.1")
         code, out, _ = envgen(example, "status", ENV, "demo-npu", "--json")
         reports = {item["env"]: item for item in json.loads(out)["results"]}
         assert code == 1
         assert not reports[ENV]["fresh"] and not reports["demo-npu"]["fresh"]
-        assert reports["demo-npu"]["reasons"] == ["matrix demo (extended by env-templates/demo-npu.toml) changed"]
+        assert reports["demo-npu"]["reasons"] == [
+            "matrix demo (extended by env-templates/demo-npu.toml) changed"
+        ]
         code, out, err = envgen(example, "lock", "demo-npu", "--json")
         assert code == 0, err
         assert json.loads(out)["results"][0]["status"] == "locked"

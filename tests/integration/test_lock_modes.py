@@ -1,5 +1,5 @@
-"""`envgen lock --check` and `envgen lock --dry-run` on the served example: the re-lock `envgen lock`
-would run, compared with locks/ and never written (not even the env's mutex file)."""
+"""`envgen lock --check` and `envgen lock --dry-run` on the served example: the re-lock `envgen
+lock` would run, compared with locks/ and never written (not even the env's mutex file)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,9 @@ def test_check_is_0_on_a_fresh_lock_and_1_after_a_matrix_edit_and_writes_nothing
 
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     code, _, err = envgen(example, "lock", ENV, "--check")
-    assert code == 0 and err.endswith("up to date (input hash " + example_hash(example)[:12] + ")\n")
+    assert code == 0 and err.endswith(
+        "up to date (input hash " + example_hash(example)[:12] + ")\n"
+    )
 
 
 def example_hash(example: Example) -> str:

@@ -1,5 +1,5 @@
-"""The no-op `envgen lock`: it compares the inputs the lock recorded with the files, and loads nothing that
-resolving needs (the matrix validator, conda-lock, rattler, uv's helpers)."""
+"""The no-op `envgen lock`: it compares the inputs the lock recorded with the files, and loads
+nothing that resolving needs (the matrix validator, conda-lock, rattler, uv's helpers)."""
 
 from __future__ import annotations
 
@@ -65,14 +65,17 @@ def test_a_no_op_lock_loads_nothing_resolving_needs(locked: Example) -> None:
 
 
 def test_a_re_lock_does_load_them(locked: Example) -> None:
-    """The test above would pass if nothing were ever imported: a changed matrix re-locks, and imports them."""
+    """The test above would pass if nothing were ever imported: a changed matrix re-locks, and
+    imports them."""
     locked.matrix.write_text(locked.matrix.read_text() + "\n# changed\n")
     run = [sys.executable, "-c", _NO_OP, str(locked.root), ENV, *RESOLVING]
     out = subprocess.run(run, check=True, capture_output=True, text=True).stdout
     assert json.loads(out) == [["locked"], sorted(RESOLVING)]
 
 
-@pytest.mark.parametrize("changed", ["env-templates/demo.toml", "channels/demo-forge.toml", "channels/extra.toml"])
+@pytest.mark.parametrize(
+    "changed", ["env-templates/demo.toml", "channels/demo-forge.toml", "channels/extra.toml"]
+)
 def test_a_changed_input_file_makes_the_lock_stale(locked: Example, changed: str) -> None:
     project = Project(locked.root)
     fresh = no_op(project)
@@ -87,7 +90,9 @@ def test_a_changed_input_file_makes_the_lock_stale(locked: Example, changed: str
     assert no_op(project) == fresh
 
 
-@pytest.mark.parametrize("derived", ["demo.linux-64.requirements.txt", "pylock.demo-linux-aarch64.toml", "demo.nix"])
+@pytest.mark.parametrize(
+    "derived", ["demo.linux-64.requirements.txt", "pylock.demo-linux-aarch64.toml", "demo.nix"]
+)
 def test_a_missing_derived_file_makes_the_lock_stale(locked: Example, derived: str) -> None:
     (locked.root / "locks" / derived).unlink()
     assert no_op(Project(locked.root)) is None
@@ -101,14 +106,23 @@ def test_recorded_inputs_hold_only_as_recorded(locked: Example) -> None:
     recorded = recorded_inputs(read_files(project, ENV))
     assert recorded is not None
     inputs = dict(recorded.inputs)
-    assert {k.partition(":")[0] for k in inputs} == {"matrix", "channel", "source", "virtual-packages", "schema"}
+    assert {k.partition(":")[0] for k in inputs} == {
+        "matrix",
+        "channel",
+        "source",
+        "virtual-packages",
+        "schema",
+    }
     assert still_current(project, ENV, inputs, GLIBC)
-    # Another glibc floor gives other virtual packages (what a change of envgen's platform facts would do too).
+    # Another glibc floor gives other virtual packages (what a change of envgen's platform facts
+    # would do too).
     assert not still_current(project, ENV, inputs, "2.34")
     channel = next(k for k in inputs if k.startswith("channel:"))
     name = channel.removeprefix("channel:")
     # A lock is input: a component naming a path, or one no lock records, is never taken as current.
-    assert not still_current(project, ENV, inputs | {f"channel:../channels/{name}": inputs[channel]}, GLIBC)
+    assert not still_current(
+        project, ENV, inputs | {f"channel:../channels/{name}": inputs[channel]}, GLIBC
+    )
     assert not still_current(project, ENV, inputs | {"compiler:gcc": "0" * 64}, GLIBC)
     assert not still_current(project, ENV, inputs | {"base:gone": "0" * 64}, GLIBC)
     # Sources keep their recorded digests: they move only when asked (--update).

@@ -1,4 +1,5 @@
-"""Overrides end to end on the bundled example: scoped by default, transitive recorded, shown, checked."""
+"""Overrides end to end on the bundled example: scoped by default, transitive recorded, shown,
+checked."""
 
 from __future__ import annotations
 
@@ -38,18 +39,24 @@ def peft(example: Example) -> set[str]:
 def test_the_scoped_override_keeps_an_older_release_that_agrees_with_it(example: Example) -> None:
     code, _, err = envgen(example, "lock", ENV)
     assert code == 0, err
-    # demo-peft 0.18.0 needs demo-transformers>=5.0; the override pins 4.57.6 and leaves that requirement be.
+    # demo-peft 0.18.0 needs demo-transformers>=5.0; the override pins 4.57.6 and leaves that
+    # requirement be.
     assert peft(example) == {"0.17.0"}
     assert "contradicts" not in err
     assert "violates" not in (example.root / "locks" / f"{ENV}.sources.toml").read_text()
     code, out, err = envgen(example, "check", ENV, "--no-env")
     assert code == 0, out + err
-    assert out.startswith(f"check {ENV} ({host_platform()}): ok (static, solve; env skipped: --no-env)\n")
+    assert out.startswith(
+        f"check {ENV} ({host_platform()}): ok (static, solve; env skipped: --no-env)\n"
+    )
     assert "  ok      static: dependencies\n" in out
     code, out, _ = envgen(example, "check", ENV, "--no-env", "--require-env", "--json")
     assert code == 4
     document = json.loads(out)["results"][0]
-    assert (document["ok"], document["verdict"]) == (False, "FAILED (env skipped: --no-env; --require-env)")
+    assert (document["ok"], document["verdict"]) == (
+        False,
+        "FAILED (env skipped: --no-env; --require-env)",
+    )
 
 
 def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Example) -> None:
@@ -57,14 +64,20 @@ def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Exa
     before = example.root / "before"
     before.mkdir(exist_ok=True)
     for suffix in (".yml", ".sources.toml"):
-        (before / f"{ENV}{suffix}").write_text((example.root / "locks" / f"{ENV}{suffix}").read_text())
+        (before / f"{ENV}{suffix}").write_text(
+            (example.root / "locks" / f"{ENV}{suffix}").read_text()
+        )
     text = example.matrix.read_text()
     example.matrix.write_text(text.replace(OVERRIDE, OVERRIDE + "transitive = true\n"))
-    # A re-lock keeps the previous versions where the inputs allow; asked to, demo-peft moves to the newest.
+    # A re-lock keeps the previous versions where the inputs allow; asked to, demo-peft moves to the
+    # newest.
     code, _, err = envgen(example, "lock", ENV, "--upgrade-package", "demo-peft")
     assert code == 0, err
     assert peft(example) == {"0.18.0"}
-    told = f"override demo-transformers==4.57.6 (transitive) contradicts: {VIOLATION} (linux-64, linux-aarch64)"
+    told = (
+        f"override demo-transformers==4.57.6 (transitive) contradicts: {VIOLATION} "
+        "(linux-64, linux-aarch64)"
+    )
     assert err.count(told) == 1, err
     sources = example.root / "locks" / f"{ENV}.sources.toml"
     recorded = f'violates = [\n    "{VIOLATION}",\n]\n'
@@ -72,18 +85,23 @@ def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Exa
 
     code, out, _ = envgen(example, "check", ENV, "--no-env", "--no-solve")
     assert code == 0, out
-    assert "  ok      static: dependencies: 1 contradiction(s) recorded by transitive overrides\n" in out
+    assert (
+        "  ok      static: dependencies: 1 contradiction(s) recorded by transitive overrides\n"
+        in out
+    )
     assert f"override demo-transformers==4.57.6 (transitive): {VIOLATION}" in out
     code, out, _ = envgen(example, "show", ENV)
     assert f"    violates (in the lock): {VIOLATION}" in out
     document = json.loads(envgen(example, "show", ENV, "--json")[1])["results"][0]
     assert document["overrides"]["demo-transformers"]["violates"] == [VIOLATION]
-    code, out, _ = envgen(example, "diff", str(before / f"{ENV}.yml"), str(example.root / "locks" / f"{ENV}.yml"))
+    code, out, _ = envgen(
+        example, "diff", str(before / f"{ENV}.yml"), str(example.root / "locks" / f"{ENV}.yml")
+    )
     assert code == 0, out
     assert "upgraded" in out and "demo-peft" in out
     assert (
-        f"4.57.6 (the matrix validates 4.57.6; rollout's requirements ask for 5.x); transitive; violates {VIOLATION}"
-        in out
+        "4.57.6 (the matrix validates 4.57.6; rollout's requirements ask for 5.x); "
+        f"transitive; violates {VIOLATION}" in out
     )
 
     # A contradiction nobody recorded: the lock edited by hand.
@@ -107,7 +125,9 @@ def test_a_host_the_lock_has_no_part_for_gets_a_verdict_naming_the_skipped_env(
     )
     code, out, _ = envgen(example, "check", ENV, "--no-solve", "--require-env")
     assert code == 4
-    assert out.startswith(f"check {ENV} (linux-ppc64le): FAILED (env skipped: the lock has no linux-ppc64le part")
+    assert out.startswith(
+        f"check {ENV} (linux-ppc64le): FAILED (env skipped: the lock has no linux-ppc64le part"
+    )
 
 
 def test_an_override_of_the_matrixs_own_pin_is_told_and_recorded_as_what_it_replaces(

@@ -1,4 +1,5 @@
-"""A lock solved from a served channel, written by write_lock, rendered by the real `conda-lock` CLI."""
+"""A lock solved from a served channel, written by write_lock, rendered by the real `conda-lock`
+CLI."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lock]:
     write_channel(root / "demo", demo_packages())
     with serve_directory(root) as base:
         channel = Channel("demo", f"{base}/demo")
-        matrix = make_matrix(platforms=PLATFORMS, channels=(channel,), conda_specs=("python 3.11.*", "pip"))
+        matrix = make_matrix(
+            platforms=PLATFORMS, channels=(channel,), conda_specs=("python 3.11.*", "pip")
+        )
         cache = tmp_path_factory.mktemp("cache")
         conda = tuple(e for p in PLATFORMS for e in solve_conda(matrix, p, at(cache)))
     pip = tuple(
@@ -53,9 +56,21 @@ def lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lock]:
 
 
 def conda_lock_render(kind: str, lockfile: Path, cwd: Path) -> None:
-    args = [CONDA_LOCK, "render", "--kind", kind, *(a for p in PLATFORMS for a in ("-p", p)), lockfile]
+    args = [
+        CONDA_LOCK,
+        "render",
+        "--kind",
+        kind,
+        *(a for p in PLATFORMS for a in ("-p", p)),
+        lockfile,
+    ]
     # Proxies on a closed port: any network use would fail, so a pass proves render works offline.
-    env = {**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+    env = {
+        **os.environ,
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "",
+    }
     run(args, cwd=cwd, env=env, timeout=300)
 
 
@@ -74,7 +89,9 @@ def test_conda_lock_renders_explicit_files_for_every_platform(lock: Lock, tmp_pa
         conda_lines = {line for line in lines if line.startswith("http")}
         assert conda_lines == {f"{e.url}#{e.md5}" for e in lock.conda_for(platform)}
         pip_lines = {line for line in lines if line.startswith("# pip ")}
-        assert pip_lines == {f"# pip {e.name} @ {e.url}#sha256={e.sha256}" for e in lock.pip_for(platform)}
+        assert pip_lines == {
+            f"# pip {e.name} @ {e.url}#sha256={e.sha256}" for e in lock.pip_for(platform)
+        }
         assert len(conda_lines) == 4 and len(pip_lines) == 2
 
 
@@ -95,7 +112,9 @@ def test_conda_lock_renders_env_files(lock: Lock, tmp_path: Path) -> None:
         assert lock.channels[0].url in text
 
 
-def test_written_lock_reads_back_and_rerenders_to_the_same_bytes(lock: Lock, tmp_path: Path) -> None:
+def test_written_lock_reads_back_and_rerenders_to_the_same_bytes(
+    lock: Lock, tmp_path: Path
+) -> None:
     project = Project(tmp_path)
     write_lock(project, "demo", lock, "#!/bin/sh\n")
 

@@ -1,9 +1,10 @@
-"""Hosts that stall or refuse: every network wait of envgen ends within its limits (network.py), in exit 3 with
-one line naming the URL or host and the limit, and Ctrl-C ends it at once.
+"""Hosts that stall or refuse: every network wait of envgen ends within its limits (network.py), in
+exit 3 with one line naming the URL or host and the limit, and Ctrl-C ends it at once.
 
-The real CLI runs in a child process (`python -m envgen`) against loopback servers that accept a connection and
-never answer (or send headers and stall), with limits of a second or two set through the ENVGEN_* variables.
-Times are printed (`pytest -s`), never asserted beyond a generous bound that only a hang would cross.
+The real CLI runs in a child process (`python -m envgen`) against loopback servers that accept a
+connection and never answer (or send headers and stall), with limits of a second or two set through
+the ENVGEN_* variables. Times are printed (`pytest -s`), never asserted beyond a generous bound that
+only a hang would cross.
 """
 
 from __future__ import annotations
@@ -38,14 +39,17 @@ INTERRUPTED = "interrupted: nothing was written (the previous lock files are unc
 
 
 def envgen(root: Path, *args: str, **limits: str) -> tuple[int, str, float]:
-    """`envgen ARGS --root ROOT` in a child process with the given ENVGEN_* limits (or cache_dir): exit code,
-    stderr, seconds."""
+    """`envgen ARGS --root ROOT` in a child process with the given ENVGEN_* limits (or cache_dir):
+    exit code, stderr, seconds."""
     env = {**os.environ, **{f"ENVGEN_{name.upper()}": value for name, value in limits.items()}}
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "envgen", *args, "--root", str(root)],
-        env=env, capture_output=True, text=True, timeout=HANG,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+    )
     elapsed = time.monotonic() - started
     print(f"envgen {' '.join(args)} {limits}: exit {proc.returncode} after {elapsed:.1f} s")
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -58,14 +62,17 @@ def errors(stderr: str) -> list[str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """`envgen init`'s project: python from a conda channel, two pip packages from one index (URLs set per test)."""
+    """`envgen init`'s project: python from a conda channel, two pip packages from one index (URLs
+    set per test)."""
     root = tmp_path / "project"
     # Made in process: the limits under test are those of the child processes each test starts.
     made = CliRunner().invoke(cli, ["init", str(root)], catch_exceptions=False)
     assert made.exit_code == 0, made.output
     matrix = root / "env-templates" / "example.toml"
     # The loopback channel below serves python but no pip.
-    matrix.write_text(matrix.read_text().replace('specs = ["python 3.11.*", "pip"]', 'specs = ["python 3.11.*"]'))
+    matrix.write_text(
+        matrix.read_text().replace('specs = ["python 3.11.*", "pip"]', 'specs = ["python 3.11.*"]')
+    )
     return root
 
 
@@ -91,10 +98,13 @@ def test_lock_against_a_stalling_conda_channel_exits_3_naming_the_channel_and_th
         channel = f"{base}/conda-forge"
         point(project, "conda-forge", channel)
         point(project, "pypi", closed_url("/simple"))
-        code, err, _ = envgen(project, "lock", "example", "--no-preflight", conda_timeout="1", retries="0")
+        code, err, _ = envgen(
+            project, "lock", "example", "--no-preflight", conda_timeout="1", retries="0"
+        )
     assert code == 3, err
     assert errors(err) == [
-        f"error: cannot fetch repodata for linux-64 from conda channel {channel}: no complete answer within 1 s"
+        f"error: cannot fetch repodata for linux-64 from conda channel {channel}: no "
+        "complete answer within 1 s"
     ]
     assert "raise ENVGEN_CONDA_TIMEOUT (now 1 s)" in err
     assert not list(project.glob("locks/example.*"))
@@ -103,10 +113,13 @@ def test_lock_against_a_stalling_conda_channel_exits_3_naming_the_channel_and_th
 def test_the_budget_ends_a_conda_solve_whose_requests_each_may_take_longer(project: Path) -> None:
     with stalling_server("silent") as base:
         point(project, "conda-forge", f"{base}/conda-forge")
-        code, err, _ = envgen(project, "lock", "example", "--no-preflight", conda_timeout="50", network_budget="1.5")
+        code, err, _ = envgen(
+            project, "lock", "example", "--no-preflight", conda_timeout="50", network_budget="1.5"
+        )
     assert code == 3, err
     assert errors(err) == [
-        f"error: the conda solve for linux-64 (repodata from {base}/conda-forge) took more than 1.5 s"
+        f"error: the conda solve for linux-64 (repodata from {base}/conda-forge) took "
+        "more than 1.5 s"
     ]
     assert "raise ENVGEN_NETWORK_BUDGET (now 1.5 s)" in err
 
@@ -119,10 +132,13 @@ def test_lock_against_a_stalling_pip_index_exits_3_naming_the_index_and_the_time
     point(project, "conda-forge", conda_channel)
     with stalling_server(mode) as base:
         point(project, "pypi", f"{base}/simple")
-        code, err, _ = envgen(project, "lock", "example", "--no-preflight", read_timeout="1", retries="0")
+        code, err, _ = envgen(
+            project, "lock", "example", "--no-preflight", read_timeout="1", retries="0"
+        )
     assert code == 3, err
     assert errors(err) == [
-        f"error: cannot reach index pypi at {base}/simple while locking linux-64: no answer within 1 s"
+        f"error: cannot reach index pypi at {base}/simple while locking linux-64: no "
+        "answer within 1 s"
     ]
     assert "raise ENVGEN_READ_TIMEOUT (now 1 s)" in err
 
@@ -134,7 +150,10 @@ def test_the_preflight_asks_stalling_hosts_within_the_read_limit(project: Path) 
         code, err, _ = envgen(project, "lock", "example", read_timeout="1", retries="0")
     assert code == 3, err
     assert errors(err) == ["error: 2 hosts that the lock needs did not answer; nothing was locked:"]
-    for base, kind, url in ((channel, "conda channel", "/conda-forge"), (index, "pip index", "/simple")):
+    for base, kind, url in (
+        (channel, "conda channel", "/conda-forge"),
+        (index, "pip index", "/simple"),
+    ):
         host = base.removeprefix("http://")
         assert f"\n  {host}: {kind} {base}{url} (example): no answer within 1 s\n" in err
 
@@ -145,13 +164,19 @@ def test_a_malformed_limit_is_bad_input_before_any_work(project: Path) -> None:
     assert errors(err) == ["error: ENVGEN_READ_TIMEOUT='soon' is not a number of seconds above 0"]
 
 
-def interrupt_when(root: Path, line: str, env: dict[str, str] | None = None) -> tuple[int, str, float]:
-    """Start `envgen lock`, send SIGINT to its group once it logged `line` (and waits), the seconds until it ended."""
+def interrupt_when(
+    root: Path, line: str, env: dict[str, str] | None = None
+) -> tuple[int, str, float]:
+    """Start `envgen lock`, send SIGINT to its group once it logged `line` (and waits), the seconds
+    until it ended."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "envgen", "lock", "example", "--no-preflight", "--root", str(root)],
-        env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
     assert proc.stderr is not None
     said: list[str] = []
     try:
@@ -166,12 +191,15 @@ def interrupt_when(root: Path, line: str, env: dict[str, str] | None = None) -> 
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    print(f"SIGINT while waiting on `{line}`: exit {proc.returncode} {elapsed:.2f} s after the signal")
+    print(
+        f"SIGINT while waiting on `{line}`: exit {proc.returncode} {elapsed:.2f} s after the signal"
+    )
     return proc.returncode, "".join(said) + rest, elapsed
 
 
 def test_ctrl_c_ends_a_lock_waiting_on_a_stalling_conda_channel_at_once(project: Path) -> None:
-    """Before: SIGINT could not stop it; SIGKILL was needed. Default limits: only the interrupt ends this wait."""
+    """Before: SIGINT could not stop it; SIGKILL was needed. Default limits: only the interrupt ends
+    this wait."""
     with stalling_server("silent") as base:
         point(project, "conda-forge", f"{base}/conda-forge")
         code, err, elapsed = interrupt_when(project, "solving conda specs")
@@ -179,7 +207,9 @@ def test_ctrl_c_ends_a_lock_waiting_on_a_stalling_conda_channel_at_once(project:
     assert elapsed < 10, f"{elapsed:.1f} s from SIGINT to exit"
 
 
-def test_ctrl_c_ends_a_lock_waiting_on_a_stalling_pip_index_at_once(project: Path, conda_channel: str) -> None:
+def test_ctrl_c_ends_a_lock_waiting_on_a_stalling_pip_index_at_once(
+    project: Path, conda_channel: str
+) -> None:
     point(project, "conda-forge", conda_channel)
     with stalling_server("headers") as base:
         point(project, "pypi", f"{base}/simple")
@@ -190,16 +220,21 @@ def test_ctrl_c_ends_a_lock_waiting_on_a_stalling_pip_index_at_once(project: Pat
 
 @pytest.fixture(scope="module")
 def locked_then_gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    """The example locked while served, then its servers stopped: its indexes and channel refuse connections."""
+    """The example locked while served, then its servers stopped: its indexes and channel refuse
+    connections."""
     with served_example(tmp_path_factory, tmp_path_factory.mktemp("gone")) as example:
         env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
         env["ENVGEN_CACHE_DIR"] = str(lock_cache(example))
-        locked = CliRunner().invoke(cli, ["lock", "demo", "-q", "--root", str(example.root)], env=env)
+        locked = CliRunner().invoke(
+            cli, ["lock", "demo", "-q", "--root", str(example.root)], env=env
+        )
         assert locked.exit_code == 0, locked.output
         # The release archive's wheels in the tests' cache, as a bundle takes them out: the installs
         # below then meet the indexes and the channel, not the archive's host.
         out = str(tmp_path_factory.mktemp("bundle") / "demo.tar")
-        bundled = CliRunner().invoke(cli, ["bundle", "demo", "-q", "-o", out, "--root", str(example.root)], env=env)
+        bundled = CliRunner().invoke(
+            cli, ["bundle", "demo", "-q", "-o", out, "--root", str(example.root)], env=env
+        )
         assert bundled.exit_code == 0, bundled.output
     yield example
 
@@ -218,9 +253,19 @@ def test_install_from_unreachable_indexes_exits_3_one_line_per_host(
     locked_then_gone: Example, tmp_path: Path, installer: str
 ) -> None:
     """Before: pip's retries took minutes, then exit 5 with pip's raw retry lines."""
-    args = ["install", "demo", "--venv", "--prefix", str(tmp_path / "env"), "--installer", installer]
+    args = [
+        "install",
+        "demo",
+        "--venv",
+        "--prefix",
+        str(tmp_path / "env"),
+        "--installer",
+        installer,
+    ]
     cache = str(lock_cache(locked_then_gone))
-    code, err, _ = envgen(locked_then_gone.root, *args, read_timeout="2", retries="0", cache_dir=cache)
+    code, err, _ = envgen(
+        locked_then_gone.root, *args, read_timeout="2", retries="0", cache_dir=cache
+    )
     assert code == 3, err
     # -v shows what the installer said (its raw lines, in the debug log); envgen's error comes last.
     headline, *rest = err[err.rindex("\nerror: ") + 1 :].splitlines()
@@ -231,30 +276,59 @@ def test_install_from_unreachable_indexes_exits_3_one_line_per_host(
     assert "Retrying" not in err and "cause:" not in err
 
 
-def test_check_with_unreachable_indexes_exits_3_one_line_per_host(locked_then_gone: Example, tmp_path: Path) -> None:
-    """Before: ~25 s of retries, exit 4, and pip's and uv's raw retry lines pasted into the results table."""
+def test_check_with_unreachable_indexes_exits_3_one_line_per_host(
+    locked_then_gone: Example, tmp_path: Path
+) -> None:
+    """Before: ~25 s of retries, exit 4, and pip's and uv's raw retry lines pasted into the results
+    table."""
     # Only the archives' wheels from the lock's cache: the indexes and the channel are asked again.
     shutil.copytree(lock_cache(locked_then_gone) / "archives", tmp_path / "cache" / "archives")
     proc = subprocess.run(
-        [sys.executable, "-m", "envgen", "check", "demo", "--venv", "--root", str(locked_then_gone.root)],
+        [
+            sys.executable,
+            "-m",
+            "envgen",
+            "check",
+            "demo",
+            "--venv",
+            "--root",
+            str(locked_then_gone.root),
+        ],
         env={**os.environ, "ENVGEN_RETRIES": "0", "ENVGEN_CACHE_DIR": str(tmp_path / "cache")},
-        capture_output=True, text=True, timeout=HANG,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+    )
     assert proc.returncode == 3, proc.stderr
     table = [line.strip() for line in proc.stdout.splitlines()]
     unreachable = "an index or channel could not be reached"
     solve = table.index(f"failed  solve: same pip set: {unreachable}")
     pypi = f"cannot reach index pypi at {locked_then_gone.pypi_url}/simple: connection refused"
     # Both platforms failed on the same host: one line says so.
-    assert table[solve + 1] in (f"{pypi} (linux-aarch64, linux-64)", f"{pypi} (linux-64, linux-aarch64)"), table
+    assert table[solve + 1] in (
+        f"{pypi} (linux-aarch64, linux-64)",
+        f"{pypi} (linux-64, linux-aarch64)",
+    ), table
     conda = table.index(f"failed  solve: same conda set: {unreachable}")
-    channel = f"cannot fetch repodata from conda channel {locked_then_gone.channel_url}: connection refused"
-    assert table[conda + 1] in (f"{channel} (linux-aarch64, linux-64)", f"{channel} (linux-64, linux-aarch64)")
-    install = table.index("failed  env: install (venv): pip could not download the locked pip packages: a host could "
-                          "not be reached")  # fmt: skip
+    channel = (
+        f"cannot fetch repodata from conda channel {locked_then_gone.channel_url}: "
+        "connection refused"
+    )
+    assert table[conda + 1] in (
+        f"{channel} (linux-aarch64, linux-64)",
+        f"{channel} (linux-64, linux-aarch64)",
+    )
+    install = table.index(
+        "failed  env: install (venv): pip could not download the locked pip packages: "
+        "a host could not be reached"
+    )
     assert table[install + 1] in {f"{host}: connection refused" for host in hosts(locked_then_gone)}
     assert table[install + 2].startswith("skipped env: pip check")
-    assert "Retrying" not in proc.stdout and "cause:" not in proc.stdout and "WARNING" not in proc.stdout
+    assert (
+        "Retrying" not in proc.stdout
+        and "cause:" not in proc.stdout
+        and "WARNING" not in proc.stdout
+    )
 
 
 def test_install_from_an_unreachable_conda_channel_exits_3_naming_the_host(
@@ -262,21 +336,28 @@ def test_install_from_an_unreachable_conda_channel_exits_3_naming_the_host(
 ) -> None:
     """Before: exit 4, as if the channel had served other bytes than were locked."""
     args = ["install", "demo", "--prefix", str(tmp_path / "env")]
-    # A cache of its own: the session's may already hold these packages (every served example has the same
-    # bytes, and other tests install them), and rattler rightly takes them from there without asking the channel.
+    # A cache of its own: the session's may already hold these packages (every served example has
+    # the same bytes, and other tests install them), and rattler rightly takes them from there
+    # without asking the channel.
     cache = str(tmp_path / "cache")
     # The archives' wheels, checked before the prefix is touched, come from the lock's cache.
     locked_archives = lock_cache(locked_then_gone) / "archives"
     shutil.copytree(locked_archives, tmp_path / "cache" / "archives")
-    code, err, _ = envgen(locked_then_gone.root, *args, conda_timeout="2", retries="0", cache_dir=cache)
+    code, err, _ = envgen(
+        locked_then_gone.root, *args, conda_timeout="2", retries="0", cache_dir=cache
+    )
     assert code == 3, err
     channel = locked_then_gone.channel_url.removeprefix("http://")
-    assert errors(err) == ["error: downloading the locked conda packages for linux-64: a host could not be reached"]
+    assert errors(err) == [
+        "error: downloading the locked conda packages for linux-64: a host could not be reached"
+    ]
     assert f"\n  {channel}: connection refused\n" in err
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_stalling_git_remote_ends_at_the_read_limit(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stalling_git_remote_ends_at_the_read_limit(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """git's own default waits as long as the server holds the connection open."""
     monkeypatch.setenv("ENVGEN_READ_TIMEOUT", "1")
     with stalling_server(mode) as base:
@@ -285,7 +366,9 @@ def test_a_stalling_git_remote_ends_at_the_read_limit(mode: str, monkeypatch: py
             ls_remote(f"{base}/org/repo.git", GitEnv.read(os.environ), source="lib")
         print(f"git ls-remote against a {mode} server: {time.monotonic() - started:.1f} s")
     message = raised.value.message
-    assert message.startswith(f"source lib: cannot reach git remote {base}/org/repo.git: no data for 1 s (fatal: ")
+    assert message.startswith(
+        f"source lib: cannot reach git remote {base}/org/repo.git: no data for 1 s (fatal: "
+    )
     assert "\n" not in message
     assert "raise ENVGEN_READ_TIMEOUT (now 1 s)" in (raised.value.hint or "")
 
@@ -303,4 +386,6 @@ def test_a_stalling_index_page_ends_at_the_read_limit_after_the_retries(
             fetch_filenames(client, index, "demo-torch")
     assert raised.value.message == f"cannot reach {base}/simple/demo-torch/: no answer within 0.5 s"
     assert isinstance(raised.value, NetworkError) and raised.value.exit_code == 3
-    assert raised.value.hosts == (Unreached(f"{base}/simple/demo-torch/", "no answer within 0.5 s"),)
+    assert raised.value.hosts == (
+        Unreached(f"{base}/simple/demo-torch/", "no answer within 0.5 s"),
+    )

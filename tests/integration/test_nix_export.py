@@ -1,4 +1,5 @@
-"""locks/<env>.nix evaluated and realised by a real Nix (Debian's nix-bin), and the dev shell flake.nix builds."""
+"""locks/<env>.nix evaluated and realised by a real Nix (Debian's nix-bin), and the dev shell
+flake.nix builds."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ def _nix_problem() -> str | None:
         probe = Path(tmp) / "probe"
         probe.write_text("ok")
         expr = f'builtins.readFile (builtins.fetchurl "file://{probe}")'
-        proc = subprocess.run(["nix-instantiate", "--eval", "--expr", expr], capture_output=True, text=True)
+        proc = subprocess.run(
+            ["nix-instantiate", "--eval", "--expr", expr], capture_output=True, text=True
+        )
     if proc.returncode != 0:
         return f"nix cannot write to its store here: {proc.stderr.strip()[-300:]}"
     return None
@@ -60,7 +63,9 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
     ):
         patch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
         patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(served.root)], catch_exceptions=False)
+        result = CliRunner().invoke(
+            cli, ["lock", ENV, "-q", "--root", str(served.root)], catch_exceptions=False
+        )
         assert result.exit_code == 0, result.stderr
         yield served
 
@@ -71,43 +76,72 @@ def the_lock(example: Example) -> Lock:
     return lock
 
 
-def test_the_expression_evaluates_without_nixpkgs_to_exactly_the_lock(example: Example, tmp_path: Path) -> None:
-    proc = nix("--eval", "--strict", "--json", str(example.root / "locks" / f"{ENV}.nix"), cache=tmp_path)
+def test_the_expression_evaluates_without_nixpkgs_to_exactly_the_lock(
+    example: Example, tmp_path: Path
+) -> None:
+    proc = nix(
+        "--eval", "--strict", "--json", str(example.root / "locks" / f"{ENV}.nix"), cache=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     value = json.loads(proc.stdout)
     lock = the_lock(example)
     assert value["inputHash"] == lock.input_hash
     for platform in lock.platforms:
         part = value["platforms"][platform]
-        assert {(p["name"], p["version"], p["fetchurl"]["url"], p["fetchurl"]["sha256"]) for p in part["pip"]} == {
+        assert {
+            (p["name"], p["version"], p["fetchurl"]["url"], p["fetchurl"]["sha256"])
+            for p in part["pip"]
+        } == {
             (canonicalize_name(e.name), e.version, e.url, e.sha256) for e in lock.pip_for(platform)
         }
-        assert {(c["name"], c["fetchurl"]["url"], c["fetchurl"]["sha256"], c["md5"]) for c in part["conda"]} == {
-            (e.name, e.url, e.sha256, e.md5) for e in lock.conda_for(platform)
-        }
+        assert {
+            (c["name"], c["fetchurl"]["url"], c["fetchurl"]["sha256"], c["md5"])
+            for c in part["conda"]
+        } == {(e.name, e.url, e.sha256, e.md5) for e in lock.conda_for(platform)}
     sources = {s["name"]: s for s in value["sources"]}
     assert value["order"] == [s.source.name for s in lock.sources]
     for locked in lock.sources:
         source = sources[locked.source.name]
-        assert source["fetchGit"] == {"url": locked.source.url, "rev": locked.commit, "allRefs": True}
+        assert source["fetchGit"] == {
+            "url": locked.source.url,
+            "rev": locked.commit,
+            "allRefs": True,
+        }
         assert [p["rev"] for p in source["cherryPicks"]] == list(locked.source.cherry_picks)
-    assert sources["post"]["cherryPicks"] and sources["rollout"]["env"] == {"ROLLOUT_TARGET_DEVICE": "empty"}
+    assert sources["post"]["cherryPicks"] and sources["rollout"]["env"] == {
+        "ROLLOUT_TARGET_DEVICE": "empty"
+    }
     assert value["activation"]["profiles"]["quiet"]["env"] == {"DEMO_VERBOSITY": "error"}
 
 
 def _fetch_expr(lockfile: Path, platform: str, package: str, name: str) -> str:
-    pick = f'(builtins.head (builtins.filter (p: p.name == "{package}") lock.platforms."{platform}".pip))'
-    return f'let lock = import {lockfile}; in builtins.fetchurl ({pick}.fetchurl // {{ name = "{name}"; }})'
+    pick = (
+        f'(builtins.head (builtins.filter (p: p.name == "{package}") '
+        f'lock.platforms."{platform}".pip))'
+    )
+    return (
+        f"let lock = import {lockfile}; in builtins.fetchurl ({pick}.fetchurl // {{ name = "
+        f'"{name}"; }})'
+    )
 
 
-def test_fetchurl_realises_an_artifact_and_a_tampered_one_fails_its_hash(example: Example, tmp_path: Path) -> None:
+def test_fetchurl_realises_an_artifact_and_a_tampered_one_fails_its_hash(
+    example: Example, tmp_path: Path
+) -> None:
     lock = the_lock(example)
     lockfile = example.root / "locks" / f"{ENV}.nix"
     wheel = next(e for e in lock.pip_for("linux-64") if e.name == "demo-torch")
     served = example.root.parent / "pypi" / "files" / wheel.url.rsplit("/", 1)[1]
-    # A store name of its own per run, so Nix downloads rather than reusing a store path of an earlier run.
+    # A store name of its own per run, so Nix downloads rather than reusing a store path of an
+    # earlier run.
     name = f"envgen-test-{uuid.uuid4().hex}.whl"
-    proc = nix("--eval", "--json", "--expr", _fetch_expr(lockfile, "linux-64", "demo-torch", name), cache=tmp_path)
+    proc = nix(
+        "--eval",
+        "--json",
+        "--expr",
+        _fetch_expr(lockfile, "linux-64", "demo-torch", name),
+        cache=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert Path(json.loads(proc.stdout)).read_bytes() == served.read_bytes()
 
@@ -126,37 +160,60 @@ def test_fetchurl_realises_an_artifact_and_a_tampered_one_fails_its_hash(example
 def test_the_dev_shell_installs_the_locked_wheels_from_the_store_and_the_sources(
     example: Example, tmp_path: Path
 ) -> None:
-    """nix/devshell.nix with a stand-in for the two nixpkgs attributes it uses (mkShell, a python): its hook,
-    evaluated by Nix (which fetches every wheel), creates the env from the store paths and runs the recipe."""
+    """nix/devshell.nix with a stand-in for the two nixpkgs attributes it uses (mkShell, a python):
+    its hook, evaluated by Nix (which fetches every wheel), creates the env from the store paths and
+    runs the recipe."""
     lock = the_lock(example)
     locks = example.root / "locks"
     python_prefix = Path(sys.executable).parent.parent
     expr = (
         f"(import {REPO / 'nix' / 'devshell.nix'} {{"
         f' pkgs = {{ mkShell = a: a; git = "/usr"; python311 = "{python_prefix}"; }};'
-        f' lockFile = {locks / f"{ENV}.nix"}; recipe = {locks / f"{ENV}.install.sh"}; system = "{HOST}"; }})'
+        f" lockFile = {locks / f'{ENV}.nix'}; recipe = {locks / f'{ENV}.install.sh'}; "
+        f'system = "{HOST}"; }})'
         ".shellHook"
     )
     # Read-write mode: the recipe is copied into the store as `nix develop` would.
-    proc = nix("--eval", "--read-write-mode", "--strict", "--json", "--expr", expr, cache=tmp_path / "cache")
+    proc = nix(
+        "--eval",
+        "--read-write-mode",
+        "--strict",
+        "--json",
+        "--expr",
+        expr,
+        cache=tmp_path / "cache",
+    )
     assert proc.returncode == 0, proc.stderr
     hook = json.loads(proc.stdout)
     assert "/nix/store/" in hook and "--no-index --no-deps" in hook
     venv = tmp_path / "venv"
-    script = f"{hook}\nset -e\npython -c 'import demo_torch, rollout, post'\npython -m pip list --format json\n"
+    script = (
+        f"{hook}\nset -e\npython -c 'import demo_torch, rollout, post'\npython -m pip list "
+        "--format json\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV"))}
-    env |= {"ENVGEN_VENV": str(venv), "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
-    shell = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env)
+    env |= {
+        "ENVGEN_VENV": str(venv),
+        "GIT_CONFIG_GLOBAL": str(example.gitconfig),
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    shell = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
     assert shell.returncode == 0, shell.stderr
     assert f"envgen: {ENV} ({HOST_PLATFORM}) installed into {venv}" in shell.stderr
-    installed = {canonicalize_name(p["name"]): p["version"] for p in json.loads(shell.stdout.splitlines()[-1])}
+    installed = {
+        canonicalize_name(p["name"]): p["version"]
+        for p in json.loads(shell.stdout.splitlines()[-1])
+    }
     for entry in lock.pip_for(HOST_PLATFORM):
         assert installed[canonicalize_name(entry.name)] == entry.version
     assert {"rollout", "post", "demo-queue"} <= set(installed), shell.stderr[-3000:]
 
 
 def test_the_flake_exposes_a_dev_shell_per_env_and_system(example: Example, tmp_path: Path) -> None:
-    """flake.nix's outputs, called with a stand-in for nixpkgs, in a project holding the example's locks."""
+    """flake.nix's outputs, called with a stand-in for nixpkgs, in a project holding the example's
+    locks."""
     project = tmp_path / "project"
     shutil.copytree(example.root / "locks", project / "locks")
     shutil.copy(REPO / "flake.nix", project / "flake.nix")
@@ -165,7 +222,8 @@ def test_the_flake_exposes_a_dev_shell_per_env_and_system(example: Example, tmp_
     expr = (
         f"let out = (import {project / 'flake.nix'}).outputs {{ self = {{ }}; "
         f"nixpkgs.legacyPackages = {{ x86_64-linux = {pkgs}; aarch64-linux = {pkgs}; }}; }}; in "
-        "builtins.mapAttrs (system: shells: builtins.mapAttrs (env: shell: shell.name) shells) out.devShells"
+        "builtins.mapAttrs (system: shells: builtins.mapAttrs (env: shell: shell.name) "
+        "shells) out.devShells"
     )
     proc = nix("--eval", "--strict", "--json", "--expr", expr, cache=tmp_path / "cache")
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,5 @@
-"""lock_pypi against two real PEP 503 indexes on 127.0.0.1 ("pypi" and "extra"), with the real uv."""
+"""lock_pypi against two real PEP 503 indexes on 127.0.0.1 ("pypi" and "extra"), with the real
+uv."""
 
 from __future__ import annotations
 
@@ -14,7 +15,17 @@ import pytest
 from envgen.errors import InputError, ResolutionError, VerificationError
 from envgen.example.http import serve_directory
 from envgen.example.wheels import FixtureDist, build_index
-from envgen.model import Index, LockedSource, Matrix, Origin, Override, PipEntry, PipPackage, Source, TracedRequirement
+from envgen.model import (
+    Index,
+    LockedSource,
+    Matrix,
+    Origin,
+    Override,
+    PipEntry,
+    PipPackage,
+    Source,
+    TracedRequirement,
+)
 from envgen.resolve.pip_stage import PypiLock, lock_pypi
 
 from tests.support.builders import at, make_matrix
@@ -25,7 +36,9 @@ AARCH64 = "cp311-cp311-manylinux_2_28_aarch64"
 X86_64 = "cp311-cp311-manylinux_2_28_x86_64"
 
 PYPI_DISTS = (
-    FixtureDist("app", "1.0", requires=("dep>=1", "xonly ; platform_machine == 'x86_64'", "plus[fast]")),
+    FixtureDist(
+        "app", "1.0", requires=("dep>=1", "xonly ; platform_machine == 'x86_64'", "plus[fast]")
+    ),
     FixtureDist("dep", "1.0"),
     FixtureDist("dep", "1.1"),
     FixtureDist("xonly", "2.0"),
@@ -34,7 +47,9 @@ PYPI_DISTS = (
     # The decoy: a higher version of the package the explicit index serves.
     FixtureDist("tr", "9.9.9"),
     FixtureDist("torch", "2.10.0", tags=(AARCH64,)),
-    FixtureDist("torch", "2.10.0", tags=(X86_64,), requires=("nvidia-fake ; platform_machine == 'x86_64'",)),
+    FixtureDist(
+        "torch", "2.10.0", tags=(X86_64,), requires=("nvidia-fake ; platform_machine == 'x86_64'",)
+    ),
     FixtureDist("nvidia-fake", "1.0"),
     FixtureDist("fastlib", "1.0", tags=(AARCH64, "cp311-cp311-manylinux_2_34_aarch64")),
     FixtureDist("newlib", "1.0", tags=(AARCH64,)),
@@ -82,7 +97,9 @@ def pypi_matrix(
 
 
 def locked_source(name: str, distribution: str, *lines: str) -> LockedSource:
-    source = Source(name=name, url=f"https://example.invalid/{name}.git", ref="main", distribution=distribution)
+    source = Source(
+        name=name, url=f"https://example.invalid/{name}.git", ref="main", distribution=distribution
+    )
     reqs = tuple(
         TracedRequirement(text, Origin(file="requirements-npu.txt", line=i, source=name))
         for i, text in enumerate(lines, start=1)
@@ -94,10 +111,14 @@ def by_name(lock: PypiLock) -> dict[str, PipEntry]:
     return {e.name: e for e in lock.entries}
 
 
-def test_explicit_index_beats_a_higher_decoy_pinned_or_not(urls: tuple[str, str], cache: Path) -> None:
+def test_explicit_index_beats_a_higher_decoy_pinned_or_not(
+    urls: tuple[str, str], cache: Path
+) -> None:
     pypi, extra = urls
     for spec in ("==3.2.2", ""):
-        matrix = pypi_matrix(pypi, extra, (PipPackage("tr", spec, index=(("linux-aarch64", "extra"),)),))
+        matrix = pypi_matrix(
+            pypi, extra, (PipPackage("tr", spec, index=(("linux-aarch64", "extra"),)),)
+        )
         tr = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache)))["tr"]
         assert (tr.version, tr.index) == ("3.2.2", "extra")
         assert tr.url.startswith(extra.removesuffix("simple"))
@@ -119,7 +140,9 @@ def test_a_source_requirement_on_a_pinned_name_also_comes_from_the_explicit_inde
 
 def test_index_pinned_on_one_platform_only(urls: tuple[str, str], cache: Path) -> None:
     pypi, extra = urls
-    matrix = pypi_matrix(pypi, extra, (PipPackage("torch", "==2.10.0", index=(("linux-64", "extra"),)),))
+    matrix = pypi_matrix(
+        pypi, extra, (PipPackage("torch", "==2.10.0", index=(("linux-64", "extra"),)),)
+    )
     x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), at(cache)))
     arm = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache)))
     assert (x86["torch"].version, x86["torch"].index) == ("2.10.0+cpu", "extra")
@@ -131,7 +154,9 @@ def test_index_pinned_on_one_platform_only(urls: tuple[str, str], cache: Path) -
     assert lock_pypi(matrix, "linux-64", "3.11", (), at(cache)).entries == tuple(x86.values())
 
 
-def test_without_the_pin_x86_64_gets_the_cuda_style_build(urls: tuple[str, str], cache: Path) -> None:
+def test_without_the_pin_x86_64_gets_the_cuda_style_build(
+    urls: tuple[str, str], cache: Path
+) -> None:
     matrix = pypi_matrix(*urls, (PipPackage("torch", "==2.10.0"),))
     x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), at(cache)))
     assert x86["torch"].version == "2.10.0"
@@ -172,7 +197,9 @@ def test_glibc_floor_excludes_newer_manylinux(urls: tuple[str, str], cache: Path
     assert entries["newlib"].version == "2.0"
 
 
-def test_sources_provide_names_and_git_requirements_stay_out(urls: tuple[str, str], cache: Path) -> None:
+def test_sources_provide_names_and_git_requirements_stay_out(
+    urls: tuple[str, str], cache: Path
+) -> None:
     matrix = pypi_matrix(*urls, (PipPackage("torch-npu", pending="not yet published"),))
     verl = locked_source(
         "verl",
@@ -187,7 +214,9 @@ def test_sources_provide_names_and_git_requirements_stay_out(urls: tuple[str, st
     assert list(entries) == ["dep"]
 
 
-def test_constraints_of_a_source_limit_versions_without_requiring(urls: tuple[str, str], cache: Path) -> None:
+def test_constraints_of_a_source_limit_versions_without_requiring(
+    urls: tuple[str, str], cache: Path
+) -> None:
     matrix = pypi_matrix(*urls, ())
     verl = locked_source("verl", "verl", "dep")
     origin = Origin(file="constraints.txt", line=1, source="verl")
@@ -261,7 +290,9 @@ def test_override_is_applied_and_records_what_it_replaced(
     # The matrix's own pin on dep is replaced as the sources' requirements are, and recorded
     # with them; app's `dep>=1` is third-party metadata, which a scoped override leaves in force
     # (1.0 meets it).
-    matrix = pypi_matrix(*urls, (PipPackage("app", "==1.0"), PipPackage("dep", ">=0.5")), overrides=(override,))
+    matrix = pypi_matrix(
+        *urls, (PipPackage("app", "==1.0"), PipPackage("dep", ">=0.5")), overrides=(override,)
+    )
     verl = locked_source("verl", "verl", "dep>=1.1", "dep ; platform_machine == 'x86_64'")
     with caplog.at_level(logging.WARNING):
         lock = lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), at(cache))
@@ -282,7 +313,10 @@ def test_override_is_applied_and_records_what_it_replaced(
 
 
 def test_basic_auth_index_and_no_credential_leaks(
-    index_roots: tuple[Path, Path], urls: tuple[str, str], cache: Path, monkeypatch: pytest.MonkeyPatch
+    index_roots: tuple[Path, Path],
+    urls: tuple[str, str],
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pypi, _ = urls
     with serve_directory(index_roots[1], auth="alice:s3cr3t-t0ken") as base:
@@ -323,7 +357,9 @@ def closed_port() -> int:
 def test_unreachable_index_names_the_redacted_url(urls: tuple[str, str], cache: Path) -> None:
     pypi, extra = urls
     dead = f"http://bob:hunter22@127.0.0.1:{closed_port()}/pypi/simple/"
-    matrix = dataclasses.replace(pypi_matrix(pypi, extra, (PipPackage("dep"),)), indexes=(Index("mirror", dead),))
+    matrix = dataclasses.replace(
+        pypi_matrix(pypi, extra, (PipPackage("dep"),)), indexes=(Index("mirror", dead),)
+    )
     with pytest.raises(ResolutionError) as raised:
         lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache))
     text = str(raised.value)
@@ -336,18 +372,24 @@ def test_depends_come_from_the_wheel_itself_without_pep_658(tmp_path: Path, cach
     build_index(tmp_path / "bare", PYPI_DISTS, metadata=False)
     assert not list((tmp_path / "bare" / "files").glob("*.metadata"))
     with serve_directory(tmp_path / "bare") as base:
-        matrix = pypi_matrix(f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),))
+        matrix = pypi_matrix(
+            f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),)
+        )
         entries = by_name(lock_pypi(matrix, "linux-64", "3.11", (), at(cache)))
     assert entries["app"].depends == (("dep", ">=1"), ("plus", ""), ("xonly", ""))
     assert entries["plus"].depends == (("speedy", ""),)
 
 
-def test_offline_relock_from_cache(index_roots: tuple[Path, Path], tmp_path: Path, cache: Path) -> None:
+def test_offline_relock_from_cache(
+    index_roots: tuple[Path, Path], tmp_path: Path, cache: Path
+) -> None:
     # Its own copy and server, so the server can be stopped before the offline run.
     root = tmp_path / "pypi"
     shutil.copytree(index_roots[0], root)
     with serve_directory(root) as base:
-        matrix = pypi_matrix(f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),))
+        matrix = pypi_matrix(
+            f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),)
+        )
         online = lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache))
     offline = lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache, offline=True))
     assert offline == online
@@ -363,13 +405,23 @@ def test_trusted_host_reaches_an_index_whose_certificate_is_not_verified(
     package = PipPackage("tr", "==3.2.2", index=(("linux-aarch64", "extra"),))
     with serve_tls(index_roots[1], tmp_path / "certs") as base:
         untrusted = pypi_matrix(pypi, f"{base}/simple", (package,))
-        with pytest.raises(ResolutionError, match=r"index extra at https://127\.0\.0\.1:\d+/simple") as raised:
+        with pytest.raises(
+            ResolutionError, match=r"index extra at https://127\.0\.0\.1:\d+/simple"
+        ) as raised:
             lock_pypi(untrusted, "linux-aarch64", "3.11", (), at(tmp_path / "cache-untrusted"))
         assert "set trusted_host in channels/extra.toml" in str(raised.value)
         host = base.removeprefix("https://")
         trusted = dataclasses.replace(
-            untrusted, indexes=(Index("pypi", pypi), Index("extra", f"{base}/simple", explicit=True, trusted_host=host))
+            untrusted,
+            indexes=(
+                Index("pypi", pypi),
+                Index("extra", f"{base}/simple", explicit=True, trusted_host=host),
+            ),
         )
         # A fresh cache: the metadata of tr is read from the TLS server too.
         (tr,) = lock_pypi(trusted, "linux-aarch64", "3.11", (), at(tmp_path / "cache")).entries
-    assert (tr.version, tr.index, tr.url) == ("3.2.2", "extra", f"{base}/files/tr-3.2.2-py3-none-any.whl")
+    assert (tr.version, tr.index, tr.url) == (
+        "3.2.2",
+        "extra",
+        f"{base}/files/tr-3.2.2-py3-none-any.whl",
+    )

@@ -18,7 +18,15 @@ pytestmark = pytest.mark.network
 def test_a5_set_resolves_for_aarch64_with_one_wheel_each(tmp_path: Path) -> None:
     lock = lock_pypi(a5_pypi_matrix(), "linux-aarch64", "3.11", (), at(tmp_path / "cache"))
     names = [e.name for e in lock.entries]
-    assert {"torch", "transformers", "ray", "tensordict", "torchdata", "qwen-vl-utils", "mbridge"} <= set(names)
+    assert {
+        "torch",
+        "transformers",
+        "ray",
+        "tensordict",
+        "torchdata",
+        "qwen-vl-utils",
+        "mbridge",
+    } <= set(names)
     assert not [n for n in names if n.startswith("nvidia-") or n == "triton"]
     accepted = set(platform_tags("linux-aarch64", "3.11", "2.28"))
     for entry in lock.entries:

@@ -1,4 +1,5 @@
-"""The rendered install.sh run for real: local git repos of tiny projects, a real venv, real pip and git."""
+"""The rendered install.sh run for real: local git repos of tiny projects, a real venv, real pip and
+git."""
 
 from __future__ import annotations
 
@@ -31,7 +32,12 @@ def run_recipe(
     script.write_text(render_recipe(lock))
     full = dict(os.environ)
     full.update(env or {})
-    return subprocess.run(["sh", str(script), "--prefix", str(prefix), *args], capture_output=True, text=True, env=full)
+    return subprocess.run(
+        ["sh", str(script), "--prefix", str(prefix), *args],
+        capture_output=True,
+        text=True,
+        env=full,
+    )
 
 
 def in_env(prefix: Path, code: str, *, activate: bool = False) -> subprocess.CompletedProcess[str]:
@@ -39,7 +45,10 @@ def in_env(prefix: Path, code: str, *, activate: bool = False) -> subprocess.Com
     setup = f'. "{prefix}/bin/activate"; ' if activate else ""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
-        ["sh", "-c", f'{setup}exec "{prefix}/bin/python" -c "$0"', code], capture_output=True, text=True, env=env
+        ["sh", "-c", f'{setup}exec "{prefix}/bin/python" -c "$0"', code],
+        capture_output=True,
+        text=True,
+        env=env,
     )
 
 
@@ -53,18 +62,30 @@ def venv(tmp_path: Path, pip_site_packages: Path) -> Path:
     return fresh_venv(tmp_path / "env", pip_site_packages)
 
 
-def test_source_that_needs_a_build_variable_fails_without_it_and_installs_with_it(tmp_path: Path, venv: Path) -> None:
-    repo = backend_project(tmp_path / "vllmfix", "vllmfix", "0.23.0", require_env={"VLLM_TARGET_DEVICE": "empty"})
+def test_source_that_needs_a_build_variable_fails_without_it_and_installs_with_it(
+    tmp_path: Path, venv: Path
+) -> None:
+    repo = backend_project(
+        tmp_path / "vllmfix", "vllmfix", "0.23.0", require_env={"VLLM_TARGET_DEVICE": "empty"}
+    )
     bare = locked(repo, Source("vllmfix", repo.url, "main", "vllmfix"))
     failed = run_recipe(demo_lock(bare), venv)
     assert failed.returncode != 0
     assert "vllmfix refuses to build: set VLLM_TARGET_DEVICE=empty" in failed.stderr + failed.stdout
 
-    with_env = Source("vllmfix", repo.url, "main", "vllmfix", env=(("VLLM_TARGET_DEVICE", "empty"),))
+    with_env = Source(
+        "vllmfix", repo.url, "main", "vllmfix", env=(("VLLM_TARGET_DEVICE", "empty"),)
+    )
     proc = run_recipe(demo_lock(locked(repo, with_env)), venv)
     assert proc.returncode == 0, proc.stderr
-    shown = in_env(venv, "import vllmfix, importlib.metadata as m; print(vllmfix.__file__, m.version('vllmfix'))")
-    assert shown.stdout.split() == [str((venv / "src" / "vllmfix" / "vllmfix" / "__init__.py").resolve()), "0.23.0"]
+    shown = in_env(
+        venv,
+        "import vllmfix, importlib.metadata as m; print(vllmfix.__file__, m.version('vllmfix'))",
+    )
+    assert shown.stdout.split() == [
+        str((venv / "src" / "vllmfix" / "vllmfix" / "__init__.py").resolve()),
+        "0.23.0",
+    ]
     assert (venv / "src" / "vllmfix" / ".git").is_dir()
 
 
@@ -78,12 +99,18 @@ def test_pythonpath_source_is_importable_after_activation_only(tmp_path: Path, v
     )
     proc = run_recipe(lock, venv, "--profile", "quiet")
     assert proc.returncode == 0, proc.stderr
-    code = "import os, msfix; print(msfix.__version__, os.environ['DEMO_MODE'], os.environ['TRANSFORMERS_VERBOSITY'])"
+    code = (
+        "import os, msfix; print(msfix.__version__, os.environ['DEMO_MODE'], "
+        "os.environ['TRANSFORMERS_VERBOSITY'])"
+    )
     assert in_env(venv, code).returncode != 0
     active = in_env(venv, code, activate=True)
     assert active.returncode == 0, active.stderr
     assert active.stdout.split() == ["0.1.0", "on", "error"]
-    assert in_env(venv, "import importlib.metadata as m; print(m.version('msfix'))").stdout.strip() == "0.1.0"
+    assert (
+        in_env(venv, "import importlib.metadata as m; print(m.version('msfix'))").stdout.strip()
+        == "0.1.0"
+    )
 
     hooks = venv / "etc" / "conda"
     restored = subprocess.run(
@@ -102,9 +129,11 @@ def test_pythonpath_source_is_importable_after_activation_only(tmp_path: Path, v
 
 
 @pytest.mark.parametrize("shell", ["sh", "bash"])
-def test_venv_deactivate_restores_what_the_hooks_set(tmp_path: Path, venv: Path, shell: str) -> None:
-    """Before: in a venv, `deactivate` left the envgen PYTHONPATH and the hooks' variables set (conda runs
-    deactivate.d; a venv's bin/activate knew nothing of it)."""
+def test_venv_deactivate_restores_what_the_hooks_set(
+    tmp_path: Path, venv: Path, shell: str
+) -> None:
+    """Before: in a venv, `deactivate` left the envgen PYTHONPATH and the hooks' variables set
+    (conda runs deactivate.d; a venv's bin/activate knew nothing of it)."""
     repo = backend_project(tmp_path / "msfix", "msfix", "0.1.0", importable=False)
     source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
     lock = demo_lock(
@@ -116,10 +145,15 @@ def test_venv_deactivate_restores_what_the_hooks_set(tmp_path: Path, venv: Path,
     activate = (venv / "bin" / "activate").read_bytes()
     assert run_recipe(lock, venv).returncode == 0
     assert (venv / "bin" / "activate").read_bytes() == activate  # a re-run edits it once, not twice
-    show = 'echo "${PYTHONPATH-unset}|${DEMO_MODE-unset}|${TRANSFORMERS_VERBOSITY-unset}|$(env | grep -c _ENVGEN_)"'
+    show = (
+        "echo "
+        '"${PYTHONPATH-unset}|${DEMO_MODE-unset}|${TRANSFORMERS_VERBOSITY-unset}|$(env | '
+        'grep -c _ENVGEN_)"'
+    )
     script = (
         f'SETUP; before=$({show}); . "{venv}/bin/activate"; {show};'
-        # Sourcing activate again (as a user re-activating does) must not stack a second PYTHONPATH entry.
+        # Sourcing activate again (as a user re-activating does) must not stack a second PYTHONPATH
+        # entry.
         f' . "{venv}/bin/activate"; {show}; deactivate; after=$({show}); echo "$after";'
         ' [ "$before" = "$after" ] && echo same'
     )
@@ -128,19 +162,28 @@ def test_venv_deactivate_restores_what_the_hooks_set(tmp_path: Path, venv: Path,
         ("export PYTHONPATH=/keep TRANSFORMERS_VERBOSITY=warning; unset DEMO_MODE", "/keep"),
         ("unset PYTHONPATH DEMO_MODE TRANSFORMERS_VERBOSITY", None),
     ):
-        proc = subprocess.run([shell, "-c", script.replace("SETUP", setup)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [shell, "-c", script.replace("SETUP", setup)], capture_output=True, text=True
+        )
         assert proc.returncode == 0, proc.stderr
         active, again, after, same = proc.stdout.splitlines()
-        saved = 2 if keep else 0  # the old values of PYTHONPATH and TRANSFORMERS_VERBOSITY, when they had one
+        # the old values of PYTHONPATH and TRANSFORMERS_VERBOSITY, when they had one
+        saved = 2 if keep else 0
         assert active == again == f"{inside}{':' + keep if keep else ''}|on|error|{saved}"
         assert after == ("/keep|unset|warning|0" if keep else "unset|unset|unset|0")
         assert same == "same"
 
 
-def test_source_needing_cann_stops_when_set_env_is_missing_and_builds_with_it(tmp_path: Path, venv: Path) -> None:
+def test_source_needing_cann_stops_when_set_env_is_missing_and_builds_with_it(
+    tmp_path: Path, venv: Path
+) -> None:
     home = tmp_path / "Ascend"
-    repo = backend_project(tmp_path / "ascendfix", "ascendfix", require_env={"ASCEND_HOME_PATH": str(home)})
-    source = Source("ascendfix", repo.url, "main", "ascendfix", needs_cann=True, build_isolation=False)
+    repo = backend_project(
+        tmp_path / "ascendfix", "ascendfix", require_env={"ASCEND_HOME_PATH": str(home)}
+    )
+    source = Source(
+        "ascendfix", repo.url, "main", "ascendfix", needs_cann=True, build_isolation=False
+    )
     missing = tmp_path / "nowhere" / "set_env.sh"
     lock = demo_lock(locked(repo, source), cann=Cann("8.5.0", str(missing)))
 
@@ -157,7 +200,9 @@ def test_source_needing_cann_stops_when_set_env_is_missing_and_builds_with_it(tm
     set_env = tmp_path / "cann" / "set_env.sh"
     set_env.parent.mkdir()
     # Like CANN's own script: exports the toolkit home and reads variables that may be unset.
-    set_env.write_text(f'export ASCEND_HOME_PATH="{home}"\nexport LD_LIBRARY_PATH="$home_unset:$LD_LIBRARY_PATH"\n')
+    set_env.write_text(
+        f'export ASCEND_HOME_PATH="{home}"\nexport LD_LIBRARY_PATH="$home_unset:$LD_LIBRARY_PATH"\n'
+    )
     built = run_recipe(lock, venv, env={"ASCEND_SET_ENV": str(set_env)})
     assert built.returncode == 0, built.stderr
     assert in_env(venv, "import ascendfix").returncode == 0
@@ -166,13 +211,21 @@ def test_source_needing_cann_stops_when_set_env_is_missing_and_builds_with_it(tm
 
 
 def test_several_cann_scripts_are_sourced_in_order(tmp_path: Path, venv: Path) -> None:
-    """CANN 9's toolkit script, then NNAL's: the build sees what both set, the second seeing the first."""
+    """CANN 9's toolkit script, then NNAL's: the build sees what both set, the second seeing the
+    first."""
     home = tmp_path / "Ascend"
-    toolkit, nnal = tmp_path / "ascend-toolkit" / "set_env.sh", tmp_path / "nnal" / "atb" / "set_env.sh"
-    repo = backend_project(
-        tmp_path / "ascendfix", "ascendfix", require_env={"ASCEND_HOME_PATH": str(home), "ATB_HOME_PATH": f"{home}/atb"}
+    toolkit, nnal = (
+        tmp_path / "ascend-toolkit" / "set_env.sh",
+        tmp_path / "nnal" / "atb" / "set_env.sh",
     )
-    source = Source("ascendfix", repo.url, "main", "ascendfix", needs_cann=True, build_isolation=False)
+    repo = backend_project(
+        tmp_path / "ascendfix",
+        "ascendfix",
+        require_env={"ASCEND_HOME_PATH": str(home), "ATB_HOME_PATH": f"{home}/atb"},
+    )
+    source = Source(
+        "ascendfix", repo.url, "main", "ascendfix", needs_cann=True, build_isolation=False
+    )
     lock = demo_lock(locked(repo, source), cann=Cann("9.1.0", f"{toolkit}:{nnal}"))
     toolkit.parent.mkdir(parents=True)
     toolkit.write_text(f'export ASCEND_HOME_PATH="{home}"\n')
@@ -182,7 +235,8 @@ def test_several_cann_scripts_are_sourced_in_order(tmp_path: Path, venv: Path) -
     assert f"source ascendfix needs CANN, but {nnal} does not exist" in proc.stderr
 
     nnal.parent.mkdir(parents=True)
-    nnal.write_text('export ATB_HOME_PATH="$ASCEND_HOME_PATH/atb"\n')  # unset unless the toolkit's came first
+    # unset unless the toolkit's came first
+    nnal.write_text('export ATB_HOME_PATH="$ASCEND_HOME_PATH/atb"\n')
     built = run_recipe(lock, venv)
     assert built.returncode == 0, built.stderr
     order = [line for line in built.stderr.splitlines() if "sourcing CANN's environment" in line]
@@ -192,12 +246,19 @@ def test_several_cann_scripts_are_sourced_in_order(tmp_path: Path, venv: Path) -
     assert hook.index(f". '{toolkit}'") + 1 == hook.index(f". '{nnal}'")
 
 
-def test_submodules_are_checked_out_recursively_at_the_recorded_commits(tmp_path: Path, venv: Path) -> None:
-    """The parent's commit fixes its submodules (gitlinks): later commits on their branches stay out. Their
-    URLs are relative, so they resolve against the parent's locked URL as they did when locking."""
+def test_submodules_are_checked_out_recursively_at_the_recorded_commits(
+    tmp_path: Path, venv: Path
+) -> None:
+    """The parent's commit fixes its submodules (gitlinks): later commits on their branches stay
+    out. Their URLs are relative, so they resolve against the parent's locked URL as they did when
+    locking."""
     repos = nested_submodules(tmp_path / "up")
     # the fixtures are file:// remotes, which git refuses for submodules unless allowed
-    allow = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
+    allow = {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "protocol.file.allow",
+        "GIT_CONFIG_VALUE_0": "always",
+    }
 
     parent = locked_parent(repos, tmp_path / "cache")
     assert parent.submodules == repos.recorded
@@ -205,31 +266,47 @@ def test_submodules_are_checked_out_recursively_at_the_recorded_commits(tmp_path
     assert proc.returncode == 0, proc.stderr
     checkout = venv / "src" / "parentpkg"
     assert (checkout / "csrc" / "kernels" / "kernel.txt").read_text() == "locked\n"
-    assert (checkout / "csrc" / "kernels" / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
+    assert (
+        checkout / "csrc" / "kernels" / "third_party" / "grand" / "grand.txt"
+    ).read_text() == "locked\n"
     kernels = GitRepo(checkout / "csrc" / "kernels")
     assert kernels.rev() == repos.child_locked
-    assert GitRepo(checkout / "csrc" / "kernels" / "third_party" / "grand").rev() == repos.grand_locked
+    assert (
+        GitRepo(checkout / "csrc" / "kernels" / "third_party" / "grand").rev() == repos.grand_locked
+    )
     assert in_env(venv, "import parentpkg").returncode == 0
     again = run_recipe(demo_lock(parent), venv, env=allow)
     assert again.returncode == 0, again.stderr
 
     plain = run_recipe(demo_lock(replace(parent, submodules=())), venv, env=allow)
     assert plain.returncode == 0, plain.stderr
-    assert "submodules at the commits" in proc.stderr and "submodules at the commits" not in plain.stderr
+    assert (
+        "submodules at the commits" in proc.stderr
+        and "submodules at the commits" not in plain.stderr
+    )
 
 
-def test_a_submodule_commit_the_tree_does_not_record_fails_the_recipe(tmp_path: Path, venv: Path) -> None:
-    """A lock whose recorded submodule commit was altered (or a tree whose gitlink differs from the lock's) stops
-    the recipe before pip runs, naming the submodule and both commits."""
+def test_a_submodule_commit_the_tree_does_not_record_fails_the_recipe(
+    tmp_path: Path, venv: Path
+) -> None:
+    """A lock whose recorded submodule commit was altered (or a tree whose gitlink differs from the
+    lock's) stops the recipe before pip runs, naming the submodule and both commits."""
     repos = nested_submodules(tmp_path / "up")
-    allow = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
+    allow = {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "protocol.file.allow",
+        "GIT_CONFIG_VALUE_0": "always",
+    }
     parent = locked_parent(repos, tmp_path / "cache")
     moved = repos.child.rev()
     kernels, grand = parent.submodules
     tampered = replace(parent, submodules=(replace(kernels, commit=moved), grand))
     proc = run_recipe(demo_lock(tampered), venv, env=allow)
     assert proc.returncode != 0
-    assert f"csrc/kernels {repos.child_locked}" in proc.stderr and f"csrc/kernels {moved}" in proc.stderr
+    assert (
+        f"csrc/kernels {repos.child_locked}" in proc.stderr
+        and f"csrc/kernels {moved}" in proc.stderr
+    )
     assert "are not those the lock recorded" in proc.stderr and "pip install" not in proc.stderr
     assert in_env(venv, "import parentpkg").returncode != 0
 
@@ -245,7 +322,9 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-def test_a_re_run_keeps_the_profiles_an_earlier_run_enabled_until_dropped(tmp_path: Path, venv: Path) -> None:
+def test_a_re_run_keeps_the_profiles_an_earlier_run_enabled_until_dropped(
+    tmp_path: Path, venv: Path
+) -> None:
     """Before: a re-run without --profile silently dropped the profile the first run had enabled."""
     repo = backend_project(tmp_path / "p", "p")
     quiet = Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),))
@@ -259,7 +338,10 @@ def test_a_re_run_keeps_the_profiles_an_earlier_run_enabled_until_dropped(tmp_pa
     assert again.returncode == 0 and "profiles: quiet" in again.stderr
     assert in_env(venv, code, activate=True).stdout.split() == ["error", "None"]
     more = run_recipe(lock, venv, "--profile", "loud")
-    assert more.returncode == 0 and in_env(venv, code, activate=True).stdout.split() == ["error", "1"]
+    assert more.returncode == 0 and in_env(venv, code, activate=True).stdout.split() == [
+        "error",
+        "1",
+    ]
     fewer = run_recipe(lock, venv, "--no-profile", "quiet")
     assert fewer.returncode == 0 and "profiles: loud" in fewer.stderr
     assert in_env(venv, code, activate=True).stdout.split() == ["None", "1"]
@@ -287,7 +369,9 @@ def test_second_run_changes_nothing(tmp_path: Path, venv: Path) -> None:
     assert activate.count("# >>> envgen demo >>>") == 2  # in deactivate (), and at the end
 
 
-def test_cherry_picks_reproduce_the_locked_head_and_a_wrong_tree_fails(tmp_path: Path, venv: Path) -> None:
+def test_cherry_picks_reproduce_the_locked_head_and_a_wrong_tree_fails(
+    tmp_path: Path, venv: Path
+) -> None:
     repo = backend_project(tmp_path / "picky", "picky", "1.0.0")
     base = repo.rev()
     fix = side_commit(repo, "fix", {"picky/fix.py": "FIXED = True\n"}, "a fix", start=base)
@@ -308,26 +392,35 @@ def test_cherry_picks_reproduce_the_locked_head_and_a_wrong_tree_fails(tmp_path:
     assert proc.returncode == 0, proc.stderr
     checkout = tmp_path / "elsewhere" / "picky"
     assert (
-        subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
         == head
     )
     assert in_env(venv, "import picky.fix; print(picky.fix.FIXED)").stdout.strip() == "True"
 
 
 def test_a_failed_checkout_is_retried_in_place(tmp_path: Path, venv: Path) -> None:
-    """After a conflicting pick or a tree the lock does not match, a rerun works on the same --src."""
+    """After a conflicting pick or a tree the lock does not match, a rerun works on the same
+    --src."""
     repo = backend_project(tmp_path / "clash", "clash", "1.0.0")
     start = repo.rev()
-    theirs = side_commit(repo, "theirs", {"clash/extra.py": "SIDE = 'theirs'\n"}, "theirs", start=start)
+    theirs = side_commit(
+        repo, "theirs", {"clash/extra.py": "SIDE = 'theirs'\n"}, "theirs", start=start
+    )
     ours = repo.commit({"clash/extra.py": "SIDE = 'ours'\n"}, "ours")
     source = Source("clash", repo.url, "main", "clash", cherry_picks=(theirs,))
     conflicting = demo_lock(LockedSource(source, ours, tree="0" * 40))
     for _ in range(2):
         failed = run_recipe(conflicting, venv)
-        assert failed.returncode != 0 and f"clash: cherry-pick of {theirs} onto {ours} failed" in failed.stderr
+        assert (
+            failed.returncode != 0
+            and f"clash: cherry-pick of {theirs} onto {ours} failed" in failed.stderr
+        )
         assert "holds other work" not in failed.stderr
 
-    # The lock is fixed (re-locked at a commit the pick applies to) after a wrong tree was recorded for it.
+    # The lock is fixed (re-locked at a commit the pick applies to) after a wrong tree was recorded
+    # for it.
     plain = Source("clash", repo.url, "main", "clash")
     failed = run_recipe(demo_lock(LockedSource(plain, start, tree="0" * 40)), venv)
     assert failed.returncode != 0 and f"the lock recorded {'0' * 40}" in failed.stderr
@@ -344,13 +437,21 @@ def test_server_refusing_sha_fetches_falls_back_to_full_fetch(tmp_path: Path, ve
     repo.commit({"strict/later.py": "X = 1\n"}, "later")
     lock = demo_lock(LockedSource(Source("strict", repo.url, "main", "strict"), old))
     proc = run_recipe(
-        lock, venv, env={"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.version", "GIT_CONFIG_VALUE_0": "0"}
+        lock,
+        venv,
+        env={
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "protocol.version",
+            "GIT_CONFIG_VALUE_0": "0",
+        },
     )
     assert proc.returncode == 0, proc.stderr
     assert "refused a fetch of" in proc.stderr
     checkout = venv / "src" / "strict"
     assert (
-        subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
         == old
     )
 
@@ -374,10 +475,17 @@ def test_an_untouched_checkout_follows_a_new_lock(tmp_path: Path, venv: Path) ->
     config = json.loads((repo.path / "fixture.json").read_text())
     config["version"] = "1.1.0"
     repo.commit(
-        {"moving/__init__.py": '__version__ = "1.1.0"\n', "fixture.json": json.dumps(config, indent=2)}, "release 1.1.0"
+        {
+            "moving/__init__.py": '__version__ = "1.1.0"\n',
+            "fixture.json": json.dumps(config, indent=2),
+        },
+        "release 1.1.0",
     )
     proc = run_recipe(demo_lock(locked(repo, source)), venv)
     assert proc.returncode == 0, proc.stderr
     assert "moving: pip install" in proc.stderr
-    shown = in_env(venv, "import moving, importlib.metadata as m; print(moving.__version__, m.version('moving'))")
+    shown = in_env(
+        venv,
+        "import moving, importlib.metadata as m; print(moving.__version__, m.version('moving'))",
+    )
     assert shown.stdout.split() == ["1.1.0", "1.1.0"]

@@ -1,7 +1,8 @@
-"""Re-locks keep what did not need to move: previous versions as preferences, upgrades on request, reasons.
+"""Re-locks keep what did not need to move: previous versions as preferences, upgrades on request,
+reasons.
 
-The bundled example is served on 127.0.0.1; between two locks the "pypi" index or the conda channel gains
-newer releases (or loses one), as a real index does while a lock sits in a repository.
+The bundled example is served on 127.0.0.1; between two locks the "pypi" index or the conda channel
+gains newer releases (or loses one), as a real index does while a lock sits in a repository.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from tests.support.example import run_envgen
 
 ENV = "demo"
 PLATFORMS = ("linux-64", "linux-aarch64")
-# Newer releases of packages the example's matrix does not pin: each re-lock should keep the old ones.
+# Newer releases of packages the example's matrix does not pin: each re-lock should keep the old
+# ones.
 NEWER = (FixtureDist("demo-bridge", "0.3.0"), FixtureDist("demo-tokenizers", "0.22.0"))
 NEWER_DATA = CondaPackage(
     "demo-data",
@@ -62,7 +64,8 @@ def moved_names(moved: dict[str, list[dict[str, str | None]]]) -> dict[str, set[
 
 
 def later(example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Time passes: the caches no longer hold the index pages and repodata read for the first lock."""
+    """Time passes: the caches no longer hold the index pages and repodata read for the first
+    lock."""
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache-later"))
 
 
@@ -87,7 +90,10 @@ def test_a_pin_bump_moves_only_that_pin_and_upgrades_move_the_rest_on_request(
     assert {now[(p, "demo-bridge")] for p in PLATFORMS} == {"0.3.0"}
     assert {now[(p, "demo-tokenizers")] for p in PLATFORMS} == {"0.21.0"}  # not named: kept
     assert {now[(p, "demo-data")] for p in PLATFORMS} == {"2024.1 h0_0"}
-    assert moved_names(moved) == {"linux-64": {"demo-bridge", "demo-x86-helper"}, "linux-aarch64": {"demo-bridge"}}
+    assert moved_names(moved) == {
+        "linux-64": {"demo-bridge", "demo-x86-helper"},
+        "linux-aarch64": {"demo-bridge"},
+    }
     bridge = next(m for m in moved["linux-aarch64"] if m["name"] == "demo-bridge")
     assert bridge["reason"] == "--upgrade-package demo-bridge"
     helper = next(m for m in moved["linux-64"] if m["name"] == "demo-x86-helper")
@@ -114,7 +120,9 @@ def test_a_package_no_longer_required_leaves_and_a_new_one_arrives_each_with_its
     republish(example, pypi=PYPI_DISTS + accel)
     later(example, monkeypatch, tmp_path)
     text = example.matrix.read_text()
-    text = text.replace("demo-bridge = {}", 'demo-bridge = { version = "==0.1.0" }\ndemo-accel = {}')
+    text = text.replace(
+        "demo-bridge = {}", 'demo-bridge = { version = "==0.1.0" }\ndemo-accel = {}'
+    )
     example.matrix.write_text(text)
 
     moved = lock(example)
@@ -124,9 +132,14 @@ def test_a_package_no_longer_required_leaves_and_a_new_one_arrives_each_with_its
         "linux-aarch64": {"demo-bridge", "demo-accel", "demo-accel-core"},
     }
     assert by_name[("linux-64", "demo-x86-helper")]["reason"] == "no longer needed"
-    assert "pip.packages.demo-bridge.version (==0.1.0)" in str(by_name[("linux-64", "demo-bridge")]["reason"])
+    assert "pip.packages.demo-bridge.version (==0.1.0)" in str(
+        by_name[("linux-64", "demo-bridge")]["reason"]
+    )
     assert str(by_name[("linux-aarch64", "demo-accel")]["reason"]).startswith("new input ")
-    assert by_name[("linux-aarch64", "demo-accel-core")]["reason"] == "new dependency of demo-accel 1.0.0"
+    assert (
+        by_name[("linux-aarch64", "demo-accel-core")]["reason"]
+        == "new dependency of demo-accel 1.0.0"
+    )
 
     code, _, err = envgen(example, "lock", ENV, "--force")
     assert code == 0, err
@@ -189,7 +202,8 @@ def test_the_text_report_lists_what_moved_per_platform(
     code, _, err = envgen(example, "lock", ENV, "--upgrade-package", "demo-tokenizers")
     assert code == 0, err
     assert (
-        "  linux-aarch64: 1 moved\n    pip demo-tokenizers 0.21.0 -> 0.22.0: --upgrade-package demo-tokenizers" in err
+        "  linux-aarch64: 1 moved\n    pip demo-tokenizers 0.21.0 -> 0.22.0: "
+        "--upgrade-package demo-tokenizers" in err
     )
 
 
@@ -203,7 +217,8 @@ def test_a_package_pinning_the_bumped_one_moves_with_it_without_a_warning(exampl
         example.matrix.read_text().replace("demo-bridge = {}", "demo-bridge = {}\ndemo-vision = {}")
     )
     lock(example)
-    assert {versions(example)[(p, "demo-vision")] for p in PLATFORMS} == {"1.0"}  # torch 2.10.0 needs it
+    # torch 2.10.0 needs it
+    assert {versions(example)[(p, "demo-vision")] for p in PLATFORMS} == {"1.0"}
 
     bump_version(example, "demo-torch", "2.10.0", "2.10.1")
     code, out, err = envgen(example, "lock", ENV, "--json")
@@ -214,7 +229,8 @@ def test_a_package_pinning_the_bumped_one_moves_with_it_without_a_warning(exampl
         reasons = {m["name"]: m["reason"] for m in summary["moved"][platform]}
         assert reasons == {
             "demo-torch": reasons["demo-torch"],
-            "demo-vision": "its previous version 1.0 needs demo-torch ==2.10.0 (the lock now has 2.10.1)",
+            "demo-vision": "its previous version 1.0 needs demo-torch ==2.10.0 (the lock now has "
+            "2.10.1)",
         }
 
 
@@ -229,7 +245,9 @@ def test_the_index_is_asked_whether_a_previous_version_is_still_offered(
     indexes = at(tmp_path).accesses(matrix.indexes)
     asked = Indexes(tmp_path, Limits(), offline=False)
     assert asked.offered(bridge, indexes) == {"demo-bridge"}
-    republish(example, pypi=[d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")])
+    republish(
+        example, pypi=[d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")]
+    )
     assert asked.offered(bridge, indexes) == set()
 
 
@@ -238,7 +256,9 @@ def test_a_changed_conda_spec_moves_that_package_with_its_reason(
 ) -> None:
     lock(example)
     newer = [
-        CondaPackage("libdemo", "1.1", subdir, build="h0_0", depends=("__glibc >=2.17",), fmt="tar.bz2")
+        CondaPackage(
+            "libdemo", "1.1", subdir, build="h0_0", depends=("__glibc >=2.17",), fmt="tar.bz2"
+        )
         for subdir in PLATFORMS
     ]
     republish(example, conda=(*demo_packages(), *newer, NEWER_DATA))

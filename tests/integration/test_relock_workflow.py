@@ -1,4 +1,5 @@
-"""ci/relock.py, the relock workflow's logic, end to end on the bundled example served on 127.0.0.1."""
+"""ci/relock.py, the relock workflow's logic, end to end on the bundled example served on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ TORCH_NEWS = "demo-torch ==2.10.0: newer in 2.10 on pypi: 2.10.1"
 
 
 class Served:
-    """The example project, committed as the base a pull request compares with, and how to run ci/relock.py."""
+    """The example project, committed as the base a pull request compares with, and how to run
+    ci/relock.py."""
 
     def __init__(self, example: Example, workdir: Path) -> None:
         self.example = example
@@ -32,11 +34,21 @@ class Served:
 
     def relock(self, *args: str) -> subprocess.CompletedProcess[str]:
         self.outputs.write_text("")
-        argv = [sys.executable, str(SCRIPT), "--root", str(self.root), "--out", str(self.out), *args]
+        argv = [
+            sys.executable,
+            str(SCRIPT),
+            "--root",
+            str(self.root),
+            "--out",
+            str(self.out),
+            *args,
+        ]
         return subprocess.run(argv, env=self.env, capture_output=True, text=True, check=False)
 
     def git(self, *args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=self.root, env=self.env, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            ["git", *args], cwd=self.root, env=self.env, capture_output=True, text=True, check=True
+        )
         return done.stdout
 
     def locked(self, source: str) -> str:
@@ -50,7 +62,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with served_example(tmp_path_factory, workdir) as example:
         served = Served(example, workdir)
         commit_project(served.root, "the project, no lock yet")
-        # The first run finds no lock: it writes one (new files in the patch); that becomes the base.
+        # The first run finds no lock: it writes one (new files in the patch); that becomes the
+        # base.
         first = served.relock()
         assert first.returncode == 0, first.stderr
         assert f"{ENV}: no lock yet" in first.stderr
@@ -99,28 +112,42 @@ def test_moved_branch_relocks_that_source_and_writes_the_pr_body(served: Served)
         assert served.outputs.read_text() == "changed=true\n"
         # Exactly the drifted source moved; the others stay at their locked commits.
         assert served.locked("trainer") == moved
-        assert {n: served.locked(n) for n in ("rollout", "post")} == {n: before[n] for n in ("rollout", "post")}
+        assert {n: served.locked(n) for n in ("rollout", "post")} == {
+            n: before[n] for n in ("rollout", "post")
+        }
         assert (served.out / "changed-envs.txt").read_text() == f"{ENV}\n"
         check = json.loads((served.out / "checks" / f"{ENV}.json").read_text())["results"][0]
         steps = {s["name"]: s["status"] for s in check["steps"]}
-        assert check["ok"] and steps["solve: same pip set"] == "ok" and steps["env: install"] == "skipped"
+        assert (
+            check["ok"]
+            and steps["solve: same pip set"] == "ok"
+            and steps["env: install"] == "skipped"
+        )
 
         body = (served.out / "pr-body.md").read_text()
         old, new = before["trainer"], moved
         compare = f"{GITHUB}trainer/compare/{old}...{new}"
-        assert f"| {ENV} | `trainer` | `core_r0.12.0` | `{old[:12]}` | `{new[:12]}` | [compare]({compare}) |" in body
+        assert (
+            f"| {ENV} | `trainer` | `core_r0.12.0` | `{old[:12]}` | `{new[:12]}` | "
+            f"[compare]({compare}) |" in body
+        )
         assert f"- **{ENV}** (changed): source trainer moved upstream" in body
         heading = "### Upstream says otherwise (`envgen status --watch`)"
         assert f"{heading}\n\n- **{ENV}**: {TORCH_NEWS}\n" in body
         assert f"- **{ENV}**: ok (" in body
-        # The lock diff follows the summary: the trainer commit change, nothing about rollout or post.
+        # The lock diff follows the summary: the trainer commit change, nothing about rollout or
+        # post.
         diff = body.split("### Checks", 1)[1]
         assert "trainer" in diff and old[:12] in diff and new[:12] in diff
         assert "rollout" not in diff and "post" not in diff
 
-        # The patch is what the pull request job applies: locks/ only, onto a clean checkout of the base.
+        # The patch is what the pull request job applies: locks/ only, onto a clean checkout of the
+        # base.
         patch = served.out / "relock.patch"
-        files = {line.split("\t")[2] for line in served.git("apply", "--numstat", str(patch)).splitlines()}
+        files = {
+            line.split("\t")[2]
+            for line in served.git("apply", "--numstat", str(patch)).splitlines()
+        }
         assert all(f.startswith("locks/") for f in files), files
         # The commit moved (and the recipe and exports that name it); the packages did not.
         assert {f"locks/{ENV}.sources.toml", f"locks/{ENV}.install.sh"} <= files
@@ -141,7 +168,10 @@ def test_names_that_are_not_names_are_refused(served: Served, tmp_path: Path) ->
     assert "--envs: '--root=/' is not a name" in result.stderr
     result = served.relock("--update", "nosuch")
     assert result.returncode == 2
-    assert "--update nosuch: no source pinned from a branch, tag or HEAD has that name" in result.stderr
+    assert (
+        "--update nosuch: no source pinned from a branch, tag or HEAD has that name"
+        in result.stderr
+    )
     result = served.relock("--root", str(tmp_path))
     assert result.returncode == 2
     assert f"{tmp_path}: not a git checkout with a commit 'HEAD'" in result.stderr

@@ -236,8 +236,9 @@ def host_wheel_dir(example: Example, tmp_path: Path) -> Path:
 
 
 def install_pip_part(example: Example, prefix: Path, cache: Path) -> None:
-    """The lock's pip part in `prefix`, put there by uv (quicker than pip): these tests are about the recipe's steps
-    after it; pip's install of the part is test_install's and test_frozen_and_installers'."""
+    """The lock's pip part in `prefix`, put there by uv (quicker than pip): these tests are about
+    the recipe's steps after it; pip's install of the part is test_install's and
+    test_frozen_and_installers'."""
     requirements = example.root / "locks" / f"{ENV}.{HOST}.requirements.txt"
     cmd = [find_uv_bin(), "pip", "install", "-q", "--python", str(prefix / "bin" / "python")]
     cmd += ["--cache-dir", str(cache)]

@@ -1,10 +1,11 @@
 """Credentials of channels, indexes and git sources: used by every command, written nowhere.
 
-The example is served behind basic auth: its conda channel and "extra" index take a token from `${VAR}`, its
-"pypi" index and one git source (over git's smart HTTP) carry theirs in the URL. lock, status, check, install
-and bundle must all succeed, each installer once (check's throwaway env by pip, install's prefix by uv), and
-afterwards no file of the cache, `locks/`, the prefix, the kept throwaway env, the temporary directory or the
-home directory holds a secret, nor the base64 of a `user:secret` pair.
+The example is served behind basic auth: its conda channel and "extra" index take a token from
+`${VAR}`, its "pypi" index and one git source (over git's smart HTTP) carry theirs in the URL. lock,
+status, check, install and bundle must all succeed, each installer once (check's throwaway env by
+pip, install's prefix by uv), and afterwards no file of the cache, `locks/`, the prefix, the kept
+throwaway env, the temporary directory or the home directory holds a secret, nor the base64 of a
+`user:secret` pair.
 """
 
 from __future__ import annotations
@@ -77,9 +78,12 @@ def secret_hits(*roots: Path) -> tuple[int, list[str]]:
 def project(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Path]:
-    """The example served behind basic auth, with credentials in its channel files and one source URL."""
+    """The example served behind basic auth, with credentials in its channel files and one source
+    URL."""
     workdir = tmp_path / "work"
-    shutil.copytree(build_once(tmp_path_factory, "example-artifacts", build_example), workdir, symlinks=True)
+    shutil.copytree(
+        build_once(tmp_path_factory, "example-artifacts", build_example), workdir, symlinks=True
+    )
     repos = {path.name: GitRepo(path) for path in sorted((workdir / "upstream").iterdir())}
     monkeypatch.setenv("CONDA_TOKEN", PAIRS["conda"][1])
     monkeypatch.setenv("EXTRA_TOKEN", PAIRS["extra"][1])
@@ -89,7 +93,11 @@ def project(
             name: stack.enter_context(
                 serve_directory(workdir / name, auth=":".join(PAIRS[name]), host=host)
             ).removeprefix("http://")
-            for name, host in (("pypi", "127.0.0.1"), ("extra", "127.0.0.2"), ("conda", "127.0.0.3"))
+            for name, host in (
+                ("pypi", "127.0.0.1"),
+                ("extra", "127.0.0.2"),
+                ("conda", "127.0.0.3"),
+            )
         }
         git_base, _ = stack.enter_context(serve_git(workdir / "upstream", ":".join(PAIRS["git"])))
         # A release archive is fetched without credentials (its URL may carry none): served apart.
@@ -103,7 +111,9 @@ def project(
         root = write_project(workdir / "project", EXAMPLE_DIR, urls, repos["post"].rev("fix"))
         matrix = root / "env-templates" / f"{ENV}.toml"
         git_url = git_base.replace("http://", f"http://{':'.join(PAIRS['git'])}@") + "/rollout"
-        matrix.write_text(matrix.read_text().replace("https://github.com/envgen-demo/rollout.git", git_url))
+        matrix.write_text(
+            matrix.read_text().replace("https://github.com/envgen-demo/rollout.git", git_url)
+        )
         # The other sources come from local repositories through a mirror rule, as in the demo.
         use_git_config(write_gitconfig(workdir / "gitconfig", repos), monkeypatch)
         monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
@@ -123,8 +133,8 @@ def envgen(root: Path, *args: str) -> tuple[int, str]:
 
 
 def installed_by(root: Path, prefix: Path) -> set[str]:
-    """The installers named by the dist-info of the lock's pip part in `prefix` (the recipe installs the
-    sources and the archive's wheels with pip, whatever installed the pip part)."""
+    """The installers named by the dist-info of the lock's pip part in `prefix` (the recipe installs
+    the sources and the archive's wheels with pip, whatever installed the pip part)."""
     lock = read_lock(Project(root), ENV)
     assert lock is not None
     names = {canonicalize_name(e.name) for e in lock.pip_for(host_platform())}
@@ -142,14 +152,16 @@ def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path:
     assert code == 0, out
     code, out = envgen(project, "status", ENV)
     assert code == 0, out
-    # Each installer takes the credentials once: pip in check's throwaway env (kept, to be scanned), uv in
-    # install's prefix. The two commands install through the same Installer, so a check by uv and an install by
-    # pip would only repeat those paths (a full env each).
+    # Each installer takes the credentials once: pip in check's throwaway env (kept, to be scanned),
+    # uv in install's prefix. The two commands install through the same Installer, so a check by uv
+    # and an install by pip would only repeat those paths (a full env each).
     code, out = envgen(project, "check", ENV, "--venv", "--keep", "--installer", "pip")
     assert code == 0, out
     assert "env: install (venv)" in out
     prefix = tmp_path / "prefix"
-    code, out = envgen(project, "install", ENV, "--venv", "--prefix", str(prefix), "--installer", "uv")
+    code, out = envgen(
+        project, "install", ENV, "--venv", "--prefix", str(prefix), "--installer", "uv"
+    )
     assert code == 0, out
     assert (prefix / "src" / "rollout").is_dir() or any(prefix.rglob("rollout*"))
     code, out = envgen(project, "bundle", ENV, "-o", str(tmp_path / "demo.tar"))
@@ -160,8 +172,12 @@ def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path:
     kept = sorted((tmp_path / "tmp").glob("envgen-check-*"))
     assert len(kept) == 1 and all((path / "env" / "bin" / "python").exists() for path in kept)
     # Which installer put the locked wheels there: each records itself in the dist-info.
-    assert installed_by(project, kept[0] / "env") == {"pip"} and installed_by(project, prefix) == {"uv"}
-    scanned, hits = secret_hits(tmp_path / "cache", project / "locks", prefix, tmp_path / "tmp", tmp_path / "home")
+    assert installed_by(project, kept[0] / "env") == {"pip"} and installed_by(project, prefix) == {
+        "uv"
+    }
+    scanned, hits = secret_hits(
+        tmp_path / "cache", project / "locks", prefix, tmp_path / "tmp", tmp_path / "home"
+    )
     assert scanned > 100
     assert hits == []
 
@@ -180,17 +196,22 @@ def test_a_conda_prefix_installs_from_an_authenticated_channel_and_keeps_no_cred
         assert all(e.url.startswith(f"{base}/demo/") for e in entries)
         lock = make_lock(channels=(channel,), conda=entries)
         credentials = lock_credentials(lock, tmp_path / "no-channels", None, os.environ)
-        # Without them the channel refuses the downloads: the credentials are what makes the install work.
+        # Without them the channel refuses the downloads: the credentials are what makes the install
+        # work.
         with pytest.raises(VerificationError, match="401"):
             install_conda(entries, tmp_path / "refused", cache=tmp_path / "cache-refused")
-        install_conda(entries, tmp_path / "prefix", cache=tmp_path / "cache", credentials=credentials.conda)
+        install_conda(
+            entries, tmp_path / "prefix", cache=tmp_path / "cache", credentials=credentials.conda
+        )
     assert (tmp_path / "prefix" / "conda-meta").is_dir()
     scanned, hits = secret_hits(tmp_path / "cache", tmp_path / "prefix")
     assert scanned > 10
     assert hits == []
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9/t/${CONDA_TOKEN}/demo", "http://127.0.0.1:9/t/tk-5ecret/demo"])
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:9/t/${CONDA_TOKEN}/demo", "http://127.0.0.1:9/t/tk-5ecret/demo"]
+)
 def test_a_conda_token_in_the_channel_path_is_refused_before_any_request(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,4 +1,5 @@
-"""Git sources against real local repositories: refs, pins, cherry-picks, requirements, mirrors, errors."""
+"""Git sources against real local repositories: refs, pins, cherry-picks, requirements, mirrors,
+errors."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from tests.support.example import empty_git_config
 
 @pytest.fixture(autouse=True)
 def git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A test-only global git config (the machine's must not leak in); tests append mirrors to it."""
+    """A test-only global git config (the machine's must not leak in); tests append mirrors to
+    it."""
     return empty_git_config(tmp_path, monkeypatch)
 
 
@@ -58,10 +60,18 @@ def test_tags_annotated_and_lightweight_and_head(tmp_path: Path, cache: Path) ->
     assert refs["HEAD"] == refs["refs/heads/main"] == tip
 
     locked = resolve_sources(
-        matrix(source("light", repo, "v1"), source("annotated", repo, "v2"), source("head", repo, "HEAD")),
+        matrix(
+            source("light", repo, "v1"),
+            source("annotated", repo, "v2"),
+            source("head", repo, "HEAD"),
+        ),
         at(cache),
     )
-    assert [(x.source.name, x.commit) for x in locked] == [("light", light), ("annotated", second), ("head", tip)]
+    assert [(x.source.name, x.commit) for x in locked] == [
+        ("light", light),
+        ("annotated", second),
+        ("head", tip),
+    ]
     assert all(x.picked == () and len(x.tree) == 40 for x in locked)
     assert upstream_commit(source("annotated", repo, "v2"), current_git()) == second
 
@@ -122,7 +132,8 @@ def test_full_sha_ref_and_a_nonexistent_commit(tmp_path: Path, cache: Path) -> N
 def test_fetch_falls_back_when_the_server_refuses_a_sha(
     tmp_path: Path, cache: Path, git_config: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    git(git_config, "protocol.version", "0")  # v0 upload-pack only serves advertised tips without allow*SHA1*
+    # v0 upload-pack only serves advertised tips without allow*SHA1*
+    git(git_config, "protocol.version", "0")
     repo = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"}, allow_sha_wants=False)
     inner = repo.rev()
     repo.commit({"a.txt": "2\n"}, "tip")
@@ -146,7 +157,10 @@ def test_unreachable_remote_is_redacted_and_suggests_a_mirror(cache: Path) -> No
     with pytest.raises(ResolutionError) as err:
         resolve_sources(matrix(source("lib", url, "main")), at(cache))
     text = str(err.value)
-    assert "s3cret" not in text and "cannot reach git remote http://***@127.0.0.1:9/org/repo.git" in text
+    assert (
+        "s3cret" not in text
+        and "cannot reach git remote http://***@127.0.0.1:9/org/repo.git" in text
+    )
     assert "insteadOf" in text and "source lib" in text
 
 
@@ -154,7 +168,10 @@ def test_unreachable_remote_of_a_full_sha_ref_is_named_without_a_fallback_fetch(
     cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = "http://127.0.0.1:9/org/repo.git"
-    with caplog.at_level(logging.INFO, logger="envgen.resolve"), pytest.raises(ResolutionError) as err:
+    with (
+        caplog.at_level(logging.INFO, logger="envgen.resolve"),
+        pytest.raises(ResolutionError) as err,
+    ):
         pinned = source("mindspeed", url, "0c6c0ceaa523a96032dee1539a52032155e6404e")
         resolve_sources(matrix(pinned), at(cache))
     assert f"source mindspeed: cannot reach git remote {url}" in str(err.value)
@@ -171,14 +188,19 @@ def test_every_failed_source_is_named(tmp_path: Path, cache: Path) -> None:
     with pytest.raises(ResolutionError) as err:
         resolve_sources(matrix(*sources), at(cache))
     assert "source vllm: cannot reach git remote http://127.0.0.1:9/vllm.git" in err.value.message
-    assert "(sources verl failed too)" in err.value.message and err.value.hint and "insteadOf" in err.value.hint
+    assert (
+        "(sources verl failed too)" in err.value.message
+        and err.value.hint
+        and "insteadOf" in err.value.hint
+    )
 
 
 def test_a_cache_repository_left_half_made_is_completed(tmp_path: Path, cache: Path) -> None:
     repo = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"})
     resolve_sources(matrix(source("lib", repo, "main")), at(cache))
     (cached,) = (cache / "git").glob("*.git")
-    subprocess.run(["git", "remote", "remove", "origin"], cwd=cached, check=True)  # as if interrupted
+    # as if interrupted
+    subprocess.run(["git", "remote", "remove", "origin"], cwd=cached, check=True)
     repo.commit({"a.txt": "2\n"}, "moved")
     (locked,) = resolve_sources(matrix(source("lib", repo, "main")), at(cache))
     assert locked.commit == repo.rev()
@@ -188,7 +210,9 @@ def test_cherry_pick_applies_deterministically(tmp_path: Path) -> None:
     repo = GitRepo.create(tmp_path / "up", {"requirements.txt": "alpha==1\n", "src.py": "x = 1\n"})
     base = repo.tag("v1")
     repo.commit({"src.py": "x = 2\n"}, "unrelated work on main")
-    fix = side_commit(repo, "fix", {"requirements.txt": "alpha==1\nbeta>=2\n"}, "add beta", start=base)
+    fix = side_commit(
+        repo, "fix", {"requirements.txt": "alpha==1\nbeta>=2\n"}, "add beta", start=base
+    )
     m = matrix(source("lib", repo, "v1", cherry_picks=(fix,), requirements=("requirements.txt",)))
 
     (one,) = resolve_sources(m, at(tmp_path / "c1"))
@@ -203,7 +227,9 @@ def test_cherry_pick_conflict_names_commits_and_files(tmp_path: Path, cache: Pat
     repo = GitRepo.create(tmp_path / "up", {"requirements.txt": "alpha==1\n", "setup.cfg": "[x]\n"})
     base = repo.rev()
     repo.commit({"requirements.txt": "alpha==2\n", "setup.cfg": "[y]\n"}, "main moves on")
-    clash = side_commit(repo, "clash", {"requirements.txt": "alpha==3\n", "setup.cfg": "[z]\n"}, "x", start=base)
+    clash = side_commit(
+        repo, "clash", {"requirements.txt": "alpha==3\n", "setup.cfg": "[z]\n"}, "x", start=base
+    )
     with pytest.raises(ResolutionError) as err:
         resolve_sources(matrix(source("lib", repo, "main", cherry_picks=(clash,))), at(cache))
     message = err.value.message
@@ -252,7 +278,11 @@ def test_requirements_includes_markers_indexes_and_git_lines(
     ]
     assert all(r.origin.source == "verl" for r in verl.requirements)
     assert tqs.commit == tq_main and tqs.requirements == ()
-    assert tqs.source.url == tq.url and tqs.source.ref == "main" and tqs.source.distribution == "TransferQueue"
+    assert (
+        tqs.source.url == tq.url
+        and tqs.source.ref == "main"
+        and tqs.source.distribution == "TransferQueue"
+    )
     assert tqs.source.editable is False and tqs.source.origin == "verl:requirements-npu.txt:4"
     assert locked[2].source.editable is True  # the matrix's own entry wins over the git line
     assert "--extra-index-url" in caplog.text and "requirements-npu.txt:1" in caplog.text
@@ -261,7 +291,11 @@ def test_requirements_includes_markers_indexes_and_git_lines(
 
 
 def test_pyproject_dependencies_and_missing_files(tmp_path: Path, cache: Path) -> None:
-    repo = python_project(tmp_path / "proj", "demo-proj", dependencies=("numpy>=1.26", "requests ; os_name == 'posix'"))
+    repo = python_project(
+        tmp_path / "proj",
+        "demo-proj",
+        dependencies=("numpy>=1.26", "requests ; os_name == 'posix'"),
+    )
     demo = source("demo", repo, "main", requirements=(PYPROJECT,))
     (locked,) = resolve_sources(matrix(demo), at(cache))
     assert [(r.text, r.origin.file) for r in locked.requirements] == [
@@ -275,7 +309,10 @@ def test_pyproject_dependencies_and_missing_files(tmp_path: Path, cache: Path) -
     assert "source demo at commit " + repo.rev() in err.value.message
     assert "requirements-npu.txt" in err.value.message
 
-    repo.commit({"pyproject.toml": '[project]\nname = "d"\nversion = "1"\ndynamic = ["dependencies"]\n'}, "dyn")
+    repo.commit(
+        {"pyproject.toml": '[project]\nname = "d"\nversion = "1"\ndynamic = ["dependencies"]\n'},
+        "dyn",
+    )
     with pytest.raises(InputError, match="dynamic"):
         resolve_sources(matrix(source("demo", repo, "main", requirements=(PYPROJECT,))), at(cache))
 
@@ -295,10 +332,13 @@ def test_insteadof_mirror_is_honoured_and_the_lock_keeps_the_canonical_url(
     assert upstream_commit(locked.source, current_git()) == repo.rev()
 
 
-def test_a_url_with_credentials_keeps_its_recorded_commit(tmp_path: Path, cache: Path, git_config: Path) -> None:
+def test_a_url_with_credentials_keeps_its_recorded_commit(
+    tmp_path: Path, cache: Path, git_config: Path
+) -> None:
     mirror = tmp_path / "mirror"
     repo = GitRepo.create(mirror / "example" / "proj.git", {"a.txt": "1\n"})
-    # git is given the URL without its credentials (they travel in its environment): a mirror rule names that.
+    # git is given the URL without its credentials (they travel in its environment): a mirror rule
+    # names that.
     git(git_config, f"url.{mirror.as_uri()}/.insteadOf", "https://git.example/")
     m = matrix(source("proj", "https://ci:t0ken@git.example/example/proj.git", "main"))
     (first,) = resolve_sources(m, at(cache))
@@ -312,14 +352,20 @@ def test_a_url_with_credentials_keeps_its_recorded_commit(tmp_path: Path, cache:
 
 
 def test_several_sources_in_one_call_keep_install_order(tmp_path: Path, cache: Path) -> None:
-    repos = [GitRepo.create(tmp_path / f"r{i}", {"requirements.txt": f"pkg{i}\n"}) for i in range(6)]
+    repos = [
+        GitRepo.create(tmp_path / f"r{i}", {"requirements.txt": f"pkg{i}\n"}) for i in range(6)
+    ]
     # Two sources share one URL (and so one cache repository).
-    sources = [source(f"s{i}", r, "main", requirements=("requirements.txt",)) for i, r in enumerate(repos)]
+    sources = [
+        source(f"s{i}", r, "main", requirements=("requirements.txt",)) for i, r in enumerate(repos)
+    ]
     sources.append(source("s6", repos[0], "HEAD"))
     locked = resolve_sources(matrix(*reversed(sources)), at(cache), jobs=4)
     assert [x.source.name for x in locked] == [f"s{i}" for i in reversed(range(7))]
     assert [x.commit for x in locked] == [r.rev() for r in reversed([*repos, repos[0]])]
-    assert [r.text for x in locked for r in x.requirements] == [f"pkg{i}" for i in reversed(range(6))]
+    assert [r.text for x in locked for r in x.requirements] == [
+        f"pkg{i}" for i in reversed(range(6))
+    ]
 
 
 def test_fixture_repos_are_deterministic(tmp_path: Path) -> None:
@@ -327,7 +373,12 @@ def test_fixture_repos_are_deterministic(tmp_path: Path) -> None:
         repo = GitRepo.create(path, {"a.txt": "1\n"})
         repo.tag("v1", message="annotated")
         pick = side_commit(repo, "fix", {"b.txt": "b\n"}, "fix", start="v1")
-        return [repo.rev(), repo.git("rev-parse", "v1"), pick, repo.commit({"a.txt": None}, "delete")]
+        return [
+            repo.rev(),
+            repo.git("rev-parse", "v1"),
+            pick,
+            repo.commit({"a.txt": None}, "delete"),
+        ]
 
     first, second = build(tmp_path / "one"), build(tmp_path / "two")
     assert first == second and len(set(first)) == 4
@@ -337,7 +388,16 @@ def test_python_project_builds_with_its_version(tmp_path: Path) -> None:
     repo = python_project(tmp_path / "proj", "demo-proj", "0.3.0", dependencies=("numpy>=1",))
     out = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index"]
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+        ]
         + ["--wheel-dir", str(out), str(repo.path)],
         check=True,
     )

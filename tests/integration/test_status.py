@@ -1,4 +1,5 @@
-"""`envgen status` end to end: a project on disk, real git remotes that move, a PEP 503 index on 127.0.0.1."""
+"""`envgen status` end to end: a project on disk, real git remotes that move, a PEP 503 index on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -90,10 +91,14 @@ class Demo:
         self.pinned = GitRepo.create(root.parent / "remotes" / "pinned", {"pinned.py": "v = 1\n"})
         (root / "env-templates").mkdir(parents=True)
         (root / "channels").mkdir()
-        (root / "channels" / "conda-forge.toml").write_text('kind = "conda"\nurl = "https://conda.example.org/cf"\n')
+        (root / "channels" / "conda-forge.toml").write_text(
+            'kind = "conda"\nurl = "https://conda.example.org/cf"\n'
+        )
         (root / "channels" / "pypi.toml").write_text(f'kind = "pip"\nurl = "{index_url}/simple"\n')
         self.template.write_text(
-            MATRIX.format(tool=self.tool.url, pinned=self.pinned.url, pinned_commit=self.pinned.rev())
+            MATRIX.format(
+                tool=self.tool.url, pinned=self.pinned.url, pinned_commit=self.pinned.rev()
+            )
         )
 
     @property
@@ -105,10 +110,15 @@ class Demo:
         return self.root / "env-templates" / "demo.toml"
 
     def lock(self) -> Lock:
-        """Write a lock whose inputs are the current ones, sources pinned to what their refs name now."""
+        """Write a lock whose inputs are the current ones, sources pinned to what their refs name
+        now."""
         matrix = load_matrix(self.template, self.project.channels_dir)
         sources = tuple(
-            LockedSource(s, self.tool.rev("releases/v1") if s.name == "tool" else self.pinned.rev(), digest=s.name)
+            LockedSource(
+                s,
+                self.tool.rev("releases/v1") if s.name == "tool" else self.pinned.rev(),
+                digest=s.name,
+            )
             for s in matrix.sources
         )
         inputs = input_digests(
@@ -120,7 +130,10 @@ class Demo:
         lock = make_lock(
             platforms=matrix.platforms,
             input_hash=input_hash(inputs),
-            pip=(pip_entry("mbridge", "0.13.0", "linux-64"), pip_entry("transformers", "4.57.6", "linux-64")),
+            pip=(
+                pip_entry("mbridge", "0.13.0", "linux-64"),
+                pip_entry("transformers", "4.57.6", "linux-64"),
+            ),
             sources=sources,
             pending=(Pending("CANN", "no public version yet"),),
             channels=matrix.channels,
@@ -133,15 +146,22 @@ class Demo:
         return lock
 
     def status(self, *args: str) -> Result:
-        return CliRunner().invoke(cli, ["status", "--root", str(self.root), *args], catch_exceptions=False)
+        return CliRunner().invoke(
+            cli, ["status", "--root", str(self.root), *args], catch_exceptions=False
+        )
 
 
 @pytest.fixture
 def index(tmp_path: Path) -> Iterator[str]:
-    """A PEP 503 index: mbridge 0.13.0 and 0.15.1 (and a 0.16.0rc1 pre-release that must not count)."""
+    """A PEP 503 index: mbridge 0.13.0 and 0.15.1 (and a 0.16.0rc1 pre-release that must not
+    count)."""
     page = tmp_path / "index" / "simple" / "mbridge"
     page.mkdir(parents=True)
-    files = ["mbridge-0.13.0-py3-none-any.whl", "mbridge-0.15.1.tar.gz", "mbridge-0.16.0rc1-py3-none-any.whl"]
+    files = [
+        "mbridge-0.13.0-py3-none-any.whl",
+        "mbridge-0.15.1.tar.gz",
+        "mbridge-0.16.0rc1-py3-none-any.whl",
+    ]
     links = "".join(f'<a href="../../files/{f}#sha256={"0" * 64}">{f}</a><br>\n' for f in files)
     (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
     with serve_directory(tmp_path / "index") as url:
@@ -163,7 +183,11 @@ def test_no_lock_yet(demo: Demo) -> None:
     assert result.exit_code == 1
     assert result.stdout == "demo: no lock yet\n"
     (report,) = json.loads(demo.status("--json").stdout)["results"]
-    assert (report["state"], report["fresh"], report["reasons"]) == ("no-lock", False, ["no lock yet"])
+    assert (report["state"], report["fresh"], report["reasons"]) == (
+        "no-lock",
+        False,
+        ["no lock yet"],
+    )
     _valid_status_json(report)
 
 
@@ -171,7 +195,11 @@ def test_fresh_lock_without_drift(demo: Demo) -> None:
     lock = demo.lock()
     result = demo.status()
     assert result.exit_code == 0, result.output
-    tool = lock.sources[0].commit[:12] if lock.sources[0].source.name == "tool" else lock.sources[1].commit[:12]
+    tool = (
+        lock.sources[0].commit[:12]
+        if lock.sources[0].source.name == "tool"
+        else lock.sources[1].commit[:12]
+    )
     assert result.stdout == (
         "demo: fresh\n"
         "  upstream:\n"
@@ -183,7 +211,9 @@ def test_fresh_lock_without_drift(demo: Demo) -> None:
 
 def test_stale_lock_names_the_edited_matrix(demo: Demo) -> None:
     demo.lock()
-    demo.template.write_text(demo.template.read_text().replace('version = "==4.57.6"', 'version = "==4.57.7"'))
+    demo.template.write_text(
+        demo.template.read_text().replace('version = "==4.57.6"', 'version = "==4.57.7"')
+    )
     result = demo.status()
     assert result.exit_code == 1
     assert "demo: stale\n  matrix env-templates/demo.toml changed\n" in result.stdout
@@ -191,7 +221,9 @@ def test_stale_lock_names_the_edited_matrix(demo: Demo) -> None:
 
 def test_stale_lock_names_the_edited_channel(demo: Demo) -> None:
     demo.lock()
-    (demo.root / "channels" / "conda-forge.toml").write_text('kind = "conda"\nurl = "https://mirror.example.org/cf"\n')
+    (demo.root / "channels" / "conda-forge.toml").write_text(
+        'kind = "conda"\nurl = "https://mirror.example.org/cf"\n'
+    )
     report = json.loads(demo.status("--json").stdout)["results"][0]
     assert report["fresh"] is False and report["reasons"] == ["channel conda-forge changed"]
     assert (report["state"], report["drifted"]) == ("stale", [])
@@ -205,7 +237,9 @@ def test_drifted_branch(demo: Demo) -> None:
     result = demo.status()
     assert result.exit_code == 1
     assert "demo: fresh (1 source drifted)\n" in result.stdout
-    assert f"    tool releases/v1: locked {locked[:12]}, upstream now {moved[:12]}\n" in result.stdout
+    assert (
+        f"    tool releases/v1: locked {locked[:12]}, upstream now {moved[:12]}\n" in result.stdout
+    )
     drift = json.loads(demo.status("--json").stdout)["results"][0]["drift"]
     assert drift == [
         {
@@ -221,12 +255,16 @@ def test_drifted_branch(demo: Demo) -> None:
     ]
 
 
-def test_mirror_config_is_honoured(demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The lock names a canonical URL that does not exist; git's insteadOf sends ls-remote to the mirror."""
+def test_mirror_config_is_honoured(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock names a canonical URL that does not exist; git's insteadOf sends ls-remote to the
+    mirror."""
     lock = demo.lock()
     canonical = "https://github.com/example/tool.git"
     sources = tuple(
-        replace(s, source=replace(s.source, url=canonical)) if s.source.name == "tool" else s for s in lock.sources
+        replace(s, source=replace(s.source, url=canonical)) if s.source.name == "tool" else s
+        for s in lock.sources
     )
     write_whole_lock(demo.project, replace(lock, sources=sources))
     config = tmp_path / "gitconfig"
@@ -246,17 +284,25 @@ def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -
     lock = demo.lock()
     gone = (tmp_path / "gone").as_uri()
     sources = tuple(
-        replace(s, source=replace(s.source, url=gone)) if s.source.name == "tool" else s for s in lock.sources
+        replace(s, source=replace(s.source, url=gone)) if s.source.name == "tool" else s
+        for s in lock.sources
     )
     write_whole_lock(demo.project, replace(lock, sources=sources))
     result = demo.status()
     assert result.exit_code == 1
     assert "demo: fresh (1 remote unreachable)\n" in result.stdout
     (report,) = json.loads(demo.status("--json").stdout)["results"]
-    assert (report["drifted"], report["unreachable"], report["drift"][0]["compare_url"]) == ([], ["tool"], None)
+    assert (report["drifted"], report["unreachable"], report["drift"][0]["compare_url"]) == (
+        [],
+        ["tool"],
+        None,
+    )
     _valid_status_json(report)
     # Before: the line ended in a dangling colon; now git's reason follows it.
-    line = f"    tool releases/v1: upstream unreachable (source tool: cannot reach git remote {gone}: fatal: "
+    line = (
+        "    tool releases/v1: upstream unreachable (source tool: cannot reach git remote "
+        f"{gone}: fatal: "
+    )
     assert line in result.stdout and ":)" not in result.stdout
 
 
@@ -264,17 +310,25 @@ def test_outdated_unpinned_packages(demo: Demo) -> None:
     demo.lock()
     result = demo.status("--outdated")
     assert result.exit_code == 0, result.output
-    assert "  unpinned packages:\n    mbridge: locked 0.13.0; newer 0.15.1 on pypi\n" in result.stdout
+    assert (
+        "  unpinned packages:\n    mbridge: locked 0.13.0; newer 0.15.1 on pypi\n" in result.stdout
+    )
     assert "--upgrade-package mbridge` takes them" in result.stdout
     (report,) = json.loads(demo.status("--outdated", "--json").stdout)["results"]
     _valid_status_json(report)
     (item,) = report["outdated"]
-    assert item == {"name": "mbridge", "locked": ["0.13.0"], "newest": "0.15.1", "index": "pypi", "error": None}
+    assert item == {
+        "name": "mbridge",
+        "locked": ["0.13.0"],
+        "newest": "0.15.1",
+        "index": "pypi",
+        "error": None,
+    }
 
 
 class _Pep691(BaseHTTPRequestHandler):
-    """A PEP 691 JSON simple page for mbridge (one yanked file that must not count), a failing server's
-    answer for `failing`; 404 for anything else."""
+    """A PEP 691 JSON simple page for mbridge (one yanked file that must not count), a failing
+    server's answer for `failing`; 404 for anything else."""
 
     def do_GET(self) -> None:
         if self.path == "/simple/broken/":
@@ -289,9 +343,16 @@ class _Pep691(BaseHTTPRequestHandler):
             return
         files = [
             {"filename": "mbridge-0.15.1-py3-none-any.whl", "url": "x", "hashes": {}},
-            {"filename": "mbridge-0.20.0-py3-none-any.whl", "url": "y", "hashes": {}, "yanked": "broken"},
+            {
+                "filename": "mbridge-0.20.0-py3-none-any.whl",
+                "url": "y",
+                "hashes": {},
+                "yanked": "broken",
+            },
         ]
-        self._send(json.dumps({"meta": {"api-version": "1.0"}, "name": "mbridge", "files": files}).encode())
+        self._send(
+            json.dumps({"meta": {"api-version": "1.0"}, "name": "mbridge", "files": files}).encode()
+        )
 
     def _send(self, body: bytes) -> None:
         self.send_response(200)
@@ -309,14 +370,21 @@ def test_pep691_json_pages_are_read() -> None:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        base = IndexAccess("json", f"http://127.0.0.1:{server.server_address[1]}/simple", explicit=False)
+        base = IndexAccess(
+            "json", f"http://127.0.0.1:{server.server_address[1]}/simple", explicit=False
+        )
         with IndexClient([base], Limits()) as client:
             assert fetch_filenames(client, base, "MBridge") == ["mbridge-0.15.1-py3-none-any.whl"]
             assert fetch_filenames(client, base, "absent") is None
-            with pytest.raises(ResolutionError, match=r"/simple/broken/ answered with a page that is not PEP 691 JSON"):
+            with pytest.raises(
+                ResolutionError,
+                match=r"/simple/broken/ answered with a page that is not PEP 691 JSON",
+            ):
                 fetch_filenames(client, base, "broken")
             # The host answered, not with a page: a failed resolution (exit 3), no unreachable host.
-            with pytest.raises(ResolutionError, match=r"/simple/failing/ answered HTTP 503$") as answered:
+            with pytest.raises(
+                ResolutionError, match=r"/simple/failing/ answered HTTP 503$"
+            ) as answered:
                 fetch_filenames(client, base, "failing")
             assert not isinstance(answered.value, NetworkError) and answered.value.exit_code == 3
     finally:
@@ -326,10 +394,14 @@ def test_pep691_json_pages_are_read() -> None:
 
 def test_index_urls_expand_variables_and_name_missing_ones() -> None:
     assert (
-        expand_url("https://${USER_}:${TOKEN_}@idx/simple", "index private", {"USER_": "u", "TOKEN_": "t"})
+        expand_url(
+            "https://${USER_}:${TOKEN_}@idx/simple", "index private", {"USER_": "u", "TOKEN_": "t"}
+        )
         == "https://u:t@idx/simple"
     )
-    with pytest.raises(InputError, match=r"index private: its URL .* refers to \$\{TOKEN_\}, which is not set"):
+    with pytest.raises(
+        InputError, match=r"index private: its URL .* refers to \$\{TOKEN_\}, which is not set"
+    ):
         expand_url("https://${TOKEN_}@idx/simple", "index private", {})
 
 
@@ -346,7 +418,13 @@ def test_stale_reasons_name_each_component() -> None:
 
 
 def test_newest_version_prefers_final_releases() -> None:
-    names = ["x-1.0.tar.gz", "x-1.2-py3-none-any.whl", "x-2.0rc1-py3-none-any.whl", "x-junk.zip", "README"]
+    names = [
+        "x-1.0.tar.gz",
+        "x-1.2-py3-none-any.whl",
+        "x-2.0rc1-py3-none-any.whl",
+        "x-junk.zip",
+        "README",
+    ]
     assert newest_version(names) == "1.2"
     assert newest_version(names, allow_prereleases=True) == "2.0rc1"
     assert newest_version(["x-2.0rc1.tar.gz"]) == "2.0rc1"

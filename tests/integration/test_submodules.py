@@ -1,8 +1,10 @@
-"""`envgen lock`, the recipe, `status` and `diff` on a source with nested submodules at relative URLs.
+"""`envgen lock`, the recipe, `status` and `diff` on a source with nested submodules at relative
+URLs.
 
-The source is named by a canonical GitHub URL that a git mirror rule (`insteadOf`) sends to a local repository, as
-on a cluster behind a mirror: its `../child` submodule resolves to the canonical `.../child` URL, which the lock
-records and another mirror rule serves. Conda and pip come from the example's servers on 127.0.0.1.
+The source is named by a canonical GitHub URL that a git mirror rule (`insteadOf`) sends to a local
+repository, as on a cluster behind a mirror: its `../child` submodule resolves to the canonical
+`.../child` URL, which the lock records and another mirror rule serves. Conda and pip come from the
+example's servers on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -84,10 +86,17 @@ class Subs:
         return lock
 
     def recipe(self, prefix: Path) -> subprocess.CompletedProcess[str]:
-        """Run locks/subs.install.sh on `prefix` with the example's git configuration (its mirror rules)."""
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(self.example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+        """Run locks/subs.install.sh on `prefix` with the example's git configuration (its mirror
+        rules)."""
+        env = {
+            **os.environ,
+            "GIT_CONFIG_GLOBAL": str(self.example.gitconfig),
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
         script = self.project.locks_dir / f"{ENV}.install.sh"
-        return subprocess.run(["sh", str(script), "--prefix", str(prefix)], capture_output=True, text=True, env=env)
+        return subprocess.run(
+            ["sh", str(script), "--prefix", str(prefix)], capture_output=True, text=True, env=env
+        )
 
 
 @pytest.fixture
@@ -98,7 +107,9 @@ def subs(served: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
         template.write_text(MATRIX)
         config = example.gitconfig.read_text()
         mirrors = [(repos.parent, "parentpkg.git"), (repos.child, "child"), (repos.grand, "grand")]
-        rules = "".join(f'[url "{repo.url}"]\n\tinsteadOf = {CANONICAL}{name}\n' for repo, name in mirrors)
+        rules = "".join(
+            f'[url "{repo.url}"]\n\tinsteadOf = {CANONICAL}{name}\n' for repo, name in mirrors
+        )
         # git clones submodules over file:// (the local mirrors) only when allowed
         example.gitconfig.write_text(config + rules + '[protocol "file"]\n\tallow = always\n')
         monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
@@ -113,13 +124,16 @@ def test_the_lock_records_each_gitlink_and_the_recipe_checks_out_exactly_those(
     repos = subs.repos
     subs.lock()
     (parent,) = subs.read().sources
-    # canonical URLs, the relative ones resolved against the parent's (never the mirror the fetch went to)
+    # canonical URLs, the relative ones resolved against the parent's (never the mirror the fetch
+    # went to)
     assert parent.submodules == (
         Submodule("csrc/kernels", f"{CANONICAL}child", repos.child_locked),
         Submodule("csrc/kernels/third_party/grand", f"{CANONICAL}grand", repos.grand_locked),
     )
     text = (subs.project.locks_dir / f"{ENV}.sources.toml").read_text()
-    assert f'path = "csrc/kernels"\nurl = "{CANONICAL}child"\ncommit = "{repos.child_locked}"' in text
+    assert (
+        f'path = "csrc/kernels"\nurl = "{CANONICAL}child"\ncommit = "{repos.child_locked}"' in text
+    )
     assert str(tmp_path) not in text
 
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
@@ -130,7 +144,8 @@ def test_the_lock_records_each_gitlink_and_the_recipe_checks_out_exactly_those(
     assert GitRepo(kernels / "third_party" / "grand").rev() == repos.grand_locked
     assert (kernels / "third_party" / "grand" / "grand.txt").read_text() == "locked\n"
 
-    # The submodules' branches move upstream: nothing in the lock moves, and status reports no drift.
+    # The submodules' branches move upstream: nothing in the lock moves, and status reports no
+    # drift.
     repos.child.commit({"kernel.txt": "moved again\n"}, "upstream moves again")
     repos.grand.commit({"grand.txt": "moved again\n"}, "upstream moves again")
     before = {p.name: p.read_bytes() for p in subs.project.locks_dir.glob(f"{ENV}.*")}
@@ -187,7 +202,9 @@ def test_a_parent_bump_that_moves_a_gitlink_shows_in_diff_and_moves_the_checkout
     again = subs.recipe(prefix)
     assert again.returncode == 0, again.stderr
     assert GitRepo(prefix / "src" / "parentpkg" / "csrc" / "kernels").rev() == moved
-    assert (prefix / "src" / "parentpkg" / "csrc" / "kernels" / "kernel.txt").read_text() == "moved\n"
+    assert (
+        prefix / "src" / "parentpkg" / "csrc" / "kernels" / "kernel.txt"
+    ).read_text() == "moved\n"
 
     code, out, _ = run_envgen(subs.example, "diff", str(old / f"{ENV}.yml"), new, "--json")
     (diff,) = json.loads(out)["results"]
@@ -205,9 +222,12 @@ def test_a_parent_bump_that_moves_a_gitlink_shows_in_diff_and_moves_the_checkout
     ]
 
 
-def test_a_tampered_submodule_commit_is_caught(subs: Subs, tmp_path: Path, pip_site_packages: Path) -> None:
-    """A lock edited to name another commit of a submodule: well-formed, the recipe (run without envgen) finds
-    the tree records another one and envgen check fails the lock's integrity; malformed, no command reads it."""
+def test_a_tampered_submodule_commit_is_caught(
+    subs: Subs, tmp_path: Path, pip_site_packages: Path
+) -> None:
+    """A lock edited to name another commit of a submodule: well-formed, the recipe (run without
+    envgen) finds the tree records another one and envgen check fails the lock's integrity;
+    malformed, no command reads it."""
     repos = subs.repos
     subs.lock()
     sources_toml = subs.project.locks_dir / f"{ENV}.sources.toml"
@@ -220,9 +240,13 @@ def test_a_tampered_submodule_commit_is_caught(subs: Subs, tmp_path: Path, pip_s
     (subs.project.locks_dir / f"{ENV}.install.sh").write_text(render_recipe(tampered))
     proc = subs.recipe(fresh_venv(tmp_path / "env", pip_site_packages))
     assert proc.returncode != 0
-    assert f"csrc/kernels {repos.child_locked}" in proc.stderr and f"csrc/kernels {other}" in proc.stderr
+    assert (
+        f"csrc/kernels {repos.child_locked}" in proc.stderr
+        and f"csrc/kernels {other}" in proc.stderr
+    )
     assert "pip install" not in proc.stderr
-    # envgen check refuses it before any install: the files no longer hash to what the lock recorded (exit 4)
+    # envgen check refuses it before any install: the files no longer hash to what the lock recorded
+    # (exit 4)
     code, out, err = run_envgen(subs.example, "check", ENV, "--venv", "--no-solve")
     assert code == 4, out + err
     assert "failed  static: integrity" in out and "skipped env: install" in out
@@ -230,7 +254,11 @@ def test_a_tampered_submodule_commit_is_caught(subs: Subs, tmp_path: Path, pip_s
     sources_toml.write_text(text.replace(repos.child_locked, "--upload-pack=touch /tmp/pwned"))
     code, _, err = run_envgen(subs.example, "status", ENV)
     assert code == 2
-    assert f"{ENV}.sources.toml" in err and "sources[0].submodules[0].commit" in err and "Traceback" not in err
+    assert (
+        f"{ENV}.sources.toml" in err
+        and "sources[0].submodules[0].commit" in err
+        and "Traceback" not in err
+    )
 
 
 @pytest.fixture
@@ -240,12 +268,17 @@ def bare_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache"
 
 
-def test_a_source_that_opts_out_or_has_no_gitmodules_records_none(tmp_path: Path, bare_git: Path) -> None:
+def test_a_source_that_opts_out_or_has_no_gitmodules_records_none(
+    tmp_path: Path, bare_git: Path
+) -> None:
     repos = nested_submodules(tmp_path / "up")
     assert locked_parent(repos, bare_git).submodules == repos.recorded
-    opted_out = locked_parent(repos, bare_git, submodules=False, submodules_reason="built without its kernels")
+    opted_out = locked_parent(
+        repos, bare_git, submodules=False, submodules_reason="built without its kernels"
+    )
     assert opted_out.submodules == ()
-    # a gitlink without .gitmodules (a stray one, as some repositories carry) is not a submodule to check out
+    # a gitlink without .gitmodules (a stray one, as some repositories carry) is not a submodule to
+    # check out
     plain = backend_project(tmp_path / "plain", "plainpkg")
     plain.git("update-index", "--add", "--cacheinfo", f"160000,{repos.child_locked},vendor/stray")
     plain.commit({}, "a stray gitlink")
@@ -254,24 +287,43 @@ def test_a_source_that_opts_out_or_has_no_gitmodules_records_none(tmp_path: Path
     assert locked.submodules == ()
 
 
-def test_gitmodules_without_a_url_or_with_a_hostile_one_is_refused(tmp_path: Path, bare_git: Path) -> None:
+def test_gitmodules_without_a_url_or_with_a_hostile_one_is_refused(
+    tmp_path: Path, bare_git: Path
+) -> None:
     repos = nested_submodules(tmp_path / "up")
-    repos.parent.git("update-index", "--add", "--cacheinfo", f"160000,{repos.child_locked},csrc/extra")
+    repos.parent.git(
+        "update-index", "--add", "--cacheinfo", f"160000,{repos.child_locked},csrc/extra"
+    )
     repos.parent.commit({}, "a gitlink .gitmodules does not name")
-    with pytest.raises(InputError, match=r"source parentpkg: \.gitmodules at [0-9a-f]{40} names no URL .*csrc/extra"):
+    with pytest.raises(
+        InputError,
+        match=r"source parentpkg: \.gitmodules at [0-9a-f]{40} names no URL .*csrc/extra",
+    ):
         locked_parent(repos, bare_git)
 
-    for url, problem in (("-oProxyCommand=touch%20/tmp/x", "starts with '-'"), ("ext::sh", "neither a URL")):
+    for url, problem in (
+        ("-oProxyCommand=touch%20/tmp/x", "starts with '-'"),
+        ("ext::sh", "neither a URL"),
+    ):
         hostile = nested_submodules(tmp_path / f"hostile{len(url)}")
         hostile.parent.submodule("csrc/evil", url, hostile.child_locked, "a hostile submodule")
-        with pytest.raises(InputError, match=rf"submodule 'csrc/evil' \({re.escape(url)}\): .*{problem}") as err:
+        with pytest.raises(
+            InputError, match=rf"submodule 'csrc/evil' \({re.escape(url)}\): .*{problem}"
+        ) as err:
             locked_parent(hostile, bare_git)
         assert "submodules = false" in (err.value.hint or "")
 
 
-def test_an_unreachable_submodule_fails_the_lock_naming_its_url(tmp_path: Path, bare_git: Path) -> None:
+def test_an_unreachable_submodule_fails_the_lock_naming_its_url(
+    tmp_path: Path, bare_git: Path
+) -> None:
     repos = nested_submodules(tmp_path / "up")
     gone = tmp_path / "gone"
-    repos.parent.submodule("csrc/gone", gone.as_uri(), repos.child_locked, "a submodule whose upstream vanished")
-    with pytest.raises(ResolutionError, match=rf"source parentpkg submodule csrc/gone: .*{re.escape(gone.as_uri())}"):
+    repos.parent.submodule(
+        "csrc/gone", gone.as_uri(), repos.child_locked, "a submodule whose upstream vanished"
+    )
+    with pytest.raises(
+        ResolutionError,
+        match=rf"source parentpkg submodule csrc/gone: .*{re.escape(gone.as_uri())}",
+    ):
         locked_parent(repos, bare_git)

@@ -1,4 +1,5 @@
-"""No traceback: hostile files, unusable locks/, misuse of the CLI and bugs all end in one message and an exit code."""
+"""No traceback: hostile files, unusable locks/, misuse of the CLI and bugs all end in one message
+and an exit code."""
 
 from __future__ import annotations
 
@@ -33,12 +34,18 @@ def project(tmp_path: Path) -> Path:
 
 
 def envgen(
-    *args: str, timeout: float = 60, user: list[str] | None = None, env: dict[str, str] | None = None
+    *args: str,
+    timeout: float = 60,
+    user: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """The real command line in a child process, so a hang or a traceback is what a user would see."""
+    """The real command line in a child process, so a hang or a traceback is what a user would
+    see."""
     argv = [*(user or []), sys.executable, "-c", "from envgen.cli import main; main()", *args]
     full = {**os.environ, **(env or {})}
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, env=full)
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, check=False, env=full
+    )
 
 
 def assert_clean_exit(proc: subprocess.CompletedProcess[str], code: int, *parts: str) -> None:
@@ -61,10 +68,18 @@ def test_deeply_nested_toml_is_input_error(project: Path, where: str) -> None:
 
 @pytest.mark.parametrize(
     ("command", "code"),
-    # check reports a lock that does not parse as its failed first step (exit 4), the others as bad input.
-    [(["status", "valid"], 2), (["check", "valid", "--no-solve"], 4), (["diff"], 2), (["show", "valid"], 0)],
+    # check reports a lock that does not parse as its failed first step (exit 4), the others as bad
+    # input.
+    [
+        (["status", "valid"], 2),
+        (["check", "valid", "--no-solve"], 4),
+        (["diff"], 2),
+        (["show", "valid"], 0),
+    ],
 )
-def test_deeply_nested_lock_yml_is_input_error(project: Path, command: list[str], code: int) -> None:
+def test_deeply_nested_lock_yml_is_input_error(
+    project: Path, command: list[str], code: int
+) -> None:
     with_lock(project)
     yml = project / "locks" / "valid.yml"
     yml.write_text("version: 1\nmetadata: " + "[" * DEEP)
@@ -73,7 +88,10 @@ def test_deeply_nested_lock_yml_is_input_error(project: Path, command: list[str]
     if code == 0:  # show reads the matrix only
         assert_clean_exit(proc, 0)
         return
-    assert "locks/valid.yml" in proc.stderr + proc.stdout and "nested too deeply" in proc.stderr + proc.stdout
+    assert (
+        "locks/valid.yml" in proc.stderr + proc.stdout
+        and "nested too deeply" in proc.stderr + proc.stdout
+    )
     assert_clean_exit(proc, code)
 
 
@@ -91,19 +109,26 @@ def test_a_fifo_named_toml_is_refused_without_blocking(project: Path, where: str
     assert_clean_exit(proc, 2, "evil.toml")
 
 
-@pytest.mark.parametrize("where", ["channels/evil.toml", "env-templates/evil.toml", "locks/valid.yml"])
+@pytest.mark.parametrize(
+    "where", ["channels/evil.toml", "env-templates/evil.toml", "locks/valid.yml"]
+)
 def test_a_symbolic_link_is_refused_not_followed(project: Path, tmp_path: Path, where: str) -> None:
-    # A pull request can add a symlink: no input is read through one (a file outside the project, a device).
+    # A pull request can add a symlink: no input is read through one (a file outside the project, a
+    # device).
     with_lock(project)
     secret = tmp_path / "outside.toml"
     secret.write_text('kind = "pip"\nurl = "https://secret.example/simple"\n')
     (project / where).unlink(missing_ok=True)
     (project / where).symlink_to(secret)
-    proc = envgen("lock" if where != "locks/valid.yml" else "status", "--root", str(project), timeout=60)
+    proc = envgen(
+        "lock" if where != "locks/valid.yml" else "status", "--root", str(project), timeout=60
+    )
     assert_clean_exit(proc, 2, where.split("/")[1], "is a symbolic link")
 
 
-@pytest.mark.parametrize("url", ["ftp://mirror.example/simple", "git+https://x.example/simple", "/no/scheme"])
+@pytest.mark.parametrize(
+    "url", ["ftp://mirror.example/simple", "git+https://x.example/simple", "/no/scheme"]
+)
 def test_index_urls_other_than_http_https_file_are_refused_at_load(project: Path, url: str) -> None:
     (project / "channels" / "pypi.toml").write_text(f'kind = "pip"\nurl = "{url}"\n')
     proc = envgen("show", "valid", "--root", str(project))
@@ -112,7 +137,8 @@ def test_index_urls_other_than_http_https_file_are_refused_at_load(project: Path
 
 def test_a_lock_file_that_cannot_be_opened_is_input_error(project: Path) -> None:
     (project / "locks" / ".valid.lock").mkdir(parents=True)
-    # Without the preflight: it would ask the fixture's hosts (and need MIRROR_HOST) before the mutex.
+    # Without the preflight: it would ask the fixture's hosts (and need MIRROR_HOST) before the
+    # mutex.
     proc = envgen("lock", "valid", "--no-preflight", "--root", str(project))
     assert_clean_exit(proc, 2, ".valid.lock")
 
@@ -120,14 +146,18 @@ def test_a_lock_file_that_cannot_be_opened_is_input_error(project: Path) -> None
 def _nobody_can_run_python() -> bool:
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         return False
-    probe = subprocess.run([*NOBODY, sys.executable, "-c", "import envgen"], capture_output=True, check=False)
+    probe = subprocess.run(
+        [*NOBODY, sys.executable, "-c", "import envgen"], capture_output=True, check=False
+    )
     return probe.returncode == 0
 
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
-@pytest.mark.skipif(not _nobody_can_run_python(), reason="needs root, setpriv and a python another user can run")
+@pytest.mark.skipif(
+    not _nobody_can_run_python(), reason="needs root, setpriv and a python another user can run"
+)
 def test_permission_errors_from_locks_dir_are_input_errors(request: pytest.FixtureRequest) -> None:
     """As an unprivileged user: locks/ not writable, and a .<env>.lock owned by someone else."""
     # Outside pytest's own directory, which only root may enter.
@@ -145,7 +175,13 @@ def test_permission_errors_from_locks_dir_are_input_errors(request: pytest.Fixtu
     for path in [root, *root.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     proc = envgen(
-        "lock", "valid", "--no-preflight", "--root", str(root), user=NOBODY, env={"ENVGEN_CACHE_DIR": str(cache)}
+        "lock",
+        "valid",
+        "--no-preflight",
+        "--root",
+        str(root),
+        user=NOBODY,
+        env={"ENVGEN_CACHE_DIR": str(cache)},
     )
     assert_clean_exit(proc, 2, "locks", "Permission denied")
     (root / "env-templates" / "valid.toml").chmod(0o600)
@@ -156,13 +192,22 @@ def test_permission_errors_from_locks_dir_are_input_errors(request: pytest.Fixtu
     (root / "locks" / ".valid.lock").write_text("")
     (root / "locks" / ".valid.lock").chmod(0o600)
     proc = envgen(
-        "lock", "valid", "--no-preflight", "--root", str(root), user=NOBODY, env={"ENVGEN_CACHE_DIR": str(cache)}
+        "lock",
+        "valid",
+        "--no-preflight",
+        "--root",
+        str(root),
+        user=NOBODY,
+        env={"ENVGEN_CACHE_DIR": str(cache)},
     )
     assert_clean_exit(proc, 2, ".valid.lock", "Permission denied")
 
 
-def test_a_permission_error_from_the_file_lock_is_input_error(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What filelock raises for a .<env>.lock another user owns (root cannot be refused, so it is raised here)."""
+def test_a_permission_error_from_the_file_lock_is_input_error(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What filelock raises for a .<env>.lock another user owns (root cannot be refused, so it is
+    raised here)."""
 
     def refused(self: object, *args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", str(project / "locks" / ".valid.lock"))
@@ -174,7 +219,9 @@ def test_a_permission_error_from_the_file_lock_is_input_error(project: Path, mon
 
 
 def test_update_all_with_update_is_a_usage_error(project: Path) -> None:
-    result = CliRunner().invoke(cli, ["lock", "valid", "--update-all", "--update", "nosuch", "--root", str(project)])
+    result = CliRunner().invoke(
+        cli, ["lock", "valid", "--update-all", "--update", "nosuch", "--root", str(project)]
+    )
     assert result.exit_code == 2
     assert "--update-all" in result.stderr
     assert not (project / "locks").exists()
@@ -184,7 +231,18 @@ def test_install_refuses_an_unknown_profile_before_any_work(project: Path, tmp_p
     with_lock(project)
     prefix = tmp_path / "env"
     result = CliRunner().invoke(
-        cli, ["install", "valid", "--prefix", str(prefix), "--venv", "--profile", "nosuch", "--root", str(project)]
+        cli,
+        [
+            "install",
+            "valid",
+            "--prefix",
+            str(prefix),
+            "--venv",
+            "--profile",
+            "nosuch",
+            "--root",
+            str(project),
+        ],
     )
     assert result.exit_code == 2, result.output
     assert "no profile 'nosuch'" in result.stderr
@@ -211,7 +269,8 @@ def test_an_unexpected_exception_is_one_line_and_exit_70(
 
 
 def test_a_truncated_sources_toml_is_input_error_wherever_it_is_cut(project: Path) -> None:
-    """The key-line scanner expects valid TOML: a file cut inside a string reached it before the parser."""
+    """The key-line scanner expects valid TOML: a file cut inside a string reached it before the
+    parser."""
     with_lock(project)
     path = project / "locks" / "valid.sources.toml"
     whole = path.read_bytes()
@@ -220,5 +279,8 @@ def test_a_truncated_sources_toml_is_input_error_wherever_it_is_cut(project: Pat
         result = CliRunner().invoke(cli, ["status", "valid", "--root", str(project)])
         # Cut between tables it may still be valid TOML (then the lock reads as stale, exit 1).
         assert result.exit_code in (1, 2), (cut, result.output)
-        assert result.exception is None or isinstance(result.exception, SystemExit), (cut, repr(result.exception))
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            cut,
+            repr(result.exception),
+        )
         assert result.exit_code == 1 or "valid.sources.toml" in result.stderr

@@ -1,4 +1,5 @@
-"""A venv envgen makes has the same seed packages whether uv puts ensurepip's wheels there or venv does."""
+"""A venv envgen makes has the same seed packages whether uv puts ensurepip's wheels there or venv
+does."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def test_uv_seeds_the_wheels_ensurepip_would_install(tmp_path: Path) -> None:
         made.append(pool.submit(make_venv, sys.executable, tmp_path / "venv", []))
     for future in made:
         future.result()
-    # pip compiled as ensurepip leaves it, whatever PYTHONDONTWRITEBYTECODE says (asked before pip runs there).
+    # pip compiled as ensurepip leaves it, whatever PYTHONDONTWRITEBYTECODE says (asked before pip
+    # runs there).
     for prefix in (tmp_path / "uv", tmp_path / "venv"):
         assert list((site_packages(prefix) / "pip" / "__pycache__").glob("__init__.*.pyc")), prefix
     assert _seeded(tmp_path / "uv") == _seeded(tmp_path / "venv") >= {"pip"}

@@ -1,6 +1,8 @@
-"""The A5 PyPI set against PyPI itself: env-templates/a5.toml's pins plus the names verl's requirements-npu.txt adds.
+"""The A5 PyPI set against PyPI itself: env-templates/a5.toml's pins plus the names verl's
+requirements-npu.txt adds.
 
-Used by the opt-in network test and the PyPI benchmark; GitHub is not needed, so the git sources stay out.
+Used by the opt-in network test and the PyPI benchmark; GitHub is not needed, so the git sources
+stay out.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from envgen.model import Index, Matrix, PipPackage
 REPO = Path(__file__).resolve().parents[2]
 PYPI = "https://pypi.org/simple"
 
-# What verl's requirements-npu.txt adds that PyPI serves (TransferQueue comes from git, triton-ascend from its
-# own index).
+# What verl's requirements-npu.txt adds that PyPI serves (TransferQueue comes from git,
+# triton-ascend from its own index).
 VERL_NPU: tuple[PipPackage, ...] = (
     PipPackage("ray", extras=("default",)),
     PipPackage("tensordict"),
@@ -24,11 +26,15 @@ VERL_NPU: tuple[PipPackage, ...] = (
 )
 
 
-def a5_pypi_matrix(platforms: tuple[str, ...] = ("linux-aarch64",), index_url: str = PYPI) -> Matrix:
-    """a5.toml's PyPI packages on `platforms` (not pending, not pinned to another index there) and verl's NPU
-    set, on one index."""
+def a5_pypi_matrix(
+    platforms: tuple[str, ...] = ("linux-aarch64",), index_url: str = PYPI
+) -> Matrix:
+    """a5.toml's PyPI packages on `platforms` (not pending, not pinned to another index there) and
+    verl's NPU set, on one index."""
     a5 = load_matrix(REPO / "env-templates" / "a5.toml", REPO / "channels")
-    on_pypi = (p for p in a5.packages if not p.pending and not any(p.index_for(x) for x in platforms))
+    on_pypi = (
+        p for p in a5.packages if not p.pending and not any(p.index_for(x) for x in platforms)
+    )
     from_pypi = tuple(replace(p, index=()) for p in on_pypi)
     return replace(
         a5,

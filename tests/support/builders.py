@@ -1,8 +1,9 @@
-"""Matrices, Locks and lock entries for tests: the required fields filled with neutral values, so that a test
-names only what it is about. Entry digests derive from the file name, so equal inputs give equal entries.
+"""Matrices, Locks and lock entries for tests: the required fields filled with neutral values, so
+that a test names only what it is about. Entry digests derive from the file name, so equal inputs
+give equal entries.
 
-Two shared cases live here too: `sample_lock` (an A5-shaped lock using every field, for the lock file's
-readers and writers) and `bump` (an A5 lock before and after a version bump, for the diff).
+Two shared cases live here too: `sample_lock` (an A5-shaped lock using every field, for the lock
+file's readers and writers) and `bump` (an A5 lock before and after a version bump, for the diff).
 """
 
 from __future__ import annotations
@@ -57,8 +58,11 @@ def at(cache: Path, *, offline: bool = False) -> Settings:
     return Settings.read(os.environ, cache=cache, offline=offline)
 
 
-def make_matrix(name: str = "demo", *, platforms: tuple[str, ...] = ("linux-64",), **fields: object) -> Matrix:
-    """A Matrix `name` on `platforms` for python 3.11, glibc 2.28, pending CANN, and nothing else but `fields`."""
+def make_matrix(
+    name: str = "demo", *, platforms: tuple[str, ...] = ("linux-64",), **fields: object
+) -> Matrix:
+    """A Matrix `name` on `platforms` for python 3.11, glibc 2.28, pending CANN, and nothing else
+    but `fields`."""
     values: dict[str, object] = {
         "name": name,
         "description": f"{name} test matrix",
@@ -77,8 +81,11 @@ def make_matrix(name: str = "demo", *, platforms: tuple[str, ...] = ("linux-64",
     return Matrix(**values)  # type: ignore[arg-type]
 
 
-def make_lock(env: str = "demo", *, platforms: tuple[str, ...] = ("linux-64",), **fields: object) -> Lock:
-    """A Lock of `env` on `platforms` with a placeholder input hash and nothing else but `fields`."""
+def make_lock(
+    env: str = "demo", *, platforms: tuple[str, ...] = ("linux-64",), **fields: object
+) -> Lock:
+    """A Lock of `env` on `platforms` with a placeholder input hash and nothing else but
+    `fields`."""
     values: dict[str, object] = {
         "env": env,
         "platforms": platforms,
@@ -104,7 +111,9 @@ def conda_entry(
     """A conda package `name-version-build` of `channel`'s `subdir` (the platform's by default)."""
     file = f"{name}-{version}-{build}.conda"
     url = f"{channel}/{subdir or platform}/{file}"
-    return CondaEntry(name, version, build, platform, url, digest(file, "md5"), digest(file), depends)
+    return CondaEntry(
+        name, version, build, platform, url, digest(file, "md5"), digest(file), depends
+    )
 
 
 def pip_entry(
@@ -122,12 +131,15 @@ def pip_entry(
     return PipEntry(name, version, platform, f"{FILES}/{file}", digest(file), depends, index, sdist)
 
 
-# --- the A5-shaped lock using every field ----------------------------------------------------------------------
+# --- the A5-shaped lock using every field
+# ----------------------------------------------------------------------
 
 SAMPLE_PLATFORMS = ("linux-aarch64", "linux-64")
 
 
-def _sample_wheel(name: str, platform: str, index: str | None = None, sdist: bool = False) -> PipEntry:
+def _sample_wheel(
+    name: str, platform: str, index: str | None = None, sdist: bool = False
+) -> PipEntry:
     machine = "aarch64" if platform == "linux-aarch64" else "x86_64"
     depends = (("numpy", ">=1.26"),) if name == "torch" else ()
     tag = f"cp311-cp311-manylinux_2_28_{machine}"
@@ -163,8 +175,12 @@ def _sample_sources() -> tuple[LockedSource, ...]:
         pythonpath=True,
         origin="verl:requirements-npu.txt:4",
     )
-    numpy_req = TracedRequirement("numpy<2", Origin("requirements.txt", line=3, source="vllm-ascend"))
-    torch_req = TracedRequirement("torch<3", Origin("requirements.txt", line=9, source="vllm-ascend"), True)
+    numpy_req = TracedRequirement(
+        "numpy<2", Origin("requirements.txt", line=3, source="vllm-ascend")
+    )
+    torch_req = TracedRequirement(
+        "torch<3", Origin("requirements.txt", line=9, source="vllm-ascend"), True
+    )
     return (
         LockedSource(
             vllm_ascend,
@@ -180,10 +196,13 @@ def _sample_sources() -> tuple[LockedSource, ...]:
 
 
 def sample_lock() -> Lock:
-    """The shape of the A5 lock with every field set: credentials in URLs, overrides, pending, CANN, profiles."""
+    """The shape of the A5 lock with every field set: credentials in URLs, overrides, pending, CANN,
+    profiles."""
     forge = "https://conda.example.org/forge"
     conda = tuple(
-        conda_entry("pip", "24.0", p, channel=forge, subdir="noarch", depends=(("python", ">=3.8"),))
+        conda_entry(
+            "pip", "24.0", p, channel=forge, subdir="noarch", depends=(("python", ">=3.8"),)
+        )
         if name == "pip"
         else conda_entry("python", "3.11.9", p, channel=forge, depends=(("__glibc", ">=2.17"),))
         for p in SAMPLE_PLATFORMS
@@ -195,7 +214,11 @@ def sample_lock() -> Lock:
         _sample_wheel("mbridge", "linux-64", sdist=True),
         _sample_wheel("torch", "linux-64", index="pytorch-cpu"),
     )
-    inputs = (("channel:conda-forge", digest("c")), ("matrix", digest("m")), ("schema", str(LOCK_SCHEMA)))
+    inputs = (
+        ("channel:conda-forge", digest("c")),
+        ("matrix", digest("m")),
+        ("schema", str(LOCK_SCHEMA)),
+    )
     return make_lock(
         "a5",
         platforms=SAMPLE_PLATFORMS,
@@ -214,15 +237,27 @@ def sample_lock() -> Lock:
         channels=(Channel("conda-forge", forge),),
         indexes=(
             Index("pypi", "https://pypi.org/simple"),
-            Index("triton-ascend", "https://u:p@triton.example.org/simple/", True, "triton.example.org"),
+            Index(
+                "triton-ascend",
+                "https://u:p@triton.example.org/simple/",
+                True,
+                "triton.example.org",
+            ),
         ),
         cann=Cann("pending", "/usr/local/Ascend/cann/set_env.sh", "commercial release due Q2"),
         activation_env=(("PYTHONPATH", "/src/megatron"),),
         profiles=(
             Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),
-            Profile("ckpt", "HCCL whitelist", (("HCCL_WHITELIST_DISABLE", "0"), ("HCCL_WHITELIST_FILE", "/w.json"))),
+            Profile(
+                "ckpt",
+                "HCCL whitelist",
+                (("HCCL_WHITELIST_DISABLE", "0"), ("HCCL_WHITELIST_FILE", "/w.json")),
+            ),
         ),
-        checks=(ImportCheck("torch", "torch", "2.10.0"), ImportCheck("vllm_ascend", "vllm_ascend", needs="cann")),
+        checks=(
+            ImportCheck("torch", "torch", "2.10.0"),
+            ImportCheck("vllm_ascend", "vllm_ascend", needs="cann"),
+        ),
         inputs=inputs,
     )
 
@@ -234,7 +269,10 @@ def stripped(lock: Lock) -> Lock:
         conda=tuple(sorted(lock.conda, key=lambda e: (SAMPLE_PLATFORMS.index(e.platform), e.name))),
         pip=tuple(sorted(lock.pip, key=lambda e: (SAMPLE_PLATFORMS.index(e.platform), e.name))),
         sources=tuple(
-            dataclasses.replace(s, source=dataclasses.replace(s.source, url=s.source.url.replace("user:secret@", "")))
+            dataclasses.replace(
+                s,
+                source=dataclasses.replace(s.source, url=s.source.url.replace("user:secret@", "")),
+            )
             for s in lock.sources
         ),
         indexes=tuple(dataclasses.replace(i, url=i.url.replace("u:p@", "")) for i in lock.indexes),
@@ -243,7 +281,8 @@ def stripped(lock: Lock) -> Lock:
     )
 
 
-# --- an A5 lock before and after a bump, for the diff -------------------------------------------------------------
+# --- an A5 lock before and after a bump, for the diff
+# -------------------------------------------------------------
 
 DIFF_PLATFORMS = ("linux-64", "linux-aarch64")
 VLLM_ASCEND = "https://github.com/vllm-project/vllm-ascend.git"
@@ -252,9 +291,13 @@ OLD_COMMIT = "50e87d6" + "a" * 33
 NEW_COMMIT = "1a2b3c4" + "b" * 33
 
 
-def locked_source(name: str, url: str, ref: str, commit: str, cherry_picks: tuple[str, ...] = ()) -> LockedSource:
+def locked_source(
+    name: str, url: str, ref: str, commit: str, cherry_picks: tuple[str, ...] = ()
+) -> LockedSource:
     """A source `name` (distribution: its name with underscores) locked at `commit`."""
-    return LockedSource(Source(name, url, ref, name.replace("-", "_"), cherry_picks=cherry_picks), commit)
+    return LockedSource(
+        Source(name, url, ref, name.replace("-", "_"), cherry_picks=cherry_picks), commit
+    )
 
 
 def diff_lock(
@@ -271,7 +314,10 @@ def diff_lock(
         conda=tuple(
             entry
             for platform in DIFF_PLATFORMS
-            for entry in (conda_entry("pip", "24.2", platform), conda_entry("python", python, platform))
+            for entry in (
+                conda_entry("pip", "24.2", platform),
+                conda_entry("python", python, platform),
+            )
         ),
         pip=tuple(
             entry
@@ -283,7 +329,12 @@ def diff_lock(
             )
         ),
         sources=(
-            locked_source("mindspeed", MINDSPEED, "0c6c0ceaa523a96032dee1539a52032155e6404e", "0c6c0ce" + "0" * 33),
+            locked_source(
+                "mindspeed",
+                MINDSPEED,
+                "0c6c0ceaa523a96032dee1539a52032155e6404e",
+                "0c6c0ce" + "0" * 33,
+            ),
             locked_source("vllm-ascend", VLLM_ASCEND, "releases/v0.23.0", vllm_ascend),
         ),
         pending=(Pending("torch-npu", "commercial release due Q2"),),
@@ -293,17 +344,21 @@ def diff_lock(
 
 def bump() -> tuple[Lock, Lock]:
     """One conda package, two pip packages and one source commit bumped."""
-    new = diff_lock(python="3.11.9", transformers="4.57.6", mbridge="0.15.1", vllm_ascend=NEW_COMMIT)
+    new = diff_lock(
+        python="3.11.9", transformers="4.57.6", mbridge="0.15.1", vllm_ascend=NEW_COMMIT
+    )
     return diff_lock(), new
 
 
-# --- a hand-built lock written as `envgen lock` writes one -------------------------------------------------------
+# --- a hand-built lock written as `envgen lock` writes one
+# -------------------------------------------------------
 
 
 def write_intact(project: Project, lock: Lock) -> Lock:
-    """Write `lock` so that it passes the integrity check (lockio/integrity.py) as a lock `envgen lock` wrote
-    would: every index an entry names is listed (on that entry's host), and the recipe is rendered from the lock
-    as it reads back (canonical order, no credentials). Returns that read-back lock."""
+    """Write `lock` so that it passes the integrity check (lockio/integrity.py) as a lock `envgen
+    lock` wrote would: every index an entry names is listed (on that entry's host), and the recipe
+    is rendered from the lock as it reads back (canonical order, no credentials). Returns that
+    read-back lock."""
     listed = {i.name for i in lock.indexes}
     missing = {e.index: e.url for e in lock.pip if e.index and e.index not in listed}
     indexes = (

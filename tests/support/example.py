@@ -1,4 +1,5 @@
-"""The bundled example for tests: its artifacts built once per session, each test or module serving a copy."""
+"""The bundled example for tests: its artifacts built once per session, each test or module serving
+a copy."""
 
 from __future__ import annotations
 
@@ -17,21 +18,29 @@ from tests.support.shared import build_once
 
 @contextmanager
 def served_example(factory: pytest.TempPathFactory, workdir: Path) -> Iterator[Example]:
-    """What `serve_example(workdir)` gives, from a copy of the session's artifacts: the copy is the test's own
-    (its upstream repos may move, its indexes gain or lose files) and builds the same bytes a new build would."""
-    shutil.copytree(build_once(factory, "example-artifacts", build_example), workdir, symlinks=True, dirs_exist_ok=True)
+    """What `serve_example(workdir)` gives, from a copy of the session's artifacts: the copy is the
+    test's own (its upstream repos may move, its indexes gain or lose files) and builds the same
+    bytes a new build would."""
+    shutil.copytree(
+        build_once(factory, "example-artifacts", build_example),
+        workdir,
+        symlinks=True,
+        dirs_exist_ok=True,
+    )
     with serve_built_example(workdir) as example:
         yield example
 
 
 def use_git_config(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make `config` the only git configuration git reads (the machine's must not leak into a test)."""
+    """Make `config` the only git configuration git reads (the machine's must not leak into a
+    test)."""
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
 
 
 def empty_git_config(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty global git config under `home`, which becomes HOME; tests may append mirrors to it."""
+    """An empty global git config under `home`, which becomes HOME; tests may append mirrors to
+    it."""
     config = home / "gitconfig"
     config.write_text("")
     monkeypatch.setenv("HOME", str(home))
@@ -40,9 +49,11 @@ def empty_git_config(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @contextmanager
-def restored_example(example: Example, env: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
-    """The served example with its git mirror config active; afterwards its matrix is as it was and `env` has no
-    lock files."""
+def restored_example(
+    example: Example, env: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
+    """The served example with its git mirror config active; afterwards its matrix is as it was and
+    `env` has no lock files."""
     use_git_config(example.gitconfig, monkeypatch)
     matrix = example.matrix.read_text()
     yield example

@@ -1,7 +1,9 @@
-"""Git's smart HTTP protocol served from a directory of repositories on 127.0.0.1, behind basic auth.
+"""Git's smart HTTP protocol served from a directory of repositories on 127.0.0.1, behind basic
+auth.
 
-`git http-backend` (git's own CGI program) answers each request; the server only checks the Authorization
-header and passes the request through, so clone, ls-remote and fetch by sha behave as on a real forge.
+`git http-backend` (git's own CGI program) answers each request; the server only checks the
+Authorization header and passes the request through, so clone, ls-remote and fetch by sha behave as
+on a real forge.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from pathlib import Path
 
 
 class _GitHandler(BaseHTTPRequestHandler):
-    def __init__(self, *args: object, root: Path, auth: str, seen: list[str], **kwargs: object) -> None:
+    def __init__(
+        self, *args: object, root: Path, auth: str, seen: list[str], **kwargs: object
+    ) -> None:
         self.root, self.auth, self.seen = root, auth, seen
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
@@ -55,10 +59,15 @@ class _GitHandler(BaseHTTPRequestHandler):
             "PATH": "/usr/bin:/bin",
         }
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        proc = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, check=False)
+        proc = subprocess.run(
+            ["git", "http-backend"], input=body, env=env, capture_output=True, check=False
+        )
         head, _, payload = proc.stdout.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
-        status = next((line.split(":", 1)[1].strip() for line in lines if line.lower().startswith("status:")), "200")
+        status = next(
+            (line.split(":", 1)[1].strip() for line in lines if line.lower().startswith("status:")),
+            "200",
+        )
         self.send_response(int(status.split()[0]))
         for line in lines:
             name, _, value = line.partition(":")
@@ -71,13 +80,16 @@ class _GitHandler(BaseHTTPRequestHandler):
 
 @contextmanager
 def serve_git(root: Path, auth: str) -> Iterator[tuple[str, list[str]]]:
-    """Serve the repositories under `root` (`<base>/<name>` is `root/<name>`, bare or not), requiring basic
-    `auth` ("user:password"); yields the base URL `http://127.0.0.1:PORT` and the request paths seen."""
+    """Serve the repositories under `root` (`<base>/<name>` is `root/<name>`, bare or not),
+    requiring basic `auth` ("user:password"); yields the base URL `http://127.0.0.1:PORT` and the
+    request paths seen."""
     seen: list[str] = []
     handler = functools.partial(_GitHandler, root=root, auth=auth, seen=seen)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=functools.partial(server.serve_forever, poll_interval=0.02), daemon=True)
+    thread = threading.Thread(
+        target=functools.partial(server.serve_forever, poll_interval=0.02), daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", seen

@@ -1,5 +1,6 @@
-"""Hypothesis strategies for Locks with every field set or left out, and any text where a lock holds a string:
-for the writers of the lock files, which must write whatever a Lock holds as TOML and YAML."""
+"""Hypothesis strategies for Locks with every field set or left out, and any text where a lock holds
+a string: for the writers of the lock files, which must write whatever a Lock holds as TOML and
+YAML."""
 
 from __future__ import annotations
 
@@ -33,8 +34,11 @@ NAME = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_siz
 ANY = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=16)
 # A key as TOML would write it bare, or one it must quote (any text, the empty key too).
 KEY = st.one_of(st.text(string.ascii_letters + string.digits + "-_", min_size=1, max_size=8), ANY)
-# Text a TOML comment may hold (no control characters): the env's name is written in the first line's comment.
-COMMENTABLE = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=12)
+# Text a TOML comment may hold (no control characters): the env's name is written in the first
+# line's comment.
+COMMENTABLE = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=12
+)
 URL = st.one_of(ANY, st.builds(lambda n, f: f"https://u:p@files.example.org/{n}/{f}", NAME, ANY))
 _MAYBE = st.one_of(st.none(), ANY)
 _HEX = st.text("0123456789abcdef", min_size=64, max_size=64)
@@ -60,7 +64,12 @@ def envs() -> st.SearchStrategy[Env]:
 
 @st.composite
 def requirements(draw: st.DrawFn) -> TracedRequirement:
-    origin = Origin(draw(ANY), draw(_MAYBE), draw(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))), draw(_MAYBE))
+    origin = Origin(
+        draw(ANY),
+        draw(_MAYBE),
+        draw(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))),
+        draw(_MAYBE),
+    )
     return TracedRequirement(draw(ANY), origin, constraint=draw(st.booleans()))
 
 
@@ -95,7 +104,9 @@ def locked_sources(draw: st.DrawFn) -> LockedSource:
         tree=draw(ANY),
         picked=draw(texts),
         metadata_fallback=draw(_MAYBE),
-        submodules=tuple(draw(st.lists(st.builds(Submodule, ANY, URL, ANY), max_size=2))) if with_submodules else (),
+        submodules=tuple(draw(st.lists(st.builds(Submodule, ANY, URL, ANY), max_size=2)))
+        if with_submodules
+        else (),
     )
 
 
@@ -130,7 +141,12 @@ def locks(draw: st.DrawFn) -> Lock:
         activation_env=draw(envs()),
         profiles=tuple(Profile(draw(ANY), draw(ANY), draw(envs())) for _ in range(draw(many))),
         checks=tuple(
-            ImportCheck(draw(ANY), draw(_MAYBE), draw(_MAYBE), draw(st.sampled_from(["none", "cann", "npu"])))
+            ImportCheck(
+                draw(ANY),
+                draw(_MAYBE),
+                draw(_MAYBE),
+                draw(st.sampled_from(["none", "cann", "npu"])),
+            )
             for _ in range(draw(many))
         ),
         inputs=draw(st.lists(st.tuples(KEY, ANY), max_size=4).map(tuple)),

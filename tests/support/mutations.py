@@ -1,13 +1,14 @@
 """Hypothesis strategies that turn a valid input file into a hostile one.
 
-Each strategy draws a `Mutation`: its kind (the figure a fuzz report counts) and a function of the original
-bytes. Kinds: `truncate`, `bytes` (random bytes replace, or go into, a span), `unicode` (any text, controls and
-all, into a string value or anywhere), `encoding` (the file in UTF-16 or behind a BOM), `nesting` (arrays,
-tables or flow mappings thousands deep), `huge` (a string value of up to 4 MiB, a file of many lines or keys),
-`structure` (a parsed document with a key dropped, a value of another type, an unknown key, a key renamed) and
-`payload` (a string that runs `touch <marker>` if a shell or git ever takes it as code or an option, in one
-string value or in all of them, replacing or appended). Payloads name the marker as `@MARKER@`, which
-`with_marker` replaces by the case's path.
+Each strategy draws a `Mutation`: its kind (the figure a fuzz report counts) and a function of the
+original bytes. Kinds: `truncate`, `bytes` (random bytes replace, or go into, a span), `unicode`
+(any text, controls and all, into a string value or anywhere), `encoding` (the file in UTF-16 or
+behind a BOM), `nesting` (arrays, tables or flow mappings thousands deep), `huge` (a string value of
+up to 4 MiB, a file of many lines or keys), `structure` (a parsed document with a key dropped, a
+value of another type, an unknown key, a key renamed) and `payload` (a string that runs `touch
+<marker>` if a shell or git ever takes it as code or an option, in one string value or in all of
+them, replacing or appended). Payloads name the marker as `@MARKER@`, which `with_marker` replaces
+by the case's path.
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ PAYLOADS = [
     "../../../../@MARKER@",
 ]
 _DEPTHS = st.sampled_from([64, 1_000, 100_000])
-_ANY_TEXT = st.text(max_size=40)  # every code point but surrogates: controls, NUL, RTL marks, line separators
+# every code point but surrogates: controls, NUL, RTL marks, line separators
+_ANY_TEXT = st.text(max_size=40)
 # Up to 256 KiB in `make test`; a long run (ENVGEN_FUZZ_SCALE > 1) also tries 1 and 4 MiB.
 _HUGE = st.sampled_from(
-    [4_096, 65_536, 256 << 10] + ([1 << 20, 4 << 20] if os.environ.get("ENVGEN_FUZZ_SCALE", "1") != "1" else [])
+    [4_096, 65_536, 256 << 10]
+    + ([1 << 20, 4 << 20] if os.environ.get("ENVGEN_FUZZ_SCALE", "1") != "1" else [])
 )
 _VALUES: st.SearchStrategy[Any] = st.one_of(
     st.integers(-(2**70), 2**70),
@@ -73,7 +76,8 @@ def with_marker(data: bytes, marker: str) -> bytes:
     return data.replace(PLACEHOLDER.encode(), marker.encode())
 
 
-# --- documents: TOML or YAML parsed, changed, written back ---------------------------------------------------
+# --- documents: TOML or YAML parsed, changed, written back
+# ---------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,8 @@ Path_ = tuple[Any, ...]
 
 
 def leaves(doc: Any, path: Path_ = ()) -> list[Path_]:
-    """The path of every string value (and every table key, as (..., key, KEY)) in a parsed document."""
+    """The path of every string value (and every table key, as (..., key, KEY)) in a parsed
+    document."""
     found: list[Path_] = []
     if isinstance(doc, dict):
         for key, value in doc.items():
@@ -122,7 +127,9 @@ KEY = object()  # a path ending in KEY names the key itself
 def containers(doc: Any, path: Path_ = ()) -> list[Path_]:
     """The path of every table and array in a parsed document, the document itself first."""
     found = [path] if isinstance(doc, dict | list) else []
-    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else []
+    items = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else []
+    )
     for key, value in items:
         found += containers(value, (*path, key))
     return found
@@ -147,10 +154,12 @@ def set_leaf(doc: Any, path: Path_, make: Callable[[str], Any]) -> None:
 
 
 def _document(fmt: Format, data: bytes, change: Callable[[Any], None]) -> bytes:
-    """`data` parsed, changed and written back; unchanged when it does not parse (already mutated elsewhere)."""
+    """`data` parsed, changed and written back; unchanged when it does not parse (already mutated
+    elsewhere)."""
     try:
         doc = fmt.load(data.decode())
-        change(doc)  # paths drawn on the original may be gone from a file an earlier mutation changed
+        # paths drawn on the original may be gone from a file an earlier mutation changed
+        change(doc)
         return fmt.dump(doc).encode("utf-8", "surrogatepass")
     except Exception:  # not parseable, a path no longer there, a value the writer cannot express
         return data
@@ -164,7 +173,11 @@ def payload_mutation(draw: st.DrawFn, fmt: Format, original: bytes) -> Mutation:
     if fmt is SHELL:
         lines = original.split(b"\n")
         at = draw(st.integers(0, len(lines)))
-        return Mutation("payload", lambda data: b"\n".join([*lines[:at], payload.encode(), *lines[at:]]), payload)
+        return Mutation(
+            "payload",
+            lambda data: b"\n".join([*lines[:at], payload.encode(), *lines[at:]]),
+            payload,
+        )
     paths = leaves(fmt.load(original.decode()))
     # Deepest first (reversed document order), so a renamed key never hides the values under it.
     chosen = paths[::-1] if draw(st.booleans()) else [draw(st.sampled_from(paths))]
@@ -173,7 +186,9 @@ def payload_mutation(draw: st.DrawFn, fmt: Format, original: bytes) -> Mutation:
         for path in chosen:
             set_leaf(doc, path, make)
 
-    where = "every string" if len(chosen) > 1 else "/".join(str(p) for p in chosen[0] if p is not KEY)
+    where = (
+        "every string" if len(chosen) > 1 else "/".join(str(p) for p in chosen[0] if p is not KEY)
+    )
     return Mutation("payload", lambda data: _document(fmt, data, change), f"{payload!r} in {where}")
 
 
@@ -201,7 +216,9 @@ def structure_mutation(draw: st.DrawFn, fmt: Format, original: bytes) -> Mutatio
         elif isinstance(here, dict) and new_key not in here:
             here[new_key] = here.pop(key)
 
-    return Mutation("structure", lambda data: _document(fmt, data, change), f"{action} at {path}/{key}")
+    return Mutation(
+        "structure", lambda data: _document(fmt, data, change), f"{action} at {path}/{key}"
+    )
 
 
 @st.composite
@@ -209,9 +226,14 @@ def unicode_mutation(draw: st.DrawFn, fmt: Format, original: bytes) -> Mutation:
     text = draw(_ANY_TEXT)
     if fmt is not SHELL and draw(st.booleans()):
         path = draw(st.sampled_from(leaves(fmt.load(original.decode()))))
-        return Mutation("unicode", lambda data: _document(fmt, data, lambda doc: set_leaf(doc, path, lambda _: text)))
+        return Mutation(
+            "unicode",
+            lambda data: _document(fmt, data, lambda doc: set_leaf(doc, path, lambda _: text)),
+        )
     at = draw(st.integers(0, len(original)))
-    return Mutation("unicode", lambda data: data[:at] + text.encode("utf-8") + data[at:], repr(text))
+    return Mutation(
+        "unicode", lambda data: data[:at] + text.encode("utf-8") + data[at:], repr(text)
+    )
 
 
 @st.composite
@@ -224,9 +246,17 @@ def huge_mutation(draw: st.DrawFn, fmt: Format, original: bytes) -> Mutation:
         return Mutation("huge", lambda data: _document(fmt, data, change), f"{size} at {path}")
     line = draw(st.sampled_from([b"\n", b"#" * 80 + b"\n", b"x = 1\n", b"many"]))
     if line == b"many":  # distinct keys: valid TOML (in a table of its own), a long YAML mapping
-        many = b"".join(b"k%d = 1\n" % i if fmt is TOML else b"k%d: 1\n" % i for i in range(size // 8))
-        return Mutation("huge", lambda data: data + (b"\n[many]\n" if fmt is TOML else b"\n") + many, "many keys")
-    return Mutation("huge", lambda data: data + line * (size // len(line)), f"{size} bytes appended")
+        many = b"".join(
+            b"k%d = 1\n" % i if fmt is TOML else b"k%d: 1\n" % i for i in range(size // 8)
+        )
+        return Mutation(
+            "huge",
+            lambda data: data + (b"\n[many]\n" if fmt is TOML else b"\n") + many,
+            "many keys",
+        )
+    return Mutation(
+        "huge", lambda data: data + line * (size // len(line)), f"{size} bytes appended"
+    )
 
 
 @st.composite
@@ -240,7 +270,9 @@ def raw_mutation(draw: st.DrawFn, fmt: Format, original: bytes) -> Mutation:
         start = draw(st.integers(0, n))
         end = draw(st.integers(start, min(n, start + 64)))
         noise = draw(st.binary(max_size=64))
-        return Mutation(kind, lambda data: data[:start] + noise + data[end:], f"{noise!r} at {start}:{end}")
+        return Mutation(
+            kind, lambda data: data[:start] + noise + data[end:], f"{noise!r} at {start}:{end}"
+        )
     if kind == "nesting":
         depth = draw(_DEPTHS)
         style = draw(st.sampled_from(["append", "prepend", "replace"]))

@@ -1,4 +1,5 @@
-"""Build an expensive test artifact once per test session and share it, read-only, across pytest-xdist workers."""
+"""Build an expensive test artifact once per test session and share it, read-only, across
+pytest-xdist workers."""
 
 from __future__ import annotations
 
@@ -12,17 +13,20 @@ import pytest
 
 
 def session_root(factory: pytest.TempPathFactory) -> Path:
-    """The directory every worker of this session can see: under xdist each worker has its own basetemp, and
-    their common parent belongs to this run alone; without xdist the basetemp itself."""
+    """The directory every worker of this session can see: under xdist each worker has its own
+    basetemp, and their common parent belongs to this run alone; without xdist the basetemp itself.
+    """
     base = factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 def build_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
-    """`root/name`, made by `build(path)` by whichever worker gets there first; the others wait for it.
+    """`root/name`, made by `build(path)` by whichever worker gets there first; the others wait for
+    it.
 
-    The artifact counts as built only once `build` returns (a marker file says so), so a build that failed is
-    started again from an empty directory by the next caller instead of half an artifact being shared.
+    The artifact counts as built only once `build` returns (a marker file says so), so a build that
+    failed is started again from an empty directory by the next caller instead of half an artifact
+    being shared.
     """
     root = session_root(factory)
     path, built = root / name, root / f"{name}.built"

@@ -1,6 +1,6 @@
-"""Servers on 127.0.0.1 that take a connection and then never finish answering: the hosts envgen must not wait on
-forever. `silent` accepts and never says a word; `headers` reads the request, sends a 200 status and headers
-announcing a body, then stalls."""
+"""Servers on 127.0.0.1 that take a connection and then never finish answering: the hosts envgen
+must not wait on forever. `silent` accepts and never says a word; `headers` reads the request, sends
+a 200 status and headers announcing a body, then stalls."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ _HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 10000
 
 @contextmanager
 def stalling_server(mode: str) -> Iterator[str]:
-    """Yield the base URL `http://127.0.0.1:PORT` of a server stalling in `mode`; every connection is closed after."""
+    """Yield the base URL `http://127.0.0.1:PORT` of a server stalling in `mode`; every connection
+    is closed after."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     listener = socket.socket()

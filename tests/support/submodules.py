@@ -1,6 +1,7 @@
-"""A source with nested submodules whose branches moved after the parent recorded them: the lock, the recipe and
-the bundle must use the recorded commits, not the branch tips. Both submodule URLs are relative (`../child`), as
-most projects write them: they resolve against the URL of the repository naming them."""
+"""A source with nested submodules whose branches moved after the parent recorded them: the lock,
+the recipe and the bundle must use the recorded commits, not the branch tips. Both submodule URLs
+are relative (`../child`), as most projects write them: they resolve against the URL of the
+repository naming them."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from tests.support.builders import at, make_matrix
 
 @dataclass(frozen=True)
 class NestedSubmodules:
-    """`parent` (the installable `parentpkg`) records `csrc/kernels` (repository `child`) at `child_locked`, which
-    records `third_party/grand` (repository `grand`) at `grand_locked`; both submodule branches have a later
-    commit."""
+    """`parent` (the installable `parentpkg`) records `csrc/kernels` (repository `child`) at
+    `child_locked`, which records `third_party/grand` (repository `grand`) at `grand_locked`; both
+    submodule branches have a later commit."""
 
     parent: GitRepo
     child: GitRepo
@@ -29,7 +30,8 @@ class NestedSubmodules:
 
     @property
     def recorded(self) -> tuple[Submodule, ...]:
-        """What the lock must record for the parent: every submodule, nested ones by their full path."""
+        """What the lock must record for the parent: every submodule, nested ones by their full
+        path."""
         return (
             Submodule("csrc/kernels", self.child.url, self.child_locked),
             Submodule("csrc/kernels/third_party/grand", self.grand.url, self.grand_locked),
@@ -49,7 +51,10 @@ def nested_submodules(root: Path) -> NestedSubmodules:
 
 
 def locked_parent(repos: NestedSubmodules, cache: Path, **fields: object) -> LockedSource:
-    """The parent as `envgen lock` pins it: its submodules read from its tree, each fetched into `cache`."""
-    source = Source("parentpkg", repos.parent.url, "main", "parentpkg", dependencies=FILES, **fields)  # type: ignore[arg-type]
+    """The parent as `envgen lock` pins it: its submodules read from its tree, each fetched into
+    `cache`."""
+    source = Source(
+        "parentpkg", repos.parent.url, "main", "parentpkg", dependencies=FILES, **fields
+    )  # type: ignore[arg-type]
     (locked,) = resolve_sources(make_matrix("sub", sources=(source,)), at(cache))
     return locked

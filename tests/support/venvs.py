@@ -1,9 +1,9 @@
 """Fresh venvs with pip in them, without paying for ensurepip every time.
 
-`python -m venv` spends seconds in ensurepip installing pip and setuptools. A fresh venv here is the same venv
-(this interpreter, symlinks, no system site-packages) made without pip, then given a copy of the site-packages
-of one venv that ensurepip filled once per test session. pip is then importable (`python -m pip`, as the recipe
-and the checks call it); only pip's console scripts are missing.
+`python -m venv` spends seconds in ensurepip installing pip and setuptools. A fresh venv here is the
+same venv (this interpreter, symlinks, no system site-packages) made without pip, then given a copy
+of the site-packages of one venv that ensurepip filled once per test session. pip is then importable
+(`python -m pip`, as the recipe and the checks call it); only pip's console scripts are missing.
 """
 
 from __future__ import annotations
@@ -26,21 +26,27 @@ def site_packages(prefix: Path) -> Path:
 
 
 def pip_site_packages(factory: pytest.TempPathFactory) -> Path:
-    """The site-packages of a venv made by `python -m venv` (with ensurepip), built once per session."""
+    """The site-packages of a venv made by `python -m venv` (with ensurepip), built once per
+    session."""
 
     def build(path: Path) -> None:
-        # Session fixtures start before the per-test cleanup (tests/conftest.py): keep the machine's pip
-        # configuration out of ensurepip here too.
+        # Session fixtures start before the per-test cleanup (tests/conftest.py): keep the machine's
+        # pip configuration out of ensurepip here too.
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         env["PIP_CONFIG_FILE"] = os.devnull
-        subprocess.run([sys.executable, "-m", "venv", str(path / "env")], check=True, capture_output=True, env=env)
+        subprocess.run(
+            [sys.executable, "-m", "venv", str(path / "env")],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
 
     return site_packages(build_once(factory, "venv-with-pip", build) / "env")
 
 
 def fresh_venv(path: Path, pip_from: Path, *, only_pip: bool = False) -> Path:
-    """A new venv at `path` whose site-packages is a copy of `pip_from` (see pip_site_packages); with
-    `only_pip`, of pip alone (not setuptools)."""
+    """A new venv at `path` whose site-packages is a copy of `pip_from` (see pip_site_packages);
+    with `only_pip`, of pip alone (not setuptools)."""
     venv.EnvBuilder(symlinks=True, with_pip=False).create(path)
     target = site_packages(path)
     for entry in pip_from.iterdir():
@@ -54,9 +60,10 @@ def fresh_venv(path: Path, pip_from: Path, *, only_pip: bool = False) -> Path:
 
 
 def _link_or_copy(source: str | Path, target: str | Path) -> None:
-    """A hard link where the file system allows one, else a copy: 1,640 files per venv, whose copies took about
-    0.3 s of CPU (0.03 s linked). Sharing the files is safe because nothing writes into an installed file: pip
-    removes one before writing its replacement, and Python replaces bytecode by renaming a new file over it."""
+    """A hard link where the file system allows one, else a copy: 1,640 files per venv, whose copies
+    took about 0.3 s of CPU (0.03 s linked). Sharing the files is safe because nothing writes into
+    an installed file: pip removes one before writing its replacement, and Python replaces bytecode
+    by renaming a new file over it."""
     try:
         os.link(source, target)
     except OSError:

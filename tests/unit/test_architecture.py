@@ -83,7 +83,11 @@ def test_sizes_and_that_only_the_cli_prints_or_exits() -> None:
                 func = node.func
                 if isinstance(func, ast.Name) and func.id == "print":
                     problems.append(f"{name}:{node.lineno}: print()")
-                if isinstance(func, ast.Attribute) and func.attr == "exit" and getattr(func.value, "id", "") == "sys":
+                if (
+                    isinstance(func, ast.Attribute)
+                    and func.attr == "exit"
+                    and getattr(func.value, "id", "") == "sys"
+                ):
                     problems.append(f"{name}:{node.lineno}: sys.exit()")
     assert problems == []
 
@@ -123,7 +127,13 @@ def _root_errors(tree: ast.Module) -> list[int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            name = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else ""
+            )
             if name == "EnvgenError":
                 found.append(node.lineno)
     return found
@@ -134,7 +144,9 @@ def test_no_module_makes_the_root_error() -> None:
     (errors.py): the bare root would be exit 1, the code of a stale lock."""
     found = [f"{name}:{line}" for name, tree, _ in _modules() for line in _root_errors(tree)]
     assert found == []
-    made = ast.parse("from envgen import errors\nraise errors.EnvgenError('x')\nerror = EnvgenError('y')\n")
+    made = ast.parse(
+        "from envgen import errors\nraise errors.EnvgenError('x')\nerror = EnvgenError('y')\n"
+    )
     assert _root_errors(made) == [2, 3], "the rule sees what it looks for"
 
 
@@ -155,11 +167,14 @@ def _handles_signals(tree: ast.Module) -> list[int]:
 
 
 def test_only_interrupts_installs_signal_handlers() -> None:
-    """interrupts.py installs, restores and blocks the handlers of SIGINT and SIGTERM; the command line, the
-    demo and __main__ call it (sending a signal to a child, os.killpg, is anyone's)."""
+    """interrupts.py installs, restores and blocks the handlers of SIGINT and SIGTERM; the command
+    line, the demo and __main__ call it (sending a signal to a child, os.killpg, is anyone's)."""
     others = [(name, tree) for name, tree, _ in _modules() if name != "interrupts"]
     found = [f"{name}:{line}" for name, tree in others for line in _handles_signals(tree)]
     assert found == []
-    made = ast.parse("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nsignal.pthread_sigmask(0, set())\n")
+    made = ast.parse(
+        "import signal\nsignal.signal(signal.SIGINT, "
+        "signal.SIG_IGN)\nsignal.pthread_sigmask(0, set())\n"
+    )
     assert _handles_signals(made) == [2, 3], "the rule sees what it looks for"
     assert _handles_signals(ast.parse((PACKAGE / "interrupts.py").read_text()))

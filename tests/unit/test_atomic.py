@@ -15,13 +15,16 @@ def _refuse(target: Path) -> None:
 
 
 @pytest.mark.parametrize("error", [OSError("disk full"), KeyboardInterrupt()])
-def test_an_error_mid_write_leaves_the_old_file_and_no_part_file(tmp_path: Path, error: BaseException) -> None:
+def test_an_error_mid_write_leaves_the_old_file_and_no_part_file(
+    tmp_path: Path, error: BaseException
+) -> None:
     target = tmp_path / "out.txt"
     target.write_bytes(b"old\n")
     with pytest.raises(type(error)), atomic.part_file(target) as part:
         part.handle.write(b"half of the new")
         part.handle.flush()
-        assert part.path.read_bytes() == b"half of the new"  # the part file exists meanwhile, beside it
+        # the part file exists meanwhile, beside it
+        assert part.path.read_bytes() == b"half of the new"
         raise error
     assert target.read_bytes() == b"old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
@@ -60,7 +63,9 @@ def test_a_refused_target_is_not_replaced_and_no_part_file_is_left(tmp_path: Pat
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
 
 
-def test_a_part_name_that_is_taken_is_never_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_part_name_that_is_taken_is_never_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(atomic.secrets, "token_hex", lambda _: "0" * 16)
     theirs = tmp_path / f".out.txt.{'0' * 16}.part"
     theirs.write_bytes(b"another's")
@@ -79,7 +84,12 @@ def test_place_all_puts_back_the_files_renamed_before_one_that_fails(tmp_path: P
             raise OSError("b cannot be replaced")
 
     failed = pytest.raises(OSError, match="b cannot")
-    with failed, atomic.part_file(first) as a, atomic.part_file(new) as c, atomic.part_file(second) as b:
+    with (
+        failed,
+        atomic.part_file(first) as a,
+        atomic.part_file(new) as c,
+        atomic.part_file(second) as b,
+    ):
         for part, text in [(a, b"new a\n"), (c, b"new c\n"), (b, b"new b\n")]:
             part.handle.write(text)
         atomic.place_all([(a, first), (c, new), (b, second)], check=refuse_second, sync=True)
@@ -101,7 +111,11 @@ def test_place_all_replaces_every_file_and_keeps_no_backup(tmp_path: Path) -> No
 def test_leftovers_name_only_what_this_module_makes(tmp_path: Path) -> None:
     target = tmp_path / "x[1].yml"  # a glob character in the name matches only itself
     mine = [tmp_path / ".x[1].yml.0123456789abcdef.part", tmp_path / ".x[1].yml.bak"]
-    others = [tmp_path / ".x1.yml.0123456789abcdef.part", tmp_path / ".y.yml.0123.part", tmp_path / "x[1].yml"]
+    others = [
+        tmp_path / ".x1.yml.0123456789abcdef.part",
+        tmp_path / ".y.yml.0123.part",
+        tmp_path / "x[1].yml",
+    ]
     for path in [*mine, *others]:
         path.write_bytes(b"")
     assert sorted(atomic.leftovers(target)) == sorted(mine)

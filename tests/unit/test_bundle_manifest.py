@@ -28,15 +28,22 @@ SHA_A, SHA_B = "a" * 64, "b" * 64
 
 
 def manifest(*members: Member) -> Manifest:
-    git = (GitPack("post", "https://github.com/x/post.git", "git/post.bundle", ("c" * 40,), ("d" * 40,)),)
+    git = (
+        GitPack(
+            "post", "https://github.com/x/post.git", "git/post.bundle", ("c" * 40,), ("d" * 40,)
+        ),
+    )
     return Manifest("demo", "e" * 64, ("linux-64",), "1.0", members, git)
 
 
-def test_a_wheel_shared_by_two_platforms_is_bundled_once_and_each_platform_keeps_its_conda_part() -> None:
+def test_a_wheel_of_two_platforms_is_bundled_once_and_each_platform_keeps_its_conda_part() -> None:
     wheel = "https://x/simple/alpha-1.0-py3-none-any.whl"
     lock = make_lock(
         platforms=("linux-64", "linux-aarch64"),
-        conda=(conda_entry("python", "3.11.7", "linux-64"), conda_entry("python", "3.11.7", "linux-aarch64")),
+        conda=(
+            conda_entry("python", "3.11.7", "linux-64"),
+            conda_entry("python", "3.11.7", "linux-aarch64"),
+        ),
         pip=(
             PipEntry("alpha", "1.0", "linux-64", wheel, SHA_A),
             PipEntry("alpha", "1.0", "linux-aarch64", wheel, SHA_A),
@@ -47,7 +54,8 @@ def test_a_wheel_shared_by_two_platforms_is_bundled_once_and_each_platform_keeps
     assert sum(p.startswith("conda/linux-64/") for p in paths) == 1
     assert sum(p.startswith("conda/linux-aarch64/") for p in paths) == 1
     assert not any(
-        p.startswith("conda/linux-aarch64/") for p in (w.path for w in wanted_artifacts(lock, ("linux-64",)))
+        p.startswith("conda/linux-aarch64/")
+        for p in (w.path for w in wanted_artifacts(lock, ("linux-64",)))
     )
 
 
@@ -56,7 +64,9 @@ def test_one_file_name_with_two_contents_is_refused() -> None:
         platforms=("linux-64", "linux-aarch64"),
         pip=(
             PipEntry("alpha", "1.0", "linux-64", "https://x/alpha-1.0-py3-none-any.whl", SHA_A),
-            PipEntry("alpha", "1.0", "linux-aarch64", "https://y/alpha-1.0-py3-none-any.whl", SHA_B),
+            PipEntry(
+                "alpha", "1.0", "linux-aarch64", "https://y/alpha-1.0-py3-none-any.whl", SHA_B
+            ),
         ),
     )
     with pytest.raises(InputError, match="with two sha256"):
@@ -64,7 +74,9 @@ def test_one_file_name_with_two_contents_is_refused() -> None:
 
 
 def test_a_url_not_ending_in_a_plain_file_name_is_refused() -> None:
-    lock = make_lock(platforms=("linux-64",), pip=(PipEntry("a", "1", "linux-64", "https://x/..%2Fevil", SHA_A),))
+    lock = make_lock(
+        platforms=("linux-64",), pip=(PipEntry("a", "1", "linux-64", "https://x/..%2Fevil", SHA_A),)
+    )
     with pytest.raises(InputError, match="does not end in a plain file name"):
         wanted_artifacts(lock, ("linux-64",))
 

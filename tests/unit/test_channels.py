@@ -1,4 +1,5 @@
-"""load_channels: the repository's channel files, URLs kept as written, and every problem of every file at once."""
+"""load_channels: the repository's channel files, URLs kept as written, and every problem of every
+file at once."""
 
 from __future__ import annotations
 
@@ -24,9 +25,13 @@ def write(directory: Path, files: dict[str, str]) -> Path:
 
 def test_repository_channels_load() -> None:
     channels = load_channels(REPO_CHANNELS)
-    assert channels["conda-forge"] == Channel("conda-forge", "https://conda.anaconda.org/conda-forge")
+    assert channels["conda-forge"] == Channel(
+        "conda-forge", "https://conda.anaconda.org/conda-forge"
+    )
     assert channels["pypi"] == Index("pypi", "https://pypi.org/simple")
-    assert channels["pytorch-cpu"] == Index("pytorch-cpu", "https://download.pytorch.org/whl/cpu", explicit=True)
+    assert channels["pytorch-cpu"] == Index(
+        "pytorch-cpu", "https://download.pytorch.org/whl/cpu", explicit=True
+    )
     assert channels["triton-ascend"] == Index(
         "triton-ascend",
         "https://triton-ascend.osinfra.cn/pypi/simple/",
@@ -40,13 +45,17 @@ def test_urls_are_kept_as_written(tmp_path: Path) -> None:
         write(
             tmp_path / "channels",
             {
-                "private": 'kind = "pip"\nurl = "https://${USER}:${TOKEN}@pypi.example.com/simple"\n',
-                "token": 'kind = "pip"\nurl = "https://ci:s3cret@pypi.example.com/simple/"\nexplicit = false\n',
+                "private": 'kind = "pip"\nurl = '
+                '"https://${USER}:${TOKEN}@pypi.example.com/simple"\n',
+                "token": 'kind = "pip"\nurl = '
+                '"https://ci:s3cret@pypi.example.com/simple/"\nexplicit = false\n',
                 "mirror": 'kind = "conda"\nurl = "https://${MIRROR}/conda-forge/"\n',
             },
         )
     )
-    assert channels["private"] == Index("private", "https://${USER}:${TOKEN}@pypi.example.com/simple")
+    assert channels["private"] == Index(
+        "private", "https://${USER}:${TOKEN}@pypi.example.com/simple"
+    )
     assert channels["token"] == Index("token", "https://ci:s3cret@pypi.example.com/simple/")
     assert channels["mirror"] == Channel("mirror", "https://${MIRROR}/conda-forge")
 
@@ -56,7 +65,8 @@ def test_every_problem_of_every_file_is_reported(tmp_path: Path) -> None:
         tmp_path / "channels",
         {
             "good": 'kind = "pip"\nurl = "https://pypi.org/simple"\n',
-            "a-typo": 'kind = "pip"\nurl = "https://x.example/simple"\ntrusted-host = "x.example"\n',
+            "a-typo": 'kind = "pip"\nurl = "https://x.example/simple"\ntrusted-host = '
+            '"x.example"\n',
             "b-kind": 'kind = "pypi"\nurl = "https://x.example/simple"\n',
             "c-nokind": 'url = "https://x.example/simple"\n',
             "d-nourl": '# no url\nkind = "conda"\n',
@@ -64,7 +74,8 @@ def test_every_problem_of_every_file_is_reported(tmp_path: Path) -> None:
             "f-conda-explicit": 'kind = "conda"\nurl = "https://x.example/c"\nexplicit = true\n',
             "g-syntax": 'kind = "pip"\nurl = "https://x.example/simple\n',
             "h-space": 'kind = "pip"\nurl = "https://x.example/my simple"\n',
-            "i-host": 'kind = "pip"\nurl = "https://x.example/simple"\ntrusted_host = "https://x.example"\n',
+            "i-host": 'kind = "pip"\nurl = "https://x.example/simple"\ntrusted_host = '
+            '"https://x.example"\n',
         },
     )
     with pytest.raises(MatrixError) as caught:
@@ -94,8 +105,14 @@ def test_missing_directory_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_show_reports_a_broken_channel_file_with_exit_2(tmp_path: Path) -> None:
-    write(tmp_path / "env-templates", {"valid": (MATRICES / "env-templates" / "valid.toml").read_text()})
-    channels = write(tmp_path / "channels", {p.stem: p.read_text() for p in (MATRICES / "channels").glob("*.toml")})
+    write(
+        tmp_path / "env-templates",
+        {"valid": (MATRICES / "env-templates" / "valid.toml").read_text()},
+    )
+    channels = write(
+        tmp_path / "channels",
+        {p.stem: p.read_text() for p in (MATRICES / "channels").glob("*.toml")},
+    )
     (channels / "conda-forge.toml").write_text(
         'kind = "conda"\nurl = "https://conda.anaconda.org/conda-forge"\nurls = 1\n'
     )

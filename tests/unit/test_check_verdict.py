@@ -34,7 +34,10 @@ def test_a_skipped_env_says_so_and_require_env_fails_it() -> None:
     assert not strict.ok
     assert strict.verdict == "FAILED (env skipped: --no-env; --require-env)"
     document = strict.as_dict()
-    assert (document["ok"], document["verdict"]) == (False, "FAILED (env skipped: --no-env; --require-env)")
+    assert (document["ok"], document["verdict"]) == (
+        False,
+        "FAILED (env skipped: --no-env; --require-env)",
+    )
     assert (document["proven"], document["skipped"], document["require_env"]) == (
         ["static", "solve"],
         {"env": "--no-env"},
@@ -43,9 +46,14 @@ def test_a_skipped_env_says_so_and_require_env_fails_it() -> None:
 
 
 def test_skipped_solve_and_env_and_a_failure() -> None:
-    static_only = report(Step("solve: same pip set", SKIPPED, "--no-solve"), Step("env: install", SKIPPED, "--no-env"))
+    static_only = report(
+        Step("solve: same pip set", SKIPPED, "--no-solve"),
+        Step("env: install", SKIPPED, "--no-env"),
+    )
     assert static_only.verdict == "ok (static; solve skipped: --no-solve; env skipped: --no-env)"
-    failed = report(Step("solve: same pip set", FAILED, "1 problem(s)"), Step("env: install", SKIPPED, "x"))
+    failed = report(
+        Step("solve: same pip set", FAILED, "1 problem(s)"), Step("env: install", SKIPPED, "x")
+    )
     assert (failed.ok, failed.verdict) == (False, "FAILED")
     # An import skipped for want of CANN is not a skipped env: the env was installed and checked.
     assert report(SOLVED, *INSTALLED, require_env=True).ok

@@ -1,4 +1,5 @@
-"""The direct layer's conflicts: every package no offered release satisfies, each with all its origins."""
+"""The direct layer's conflicts: every package no offered release satisfies, each with all its
+origins."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ OFFERED = {
 }
 
 
-def traced(text: str, file: str, line: int | None = None, source: str | None = None) -> TracedRequirement:
+def traced(
+    text: str, file: str, line: int | None = None, source: str | None = None
+) -> TracedRequirement:
     return TracedRequirement(text, Origin(file=file, line=line, source=source))
 
 

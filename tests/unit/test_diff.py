@@ -1,4 +1,5 @@
-"""diff_locks and its renderings, on Locks built in memory; the bump's renderings are golden files."""
+"""diff_locks and its renderings, on Locks built in memory; the bump's renderings are golden
+files."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def diff_bump() -> LockDiff:
 
 
 @pytest.mark.parametrize(
-    ("render", "name"), [(render_text, "diff.txt"), (render_markdown, "diff.md"), (render_json, "diff.json")]
+    ("render", "name"),
+    [(render_text, "diff.txt"), (render_markdown, "diff.md"), (render_json, "diff.json")],
 )
 def test_bump_renders_as_golden(render: Callable[[list[LockDiff]], str], name: str) -> None:
     text = render([diff_bump()])
@@ -52,7 +54,9 @@ def test_bump_renders_as_golden(render: Callable[[list[LockDiff]], str], name: s
 
 def test_bump_lists_each_change_with_its_direction() -> None:
     diff = diff_bump()
-    got = {(c.platform, c.manager, c.name, c.kind, c.old_version, c.new_version) for c in diff.packages}
+    got = {
+        (c.platform, c.manager, c.name, c.kind, c.old_version, c.new_version) for c in diff.packages
+    }
     want = set()
     for platform in DIFF_PLATFORMS:
         want |= {
@@ -62,8 +66,15 @@ def test_bump_lists_each_change_with_its_direction() -> None:
         }
     assert got == want
     (moved,) = diff.sources
-    assert (moved.name, moved.old_short, moved.new_short) == ("vllm-ascend", "50e87d6aaaaa", "1a2b3c4bbbbb")
-    assert moved.compare_url == f"https://github.com/vllm-project/vllm-ascend/compare/{OLD_COMMIT}...{NEW_COMMIT}"
+    assert (moved.name, moved.old_short, moved.new_short) == (
+        "vllm-ascend",
+        "50e87d6aaaaa",
+        "1a2b3c4bbbbb",
+    )
+    assert (
+        moved.compare_url
+        == f"https://github.com/vllm-project/vllm-ascend/compare/{OLD_COMMIT}...{NEW_COMMIT}"
+    )
     assert diff.summary() == {"upgraded": 6, "sources changed": 1}
     assert not diff.loud and not diff.empty
 
@@ -91,11 +102,15 @@ def test_versions_order_by_each_managers_rules() -> None:
 def test_same_version_with_another_hash_is_flagged_loudly() -> None:
     old = diff_lock()
     pip_new = tuple(
-        dataclasses.replace(e, sha256="ee" * 32) if e.name == "torch" and e.platform == "linux-aarch64" else e
+        dataclasses.replace(e, sha256="ee" * 32)
+        if e.name == "torch" and e.platform == "linux-aarch64"
+        else e
         for e in old.pip
     )
     conda_new = tuple(
-        dataclasses.replace(e, build="h1_1", sha256="ff" * 32) if e.name == "pip" and e.platform == "linux-64" else e
+        dataclasses.replace(e, build="h1_1", sha256="ff" * 32)
+        if e.name == "pip" and e.platform == "linux-64"
+        else e
         for e in old.conda
     )
     diff = diff_locks(old, dataclasses.replace(old, pip=pip_new, conda=conda_new))
@@ -109,7 +124,9 @@ def test_same_version_with_another_hash_is_flagged_loudly() -> None:
     assert f"sha256 {torch.sha256[:12]} -> eeeeeeeeeeee" in text
     markdown = render_markdown([diff])
     assert "> [!WARNING]" in markdown and "**replaced** ⚠️" in markdown
-    assert json.loads(render_json([diff]))["diffs"][0]["warnings"][1].startswith("pip torch 2.10.0 on linux-aarch64")
+    assert json.loads(render_json([diff]))["diffs"][0]["warnings"][1].startswith(
+        "pip torch 2.10.0 on linux-aarch64"
+    )
 
 
 def test_added_removed_packages_and_platforms() -> None:
@@ -134,7 +151,9 @@ def test_small_platform_tables_start_unfolded_and_large_ones_folded() -> None:
     old = diff_lock()
     many = tuple(pip_entry(f"pkg{i:02}", "1.0", "linux-64") for i in range(OPEN_ROWS + 1))
     markdown = render_markdown([diff_locks(old, dataclasses.replace(old, pip=old.pip + many))])
-    assert f"<details><summary><b>linux-64</b>: {OPEN_ROWS + 1} package changes</summary>" in markdown
+    assert (
+        f"<details><summary><b>linux-64</b>: {OPEN_ROWS + 1} package changes</summary>" in markdown
+    )
     assert "<details open><summary><b>linux-aarch64</b>" not in markdown  # nothing changed there
     bump = render_markdown([diff_bump()])
     assert "<details open><summary><b>linux-aarch64</b>: 3 package changes</summary>" in bump
@@ -142,14 +161,18 @@ def test_small_platform_tables_start_unfolded_and_large_ones_folded() -> None:
 
 def test_pip_names_compare_normalised() -> None:
     old = diff_lock()
-    new = dataclasses.replace(old, pip=tuple(dataclasses.replace(e, name=e.name.capitalize()) for e in old.pip))
+    new = dataclasses.replace(
+        old, pip=tuple(dataclasses.replace(e, name=e.name.capitalize()) for e in old.pip)
+    )
     assert diff_locks(old, new).empty
 
 
 def test_moved_branch_ref_change_and_cherry_picks() -> None:
     old = diff_lock()
     new_sources = (
-        locked_source("mindspeed", MINDSPEED, "master", "9f8e7d6" + "c" * 33, cherry_picks=("abc1234",)),
+        locked_source(
+            "mindspeed", MINDSPEED, "master", "9f8e7d6" + "c" * 33, cherry_picks=("abc1234",)
+        ),
         locked_source("vllm-ascend", VLLM_ASCEND, "releases/v0.24.0", NEW_COMMIT),
         locked_source("verl", "https://github.com/verl-project/verl.git", "HEAD", "7" * 40),
     )
@@ -158,9 +181,13 @@ def test_moved_branch_ref_change_and_cherry_picks() -> None:
     assert by_name["verl"].kind == "added"
     assert by_name["mindspeed"].cherry_picks_added == ("abc1234",)
     assert by_name["mindspeed"].compare_url == (
-        f"https://gitcode.com/Ascend/MindSpeed/compare/{'0c6c0ce' + '0' * 33}...{'9f8e7d6' + 'c' * 33}"
+        "https://gitcode.com/Ascend/MindSpeed/compare/"
+        f"{'0c6c0ce' + '0' * 33}...{'9f8e7d6' + 'c' * 33}"
     )
-    assert (by_name["vllm-ascend"].old_ref, by_name["vllm-ascend"].new_ref) == ("releases/v0.23.0", "releases/v0.24.0")
+    assert (by_name["vllm-ascend"].old_ref, by_name["vllm-ascend"].new_ref) == (
+        "releases/v0.23.0",
+        "releases/v0.24.0",
+    )
     text = render_text([diff])
     assert "vllm-ascend  releases/v0.23.0 -> releases/v0.24.0: 50e87d6aaaaa -> 1a2b3c4bbbbb" in text
     assert "cherry-pick added abc1234" in text
@@ -168,12 +195,15 @@ def test_moved_branch_ref_change_and_cherry_picks() -> None:
 
 def test_source_moved_to_another_repository_has_no_compare_link() -> None:
     old = diff_lock()
-    fork = locked_source("vllm-ascend", "https://github.com/someone/vllm-ascend.git", "releases/v0.23.0", NEW_COMMIT)
+    fork = locked_source(
+        "vllm-ascend", "https://github.com/someone/vllm-ascend.git", "releases/v0.23.0", NEW_COMMIT
+    )
     diff = diff_locks(old, dataclasses.replace(old, sources=(old.sources[0], fork)))
     (change,) = diff.sources
     assert change.compare_url is None
-    assert "url https://github.com/vllm-project/vllm-ascend.git -> https://github.com/someone/vllm-ascend.git" in (
-        render_text([diff])
+    assert (
+        "url https://github.com/vllm-project/vllm-ascend.git -> "
+        "https://github.com/someone/vllm-ascend.git" in (render_text([diff]))
     )
 
 
@@ -185,13 +215,16 @@ def test_submodules_added_removed_and_moved_are_changes_of_their_source() -> Non
 
     def with_subs(*subs: Submodule) -> Lock:
         first, *rest = old.sources
-        return dataclasses.replace(old, sources=(dataclasses.replace(first, submodules=subs), *rest))
+        return dataclasses.replace(
+            old, sources=(dataclasses.replace(first, submodules=subs), *rest)
+        )
 
     moved = dataclasses.replace(kernels, commit="4" * 40)
     forked = dataclasses.replace(docs, url="https://github.com/fork/theme.git", commit="5" * 40)
     diff = diff_locks(with_subs(kernels, docs, recipe), with_subs(moved, forked))
     (change,) = diff.sources
-    assert (change.old_commit, change.kind) == (change.new_commit, "changed")  # the source itself did not move
+    # the source itself did not move
+    assert (change.old_commit, change.kind) == (change.new_commit, "changed")
     assert [(s.path, s.kind) for s in change.submodules] == [
         ("csrc/kernels", "changed"),
         ("docs/theme", "changed"),
@@ -199,11 +232,12 @@ def test_submodules_added_removed_and_moved_are_changes_of_their_source() -> Non
     ]
     text = render_text([diff])
     assert (
-        f"submodule csrc/kernels: 111111111111 -> 444444444444 {compare_url(kernels.url, '1' * 40, '4' * 40)}" in text
+        "submodule csrc/kernels: 111111111111 -> 444444444444 "
+        f"{compare_url(kernels.url, '1' * 40, '4' * 40)}" in text
     )
     assert (
-        "submodule docs/theme: 222222222222 -> 555555555555 (https://github.com/org/theme.git -> https://github.com/fork/"
-        in text
+        "submodule docs/theme: 222222222222 -> 555555555555 "
+        "(https://github.com/org/theme.git -> https://github.com/fork/" in text
     )
     assert "submodule recipe removed: https://github.com/org/recipe.git @ 333333333333" in text
     assert "submodule recipe added" in render_text([diff_locks(with_subs(), with_subs(recipe))])
@@ -230,7 +264,9 @@ def test_overrides_pending_and_inputs() -> None:
 def test_credentials_never_appear_in_renderings() -> None:
     old = diff_lock()
     secret = dataclasses.replace(
-        old.pip[0], url="https://user:s3cret@private.example.org/mbridge-0.14.0-py3-none-any.whl", version="0.14.0"
+        old.pip[0],
+        url="https://user:s3cret@private.example.org/mbridge-0.14.0-py3-none-any.whl",
+        version="0.14.0",
     )
     diff = diff_locks(old, dataclasses.replace(old, pip=(secret,) + old.pip[1:]))
     for render in (render_text, render_markdown, render_json):
@@ -242,11 +278,15 @@ def test_credentials_never_appear_in_renderings() -> None:
     [
         ("https://github.com/o/r.git", "https://github.com/o/r/compare/a...b"),
         ("git@github.com:o/r.git", "https://github.com/o/r/compare/a...b"),
-        ("https://gitcode.com/Ascend/MindSpeed", "https://gitcode.com/Ascend/MindSpeed/compare/a...b"),
+        (
+            "https://gitcode.com/Ascend/MindSpeed",
+            "https://gitcode.com/Ascend/MindSpeed/compare/a...b",
+        ),
         ("https://gitlab.com/o/r.git", None),
         ("file:///tmp/repo", None),
-        # Markdown links and HTML in a pull request comment: an owner or repository GitHub would not allow
-        # gets no link, so `)` cannot end the link and `<!--` cannot hide the rest of the comment.
+        # Markdown links and HTML in a pull request comment: an owner or repository GitHub would not
+        # allow gets no link, so `)` cannot end the link and `<!--` cannot hide the rest of the
+        # comment.
         ("https://github.com/o)<!--/r", None),
         ("https://github.com/o/r)![x](https:", None),
         ("git@github.com:o/r<img>.git", None),
@@ -277,7 +317,9 @@ def test_workflow_runs_the_diff_and_updates_one_marked_comment() -> None:
     assert diff_step["env"]["BASE_REF"] == "${{ github.base_ref }}"
     # Event data reaches scripts through the environment only, never as shell text.
     assert "${{" not in runs
-    script = next(s for s in steps if s.get("uses", "").startswith("actions/github-script"))["with"]["script"]
+    script = next(s for s in steps if s.get("uses", "").startswith("actions/github-script"))[
+        "with"
+    ]["script"]
     assert MARKER in script and "updateComment" in script and "createComment" in script
 
 
@@ -293,7 +335,9 @@ const github = {
   } },
 };
 const context = {
-  repo: { owner: "o", repo: "r" }, issue: { number: 7 }, payload: { pull_request: { base: { ref: "main" } } },
+  repo: { owner: "o", repo: "r" },
+  issue: { number: 7 },
+  payload: { pull_request: { base: { ref: "main" } } },
 };
 (async () => { SCRIPT
   console.log(JSON.stringify(calls));
@@ -302,23 +346,34 @@ const context = {
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the workflow's script")
-def test_the_comment_updated_is_the_workflows_own_not_one_quoting_the_marker(tmp_path: Path) -> None:
-    # Anyone can comment with the marker; updating that comment would put the lock diff where its author
-    # can edit it afterwards (a forged "No lock changes."). Only the bot's own comment is updated.
+def test_the_comment_updated_is_the_workflows_own_not_one_quoting_the_marker(
+    tmp_path: Path,
+) -> None:
+    # Anyone can comment with the marker; updating that comment would put the lock diff where its
+    # author can edit it afterwards (a forged "No lock changes."). Only the bot's own comment is
+    # updated.
     workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
     steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
-    script = next(s for s in steps if s.get("uses", "").startswith("actions/github-script"))["with"]["script"]
+    script = next(s for s in steps if s.get("uses", "").startswith("actions/github-script"))[
+        "with"
+    ]["script"]
     (tmp_path / "lock-diff.md").write_text(f"{MARKER}\n## envgen lock diff\n")
     harness = tmp_path / "harness.js"
     harness.write_text(_SCRIPT_HARNESS.replace("SCRIPT", script))
 
     def run(comments: list[dict[str, object]]) -> list[list[object]]:
         env = {**os.environ, "COMMENTS": json.dumps(comments)}
-        done = subprocess.run(["node", str(harness)], cwd=tmp_path, env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            ["node", str(harness)], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
     forged = {"id": 1, "body": f"{MARKER} quoted", "user": {"login": "mallory", "type": "User"}}
-    own = {"id": 2, "body": f"{MARKER}\n## envgen lock diff", "user": {"login": "github-actions[bot]", "type": "Bot"}}
+    own = {
+        "id": 2,
+        "body": f"{MARKER}\n## envgen lock diff",
+        "user": {"login": "github-actions[bot]", "type": "Bot"},
+    }
     assert run([forged]) == [["create", 7]]
     assert run([forged, own]) == [["update", 2]]

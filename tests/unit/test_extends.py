@@ -1,4 +1,5 @@
-"""`extends`: a matrix as the keys that differ from another, merged by the loader, errors located per file."""
+"""`extends`: a matrix as the keys that differ from another, merged by the loader, errors located
+per file."""
 
 from __future__ import annotations
 
@@ -26,7 +27,11 @@ def project(tmp_path: Path) -> Project:
     """A project holding the `valid` fixture as `base` and its channels."""
     shutil.copytree(MATRICES / "channels", tmp_path / "channels")
     (tmp_path / "env-templates").mkdir()
-    text = (MATRICES / "env-templates" / "valid.toml").read_text().replace('name = "valid"', 'name = "base"')
+    text = (
+        (MATRICES / "env-templates" / "valid.toml")
+        .read_text()
+        .replace('name = "valid"', 'name = "base"')
+    )
     (tmp_path / "env-templates" / "base.toml").write_text(text)
     return Project(tmp_path)
 
@@ -73,7 +78,9 @@ def test_tables_merge_key_by_key_and_other_values_replace_whole(project: Project
     assert derived.bases == ("env-templates/base.toml",) and derived.extends == ("base",)
     assert derived.path == "env-templates/derived.toml"
     # arrays replace whole: the conda specs and the import checks
-    assert base.conda_specs == ("python 3.11.*", "pip >=24") and derived.conda_specs == ("python 3.11.*",)
+    assert base.conda_specs == ("python 3.11.*", "pip >=24") and derived.conda_specs == (
+        "python 3.11.*",
+    )
     assert derived.channels == base.channels
     assert [c.module for c in derived.checks] == ["torch"]
     # tables merge: one note replaced, the other kept; one variable of a source's env replaced
@@ -86,7 +93,11 @@ def test_tables_merge_key_by_key_and_other_values_replace_whole(project: Project
     # a key the derived table does not write is kept: torch's index table stays
     assert torch.index == (("linux-64", "pytorch-cpu"),)
     # everything not written is the base's
-    assert derived.python == base.python and derived.cann == base.cann and derived.overrides == base.overrides
+    assert (
+        derived.python == base.python
+        and derived.cann == base.cann
+        and derived.overrides == base.overrides
+    )
     assert derived.description == base.description
 
 
@@ -98,19 +109,27 @@ def test_show_prints_the_merged_result(project: Project) -> None:
     assert doc["env"]["extends"] == ["base"]
     assert doc["env"]["name"] == "derived"
     assert doc["pip"]["packages"]["torch"]["specifier"] == "==2.11.0"
-    assert doc["pip"]["packages"]["torch"]["index"] == {"linux-64": "pytorch-cpu", "linux-aarch64": None}
+    assert doc["pip"]["packages"]["torch"]["index"] == {
+        "linux-64": "pytorch-cpu",
+        "linux-aarch64": None,
+    }
     assert doc["overrides"]["numpy"]["requirement"] == "numpy<2"
     _, base_out, _ = show(project, "base", "--json")
     base_doc = json.loads(base_out)["results"][0]
     assert base_doc["env"]["extends"] == []
-    assert doc["conda"]["channels"] == base_doc["conda"]["channels"] and doc["activation"] == base_doc["activation"]
+    assert (
+        doc["conda"]["channels"] == base_doc["conda"]["channels"]
+        and doc["activation"] == base_doc["activation"]
+    )
     code, text, _ = show(project, "derived")
     assert code == 0
     assert re.search(r"^  extends +base \(merged below\)$", text, re.MULTILINE), text
 
 
 def test_a_chain_merges_nearest_last(project: Project) -> None:
-    write(project, "middle", 'schema = 1\nextends = "base"\n[env]\nname = "middle"\npython = "3.12"\n')
+    write(
+        project, "middle", 'schema = 1\nextends = "base"\n[env]\nname = "middle"\npython = "3.12"\n'
+    )
     write(project, "top", 'extends = "middle"\n[env]\nname = "top"\n[system]\nglibc = "2.31"\n')
     top = load_env(project, "top")
     assert top.extends == ("middle", "base")
@@ -118,7 +137,9 @@ def test_a_chain_merges_nearest_last(project: Project) -> None:
 
 
 def test_unknown_key_in_the_derived_file_names_the_derived_file_and_line(project: Project) -> None:
-    text = DERIVED.replace('ZED = "2"\n', 'ZED = "2"\n\n[sources.vllm]\nurl = "https://e.com/v.git"\nrefs = "v1"\n')
+    text = DERIVED.replace(
+        'ZED = "2"\n', 'ZED = "2"\n\n[sources.vllm]\nurl = "https://e.com/v.git"\nrefs = "v1"\n'
+    )
     path = write(project, "derived", text)
     code, out, err = show(project, "derived")
     assert code == 2 and out == ""
@@ -160,7 +181,9 @@ def test_a_name_inherited_from_the_base_is_refused(project: Project) -> None:
         ({"derived": 'extends = "../base"\n'}, "expected the name of another env"),
     ],
 )
-def test_cycles_missing_and_malformed_bases_exit_2(project: Project, files: dict[str, str], fragment: str) -> None:
+def test_cycles_missing_and_malformed_bases_exit_2(
+    project: Project, files: dict[str, str], fragment: str
+) -> None:
     for env, text in files.items():
         write(project, env, "schema = 1\n" + text + f'[env]\nname = "{env}"\n')
     code, out, err = show(project, "derived")
@@ -171,8 +194,11 @@ def test_cycles_missing_and_malformed_bases_exit_2(project: Project, files: dict
         assert "available envs: base" in err
 
 
-def test_a_base_that_is_a_symbolic_link_out_of_env_templates_is_refused(project: Project, tmp_path: Path) -> None:
-    # A pull request can add a symlink; `extends` must not read a file outside env-templates/ through one.
+def test_a_base_that_is_a_symbolic_link_out_of_env_templates_is_refused(
+    project: Project, tmp_path: Path
+) -> None:
+    # A pull request can add a symlink; `extends` must not read a file outside env-templates/
+    # through one.
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     shutil.move(project.template("base"), outside / "secret.toml")

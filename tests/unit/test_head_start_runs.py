@@ -65,11 +65,19 @@ def test_the_prediction_is_the_python_and_the_pins_of_each_platform(project: Pro
 @pytest.mark.parametrize(
     ("edit", "what"),
     [
-        (lambda yml: yml.replace("version: 3.11.9", "version: 3.11.9 --offline"), "an option after the python"),
-        (lambda yml: yml.replace("version: 3.11.9", "version: $(touch x)"), "a command as the python"),
+        (
+            lambda yml: yml.replace("version: 3.11.9", "version: 3.11.9 --offline"),
+            "an option after the python",
+        ),
+        (
+            lambda yml: yml.replace("version: 3.11.9", "version: $(touch x)"),
+            "a command as the python",
+        ),
     ],
 )
-def test_a_python_that_is_not_a_version_predicts_no_python(project: Project, edit: object, what: str) -> None:
+def test_a_python_that_is_not_a_version_predicts_no_python(
+    project: Project, edit: object, what: str
+) -> None:
     yml = project.lock_yml("a5")
     yml.write_text(edit(yml.read_text()))  # type: ignore[operator]
     predicted = predict(project, "a5")
@@ -79,7 +87,14 @@ def test_a_python_that_is_not_a_version_predicts_no_python(project: Project, edi
 
 @pytest.mark.parametrize(
     "text",
-    ["", "not: [valid", "package: 3\n", "version: 1\npackage:\n- name: x\n", "!!python/object:os.system {}\n", "[]"],
+    [
+        "",
+        "not: [valid",
+        "package: 3\n",
+        "version: 1\npackage:\n- name: x\n",
+        "!!python/object:os.system {}\n",
+        "[]",
+    ],
 )
 def test_a_yml_that_does_not_read_as_expected_predicts_nothing(project: Project, text: str) -> None:
     project.lock_yml("a5").write_text(text)
@@ -127,12 +142,20 @@ def _pinned(name: str, version: str, url: str, sha256: str) -> Predicted:
 
 
 def job(platform: str, script: str) -> UvJob:
-    """A job whose "uv" is a shell script run in the work directory (where `input.txt` holds `platform`)."""
-    return UvJob(platform, (("input.txt", platform),), ("sh", "-c", script), (("PATH", os.environ["PATH"]),), ())
+    """A job whose "uv" is a shell script run in the work directory (where `input.txt` holds
+    `platform`)."""
+    return UvJob(
+        platform,
+        (("input.txt", platform),),
+        ("sh", "-c", script),
+        (("PATH", os.environ["PATH"]),),
+        (),
+    )
 
 
 def descendants() -> set[str]:
-    """The command lines of this process's live descendants (a job's children are in its process group)."""
+    """The command lines of this process's live descendants (a job's children are in its process
+    group)."""
     parents: dict[int, int] = {}
     lines: dict[int, str] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -143,7 +166,10 @@ def descendants() -> set[str]:
             continue
         if fields[0] != "Z":
             pid = int(stat.parent.name)
-            parents[pid], lines[pid] = int(fields[1]), cmdline.replace(b"\0", b" ").decode(errors="replace")
+            parents[pid], lines[pid] = (
+                int(fields[1]),
+                cmdline.replace(b"\0", b" ").decode(errors="replace"),
+            )
 
     def ours(pid: int) -> bool:
         while pid > 1:
@@ -156,7 +182,8 @@ def descendants() -> set[str]:
 
 
 def running(command: str) -> bool:
-    """Whether a child `command` runs; waits for it to start (a few seconds at most) when it does not yet."""
+    """Whether a child `command` runs; waits for it to start (a few seconds at most) when it does
+    not yet."""
     for _ in range(100):
         if any(c.startswith(command) for c in descendants()):
             return True
@@ -169,8 +196,8 @@ def running_now(command: str) -> bool:
 
 
 def gone(command: str) -> bool:
-    """Whether no child `command` runs, once a SIGKILL sent to it has had a few seconds at most to land (on a
-    loaded machine, a killed process may take a moment to be scheduled and die)."""
+    """Whether no child `command` runs, once a SIGKILL sent to it has had a few seconds at most to
+    land (on a loaded machine, a killed process may take a moment to be scheduled and die)."""
     for _ in range(100):
         if not running_now(command):
             return True
@@ -201,7 +228,8 @@ def test_another_job_of_the_platform_stops_the_run_and_gets_none(scratch: Path) 
     assert running("sleep 301")
     assert started.adopt(job("linux-64", "sleep 302")) is None
     assert gone("sleep 301")  # stopped, not left to run
-    outcome = started.adopt(job("linux-aarch64", "cp input.txt pylock.toml"))  # the other platform's is kept
+    # the other platform's is kept
+    outcome = started.adopt(job("linux-aarch64", "cp input.txt pylock.toml"))
     assert outcome is not None and outcome.pylock == "linux-aarch64"
     started.close()
     assert not list(scratch.glob("envgen-uv-*"))
@@ -217,9 +245,12 @@ def test_close_stops_every_run_nobody_adopted(scratch: Path) -> None:
     assert not list(scratch.glob("envgen-uv-*"))
 
 
-def test_close_stops_a_run_its_adopter_still_waits_for(scratch: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Ctrl-C while the pip stage waits on the run it adopted: `lock_envs` closes the head starts on its way out,
-    before the interrupt kills the children; the close must stop that run, not wait for uv to finish."""
+def test_close_stops_a_run_its_adopter_still_waits_for(
+    scratch: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Ctrl-C while the pip stage waits on the run it adopted: `lock_envs` closes the head starts on
+    its way out, before the interrupt kills the children; the close must stop that run, not wait for
+    uv to finish."""
     caplog.set_level(logging.DEBUG, logger="envgen.resolve.head_start")
     started = HeadStart(BUDGET)
     started.start(job("linux-64", "sleep 60"))
@@ -235,14 +266,15 @@ def test_close_stops_a_run_its_adopter_still_waits_for(scratch: Path, caplog: py
         closing.join(30)
         assert not closing.is_alive(), "close waited for the adopted run to finish"
         outcome = adopted.result(timeout=30)
-    assert outcome is not None and outcome.returncode != 0  # killed: the pip stage reports a failure
+    # killed: the pip stage reports a failure
+    assert outcome is not None and outcome.returncode != 0
     assert not running_now("sleep 60")
     assert not list(scratch.glob("envgen-uv-*"))
 
 
 def test_stopping_a_run_that_ended_kills_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A run is stopped after it ended (another job of its platform adopted, or a close): its pid, hence its
-    process group id, is free once reaped, and may be another process's by then."""
+    """A run is stopped after it ended (another job of its platform adopted, or a close): its pid,
+    hence its process group id, is free once reaped, and may be another process's by then."""
     running = start(["true"])
     running.wait()
     killed: list[int] = []

@@ -1,4 +1,5 @@
-"""URLs no parser can take apart are refused where they are read, and redaction never fails on one."""
+"""URLs no parser can take apart are refused where they are read, and redaction never fails on
+one."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ SECRET = "s3cr3t"
 @pytest.mark.parametrize(
     ("url", "shown", "bare"),
     [
-        ("https://u:s3cr3t@h:99999/x", "https://***@h:99999/x", "https://h:99999/x"),  # port out of range
+        # port out of range
+        ("https://u:s3cr3t@h:99999/x", "https://***@h:99999/x", "https://h:99999/x"),
         ("https://u:s3cr3t@h:port/x", "https://***@h:port/x", "https://h:port/x"),  # not a number
         ("https://u:s3cr3t@[h/x", "https://***@[h/x", "https://[h/x"),  # an IPv6 bracket left open
-        ("https://a@b:s3cr3t@h/x", "https://***@h/x", "https://h/x"),  # user `a@b`, as urlsplit reads it
+        # user `a@b`, as urlsplit reads it
+        ("https://a@b:s3cr3t@h/x", "https://***@h/x", "https://h/x"),
     ],
 )
 def test_redaction_takes_any_url_apart(url: str, shown: str, bare: str) -> None:
@@ -25,7 +28,10 @@ def test_redaction_takes_any_url_apart(url: str, shown: str, bare: str) -> None:
 
 
 def test_text_after_a_url_keeps_its_at_signs() -> None:
-    assert redact_text("https://h/x?a=b@c and mail@example.org") == "https://h/x?a=b@c and mail@example.org"
+    assert (
+        redact_text("https://h/x?a=b@c and mail@example.org")
+        == "https://h/x?a=b@c and mail@example.org"
+    )
 
 
 @pytest.mark.parametrize(
@@ -38,18 +44,25 @@ def test_text_after_a_url_keeps_its_at_signs() -> None:
         ("ftp://u:s3cr3t@h/simple", "is not an https://"),
     ],
 )
-def test_an_index_url_that_cannot_be_used_is_refused_without_its_credentials(url: str, why: str) -> None:
+def test_an_index_url_that_cannot_be_used_is_refused_without_its_credentials(
+    url: str, why: str
+) -> None:
     problem = index_url_problem(url)
     assert problem is not None and why in problem and SECRET not in problem and "***@" in problem
 
 
-@pytest.mark.parametrize("url", ["https://u:s3cr3t@[h/x.git", "https://u:s3cr3t@h:99999/x.git", "ftp://u:s3cr3t@h/x"])
+@pytest.mark.parametrize(
+    "url", ["https://u:s3cr3t@[h/x.git", "https://u:s3cr3t@h:99999/x.git", "ftp://u:s3cr3t@h/x"]
+)
 def test_a_git_url_that_cannot_be_used_is_refused_without_its_credentials(url: str) -> None:
     problem = git_url_problem(url)
     assert problem is not None and SECRET not in problem
 
 
 def test_usable_urls_pass() -> None:
-    assert index_url_problem("https://u:p@h:8080/simple") is None and index_url_problem("file:///srv/simple") is None
+    assert (
+        index_url_problem("https://u:p@h:8080/simple") is None
+        and index_url_problem("file:///srv/simple") is None
+    )
     assert index_url_problem("${MIRROR}/simple") is None
     assert git_url_problem("https://h/x.git") is None and git_url_problem("git@h:o/x.git") is None

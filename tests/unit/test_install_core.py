@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 from envgen.credentials import Credential, Credentials
 from envgen.errors import InputError, ToolError, VerificationError
-from envgen.installer.core import CondaPart, Installer, PipPart, Recipe, RecipeOptions, Request, install
+from envgen.installer.core import (
+    CondaPart,
+    Installer,
+    PipPart,
+    Recipe,
+    RecipeOptions,
+    Request,
+    install,
+)
 from envgen.installer.sources import LocalSource
 from envgen.lockio.exports.names import requirements_name
 from envgen.model import CondaEntry, Lock, PipEntry, Profile

@@ -1,5 +1,5 @@
-"""interrupts.leave ends the process even when the interrupt came inside Thread.start(), and takes the per-env
-mutex a worker still holds with it."""
+"""interrupts.leave ends the process even when the interrupt came inside Thread.start(), and takes
+the per-env mutex a worker still holds with it."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from envgen.project import Project
 from envgen.resolve.conda_stage import rattler_client
 
 
-def test_a_thread_listed_but_never_started_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_thread_listed_but_never_started_is_not_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A signal inside ThreadPoolExecutor.submit -> Thread.start() leaves the new thread listed by
     # threading.enumerate() (in its "limbo") without ever running; joining it raises RuntimeError.
     never_started = threading.Thread(target=lambda: None)
@@ -37,8 +39,9 @@ def test_a_thread_listed_but_never_started_is_not_waited_for(monkeypatch: pytest
 def test_a_process_that_made_a_rattler_client_ends_without_finalizing_under_its_threads(
     monkeypatch: pytest.MonkeyPatch, code: int | None, status: int
 ) -> None:
-    # rattler's runtime threads call the headers middleware back; an interpreter finalizing under such a call
-    # aborts (PyGILState_Release), so the command line leaves through os._exit once the command is done.
+    # rattler's runtime threads call the headers middleware back; an interpreter finalizing under
+    # such a call aborts (PyGILState_Release), so the command line leaves through os._exit once the
+    # command is done.
     monkeypatch.setattr(network, "native_threads", threading.Event())
     exits: list[int] = []
     monkeypatch.setattr(os, "_exit", exits.append)
@@ -56,9 +59,9 @@ def test_a_process_that_made_a_rattler_client_ends_without_finalizing_under_its_
 def test_a_mutex_a_worker_still_holds_is_removed_as_envgen_leaves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A worker in a solve, which nothing can kill, does not reach its `finally` within the moment `leave` waits
-    (under load, before: locks/.demo.lock outlived the interrupted `envgen lock`); one that released it
-    removed its own file, and a mutex file of another process is not touched."""
+    """A worker in a solve, which nothing can kill, does not reach its `finally` within the moment
+    `leave` waits (under load, before: locks/.demo.lock outlived the interrupted `envgen lock`); one
+    that released it removed its own file, and a mutex file of another process is not touched."""
     project = Project(tmp_path)
     held, done = threading.Event(), threading.Event()
 
@@ -85,4 +88,6 @@ def test_a_mutex_a_worker_still_holds_is_removed_as_envgen_leaves(
         done.set()
         thread.join()
     interrupts.leave(130, timeout=0.1)  # nothing held any more: nothing to remove
-    assert exits == [130, 130] and sorted(p.name for p in (tmp_path / "locks").iterdir()) == [".other.lock"]
+    assert exits == [130, 130] and sorted(p.name for p in (tmp_path / "locks").iterdir()) == [
+        ".other.lock"
+    ]

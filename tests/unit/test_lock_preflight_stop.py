@@ -1,5 +1,6 @@
-"""A preflight that fails while the re-locks run (commands/lock.py): its error is the one raised, the re-locks
-are stopped as an interrupt stops them (their children killed), and the process may go on once they ended."""
+"""A preflight that fails while the re-locks run (commands/lock.py): its error is the one raised,
+the re-locks are stopped as an interrupt stops them (their children killed), and the process may go
+on once they ended."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def pool() -> Iterator[ThreadPoolExecutor]:
 def test_a_failed_preflight_kills_the_relocks_children_and_is_the_error_raised(
     pool: ThreadPoolExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lock, "STOP_WAIT", 30.0)  # ample on a loaded machine: the wait ends when the re-lock does
+    # ample on a loaded machine: the wait ends when the re-lock does
+    monkeypatch.setattr(lock, "STOP_WAIT", 30.0)
     relocking = pool.submit(run, ["sleep", "62"])  # a re-lock waiting on git or uv
 
     def preflight() -> None:
@@ -35,15 +37,17 @@ def test_a_failed_preflight_kills_the_relocks_children_and_is_the_error_raised(
 
     with pytest.raises(NetworkError, match="did not answer"):
         lock._wait_for({"demo": relocking}, pool.submit(preflight))
-    assert isinstance(relocking.exception(timeout=10), interrupts.Interrupted)  # killed, not left to run
+    # killed, not left to run
+    assert isinstance(relocking.exception(timeout=10), interrupts.Interrupted)
     assert not interrupts.cancelled.is_set()  # every re-lock ended: the process may go on
 
 
 def test_a_relock_that_does_not_stop_leaves_the_process_stopped(
     pool: ThreadPoolExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A re-lock inside a library call (a conda solve) cannot be killed: the flag stays set, so it writes
-    nothing when it comes back, and the command line leaves without waiting for it (interrupts.leave)."""
+    """A re-lock inside a library call (a conda solve) cannot be killed: the flag stays set, so it
+    writes nothing when it comes back, and the command line leaves without waiting for it
+    (interrupts.leave)."""
     monkeypatch.setattr(lock, "STOP_WAIT", 0.1)
     release = threading.Event()
     stuck = pool.submit(release.wait, 30)

@@ -1,4 +1,5 @@
-"""The python of a lock: one definition for the solve, the install, the checks and the derived files."""
+"""The python of a lock: one definition for the solve, the install, the checks and the derived
+files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""lockio: rendering and parsing mirror each other, output is canonical, writes are all or nothing."""
+"""lockio: rendering and parsing mirror each other, output is canonical, writes are all or
+nothing."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from hypothesis import strategies as st
 from tests.support.builders import SAMPLE_PLATFORMS, digest, sample_lock, stripped
 from tests.support.lock_strategies import KEY, locks
 
-# --- yml ------------------------------------------------------------------------------------------------
+# --- yml
+# ------------------------------------------------------------------------------------------------
 
 
 def test_yml_round_trips_through_our_parser() -> None:
@@ -67,7 +69,12 @@ def test_yml_is_read_by_conda_locks_own_parser(tmp_path: Path) -> None:
         assert dep.categories == {"main"}
     for pip in lock.pip:
         dep = got[("pip", pip.platform, pip.name)]
-        assert (dep.version, dep.url, dep.hash.sha256, dep.hash.md5) == (pip.version, pip.url, pip.sha256, None)
+        assert (dep.version, dep.url, dep.hash.sha256, dep.hash.md5) == (
+            pip.version,
+            pip.url,
+            pip.sha256,
+            None,
+        )
         assert dep.dependencies == dict(pip.depends)
 
 
@@ -129,10 +136,14 @@ def test_yml_same_inputs_same_bytes_whatever_the_entry_order() -> None:
 
 def test_yml_changes_with_one_version_in_one_line() -> None:
     lock = sample_lock()
-    bumped = dataclasses.replace(lock, pip=(dataclasses.replace(lock.pip[0], version="1.1"), *lock.pip[1:]))
+    bumped = dataclasses.replace(
+        lock, pip=(dataclasses.replace(lock.pip[0], version="1.1"), *lock.pip[1:])
+    )
     old, new = render_lock_yml(lock).splitlines(), render_lock_yml(bumped).splitlines()
     assert len(old) == len(new)
-    assert [(a, b) for a, b in zip(old, new, strict=True) if a != b] == [("  version: '1.0'", "  version: '1.1'")]
+    assert [(a, b) for a, b in zip(old, new, strict=True) if a != b] == [
+        ("  version: '1.0'", "  version: '1.1'")
+    ]
 
 
 def test_yml_rejects_a_foreign_or_broken_file() -> None:
@@ -156,7 +167,8 @@ def test_render_rejects_an_entry_conda_lock_refuses() -> None:
         render_lock_yml(broken)
 
 
-# --- sources.toml --------------------------------------------------------------------------------------
+# --- sources.toml
+# --------------------------------------------------------------------------------------
 
 
 def test_sources_toml_round_trips() -> None:
@@ -175,7 +187,9 @@ def test_sources_toml_round_trips() -> None:
 
 def test_sources_toml_is_canonical() -> None:
     lock = sample_lock()
-    reordered = dataclasses.replace(lock, overrides=lock.overrides[::-1], profiles=lock.profiles[::-1])
+    reordered = dataclasses.replace(
+        lock, overrides=lock.overrides[::-1], profiles=lock.profiles[::-1]
+    )
     assert render_sources_toml(lock) == render_sources_toml(reordered)
 
 
@@ -186,7 +200,11 @@ def test_sources_toml_is_canonical() -> None:
         ('ref = "HEAD"', 'ref = "HEAD"\nbranch = "x"', r"sources\[1\].branch: unknown key"),
         ("line = 3", "line = 3\ncolumn = 2", r"sources\[0\].requirements\[0\].column: unknown key"),
         ('set-env = "', 'setenv = "', "cann.setenv: unknown key"),
-        ("needs-cann = true", 'needs-cann = "yes"', r"sources\[0\].needs-cann: expected true or false"),
+        (
+            "needs-cann = true",
+            'needs-cann = "yes"',
+            r"sources\[0\].needs-cann: expected true or false",
+        ),
         ("schema = 1", "schema = 99", "schema: this envgen reads schema 1"),
         ("SOC_VERSION = ", '"SOC VERSION" = ', r'sources\[0\].env."SOC VERSION": .*variable'),
         ('    "1111', '    "-x",\n    "1111', r"sources\[0\].cherry-picks\[0\]: .*40-hex"),
@@ -273,7 +291,8 @@ def test_the_sample_lock_seals_and_reads_back_the_same() -> None:
         assert parse_pylock(render_pylock(lock, platform), "p") == expected_pylock(lock, platform)
 
 
-# --- input hash ----------------------------------------------------------------------------------------
+# --- input hash
+# ----------------------------------------------------------------------------------------
 
 
 def _inputs_tree(root: Path, channel_url: str) -> tuple[Path, dict[str, Path]]:
@@ -314,9 +333,15 @@ def test_input_digests_name_every_component(tmp_path: Path) -> None:
 def test_input_hash_ignores_paths_but_not_channel_urls(tmp_path: Path) -> None:
     sources = sample_lock().sources
     vpkgs = {"linux-64": ["__unix=0=0", "__glibc=2.28=0"]}
-    here = input_digests(*_inputs_tree(tmp_path / "a", "http://127.0.0.1:8000/forge"), sources, vpkgs)
-    elsewhere = input_digests(*_inputs_tree(tmp_path / "b" / "c", "http://127.0.0.1:8000/forge"), sources, vpkgs)
-    other_port = input_digests(*_inputs_tree(tmp_path / "d", "http://127.0.0.1:8001/forge"), sources, vpkgs)
+    here = input_digests(
+        *_inputs_tree(tmp_path / "a", "http://127.0.0.1:8000/forge"), sources, vpkgs
+    )
+    elsewhere = input_digests(
+        *_inputs_tree(tmp_path / "b" / "c", "http://127.0.0.1:8000/forge"), sources, vpkgs
+    )
+    other_port = input_digests(
+        *_inputs_tree(tmp_path / "d", "http://127.0.0.1:8001/forge"), sources, vpkgs
+    )
 
     assert input_hash(here) == input_hash(elsewhere)
     assert input_hash(here) != input_hash(other_port)
@@ -330,8 +355,12 @@ def test_input_hash_follows_sources_and_virtual_packages(tmp_path: Path) -> None
     sources = sample_lock().sources
     base = input_digests(matrix, channels, sources, {"linux-64": ["__glibc=2.28=0"]})
     moved = (dataclasses.replace(sources[0], digest=digest("moved")), *sources[1:])
-    assert input_hash(base) != input_hash(input_digests(matrix, channels, moved, {"linux-64": ["__glibc=2.28=0"]}))
-    assert input_hash(base) != input_hash(input_digests(matrix, channels, sources, {"linux-64": ["__glibc=2.34=0"]}))
+    assert input_hash(base) != input_hash(
+        input_digests(matrix, channels, moved, {"linux-64": ["__glibc=2.28=0"]})
+    )
+    assert input_hash(base) != input_hash(
+        input_digests(matrix, channels, sources, {"linux-64": ["__glibc=2.34=0"]})
+    )
 
 
 def test_input_digests_name_a_missing_channel_file(tmp_path: Path) -> None:
@@ -340,7 +369,8 @@ def test_input_digests_name_a_missing_channel_file(tmp_path: Path) -> None:
         input_digests(matrix, {"gone": tmp_path / "channels/gone.toml"}, (), {})
 
 
-# --- locks/ on disk ------------------------------------------------------------------------------------
+# --- locks/ on disk
+# ------------------------------------------------------------------------------------
 
 
 RECIPE = "#!/usr/bin/env bash\nset -euo pipefail\necho install\n"
@@ -362,8 +392,14 @@ def test_write_then_read_gives_the_lock_back(tmp_path: Path) -> None:
     assert project.install_sh("a5").stat().st_mode & 0o777 == 0o755
     assert project.lock_yml("a5").read_text() == render_lock_yml(lock)
     # The sources.toml as it renders, sealed with the content hash of the three files.
-    assert project.sources_toml("a5").read_text() == seal(render_lock_yml(lock), render_sources_toml(lock), RECIPE)
-    assert sorted(p.name for p in project.locks_dir.iterdir()) == ["a5.install.sh", "a5.sources.toml", "a5.yml"]
+    assert project.sources_toml("a5").read_text() == seal(
+        render_lock_yml(lock), render_sources_toml(lock), RECIPE
+    )
+    assert sorted(p.name for p in project.locks_dir.iterdir()) == [
+        "a5.install.sh",
+        "a5.sources.toml",
+        "a5.yml",
+    ]
 
 
 def test_parse_lock_joins_both_files_without_touching_disk() -> None:
@@ -401,7 +437,9 @@ def test_failed_render_leaves_old_files_intact(tmp_path: Path) -> None:
     project = Project(tmp_path)
     write_lock(project, "a5", sample_lock(), RECIPE)
     before = _snapshot(project)
-    broken = dataclasses.replace(sample_lock(), pip=(dataclasses.replace(sample_lock().pip[0], url=""),))
+    broken = dataclasses.replace(
+        sample_lock(), pip=(dataclasses.replace(sample_lock().pip[0], url=""),)
+    )
 
     with pytest.raises(InputError):
         write_lock(project, "a5", broken, "echo new\n")
@@ -420,7 +458,11 @@ def test_failed_write_midway_leaves_old_files_intact(tmp_path: Path) -> None:
         write_lock(project, "a5", newer, "echo \udcff\n")
 
     assert _snapshot(project) == before
-    assert sorted(p.name for p in project.locks_dir.iterdir()) == ["a5.install.sh", "a5.sources.toml", "a5.yml"]
+    assert sorted(p.name for p in project.locks_dir.iterdir()) == [
+        "a5.install.sh",
+        "a5.sources.toml",
+        "a5.yml",
+    ]
 
 
 def test_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path) -> None:
@@ -434,10 +476,19 @@ def test_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path) -> No
     del before["a5.install.sh"]
 
     with pytest.raises(InputError):
-        write_lock(project, "a5", dataclasses.replace(sample_lock(), pending=(), input_hash=digest("newer")), RECIPE)
+        write_lock(
+            project,
+            "a5",
+            dataclasses.replace(sample_lock(), pending=(), input_hash=digest("newer")),
+            RECIPE,
+        )
 
     assert _snapshot(project) == before
-    assert sorted(p.name for p in project.locks_dir.iterdir()) == ["a5.install.sh", "a5.sources.toml", "a5.yml"]
+    assert sorted(p.name for p in project.locks_dir.iterdir()) == [
+        "a5.install.sh",
+        "a5.sources.toml",
+        "a5.yml",
+    ]
     shutil.rmtree(project.install_sh("a5"))
 
 
@@ -513,7 +564,9 @@ NESTED = Submodule("csrc/kernels/third_party/grand", "https://github.com/org/gra
 
 def with_submodules(lock: Lock, *subs: Submodule, **source: object) -> Lock:
     first, *rest = lock.sources
-    changed = dataclasses.replace(first, source=dataclasses.replace(first.source, **source), submodules=subs)
+    changed = dataclasses.replace(
+        first, source=dataclasses.replace(first.source, **source), submodules=subs
+    )
     return dataclasses.replace(lock, sources=(changed, *rest))
 
 
@@ -522,12 +575,17 @@ def test_sources_toml_records_each_submodule_and_an_opt_out_with_its_reason() ->
     text = render_sources_toml(with_submodules(lock, KERNELS, NESTED))
     assert "submodules" not in render_sources_toml(lock)  # sources without any keep their bytes
     assert text.count("[[sources.submodules]]") == 2
-    assert f'path = "csrc/kernels"\nurl = "https://github.com/org/kernels.git"\ncommit = "{"1" * 40}"' in text
+    assert (
+        f'path = "csrc/kernels"\nurl = "https://github.com/org/kernels.git"\ncommit = "{"1" * 40}"'
+        in text
+    )
     parsed = parse_sources_toml(text).lock.sources
     assert [s.submodules for s in parsed] == [(KERNELS, NESTED)] + [()] * (len(parsed) - 1)
     assert all(s.source.submodules for s in parsed)
 
-    opted_out = render_sources_toml(with_submodules(lock, submodules=False, submodules_reason="built without"))
+    opted_out = render_sources_toml(
+        with_submodules(lock, submodules=False, submodules_reason="built without")
+    )
     assert 'submodules-reason = "built without"' in opted_out
     first = parse_sources_toml(opted_out).lock.sources[0].source
     assert (first.submodules, first.submodules_reason) == (False, "built without")
@@ -548,10 +606,12 @@ def test_sources_toml_records_each_submodule_and_an_opt_out_with_its_reason() ->
     ],
 )
 def test_sources_toml_refuses_a_tampered_submodule(field: str, value: str, problem: str) -> None:
-    # The recipe checks out and verifies what these name: a lock edited in a pull request is untrusted.
+    # The recipe checks out and verifies what these name: a lock edited in a pull request is
+    # untrusted.
     lock = with_submodules(sample_lock(), KERNELS, dataclasses.replace(NESTED, **{field: value}))
     with pytest.raises(
-        InputError, match=rf"locks/x.sources.toml:\d+: sources\[0\]\.submodules\[1\]\.{field}: .*{problem}"
+        InputError,
+        match=rf"locks/x.sources.toml:\d+: sources\[0\]\.submodules\[1\]\.{field}: .*{problem}",
     ):
         parse_sources_toml(render_sources_toml(lock), "locks/x.sources.toml")
 
@@ -574,20 +634,28 @@ def test_sources_toml_refuses_submodules_of_a_source_that_opts_out() -> None:
         ("sha256", "a" * 63 + "\n-e ."),
     ],
 )
-def test_yml_refuses_an_entry_whose_strings_could_become_pip_options(field: str, value: str) -> None:
-    # The installer writes `name @ url --hash=sha256:...` lines from these for pip: a newline or a leading
-    # `-` would add an option line (an index, an editable install) that no lock diff shows as such.
+def test_yml_refuses_an_entry_whose_strings_could_become_pip_options(
+    field: str, value: str
+) -> None:
+    # The installer writes `name @ url --hash=sha256:...` lines from these for pip: a newline or a
+    # leading `-` would add an option line (an index, an editable install) that no lock diff shows
+    # as such.
     lock = sample_lock()
-    hostile = dataclasses.replace(lock, pip=(dataclasses.replace(lock.pip[0], **{field: value}), *lock.pip[1:]))
+    hostile = dataclasses.replace(
+        lock, pip=(dataclasses.replace(lock.pip[0], **{field: value}), *lock.pip[1:])
+    )
     with pytest.raises(InputError, match=rf"x.yml: package .*: {field}: "):
         parse_lock_yml(render_lock_yml(hostile), "x.yml")
 
 
 def test_yml_refuses_a_platform_envgen_does_not_lock() -> None:
-    # Platforms reach markdown (`envgen diff`'s <summary>), Nix system names and file names unquoted.
+    # Platforms reach markdown (`envgen diff`'s <summary>), Nix system names and file names
+    # unquoted.
     text = render_lock_yml(sample_lock())
     hostile = text.replace("- linux-64\n", "- linux-64</b></summary><!--\n", 1)
-    with pytest.raises(InputError, match=r"x.yml: platform 'linux-64</b></summary><!--' is not one envgen locks"):
+    with pytest.raises(
+        InputError, match=r"x.yml: platform 'linux-64</b></summary><!--' is not one envgen locks"
+    ):
         parse_lock_yml(hostile, "x.yml")
     entry = text.replace("platform: linux-64\n", "platform: linux-64<!--\n", 1)
     with pytest.raises(InputError, match=r"x.yml: platform 'linux-64<!--' is not one envgen locks"):
@@ -597,10 +665,18 @@ def test_yml_refuses_a_platform_envgen_does_not_lock() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "key"),
     [
-        ('"https://pypi.org/simple"', '"https://pypi.org/simple --extra-index-url https://evil.example/simple"', "url"),
+        (
+            '"https://pypi.org/simple"',
+            '"https://pypi.org/simple --extra-index-url https://evil.example/simple"',
+            "url",
+        ),
         ('"https://pypi.org/simple"', '"-e git+https://evil.example/x"', "url"),
         ('"https://pypi.org/simple"', '"${MIRROR}/simple -e git+https://evil.example/x"', "url"),
-        ('trusted-host = "triton.example.org"', 'trusted-host = "triton.example.org -e ."', "trusted-host"),
+        (
+            'trusted-host = "triton.example.org"',
+            'trusted-host = "triton.example.org -e ."',
+            "trusted-host",
+        ),
     ],
 )
 def test_sources_toml_refuses_an_index_that_would_add_options(old: str, new: str, key: str) -> None:
@@ -612,8 +688,8 @@ def test_sources_toml_refuses_an_index_that_would_add_options(old: str, new: str
 
 
 def test_an_input_hash_that_is_not_a_sha256_is_refused() -> None:
-    # Every derived file writes it in its header (`# envgen-input-hash: ...`) and the Nix dev shell puts it
-    # in a shell command: a line break or `$(...)` in it must not get that far.
+    # Every derived file writes it in its header (`# envgen-input-hash: ...`) and the Nix dev shell
+    # puts it in a shell command: a line break or `$(...)` in it must not get that far.
     text = render_lock_yml(sample_lock())
     recorded = sample_lock().input_hash
     hostile = text.replace(recorded, "0\\n--index-url https://evil.example/simple $(touch x)")
@@ -625,8 +701,8 @@ def test_an_input_hash_that_is_not_a_sha256_is_refused() -> None:
 
 
 def test_a_lock_is_parsed_once_per_text(tmp_path: Path) -> None:
-    """The preflight and the re-lock both read the previous lock: the second read is the first one's Lock, and
-    a file written anew (or edited) is parsed again."""
+    """The preflight and the re-lock both read the previous lock: the second read is the first one's
+    Lock, and a file written anew (or edited) is parsed again."""
     project = Project(tmp_path)
     lock = sample_lock()
     write_lock(project, "a5", lock, "#!/bin/sh\n")
@@ -636,6 +712,7 @@ def test_a_lock_is_parsed_once_per_text(tmp_path: Path) -> None:
     second = read_lock(project, "a5")
     assert second is not None and second.pending == () and read_lock(project, "a5") is second
     yml = project.lock_yml("a5")
-    yml.write_text(yml.read_text().replace("platforms:", "platform:", 1))  # edited in place: read again, refused
+    # edited in place: read again, refused
+    yml.write_text(yml.read_text().replace("platforms:", "platform:", 1))
     with pytest.raises(InputError):
         read_lock(project, "a5")

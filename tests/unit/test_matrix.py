@@ -1,4 +1,5 @@
-"""load_matrix: the valid fixture normalised, and every malformed fixture reported through the real CLI."""
+"""load_matrix: the valid fixture normalised, and every malformed fixture reported through the real
+CLI."""
 
 from __future__ import annotations
 
@@ -58,7 +59,11 @@ def test_malformed_matrix_exits_2_naming_file_line_and_key(case: str) -> None:
     assert f"({count} problem{'s' if count != 1 else ''})" in stderr
     for line, key, text in expected:
         where = f"{case}.toml:{line}: {key}: " if key else f"{case}.toml:{line}: "
-        assert any(where in problem and text in problem for problem in problems), (where, text, stderr)
+        assert any(where in problem and text in problem for problem in problems), (
+            where,
+            text,
+            stderr,
+        )
 
 
 def test_all_problems_are_reported_by_the_installed_entry_point() -> None:
@@ -99,7 +104,13 @@ def test_valid_matrix_is_normalised() -> None:
     )
     assert matrix.index("private").url == "https://ci-user:s3cret-token@pypi.example.com/simple"
     packages = {p.name: p for p in matrix.packages}
-    assert [p.name for p in matrix.packages] == ["internal-tool", "Ray", "secret-wheel", "torch", "torch-npu"]
+    assert [p.name for p in matrix.packages] == [
+        "internal-tool",
+        "Ray",
+        "secret-wheel",
+        "torch",
+        "torch-npu",
+    ]
     assert packages["Ray"] == PipPackage(
         name="Ray",
         specifier="<3,>=2.40",
@@ -108,8 +119,14 @@ def test_valid_matrix_is_normalised() -> None:
     )
     assert packages["torch"].index == (("linux-64", "pytorch-cpu"),)
     assert packages["torch"].index_for("linux-aarch64") is None
-    assert packages["internal-tool"].index == (("linux-64", "private"), ("linux-aarch64", "private"))
-    assert packages["secret-wheel"].sha256 == "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+    assert packages["internal-tool"].index == (
+        ("linux-64", "private"),
+        ("linux-aarch64", "private"),
+    )
+    assert (
+        packages["secret-wheel"].sha256
+        == "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+    )
     assert packages["torch-npu"].pending == "not published yet"
     assert [s.name for s in matrix.sources] == ["second", "third", "first"]
     second, third, first = matrix.sources
@@ -119,9 +136,16 @@ def test_valid_matrix_is_normalised() -> None:
     assert second.env == (("ALPHA", "a b"), ("ZED", "1"))
     assert second.requirements == ("pyproject", "requirements/extra.txt")
     assert second.cherry_picks == ("b" * 40, "a" * 40)
-    assert third.distribution == "third" and third.editable and third.build_isolation and not third.pythonpath
+    assert (
+        third.distribution == "third"
+        and third.editable
+        and third.build_isolation
+        and not third.pythonpath
+    )
     assert first.ref == "0123456789abcdef0123456789abcdef01234567"
-    assert matrix.overrides == (Override("numpy", "numpy<2", "second's wheels are built against numpy 1"),)
+    assert matrix.overrides == (
+        Override("numpy", "numpy<2", "second's wheels are built against numpy 1"),
+    )
     assert matrix.activation_env == (("HF_HOME", "/data/hf"),)
     assert matrix.profiles == (Profile("quiet", "less logging", (("LOG_LEVEL", "error"),)),)
     assert matrix.checks == (
@@ -143,15 +167,20 @@ def test_problems_in_channel_files_and_matrix_come_together(tmp_path: Path) -> N
     channels.mkdir()
     for path in CHANNELS.glob("*.toml"):
         (channels / path.name).write_text(path.read_text())
-    (channels / "pypi.toml").write_text('kind = "pip"\nurl = "https://pypi.org/simple"\nexplict = true\n')
+    (channels / "pypi.toml").write_text(
+        'kind = "pip"\nurl = "https://pypi.org/simple"\nexplict = true\n'
+    )
     text = (TEMPLATES / "valid.toml").read_text().replace('ref = "main"', 'ref = "deadbee"')
     (tmp_path / "valid.toml").write_text(text)
     with pytest.raises(MatrixError) as caught:
         load_matrix(tmp_path / "valid.toml", channels)
     messages = [str(p) for p in caught.value.problems]
-    assert any("pypi.toml:3: explict: unknown key; did you mean 'explicit'?" in m for m in messages), messages
+    assert any(
+        "pypi.toml:3: explict: unknown key; did you mean 'explicit'?" in m for m in messages
+    ), messages
     assert any("sources.third.ref" in m and "abbreviated commit" in m for m in messages), messages
-    # the broken channel is reported once, in its own file, not again as unknown where the matrix names it
+    # the broken channel is reported once, in its own file, not again as unknown where the matrix
+    # names it
     assert not any("unknown pip index 'pypi'" in m for m in messages), messages
     assert len(messages) == 2
 
@@ -210,7 +239,9 @@ def test_key_lines_follow_inline_tables_arrays_and_array_tables() -> None:
 
 
 def test_key_lines_skip_escaped_quotes_and_count_lines_across_a_long_file() -> None:
-    text = 'a = "q\\" = [ \\\\"\nb = \'c\\\'\nc = "\\\\\\""\n' + "".join(f"n{i} = {i}\n" for i in range(3000))
+    text = 'a = "q\\" = [ \\\\"\nb = \'c\\\'\nc = "\\\\\\""\n' + "".join(
+        f"n{i} = {i}\n" for i in range(3000)
+    )
     lines = key_lines(text)
     assert lines[("a",)] == 1 and lines[("b",)] == 2 and lines[("c",)] == 3
     assert lines[("n0",)] == 4 and lines[("n2999",)] == 3003

@@ -5,7 +5,15 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 
-from envgen.model import CondaEntry, LockedSource, Origin, PipEntry, Source, Submodule, TracedRequirement
+from envgen.model import (
+    CondaEntry,
+    LockedSource,
+    Origin,
+    PipEntry,
+    Source,
+    Submodule,
+    TracedRequirement,
+)
 from envgen.resolve.movable import NOTHING, Movable
 from envgen.resolve.moves import SOLVER, UNAVAILABLE, explain_conda, explain_pip, explain_sources
 from envgen.resolve.preferences import kept, render_pylock
@@ -15,12 +23,21 @@ MATRIX = Origin(file="env-templates/a5.toml", key="pip.packages.torch.version")
 
 
 def pip(name: str, version: str, *depends: tuple[str, str]) -> PipEntry:
-    return PipEntry(name, version, P, f"https://files/{name}-{version}.whl", "0" * 64, tuple(depends))
+    return PipEntry(
+        name, version, P, f"https://files/{name}-{version}.whl", "0" * 64, tuple(depends)
+    )
 
 
 def conda(name: str, version: str, build: str = "h0_0", *depends: tuple[str, str]) -> CondaEntry:
     return CondaEntry(
-        name, version, build, P, f"https://ch/{P}/{name}-{version}-{build}.conda", "0" * 32, "0" * 64, depends
+        name,
+        version,
+        build,
+        P,
+        f"https://ch/{P}/{name}-{version}-{build}.conda",
+        "0" * 32,
+        "0" * 64,
+        depends,
     )
 
 
@@ -29,7 +46,11 @@ def reasons(moves: list) -> dict[str, tuple[str | None, str | None, str]]:  # ty
 
 
 def test_a_bumped_pin_and_what_its_new_version_requires_are_explained_by_their_requirers() -> None:
-    before = [pip("torch", "2.1.0", ("numpy", ">=1.26")), pip("numpy", "1.26.4"), pip("six", "1.16")]
+    before = [
+        pip("torch", "2.1.0", ("numpy", ">=1.26")),
+        pip("numpy", "1.26.4"),
+        pip("six", "1.16"),
+    ]
     after = [pip("torch", "2.2.0", ("numpy", ">=2")), pip("numpy", "2.0.1"), pip("six", "1.16")]
     moves = explain_pip(P, before, after, [TracedRequirement("torch==2.2.0", MATRIX)], NOTHING)
     assert reasons(moves) == {
@@ -48,14 +69,21 @@ def test_upgrades_and_vanished_versions_are_told_apart() -> None:
         [TracedRequirement("a", MATRIX), TracedRequirement("b", MATRIX)],
         Movable.packages(False, ["A"]),
     )
-    assert reasons(moves) == {"a": ("1.0", "2.0", "--upgrade-package a"), "b": ("1.0", "2.0", UNAVAILABLE)}
+    assert reasons(moves) == {
+        "a": ("1.0", "2.0", "--upgrade-package a"),
+        "b": ("1.0", "2.0", UNAVAILABLE),
+    }
     everything = explain_pip(P, before, after, [], Movable.packages(True))
     assert {m.reason for m in everything} == {"--upgrade"}
 
 
 def test_arrivals_and_departures() -> None:
     before = [pip("old-helper", "1.0"), pip("top", "1.0", ("old-helper", ""))]
-    after = [pip("top", "1.0", ("new-helper", ">=2")), pip("new-helper", "2.1"), pip("extra", "0.1")]
+    after = [
+        pip("top", "1.0", ("new-helper", ">=2")),
+        pip("new-helper", "2.1"),
+        pip("extra", "0.1"),
+    ]
     moves = explain_pip(P, before, after, [TracedRequirement("extra>=0.1", MATRIX)], NOTHING)
     assert reasons(moves) == {
         "old-helper": ("1.0", None, "no longer needed"),
@@ -64,7 +92,9 @@ def test_arrivals_and_departures() -> None:
     }
 
 
-def test_a_conda_build_change_is_a_move_and_its_requirers_are_checked_by_the_given_matcher() -> None:
+def test_a_conda_build_change_is_a_move_and_its_requirers_are_checked_by_the_given_matcher() -> (
+    None
+):
     before = [conda("python", "3.11.9"), conda("libdemo", "1.0")]
     after = [conda("python", "3.11.9", "h0_1", ("libdemo", ">=2")), conda("libdemo", "2.0")]
 
@@ -115,7 +145,9 @@ def test_an_entry_uv_could_not_read_is_no_preference() -> None:
 
 def test_the_same_version_from_another_file_is_a_move_too() -> None:
     before = [pip("torch", "2.1.0")]
-    rebuilt = PipEntry("torch", "2.1.0", P, "https://files/torch-2.1.0-3-cp311-cp311-linux_x86_64.whl", "1" * 64)
+    rebuilt = PipEntry(
+        "torch", "2.1.0", P, "https://files/torch-2.1.0-3-cp311-cp311-linux_x86_64.whl", "1" * 64
+    )
     (move,) = explain_pip(P, before, [rebuilt], [], NOTHING)
     assert (move.old, move.new, move.reason) == (
         "2.1.0",
@@ -128,13 +160,23 @@ def test_submodules_move_with_their_source_and_say_why() -> None:
     source = Source("vllm-ascend", "https://github.com/org/vllm-ascend.git", "main", "vllm_ascend")
     kernels = Submodule("csrc/kernels", "https://github.com/org/kernels.git", "1" * 40)
     old = LockedSource(source, "a" * 40, submodules=(kernels,))
-    bumped = LockedSource(source, "b" * 40, submodules=(dataclasses.replace(kernels, commit="2" * 40),))
+    bumped = LockedSource(
+        source, "b" * 40, submodules=(dataclasses.replace(kernels, commit="2" * 40),)
+    )
     moves = explain_sources([old], [bumped], Movable.sources(names=["vllm-ascend"]), NOTHING)
     assert [(m.manager, m.name, m.old, m.new, m.reason) for m in moves] == [
         ("source", "vllm-ascend", "a" * 40, "b" * 40, "--update vllm-ascend"),
-        ("submodule", "vllm-ascend/csrc/kernels", "1" * 40, "2" * 40, "the gitlink at vllm-ascend's new commit"),
+        (
+            "submodule",
+            "vllm-ascend/csrc/kernels",
+            "1" * 40,
+            "2" * 40,
+            "the gitlink at vllm-ascend's new commit",
+        ),
     ]
-    opted_out = LockedSource(dataclasses.replace(source, submodules=False, submodules_reason="no kernels"), "a" * 40)
+    opted_out = LockedSource(
+        dataclasses.replace(source, submodules=False, submodules_reason="no kernels"), "a" * 40
+    )
     (move,) = explain_sources([old], [opted_out], NOTHING, NOTHING)
     assert (move.name, move.old, move.new) == ("vllm-ascend/csrc/kernels", "1" * 40, None)
     assert move.reason == "new input sources.vllm-ascend.submodules (false)"

@@ -21,22 +21,33 @@ A5 = Npu("a5", "ascend950dt_9582", BUILD_INFO)
 
 @pytest.mark.parametrize(
     ("generation", "code", "name"),
-    [("a2", 220, "Ascend910B1"), ("a2", 225, "A2G"), ("a3", 250, "Ascend910_9391"), ("a5", 260, "Ascend950PR")],
+    [
+        ("a2", 220, "Ascend910B1"),
+        ("a2", 225, "A2G"),
+        ("a3", 250, "Ascend910_9391"),
+        ("a5", 260, "Ascend950PR"),
+    ],
 )
 def test_each_generation_accepts_its_codes_and_names_and_refuses_the_others(
     generation: str, code: int, name: str
 ) -> None:
     own = Npu(generation)
-    assert [problem for _, problem, _ in compare_device(own, Probe(soc_code=code, device_name=name))] == [None, None]
+    assert [
+        problem for _, problem, _ in compare_device(own, Probe(soc_code=code, device_name=name))
+    ] == [None, None]
     for other in set(GENERATIONS) - {generation}:
-        problems = [p for _, p, _ in compare_device(Npu(other), Probe(soc_code=code, device_name=name))]
+        problems = [
+            p for _, p, _ in compare_device(Npu(other), Probe(soc_code=code, device_name=name))
+        ]
         assert all(problems), (other, problems)
         assert GENERATIONS[generation].title in str(problems[0])  # what was found is named
 
 
 def test_the_edges_of_a_range() -> None:
     for code, fits in ((219, False), (220, True), (225, True), (226, False)):
-        (_, problem, _), _ = compare_device(Npu("a2"), Probe(soc_code=code, device_name="Ascend910B1"))
+        (_, problem, _), _ = compare_device(
+            Npu("a2"), Probe(soc_code=code, device_name="Ascend910B1")
+        )
         assert (problem is None) == fits, code
 
 

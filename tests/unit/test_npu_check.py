@@ -1,4 +1,5 @@
-"""ci/npu_check.py: npu-check.yml's matrix from ci/npu-runners.toml, and its env x runner x verdict table."""
+"""ci/npu_check.py: npu-check.yml's matrix from ci/npu-runners.toml, and its env x runner x verdict
+table."""
 
 from __future__ import annotations
 
@@ -40,7 +41,11 @@ def test_plan_pairs_locked_envs_with_their_labels_and_notes_every_gap() -> None:
     labels = {"a2": ["linux-aarch64-a2b3-8"], "a3": ["linux-aarch64-a3-8", "spare"], "a5": []}
     include, notes = npu.plan(labels, ["a3", "a5", "demo"])
     assert include == [
-        {"env": "a3", "runner": "linux-aarch64-a3-8", "artifact": "npu-check-a3-linux-aarch64-a3-8"},
+        {
+            "env": "a3",
+            "runner": "linux-aarch64-a3-8",
+            "artifact": "npu-check-a3-linux-aarch64-a3-8",
+        },
         {"env": "a3", "runner": "spare", "artifact": "npu-check-a3-spare"},
     ]
     assert notes == [
@@ -53,7 +58,9 @@ def test_plan_pairs_locked_envs_with_their_labels_and_notes_every_gap() -> None:
 def test_a_pull_request_checks_the_envs_whose_locks_it_changes() -> None:
     envs = ["a2", "a3", "a5"]
     assert npu.touched(envs, ["locks/a3.yml", "locks/a3.sources.toml"]) == {"a3"}
-    assert npu.touched(envs, ["locks/pylock.a5-linux-aarch64.toml", "locks/a2.linux-64.requirements.txt"]) == {
+    assert npu.touched(
+        envs, ["locks/pylock.a5-linux-aarch64.toml", "locks/a2.linux-64.requirements.txt"]
+    ) == {
         "a2",
         "a5",
     }
@@ -79,23 +86,33 @@ def test_a_pull_request_checks_the_envs_whose_locks_it_changes() -> None:
         ("[envs\n", "npu-runners.toml: "),
     ],
 )
-def test_a_malformed_config_is_refused_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
+def test_a_malformed_config_is_refused_naming_the_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
     config = tmp_path / "npu-runners.toml"
     config.write_text(text)
     with pytest.raises(npu.ConfigError, match=message.replace("[", r"\[")):
         npu.read_config(config)
 
 
-def test_matrix_command_writes_the_workflow_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_matrix_command_writes_the_workflow_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "ci").mkdir()
-    (tmp_path / "ci" / "npu-runners.toml").write_text('queue-minutes = 45\n[envs]\na3 = ["linux-aarch64-a3-8"]\n')
+    (tmp_path / "ci" / "npu-runners.toml").write_text(
+        'queue-minutes = 45\n[envs]\na3 = ["linux-aarch64-a3-8"]\n'
+    )
     (tmp_path / "locks").mkdir()
     (tmp_path / "locks" / "a3.yml").write_text("version: 1\n")
     outputs, summary = tmp_path / "outputs", tmp_path / "summary"
     monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     assert npu.main(["matrix", "--root", str(tmp_path)]) == 0
-    entry = {"env": "a3", "runner": "linux-aarch64-a3-8", "artifact": "npu-check-a3-linux-aarch64-a3-8"}
+    entry = {
+        "env": "a3",
+        "runner": "linux-aarch64-a3-8",
+        "artifact": "npu-check-a3-linux-aarch64-a3-8",
+    }
     assert outputs.read_text() == f"include={json.dumps([entry])}\ncount=1\nqueue-minutes=45\n"
     assert summary.read_text() == ""
     changed = tmp_path / "changed.txt"
@@ -117,9 +134,19 @@ def _result(results: Path, env: str, runner: str, *steps: Step) -> None:
 def test_summary_table_has_a_verdict_for_every_pair(tmp_path: Path) -> None:
     include = [
         {"env": env, "runner": runner, "artifact": npu.artifact_name(env, runner)}
-        for env, runner in (("a2", "linux-aarch64-a2b3-8"), ("a3", "linux-aarch64-a3-8"), ("a3", "gone"))
+        for env, runner in (
+            ("a2", "linux-aarch64-a2b3-8"),
+            ("a3", "linux-aarch64-a3-8"),
+            ("a3", "gone"),
+        )
     ]
-    _result(tmp_path, "a2", "linux-aarch64-a2b3-8", Step("static: lock parses", "ok"), Step("import vllm", "ok"))
+    _result(
+        tmp_path,
+        "a2",
+        "linux-aarch64-a2b3-8",
+        Step("static: lock parses", "ok"),
+        Step("import vllm", "ok"),
+    )
     _result(
         tmp_path,
         "a3",
@@ -135,15 +162,19 @@ def test_summary_table_has_a_verdict_for_every_pair(tmp_path: Path) -> None:
         "|---|---|---|",
         "| a2 | `linux-aarch64-a2b3-8` | ok (2 steps) |",
         "| a3 | `linux-aarch64-a3-8` | **failed**: `import torch_npu` |",
-        "| a3 | `gone` | no result: no runner picked the job up in time, or it stopped before the check |",
+        "| a3 | `gone` | no result: no runner picked the job up in time, or it stopped "
+        "before the check |",
     ]
     assert npu.summary(include[:1], tmp_path)[1] is True
     assert "no env has both a lock and a runner label" in npu.summary([], tmp_path)[0]
 
 
-def test_names_with_a_line_break_are_not_envs_or_labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A pull request names its lock files, and `$` matches before a final newline: a lock file "x\n<img>.yml"
-    # must not become a line of the job summary, nor a label "a\n" a runner of the matrix.
+def test_names_with_a_line_break_are_not_envs_or_labels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pull request names its lock files, and `$` matches before a final newline: a lock file
+    # "x\n<img>.yml" must not become a line of the job summary, nor a label "a\n" a runner of the
+    # matrix.
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "npu-runners.toml").write_text('[envs]\na3 = ["linux-aarch64-a3-8"]\n')
     (tmp_path / "locks").mkdir()

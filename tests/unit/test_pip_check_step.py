@@ -1,4 +1,5 @@
-"""pip check's verdict read through the runner seam (process.Runner): the parsing needs no real env."""
+"""pip check's verdict read through the runner seam (process.Runner): the parsing needs no real
+env."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ class PipCheckSays:
         self.stdout, self.returncode, self.stderr = stdout, returncode, stderr
         self.commands: list[list[str]] = []
 
-    def __call__(self, cmd: Sequence[str | os.PathLike[str]], **_: object) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, cmd: Sequence[str | os.PathLike[str]], **_: object
+    ) -> subprocess.CompletedProcess[str]:
         self.commands.append([os.fspath(c) for c in cmd])
         return subprocess.CompletedProcess(list(cmd), self.returncode, self.stdout, self.stderr)
 
@@ -31,10 +34,18 @@ def test_broken_requirements_fail_except_on_ignored_names(tmp_path: Path) -> Non
     )
     step = pip_check_step(tmp_path, {"pending-pkg"}, runner)
     assert runner.commands == [[str(tmp_path / "bin" / "python"), "-m", "pip", "check"]]
-    assert (step.status, step.problems) == (FAILED, ("app 1.0 requires lib, which is not installed.",))
+    assert (step.status, step.problems) == (
+        FAILED,
+        ("app 1.0 requires lib, which is not installed.",),
+    )
 
 
 def test_a_clean_env_and_a_pip_that_cannot_run(tmp_path: Path) -> None:
-    assert pip_check_step(tmp_path, set(), PipCheckSays("No broken requirements found.\n", 0)).status == OK
-    crashed = pip_check_step(tmp_path, set(), PipCheckSays("", 1, "Traceback ...\nModuleNotFoundError: pip\n"))
+    assert (
+        pip_check_step(tmp_path, set(), PipCheckSays("No broken requirements found.\n", 0)).status
+        == OK
+    )
+    crashed = pip_check_step(
+        tmp_path, set(), PipCheckSays("", 1, "Traceback ...\nModuleNotFoundError: pip\n")
+    )
     assert crashed.status == FAILED and "ModuleNotFoundError: pip" in crashed.problems[0]

@@ -1,4 +1,5 @@
-"""The preflight's plan: which hosts a re-lock asks (each URL once, a kept and cached commit asks nothing)."""
+"""The preflight's plan: which hosts a re-lock asks (each URL once, a kept and cached commit asks
+nothing)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ def test_targets_each_url_once_and_only_the_remotes_a_re_lock_asks(tmp_path: Pat
         "sources": (pinned, moving, kept),
     }
     previous = make_lock(sources=(locked_source("kept", kept.url, "main", SHA),))
-    relocks = [Relock(make_matrix("a3", **fields), previous), Relock(make_matrix("a2", **fields), previous)]
+    relocks = [
+        Relock(make_matrix("a3", **fields), previous),
+        Relock(make_matrix("a2", **fields), previous),
+    ]
     found = {(t.kind, t.url): t.needed_by for t in targets(relocks, at(tmp_path))}
     # The kept commit and the pinned one are not in the (empty) cache: their remotes are asked too.
     assert found == {
@@ -61,8 +65,8 @@ def test_targets_each_url_once_and_only_the_remotes_a_re_lock_asks(tmp_path: Pat
 
 
 class _Recording(BaseHTTPRequestHandler):
-    """An index root: HEAD answered (unless `head` is None: 501, as a server without HEAD), GET a large page;
-    every request's method recorded."""
+    """An index root: HEAD answered (unless `head` is None: 501, as a server without HEAD), GET a
+    large page; every request's method recorded."""
 
     head: int | None = 200
     seen: list[str] = []
@@ -116,7 +120,9 @@ def test_an_index_is_asked_with_head_and_a_get_only_when_head_is_not_taken(
         matrix = make_matrix("a5", indexes=(Index("pypi", url),))
         failed = unreachable_hosts([Relock(matrix)], at(tmp_path), timeout=10)
     assert seen == methods
-    assert [(why.split(" (")[0] if why else why) for _, _, why in failed] == ([reason] if reason else [])
+    assert [(why.split(" (")[0] if why else why) for _, _, why in failed] == (
+        [reason] if reason else []
+    )
 
 
 def closed_port() -> int:

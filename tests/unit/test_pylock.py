@@ -1,4 +1,5 @@
-"""Pure parts of the PyPI side: tags, wheel choice, pylock parsing, depends, inputs and generated uv files."""
+"""Pure parts of the PyPI side: tags, wheel choice, pylock parsing, depends, inputs and generated uv
+files."""
 
 from __future__ import annotations
 
@@ -39,12 +40,21 @@ def package(*files: str, sdist: str | None = None) -> uv_pylock.LockedPackage:
 def test_platform_tags_stop_at_the_glibc_floor_and_the_architecture() -> None:
     tags = platforms.platform_tags(ARM, "3.11", "2.28")
     names = {t.platform for t in tags}
-    assert {"manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64", "any"} <= names
-    assert not {p for p in names if "x86_64" in p or p.startswith("linux_") or "2_29" in p or "2_34" in p}
+    assert {
+        "manylinux_2_28_aarch64",
+        "manylinux_2_17_aarch64",
+        "manylinux2014_aarch64",
+        "any",
+    } <= names
+    assert not {
+        p for p in names if "x86_64" in p or p.startswith("linux_") or "2_29" in p or "2_34" in p
+    }
     assert tags[0] == Tag("cp311", "cp311", "manylinux_2_28_aarch64")
     assert Tag("cp311", "abi3", "manylinux_2_17_aarch64") in tags
     assert Tag("cp312", "cp312", "manylinux_2_28_aarch64") not in tags
-    assert "manylinux1_x86_64" in {t.platform for t in platforms.platform_tags("linux-64", "3.11", "2.28")}
+    assert "manylinux1_x86_64" in {
+        t.platform for t in platforms.platform_tags("linux-64", "3.11", "2.28")
+    }
 
 
 def test_uv_platform_never_exceeds_the_floor() -> None:
@@ -138,7 +148,10 @@ def test_depends_follow_markers_and_requested_extras() -> None:
     metadata = {"ray": ray, "aiohttp": aiohttp}
     extras = uv_pylock.requested_extras([Pep508("ray[default]")], metadata, env)
     assert extras == {"ray": frozenset({"default"}), "yarl": frozenset({"idna"})}
-    assert uv_pylock.depends(ray, env, extras["ray"]) == (("aiohttp", ">=3.7"), ("click", "!=8.0.0,>=7"))
+    assert uv_pylock.depends(ray, env, extras["ray"]) == (
+        ("aiohttp", ">=3.7"),
+        ("click", "!=8.0.0,>=7"),
+    )
     assert uv_pylock.depends(ray, env, ()) == (("click", "!=8.0.0,>=7"),)
     x86 = uv_pylock.Target(platforms.marker_environment("linux-64", "3.11"))
     assert ("nvidia-nccl", "") in uv_pylock.depends(ray, x86, ())
@@ -148,7 +161,8 @@ def matrix(*packages: PipPackage, indexes: tuple[Index, ...] = ()) -> Matrix:
     return make_matrix(
         "t",
         platforms=(ARM, "linux-64"),
-        indexes=indexes or (Index("pypi", "https://pypi.org/simple"), Index("extra", "https://x/simple", True)),
+        indexes=indexes
+        or (Index("pypi", "https://pypi.org/simple"), Index("extra", "https://x/simple", True)),
         packages=packages,
         sources=(Source("megatron-lm", "https://g/m.git", "main", distribution="megatron_core"),),
     )
@@ -156,16 +170,21 @@ def matrix(*packages: PipPackage, indexes: tuple[Index, ...] = ()) -> Matrix:
 
 def source(*lines: str) -> LockedSource:
     reqs = tuple(
-        TracedRequirement(t, Origin("requirements-npu.txt", line=i, source="verl")) for i, t in enumerate(lines, 1)
+        TracedRequirement(t, Origin("requirements-npu.txt", line=i, source="verl"))
+        for i, t in enumerate(lines, 1)
     )
-    return LockedSource(Source("verl", "https://g/verl.git", "main", distribution="verl"), "a" * 40, reqs)
+    return LockedSource(
+        Source("verl", "https://g/verl.git", "main", distribution="verl"), "a" * 40, reqs
+    )
 
 
 def test_gather_inputs_keeps_origins_and_drops_what_sources_or_pending_cover() -> None:
     m = matrix(
         PipPackage("torch", "==2.10.0", index=(("linux-64", "extra"),)),
         PipPackage("torch-npu", pending="due Q2"),
-        PipPackage("private", url="https://h/${TOKEN}/private-1.0-py3-none-any.whl", sha256="AB" * 32),
+        PipPackage(
+            "private", url="https://h/${TOKEN}/private-1.0-py3-none-any.whl", sha256="AB" * 32
+        ),
     )
     verl = source(
         "transformers>=4.5",
@@ -186,7 +205,9 @@ def test_gather_inputs_keeps_origins_and_drops_what_sources_or_pending_cover() -
     assert arm.pins == ()
     assert arm.excluded == ("megatron-core", "torch-npu", "verl")
     assert arm.direct == ("private",)
-    assert arm.hashes == (("private", ("ab" * 32, Origin("env-templates/t.toml", key="pip.packages.private.sha256"))),)
+    assert arm.hashes == (
+        ("private", ("ab" * 32, Origin("env-templates/t.toml", key="pip.packages.private.sha256"))),
+    )
     assert gather_inputs(m, "linux-64", [verl], {"TOKEN": "t"}).pins == (("torch", "extra"),)
     with pytest.raises(InputError, match=r"pip\.packages\.private\.url.*\$\{TOKEN\}"):
         gather_inputs(m, ARM, [], {})
@@ -206,7 +227,10 @@ def test_generated_uv_files_carry_only_the_matrix_indexes_without_credentials() 
             {"USER_": "me", "TOK": "s3"},
         ),
     ]
-    assert indexes[2].url == "https://t.example/simple/" and indexes[2].shown == "https://***@t.example/simple/"
+    assert (
+        indexes[2].url == "https://t.example/simple/"
+        and indexes[2].shown == "https://***@t.example/simple/"
+    )
     assert indexes[2].env == {
         "UV_INDEX_TRITON_ASCEND_USERNAME": "me",
         "UV_INDEX_TRITON_ASCEND_PASSWORD": "s3",
@@ -231,28 +255,46 @@ def test_entry_index_attributes_the_a5_url_shapes() -> None:
     indexes = [
         access_index(Index("pypi", "https://pypi.org/simple"), {}),
         access_index(Index("pytorch-cpu", "https://download.pytorch.org/whl/cpu", True), {}),
-        access_index(Index("triton-ascend", "https://triton-ascend.osinfra.cn/pypi/simple/", True, "t.cn"), {}),
+        access_index(
+            Index("triton-ascend", "https://triton-ascend.osinfra.cn/pypi/simple/", True, "t.cn"),
+            {},
+        ),
     ]
     m = matrix(
         PipPackage("torch", "==2.10.0", index=(("linux-64", "pytorch-cpu"),)),
-        PipPackage("triton-ascend", "==3.2.2", index=((ARM, "triton-ascend"), ("linux-64", "triton-ascend"))),
+        PipPackage(
+            "triton-ascend",
+            "==3.2.2",
+            index=((ARM, "triton-ascend"), ("linux-64", "triton-ascend")),
+        ),
         indexes=tuple(Index(i.name, i.url, i.explicit) for i in indexes),
     )
 
     def index_of(name: str, version: str, url: str, platform: str) -> str | None:
-        choice = uv_pylock.Choice(uv_pylock.LockedPackage(name, version, None, (), None), uv_pylock.Artifact(url, SHA))
+        choice = uv_pylock.Choice(
+            uv_pylock.LockedPackage(name, version, None, (), None), uv_pylock.Artifact(url, SHA)
+        )
         return entry_index(choice, gather_inputs(m, platform, [], {}), indexes)
 
-    # The CPU index links its files outside /whl/cpu/ (and PyPI's live on another host): the pin decides.
-    cpu = "https://download.pytorch.org/whl/torch-2.10.0%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    # The CPU index links its files outside /whl/cpu/ (and PyPI's live on another host): the pin
+    # decides.
+    cpu = (
+        "https://download.pytorch.org/whl/torch-2.10.0%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    )
     assert index_of("torch", "2.10.0+cpu", cpu, "linux-64") == "pytorch-cpu"
-    assert index_of("torch", "2.10.0+cpu", cpu.replace("/whl/", "/whl/cpu/"), "linux-64") == "pytorch-cpu"
+    assert (
+        index_of("torch", "2.10.0+cpu", cpu.replace("/whl/", "/whl/cpu/"), "linux-64")
+        == "pytorch-cpu"
+    )
     pypi = "https://files.pythonhosted.org/packages/ab/cd/torch-2.10.0-cp311-cp311-manylinux_2_28_aarch64.whl"
     assert index_of("torch", "2.10.0", pypi, ARM) == "pypi"
     triton = "https://triton-ascend.osinfra.cn/pypi/packages/triton_ascend-3.2.2-cp311-cp311-manylinux_2_28.whl"
     assert index_of("triton-ascend", "3.2.2", triton, ARM) == "triton-ascend"
     # A package only limited by the matrix pin on another platform comes from the default index.
-    assert index_of("numpy", "1.26.4", pypi.replace("torch-2.10.0", "numpy-1.26.4"), "linux-64") == "pypi"
+    assert (
+        index_of("numpy", "1.26.4", pypi.replace("torch-2.10.0", "numpy-1.26.4"), "linux-64")
+        == "pypi"
+    )
 
 
 def test_the_uv_config_allows_only_the_trusted_hosts_of_the_indexes() -> None:

@@ -20,7 +20,8 @@ PICK = "89abcdef0123456789abcdef0123456789abcdef"
 
 
 def a5_like_lock() -> Lock:
-    """The shape of the A5 lock: env vars, no build isolation, a build index with credentials, CANN, profiles."""
+    """The shape of the A5 lock: env vars, no build isolation, a build index with credentials, CANN,
+    profiles."""
     sources = (
         LockedSource(
             Source(
@@ -49,12 +50,24 @@ def a5_like_lock() -> Lock:
             tree="c" * 40,
             picked=("d" * 40,),
             submodules=(
-                Submodule("csrc/third_party/catlass", "https://gitcode.com/cann/catlass.git", "9" * 40),
-                Submodule("csrc/third_party/catlass/docs theme", "https://github.com/x/theme.git", "8" * 40),
+                Submodule(
+                    "csrc/third_party/catlass", "https://gitcode.com/cann/catlass.git", "9" * 40
+                ),
+                Submodule(
+                    "csrc/third_party/catlass/docs theme",
+                    "https://github.com/x/theme.git",
+                    "8" * 40,
+                ),
             ),
         ),
         LockedSource(
-            Source("mindspeed", "https://gitcode.com/Ascend/MindSpeed.git", SHA, "mindspeed", pythonpath=True),
+            Source(
+                "mindspeed",
+                "https://gitcode.com/Ascend/MindSpeed.git",
+                SHA,
+                "mindspeed",
+                pythonpath=True,
+            ),
             commit=SHA,
             tree="e" * 40,
         ),
@@ -89,9 +102,16 @@ def a5_like_lock() -> Lock:
             Profile(
                 "checkpoint-engine",
                 "HCCL whitelist",
-                (("HCCL_WHITELIST_DISABLE", "0"), ("HCCL_WHITELIST_FILE", "/path/to/whitelist.json")),
+                (
+                    ("HCCL_WHITELIST_DISABLE", "0"),
+                    ("HCCL_WHITELIST_FILE", "/path/to/whitelist.json"),
+                ),
             ),
-            Profile("quiet-transformers", "filter transformers' warnings", (("TRANSFORMERS_VERBOSITY", "error"),)),
+            Profile(
+                "quiet-transformers",
+                "filter transformers' warnings",
+                (("TRANSFORMERS_VERBOSITY", "error"),),
+            ),
         ),
     )
 
@@ -110,8 +130,8 @@ def test_rendering_is_deterministic_and_free_of_credentials() -> None:
     assert text == render_recipe(a5_like_lock())
     assert "s3cret" not in text and "user:" not in text
     assert (
-        "--extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ --trusted-host triton-ascend.osinfra.cn"
-        in text
+        "--extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/ "
+        "--trusted-host triton-ascend.osinfra.cn" in text
     )
 
 
@@ -119,8 +139,12 @@ def test_source_credentials_stay_out_of_the_recipe() -> None:
     """git's own credential helpers supply them at clone time; the recipe file is committed."""
     lock = a5_like_lock()
     first = lock.sources[0]
-    private = dataclasses.replace(first.source, url="https://ci-bot:t0ken@gitcode.com/Ascend/MindSpeed.git")
-    text = render_recipe(dataclasses.replace(lock, sources=(dataclasses.replace(first, source=private),)))
+    private = dataclasses.replace(
+        first.source, url="https://ci-bot:t0ken@gitcode.com/Ascend/MindSpeed.git"
+    )
+    text = render_recipe(
+        dataclasses.replace(lock, sources=(dataclasses.replace(first, source=private),))
+    )
     assert "t0ken" not in text and "ci-bot" not in text
     assert "checkout vllm https://gitcode.com/Ascend/MindSpeed.git " in text
 
@@ -134,9 +158,14 @@ def test_recipe_parses_under_dash(lock: Lock, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def _run(script: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    script: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["sh", str(script), *args], capture_output=True, text=True, env=env or {"PATH": "/usr/bin:/bin"}
+        ["sh", str(script), *args],
+        capture_output=True,
+        text=True,
+        env=env or {"PATH": "/usr/bin:/bin"},
     )
 
 
@@ -156,7 +185,8 @@ def test_help_explains_options_sources_and_profiles(tmp_path: Path) -> None:
         "ASCEND_SET_ENV",
         "transferqueue",
         "plain",
-        # The researcher's path the README gives: conda-lock first, then this script in the activated env.
+        # The researcher's path the README gives: conda-lock first, then this script in the
+        # activated env.
         "conda-lock install -n NAME locks/a5.yml",
         "sh locks/a5.install.sh",
     ):
@@ -175,7 +205,10 @@ def test_unknown_profile_and_argument_are_errors(tmp_path: Path) -> None:
     script = tmp_path / "install.sh"
     script.write_text(render_recipe(a5_like_lock()))
     proc = _run(script, "--profile", "nope")
-    assert proc.returncode != 0 and "unknown profile nope (known: checkpoint-engine quiet-transformers)" in proc.stderr
+    assert (
+        proc.returncode != 0
+        and "unknown profile nope (known: checkpoint-engine quiet-transformers)" in proc.stderr
+    )
     proc = _run(script, "--frobnicate")
     assert proc.returncode != 0 and "unknown argument --frobnicate" in proc.stderr
 
@@ -205,7 +238,12 @@ def test_missing_cann_stops_before_any_clone_naming_the_source(tmp_path: Path) -
     script = tmp_path / "install.sh"
     script.write_text(render_recipe(a5_like_lock()))
     missing = tmp_path / "no-cann" / "set_env.sh"
-    proc = _run(script, "--prefix", str(prefix), env={"PATH": "/usr/bin:/bin", "ASCEND_SET_ENV": str(missing)})
+    proc = _run(
+        script,
+        "--prefix",
+        str(prefix),
+        env={"PATH": "/usr/bin:/bin", "ASCEND_SET_ENV": str(missing)},
+    )
     assert proc.returncode != 0
     assert f"source vllm-ascend needs CANN, but {missing} does not exist" in proc.stderr
     assert not (prefix / "src" / "vllm").exists()
@@ -222,7 +260,9 @@ def test_quoting_survives_hostile_values(tmp_path: Path) -> None:
     proc = _run(script, "--prefix", str(prefix))
     assert proc.returncode == 0, proc.stderr
     hook = prefix / "etc" / "conda" / "activate.d" / "envgen-odd.sh"
-    shown = subprocess.run(["sh", "-c", f'. "{hook}"; printf %s "$ODD"'], capture_output=True, text=True, cwd=tmp_path)
+    shown = subprocess.run(
+        ["sh", "-c", f'. "{hook}"; printf %s "$ODD"'], capture_output=True, text=True, cwd=tmp_path
+    )
     assert shown.stdout == value
     assert not (tmp_path / "pwned").exists()
 

@@ -307,7 +307,11 @@ def test_the_command_writes_what_the_core_returns(project: Project) -> None:
             NetworkError,
         ),
         (
-            {"conda": FakeConda(NetworkError("cannot fetch repodata", hosts=[Unreached(INDEX, "refused")]))},
+            {
+                "conda": FakeConda(
+                    NetworkError("cannot fetch repodata", hosts=[Unreached(INDEX, "refused")])
+                )
+            },
             NetworkError,
         ),
     ],

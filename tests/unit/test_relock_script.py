@@ -1,4 +1,5 @@
-"""ci/relock.py's output for GitHub: annotations and the pull request body carry upstream text inertly."""
+"""ci/relock.py's output for GitHub: annotations and the pull request body carry upstream text
+inertly."""
 
 from __future__ import annotations
 
@@ -28,13 +29,16 @@ relock = _load()
 def test_a_warning_is_one_workflow_command_whatever_the_remote_said(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A remote's error text reaches the annotation; a line break in it would start a workflow command
-    # of its own (::set-output, ::add-mask::, ::stop-commands::) in the relock job.
+    # A remote's error text reaches the annotation; a line break in it would start a workflow
+    # command of its own (::set-output, ::add-mask::, ::stop-commands::) in the relock job.
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    relock._warn("demo: source x: upstream not asked: fatal\n::set-output name=changed::true\r::error::100%")
+    relock._warn(
+        "demo: source x: upstream not asked: fatal\n::set-output name=changed::true\r::error::100%"
+    )
     out = capsys.readouterr().out
     assert out == (
-        "::warning title=relock::demo: source x: upstream not asked: fatal%0A::set-output name=changed::true"
+        "::warning title=relock::demo: source x: upstream not asked: "
+        "fatal%0A::set-output name=changed::true"
         "%0D::error::100%25\n"
     )
 

@@ -1,4 +1,5 @@
-"""The requirement-file parser: includes, constraints, continuations, comments, options, pyproject."""
+"""The requirement-file parser: includes, constraints, continuations, comments, options,
+pyproject."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_lines_keep_their_file_and_first_line_and_are_canonical() -> None:
 def test_includes_are_relative_to_the_including_file_and_read_once() -> None:
     lines, _, files = _parse(
         {
-            "reqs/main.txt": "-r common.txt\n-c ../constraints.txt\n--requirement=common.txt\nfoo\n",
+            "reqs/main.txt": "-r common.txt\n-c ../constraints.txt\n"
+            "--requirement=common.txt\nfoo\n",
             "reqs/common.txt": "-rnested/more.txt\nbar\n",
             "reqs/nested/more.txt": "baz\n",
             "constraints.txt": "bar<2\n",
@@ -112,7 +114,9 @@ def test_include_outside_the_tree_is_refused() -> None:
 def test_bad_requirement_and_unknown_option_name_file_and_line() -> None:
     with pytest.raises(InputError, match=r"r.txt:2: `foo ==` is not a valid requirement"):
         _parse({"r.txt": "ok\nfoo ==\n"}, "r.txt")
-    with pytest.raises(InputError, match=r"r.txt:1: unknown requirement-file option `--frobnicate`"):
+    with pytest.raises(
+        InputError, match=r"r.txt:1: unknown requirement-file option `--frobnicate`"
+    ):
         _parse({"r.txt": "--frobnicate\n"}, "r.txt")
     with pytest.raises(InputError, match="not a git URL"):
         _parse({"r.txt": "-e .\n"}, "r.txt")

@@ -1,4 +1,5 @@
-"""The one temporary-directory helper: gone after success, failure and interrupt; kept only when asked."""
+"""The one temporary-directory helper: gone after success, failure and interrupt; kept only when
+asked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""lockio/seal.py and lockio/integrity.py as pure functions: the content hash, file hosts, the problems found."""
+"""lockio/seal.py and lockio/integrity.py as pure functions: the content hash, file hosts, the
+problems found."""
 
 from __future__ import annotations
 
@@ -33,10 +34,14 @@ def problems_of(yml: str, sources: str, recipe: str | None) -> list[str]:
 
 @pytest.fixture
 def written(tmp_path: Path) -> tuple[str, str, str]:
-    """The sample lock as `envgen lock` would write it (canonical, every index listed), its three texts."""
+    """The sample lock as `envgen lock` would write it (canonical, every index listed), its three
+    texts."""
     project = Project(tmp_path)
     write_intact(project, sample_lock())
-    return tuple(p.read_text() for p in (project.lock_yml("a5"), project.sources_toml("a5"), project.install_sh("a5")))  # type: ignore[return-value]
+    return tuple(
+        p.read_text()
+        for p in (project.lock_yml("a5"), project.sources_toml("a5"), project.install_sh("a5"))
+    )  # type: ignore[return-value]
 
 
 def test_seal_records_the_hash_of_the_three_files_and_is_deterministic() -> None:
@@ -74,7 +79,9 @@ def test_file_hosts_are_those_other_than_the_index_own() -> None:
     triton = {"triton-ascend": ("files.example.org",)}
     assert host_problems(lock, {**triton, "pytorch-cpu": ("files.example.org",)}) == []
     (problem,) = host_problems(lock, triton)
-    assert problem.startswith("torch 1.0 (linux-64): its URL is on files.example.org, which index pytorch-cpu")
+    assert problem.startswith(
+        "torch 1.0 (linux-64): its URL is on files.example.org, which index pytorch-cpu"
+    )
 
 
 def test_a_lock_as_written_has_no_problems(written: tuple[str, str, str]) -> None:
@@ -84,15 +91,20 @@ def test_a_lock_as_written_has_no_problems(written: tuple[str, str, str]) -> Non
 def test_a_missing_recipe_and_an_unsealed_lock_are_named(written: tuple[str, str, str]) -> None:
     yml, sources, _ = written
     assert problems_of(yml, sources, None)[0] == "locks/a5.install.sh is missing"
-    bare_sources = "\n".join(line for line in sources.splitlines() if not line.startswith("content-hash")) + "\n"
+    bare_sources = (
+        "\n".join(line for line in sources.splitlines() if not line.startswith("content-hash"))
+        + "\n"
+    )
     assert problems_of(yml, bare_sources, written[2])[0] == (
         "locks/a5.sources.toml records no content hash: it was edited after `envgen lock` wrote it"
     )
 
 
-def test_a_resealed_edit_is_still_caught_by_the_rules_beside_the_hash(written: tuple[str, str, str]) -> None:
-    """Someone who recomputes the hash after removing a package and editing the recipe: the sources.toml still
-    names the package's index, and the recipe is not the one the lock renders."""
+def test_a_resealed_edit_is_still_caught_by_the_rules_beside_the_hash(
+    written: tuple[str, str, str],
+) -> None:
+    """Someone who recomputes the hash after removing a package and editing the recipe: the
+    sources.toml still names the package's index, and the recipe is not the one the lock renders."""
     yml, sources, recipe = written
     lock, _ = parse_lock_parts(yml, sources, NAMES[0], NAMES[1])
     gone = next(e for e in lock.pip if e.index)
@@ -101,9 +113,11 @@ def test_a_resealed_edit_is_still_caught_by_the_rules_beside_the_hash(written: t
     new_recipe = recipe + "echo extra\n"
     problems = problems_of(new_yml, seal(new_yml, sources, new_recipe), new_recipe)
     assert problems == [
-        f"locks/a5.sources.toml: pip-indexes names index {gone.index} for {gone.name} ({gone.platform}), which "
+        f"locks/a5.sources.toml: pip-indexes names index {gone.index} for {gone.name} "
+        f"({gone.platform}), which "
         "locks/a5.yml does not lock",
-        "locks/a5.install.sh differs from the recipe its lock renders: it was edited by hand or belongs to another "
+        "locks/a5.install.sh differs from the recipe its lock renders: it was edited "
+        "by hand or belongs to another "
         "lock",
     ]
 

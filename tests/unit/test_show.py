@@ -1,4 +1,5 @@
-"""`envgen show`: the A5 matrix as JSON checked against the A5 install guide's facts, and as text."""
+"""`envgen show`: the A5 matrix as JSON checked against the A5 install guide's facts, and as
+text."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ def test_a5_system_and_conda(a5: dict[str, Any]) -> None:
     assert "Q2" in cann["note"]
     toolkit = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
     assert cann["scripts"] == [toolkit, "/usr/local/Ascend/nnal/atb/set_env.sh"]
-    assert a5["conda"]["channels"] == [{"name": "conda-forge", "url": "https://conda.anaconda.org/conda-forge"}]
+    assert a5["conda"]["channels"] == [
+        {"name": "conda-forge", "url": "https://conda.anaconda.org/conda-forge"}
+    ]
     assert "python 3.11.*" in a5["conda"]["specs"]
 
 
@@ -57,7 +60,10 @@ def test_a5_pip_pins_and_indexes(a5: dict[str, Any]) -> None:
     # x86_64 Ascend hosts take the CPU build; aarch64 takes PyPI's (CPU-only) wheel
     assert packages["torch"]["index"] == {"linux-64": "pytorch-cpu", "linux-aarch64": None}
     assert packages["triton-ascend"]["specifier"] == "==3.2.2"
-    assert packages["triton-ascend"]["index"] == {"linux-64": "triton-ascend", "linux-aarch64": "triton-ascend"}
+    assert packages["triton-ascend"]["index"] == {
+        "linux-64": "triton-ascend",
+        "linux-aarch64": "triton-ascend",
+    }
     assert packages["transformers"]["specifier"] == "==4.57.6"
     assert packages["mbridge"]["specifier"] == "" and packages["mbridge"]["pending"] is None
     assert packages["torch-npu"]["pending"] is None
@@ -70,17 +76,29 @@ def test_a5_sources_refs_flags_and_order(a5: dict[str, Any]) -> None:
     assert [s["name"] for s in a5["sources"]] == a5["install"]["order"]
     expected = {
         "vllm": ("https://github.com/vllm-project/vllm.git", "v0.23.0", "vllm"),
-        "vllm-ascend": ("https://github.com/vllm-project/vllm-ascend.git", "releases/v0.23.0", "vllm_ascend"),
+        "vllm-ascend": (
+            "https://github.com/vllm-project/vllm-ascend.git",
+            "releases/v0.23.0",
+            "vllm_ascend",
+        ),
         "mindspeed": (
             "https://gitcode.com/Ascend/MindSpeed.git",
             "0c6c0ceaa523a96032dee1539a52032155e6404e",
             "mindspeed",
         ),
-        "megatron-lm": ("https://github.com/NVIDIA/Megatron-LM.git", "core_r0.12.0", "megatron-core"),
+        "megatron-lm": (
+            "https://github.com/NVIDIA/Megatron-LM.git",
+            "core_r0.12.0",
+            "megatron-core",
+        ),
         "verl": ("https://github.com/verl-project/verl.git", "HEAD", "verl"),
     }
     for name, (url, ref, distribution) in expected.items():
-        assert (sources[name]["url"], sources[name]["ref"], sources[name]["distribution"]) == (url, ref, distribution)
+        assert (sources[name]["url"], sources[name]["ref"], sources[name]["distribution"]) == (
+            url,
+            ref,
+            distribution,
+        )
         assert sources[name]["install"] == "editable"
     assert sources["vllm"]["env"] == {"VLLM_TARGET_DEVICE": "empty"}
     ascend = sources["vllm-ascend"]
@@ -103,7 +121,9 @@ def test_a5_activation_checks_notes_and_pending(a5: dict[str, Any]) -> None:
     }
     assert profiles["quiet-transformers"]["env"] == {"TRANSFORMERS_VERBOSITY": "error"}
     modules = {c["module"]: c for c in a5["checks"]["imports"]}
-    assert {"torch", "torch_npu", "vllm", "megatron", "mindspeed", "verl", "transfer_queue"} <= set(modules)
+    assert {"torch", "torch_npu", "vllm", "megatron", "mindspeed", "verl", "transfer_queue"} <= set(
+        modules
+    )
     assert modules["torch"]["version"] == "2.10.0"
     assert modules["megatron"]["distribution"] == "megatron-core"
     assert modules["torch_npu"]["needs"] == "npu"
@@ -116,7 +136,9 @@ def test_a5_activation_checks_notes_and_pending(a5: dict[str, Any]) -> None:
 def test_json_is_stable_and_sorted() -> None:
     first = show("a5", "--root", str(REPO), "--json")
     assert first == show("a5", "--root", str(REPO), "--json")
-    assert first == json.dumps(json.loads(first), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    assert (
+        first == json.dumps(json.loads(first), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    )
     assert "path" not in json.loads(first)["results"][0]["env"]
 
 
@@ -161,7 +183,11 @@ def test_a5_text_has_every_row() -> None:
 def test_credentials_are_redacted_everywhere() -> None:
     matrix = load_matrix(MATRICES / "env-templates" / "valid.toml", MATRICES / "channels")
     assert "s3cret" in matrix.index("private").url
-    for rendered in (render_text(matrix), render_json(matrix), show("valid", "--root", str(MATRICES), "--json")):
+    for rendered in (
+        render_text(matrix),
+        render_json(matrix),
+        show("valid", "--root", str(MATRICES), "--json"),
+    ):
         assert "s3cret" not in rendered and "ci-user" not in rendered
         assert "https://***@pypi.example.com/simple" in rendered
         assert "https://***@files.example.com/secret_wheel-1.0-py3-none-any.whl" in rendered
@@ -169,7 +195,9 @@ def test_credentials_are_redacted_everywhere() -> None:
 
 
 def test_document_of_the_valid_fixture() -> None:
-    document = matrix_document(load_matrix(MATRICES / "env-templates" / "valid.toml", MATRICES / "channels"))
+    document = matrix_document(
+        load_matrix(MATRICES / "env-templates" / "valid.toml", MATRICES / "channels")
+    )
     assert document["install"]["order"] == ["second", "third", "first"]
     assert document["overrides"] == {
         "numpy": {
@@ -188,7 +216,8 @@ def test_document_of_the_valid_fixture() -> None:
 
 @pytest.mark.parametrize("env", ["a2", "a3", "a5", "a5-950pr", "valid", "example"])
 def test_no_line_ends_in_spaces(env: str, tmp_path: Path) -> None:
-    """Before: a matrix without sources (`envgen init`'s example) printed its install order as a line of spaces."""
+    """Before: a matrix without sources (`envgen init`'s example) printed its install order as a
+    line of spaces."""
     from envgen.commands.init import init_project
 
     init_project(tmp_path)

@@ -1,4 +1,5 @@
-"""interrupts.py installs and restores the handlers of SIGINT and SIGTERM: what it holds, it gives back."""
+"""interrupts.py installs and restores the handlers of SIGINT and SIGTERM: what it holds, it gives
+back."""
 
 from __future__ import annotations
 
@@ -54,4 +55,7 @@ def test_before_the_command_line_is_ready_a_signal_ends_it_saying_nothing_was_wr
     finally:
         interrupts.restore(previous)
     assert ended.value.code == 128 + signal.SIGTERM
-    assert capsys.readouterr().err == "interrupted: nothing was written (the previous lock files are unchanged)\n"
+    assert (
+        capsys.readouterr().err
+        == "interrupted: nothing was written (the previous lock files are unchanged)\n"
+    )

@@ -1,7 +1,8 @@
-"""env-templates/a2.toml and a3.toml carry every fact of verl's A2/A3 install guide, and differ only in the chip.
+"""env-templates/a2.toml and a3.toml carry every fact of verl's A2/A3 install guide, and differ only
+in the chip.
 
-FACTS is the guide's version matrix and its notes, transcribed row by row (component, where in `envgen show
---json`, what it must be): a row that no longer holds fails with the component's name.
+FACTS is the guide's version matrix and its notes, transcribed row by row (component, where in
+`envgen show --json`, what it must be): a row that no longer holds fails with the component's name.
 """
 
 from __future__ import annotations
@@ -79,11 +80,23 @@ FACTS: list[Fact] = [
     ("torchvision x86_64: +cpu from the CPU index", "pip/packages/torchvision/index", CPU_ON_X86),
     ("torchaudio 2.10.0", "pip/packages/torchaudio/specifier", "==2.10.0"),
     ("triton-ascend 3.2.2", "pip/packages/triton-ascend/specifier", "==3.2.2"),
-    ("triton-ascend from its index", "pip/packages/triton-ascend/index", dict.fromkeys(BOTH, "triton-ascend")),
+    (
+        "triton-ascend from its index",
+        "pip/packages/triton-ascend/index",
+        dict.fromkeys(BOTH, "triton-ascend"),
+    ),
     ("the triton-ascend index and trusted host", "pip/indexes/2", TRITON_INDEX),
-    ("triton and triton-ascend uninstalled first", "env/notes/triton", "~uninstalls triton and triton-ascend"),
+    (
+        "triton and triton-ascend uninstalled first",
+        "env/notes/triton",
+        "~uninstalls triton and triton-ascend",
+    ),
     ("transformers 5.10.4", "pip/packages/transformers/specifier", "==5.10.4"),
-    ("transformers installed again at the end", "overrides/transformers/requirement", "transformers==5.10.4"),
+    (
+        "transformers installed again at the end",
+        "overrides/transformers/requirement",
+        "transformers==5.10.4",
+    ),
     ("... against vllm-ascend's 5.5.4", "overrides/transformers/reason", "~transformers==5.5.4"),
     ("... the reason", "overrides/transformers/reason", "~again at the very end"),
     ("xgrammar 0.1.33", "pip/packages/xgrammar/specifier", "==0.1.33"),
@@ -95,10 +108,18 @@ FACTS: list[Fact] = [
     ("VLLM_TARGET_DEVICE=empty", "sources/vllm/env", {"VLLM_TARGET_DEVICE": "empty"}),
     ("vllm pip install -e", "sources/vllm/install", "editable"),
     ("vLLM-Ascend releases/v0.23.0", "sources/vllm-ascend/ref", "releases/v0.23.0"),
-    ("vLLM-Ascend from GitHub", "sources/vllm-ascend/url", "https://github.com/vllm-project/vllm-ascend.git"),
+    (
+        "vLLM-Ascend from GitHub",
+        "sources/vllm-ascend/url",
+        "https://github.com/vllm-project/vllm-ascend.git",
+    ),
     ("vLLM-Ascend submodules", "sources/vllm-ascend/submodules", True),
     ("vLLM-Ascend --no-build-isolation", "sources/vllm-ascend/build_isolation", False),
-    ("vLLM-Ascend with the triton-ascend index", "sources/vllm-ascend/build_index", "triton-ascend"),
+    (
+        "vLLM-Ascend with the triton-ascend index",
+        "sources/vllm-ascend/build_index",
+        "triton-ascend",
+    ),
     ("vLLM-Ascend after CANN's env", "sources/vllm-ascend/needs_cann", True),
     ("vLLM-Ascend pip install -e", "sources/vllm-ascend/install", "editable"),
     ("MindSpeed core_r0.16.0", "sources/mindspeed/ref", "core_r0.16.0"),
@@ -111,7 +132,11 @@ FACTS: list[Fact] = [
     ("verl default branch", "sources/verl/ref", "HEAD"),
     ("verl from GitHub", "sources/verl/url", "https://github.com/verl-project/verl.git"),
     ("verl with submodules", "sources/verl/submodules", True),
-    ("verl's recipe submodule", "env/notes/submodules", "~https://github.com/verl-project/verl-recipe.git"),
+    (
+        "verl's recipe submodule",
+        "env/notes/submodules",
+        "~https://github.com/verl-project/verl-recipe.git",
+    ),
     ("verl: its declared dependencies", "sources/verl/dependencies", "metadata"),
     ("verl: then requirements-npu.txt", "sources/verl/requirements", [VERL_NPU]),
     ("Megatron-LM: nothing it declares", "sources/megatron-lm/dependencies", "none"),
@@ -120,7 +145,11 @@ FACTS: list[Fact] = [
     ("... the reason", "overrides/numpy/reason", "~installs requirements-npu.txt last"),
     ("opencv accepting numpy 1", "overrides/opencv-python-headless/requirement", OPENCV),
     ("order: Megatron-LM first", "install/order", ORDER),
-    ("order: overrides last", "env/notes/install-order", "~finally transformers 5.10.4 and xgrammar 0.1.33 again"),
+    (
+        "order: overrides last",
+        "env/notes/install-order",
+        "~finally transformers 5.10.4 and xgrammar 0.1.33 again",
+    ),
     ("USE_MEGATRON=1", "env/notes/install-order", "~USE_MEGATRON=1"),
     ("runtime variables as a profile", "activation/profiles/npu-runtime/env", HCCL),
     ("the guide's log filter", f"{PROFILES}/quiet-transformers/env", QUIET),
@@ -128,14 +157,26 @@ FACTS: list[Fact] = [
     ("intra-node RoCE, CANN >= 8.5.0", f"{PROFILES}/intra-roce/env", ROCE),
     ("... its origin", f"{PROFILES}/intra-roce/description", "~verl/checkpoint_engine/README"),
     ("vllm-ascend's build records here", "system/npu/build_info", "vllm_ascend._build_info"),
-    ("import torch 2.10.0", "imports/torch", {"distribution": "torch", "version": "2.10.0", "needs": "none"}),
-    ("import torch_npu", "imports/torch_npu", {"distribution": "torch-npu", "version": "2.10.0.post4", "needs": "npu"}),
+    (
+        "import torch 2.10.0",
+        "imports/torch",
+        {"distribution": "torch", "version": "2.10.0", "needs": "none"},
+    ),
+    (
+        "import torch_npu",
+        "imports/torch_npu",
+        {"distribution": "torch-npu", "version": "2.10.0.post4", "needs": "npu"},
+    ),
     ("import torchvision", "imports/torchvision/version", "0.25.0"),
     ("import torchaudio", "imports/torchaudio/version", "2.10.0"),
     ("import transformers", "imports/transformers/version", "5.10.4"),
     ("import xgrammar", "imports/xgrammar/version", "0.1.33"),
     ("import vllm", "imports/vllm/version", "0.23.0"),
-    ("import triton (CANN)", "imports/triton", {"distribution": "triton-ascend", "version": "3.2.2", "needs": "cann"}),
+    (
+        "import triton (CANN)",
+        "imports/triton",
+        {"distribution": "triton-ascend", "version": "3.2.2", "needs": "cann"},
+    ),
     ("import vllm_ascend (CANN)", "imports/vllm_ascend/needs", "cann"),
     ("import megatron", "imports/megatron/distribution", "megatron-core"),
     ("import mindspeed", "imports/mindspeed/distribution", "mindspeed"),
@@ -158,7 +199,11 @@ PER_ENV: dict[str, list[Fact]] = {
         ("A2 extends A3", "env/extends", ["a3"]),
     ],
     "a3": [
-        ("A3 builds for ascend910_9392", "sources/vllm-ascend/env", {"SOC_VERSION": "ascend910_9392"}),
+        (
+            "A3 builds for ascend910_9392",
+            "sources/vllm-ascend/env",
+            {"SOC_VERSION": "ascend910_9392"},
+        ),
         ("A3 soc-version", "system/npu/soc_version", "ascend910_9392"),
         ("A3 generation", "system/npu/generation", "a3"),
         ("A3 builds record A3", "system/npu/device_type", "A3"),

@@ -1,4 +1,5 @@
-"""Names are names and strings have no control characters, checked when a matrix is loaded (exit 2)."""
+"""Names are names and strings have no control characters, checked when a matrix is loaded (exit
+2)."""
 
 from __future__ import annotations
 
@@ -31,15 +32,25 @@ def edit(project: Path, old: str, new: str) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "key"),
     [
-        ("[activation.profiles.quiet]", '[activation.profiles."quiet\\nrm -rf x"]', "activation.profiles"),
+        (
+            "[activation.profiles.quiet]",
+            '[activation.profiles."quiet\\nrm -rf x"]',
+            "activation.profiles",
+        ),
         ("[activation.profiles.quiet]", '[activation.profiles."-x"]', "activation.profiles"),
-        ('set_env = "/opt/cann/set_env.sh"', 'set_env = "/opt/cann/set_env.sh\\nid"', "system.cann.set_env"),
+        (
+            'set_env = "/opt/cann/set_env.sh"',
+            'set_env = "/opt/cann/set_env.sh\\nid"',
+            "system.cann.set_env",
+        ),
         ('HF_HOME = "/data/hf"', 'HF_HOME = "/data/hf\\u0085"', "activation.env.HF_HOME"),
         ('ALPHA = "a b"', 'ALPHA = "a\\rb"', "sources.second.env.ALPHA"),
         ("[sources.first]", '[sources."fi\\nrst"]', "sources"),
     ],
 )
-def test_control_characters_and_bad_names_are_refused_at_load(project: Path, old: str, new: str, key: str) -> None:
+def test_control_characters_and_bad_names_are_refused_at_load(
+    project: Path, old: str, new: str, key: str
+) -> None:
     edit(project, old, new)
     result = CliRunner().invoke(cli, ["show", "valid", "--root", str(project)])
     assert result.exit_code == 2, result.output
@@ -56,7 +67,13 @@ def test_prose_may_span_lines(project: Path) -> None:
 @pytest.mark.parametrize("env", ["../env-templates/valid", "a/b", "valid\nx", "-x", ".hidden", ""])
 def test_env_names_are_names_not_paths(project: Path, env: str) -> None:
     before = sorted(p for p in project.parent.rglob("*"))
-    for command in (["lock", env], ["show", env], ["status", env], ["check", env], ["install", env, "--prefix", "p"]):
+    for command in (
+        ["lock", env],
+        ["show", env],
+        ["status", env],
+        ["check", env],
+        ["install", env, "--prefix", "p"],
+    ):
         result = CliRunner().invoke(cli, [*command, "--root", str(project)])
         assert result.exit_code == 2, (command, result.output)
         assert "env name" in result.stderr or "No such option" in result.stderr
@@ -85,8 +102,10 @@ def test_a_template_whose_file_name_is_not_a_name_is_refused(project: Path) -> N
         ("", False, False),
     ],
 )
-def test_a_plain_name_and_a_project_name_each_have_one_rule(name: str, plain: bool, project: bool) -> None:
-    """Env, source, profile and channel names (file names) against Python project names (PEP 508, as packaging
-    validates them): the matrix readers and the preferences all ask these two."""
+def test_a_plain_name_and_a_project_name_each_have_one_rule(
+    name: str, plain: bool, project: bool
+) -> None:
+    """Env, source, profile and channel names (file names) against Python project names (PEP 508, as
+    packaging validates them): the matrix readers and the preferences all ask these two."""
     assert is_plain_name(name) is plain
     assert is_project_name(name) is project

@@ -8,7 +8,10 @@ from envgen.credentials import Credential
 
 
 def test_index_of_matches_the_index_prefix_without_credentials() -> None:
-    indexes = [("pypi", "https://pypi.org/simple"), ("cpu", "https://u:t@download.example/whl/cpu/")]
+    indexes = [
+        ("pypi", "https://pypi.org/simple"),
+        ("cpu", "https://u:t@download.example/whl/cpu/"),
+    ]
     assert urls.index_of("https://download.example/whl/cpu/torch-2.10.0.whl", indexes) == "cpu"
     assert urls.index_of("https://download.example/whl/cpu2/torch.whl", indexes) is None
     assert urls.index_of("https://files.pythonhosted.org/packages/x.whl", indexes) is None
@@ -20,7 +23,10 @@ def test_index_of_matches_the_index_prefix_without_credentials() -> None:
     # Another scheme or port is another index; the first index a URL is under wins.
     assert urls.index_of("http://pypi.org/simple/torch/", indexes) is None
     assert urls.index_of("https://pypi.org:8443/simple/torch/", indexes) is None
-    assert urls.index_of("https://pypi.org/simple/a", [("root", "https://pypi.org"), *indexes]) == "root"
+    assert (
+        urls.index_of("https://pypi.org/simple/a", [("root", "https://pypi.org"), *indexes])
+        == "root"
+    )
 
 
 def test_same_host_ignores_credentials_and_case_but_not_the_port() -> None:
@@ -31,7 +37,9 @@ def test_same_host_ignores_credentials_and_case_but_not_the_port() -> None:
 
 
 def test_path_under_needs_a_slash_after_the_base() -> None:
-    assert urls.path_under("/whl/cpu/x.whl", "/whl/cpu/") and urls.path_under("/whl/cpu", "/whl/cpu/")
+    assert urls.path_under("/whl/cpu/x.whl", "/whl/cpu/") and urls.path_under(
+        "/whl/cpu", "/whl/cpu/"
+    )
     assert not urls.path_under("/whl/cpu2/x.whl", "/whl/cpu")
     assert urls.path_under("/anything", "/") and urls.path_under("", "")
 

@@ -1,4 +1,5 @@
-"""`envgen --version`: the installed distribution's version, or 0.0.0 from a source tree never installed."""
+"""`envgen --version`: the installed distribution's version, or 0.0.0 from a source tree never
+installed."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Air-gapped installs: every byte a lock names in one archive (`envgen bundle`), and installing from it."""
+"""Air-gapped installs: every byte a lock names in one archive (`envgen bundle`), and installing
+from it."""

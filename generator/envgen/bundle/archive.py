@@ -37,7 +37,8 @@ def _info(name: str, size: int) -> tarfile.TarInfo:
 
 
 class _Hashing(io.RawIOBase):
-    """A file read through while its sha256 is computed (the bytes checked are the bytes archived)."""
+    """A file read through while its sha256 is computed (the bytes checked are the bytes
+    archived)."""
 
     def __init__(self, handle: BinaryIO) -> None:
         self.handle, self.digest = handle, hashlib.sha256()

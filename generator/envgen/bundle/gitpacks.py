@@ -1,4 +1,5 @@
-"""Sources as `git bundle`s holding exactly the locked commits, and, on the other side, mirrors made from them."""
+"""Sources as `git bundle`s holding exactly the locked commits, and, on the other side, mirrors made
+from them."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from envgen.resolve.git_remote import GitEnv
 _REF = "refs/heads/envgen/"
 
 
-def _bundle(repo: CachedRepo, commits: Sequence[str], pack_path: str, scratch: Path) -> tuple[str, ...]:
-    """Write the bundle of `commits` to `scratch/pack_path`; returns the shallow boundary it carries."""
+def _bundle(
+    repo: CachedRepo, commits: Sequence[str], pack_path: str, scratch: Path
+) -> tuple[str, ...]:
+    """Write the bundle of `commits` to `scratch/pack_path`; returns the shallow boundary it
+    carries."""
     refs = [f"{_REF}{sha}" for sha in commits]
     for ref, sha in zip(refs, commits, strict=True):
         # A ref also keeps the commits from being pruned out of the cache.
@@ -36,7 +40,8 @@ def _pack_submodules(
     scratch: Path,
     git: GitEnv,
 ) -> list[GitPack]:
-    """A pack per submodule the lock records for `locked` (nested ones included), each at its gitlink commit."""
+    """A pack per submodule the lock records for `locked` (nested ones included), each at its
+    gitlink commit."""
     packs = []
     for sub in locked.submodules:
         name = f"{locked.source.name}/{sub.path}"
@@ -51,9 +56,10 @@ def _pack_submodules(
 def pack_source(cache: Path, locked: LockedSource, scratch: Path, git: GitEnv) -> list[GitPack]:
     """Write the bundles of `locked` and of each submodule its lock records under `scratch`.
 
-    They come from the cache repositories the git stage filled: commits already cached are not fetched again;
-    a missing one is fetched from its remote (an unreachable remote is a ResolutionError naming it). The cache's
-    repositories are shallow, so each pack records where its history stops, and its mirror is shallow there too.
+    They come from the cache repositories the git stage filled: commits already cached are not
+    fetched again; a missing one is fetched from its remote (an unreachable remote is a
+    ResolutionError naming it). The cache's repositories are shallow, so each pack records where its
+    history stops, and its mirror is shallow there too.
     """
     src = locked.source
     commits = git_commits(locked)
@@ -81,31 +87,46 @@ def make_mirror(pack: GitPack, bundle_file: Path, mirror: Path, git: GitEnv) -> 
     )
     if proc.returncode != 0:
         raise VerificationError(
-            f"{pack.path} (source {pack.source}) is not a usable git bundle:\n{tail(proc.stderr, 5)}",
+            f"{pack.path} (source {pack.source}) is not a usable git "
+            f"bundle:\n{tail(proc.stderr, 5)}",
             hint="make the bundle again",
         )
     for sha in pack.commits:
-        have = run(["git", "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}"], cwd=mirror, check=False)
+        have = run(
+            ["git", "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}"],
+            cwd=mirror,
+            check=False,
+        )
         if have.returncode != 0:
-            raise VerificationError(f"{pack.path} (source {pack.source}) lacks the locked commit {sha}")
+            raise VerificationError(
+                f"{pack.path} (source {pack.source}) lacks the locked commit {sha}"
+            )
 
 
-def mirror_git_environment(mirrors: Sequence[tuple[GitPack, Path]], environ: Mapping[str, str]) -> dict[str, str]:
-    """`environ` for the recipe with git sent to the mirrors only: every locked URL rewritten to its mirror
-    (git's url.<base>.insteadOf, given as GIT_CONFIG_* variables), no user or system config that could reach out."""
+def mirror_git_environment(
+    mirrors: Sequence[tuple[GitPack, Path]], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """`environ` for the recipe with git sent to the mirrors only: every locked URL rewritten to its
+    mirror (git's url.<base>.insteadOf, given as GIT_CONFIG_* variables), no user or system config
+    that could reach out."""
     env = {k: v for k, v in environ.items() if not k.startswith("GIT_")}
     pairs = sorted({(f"url.{mirror.as_uri()}.insteadOf", pack.url) for pack, mirror in mirrors})
     for number, (key, value) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{number}"] = key
         env[f"GIT_CONFIG_VALUE_{number}"] = value
-    # Submodules are cloned from the mirrors too, over the file transport git refuses them by default.
-    env[f"GIT_CONFIG_KEY_{len(pairs)}"], env[f"GIT_CONFIG_VALUE_{len(pairs)}"] = "protocol.file.allow", "always"
+    # Submodules are cloned from the mirrors too, over the file transport git refuses them by
+    # default.
+    env[f"GIT_CONFIG_KEY_{len(pairs)}"], env[f"GIT_CONFIG_VALUE_{len(pairs)}"] = (
+        "protocol.file.allow",
+        "always",
+    )
     env.update(
         GIT_CONFIG_COUNT=str(len(pairs) + 1),
         GIT_CONFIG_GLOBAL=str(Path("/dev/null")),
         GIT_CONFIG_NOSYSTEM="1",
         GIT_TERMINAL_PROMPT="0",
-        # Only the local mirrors: any other URL (a submodule not bundled) fails at once instead of reaching out.
+        # Only the local mirrors: any other URL (a submodule not bundled) fails at once instead of
+        # reaching out.
         GIT_ALLOW_PROTOCOL="file",
     )
     return env

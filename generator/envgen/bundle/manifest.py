@@ -1,4 +1,5 @@
-"""What a bundle holds (`bundle.json`): its lock, platforms and members with their sha256 and size (pure)."""
+"""What a bundle holds (`bundle.json`): its lock, platforms and members with their sha256 and size
+(pure)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from envgen.model import Lock, LockedSource, Submodule
 MANIFEST = "bundle.json"
 FORMAT = 1
 
-# A file name taken from a lock's URL may become a path inside the archive: nothing that could climb out.
+# A file name taken from a lock's URL may become a path inside the archive: nothing that could climb
+# out.
 _FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+!-]*$")
 # A member's path: such names joined by '/', so none is absolute, empty, hidden, '.' or '..'.
 _MEMBER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]*(?:/[A-Za-z0-9][A-Za-z0-9._+!-]*)*")
@@ -28,7 +30,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 @dataclass(frozen=True)
 class Member:
-    """One file of the bundle: its path in the archive, sha256 and size; `url` is where it was downloaded."""
+    """One file of the bundle: its path in the archive, sha256 and size; `url` is where it was
+    downloaded."""
 
     path: str
     sha256: str
@@ -38,7 +41,8 @@ class Member:
 
 @dataclass(frozen=True)
 class GitPack:
-    """A source's `git bundle`: the commits it holds (as refs/heads/envgen/<sha>) and its shallow boundary."""
+    """A source's `git bundle`: the commits it holds (as refs/heads/envgen/<sha>) and its shallow
+    boundary."""
 
     source: str
     url: str
@@ -59,7 +63,8 @@ class Manifest:
 
 @dataclass(frozen=True)
 class Wanted:
-    """An artifact a lock names for the chosen platforms: where to get it and where it goes in the bundle."""
+    """An artifact a lock names for the chosen platforms: where to get it and where it goes in the
+    bundle."""
 
     path: str
     url: str
@@ -69,21 +74,29 @@ class Wanted:
 def _filename(url: str) -> str:
     name = unquote(PurePosixPath(urlsplit(url).path).name)
     if not _FILENAME.match(name):
-        raise InputError(f"the locked URL {url} does not end in a plain file name", hint="re-lock from a sane index")
+        raise InputError(
+            f"the locked URL {url} does not end in a plain file name",
+            hint="re-lock from a sane index",
+        )
     return name
 
 
 def wanted_artifacts(lock: Lock, platforms: Iterable[str]) -> tuple[Wanted, ...]:
-    """Every conda package and pip artifact of `platforms`, once each (one wheel may serve several platforms)."""
+    """Every conda package and pip artifact of `platforms`, once each (one wheel may serve several
+    platforms)."""
     found: dict[str, Wanted] = {}
     for platform in platforms:
-        items = [(f"conda/{platform}/{_filename(e.url)}", e.url, e.sha256) for e in lock.conda_for(platform)]
+        items = [
+            (f"conda/{platform}/{_filename(e.url)}", e.url, e.sha256)
+            for e in lock.conda_for(platform)
+        ]
         items += [(f"pip/{_filename(e.url)}", e.url, e.sha256) for e in lock.pip_for(platform)]
         for path, url, sha in items:
             seen = found.setdefault(path, Wanted(path, url, sha))
             if seen.sha256 != sha:
                 raise InputError(
-                    f"the lock of {lock.env} names {path.rsplit('/', 1)[1]} with two sha256 ({seen.sha256}, {sha})",
+                    f"the lock of {lock.env} names {path.rsplit('/', 1)[1]} with two "
+                    f"sha256 ({seen.sha256}, {sha})",
                     hint="re-lock: one file name must have one content",
                 )
     return tuple(sorted(found.values(), key=lambda w: w.path))
@@ -138,9 +151,18 @@ def render_manifest(manifest: Manifest) -> str:
         "input_hash": manifest.input_hash,
         "platforms": list(manifest.platforms),
         "envgen_version": manifest.envgen_version,
-        "members": [{"path": m.path, "sha256": m.sha256, "size": m.size, "url": m.url} for m in manifest.members],
+        "members": [
+            {"path": m.path, "sha256": m.sha256, "size": m.size, "url": m.url}
+            for m in manifest.members
+        ],
         "git": [
-            {"source": g.source, "url": g.url, "path": g.path, "commits": list(g.commits), "shallow": list(g.shallow)}
+            {
+                "source": g.source,
+                "url": g.url,
+                "path": g.path,
+                "commits": list(g.commits),
+                "shallow": list(g.shallow),
+            }
             for g in manifest.git
         ],
     }
@@ -179,7 +201,9 @@ def parse_manifest(text: str, where: str) -> Manifest:
             tuple(_pack(g) for g in data["git"]),
         )
     except (ValueError, KeyError, TypeError, OverflowError) as exc:
-        raise VerificationError(f"{where}: not a valid bundle manifest ({exc})", hint="make the bundle again") from exc
+        raise VerificationError(
+            f"{where}: not a valid bundle manifest ({exc})", hint="make the bundle again"
+        ) from exc
     for member in members:
         plain = _MEMBER.fullmatch(member.path) and member.path != MANIFEST
         if not plain or not _SHA256.fullmatch(member.sha256):

@@ -1,1 +1,2 @@
-"""One entry function per CLI command; each takes parsed arguments and returns data for the CLI to print."""
+"""One entry function per CLI command; each takes parsed arguments and returns data for the CLI to
+print."""

@@ -1,4 +1,5 @@
-"""`envgen bundle`: every byte the lock of an env names for some platforms, in one verified archive."""
+"""`envgen bundle`: every byte the lock of an env names for some platforms, in one verified
+archive."""
 
 from __future__ import annotations
 
@@ -75,7 +76,8 @@ def _platforms(lock: Lock, chosen: Sequence[str]) -> tuple[str, ...]:
     unknown = [p for p in chosen if p not in lock.platforms]
     if unknown:
         raise InputError(
-            f"the lock of {lock.env} has no {', '.join(unknown)} part (it has {', '.join(lock.platforms)})",
+            f"the lock of {lock.env} has no {', '.join(unknown)} part (it has "
+            f"{', '.join(lock.platforms)})",
             hint="choose --platform among the lock's platforms",
         )
     return tuple(dict.fromkeys(chosen)) or lock.platforms
@@ -90,25 +92,34 @@ def bundle_env(
     cache: Path,
     display: Display | None = None,
 ) -> BundleSummary:
-    """Write the bundle of `env` for `platforms` (default: all of the lock's) to `out`, all or nothing.
+    """Write the bundle of `env` for `platforms` (default: all of the lock's) to `out`, all or
+    nothing.
 
     `display` shows the downloads (default: a log line per file)."""
     try:
         return _bundle(project, env, out, platforms=platforms, cache=cache, display=display)
     except (KeyboardInterrupt, interrupts.Interrupted):
         interrupts.cleaned(
-            f"no bundle was written at {out} (nor a part file); what was downloaded and verified stays in the "
+            f"no bundle was written at {out} (nor a part file); what was downloaded "
+            "and verified stays in the "
             "cache, and the next run resumes from it"
         )
         raise
 
 
 def _bundle(
-    project: Project, env: str, out: Path, *, platforms: Sequence[str], cache: Path, display: Display | None
+    project: Project,
+    env: str,
+    out: Path,
+    *,
+    platforms: Sequence[str],
+    cache: Path,
+    display: Display | None,
 ) -> BundleSummary:
     started = time.monotonic()
     checked_output(out, project)  # before any download: a path -o must not replace is bad input
-    # A tampered lock (lockio/integrity.py) is refused (exit 4): a bundle would carry it to the cluster.
+    # A tampered lock (lockio/integrity.py) is refused (exit 4): a bundle would carry it to the
+    # cluster.
     lock = require_intact(project, env)
     content_hash = lock_sha256(read_files(project, env))
     chosen = _platforms(lock, platforms)
@@ -139,12 +150,15 @@ def _bundle(
             for pack in pack_source(cache, locked, scratch, GitEnv.read(os.environ)):
                 packs.append(pack)
                 files.append((pack.path, scratch / pack.path, ""))
-        # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed as archived.
+        # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed
+        # as archived.
         files = [(name, path, sha or file_sha256(path)) for name, path, sha in files]
         urls = {w.path: w.url for w in (*wanted, *wheels)}
         sizes = [(name, sha, path.stat().st_size) for name, path, sha in files]
         members = [Member(name, sha, size, urls.get(name, "")) for name, sha, size in sizes]
-        manifest = Manifest(env, lock.input_hash, chosen, envgen.__version__, tuple(members), tuple(packs))
+        manifest = Manifest(
+            env, lock.input_hash, chosen, envgen.__version__, tuple(members), tuple(packs)
+        )
         log.info("writing %s (%d files)", out, len(files) + 1)
         write_archive(out, project, files, render_manifest(manifest))
     seconds = time.monotonic() - started

@@ -1,4 +1,5 @@
-"""`envgen check`: static checks of a lock, a re-solve, then a throwaway install with smoke imports; always cleaned."""
+"""`envgen check`: static checks of a lock, a re-solve, then a throwaway install with smoke imports;
+always cleaned."""
 
 from __future__ import annotations
 
@@ -49,14 +50,20 @@ def pinned_matrix(matrix: Matrix, lock: Lock, platform: str) -> Matrix:
         if entry is not None and package.url is None and package.pending is None:
             package = dataclasses.replace(package, specifier=f"=={entry.version}")
         packages.append(package)
-    packages += [PipPackage(e.name, f"=={e.version}") for key, e in sorted(entries.items()) if key not in named]
+    packages += [
+        PipPackage(e.name, f"=={e.version}")
+        for key, e in sorted(entries.items())
+        if key not in named
+    ]
     return dataclasses.replace(matrix, packages=tuple(packages))
 
 
 def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
-    """Resolve again with every package pinned to its locked version: the same files must come out."""
+    """Resolve again with every package pinned to its locked version: the same files must come
+    out."""
     problems: list[str] = []
-    unreachable: dict[str, list[str]] = {}  # one line per host: its failure -> the platforms it failed
+    # one line per host: its failure -> the platforms it failed
+    unreachable: dict[str, list[str]] = {}
     conflicts: list[dict[str, object]] = []  # the direct layer's, where no resolution was found
     for platform in lock.platforms:
         pip_again = functools.partial(_pip_again, matrix, lock, platform, cache)
@@ -102,9 +109,9 @@ def _again(
     solve: Callable[[], _T],
     conflicts: list[dict[str, object]] | None = None,
 ) -> _T | None:
-    """`solve()` for `platform`, or None with its failure recorded: a network failure once per host, naming every
-    platform that failed on it; any other as a problem of the platform (a conflict's data also in
-    `conflicts`)."""
+    """`solve()` for `platform`, or None with its failure recorded: a network failure once per host,
+    naming every platform that failed on it; any other as a problem of the platform (a conflict's
+    data also in `conflicts`)."""
     try:
         return solve()
     except NetworkError as exc:
@@ -117,20 +124,25 @@ def _again(
     return None
 
 
-def _solve_verdict(name: str, problems: list[str], unreachable: dict[str, list[str]], entries: str, lock: Lock) -> Step:
+def _solve_verdict(
+    name: str, problems: list[str], unreachable: dict[str, list[str]], entries: str, lock: Lock
+) -> Step:
     hosts = [f"{failure} ({', '.join(platforms)})" for failure, platforms in unreachable.items()]
     if hosts and not problems:
         # Not a verdict on the lock: the step fails as unreachable and check exits 3, not 4.
-        return Step(name, FAILED, "an index or channel could not be reached", tuple(hosts), unreachable=True)
+        return Step(
+            name, FAILED, "an index or channel could not be reached", tuple(hosts), unreachable=True
+        )
     return step_of(name, problems + hosts, f"{entries} on {len(lock.platforms)} platforms")
 
 
 def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
-    """Solve the conda part again, preferring every locked file: each must still be a file the channels serve
-    (matched by its sha256, so a changed hash shows even where the env step installs no conda package: --venv,
-    --no-env), and the same set must come out."""
+    """Solve the conda part again, preferring every locked file: each must still be a file the
+    channels serve (matched by its sha256, so a changed hash shows even where the env step installs
+    no conda package: --venv, --no-env), and the same set must come out."""
     problems: list[str] = []
-    unreachable: dict[str, list[str]] = {}  # one line per host: its failure -> the platforms it failed
+    # one line per host: its failure -> the platforms it failed
+    unreachable: dict[str, list[str]] = {}
     for platform in lock.platforms:
         locked = lock.conda_for(platform)
         settings = Settings.read(os.environ, cache=cache)
@@ -139,7 +151,8 @@ def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
         if again is None:
             continue
         problems += [
-            f"{platform}: the channels serve no file with the locked sha256 of {e.name} {e.version} {e.build} "
+            f"{platform}: the channels serve no file with the locked sha256 of "
+            f"{e.name} {e.version} {e.build} "
             f"({short_digest(e.sha256)})"
             for e in again.unavailable
         ]
@@ -153,13 +166,15 @@ def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
             f"{platform}: solved now {n} {v} {b} ({short_digest(s)}), not in the lock"
             for n, v, b, s in sorted(after - before)
         ]
-    return _solve_verdict("solve: same conda set", problems, unreachable, f"{len(lock.conda)} entries", lock)
+    return _solve_verdict(
+        "solve: same conda set", problems, unreachable, f"{len(lock.conda)} entries", lock
+    )
 
 
 def _load(project: Project, env: str) -> tuple[Lock, Matrix, tuple[str, ...]] | Step:
-    """The lock of `env`, its matrix and the lock's integrity problems, or the failed step when the lock cannot
-    be read (the verdict of check). No lock at all or a malformed matrix is bad input (exit 2): there is nothing
-    to verify."""
+    """The lock of `env`, its matrix and the lock's integrity problems, or the failed step when the
+    lock cannot be read (the verdict of check). No lock at all or a malformed matrix is bad input
+    (exit 2): there is nothing to verify."""
     try:
         checked = checked_lock(project, env)
     except EnvgenError as exc:

@@ -1,10 +1,11 @@
-"""The NPU steps of `envgen check`: is this host the hardware the env targets, and was the env built for its chip?
+"""The NPU steps of `envgen check`: is this host the hardware the env targets, and was the env built
+for its chip?
 
-Run in the throwaway env after the imports: `npu-smi info` on the host, then torch_npu in the env reports its
-devices, `get_soc_version()` and `get_device_name()`, and what the build recorded is read from the
-module the matrix names (`[system.npu] build-info`): its device type, or an older build's chip. What
-each generation reports is data (envgen.npu.GENERATIONS). Without `npu-smi` the steps are skipped
-with that reason; `--require-npu` makes them fail.
+Run in the throwaway env after the imports: `npu-smi info` on the host, then torch_npu in the env
+reports its devices, `get_soc_version()` and `get_device_name()`, and what the build recorded is
+read from the module the matrix names (`[system.npu] build-info`): its device type, or an older
+build's chip. What each generation reports is data (envgen.npu.GENERATIONS). Without `npu-smi` the
+steps are skipped with that reason; `--require-npu` makes them fail.
 """
 
 from __future__ import annotations
@@ -65,7 +66,10 @@ def npu_steps(npu: Npu | None, prefix: Path, activation: str, *, require_npu: bo
     names = npu_step_names(npu)
     smi = shutil.which("npu-smi")
     if smi is None:
-        reason = f"no NPU on this host (npu-smi is not on PATH); the env targets {GENERATIONS[npu.generation].title}"
+        reason = (
+            "no NPU on this host (npu-smi is not on PATH); the env targets "
+            f"{GENERATIONS[npu.generation].title}"
+        )
         return [Step(name, FAILED if require_npu else SKIPPED, reason) for name in names]
     probe = _probe(npu, smi, prefix, activation)
     return _steps(npu, probe, names)
@@ -84,18 +88,23 @@ def _probe(npu: Npu, smi: str, prefix: Path, activation: str) -> Probe:
     smi_error = None
     try:
         proc = run([smi, "info"], env=tool_environment(), check=False, timeout=SMI_TIMEOUT)
-    except ToolError as exc:  # it hung, or vanished since `which` found it: a failed step, not a failed check
+    # it hung, or vanished since `which` found it: a failed step, not a failed check
+    except ToolError as exc:
         smi_error = exc.message
     else:
         if proc.returncode != 0:
-            smi_error = f"`npu-smi info` exited {proc.returncode}: {redact_text(tail(proc.stderr or proc.stdout, 3))}"
+            smi_error = (
+                f"`npu-smi info` exited {proc.returncode}: "
+                f"{redact_text(tail(proc.stderr or proc.stdout, 3))}"
+            )
     script = f'{activation}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$@"'
     argv = [npu.build_info or "", DEVICE_TYPE_ATTRIBUTE, LEGACY_SOC_ATTRIBUTE]
     proc = run(["sh", "-c", script, _PROBE, *argv], env=tool_environment(), check=False)
     try:
         found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        found = {"torch_npu_error": f"the probe did not run: {redact_text(tail(proc.stderr or proc.stdout, 5))}"}
+        said = redact_text(tail(proc.stderr or proc.stdout, 5))
+        found = {"torch_npu_error": f"the probe did not run: {said}"}
     fields = (
         "devices",
         "soc_code",
@@ -110,13 +119,22 @@ def _probe(npu: Npu, smi: str, prefix: Path, activation: str) -> Probe:
 
 def _steps(npu: Npu, probe: Probe, names: list[str]) -> list[Step]:
     smi, device, soc, name, *built = names
-    steps = [Step(smi, FAILED, probe.smi_error) if probe.smi_error else Step(smi, OK, "npu-smi info lists the NPUs")]
+    steps = [
+        Step(smi, FAILED, probe.smi_error)
+        if probe.smi_error
+        else Step(smi, OK, "npu-smi info lists the NPUs")
+    ]
     if probe.torch_npu_error is not None or not probe.devices:
         found = probe.torch_npu_error or "torch_npu sees no NPU device"
         steps.append(Step(device, FAILED, f"expected at least one NPU, found none: {found}"))
-        steps += [Step(soc, SKIPPED, "no NPU device to ask"), Step(name, SKIPPED, "no NPU device to ask")]
+        steps += [
+            Step(soc, SKIPPED, "no NPU device to ask"),
+            Step(name, SKIPPED, "no NPU device to ask"),
+        ]
     else:
-        steps.append(Step(device, OK, f"{probe.devices} NPU device{'s' if probe.devices != 1 else ''}"))
+        steps.append(
+            Step(device, OK, f"{probe.devices} NPU device{'s' if probe.devices != 1 else ''}")
+        )
         for step, (_, problem, detail) in zip((soc, name), compare_device(npu, probe), strict=True):
             steps.append(Step(step, FAILED, problem) if problem else Step(step, OK, detail))
     for step in built:

@@ -11,8 +11,8 @@ OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 
 @dataclass(frozen=True)
 class Step:
-    """One check: its outcome ("ok", "failed", "skipped") and why; `unreachable`: it failed only because a host
-    could not be reached (no verdict on the lock)."""
+    """One check: its outcome ("ok", "failed", "skipped") and why; `unreachable`: it failed only
+    because a host could not be reached (no verdict on the lock)."""
 
     name: str
     status: str
@@ -23,7 +23,8 @@ class Step:
     conflicts: tuple[dict[str, object], ...] = ()
 
 
-# What a check proves, in order; a step belongs to the stage its name starts with (imports are env steps).
+# What a check proves, in order; a step belongs to the stage its name starts with (imports are env
+# steps).
 STAGES = ("static", "solve", "env")
 # The step whose skipping means its stage proved nothing.
 _STAGE_STEP = {"solve": "solve: same pip set", "env": "env: install"}
@@ -31,9 +32,11 @@ _STAGE_STEP = {"solve": "solve: same pip set", "env": "env: install"}
 
 @dataclass(frozen=True)
 class CheckReport:
-    """Every step `check` ran for one env, in order; `kept` is the throwaway env when --keep kept it.
+    """Every step `check` ran for one env, in order; `kept` is the throwaway env when --keep kept
+    it.
 
-    `require_env` makes a skipped env stage a failure: a check that never installed the lock proves less.
+    `require_env` makes a skipped env stage a failure: a check that never installed the lock proves
+    less.
     """
 
     env: str
@@ -59,7 +62,8 @@ class CheckReport:
 
     @property
     def verdict(self) -> str:
-        """`ok` when every stage ran; else what was proven and why the rest was skipped; `FAILED` otherwise."""
+        """`ok` when every stage ran; else what was proven and why the rest was skipped; `FAILED`
+        otherwise."""
         skipped = self.skipped
         if any(s.status == FAILED for s in self.steps):
             return "FAILED"
@@ -68,11 +72,16 @@ class CheckReport:
         if not skipped:
             return "ok"
         proven = ", ".join(stage for stage in STAGES if stage not in skipped)
-        return f"ok ({proven}; " + "; ".join(f"{stage} skipped: {why}" for stage, why in skipped.items()) + ")"
+        return (
+            f"ok ({proven}; "
+            + "; ".join(f"{stage} skipped: {why}" for stage, why in skipped.items())
+            + ")"
+        )
 
     @property
     def exit_code(self) -> int:
-        """0 ok; 4 a step found the lock wrong; 3 a step could not tell because a host was unreachable."""
+        """0 ok; 4 a step found the lock wrong; 3 a step could not tell because a host was
+        unreachable."""
         failed = [s for s in self.steps if s.status == FAILED]
         if self.ok:
             return 0
@@ -105,4 +114,8 @@ def render_report(report: CheckReport) -> str:
 
 
 def step_of(name: str, problems: Sequence[str], ok: str = "") -> Step:
-    return Step(name, FAILED, f"{len(problems)} problem(s)", tuple(problems)) if problems else Step(name, OK, ok)
+    return (
+        Step(name, FAILED, f"{len(problems)} problem(s)", tuple(problems))
+        if problems
+        else Step(name, OK, ok)
+    )

@@ -1,4 +1,5 @@
-"""The static steps of `envgen check`: input hash, matrix pins, dependencies, indexes and the recipe file.
+"""The static steps of `envgen check`: input hash, matrix pins, dependencies, indexes and the recipe
+file.
 
 All but static_steps are pure functions of a Lock and its Matrix."""
 
@@ -28,7 +29,8 @@ from envgen.redact import strip_credentials
 
 
 def python_of(lock: Lock, matrix: Matrix, platform: str) -> str:
-    """The python the pip part was resolved for: the lock's own, else (a lock without one) the matrix's."""
+    """The python the pip part was resolved for: the lock's own, else (a lock without one) the
+    matrix's."""
     return lock.python_for(platform) or matrix.python
 
 
@@ -48,11 +50,13 @@ def _applies(marker: str | None, environment: dict[str, str]) -> bool:
 
 
 def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
-    """Every matrix pin (pip packages, conda specs, sources) that the lock does not satisfy, per platform."""
+    """Every matrix pin (pip packages, conda specs, sources) that the lock does not satisfy, per
+    platform."""
     problems: list[str] = []
     if tuple(sorted(matrix.platforms)) != tuple(sorted(lock.platforms)):
         problems.append(
-            f"platforms: the matrix has {', '.join(matrix.platforms)}, the lock {', '.join(lock.platforms)}"
+            f"platforms: the matrix has {', '.join(matrix.platforms)}, the lock "
+            f"{', '.join(lock.platforms)}"
         )
     provided = {canonicalize_name(s.source.distribution) for s in lock.sources}
     for platform in lock.platforms:
@@ -74,7 +78,9 @@ def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
             source.ref,
             source.cherry_picks,
         ):
-            problems.append(f"{where}: the lock has {strip_credentials(found.source.url)} {found.source.ref}")
+            problems.append(
+                f"{where}: the lock has {strip_credentials(found.source.url)} {found.source.ref}"
+            )
         elif is_full_commit(source.ref) and source.ref.lower() != found.commit:
             problems.append(f"{where}: pinned to {source.ref}, locked at {found.commit}")
     return problems
@@ -110,7 +116,10 @@ def _package_problems(
     if package.specifier and not version_in(package.specifier, entry.version):
         problems.append(f"{where}: wants {package.specifier}, {platform} has {entry.version}")
     if package.sha256 and package.sha256.lower() != entry.sha256:
-        problems.append(f"{where}: sha256 {package.sha256} in the matrix, {entry.sha256} in the lock ({platform})")
+        problems.append(
+            f"{where}: sha256 {package.sha256} in the matrix, {entry.sha256} in the "
+            f"lock ({platform})"
+        )
     return problems
 
 
@@ -124,7 +133,9 @@ def _conda_problems(matrix: Matrix, lock: Lock, platform: str) -> list[str]:
         where = f"{matrix.file_of('conda', 'specs')}: conda.specs {text!r}"
         if entry is None:
             problems.append(f"{where}: {name} is not locked for {platform}")
-        elif spec.version and not rattler.VersionSpec(spec.version).matches(rattler.Version(entry.version)):
+        elif spec.version and not rattler.VersionSpec(spec.version).matches(
+            rattler.Version(entry.version)
+        ):
             problems.append(f"{where}: {platform} has {name} {entry.version}")
         elif spec.build and not fnmatch.fnmatchcase(entry.build, spec.build):
             problems.append(f"{where}: {platform} has {name} build {entry.build}")
@@ -134,19 +145,27 @@ def _conda_problems(matrix: Matrix, lock: Lock, platform: str) -> list[str]:
 def dependencies_step(lock: Lock, python: Callable[[str], str]) -> Step:
     """Every locked package's, source's and override's requirements met by the lock, per platform.
 
-    The only contradictions allowed are those a transitive override records (`violates`): shown, not failed.
+    The only contradictions allowed are those a transitive override records (`violates`): shown, not
+    failed.
     """
     found = violations(lock, python)
     problems = [str(v) for v in found if not explained(lock, v)]
     if problems:
         return step_of("static: dependencies", problems)
-    recorded = [f"override {o.override.requirement} (transitive): {p}" for o in lock.overrides for p in o.violates]
-    detail = f"{len(recorded)} contradiction(s) recorded by transitive overrides" if recorded else ""
+    recorded = [
+        f"override {o.override.requirement} (transitive): {p}"
+        for o in lock.overrides
+        for p in o.violates
+    ]
+    detail = (
+        f"{len(recorded)} contradiction(s) recorded by transitive overrides" if recorded else ""
+    )
     return Step("static: dependencies", OK, detail, tuple(recorded))
 
 
 def index_problems(matrix: Matrix, lock: Lock) -> list[str]:
-    """Packages from an index they may not come from: explicit indexes serve only the packages naming them."""
+    """Packages from an index they may not come from: explicit indexes serve only the packages
+    naming them."""
     explicit = {i.name for i in lock.indexes if i.explicit}
     packages = {canonicalize_name(p.name): p for p in matrix.packages}
     problems = []
@@ -156,19 +175,21 @@ def index_problems(matrix: Matrix, lock: Lock) -> list[str]:
         came = entry.index or "a direct URL"
         if wanted and entry.index != wanted and not (package and package.url):
             problems.append(
-                f"{entry.name} {entry.version} ({entry.platform}) must come from {wanted}, came from {came}"
+                f"{entry.name} {entry.version} ({entry.platform}) must come from "
+                f"{wanted}, came from {came}"
             )
         elif entry.index in explicit and entry.index != wanted:
             problems.append(
-                f"{entry.name} {entry.version} ({entry.platform}) came from the explicit index {entry.index}, "
+                f"{entry.name} {entry.version} ({entry.platform}) came from the "
+                f"explicit index {entry.index}, "
                 "which serves only the packages that name it"
             )
     return problems
 
 
 def import_check_problems(matrix: Matrix, lock: Lock) -> list[str]:
-    """An import check expecting a version the lock does not have: a pin moved and its check did not, which the
-    throwaway env would only find after an install."""
+    """An import check expecting a version the lock does not have: a pin moved and its check did
+    not, which the throwaway env would only find after an install."""
     problems = []
     for check in matrix.checks:
         if check.version is None or check.distribution is None:
@@ -179,16 +200,20 @@ def import_check_problems(matrix: Matrix, lock: Lock) -> list[str]:
             if entry is None:
                 continue
             locked = Version(entry.version)
-            if locked != expected and (expected.local is not None or locked.public != expected.public):
+            if locked != expected and (
+                expected.local is not None or locked.public != expected.public
+            ):
                 problems.append(
-                    f"{platform}: import {check.module} expects {check.distribution} {check.version}, the lock has "
+                    f"{platform}: import {check.module} expects {check.distribution} "
+                    f"{check.version}, the lock has "
                     f"{entry.version}: set its version in [[checks.imports]] of "
                     f"{matrix.file_of('checks', 'imports')} (or the pin back)"
                 )
     return problems
 
 
-# --- static checks (effects: files) ----------------------------------------------------------------------
+# --- static checks (effects: files)
+# ----------------------------------------------------------------------
 
 
 def freshness_step(project: Project, lock: Lock, matrix: Matrix, *, frozen: bool) -> Step:
@@ -211,8 +236,14 @@ def static_steps(
     derived = derived_problems(project.locks_dir, lock, matrix, as_read=frozen)
     steps = [
         freshness_step(project, lock, matrix, frozen=frozen),
-        step_of("static: matrix pins", pin_problems(matrix, lock), f"{len(lock.platforms)} platforms"),
-        step_of("static: import checks", import_check_problems(matrix, lock), f"{len(matrix.checks)} imports"),
+        step_of(
+            "static: matrix pins", pin_problems(matrix, lock), f"{len(lock.platforms)} platforms"
+        ),
+        step_of(
+            "static: import checks",
+            import_check_problems(matrix, lock),
+            f"{len(matrix.checks)} imports",
+        ),
         dependencies_step(lock, lambda p: python_of(lock, matrix, p)),
         step_of("static: indexes", index_problems(matrix, lock)),
         step_of(
@@ -222,6 +253,8 @@ def static_steps(
         ),
     ]
     files = f"{project.lock_yml(lock.env).name}, .sources.toml, .install.sh"
-    fix = f"restore locks/ (git checkout -- locks/) or re-lock with `envgen lock {lock.env} --force`"
+    fix = (
+        f"restore locks/ (git checkout -- locks/) or re-lock with `envgen lock {lock.env} --force`"
+    )
     steps.append(step_of("static: integrity", [f"{p}: {fix}" for p in integrity], files))
     return steps

@@ -1,4 +1,5 @@
-"""The throwaway-env steps of `envgen check`: install into a temporary env, pip check, the import checks."""
+"""The throwaway-env steps of `envgen check`: install into a temporary env, pip check, the import
+checks."""
 
 from __future__ import annotations
 
@@ -45,10 +46,16 @@ class Hardware:
 
 
 def detect_hardware(lock: Lock) -> Hardware:
-    set_env = os.environ.get("ASCEND_SET_ENV") or (lock.cann.set_env if lock.cann else DEFAULT_CANN_SET_ENV)
+    set_env = os.environ.get("ASCEND_SET_ENV") or (
+        lock.cann.set_env if lock.cann else DEFAULT_CANN_SET_ENV
+    )
     # Several scripts are ':'-separated; the first one missing is the one a skip names.
-    missing = [script for script in set_env.split(CANN_SCRIPT_SEPARATOR) if not Path(script).is_file()]
-    return Hardware(missing[0] if missing else set_env, not missing, shutil.which("npu-smi") is not None)
+    missing = [
+        script for script in set_env.split(CANN_SCRIPT_SEPARATOR) if not Path(script).is_file()
+    ]
+    return Hardware(
+        missing[0] if missing else set_env, not missing, shutil.which("npu-smi") is not None
+    )
 
 
 _IMPORTS = r"""
@@ -73,7 +80,8 @@ def _expected_version(check: ImportCheck, lock: Lock, platform: str) -> str | No
 
 
 def _distribution(check: ImportCheck) -> str:
-    """The distribution whose version an import check compares: the one named, else the module's own name."""
+    """The distribution whose version an import check compares: the one named, else the module's own
+    name."""
     return check.distribution or check.module
 
 
@@ -113,7 +121,10 @@ def import_steps(
             results = json.loads(proc.stdout.strip().splitlines()[-1])
         except (IndexError, json.JSONDecodeError):
             detail = redact_text(tail(proc.stderr or proc.stdout, 5))
-            results = {c.module: {"ok": False, "error": f"the import check did not run: {detail}"} for c in runnable}
+            results = {
+                c.module: {"ok": False, "error": f"the import check did not run: {detail}"}
+                for c in runnable
+            }
     steps = []
     for check in lock.checks:
         reason = reasons[check.module]
@@ -130,20 +141,35 @@ def _import_step(check: ImportCheck, result: dict[str, object], expected: str | 
         return Step(name, FAILED, str(result.get("error", "no result")))
     version = result.get("version")
     if expected and isinstance(version, str) and not version_in(f"=={expected}", version):
-        return Step(name, FAILED, f"{_distribution(check)} {version} installed, {expected} expected")
+        return Step(
+            name, FAILED, f"{_distribution(check)} {version} installed, {expected} expected"
+        )
     return Step(name, OK, f"{_distribution(check)} {version}" if version else "")
 
 
 def pip_check_step(prefix: Path, ignored: AbstractSet[str], runner: Runner = run) -> Step:
     """`pip check` of the env, minus requirements on pending packages, skipped sources (reported
     apart) and the packages the lock leaves out on purpose."""
-    proc = runner([prefix / "bin" / "python", "-m", "pip", "check"], env=tool_environment(), check=False)
-    lines = [line for line in proc.stdout.splitlines() if line.strip() and "No broken requirements" not in line]
+    proc = runner(
+        [prefix / "bin" / "python", "-m", "pip", "check"], env=tool_environment(), check=False
+    )
+    lines = [
+        line
+        for line in proc.stdout.splitlines()
+        if line.strip() and "No broken requirements" not in line
+    ]
     problems = []
     for line in lines:
         words = line.replace(",", " ").split()
-        # "x 1.0 requires y, which is not installed." / "x 1.0 has requirement y>=2, but you have y 1.0."
-        target = words[3] if len(words) > 3 and words[2] == "requires" else words[4] if len(words) > 4 else ""
+        # "x 1.0 requires y, which is not installed." / "x 1.0 has requirement y>=2, but you have y
+        # 1.0."
+        target = (
+            words[3]
+            if len(words) > 3 and words[2] == "requires"
+            else words[4]
+            if len(words) > 4
+            else ""
+        )
         try:
             name: str = canonicalize_name(Pep508(target).name)
         except InvalidRequirement:
@@ -170,12 +196,15 @@ print(json.dumps(installed))
 
 
 def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
-    """The env's distributions against the lock: every pip entry of `platform` at its locked version."""
+    """The env's distributions against the lock: every pip entry of `platform` at its locked
+    version."""
     cmd = [str(prefix / "bin" / "python"), "-c", _DISTRIBUTIONS]
     proc = run(cmd, env=tool_environment(), check=False)
     if proc.returncode != 0:
         return Step("env: installed set", FAILED, redact_text(tail(proc.stderr, 5)))
-    installed = {canonicalize_name(name): version for name, version in json.loads(proc.stdout).items()}
+    installed = {
+        canonicalize_name(name): version for name, version in json.loads(proc.stdout).items()
+    }
     entries = lock.pip_for(platform)
     # The wheels taken from release archives are held to their locked versions too.
     wheels = [(m.name, m.version) for a in lock.archives_for(platform) for m in a.members]

@@ -1,4 +1,5 @@
-"""`envgen demo`: the whole flow on the bundled example, served on 127.0.0.1, run and shown step by step."""
+"""`envgen demo`: the whole flow on the bundled example, served on 127.0.0.1, run and shown step by
+step."""
 
 from __future__ import annotations
 
@@ -49,10 +50,15 @@ PREFIX = f"{ENV}-env"
 
 
 class StepError(EnvgenError):
-    """A step of the demo exited with a code the demo does not expect; the demo exits with that code."""
+    """A step of the demo exited with a code the demo does not expect; the demo exits with that
+    code."""
 
     def __init__(self, command: str, code: int, workdir: Path, *, kept: bool) -> None:
-        where = f"the project is kept at {workdir / 'project'}" if kept else "`envgen demo --keep` keeps it"
+        where = (
+            f"the project is kept at {workdir / 'project'}"
+            if kept
+            else "`envgen demo --keep` keeps it"
+        )
         super().__init__(
             f"demo step `{command}` exited with code {code}",
             hint=f"its output is above; {where}",
@@ -70,12 +76,17 @@ class DemoResult:
 
 
 def step_environment(example: Example, workdir: Path, environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment of every step: git sent to the example's repositories, a cache and temp dir of its own.
+    """The environment of every step: git sent to the example's repositories, a cache and temp dir
+    of its own.
 
-    The machine's pip, uv, conda and git configuration is left out: a mirror or proxy set there must not
-    redirect the example's loopback indexes or its canonical GitHub URLs.
+    The machine's pip, uv, conda and git configuration is left out: a mirror or proxy set there must
+    not redirect the example's loopback indexes or its canonical GitHub URLs.
     """
-    env = {k: v for k, v in environ.items() if not k.startswith(("PIP_", "UV_", "CONDA_", "GIT_", "ENVGEN_"))}
+    env = {
+        k: v
+        for k, v in environ.items()
+        if not k.startswith(("PIP_", "UV_", "CONDA_", "GIT_", "ENVGEN_"))
+    }
     env.update(demo_variables(example, workdir), TMPDIR=str(workdir / "tmp"))
     # The recipe's pip caches its builds there.
     env["XDG_CACHE_HOME"] = str(workdir / "cache" / "user")
@@ -84,8 +95,8 @@ def step_environment(example: Example, workdir: Path, environ: Mapping[str, str]
 
 
 def demo_variables(example: Example, workdir: Path) -> dict[str, str]:
-    """What envgen needs set to work on the example: git's config mapping GitHub to its repositories, the
-    machine's pip and uv configuration out of the way, a cache of its own."""
+    """What envgen needs set to work on the example: git's config mapping GitHub to its
+    repositories, the machine's pip and uv configuration out of the way, a cache of its own."""
     return {
         "GIT_CONFIG_GLOBAL": str(example.gitconfig),
         "GIT_CONFIG_NOSYSTEM": "1",
@@ -104,13 +115,16 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def run_step(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> int:
     """Run one step with its output going straight to this terminal; returns its exit code.
 
-    The step runs in a process group of its own so that nothing it starts (git, uv, pip, builds) outlives it:
-    on an interrupt the group gets SIGINT, then SIGKILL after STOP_GRACE seconds. (`_proc.run` captures
-    output; the demo's point is to show it as it comes.)
+    The step runs in a process group of its own so that nothing it starts (git, uv, pip, builds)
+    outlives it: on an interrupt the group gets SIGINT, then SIGKILL after STOP_GRACE seconds.
+    (`_proc.run` captures output; the demo's point is to show it as it comes.)
     """
-    # A Ctrl-C inside Popen (after the fork, before it returns) is held: it would leave an unknown child.
+    # A Ctrl-C inside Popen (after the fork, before it returns) is held: it would leave an unknown
+    # child.
     with interrupts.held() as held:
-        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, process_group=0)
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, process_group=0
+        )
     try:
         if held:
             raise KeyboardInterrupt
@@ -153,9 +167,18 @@ def commit_project(root: Path, message: str) -> str:
 
 
 class _Steps:
-    """Runs one demo command: its banner through `say`, its output to this process; counts what ran."""
+    """Runs one demo command: its banner through `say`, its output to this process; counts what
+    ran."""
 
-    def __init__(self, say: Say, envgen: Sequence[str], root: Path, env: dict[str, str], workdir: Path, keep: bool):
+    def __init__(
+        self,
+        say: Say,
+        envgen: Sequence[str],
+        root: Path,
+        env: dict[str, str],
+        workdir: Path,
+        keep: bool,
+    ):
         self.say, self.envgen, self.root, self.env = say, envgen, root, env
         self.workdir, self.keep = workdir, keep
         self.commands = 0
@@ -185,12 +208,18 @@ class _Steps:
 def _tour(step: _Steps, say: Say, example: Example) -> None:
     """The demo's commands, in the order a user meets them."""
     root = example.root
-    step("lock: git refs to commits, a conda solve and a pip resolution per platform", ["envgen", "lock", ENV])
+    step(
+        "lock: git refs to commits, a conda solve and a pip resolution per platform",
+        ["envgen", "lock", ENV],
+    )
     say("# locks/ now holds, for conda, for the recipe, and derived for pip, uv and Nix:")
     for path in sorted(p for p in (root / "locks").iterdir() if not p.name.startswith(".")):
         say(f"#   {path.name:<40} {path.stat().st_size:>7} bytes")
     base = commit_project(root, f"lock {ENV}")
-    say(f"# committed the project as {short_commit(base)}: the base a pull request would diff against")
+    say(
+        f"# committed the project as {short_commit(base)}: the base a pull request "
+        "would diff against"
+    )
     step(
         "check: a throwaway conda prefix from the lock (rattler), the pip part by the prefix's "
         "own pip, hash-checked, the recipe, pip check, smoke imports",
@@ -201,7 +230,10 @@ def _tour(step: _Steps, say: Say, example: Example) -> None:
     bump_version(example, package, old, new)
     step(f"a version bump: {package} {old} -> {new} in the matrix", ["git", "--no-pager", "diff"])
     step("lock again: only what the bump touches changes", ["envgen", "lock", ENV])
-    step("the lock diff, as a pull request comment", ["envgen", "diff", "--git", "HEAD", "--format", "markdown"])
+    step(
+        "the lock diff, as a pull request comment",
+        ["envgen", "diff", "--git", "HEAD", "--format", "markdown"],
+    )
     source, branch = MOVED
     moved = advance_branch(example, source, branch)
     say("")
@@ -212,7 +244,10 @@ def _tour(step: _Steps, say: Say, example: Example) -> None:
         ["envgen", "status", ENV],
         expected=frozenset({1}),
     )
-    say(f"# exit 1 is status reporting the drift; `envgen lock {ENV} --update {source}` would take it")
+    say(
+        f"# exit 1 is status reporting the drift; `envgen lock {ENV} --update "
+        f"{source}` would take it"
+    )
 
 
 def conda_tool(path: str | None) -> str | None:
@@ -262,7 +297,8 @@ def _researchers_path(step: _Steps, say: Say) -> None:
 
 
 def _bundle(step: _Steps, platform: str) -> str:
-    """Bundle the lock for this host while the servers still run; returns the bundle's name (in the project)."""
+    """Bundle the lock for this host while the servers still run; returns the bundle's name (in the
+    project)."""
     bundle = f"{ENV}-{platform}.tar.zst"
     step(
         "bundle: every artifact, source commit and lock file for this host in one verified archive",
@@ -274,7 +310,10 @@ def _bundle(step: _Steps, platform: str) -> str:
 def _offline_install(step: _Steps, say: Say, bundle: str) -> None:
     """With every server stopped and git seeing no configuration, install from the bundle alone."""
     say("")
-    say("# the servers are stopped, and git below reads no configuration (no insteadOf to the example's")
+    say(
+        "# the servers are stopped, and git below reads no configuration (no insteadOf "
+        "to the example's"
+    )
     say("# repositories): what installs now comes from the bundle alone")
     step.env = {**step.env, "GIT_CONFIG_GLOBAL": os.devnull}
     step(
@@ -302,12 +341,12 @@ def run_demo(
     example_dir: Path = EXAMPLE_DIR,
     envgen: Sequence[str] = (sys.executable, "-m", "envgen"),
 ) -> DemoResult:
-    """Build and serve the example, then lock, check, bump, re-lock, diff and status it as a user would, bundle
-    it, stop the servers and install from the bundle.
+    """Build and serve the example, then lock, check, bump, re-lock, diff and status it as a user
+    would, bundle it, stop the servers and install from the bundle.
 
-    Every command's banner goes through `say`; its output goes straight to this process's stdout and stderr.
-    Raises StepError at the first step that exits with an unexpected code. The servers stop and the
-    directory is removed (unless `keep`) however the demo ends, Ctrl-C included.
+    Every command's banner goes through `say`; its output goes straight to this process's stdout and
+    stderr. Raises StepError at the first step that exits with an unexpected code. The servers stop
+    and the directory is removed (unless `keep`) however the demo ends, Ctrl-C included.
     """
     check_python()
     with scratch_dir("envgen-demo-", keep=keep) as workdir:
@@ -317,21 +356,33 @@ def run_demo(
             for line in describe_servers(example):
                 say(line)
             say(f"# every command below runs in the example project {example.root} (--root)")
-            step = _Steps(say, envgen, example.root, step_environment(example, workdir, os.environ), workdir, keep)
+            step = _Steps(
+                say,
+                envgen,
+                example.root,
+                step_environment(example, workdir, os.environ),
+                workdir,
+                keep,
+            )
             _tour(step, say, example)
             bundle = _bundle(step, host_platform())
         _offline_install(step, say, bundle)
         say("")
         say(f"# done: {step.commands} commands ran as expected; the servers are stopped")
         if keep:
-            say(f"# kept {workdir}: `envgen demo --serve {shlex.quote(str(workdir))}` serves it again, to lock, check,")
+            say(
+                f"# kept {workdir}: `envgen demo --serve {shlex.quote(str(workdir))}` "
+                "serves it again, to lock, check,"
+            )
             say("# diff and bundle in its project")
     return DemoResult(step.commands, workdir if keep else None)
 
 
-def serve_kept(say: Say, workdir: Path, *, wait: Callable[[], object] = signal.pause) -> dict[str, object]:
-    """Serve a directory `run_demo(keep=True)` left until Ctrl-C (or SIGTERM): its servers as the demo had them,
-    and what to set and run in another shell. Returns what was served."""
+def serve_kept(
+    say: Say, workdir: Path, *, wait: Callable[[], object] = signal.pause
+) -> dict[str, object]:
+    """Serve a directory `run_demo(keep=True)` left until Ctrl-C (or SIGTERM): its servers as the
+    demo had them, and what to set and run in another shell. Returns what was served."""
     workdir = workdir.resolve()
     served: dict[str, object] = {"kept": str(workdir)}
     # Ctrl-C is how this ends, whenever it comes: before the servers are up, or while they serve.
@@ -340,13 +391,20 @@ def serve_kept(say: Say, workdir: Path, *, wait: Callable[[], object] = signal.p
             variables = demo_variables(example, workdir)
             served.update(
                 project=str(example.root),
-                urls={"pypi": example.pypi_url, "extra": example.extra_url, "conda": example.channel_url},
+                urls={
+                    "pypi": example.pypi_url,
+                    "extra": example.extra_url,
+                    "conda": example.channel_url,
+                },
                 environment=variables,
             )
             say(f"# serving the demo kept in {workdir} on 127.0.0.1 until Ctrl-C:")
             for line in describe_servers(example):
                 say(line)
-            say("# in another shell (git reaches the example's repositories; your pip and uv settings stay out):")
+            say(
+                "# in another shell (git reaches the example's repositories; your pip "
+                "and uv settings stay out):"
+            )
             say("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items()))
             say(f"cd {shlex.quote(str(example.root))}")
             for command, why in PLAYGROUND:

@@ -1,4 +1,5 @@
-"""`envgen export`: one lock as requirements.txt, PEP 751 pylock, Nix or a CycloneDX SBOM, on demand."""
+"""`envgen export`: one lock as requirements.txt, PEP 751 pylock, Nix or a CycloneDX SBOM, on
+demand."""
 
 from __future__ import annotations
 
@@ -21,14 +22,16 @@ FORMATS = ("requirements", "pylock", "nix", "cyclonedx")
 def _named(lock: Lock, platform: str) -> str:
     if platform not in lock.platforms:
         raise InputError(
-            f"--platform {platform}: the lock of {lock.env} has no such part (it has {', '.join(lock.platforms)})",
+            f"--platform {platform}: the lock of {lock.env} has no such part (it has "
+            f"{', '.join(lock.platforms)})",
             hint="name one of the lock's platforms",
         )
     return platform
 
 
 def _one_platform(lock: Lock, platform: str | None, host: str | None) -> str:
-    """The platform a per-platform file is for: the one named, else this host's, else the lock's only one."""
+    """The platform a per-platform file is for: the one named, else this host's, else the lock's
+    only one."""
     if platform is not None:
         return _named(lock, platform)
     if len(lock.platforms) == 1:
@@ -36,7 +39,8 @@ def _one_platform(lock: Lock, platform: str | None, host: str | None) -> str:
     if host in lock.platforms:
         return host
     raise InputError(
-        f"the lock of {lock.env} has several platforms ({', '.join(lock.platforms)}) and none is this host's",
+        f"the lock of {lock.env} has several platforms ({', '.join(lock.platforms)}) "
+        "and none is this host's",
         hint="choose one with --platform",
     )
 
@@ -50,14 +54,19 @@ def this_platform() -> str | None:
 
 
 def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = None) -> str:
-    """The text of the lock of `env` in `fmt`: requirements and pylock for one platform (`platform`, else
-    this host's, else the only one), cyclonedx for every platform or the one named, nix for every platform."""
+    """The text of the lock of `env` in `fmt`: requirements and pylock for one platform (`platform`,
+    else this host's, else the only one), cyclonedx for every platform or the one named, nix for
+    every platform."""
     if fmt not in FORMATS:
-        raise InputError(f"--format {fmt}: unknown format", hint=f"use one of: {', '.join(FORMATS)}")
+        raise InputError(
+            f"--format {fmt}: unknown format", hint=f"use one of: {', '.join(FORMATS)}"
+        )
     lock = require_lock(project, env)
     if fmt == "nix":
         if platform is not None:
-            raise InputError("--platform: a Nix export holds every platform", hint="leave out --platform")
+            raise InputError(
+                "--platform: a Nix export holds every platform", hint="leave out --platform"
+            )
         return render_nix(lock)
     if fmt == "cyclonedx":
         from envgen.lockio.exports.sbom import render_cyclonedx

@@ -46,11 +46,16 @@ distribution = "numpy"
 CHANNELS = {
     "conda-forge.toml": "# A conda channel. The file name is the name matrices use.\n"
     'kind = "conda"\nurl = "https://conda.anaconda.org/conda-forge"\n',
-    "pypi.toml": '# A pip index. The file name is the name matrices use.\nkind = "pip"\nurl = "https://pypi.org/simple"\n',
+    "pypi.toml": '# A pip index. The file name is the name matrices use.\nkind = "pip"\nurl = '
+    '"https://pypi.org/simple"\n',
 }
 
-# What envgen leaves in a project that is not meant for git: a lock's mutex files and the relock outputs.
-GITIGNORE = "# envgen: per-env mutex files of `envgen lock`, outputs of the relock workflow\nlocks/.*\nrelock-out/\n"
+# What envgen leaves in a project that is not meant for git: a lock's mutex files and the relock
+# outputs.
+GITIGNORE = (
+    "# envgen: per-env mutex files of `envgen lock`, outputs of the relock "
+    "workflow\nlocks/.*\nrelock-out/\n"
+)
 
 
 def _inside(directory: Path, path: Path) -> None:
@@ -83,7 +88,8 @@ def init_project(directory: Path) -> list[Path]:
     if existing is not None:
         raise InputError(
             f"{directory.resolve()} is already in the envgen project {existing.root}",
-            hint="edit its env-templates/ and channels/, or give `envgen init` a directory outside it",
+            hint="edit its env-templates/ and channels/, or give `envgen init` a directory "
+            "outside it",
         )
     files = {
         Path(MARKERS[0]) / "example.toml": EXAMPLE_MATRIX,
@@ -101,6 +107,8 @@ def init_project(directory: Path) -> list[Path]:
             path.write_text(text, encoding="utf-8")
             created.append(path)
     if "locks/.*" not in current.splitlines():
-        gitignore.write_text(current + ("\n" if current and not current.endswith("\n") else "") + GITIGNORE)
+        gitignore.write_text(
+            current + ("\n" if current and not current.endswith("\n") else "") + GITIGNORE
+        )
         created.append(gitignore)
     return created

@@ -1,4 +1,5 @@
-"""`envgen install|check --from-bundle`: the lock a bundle carries, installed with no network once verified."""
+"""`envgen install|check --from-bundle`: the lock a bundle carries, installed with no network once
+verified."""
 
 from __future__ import annotations
 

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Seconds the re-locks get to end once a failed preflight stopped them (a killed child ends them at once).
+# Seconds the re-locks get to end once a failed preflight stopped them (a killed child ends them at
+# once).
 STOP_WAIT = 2.0
 
 # What a lock does with a re-lock's result: write it, or only compare it with the files on disk
@@ -190,11 +191,14 @@ def _relock_stale(
     preflight asks the hosts."""
     from envgen.inputs.matrix import check_conda_specs, load_env
 
-    # The conda specs are parsed (rattler) once uv has started: they are not uv's, and nothing runs them before.
+    # The conda specs are parsed (rattler) once uv has started: they are not uv's, and nothing runs
+    # them before.
     matrices = [load_env(project, texts.env, conda_specs=False) for texts in stale]
     files = {texts.env: texts for texts in stale}
     starts: dict[str, HeadStart] = {}
-    pool = ThreadPoolExecutor(max_workers=min(4, len(stale)) + 1, initializer=interrupts.worker_thread)
+    pool = ThreadPoolExecutor(
+        max_workers=min(4, len(stale)) + 1, initializer=interrupts.worker_thread
+    )
     try:
         for matrix in matrices:
             starts[matrix.name] = _head_start(matrix, files[matrix.name], options)
@@ -210,7 +214,8 @@ def _relock_stale(
     finally:
         for started in starts.values():
             started.close()
-        # Not waiting: after an interrupt the caller stops the workers (envgen.interrupts) and reports at once.
+        # Not waiting: after an interrupt the caller stops the workers (envgen.interrupts) and
+        # reports at once.
         pool.shutdown(wait=False, cancel_futures=True)
     if failed:
         raise _first_failure(failed, several=len(stale) > 1)
@@ -345,9 +350,12 @@ def ask_hosts(
     preflight([_request(m, files[m.name], options) for m in matrices], options.settings)
 
 
-def _wait_for(futures: Mapping[str, Future[LockResult]], asked: Future[None] | None) -> list[tuple[str, EnvgenError]]:
-    """The envs that failed, once every re-lock has ended; a preflight that found unreachable hosts (or could
-    not read what it needed) stops the re-locks at once, and its error is the one raised."""
+def _wait_for(
+    futures: Mapping[str, Future[LockResult]], asked: Future[None] | None
+) -> list[tuple[str, EnvgenError]]:
+    """The envs that failed, once every re-lock has ended; a preflight that found unreachable hosts
+    (or could not read what it needed) stops the re-locks at once, and its error is the one raised.
+    """
     waiting: set[Future[Any]] = set(futures.values()) | ({asked} if asked is not None else set())
     while waiting:
         done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
@@ -365,8 +373,9 @@ def _wait_for(futures: Mapping[str, Future[LockResult]], asked: Future[None] | N
 
 
 def _stop(futures: Iterable[Future[LockResult]]) -> None:
-    """Stop the re-locks as an interrupt does (children killed, no lock written from here on); once they have
-    all ended, the process may go on with other work (a re-lock stuck in a library call leaves it stopped)."""
+    """Stop the re-locks as an interrupt does (children killed, no lock written from here on); once
+    they have all ended, the process may go on with other work (a re-lock stuck in a library call
+    leaves it stopped)."""
     interrupts.interrupt()
     _, running = wait(list(futures), timeout=STOP_WAIT)
     if not running:
@@ -374,10 +383,15 @@ def _stop(futures: Iterable[Future[LockResult]]) -> None:
 
 
 def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> EnvgenError:
-    """The first env's error, naming that env (and the others that failed) when several were locked together."""
+    """The first env's error, naming that env (and the others that failed) when several were locked
+    together."""
     env, error = failed[0]
     if several:
         others = [name for name, _ in failed[1:]]
-        also = f"\n(env{'s' if len(others) > 1 else ''} {', '.join(others)} failed too)" if others else ""
+        also = (
+            f"\n(env{'s' if len(others) > 1 else ''} {', '.join(others)} failed too)"
+            if others
+            else ""
+        )
         error.message = f"{env}: {error.message}{also}"
     return error

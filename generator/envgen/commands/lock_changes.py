@@ -27,7 +27,9 @@ class Unwritten:
     reasons: tuple[str, ...]
 
 
-def unwritten(project: Project, texts: LockTexts, relocked: Relocked, matrix_path: str) -> Unwritten:
+def unwritten(
+    project: Project, texts: LockTexts, relocked: Relocked, matrix_path: str
+) -> Unwritten:
     """What writing `relocked` over the lock files `texts` (as read) would change, and why."""
     lock = relocked.lock
     found = unwritten_changes(project, texts.env, lock, relocked.recipe, relocked.derived)

@@ -1,4 +1,5 @@
-"""Render a Matrix for `envgen show`: a JSON-ready document and readable text (credentials redacted)."""
+"""Render a Matrix for `envgen show`: a JSON-ready document and readable text (credentials
+redacted)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def matrix_document(matrix: Matrix, lock: Lock | None = None) -> dict[str, Any]:
             "platforms": list(matrix.platforms),
             "python": matrix.python,
             "notes": dict(matrix.notes),
-            # The envs merged in beneath this one, nearest first; the rest of the document is the merged result.
+            # The envs merged in beneath this one, nearest first; the rest of the document is the
+            # merged result.
             "extends": list(matrix.extends),
         },
         "system": _system(matrix),
@@ -60,11 +62,18 @@ def matrix_document(matrix: Matrix, lock: Lock | None = None) -> dict[str, Any]:
         },
         "activation": {
             "env": dict(matrix.activation_env),
-            "profiles": {p.name: {"description": p.description, "env": dict(p.env)} for p in matrix.profiles},
+            "profiles": {
+                p.name: {"description": p.description, "env": dict(p.env)} for p in matrix.profiles
+            },
         },
         "checks": {
             "imports": [
-                {"module": c.module, "distribution": c.distribution, "version": c.version, "needs": c.needs}
+                {
+                    "module": c.module,
+                    "distribution": c.distribution,
+                    "version": c.version,
+                    "needs": c.needs,
+                }
                 for c in matrix.checks
             ]
         },
@@ -87,7 +96,8 @@ def _system(matrix: Matrix) -> dict[str, Any]:
     cann = matrix.cann
     return {
         "glibc": matrix.glibc,
-        # `scripts`: the scripts sourced, in order (set_env holds them ':'-separated, as ASCEND_SET_ENV does)
+        # `scripts`: the scripts sourced, in order (set_env holds them ':'-separated, as
+        # ASCEND_SET_ENV does)
         "cann": {
             "version": cann.version,
             "pending": cann.pending,
@@ -101,7 +111,12 @@ def _system(matrix: Matrix) -> dict[str, Any]:
 
 def _pip(matrix: Matrix) -> dict[str, Any]:
     indexes = [
-        {"name": i.name, "url": redact_url(i.url), "explicit": i.explicit, "trusted_host": i.trusted_host}
+        {
+            "name": i.name,
+            "url": redact_url(i.url),
+            "explicit": i.explicit,
+            "trusted_host": i.trusted_host,
+        }
         for i in matrix.indexes
     ]
     return {
@@ -133,7 +148,10 @@ def _archive(matrix: Matrix, archive: Archive) -> dict[str, Any]:
 
 def render_json(matrix: Matrix, lock: Lock | None = None) -> str:
     """The document as stable JSON: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(matrix_document(matrix, lock), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(matrix_document(matrix, lock), sort_keys=True, indent=2, ensure_ascii=False)
+        + "\n"
+    )
 
 
 def _violates(name: str, lock: Lock | None) -> tuple[str, ...]:
@@ -201,17 +219,30 @@ def _pending(matrix: Matrix) -> list[dict[str, str]]:
     return items
 
 
-# --- text ------------------------------------------------------------------------------------------------
+# --- text
+# ------------------------------------------------------------------------------------------------
 
 
 def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
-    """Every section of the matrix as aligned, readable text (with the lock's recorded contradictions)."""
-    lines: list[str] = [f"{matrix.name}: {matrix.description}" if matrix.description else matrix.name, ""]
+    """Every section of the matrix as aligned, readable text (with the lock's recorded
+    contradictions)."""
+    lines: list[str] = [
+        f"{matrix.name}: {matrix.description}" if matrix.description else matrix.name,
+        "",
+    ]
     cann = matrix.cann
-    cann_text = f"pending ({cann.note})" if cann.pending else cann.version + (f" ({cann.note})" if cann.note else "")
+    cann_text = (
+        f"pending ({cann.note})"
+        if cann.pending
+        else cann.version + (f" ({cann.note})" if cann.note else "")
+    )
     lines += _rows(
         [
-            *([("extends", " -> ".join(matrix.extends) + " (merged below)")] if matrix.extends else []),
+            *(
+                [("extends", " -> ".join(matrix.extends) + " (merged below)")]
+                if matrix.extends
+                else []
+            ),
             ("platforms", ", ".join(matrix.platforms)),
             ("python", matrix.python),
             ("glibc", matrix.glibc),
@@ -220,12 +251,20 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
             *([("NPU", _npu_text(matrix))] if matrix.npu else []),
         ]
     )
-    lines += _section("conda channels", _rows([(c.name, redact_url(c.url)) for c in matrix.channels]))
+    lines += _section(
+        "conda channels", _rows([(c.name, redact_url(c.url)) for c in matrix.channels])
+    )
     lines += _section("conda specs", [f"  {spec}" for spec in matrix.conda_specs])
-    lines += _section("pip indexes", _rows([(i.name, _index_text(matrix, i.name)) for i in matrix.indexes]))
-    lines += _section("pip packages", _rows([(p.name, _package_text(matrix, p)) for p in matrix.packages]))
+    lines += _section(
+        "pip indexes", _rows([(i.name, _index_text(matrix, i.name)) for i in matrix.indexes])
+    )
+    lines += _section(
+        "pip packages", _rows([(p.name, _package_text(matrix, p)) for p in matrix.packages])
+    )
     lines += _steps_text(matrix)
-    lines += _section("sources (in install order)", [line for s in matrix.sources for line in _source_text(s)])
+    lines += _section(
+        "sources (in install order)", [line for s in matrix.sources for line in _source_text(s)]
+    )
     order = " -> ".join(s.name for s in matrix.sources)
     lines += _section("install order", [f"  {order}"] if order else [])
     links = [f"  {x.directory or '.'}: -> {x.target}  (reason: {x.reason})" for x in matrix.links]
@@ -233,10 +272,17 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
     overrides: list[str] = []
     for override in matrix.overrides:
         scope = "  transitive: replaces third-party metadata too" if override.transitive else ""
-        overrides += _rows([(override.name, f"{override.requirement}  (reason: {override.reason}){scope}")])
-        overrides += [f"    violates (in the lock): {pair}" for pair in _violates(override.name, lock)]
+        overrides += _rows(
+            [(override.name, f"{override.requirement}  (reason: {override.reason}){scope}")]
+        )
+        overrides += [
+            f"    violates (in the lock): {pair}" for pair in _violates(override.name, lock)
+        ]
     lines += _section("overrides", overrides)
-    lines += _section("activation env", [f"  {name}={shlex.quote(value)}" for name, value in matrix.activation_env])
+    lines += _section(
+        "activation env",
+        [f"  {name}={shlex.quote(value)}" for name, value in matrix.activation_env],
+    )
     profiles: list[str] = []
     for profile in matrix.profiles:
         profiles.append(f"  {profile.name}: {profile.description}")
@@ -250,7 +296,8 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
         watched = [f"  page {p.path} at {p.ref} of {redact_url(p.url)}" for p in watch.pages]
         watched += [f"  release refs of {name}: {', '.join(refs)}" for name, refs in watch.releases]
         lines += _section("watched upstream (status --watch)", watched)
-    # An empty value (a profile without a description, no CANN scripts) must not leave a line ending in spaces.
+    # An empty value (a profile without a description, no CANN scripts) must not leave a line ending
+    # in spaces.
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
@@ -288,7 +335,11 @@ def _rows(pairs: list[tuple[str, str]]) -> list[str]:
 def _index_text(matrix: Matrix, name: str) -> str:
     index = matrix.index(name)
     defaults = [i.name for i in matrix.default_indexes]
-    flags = [f"default #{defaults.index(name) + 1}" if name in defaults else "explicit (only packages naming it)"]
+    flags = [
+        f"default #{defaults.index(name) + 1}"
+        if name in defaults
+        else "explicit (only packages naming it)"
+    ]
     if index.trusted_host:
         flags.append(f"trusted host {index.trusted_host}")
     return f"{redact_url(index.url)}  [{', '.join(flags)}]"
@@ -318,7 +369,10 @@ def _npu_text(matrix: Matrix) -> str:
     recorded = f"; the build records device type {doc['device_type']} in {where}" if where else ""
     codes = "-".join(str(c) for c in dict.fromkeys(doc["soc_codes"]))
     names = " or ".join(doc["device_names"])
-    return f"{doc['generation']}: {doc['title']}, soc codes {codes}, device name {names}{chip}{recorded}"
+    return (
+        f"{doc['generation']}: {doc['title']}, soc codes {codes}, device name "
+        f"{names}{chip}{recorded}"
+    )
 
 
 def _source_text(source: Source) -> list[str]:

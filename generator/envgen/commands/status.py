@@ -32,12 +32,14 @@ log = logging.getLogger(__name__)
 
 NO_LOCK = "no lock yet"
 
-# --- the report (plain data) ------------------------------------------------------------------------------
+# --- the report (plain data)
+# ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class SourceDrift:
-    """A source pinned from a moving ref: the commit locked and the one the ref names upstream now."""
+    """A source pinned from a moving ref: the commit locked and the one the ref names upstream
+    now."""
 
     name: str
     url: str
@@ -52,8 +54,13 @@ class SourceDrift:
 
     @property
     def compare_url(self) -> str | None:
-        """The forge's page of the commits between the locked one and upstream's, when it drifted."""
-        return compare_url(self.url, self.locked, self.upstream) if self.upstream and self.drifted else None
+        """The forge's page of the commits between the locked one and upstream's, when it
+        drifted."""
+        return (
+            compare_url(self.url, self.locked, self.upstream)
+            if self.upstream and self.drifted
+            else None
+        )
 
     def describe(self) -> str:
         if self.error is not None:
@@ -66,7 +73,8 @@ class SourceDrift:
 
 @dataclass(frozen=True)
 class Outdated:
-    """An unpinned pip package of the matrix: the versions locked and the newest on the default indexes."""
+    """An unpinned pip package of the matrix: the versions locked and the newest on the default
+    indexes."""
 
     name: str
     locked: tuple[str, ...]
@@ -76,7 +84,9 @@ class Outdated:
 
     @property
     def behind(self) -> bool:
-        return self.newest is not None and any(Version(v) < Version(self.newest) for v in self.locked)
+        return self.newest is not None and any(
+            Version(v) < Version(self.newest) for v in self.locked
+        )
 
     def describe(self) -> str:
         locked = ", ".join(self.locked) or "not locked"
@@ -108,8 +118,8 @@ class StatusReport:
 
     @property
     def state(self) -> str:
-        """One of fresh, stale (an input changed since the lock was written), tampered (its files were edited
-        after `envgen lock` wrote them) or no-lock."""
+        """One of fresh, stale (an input changed since the lock was written), tampered (its files
+        were edited after `envgen lock` wrote them) or no-lock."""
         if self.tampered:
             return "tampered"
         return "fresh" if self.fresh else "no-lock" if self.reasons == (NO_LOCK,) else "stale"
@@ -139,14 +149,21 @@ class StatusReport:
             ],
             "pending": {name: note for name, note in self.pending},
             "outdated": [
-                {"name": o.name, "locked": list(o.locked), "newest": o.newest, "index": o.index, "error": o.error}
+                {
+                    "name": o.name,
+                    "locked": list(o.locked),
+                    "newest": o.newest,
+                    "index": o.index,
+                    "error": o.error,
+                }
                 for o in self.outdated
             ],
             "watch": self.watch.as_dict() if self.watch is not None else None,
         }
 
 
-# --- pure comparisons ---------------------------------------------------------------------------------------
+# --- pure comparisons
+# ---------------------------------------------------------------------------------------
 
 
 def moving_sources(lock: Lock) -> tuple[LockedSource, ...]:
@@ -155,18 +172,23 @@ def moving_sources(lock: Lock) -> tuple[LockedSource, ...]:
 
 
 def unpinned_packages(matrix: Matrix) -> tuple[str, ...]:
-    """The pip packages the matrix leaves unpinned (no version, URL or explicit index) and not pending."""
+    """The pip packages the matrix leaves unpinned (no version, URL or explicit index) and not
+    pending."""
     return tuple(
         sorted(
             p.name
             for p in matrix.packages
-            if not p.specifier and not p.pending and not p.url and not any(platform for platform, _ in p.index)
+            if not p.specifier
+            and not p.pending
+            and not p.url
+            and not any(platform for platform, _ in p.index)
         )
     )
 
 
 def newest_version(filenames: Iterable[str], allow_prereleases: bool = False) -> str | None:
-    """The newest version among a simple page's file names (wheels and sdists), final releases first."""
+    """The newest version among a simple page's file names (wheels and sdists), final releases
+    first."""
     versions = file_versions(filenames)
     final = {v for v in versions if allow_prereleases or not v.is_prerelease}
     return str(max(final or versions)) if versions else None
@@ -192,7 +214,8 @@ def build_report(
     )
 
 
-# --- effects ------------------------------------------------------------------------------------------------
+# --- effects
+# ------------------------------------------------------------------------------------------------
 
 
 def status_env(
@@ -202,15 +225,17 @@ def status_env(
     outdated: bool = False,
     watch: Path | None = None,
 ) -> StatusReport:
-    """The status of `env`: the lock's integrity, inputs re-digested, derived files compared, moving refs asked
-    upstream, with `outdated` the indexes, and with `watch` (the cache directory) the watch."""
+    """The status of `env`: the lock's integrity, inputs re-digested, derived files compared, moving
+    refs asked upstream, with `outdated` the indexes, and with `watch` (the cache directory) the
+    watch."""
     checked = checked_lock(project, env)
     if checked is None:
         # With no lock yet the watch still follows the matrix's pages, release refs and pins.
         none = build_report(env, None, ())
         return none if watch is None else _watched(none, load_env(project, env), None, (), watch)
     if checked.problems or checked.lock is None:
-        # Nothing else about a tampered lock can be trusted: its inputs and sources are what was edited.
+        # Nothing else about a tampered lock can be trusted: its inputs and sources are what was
+        # edited.
         return StatusReport(env, fresh=False, reasons=checked.problems, tampered=True)
     lock = checked.lock
     fresh = freshness(project, env, lock)
@@ -252,8 +277,8 @@ def status_exit_code(reports: Sequence[StatusReport]) -> int:
 
 
 def headline(message: str) -> str:
-    """A multi-line error in one line: its headline and, when the headline ends in a colon, the first detail
-    (never a dangling colon)."""
+    """A multi-line error in one line: its headline and, when the headline ends in a colon, the
+    first detail (never a dangling colon)."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     if not lines:
         return "no detail"
@@ -263,10 +288,13 @@ def headline(message: str) -> str:
     return head
 
 
-def check_drift(sources: Sequence[LockedSource], matrix: Matrix | None = None) -> tuple[SourceDrift, ...]:
+def check_drift(
+    sources: Sequence[LockedSource], matrix: Matrix | None = None
+) -> tuple[SourceDrift, ...]:
     """Ask each source's remote (through git, so `insteadOf` mirrors apply) what its ref names now.
 
-    A lock records URLs without credentials: a source the matrix gives with `user:password@` is asked with them."""
+    A lock records URLs without credentials: a source the matrix gives with `user:password@` is
+    asked with them."""
     given = {strip_credentials(s.url): s.url for s in matrix.sources} if matrix else {}
     git = GitEnv.read(os.environ)
     found = []
@@ -278,7 +306,9 @@ def check_drift(sources: Sequence[LockedSource], matrix: Matrix | None = None) -
             now = upstream_commit(asked, git)
         except EnvgenError as exc:
             log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
-            found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=headline(exc.message)))
+            found.append(
+                SourceDrift(src.name, url, src.ref, locked.commit, error=headline(exc.message))
+            )
             continue
         found.append(SourceDrift(src.name, url, src.ref, locked.commit, upstream=now))
     return tuple(found)
@@ -291,7 +321,11 @@ def check_outdated(matrix: Matrix, lock: Lock) -> tuple[Outdated, ...]:
     with IndexClient(indexes, network.limits(os.environ)) as client:
         for name in unpinned_packages(matrix):
             key = canonicalize_name(name)
-            locked = tuple(sorted({e.version for e in lock.pip if canonicalize_name(e.name) == key}, key=Version))
+            locked = tuple(
+                sorted(
+                    {e.version for e in lock.pip if canonicalize_name(e.name) == key}, key=Version
+                )
+            )
             found.append(_newest_on_indexes(client, name, locked))
     return tuple(found)
 
@@ -309,11 +343,13 @@ def _newest_on_indexes(client: IndexClient, name: str, locked: tuple[str, ...]) 
     return Outdated(name, locked)
 
 
-# --- rendering ----------------------------------------------------------------------------------------------
+# --- rendering
+# ----------------------------------------------------------------------------------------------
 
 
 def render_status(reports: Sequence[StatusReport]) -> str:
-    """Plain text: one headline per env, then why it is stale, what drifted, what is pending or outdated."""
+    """Plain text: one headline per env, then why it is stale, what drifted, what is pending or
+    outdated."""
     out = []
     for report in reports:
         state = "no lock yet" if report.state == "no-lock" else report.state
@@ -339,7 +375,9 @@ def render_status(reports: Sequence[StatusReport]) -> str:
             if behind:
                 # A re-lock keeps locked versions; only an upgrade takes the newer ones.
                 names = " ".join(f"--upgrade-package {name}" for name in behind)
-                out.append(f"  `envgen lock {report.env} {names}` takes them (or --upgrade: everything)")
+                out.append(
+                    f"  `envgen lock {report.env} {names}` takes them (or --upgrade: everything)"
+                )
         out += _watch_lines(report.watch)
     return "\n".join(out) + "\n" if out else ""
 

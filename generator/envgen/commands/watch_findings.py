@@ -268,7 +268,8 @@ def page_changed(page: Page, upstream: str, blob: str | None) -> Finding | None:
     now = f"blob {short_commit(blob)}" if blob else "gone (moved or removed)"
     message = (
         f"page {page.path} ({page.ref}) changed since the matrix was written: blob "
-        f"{short_commit(page.blob)} at {short_commit(page.commit)}, now {now} at {short_commit(upstream)}"
+        f"{short_commit(page.blob)} at {short_commit(page.commit)}, now {now} at "
+        f"{short_commit(upstream)}"
     )
     details = {
         "url": redact_url(page.url),

@@ -1,4 +1,5 @@
-"""Build real git repositories with deterministic commits, tags and branches, for tests and `envgen demo`."""
+"""Build real git repositories with deterministic commits, tags and branches, for tests and `envgen
+demo`."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import tomli_w
 
 from envgen.process import run
 
-# Every commit is made by this identity at EPOCH + one minute per commit already in the repository, so the
-# same sequence of builder calls gives the same shas on every machine.
+# Every commit is made by this identity at EPOCH + one minute per commit already in the repository,
+# so the same sequence of builder calls gives the same shas on every machine.
 IDENTITY = ("envgen fixtures", "fixtures@envgen.invalid")
 EPOCH = 1_700_000_000
 
@@ -20,7 +21,9 @@ EPOCH = 1_700_000_000
 def _git_env() -> dict[str, str]:
     """The machine's environment minus its git configuration, which must not shape fixture repos."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0", LC_ALL="C"
+    )
     return env
 
 
@@ -36,12 +39,17 @@ class GitRepo:
 
     @classmethod
     def create(
-        cls, path: Path, files: Mapping[str, str], *, branch: str = "main", allow_sha_wants: bool = True
+        cls,
+        path: Path,
+        files: Mapping[str, str],
+        *,
+        branch: str = "main",
+        allow_sha_wants: bool = True,
     ) -> GitRepo:
         """A new repository whose first commit on `branch` holds `files`.
 
-        `allow_sha_wants` lets clients fetch any commit by sha (as GitHub does); without it a protocol-v0
-        client must fall back to fetching whole refs.
+        `allow_sha_wants` lets clients fetch any commit by sha (as GitHub does); without it a
+        protocol-v0 client must fall back to fetching whole refs.
         """
         path.mkdir(parents=True, exist_ok=True)
         repo = cls(path)
@@ -61,8 +69,11 @@ class GitRepo:
         """The commit `ref` points to (tags peeled)."""
         return self.git("rev-parse", f"{ref}^{{commit}}")
 
-    def commit(self, files: Mapping[str, str | None], message: str, *, branch: str | None = None) -> str:
-        """Commit `files` (None deletes one) on `branch` (created from HEAD if new; default: the current one)."""
+    def commit(
+        self, files: Mapping[str, str | None], message: str, *, branch: str | None = None
+    ) -> str:
+        """Commit `files` (None deletes one) on `branch` (created from HEAD if new; default: the
+        current one)."""
         if branch is not None:
             exists = self.git("branch", "--list", branch)
             self.git("checkout", "--quiet", *(() if exists else ("-b",)), branch)
@@ -78,8 +89,8 @@ class GitRepo:
         return self.rev()
 
     def submodule(self, path: str, url: str, commit: str, message: str) -> str:
-        """Commit a submodule at `path`: a gitlink to `commit` of `url` and its .gitmodules entry, as
-        `git submodule add` records them (without cloning it)."""
+        """Commit a submodule at `path`: a gitlink to `commit` of `url` and its .gitmodules entry,
+        as `git submodule add` records them (without cloning it)."""
         gitmodules = self.path / ".gitmodules"
         known = gitmodules.read_text() if gitmodules.exists() else ""
         gitmodules.write_text(f'{known}[submodule "{path}"]\n\tpath = {path}\n\turl = {url}\n')
@@ -96,7 +107,8 @@ class GitRepo:
         return self.rev(name)
 
     def tag(self, name: str, ref: str = "HEAD", *, message: str | None = None) -> str:
-        """A lightweight tag, or an annotated one when `message` is given; returns the tagged commit."""
+        """A lightweight tag, or an annotated one when `message` is given; returns the tagged
+        commit."""
         if message is None:
             self.git("tag", name, ref)
         else:
@@ -119,8 +131,11 @@ class GitRepo:
         }
 
 
-def side_commit(repo: GitRepo, branch: str, files: Mapping[str, str | None], message: str, *, start: str) -> str:
-    """A commit on a new branch forked from `start`, for cherry-picking; the current branch is restored."""
+def side_commit(
+    repo: GitRepo, branch: str, files: Mapping[str, str | None], message: str, *, start: str
+) -> str:
+    """A commit on a new branch forked from `start`, for cherry-picking; the current branch is
+    restored."""
     current = repo.git("rev-parse", "--abbrev-ref", "HEAD")
     repo.branch(branch, start)
     sha = repo.commit(files, message, branch=branch)
@@ -137,7 +152,8 @@ def python_project(
     files: Mapping[str, str] | None = None,
     branch: str = "main",
 ) -> GitRepo:
-    """A setuptools project `name` (package `name` with `__version__`), pip-installable with `-e`."""
+    """A setuptools project `name` (package `name` with `__version__`), pip-installable with
+    `-e`."""
     package = name.replace("-", "_").lower()
     pyproject = tomli_w.dumps(
         {

@@ -1,4 +1,5 @@
-"""The bundled A5-shaped example (data in example/data/): its artifacts, servers and project, for `envgen demo`."""
+"""The bundled A5-shaped example (data in example/data/): its artifacts, servers and project, for
+`envgen demo`."""
 
 from __future__ import annotations
 
@@ -30,17 +31,24 @@ _TAG_X86_64 = "cp311-cp311-manylinux_2_28_x86_64"
 
 # "pypi": the main index, with a decoy demo-triton of a higher version than the one on "extra".
 PYPI_DISTS = (
-    FixtureDist("demo-torch", "2.10.0", tags=(_TAG_AARCH64, _TAG_X86_64), requires=("demo-numpy>=1.26",)),
-    FixtureDist("demo-torch", "2.10.1", tags=(_TAG_AARCH64, _TAG_X86_64), requires=("demo-numpy>=1.26",)),
+    FixtureDist(
+        "demo-torch", "2.10.0", tags=(_TAG_AARCH64, _TAG_X86_64), requires=("demo-numpy>=1.26",)
+    ),
+    FixtureDist(
+        "demo-torch", "2.10.1", tags=(_TAG_AARCH64, _TAG_X86_64), requires=("demo-numpy>=1.26",)
+    ),
     FixtureDist("demo-numpy", "1.26.4", tags=(_TAG_AARCH64, _TAG_X86_64)),
     FixtureDist("demo-transformers", "4.57.6", requires=("demo-tokenizers>=0.20",)),
     FixtureDist("demo-transformers", "5.5.4", requires=("demo-tokenizers>=0.21",)),
     FixtureDist("demo-tokenizers", "0.21.0"),
-    # The newest demo-peft needs transformers 5: the override on transformers makes the resolver keep 0.17.0.
+    # The newest demo-peft needs transformers 5: the override on transformers makes the resolver
+    # keep 0.17.0.
     FixtureDist("demo-peft", "0.17.0", requires=("demo-transformers>=4.50",)),
     FixtureDist("demo-peft", "0.18.0", requires=("demo-transformers>=5.0",)),
     FixtureDist("demo-bridge", "0.1.0"),
-    FixtureDist("demo-bridge", "0.2.0", requires=("demo-x86-helper ; platform_machine == 'x86_64'",)),
+    FixtureDist(
+        "demo-bridge", "0.2.0", requires=("demo-x86-helper ; platform_machine == 'x86_64'",)
+    ),
     FixtureDist("demo-x86-helper", "1.0.0", tags=(_TAG_X86_64,)),
     FixtureDist("demo-triton", "9.9.9"),
     # Declared by the serving source, left out by the matrix on purpose (the SGLang route's timm).
@@ -55,7 +63,8 @@ EXTRA_DISTS = (FixtureDist("demo-triton", "3.2.2", tags=(_TAG_AARCH64, _TAG_X86_
 
 @dataclass(frozen=True)
 class Example:
-    """A served example: the project to run envgen in, the git config that maps GitHub to local repos."""
+    """A served example: the project to run envgen in, the git config that maps GitHub to local
+    repos."""
 
     root: Path
     gitconfig: Path
@@ -70,8 +79,11 @@ class Example:
 
 
 def build_repos(where: Path) -> dict[str, GitRepo]:
-    """The example's upstream repositories, with deterministic commits (so the matrix can name a sha)."""
-    rollout = backend_project(where / "rollout", "rollout", "0.23.0", require_env={"ROLLOUT_TARGET_DEVICE": "empty"})
+    """The example's upstream repositories, with deterministic commits (so the matrix can name a
+    sha)."""
+    rollout = backend_project(
+        where / "rollout", "rollout", "0.23.0", require_env={"ROLLOUT_TARGET_DEVICE": "empty"}
+    )
     rollout.commit({"requirements.txt": "demo-transformers>=5.0\ndemo-bridge\n"}, "requirements")
     rollout.tag("v0.23.0", message="rollout 0.23.0")
 
@@ -89,7 +101,9 @@ def build_repos(where: Path) -> dict[str, GitRepo]:
         },
         "npu requirements",
     )
-    side_commit(post, "fix", {"post/fix.py": "FIXED = True\n"}, "fix: a patch not yet merged", start="main")
+    side_commit(
+        post, "fix", {"post/fix.py": "FIXED = True\n"}, "fix: a patch not yet merged", start="main"
+    )
 
     queue = backend_project(where / "queue", "demo-queue", "0.1.0", module="demo_queue")
     serving = npu_project(
@@ -111,7 +125,8 @@ def build_repos(where: Path) -> dict[str, GitRepo]:
 
 
 def write_gitconfig(path: Path, repos: dict[str, GitRepo]) -> Path:
-    """A git config sending the canonical GitHub URLs to the local repositories (a user's mirror setup)."""
+    """A git config sending the canonical GitHub URLs to the local repositories (a user's mirror
+    setup)."""
     lines = []
     for name, repo in sorted(repos.items()):
         lines += [f'[url "{repo.url}"]', f"\tinsteadOf = {GITHUB}{name}.git"]
@@ -120,11 +135,13 @@ def write_gitconfig(path: Path, repos: dict[str, GitRepo]) -> Path:
 
 
 def write_project(root: Path, example_dir: Path, urls: dict[str, str], post_fix: str) -> Path:
-    """The project envgen runs in: the example matrix plus channel files naming the loopback servers."""
+    """The project envgen runs in: the example matrix plus channel files naming the loopback
+    servers."""
     if not (example_dir / "env-templates" / f"{ENV}.toml").is_file():
         raise InputError(
             f"the bundled example is missing: {example_dir}",
-            hint="it ships inside the envgen package: reinstall envgen (pip install --force-reinstall envgen)",
+            hint="it ships inside the envgen package: reinstall envgen (pip install "
+            "--force-reinstall envgen)",
         )
     (root / "env-templates").mkdir(parents=True, exist_ok=True)
     (root / "channels").mkdir(exist_ok=True)
@@ -157,7 +174,8 @@ def build_example(workdir: Path) -> None:
 
 @contextmanager
 def serve_example(workdir: Path, example_dir: Path = EXAMPLE_DIR) -> Iterator[Example]:
-    """Build every artifact of the example under `workdir`, serve it on 127.0.0.1, yield the project."""
+    """Build every artifact of the example under `workdir`, serve it on 127.0.0.1, yield the
+    project."""
     build_example(workdir)
     with serve_built_example(workdir, example_dir) as example:
         yield example
@@ -165,10 +183,14 @@ def serve_example(workdir: Path, example_dir: Path = EXAMPLE_DIR) -> Iterator[Ex
 
 @contextmanager
 def serve_built_example(workdir: Path, example_dir: Path = EXAMPLE_DIR) -> Iterator[Example]:
-    """Serve the artifacts build_example left in `workdir` (or a copy of them) on 127.0.0.1, yield the project."""
+    """Serve the artifacts build_example left in `workdir` (or a copy of them) on 127.0.0.1, yield
+    the project."""
     repos = {path.name: GitRepo(path) for path in sorted((workdir / "upstream").iterdir())}
     with ExitStack() as stack:
-        urls = {name: stack.enter_context(serve_directory(workdir / name)) for name in ("pypi", "extra", "conda")}
+        urls = {
+            name: stack.enter_context(serve_directory(workdir / name))
+            for name in ("pypi", "extra", "conda")
+        }
         post_fix = repos["post"].rev("fix")
         root = write_project(workdir / "project", example_dir, urls, post_fix)
         yield Example(
@@ -187,35 +209,48 @@ SERVED = {"pypi": "pypi", "extra": "extra", "conda": "demo-forge"}
 
 @contextmanager
 def serve_kept_example(workdir: Path) -> Iterator[Example]:
-    """Serve again a directory `envgen demo --keep` left, as it is (its matrix, locks and git history are the
-    user's now): each index and the channel on the port its project's channel file names, so the URLs its locks
-    record still hold. A port taken meanwhile is replaced by a free one, written into that channel file."""
+    """Serve again a directory `envgen demo --keep` left, as it is (its matrix, locks and git
+    history are the user's now): each index and the channel on the port its project's channel file
+    names, so the URLs its locks record still hold. A port taken meanwhile is replaced by a free
+    one, written into that channel file."""
     root = workdir / "project"
-    needed = [*SERVED, "upstream", "gitconfig", *(f"project/channels/{c}.toml" for c in SERVED.values())]
+    needed = [
+        *SERVED,
+        "upstream",
+        "gitconfig",
+        *(f"project/channels/{c}.toml" for c in SERVED.values()),
+    ]
     missing = [name for name in needed if not (workdir / name).exists()]
     if missing:
         raise InputError(
-            f"{workdir} is not a directory `envgen demo --keep` kept: it has no {', '.join(missing)}",
+            f"{workdir} is not a directory `envgen demo --keep` kept: it has no "
+            f"{', '.join(missing)}",
             hint="run `envgen demo --keep` and pass the directory it prints at the end",
         )
     repos = {path.name: GitRepo(path) for path in sorted((workdir / "upstream").iterdir())}
     with ExitStack() as stack:
         urls = {
-            name: stack.enter_context(_serve_again(workdir / name, root / "channels" / f"{channel}.toml"))
+            name: stack.enter_context(
+                _serve_again(workdir / name, root / "channels" / f"{channel}.toml")
+            )
             for name, channel in SERVED.items()
         }
-        yield Example(root, workdir / "gitconfig", repos, urls["pypi"], urls["extra"], urls["conda"])
+        yield Example(
+            root, workdir / "gitconfig", repos, urls["pypi"], urls["extra"], urls["conda"]
+        )
 
 
 @contextmanager
 def _serve_again(directory: Path, channel_file: Path) -> Iterator[str]:
-    """`directory` served on the port `channel_file`'s URL names, else on a free one written into the file."""
+    """`directory` served on the port `channel_file`'s URL names, else on a free one written into
+    the file."""
     text = channel_file.read_text()
     written = urlsplit(tomllib.loads(text).get("url", ""))
     with ExitStack() as stack:
         try:
             url = stack.enter_context(serve_directory(directory, port=written.port or 0))
-        except OSError:  # taken since: a free port, and the project follows it (its locks then read as stale)
+        # taken since: a free port, and the project follows it (its locks then read as stale)
+        except OSError:
             url = stack.enter_context(serve_directory(directory))
         old = f"{written.scheme}://{written.netloc}"
         if url != old:
@@ -224,15 +259,18 @@ def _serve_again(directory: Path, channel_file: Path) -> Iterator[str]:
 
 
 def bump_version(example: Example, package: str, old: str, new: str) -> None:
-    """Edit the example matrix: `package` pinned at `old` becomes `new` (the demo's version bump), and an import
-    check expecting `old` of it expects `new` (a bump leaves a lock whose own check passes)."""
+    """Edit the example matrix: `package` pinned at `old` becomes `new` (the demo's version bump),
+    and an import check expecting `old` of it expects `new` (a bump leaves a lock whose own check
+    passes)."""
     text = example.matrix.read_text()
     before = f'{package} = {{ version = "=={old}" }}'
     if before not in text:
         raise InputError(f"{example.matrix}: no pin {package}=={old} to bump")
     text = text.replace(before, f'{package} = {{ version = "=={new}" }}')
     expected = f'distribution = "{package}"\nversion = "{old}"'
-    example.matrix.write_text(text.replace(expected, f'distribution = "{package}"\nversion = "{new}"'))
+    example.matrix.write_text(
+        text.replace(expected, f'distribution = "{package}"\nversion = "{new}"')
+    )
 
 
 def republish(
@@ -241,7 +279,8 @@ def republish(
     pypi: Sequence[FixtureDist] | None = None,
     conda: Sequence[CondaPackage] | None = None,
 ) -> None:
-    """Replace what the served "pypi" index or conda channel offers (a release published, or one removed)."""
+    """Replace what the served "pypi" index or conda channel offers (a release published, or one
+    removed)."""
     workdir = example.root.parent
     if pypi is not None:
         shutil.rmtree(workdir / "pypi" / "simple")
@@ -256,5 +295,7 @@ def advance_branch(example: Example, repo: str, branch: str) -> str:
     """A new upstream commit on `branch` of `repo` (a moving branch moves); returns its sha."""
     upstream = example.repos[repo]
     return upstream.commit(
-        {f"CHANGES-{branch.replace('/', '-')}.txt": "moved upstream\n"}, "upstream moves", branch=branch
+        {f"CHANGES-{branch.replace('/', '-')}.txt": "moved upstream\n"},
+        "upstream moves",
+        branch=branch,
     )

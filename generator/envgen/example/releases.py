@@ -47,7 +47,9 @@ def build_release(dest: Path, name: str, dists: Sequence[FixtureDist]) -> Path:
             with zipfile.ZipFile(part.handle, "w", compression=zipfile.ZIP_STORED) as zf:
                 zf.writestr(zipfile.ZipInfo("README.md", date_time=_ZIP_TIME), f"# {name}\n")
                 for wheel in sorted(wheels):
-                    zf.writestr(zipfile.ZipInfo(wheel.name, date_time=_ZIP_TIME), wheel.read_bytes())
+                    zf.writestr(
+                        zipfile.ZipInfo(wheel.name, date_time=_ZIP_TIME), wheel.read_bytes()
+                    )
             part.place(path)
     return path
 

@@ -1,4 +1,5 @@
-"""Git repos of tiny Python projects with an in-tree build backend, pip-installable (also `-e`) offline."""
+"""Git repos of tiny Python projects with an in-tree build backend, pip-installable (also `-e`)
+offline."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 
 from envgen.example.gitrepos import GitRepo
 
-# A PEP 517/660 backend in the project itself: no setuptools, no index, so builds work with or without build
-# isolation and without network. It reads `fixture.json` for the name, version, module and required env.
+# A PEP 517/660 backend in the project itself: no setuptools, no index, so builds work with or
+# without build isolation and without network. It reads `fixture.json` for the name, version, module
+# and required env.
 BACKEND = r'''"""Build backend of an envgen fixture project (PEP 517 + PEP 660)."""
 
 import base64
@@ -110,10 +112,11 @@ def backend_project(
 ) -> GitRepo:
     """A git repo of project `name` whose module `module` (default: the name) sets `__version__`.
 
-    `importable=False` puts the module in the tree but installs nothing of it: only PYTHONPATH makes it
-    importable (as with MindSpeed and Megatron-LM). `require_env` makes the build fail unless each variable
-    has its value (as vllm needs VLLM_TARGET_DEVICE=empty). The project declares `dependencies`, and the lines
-    of `dependencies_file` read at build time (a dynamic `install_requires`); the file itself is not created.
+    `importable=False` puts the module in the tree but installs nothing of it: only PYTHONPATH makes
+    it importable (as with MindSpeed and Megatron-LM). `require_env` makes the build fail unless
+    each variable has its value (as vllm needs VLLM_TARGET_DEVICE=empty). The project declares
+    `dependencies`, and the lines of `dependencies_file` read at build time (a dynamic
+    `install_requires`); the file itself is not created.
     """
     module = module or name.replace("-", "_").lower()
     config = {
@@ -124,7 +127,10 @@ def backend_project(
         "dependencies": list(dependencies),
         "dependencies_file": dependencies_file,
     }
-    pyproject = '[build-system]\nrequires = []\nbuild-backend = "fixture_backend"\nbackend-path = ["_backend"]\n'
+    pyproject = (
+        '[build-system]\nrequires = []\nbuild-backend = "fixture_backend"\nbackend-path = '
+        '["_backend"]\n'
+    )
     files = {
         "pyproject.toml": pyproject,
         "fixture.json": json.dumps(config, indent=2, sort_keys=True) + "\n",

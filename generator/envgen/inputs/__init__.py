@@ -1,1 +1,2 @@
-"""What a project asks for: strict TOML reading, channels and indexes, the matrix, requirement files."""
+"""What a project asks for: strict TOML reading, channels and indexes, the matrix, requirement
+files."""

@@ -1,4 +1,5 @@
-"""channels/<name>.toml -> the named conda channels (Channel) and pip indexes (Index) matrices refer to."""
+"""channels/<name>.toml -> the named conda channels (Channel) and pip indexes (Index) matrices refer
+to."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ _KEYS = {"conda": ("kind", "url"), "pip": ("kind", "url", "trusted_host", "expli
 
 
 def load_channels(channels_dir: Path) -> dict[str, Channel | Index]:
-    """Every channel file in `channels_dir`, by name (the file stem); MatrixError lists every problem."""
+    """Every channel file in `channels_dir`, by name (the file stem); MatrixError lists every
+    problem."""
     channels, problems = read_channels(channels_dir)
     if problems:
         raise MatrixError(problems)
@@ -28,11 +30,13 @@ def load_channels(channels_dir: Path) -> dict[str, Channel | Index]:
 
 
 def read_channels(channels_dir: Path) -> tuple[dict[str, Channel | Index], list[Problem]]:
-    """The channels that are valid, and the problems of those that are not (a bad file yields no entry)."""
+    """The channels that are valid, and the problems of those that are not (a bad file yields no
+    entry)."""
     if not channels_dir.is_dir():
         raise InputError(
             f"no channels directory at {channels_dir}",
-            hint='create it with one <name>.toml per conda channel or pip index (kind = "conda" | "pip")',
+            hint="create it with one <name>.toml per conda channel or pip index (kind = "
+            '"conda" | "pip")',
         )
     channels: dict[str, Channel | Index] = {}
     problems: list[Problem] = []
@@ -51,7 +55,9 @@ def read_channel(path: Path) -> tuple[Channel | Index | None, list[Problem]]:
         return None, problems.items
     name = path.stem
     if not is_plain_name(name):
-        problems.add((), f"channel name '{name}' (the file name) must be letters, digits, '.', '_' or '-'")
+        problems.add(
+            (), f"channel name '{name}' (the file name) must be letters, digits, '.', '_' or '-'"
+        )
     kind = get_str(problems, data, ("kind",))
     if "kind" not in data:
         problems.add(("kind",), 'missing required key (kind = "conda" or kind = "pip")')
@@ -76,21 +82,24 @@ def read_channel(path: Path) -> tuple[Channel | Index | None, list[Problem]]:
     return Index(name=name, url=url, explicit=explicit, trusted_host=trusted_host), []
 
 
-# --- using an index: `${VAR}` expanded, credentials apart ----------------------------------------------------
+# --- using an index: `${VAR}` expanded, credentials apart
+# ----------------------------------------------------
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
 class IndexAccess:
-    """An index ready to use: its URL expanded and without credentials, and the credentials apart."""
+    """An index ready to use: its URL expanded and without credentials, and the credentials
+    apart."""
 
     name: str
     url: str
     explicit: bool
     username: str | None = None
     password: str | None = None
-    # pip's --trusted-host: this host (or host:port) is reached even over plain HTTP or an unverified certificate.
+    # pip's --trusted-host: this host (or host:port) is reached even over plain HTTP or an
+    # unverified certificate.
     trusted_host: str | None = None
 
     @property
@@ -137,4 +146,6 @@ def access_index(index: Index, environ: Mapping[str, str]) -> IndexAccess:
     parts = urlsplit(url)
     username = unquote(parts.username) if parts.username is not None else None
     password = unquote(parts.password) if parts.password is not None else None
-    return IndexAccess(index.name, strip_credentials(url), index.explicit, username, password, index.trusted_host)
+    return IndexAccess(
+        index.name, strip_credentials(url), index.explicit, username, password, index.trusted_host
+    )

@@ -1,8 +1,10 @@
-"""`extends = "base"`: a matrix written as the keys that differ from another env's matrix, merged before validation.
+"""`extends = "base"`: a matrix written as the keys that differ from another env's matrix, merged
+before validation.
 
-Merge rule (one home, documented in docs/matrix.md): tables merge key by key, recursively; any other value (a
-string, a number, an array, an array of tables) written in the extending file replaces the base's value whole.
-Every merged key remembers the file and line it was written on, so a problem names the file that wrote it.
+Merge rule (one home, documented in docs/matrix.md): tables merge key by key, recursively; any other
+value (a string, a number, an array, an array of tables) written in the extending file replaces the
+base's value whole. Every merged key remembers the file and line it was written on, so a problem
+names the file that wrote it.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ class Layered:
 def read_layered(path: Path) -> Layered:
     """Read `path` and every file it extends, merged; `extends` itself is removed from the data.
 
-    A syntax error, a wrong `extends`, a missing base or a cycle is one problem (with its file and line) and
-    empty data: nothing further is validated until the chain reads.
+    A syntax error, a wrong `extends`, a missing base or a cycle is one problem (with its file and
+    line) and empty data: nothing further is validated until the chain reads.
     """
     layers: list[tuple[Path, dict[str, Any], Problems]] = []
     current = path
@@ -60,24 +62,35 @@ def read_layered(path: Path) -> Layered:
 
 
 def _base_path(file: Path, value: object, problems: Problems, chain: list[Path]) -> Path | None:
-    """The file `extends` names, or None with the problem recorded (not a name, missing, or a cycle)."""
+    """The file `extends` names, or None with the problem recorded (not a name, missing, or a
+    cycle)."""
     key: KeyPath = (EXTENDS,)
     if not isinstance(value, str) or not is_plain_name(value):
         shown = repr(value) if isinstance(value, str) else type_name(value)
-        problems.add(key, f"expected the name of another env (its env-templates/<name>.toml), got {shown}")
+        problems.add(
+            key, f"expected the name of another env (its env-templates/<name>.toml), got {shown}"
+        )
         return None
     base = file.parent / f"{value}.toml"
-    # Matrices arrive in pull requests, which can add a symlink: a base is read only as a file of its own.
+    # Matrices arrive in pull requests, which can add a symlink: a base is read only as a file of
+    # its own.
     if base.is_symlink():
-        problems.add(key, f"{base} is a symbolic link; the env to extend must be a regular file in {file.parent}")
+        problems.add(
+            key,
+            f"{base} is a symbolic link; the env to extend must be a regular file in {file.parent}",
+        )
         return None
     if base.resolve() in [p.resolve() for p in chain]:
         cycle = " -> ".join([*(p.stem for p in chain), value])
-        problems.add(key, f"extends itself through {cycle}; remove `extends` from one of these files")
+        problems.add(
+            key, f"extends itself through {cycle}; remove `extends` from one of these files"
+        )
         return None
     if not base.is_file():
         envs = sorted(p.stem for p in file.parent.glob("*.toml") if p != file)
-        problems.add(key, f"no matrix {base} to extend; available envs: {', '.join(envs) or 'none'}")
+        problems.add(
+            key, f"no matrix {base} to extend; available envs: {', '.join(envs) or 'none'}"
+        )
         return None
     return base
 

@@ -1,8 +1,10 @@
-"""Reading an input file that may be hostile: regular files only, and nesting that cannot crash a parser.
+"""Reading an input file that may be hostile: regular files only, and nesting that cannot crash a
+parser.
 
-A symlink (which a pull request can add) could point anywhere on the machine; a FIFO named `*.toml` would block
-a read forever; a document nested thousands of levels deep makes the recursive TOML and YAML parsers (and any
-walk over what they return) raise RecursionError. All become an InputError naming the file.
+A symlink (which a pull request can add) could point anywhere on the machine; a FIFO named `*.toml`
+would block a read forever; a document nested thousands of levels deep makes the recursive TOML and
+YAML parsers (and any walk over what they return) raise RecursionError. All become an InputError
+naming the file.
 """
 
 from __future__ import annotations
@@ -19,24 +21,30 @@ from envgen.errors import InputError
 
 
 def read_input_text(path: Path, hint: str, shown: str | None = None) -> str:
-    """The UTF-8 text of `path`, which must be a regular file (a symlink, a FIFO, a device or a directory is
-    refused).
+    """The UTF-8 text of `path`, which must be a regular file (a symlink, a FIFO, a device or a
+    directory is refused).
 
-    `hint` says how to get a good file again (edit it, re-lock); `shown` is the file's name in messages (the
-    path by default; a bundle's member by the bundle and its name).
+    `hint` says how to get a good file again (edit it, re-lock); `shown` is the file's name in
+    messages (the path by default; a bundle's member by the bundle and its name).
     """
     shown = str(path) if shown is None else shown
     try:
-        # O_NONBLOCK: opening a FIFO with no writer must not hang before its type is seen. O_NOFOLLOW: a pull
-        # request can add a symlink, and an input read through one could be any file of the machine.
+        # O_NONBLOCK: opening a FIFO with no writer must not hang before its type is seen.
+        # O_NOFOLLOW: a pull request can add a symlink, and an input read through one could be any
+        # file of the machine.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
         if exc.errno == errno.ELOOP and path.is_symlink():
-            raise InputError(f"{shown} is a symbolic link", hint="replace it with a regular file") from exc
+            raise InputError(
+                f"{shown} is a symbolic link", hint="replace it with a regular file"
+            ) from exc
         raise InputError(f"cannot read {shown}: {exc.strerror or exc}", hint=hint) from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(f"{shown} is not a regular file", hint="replace it with a regular file, or remove it")
+            raise InputError(
+                f"{shown} is not a regular file",
+                hint="replace it with a regular file, or remove it",
+            )
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read()
@@ -47,7 +55,9 @@ def read_input_text(path: Path, hint: str, shown: str | None = None) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"cannot read {shown}: not UTF-8 text ({exc.reason} at byte {exc.start})", hint=hint) from exc
+        raise InputError(
+            f"cannot read {shown}: not UTF-8 text ({exc.reason} at byte {exc.start})", hint=hint
+        ) from exc
 
 
 def open_input(path: Path, hint: str) -> BinaryIO:
@@ -67,7 +77,8 @@ def open_input(path: Path, hint: str) -> BinaryIO:
 
 @contextmanager
 def bounded_nesting(where: str) -> Iterator[None]:
-    """Report a parser's (or a walk's) RecursionError on deeply nested input as bad input in `where`."""
+    """Report a parser's (or a walk's) RecursionError on deeply nested input as bad input in
+    `where`."""
     try:
         yield
     except RecursionError:
@@ -78,11 +89,12 @@ def bounded_nesting(where: str) -> Iterator[None]:
 
 
 def safe_yaml(text: str) -> object:
-    """A YAML document through the safe loader, libyaml's where present (it reads a lock about ten times faster
-    than the pure-Python one; a re-lock reads the previous lock, and check, diff and status read locks too).
+    """A YAML document through the safe loader, libyaml's where present (it reads a lock about ten
+    times faster than the pure-Python one; a re-lock reads the previous lock, and check, diff and
+    status read locks too).
 
-    Raises yaml.YAMLError; RecursionError past libyaml's nesting limit (the Python loader's own failure there),
-    which `bounded_nesting` turns into an InputError.
+    Raises yaml.YAMLError; RecursionError past libyaml's nesting limit (the Python loader's own
+    failure there), which `bounded_nesting` turns into an InputError.
     """
     import yaml  # only the readers of a lock need it
 

@@ -85,9 +85,9 @@ _VLLM_ASCEND_BUILD_INFO = "vllm_ascend._build_info"
 def load_matrix(path: Path, channels_dir: Path, *, conda_specs: bool = True) -> Matrix:
     """Read and validate the matrix at `path` against the channels in `channels_dir`.
 
-    Without `conda_specs`, a matrix otherwise valid is returned with its conda specs not yet parsed by rattler
-    (whose import is a fifth of what a re-lock does before uv starts): the caller checks them with
-    `check_conda_specs` before using them.
+    Without `conda_specs`, a matrix otherwise valid is returned with its conda specs not yet parsed
+    by rattler (whose import is a fifth of what a re-lock does before uv starts): the caller checks
+    them with `check_conda_specs` before using them.
     """
     if not path.is_file():
         envs = sorted(p.stem for p in path.parent.glob("*.toml")) if path.parent.is_dir() else []
@@ -106,10 +106,13 @@ def load_matrix(path: Path, channels_dir: Path, *, conda_specs: bool = True) -> 
         matrix = reader.matrix(layered.data)
     if conda_specs or problems.items:  # a bad matrix is reported whole, its conda specs too
         reader.check_specs()
-    # Channel files first, then the matrix top to bottom (keys without a line, i.e. missing ones, first), then
-    # the files it extends, nearest first.
+    # Channel files first, then the matrix top to bottom (keys without a line, i.e. missing ones,
+    # first), then the files it extends, nearest first.
     rank = {str(p): i for i, p in enumerate((path, *layered.bases))}
-    found = [*channel_problems, *sorted(problems.items, key=lambda p: (rank.get(p.file, 0), p.line or 0))]
+    found = [
+        *channel_problems,
+        *sorted(problems.items, key=lambda p: (rank.get(p.file, 0), p.line or 0)),
+    ]
     if found or matrix is None:
         raise MatrixError(found)
     # Which file wrote each key matters only when there are several files.
@@ -118,8 +121,8 @@ def load_matrix(path: Path, channels_dir: Path, *, conda_specs: bool = True) -> 
 
 
 def load_env(project: Project, env: str, *, conda_specs: bool = True) -> Matrix:
-    """The matrix of `env` in `project`, its path relative to the project root (so nothing written depends on
-    where the checkout lives); `conda_specs` as for `load_matrix`."""
+    """The matrix of `env` in `project`, its path relative to the project root (so nothing written
+    depends on where the checkout lives); `conda_specs` as for `load_matrix`."""
     path = project.template(env)
     matrix = load_matrix(path, project.channels_dir, conda_specs=conda_specs)
 
@@ -132,7 +135,8 @@ def load_env(project: Project, env: str, *, conda_specs: bool = True) -> Matrix:
 
 
 def conda_spec_problem(spec: str) -> str | None:
-    """Why `spec` is not a conda match spec as the solver reads it (rattler, strictly); None if it is one."""
+    """Why `spec` is not a conda match spec as the solver reads it (rattler, strictly); None if it
+    is one."""
     import rattler  # only where conda specs are checked: a re-lock checks them once uv has started
 
     try:
@@ -143,8 +147,8 @@ def conda_spec_problem(spec: str) -> str | None:
 
 
 def check_conda_specs(project: Project, env: str, matrix: Matrix) -> None:
-    """The check `load_env(..., conda_specs=False)` left out: when a conda spec of `matrix` does not parse, the
-    matrix is loaded again whole, which reports it (MatrixError, located)."""
+    """The check `load_env(..., conda_specs=False)` left out: when a conda spec of `matrix` does not
+    parse, the matrix is loaded again whole, which reports it (MatrixError, located)."""
     if any(conda_spec_problem(spec) for spec in matrix.conda_specs):
         load_env(project, env)
 
@@ -152,13 +156,16 @@ def check_conda_specs(project: Project, env: str, matrix: Matrix) -> None:
 class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, ArchiveSectionReader):
     """Walks the parsed TOML, records problems with key paths, and builds what is valid."""
 
-    specs: tuple[tuple[KeyPath, str], ...] = ()  # the conda specs read, with their keys (`check_specs` parses them)
+    # the conda specs read, with their keys (`check_specs` parses them)
+    specs: tuple[tuple[KeyPath, str], ...] = ()
 
     def matrix(self, data: dict[str, Any]) -> Matrix:
         check_keys(self.p, (), data, _TOP_KEYS, _TOP_REQUIRED)
         schema = data.get("schema")
         if "schema" in data and (type(schema) is not int or schema != SCHEMA):
-            self.p.add(("schema",), f"unsupported schema {schema!r}; this envgen reads schema = {SCHEMA}")
+            self.p.add(
+                ("schema",), f"unsupported schema {schema!r}; this envgen reads schema = {SCHEMA}"
+            )
         name, description, python, notes = self.env(data)
         glibc, cann = self.system(data)
         channels, specs = self.conda(data)
@@ -177,7 +184,8 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             cann=cann,
             channels=channels,
             conda_specs=specs,
-            indexes=self.default_indexes + tuple(self.named_indexes[n] for n in sorted(self.named_indexes)),
+            indexes=self.default_indexes
+            + tuple(self.named_indexes[n] for n in sorted(self.named_indexes)),
             packages=packages,
             sources=sources,
             overrides=self.overrides(data),
@@ -195,7 +203,10 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
     def env(self, data: dict[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
         path: KeyPath = ("env",)
         table = self.section(
-            data, path, ("name", "description", "platforms", "python", "notes"), ("name", "platforms", "python")
+            data,
+            path,
+            ("name", "description", "platforms", "python", "notes"),
+            ("name", "platforms", "python"),
         )
         if table is None:
             return self.path.stem, "", "", ()
@@ -203,7 +214,10 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
         self.platforms = self.env_platforms((*path, "platforms"), table)
         python = get_str(self.p, table, (*path, "python")) or ""
         if python and not _MAJOR_MINOR.fullmatch(python):
-            self.p.add((*path, "python"), f"'{python}' is not a major.minor Python version such as \"3.11\"")
+            self.p.add(
+                (*path, "python"),
+                f"'{python}' is not a major.minor Python version such as \"3.11\"",
+            )
         notes: list[tuple[str, str]] = []
         for note, text in get_table(self.p, table, (*path, "notes")).items():
             if isinstance(text, str):
@@ -246,7 +260,10 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             self.p.add((*path, "glibc"), f"'{glibc}' is not a glibc version such as \"2.28\"")
         elif glibc and int(glibc.partition(".")[2]) < OLDEST_GLIBC:
             # Neither uv nor the manylinux tags of aarch64 go below 2.17 (manylinux2014).
-            self.p.add((*path, "glibc"), f"'{glibc}' is below 2.{OLDEST_GLIBC}, the oldest floor envgen can lock for")
+            self.p.add(
+                (*path, "glibc"),
+                f"'{glibc}' is below 2.{OLDEST_GLIBC}, the oldest floor envgen can lock for",
+            )
         cann_path: KeyPath = (*path, "cann")
         cann = self.section(table, cann_path, ("version", "note", "set_env"), ("version",)) or {}
         version = get_str(self.p, cann, (*cann_path, "version")) or PENDING
@@ -254,14 +271,21 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             try:
                 Version(version)
             except InvalidVersion:
-                self.p.add((*cann_path, "version"), f"'{version}' is neither a version nor \"{PENDING}\"")
+                self.p.add(
+                    (*cann_path, "version"), f"'{version}' is neither a version nor \"{PENDING}\""
+                )
         note = get_str(self.p, cann, (*cann_path, "note"))
         if version == PENDING and "version" in cann and note is None and "note" not in cann:
-            self.p.add((*cann_path, "note"), 'pending without a note: say why and when (note = "...")')
-        return glibc, Cann(version=version, set_env=self.set_env(cann, (*cann_path, "set_env")), note=note)
+            self.p.add(
+                (*cann_path, "note"), 'pending without a note: say why and when (note = "...")'
+            )
+        return glibc, Cann(
+            version=version, set_env=self.set_env(cann, (*cann_path, "set_env")), note=note
+        )
 
     def set_env(self, cann: dict[str, Any], path: KeyPath) -> str:
-        """CANN's environment scripts, one path or an array sourced in order, joined as ASCEND_SET_ENV is."""
+        """CANN's environment scripts, one path or an array sourced in order, joined as
+        ASCEND_SET_ENV is."""
         value = cann.get("set_env")
         if isinstance(value, list):
             scripts = get_str_list(self.p, cann, path)
@@ -272,7 +296,9 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             scripts = [(path, script)] if script is not None else []
         for key, script in scripts:
             if CANN_SCRIPT_SEPARATOR in script or not script.startswith("/"):
-                self.p.add(key, f"'{script}' must be an absolute path without '{CANN_SCRIPT_SEPARATOR}'")
+                self.p.add(
+                    key, f"'{script}' must be an absolute path without '{CANN_SCRIPT_SEPARATOR}'"
+                )
         return CANN_SCRIPT_SEPARATOR.join(script for _, script in scripts) or DEFAULT_CANN_SET_ENV
 
     def npu(self, data: dict[str, Any], sources: list[Source] | tuple[Source, ...]) -> Npu | None:
@@ -302,7 +328,8 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             if built is not None and soc is not None and built != soc:
                 self.p.add(
                     ("sources", source.name, "env", SOC_VARIABLE),
-                    f"builds for '{built}' while system.npu.soc-version is '{soc}': make them the same chip",
+                    f"builds for '{built}' while system.npu.soc-version is '{soc}': "
+                    "make them the same chip",
                 )
         build_info = get_str(self.p, table, (*path, BUILD_INFO))
         if build_info is not None and not _MODULE.fullmatch(build_info):
@@ -361,30 +388,46 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             table = as_table(self.p, path, value)
             if table is None:
                 continue
-            check_keys(self.p, path, table, ("requirement", "reason", "transitive"), ("requirement",))
+            check_keys(
+                self.p, path, table, ("requirement", "reason", "transitive"), ("requirement",)
+            )
             transitive = get_bool(self.p, table, (*path, "transitive"), default=False)
             text = get_str(self.p, table, (*path, "requirement"))
             reason = get_str(self.p, table, (*path, "reason"), empty=True)
             if reason is None or not reason.strip():
-                self.p.add((*path, "reason"), "an override needs a reason: say why upstream is replaced")
+                self.p.add(
+                    (*path, "reason"), "an override needs a reason: say why upstream is replaced"
+                )
             if text is None:
                 continue
             try:
                 requirement = Pep508(text)
             except InvalidRequirement as exc:
                 reason_text = str(exc).splitlines()[0]
-                self.p.add((*path, "requirement"), f"'{text}' is not a PEP 508 requirement: {reason_text}")
+                self.p.add(
+                    (*path, "requirement"), f"'{text}' is not a PEP 508 requirement: {reason_text}"
+                )
                 continue
             if canonicalize_name(requirement.name) != canonicalize_name(name):
                 self.p.add(
                     (*path, "requirement"),
-                    f"requirement names '{requirement.name}', not '{name}'; an override replaces its own name",
+                    f"requirement names '{requirement.name}', not '{name}'; an "
+                    "override replaces its own name",
                 )
             elif reason and reason.strip():
-                out.append(Override(name=name, requirement=str(requirement), reason=reason, transitive=transitive))
+                out.append(
+                    Override(
+                        name=name,
+                        requirement=str(requirement),
+                        reason=reason,
+                        transitive=transitive,
+                    )
+                )
         return tuple(sorted(out, key=lambda o: canonicalize_name(o.name)))
 
-    def activation(self, data: dict[str, Any]) -> tuple[tuple[tuple[str, str], ...], tuple[Profile, ...]]:
+    def activation(
+        self, data: dict[str, Any]
+    ) -> tuple[tuple[tuple[str, str], ...], tuple[Profile, ...]]:
         path: KeyPath = ("activation",)
         table = self.section(data, path, ("env", "profiles")) or {}
         env = get_env(self.p, table, (*path, "env"))
@@ -397,7 +440,9 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             if problem := name_problem(name, "profile name"):
                 self.p.add(profile_path, problem)
                 continue
-            check_keys(self.p, profile_path, profile, ("description", "env"), ("description", "env"))
+            check_keys(
+                self.p, profile_path, profile, ("description", "env"), ("description", "env")
+            )
             description = get_str(self.p, profile, (*profile_path, "description"))
             variables = get_env(self.p, profile, (*profile_path, "env"))
             if description is not None and variables:
@@ -409,7 +454,8 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
         value = table.get("imports", [])
         if not isinstance(value, list):
             self.p.add(
-                ("checks", "imports"), f"expected an array of tables ([[checks.imports]]), got {type_name(value)}"
+                ("checks", "imports"),
+                f"expected an array of tables ([[checks.imports]]), got {type_name(value)}",
             )
             return ()
         out: list[ImportCheck] = []
@@ -419,13 +465,17 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             if check is None:
                 continue
             before = len(self.p.items)
-            check_keys(self.p, path, check, ("module", "distribution", "version", "needs"), ("module",))
+            check_keys(
+                self.p, path, check, ("module", "distribution", "version", "needs"), ("module",)
+            )
             module = get_str(self.p, check, (*path, "module"))
             if module is not None and not _MODULE.fullmatch(module):
                 self.p.add((*path, "module"), f"'{module}' is not an importable module name")
             distribution = get_str(self.p, check, (*path, "distribution"))
             if distribution is not None and not is_project_name(distribution):
-                self.p.add((*path, "distribution"), f"'{distribution}' is not a valid Python project name")
+                self.p.add(
+                    (*path, "distribution"), f"'{distribution}' is not a valid Python project name"
+                )
             version = get_str(self.p, check, (*path, "version"))
             if version is not None:
                 try:
@@ -435,8 +485,13 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
             needs = get_str(self.p, check, (*path, "needs"), default="none") or "none"
             if needs not in NEEDS:
                 self.p.add(
-                    (*path, "needs"), f"'{needs}'{did_you_mean(needs, NEEDS)}; expected one of: {', '.join(NEEDS)}"
+                    (*path, "needs"),
+                    f"'{needs}'{did_you_mean(needs, NEEDS)}; expected one of: {', '.join(NEEDS)}",
                 )
             if len(self.p.items) == before and module is not None:
-                out.append(ImportCheck(module=module, distribution=distribution, version=version, needs=needs))
+                out.append(
+                    ImportCheck(
+                        module=module, distribution=distribution, version=version, needs=needs
+                    )
+                )
         return tuple(out)

@@ -1,4 +1,5 @@
-"""The [pip] section of a matrix: default indexes and packages with their pins, markers and indexes."""
+"""The [pip] section of a matrix: default indexes and packages with their pins, markers and
+indexes."""
 
 from __future__ import annotations
 
@@ -49,8 +50,10 @@ class PipSectionReader(SectionReader):
             if index.explicit:
                 self.p.add(
                     key,
-                    f"index '{name}' is explicit (explicit = true in {self.channels_dir / (name + '.toml')}): "
-                    f'it serves only packages that name it; set index = "{name}" on those packages instead',
+                    f"index '{name}' is explicit (explicit = true in "
+                    f"{self.channels_dir / (name + '.toml')}): "
+                    f'it serves only packages that name it; set index = "{name}" on '
+                    "those packages instead",
                 )
             elif index in indexes:
                 self.p.add(key, f"index '{name}' is listed twice")
@@ -126,7 +129,9 @@ class PipSectionReader(SectionReader):
         index = self.package_index((*path, "index"), table)
         pending = get_str(self.p, table, (*path, "pending"), empty=True)
         if pending is not None and not pending.strip():
-            self.p.add((*path, "pending"), 'pending without a note: say why and when (pending = "...")')
+            self.p.add(
+                (*path, "pending"), 'pending without a note: say why and when (pending = "...")'
+            )
         url = get_str(self.p, table, (*path, "url"))
         sha256 = get_str(self.p, table, (*path, "sha256"))
         if sha256 is not None and not _SHA256.fullmatch(sha256):
@@ -193,15 +198,23 @@ class PipSectionReader(SectionReader):
             return None
 
     def package_index(self, path: KeyPath, table: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-        """platform -> index name: a string applies to every platform of the env, a table to those it names."""
+        """platform -> index name: a string applies to every platform of the env, a table to those
+        it names."""
         value = table.get("index")
         if value is None:
             return ()
         if isinstance(value, str):
             index = self.pip_index(path, value)
-            return tuple((platform, index.name) for platform in sorted(self.platforms)) if index else ()
+            return (
+                tuple((platform, index.name) for platform in sorted(self.platforms))
+                if index
+                else ()
+            )
         if not isinstance(value, dict):
-            self.p.add(path, f"expected an index name or a table platform -> index name, got {type_name(value)}")
+            self.p.add(
+                path,
+                f"expected an index name or a table platform -> index name, got {type_name(value)}",
+            )
             return ()
         out: list[tuple[str, str]] = []
         for platform, name in value.items():
@@ -209,7 +222,8 @@ class PipSectionReader(SectionReader):
                 known = ", ".join(self.platforms) or "none valid"
                 self.p.add(
                     (*path, platform),
-                    f"'{platform}' is not a platform of this env{did_you_mean(platform, self.platforms)} "
+                    f"'{platform}' is not a platform of this "
+                    f"env{did_you_mean(platform, self.platforms)} "
                     f"(env.platforms: {known})",
                 )
                 continue

@@ -1,4 +1,5 @@
-"""The state a matrix is read with, and the lookups every section shares: tables, channels, pip indexes."""
+"""The state a matrix is read with, and the lookups every section shares: tables, channels, pip
+indexes."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from envgen.model import (
 
 
 class SectionReader:
-    """What every section of a matrix is read with: the problems so far, the channels, the env's platforms and
-    indexes as read so far."""
+    """What every section of a matrix is read with: the problems so far, the channels, the env's
+    platforms and indexes as read so far."""
 
     def __init__(
         self,
@@ -41,9 +42,14 @@ class SectionReader:
         self.named_indexes: dict[str, Index] = {}
 
     def section(
-        self, data: dict[str, Any], path: KeyPath, allowed: tuple[str, ...], required: tuple[str, ...] = ()
+        self,
+        data: dict[str, Any],
+        path: KeyPath,
+        allowed: tuple[str, ...],
+        required: tuple[str, ...] = (),
     ) -> dict[str, Any] | None:
-        """The table at `path` with its keys checked; None when absent (the parent reports a required one)."""
+        """The table at `path` with its keys checked; None when absent (the parent reports a
+        required one)."""
         if str(path[-1]) not in data:
             return None
         table = as_table(self.p, path, data[str(path[-1])])
@@ -64,12 +70,17 @@ class SectionReader:
             self.p.add(
                 path,
                 f"unknown {what} '{name}' (no {self.channels_dir / (name + '.toml')})"
-                f"{did_you_mean(name, same_kind)}; known {plural}: {', '.join(same_kind) or 'none'}",
+                f"{did_you_mean(name, same_kind)}; known {plural}: "
+                f"{', '.join(same_kind) or 'none'}",
             )
             return None
         if not isinstance(found, wanted):
             other = "pip" if kind == "conda" else "conda"
-            self.p.add(path, f"'{name}' is kind = \"{other}\" in {self.channels_dir / (name + '.toml')}, not a {what}")
+            self.p.add(
+                path,
+                f"'{name}' is kind = \"{other}\" in "
+                f"{self.channels_dir / (name + '.toml')}, not a {what}",
+            )
             return None
         return found
 

@@ -1,4 +1,5 @@
-"""The [sources.<name>] and [install] sections of a matrix: git sources, their refs and cherry-picks, install order."""
+"""The [sources.<name>] and [install] sections of a matrix: git sources, their refs and
+cherry-picks, install order."""
 
 from __future__ import annotations
 
@@ -81,12 +82,15 @@ class SourceSectionReader(SectionReader):
         url, ref = self.location(path, table)
         distribution = get_str(self.p, table, (*path, "distribution"), default=name) or name
         if not is_project_name(distribution):
-            self.p.add((*path, "distribution"), f"'{distribution}' is not a valid Python project name")
+            self.p.add(
+                (*path, "distribution"), f"'{distribution}' is not a valid Python project name"
+            )
         install = get_str(self.p, table, (*path, "install"), default="editable")
         if install is not None and install not in INSTALL_MODES:
             self.p.add(
                 (*path, "install"),
-                f"'{install}'{did_you_mean(install, INSTALL_MODES)}; expected one of: {', '.join(INSTALL_MODES)}",
+                f"'{install}'{did_you_mean(install, INSTALL_MODES)}; expected one of: "
+                f"{', '.join(INSTALL_MODES)}",
             )
         build_index = None
         if "build-index" in table:
@@ -186,7 +190,10 @@ class SourceSectionReader(SectionReader):
         for key, file in get_str_list(self.p, table, (*path, "requirements")):
             posix = PurePosixPath(file)
             if file != PYPROJECT and (posix.is_absolute() or ".." in posix.parts or "\\" in file):
-                self.p.add(key, f"'{file}' must be a relative path inside the source tree, or \"{PYPROJECT}\"")
+                self.p.add(
+                    key,
+                    f"'{file}' must be a relative path inside the source tree, or \"{PYPROJECT}\"",
+                )
             elif file in requirements:
                 self.p.add(key, f"'{file}' is listed twice")
             else:
@@ -198,7 +205,10 @@ class SourceSectionReader(SectionReader):
         picks: list[str] = []
         for key, sha in get_str_list(self.p, table, (*path, "cherry-picks")):
             if not is_full_commit(sha):
-                self.p.add(key, f"'{sha}' is not a full 40-hex commit; cherry-picks name commits by full sha")
+                self.p.add(
+                    key,
+                    f"'{sha}' is not a full 40-hex commit; cherry-picks name commits by full sha",
+                )
             elif sha.lower() in picks:
                 self.p.add(key, f"commit {sha} is cherry-picked twice")
             else:
@@ -212,37 +222,45 @@ class SourceSectionReader(SectionReader):
         if not wanted and (reason is None or not reason.strip()):
             self.p.add(
                 (*path, "submodules"),
-                "false needs `submodules-reason`: say why the source installs without its submodules",
+                "false needs `submodules-reason`: say why the source installs without "
+                "its submodules",
             )
         elif wanted and reason is not None:
             self.p.add((*path, "submodules-reason"), "only submodules = false takes a reason")
         return wanted, reason if not wanted else None
 
-    def dependencies(self, path: KeyPath, table: dict[str, Any], requirements: list[str]) -> tuple[str, str | None]:
-        """Which requirements of a source count: metadata (default), files, or none with its reason."""
+    def dependencies(
+        self, path: KeyPath, table: dict[str, Any], requirements: list[str]
+    ) -> tuple[str, str | None]:
+        """Which requirements of a source count: metadata (default), files, or none with its
+        reason."""
         mode = get_str(self.p, table, (*path, "dependencies"), default=METADATA) or METADATA
         if mode not in DEPENDENCY_MODES:
             self.p.add(
                 (*path, "dependencies"),
-                f"'{mode}'{did_you_mean(mode, DEPENDENCY_MODES)}; expected one of: {', '.join(DEPENDENCY_MODES)}",
+                f"'{mode}'{did_you_mean(mode, DEPENDENCY_MODES)}; expected one of: "
+                f"{', '.join(DEPENDENCY_MODES)}",
             )
         reason = get_str(self.p, table, (*path, "dependencies-reason"), empty=True)
         if mode == NONE and (reason is None or not reason.strip()):
             self.p.add(
                 (*path, "dependencies"),
-                '"none" needs `dependencies-reason`: say why nothing the source declares is honoured',
+                '"none" needs `dependencies-reason`: say why nothing the source '
+                "declares is honoured",
             )
         elif mode != NONE and reason is not None:
             self.p.add((*path, "dependencies-reason"), 'only dependencies = "none" takes a reason')
         if mode == NONE and requirements:
             self.p.add(
                 (*path, "requirements"),
-                'dependencies = "none" counts no requirement file; remove `requirements` or use "files"',
+                'dependencies = "none" counts no requirement file; remove '
+                '`requirements` or use "files"',
             )
         return mode, reason if mode == NONE else None
 
     def order(self, data: dict[str, Any], sources: list[Source]) -> tuple[Source, ...]:
-        """Sources named in install.order first, in that order, then the others in declaration order."""
+        """Sources named in install.order first, in that order, then the others in declaration
+        order."""
         path: KeyPath = ("install",)
         table = self.section(data, path, ("order", "links")) or {}
         declared = list(dict_or_empty(data.get("sources")))
@@ -251,14 +269,17 @@ class SourceSectionReader(SectionReader):
             if name not in declared:
                 self.p.add(
                     key,
-                    f"unknown source '{name}'{did_you_mean(name, declared)}; sources: {', '.join(declared) or 'none'}",
+                    f"unknown source '{name}'{did_you_mean(name, declared)}; sources: "
+                    f"{', '.join(declared) or 'none'}",
                 )
             elif name in named:
                 self.p.add(key, f"source '{name}' is named twice")
             else:
                 named.append(name)
         rank = {name: i for i, name in enumerate(named)}
-        return tuple(sorted(sources, key=lambda s: (rank.get(s.name, len(rank)), declared.index(s.name))))
+        return tuple(
+            sorted(sources, key=lambda s: (rank.get(s.name, len(rank)), declared.index(s.name)))
+        )
 
     def links(self, data: dict[str, Any]) -> tuple[Link, ...]:
         """[[install.links]]: links made inside site-packages after the install, in this order."""
@@ -289,7 +310,8 @@ class SourceSectionReader(SectionReader):
         return tuple(out)
 
     def check_names(self, data: dict[str, Any]) -> None:
-        """Names equal after PEP 503 normalisation would fight over one distribution: report the later one."""
+        """Names equal after PEP 503 normalisation would fight over one distribution: report the
+        later one."""
         pip = dict_or_empty(data.get("pip"))
         packages = dict_or_empty(pip.get("packages"))
         sources = dict_or_empty(data.get("sources"))
@@ -301,15 +323,20 @@ class SourceSectionReader(SectionReader):
             written = table.get("distribution") if isinstance(table, dict) else None
             distribution = written if isinstance(written, str) and written else name
             key: KeyPath = ("sources", name, "distribution") if written else ("sources", name)
-            self.claim(seen, distribution, key, f"the distribution '{distribution}' of source '{name}'")
+            self.claim(
+                seen, distribution, key, f"the distribution '{distribution}' of source '{name}'"
+            )
         for name in packages:
             self.claim(seen, name, ("pip", "packages", name), f"pip package '{name}'")
 
     def claim(self, seen: dict[str, str], name: str, path: KeyPath, what: str) -> bool:
-        """Record `name` as taken by `what`; False (and a problem) when another entry took it already."""
+        """Record `name` as taken by `what`; False (and a problem) when another entry took it
+        already."""
         normal = canonicalize_name(name)
         if normal in seen:
-            self.p.add(path, f"{what} is the same name as {seen[normal]} after normalisation ('{normal}')")
+            self.p.add(
+                path, f"{what} is the same name as {seen[normal]} after normalisation ('{normal}')"
+            )
             return False
         seen[normal] = what
         return True

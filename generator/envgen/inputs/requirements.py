@@ -16,8 +16,17 @@ from envgen.errors import InputError, ResolutionError
 from envgen.inputs.files import bounded_nesting
 from envgen.names import vcs_of
 
-# Options that only change how pip finds or builds packages; indexes come from the matrix and channels/.
-INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "--find-links", "-f", "--trusted-host", "--no-index")
+# Options that only change how pip finds or builds packages; indexes come from the matrix and
+# channels/.
+INDEX_OPTIONS = (
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "--find-links",
+    "-f",
+    "--trusted-host",
+    "--no-index",
+)
 GLOBAL_OPTIONS = (
     "--pre",
     "--prefer-binary",
@@ -36,10 +45,11 @@ Reader = Callable[[str], bytes | None]
 
 @dataclass(frozen=True)
 class Line:
-    """One requirement as written, with the file and line it starts on; `constraint` for a `-c` file.
+    """One requirement as written, with the file and line it starts on; `constraint` for a `-c`
+    file.
 
-    `key` says where in the file when there is no line: a declared dependency read through the build backend
-    (`setup.py` `install_requires`) has line 0.
+    `key` says where in the file when there is no line: a declared dependency read through the build
+    backend (`setup.py` `install_requires`) has line 0.
     """
 
     text: str
@@ -65,7 +75,8 @@ class Ignored:
 
 @dataclass(frozen=True)
 class Parsed:
-    """Everything read from a set of files: requirements, skipped options, and each file's bytes in order."""
+    """Everything read from a set of files: requirements, skipped options, and each file's bytes in
+    order."""
 
     lines: tuple[Line, ...]
     ignored: tuple[Ignored, ...]
@@ -73,19 +84,24 @@ class Parsed:
 
 
 def parse_requirement_files(paths: tuple[str, ...], read: Reader, *, context: str) -> Parsed:
-    """Read requirement files (paths relative to the tree root) and every `-r`/`-c` file they include.
+    """Read requirement files (paths relative to the tree root) and every `-r`/`-c` file they
+    include.
 
-    `read(path)` returns the bytes of a file in the tree or None when it does not exist. Each file is read
-    once, in the order first met. `context` (e.g. "source verl at commit abc…") prefixes every message.
+    `read(path)` returns the bytes of a file in the tree or None when it does not exist. Each file
+    is read once, in the order first met. `context` (e.g. "source verl at commit abc…") prefixes
+    every message.
     """
     state = _State(read=read, context=context)
     for path in paths:
-        state.parse(_normalise(path, context=context, where=path), constraint=False, included_from=None)
+        state.parse(
+            _normalise(path, context=context, where=path), constraint=False, included_from=None
+        )
     return Parsed(tuple(state.lines), tuple(state.ignored), tuple(state.files))
 
 
 def parse_pyproject(text: str, path: str, *, context: str) -> tuple[Line, ...]:
-    """The PEP 621 `[project] dependencies` of a pyproject.toml, each with the line it is written on."""
+    """The PEP 621 `[project] dependencies` of a pyproject.toml, each with the line it is written
+    on."""
     try:
         with bounded_nesting(f"{context}: {path}"):
             data = tomllib.loads(text)
@@ -99,8 +115,10 @@ def parse_pyproject(text: str, path: str, *, context: str) -> tuple[Line, ...]:
         )
     if "dependencies" in project.get("dynamic", []):
         raise InputError(
-            f"{context}: {path} declares `dependencies` as dynamic; they are only known by running its build",
-            hint='name the requirements file the build reads instead of "pyproject" in the source\'s `requirements`',
+            f"{context}: {path} declares `dependencies` as dynamic; they are only "
+            "known by running its build",
+            hint='name the requirements file the build reads instead of "pyproject" in the '
+            "source's `requirements`",
         )
     deps = project.get("dependencies", [])
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
@@ -115,7 +133,9 @@ def parse_pyproject(text: str, path: str, *, context: str) -> tuple[Line, ...]:
 
 def _line_of(dep: str, source_lines: list[str]) -> int:
     """The first line after `dependencies` that quotes `dep` (tomllib keeps no positions)."""
-    start = next((i for i, s in enumerate(source_lines) if s.lstrip().startswith("dependencies")), 0)
+    start = next(
+        (i for i, s in enumerate(source_lines) if s.lstrip().startswith("dependencies")), 0
+    )
     for quoted in (f'"{dep}"', f"'{dep}'"):
         for i in range(start, len(source_lines)):
             if quoted in source_lines[i]:
@@ -157,20 +177,32 @@ class _State:
         option, _, value = logical.partition("=") if logical.startswith("--") else (logical, "", "")
         if not value:
             option, _, value = logical.partition(" ")
-            if option.startswith("-") and not option.startswith("--") and len(option) > 2 and not value:
+            if (
+                option.startswith("-")
+                and not option.startswith("--")
+                and len(option) > 2
+                and not value
+            ):
                 option, value = option[:2], option[2:]  # `-rfile.txt`
         value = value.strip()
         if option in ("-r", "--requirement", "-c", "--constraint"):
             if not value:
                 raise InputError(f"{self.context}: {where}: `{option}` names no file")
-            included = _normalise(posixpath.join(posixpath.dirname(path), value), context=self.context, where=where)
-            self.parse(included, constraint=constraint or option in ("-c", "--constraint"), included_from=where)
+            included = _normalise(
+                posixpath.join(posixpath.dirname(path), value), context=self.context, where=where
+            )
+            self.parse(
+                included,
+                constraint=constraint or option in ("-c", "--constraint"),
+                included_from=where,
+            )
         elif option in ("-e", "--editable"):
             target = shlex.split(value)[0] if value else ""
             req = _editable_requirement(target)
             if req is None:
                 raise InputError(
-                    f"{self.context}: {where}: editable requirement `{target}` is not a git URL with #egg=<name>",
+                    f"{self.context}: {where}: editable requirement `{target}` is not "
+                    "a git URL with #egg=<name>",
                     hint="declare local projects as sources in the matrix instead",
                 )
             self.lines.append(Line(req, path, number, constraint=constraint, editable=True))
@@ -181,7 +213,8 @@ class _State:
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """Non-empty lines without comments, continuations joined, each with its first physical line number."""
+    """Non-empty lines without comments, continuations joined, each with its first physical line
+    number."""
     out: list[tuple[int, str]] = []
     pending: list[str] = []
     start = 0

@@ -32,7 +32,8 @@ def string_problem(path: KeyPath, value: str) -> str | None:
 
 
 def format_key(path: KeyPath) -> str:
-    """`("sources", "vllm", "ref")` -> `sources.vllm.ref`; list positions as `[i]`; odd names quoted."""
+    """`("sources", "vllm", "ref")` -> `sources.vllm.ref`; list positions as `[i]`; odd names
+    quoted."""
     out = ""
     for part in path:
         if isinstance(part, int):
@@ -46,12 +47,15 @@ def format_key(path: KeyPath) -> str:
 class Problems:
     """The problems found in one file; keys are located on the lines the file defines them.
 
-    `files` names, for keys written in another file (a matrix merged with the one it extends), that file; every
-    other key is located in `file`.
+    `files` names, for keys written in another file (a matrix merged with the one it extends), that
+    file; every other key is located in `file`.
     """
 
     def __init__(
-        self, file: str, lines: dict[KeyPath, int] | None = None, files: dict[KeyPath, str] | None = None
+        self,
+        file: str,
+        lines: dict[KeyPath, int] | None = None,
+        files: dict[KeyPath, str] | None = None,
     ) -> None:
         self.file = file
         self.lines = lines or {}
@@ -59,7 +63,8 @@ class Problems:
         self.items: list[Problem] = []
 
     def where(self, path: KeyPath) -> tuple[str, int | None]:
-        """The file and line defining `path`, or the nearest enclosing key or table that is written down."""
+        """The file and line defining `path`, or the nearest enclosing key or table that is written
+        down."""
         for end in range(len(path), 0, -1):
             line = self.lines.get(path[:end])
             if line is not None:
@@ -75,7 +80,8 @@ class Problems:
 
 
 def read_toml(path: Path) -> tuple[dict[str, Any], Problems]:
-    """Parse `path`; on a syntax error the data is empty and the one problem carries the parser's line."""
+    """Parse `path`; on a syntax error the data is empty and the one problem carries the parser's
+    line."""
     text = read_input_text(path, hint="check the file exists and is UTF-8 text")
     problems = Problems(str(path))
     try:
@@ -101,19 +107,22 @@ def syntax_problem(file: str, text: str, exc: tomllib.TOMLDecodeError) -> Proble
 
 
 def key_lines(text: str) -> dict[KeyPath, int]:
-    """The line (1-based) on which each key, table header and array element of valid TOML `text` starts."""
+    """The line (1-based) on which each key, table header and array element of valid TOML `text`
+    starts."""
     return _LineScanner(text).scan()
 
 
 class _LineScanner:
-    """A small lexer over TOML that tracks key paths, enough to point at lines (the text already parsed)."""
+    """A small lexer over TOML that tracks key paths, enough to point at lines (the text already
+    parsed)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
         self.lines: dict[KeyPath, int] = {}
         self.array_tables: dict[KeyPath, int] = {}
-        # Line ends, for a binary search: counting from the start at each key was quadratic in the text.
+        # Line ends, for a binary search: counting from the start at each key was quadratic in the
+        # text.
         self.newlines = [match.start() for match in re.finditer("\n", text)]
 
     def line(self) -> int:
@@ -254,7 +263,8 @@ class _LineScanner:
             self.key_value(path)
 
 
-# --- typed access: each helper records a problem and returns None (or the default) on a wrong value ----------
+# --- typed access: each helper records a problem and returns None (or the default) on a wrong value
+# ----------
 
 
 def type_name(value: object) -> str:
@@ -290,11 +300,14 @@ def check_keys(
     allowed: Collection[str],
     required: Collection[str] = (),
 ) -> None:
-    """Report keys of `table` not in `allowed` (with a did-you-mean) and `required` keys it lacks."""
+    """Report keys of `table` not in `allowed` (with a did-you-mean) and `required` keys it
+    lacks."""
     for key in table:
         if key not in allowed:
             known = ", ".join(sorted(allowed))
-            problems.add((*path, key), f"unknown key{did_you_mean(key, allowed)} (known keys: {known})")
+            problems.add(
+                (*path, key), f"unknown key{did_you_mean(key, allowed)} (known keys: {known})"
+            )
     for key in required:
         if key not in table:
             problems.add((*path, key), "missing required key")
@@ -316,7 +329,11 @@ def get_table(problems: Problems, table: dict[str, Any], path: KeyPath) -> dict[
 
 
 def get_str(
-    problems: Problems, table: dict[str, Any], path: KeyPath, default: str | None = None, empty: bool = False
+    problems: Problems,
+    table: dict[str, Any],
+    path: KeyPath,
+    default: str | None = None,
+    empty: bool = False,
 ) -> str | None:
     value = table.get(str(path[-1]))
     if value is None:
@@ -344,8 +361,11 @@ def get_bool(problems: Problems, table: dict[str, Any], path: KeyPath, default: 
     return value
 
 
-def get_str_list(problems: Problems, table: dict[str, Any], path: KeyPath) -> list[tuple[KeyPath, str]]:
-    """The strings of an array with the key path of each; wrong elements are reported and left out."""
+def get_str_list(
+    problems: Problems, table: dict[str, Any], path: KeyPath
+) -> list[tuple[KeyPath, str]]:
+    """The strings of an array with the key path of each; wrong elements are reported and left
+    out."""
     value = table.get(str(path[-1]))
     if value is None:
         return []
@@ -365,7 +385,9 @@ def get_str_list(problems: Problems, table: dict[str, Any], path: KeyPath) -> li
     return out
 
 
-def get_env(problems: Problems, table: dict[str, Any], path: KeyPath) -> tuple[tuple[str, str], ...]:
+def get_env(
+    problems: Problems, table: dict[str, Any], path: KeyPath
+) -> tuple[tuple[str, str], ...]:
     """A table of environment variables (NAME -> string value), sorted by name."""
     value = table.get(str(path[-1]))
     if value is None:
@@ -376,7 +398,9 @@ def get_env(problems: Problems, table: dict[str, Any], path: KeyPath) -> tuple[t
     out: list[tuple[str, str]] = []
     for name, item in env.items():
         if variable_problem(name):
-            problems.add((*path, name), "not a valid environment variable name (letters, digits, _)")
+            problems.add(
+                (*path, name), "not a valid environment variable name (letters, digits, _)"
+            )
         elif not isinstance(item, str):
             problems.add((*path, name), f"expected a string value, got {type_name(item)}")
         elif problem := string_problem((*path, name), item):

@@ -1,8 +1,9 @@
 """What a string from a matrix or a lock may be before it reaches git or the recipe.
 
-Matrices and locks arrive in pull requests and are executed on clusters, so every string in them is untrusted:
-a git URL, commit or ref must not be readable as an option or a transport command, and a name the recipe
-prints must not end a line. Each rule lives here once; the matrix loader and the lock parser both apply it.
+Matrices and locks arrive in pull requests and are executed on clusters, so every string in them is
+untrusted: a git URL, commit or ref must not be readable as an option or a transport command, and a
+name the recipe prints must not end a line. Each rule lives here once; the matrix loader and the
+lock parser both apply it.
 """
 
 from __future__ import annotations
@@ -29,16 +30,17 @@ if TYPE_CHECKING:
         Submodule,
     )
 
-# `git check-ref-format` rules: no control characters, space, ~ ^ : ? * [ or backslash; no `..`, `@{` or
-# `//`; no component starting with `.` or ending with `.lock`; not starting or ending with `/`, not ending
-# with `.`, not `@`. A leading `-` (git's `--branch` rule) would read as an option.
+# `git check-ref-format` rules: no control characters, space, ~ ^ : ? * [ or backslash; no `..`,
+# `@{` or `//`; no component starting with `.` or ending with `.lock`; not starting or ending with
+# `/`, not ending with `.`, not `@`. A leading `-` (git's `--branch` rule) would read as an option.
 _BAD_REF = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]|\.\.|@\{|//|^[/.-]|/\.|[/.]$|\.lock(/|$)|^@$")
 _GIT_SCHEMES = ("https", "http", "ssh", "file")
 # `user@host:path`, git's scp-like ssh form.
 _SCP = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9][A-Za-z0-9.-]*:[^-].*")
 _HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# A locked version or conda build string: what conda and PEP 440 write, never whitespace or a leading `-`.
+# A locked version or conda build string: what conda and PEP 440 write, never whitespace or a
+# leading `-`.
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
 _BUILD = re.compile(r"[A-Za-z0-9_.+-]*")
 _HEX = {"sha256": re.compile(r"[0-9a-f]{64}"), "md5": re.compile(r"[0-9a-f]{32}")}
@@ -52,16 +54,17 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 def control_problem(text: str, *, prose: bool = False) -> str | None:
     """Why `text` may not appear in a recipe or a git command line (a control character), or None.
 
-    Prose (a description, a note, a reason) may hold newlines and tabs: the recipe prints it on one line.
+    Prose (a description, a note, a reason) may hold newlines and tabs: the recipe prints it on one
+    line.
     """
     found = _CONTROL.search(text.replace("\n", " ").replace("\t", " ") if prose else text)
     return f"must not contain control characters (found {found.group()!r})" if found else None
 
 
 def one_line(text: str) -> str:
-    """Prose on one line, for a comment of a generated file: every line break pip, sh or Python splits on
-    (newline, CR, vertical tab, form feed, the file separators, U+2028) and every run of blanks become one
-    space, so nothing after it starts a line of its own."""
+    """Prose on one line, for a comment of a generated file: every line break pip, sh or Python
+    splits on (newline, CR, vertical tab, form feed, the file separators, U+2028) and every run of
+    blanks become one space, so nothing after it starts a line of its own."""
     return " ".join(text.split())
 
 
@@ -78,11 +81,15 @@ def commit_problem(sha: str) -> str | None:
 
 
 def submodule_path_problem(path: str) -> str | None:
-    """Why `path` is not a submodule path inside its repository (relative, no `..`, `.` or `.git` component, no
-    backslash or control character), or None: the recipe checks out and verifies what is under it."""
+    """Why `path` is not a submodule path inside its repository (relative, no `..`, `.` or `.git`
+    component, no backslash or control character), or None: the recipe checks out and verifies what
+    is under it."""
     # An empty component also catches "", a leading or trailing "/" and "//".
     if "\\" in path or _CONTROL.search(path) or {"", ".", "..", ".git"} & set(path.split("/")):
-        return f"{path!r} is not a relative path inside the repository (no '..', '.', '.git' or empty component)"
+        return (
+            f"{path!r} is not a relative path inside the repository (no '..', '.', '.git' "
+            "or empty component)"
+        )
     return None
 
 
@@ -150,13 +157,15 @@ def ref_pattern_problem(pattern: str) -> str | None:
 def git_url_problem(url: str) -> str | None:
     """Why `url` is not a git URL envgen fetches from, or None.
 
-    Accepted: https://, http://, ssh:// and file:// URLs with a host (file:// may omit it), `user@host:path`,
-    and local paths. Nothing may start with `-` (git would read an option) or name another transport
-    (`ext::<command>` runs a command).
+    Accepted: https://, http://, ssh:// and file:// URLs with a host (file:// may omit it),
+    `user@host:path`, and local paths. Nothing may start with `-` (git would read an option) or name
+    another transport (`ext::<command>` runs a command).
     """
     if not url or any(char.isspace() for char in url) or _CONTROL.search(url):
         return f"{_shown(url)} must be a non-empty URL without whitespace or control characters"
-    expected = "expected an https://, http://, ssh:// or file:// URL, user@host:path, or a local path"
+    expected = (
+        "expected an https://, http://, ssh:// or file:// URL, user@host:path, or a local path"
+    )
     if url.startswith("-"):
         return f"{_shown(url)} starts with '-'; {expected}"
     if "://" in url:
@@ -166,44 +175,67 @@ def git_url_problem(url: str) -> str | None:
         if parts.scheme.lower() not in _GIT_SCHEMES:
             return f"{_shown(url)}: scheme {parts.scheme!r} is not allowed; {expected}"
         host = parts.hostname or ""
-        if (parts.scheme.lower() != "file" and not host) or host.startswith("-") or not parts.path.strip("/"):
+        if (
+            (parts.scheme.lower() != "file" and not host)
+            or host.startswith("-")
+            or not parts.path.strip("/")
+        ):
             return f"{_shown(url)} names no host or no repository path; {expected}"
         return None
     if "::" not in url and _SCP.fullmatch(url):
         return None
     if "::" in url or ":" in url.split("/", 1)[0]:
-        return f"{_shown(url)} is neither a URL git fetches over a known transport nor a local path; {expected}"
+        return (
+            f"{_shown(url)} is neither a URL git fetches over a known transport nor a "
+            f"local path; {expected}"
+        )
     return None
 
 
 def entry_problems(entry: CondaEntry | PipEntry) -> list[str]:
-    """Every string of a locked artifact that may not reach pip's requirements lines or an export, as
-    `field: why`: the installer writes `name @ url --hash=sha256:...` from them, so a newline or a leading `-`
-    would add an option line (another index, an editable install) that no lock diff shows as such."""
-    from envgen.model import CondaEntry  # imported here: the no-op lock imports this module, not the model
+    """Every string of a locked artifact that may not reach pip's requirements lines or an export,
+    as `field: why`: the installer writes `name @ url --hash=sha256:...` from them, so a newline or
+    a leading `-` would add an option line (another index, an editable install) that no lock diff
+    shows as such."""
+    # imported here: the no-op lock imports this module, not the model
+    from envgen.model import CondaEntry
 
     checks = {
         "name": name_problem(entry.name, "package name"),
-        "version": None if _VERSION.fullmatch(entry.version) else f"{entry.version!r} is not a version",
+        "version": None
+        if _VERSION.fullmatch(entry.version)
+        else f"{entry.version!r} is not a version",
         "url": _artifact_url_problem(entry.url),
-        "sha256": None if _HEX["sha256"].fullmatch(entry.sha256) else f"{entry.sha256!r} is not a 64-hex sha256",
+        "sha256": None
+        if _HEX["sha256"].fullmatch(entry.sha256)
+        else f"{entry.sha256!r} is not a 64-hex sha256",
     }
     if isinstance(entry, CondaEntry):
-        checks["build"] = None if _BUILD.fullmatch(entry.build) else f"{entry.build!r} is not a conda build string"
-        checks["md5"] = None if _HEX["md5"].fullmatch(entry.md5) else f"{entry.md5!r} is not a 32-hex md5"
+        checks["build"] = (
+            None
+            if _BUILD.fullmatch(entry.build)
+            else f"{entry.build!r} is not a conda build string"
+        )
+        checks["md5"] = (
+            None if _HEX["md5"].fullmatch(entry.md5) else f"{entry.md5!r} is not a 32-hex md5"
+        )
     return [f"{field}: {problem}" for field, problem in checks.items() if problem]
 
 
 def url_word_problem(url: str) -> str | None:
-    """Why `url` is not one index or artifact URL (written as one word of a pip option line), or None."""
+    """Why `url` is not one index or artifact URL (written as one word of a pip option line), or
+    None."""
     if any(char.isspace() for char in url) or _CONTROL.search(url):
-        return f"{_shown(url)} must be an https://, http:// or file:// URL without whitespace or control characters"
+        return (
+            f"{_shown(url)} must be an https://, http:// or file:// URL without whitespace "
+            "or control characters"
+        )
     return index_url_problem(url)
 
 
 def input_hash_problem(digest: str) -> str | None:
-    """Why `digest` is not an input hash (64 hex digits; every derived file's header and the Nix dev shell's
-    shell command carry it), or None."""
+    """Why `digest` is not an input hash (64 hex digits; every derived file's header and the Nix dev
+    shell's shell command carry it), or None."""
     return None if _HEX["sha256"].fullmatch(digest) else f"{digest!r} is not a 64-hex sha256"
 
 
@@ -309,10 +341,11 @@ def _exclusion_problems(key: str, exclusion: Exclusion) -> Iterator[str]:
 
 
 def lock_problems(lock: Lock) -> list[str]:
-    """Every string of `lock` that may not reach git or the recipe, as `key: why` in sources.toml's terms.
+    """Every string of `lock` that may not reach git or the recipe, as `key: why` in sources.toml's
+    terms.
 
-    The sources.toml parser refuses a lock with any (it may have been edited in a pull request), and the
-    recipe renderer refuses to render one, so no path from a file to install.sh skips the rules.
+    The sources.toml parser refuses a lock with any (it may have been edited in a pull request), and
+    the recipe renderer refuses to render one, so no path from a file to install.sh skips the rules.
     """
     found = [f"env: {p}" for p in [env_name_problem(lock.env)] if p]
     found += [f"input-hash: {p}" for p in [input_hash_problem(lock.input_hash)] if p]
@@ -322,7 +355,11 @@ def lock_problems(lock: Lock) -> list[str]:
     for i, profile in enumerate(lock.profiles):
         key = f"activation.profiles[{i}]"
         found += [f"{key}.name: {p}" for p in [name_problem(profile.name, "profile name")] if p]
-        found += [f"{key}.description: {p}" for p in [control_problem(profile.description, prose=True)] if p]
+        found += [
+            f"{key}.description: {p}"
+            for p in [control_problem(profile.description, prose=True)]
+            if p
+        ]
         found += _env_problems(f"{key}.env", profile.env)
     for i, archive in enumerate(lock.archives):
         found += _archive_problems(f"archives[{i}]", archive)
@@ -339,7 +376,9 @@ def lock_problems(lock: Lock) -> list[str]:
             "url": url_word_problem(index.url),
             "trusted-host": host_problem(index.trusted_host) if index.trusted_host else None,
         }
-        found += [f"indexes[{i}].{field}: {problem}" for field, problem in checks.items() if problem]
+        found += [
+            f"indexes[{i}].{field}: {problem}" for field, problem in checks.items() if problem
+        ]
     return found
 
 
@@ -369,8 +408,8 @@ def index_url_problem(url: str) -> str | None:
 
 
 def _unparsable(url: str) -> str | None:
-    """Why `url` cannot be split into its parts (a bad IPv6 bracket, a port that is no number), or None: every
-    later use (a request, git, a redaction) splits it."""
+    """Why `url` cannot be split into its parts (a bad IPv6 bracket, a port that is no number), or
+    None: every later use (a request, git, a redaction) splits it."""
     try:
         if urlsplit(url).port == 0:  # reading the port is what checks it
             return f"{_shown(url)} names port 0"

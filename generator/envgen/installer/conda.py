@@ -81,7 +81,9 @@ def _failure(said: str, platform: str, prefix: Path, credentials: Credentials) -
     """What rattler's failure means: a host not reached (NetworkError), else a verdict on the
     lock or the channel (VerificationError)."""
     said = redact_text(said, credentials.secrets)
-    unreachable = unreachable_hosts(said, f"downloading the locked conda packages for {platform}", platform)
+    unreachable = unreachable_hosts(
+        said, f"downloading the locked conda packages for {platform}", platform
+    )
     if unreachable is not None:
         network.abandoned.set()
         return unreachable

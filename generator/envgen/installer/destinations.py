@@ -101,14 +101,14 @@ def ensure_own_python(prefix: Path) -> None:
 
 
 def compile_noarch_python(prefix: Path) -> None:
-    """The bytecode of the packages in the prefix that ship python sources without it (`noarch: python`
-    ones: a bundle's records name their subdir as the platform's), compiled by the prefix's own python, as
-    conda compiles it when it links them (rattler does not).
+    """The bytecode of the packages in the prefix that ship python sources without it (`noarch:
+    python` ones: a bundle's records name their subdir as the platform's), compiled by the prefix's
+    own python, as conda compiles it when it links them (rattler does not).
 
-    Without it every run of the prefix's pip (a noarch package) compiles pip anew where bytecode cannot be
-    written (PYTHONDONTWRITEBYTECODE, many container images; a read-only prefix): the pip part and each
-    source of the recipe take about twice the CPU. A file that does not compile is left as it is, as conda
-    leaves it; python then compiles it when imported, as before."""
+    Without it every run of the prefix's pip (a noarch package) compiles pip anew where bytecode
+    cannot be written (PYTHONDONTWRITEBYTECODE, many container images; a read-only prefix): the pip
+    part and each source of the recipe take about twice the CPU. A file that does not compile is
+    left as it is, as conda leaves it; python then compiles it when imported, as before."""
     sources = []
     for record in sorted((prefix / "conda-meta").glob("*.json")):
         files = json.loads(record.read_text()).get("files", [])
@@ -116,12 +116,16 @@ def compile_noarch_python(prefix: Path) -> None:
             sources += [f for f in files if f.endswith(".py") and "/site-packages/" in f]
     if not sources:
         return
-    log.debug("compiling the bytecode of %d files of noarch python packages in %s", len(sources), prefix)
+    log.debug(
+        "compiling the bytecode of %d files of noarch python packages in %s", len(sources), prefix
+    )
     compile_files = [str(prefix / "bin" / "python"), "-m", "compileall", "-q", "-i", "-"]
     listed = "".join(f"{prefix / name}\n" for name in sources)
     proc = run(compile_files, env=tool_environment(), input=listed, check=False)
     if proc.returncode != 0:
-        log.debug("some did not compile (python compiles them on import):\n%s", proc.stdout + proc.stderr)
+        log.debug(
+            "some did not compile (python compiles them on import):\n%s", proc.stdout + proc.stderr
+        )
 
 
 def create_venv(prefix: Path, lock: Lock, platform: str, *, python: str = sys.executable) -> None:

@@ -76,7 +76,9 @@ def unreachable_hosts(output: str, what: str, platform: str | None = None) -> Ne
         return NetworkError(f"{what}: {why}", hint=hint, hosts=(), platform=platform)
     some = "a host" if len(hosts) == 1 else "hosts"
     unreached = [Unreached(h, why) for h in hosts]
-    return NetworkError.listing(f"{what}: {some} could not be reached", unreached, hint, platform=platform)
+    return NetworkError.listing(
+        f"{what}: {some} could not be reached", unreached, hint, platform=platform
+    )
 
 
 def named_hosts(text: str) -> list[str]:
@@ -163,7 +165,8 @@ def run_installer(installer: Installer, cmd: list[str], python: Path, part: PipP
         within = f"within {network.seconds('budget', limits)}"
         asked = named_hosts(" ".join(e.url for e in part.entries))
         raise NetworkError(
-            f"{installer.name} did not finish installing the locked pip packages into {prefix} {within}",
+            f"{installer.name} did not finish installing the locked pip packages into "
+            f"{prefix} {within}",
             hint=f"check the indexes and the network; {network.raise_hint('budget', limits)}",
             hosts=[Unreached(host, f"no complete answer {within}") for host in asked],
         ) from exc

@@ -1,1 +1,2 @@
-"""What changed between two Locks (pure), read from files or git revisions, rendered as text, markdown or JSON."""
+"""What changed between two Locks (pure), read from files or git revisions, rendered as text,
+markdown or JSON."""

@@ -15,16 +15,26 @@ from rattler.exceptions import InvalidVersionError
 
 from envgen.commits import short_commit
 from envgen.digests import short_digest
-from envgen.model import AppliedOverride, CondaEntry, Lock, LockedSource, PipEntry, Source, Submodule
+from envgen.model import (
+    AppliedOverride,
+    CondaEntry,
+    Lock,
+    LockedSource,
+    PipEntry,
+    Source,
+    Submodule,
+)
 from envgen.redact import redact_url
 
 # Kinds of package change, in the order renderings list them.
 KINDS = ("added", "removed", "upgraded", "downgraded", "changed", "rebuilt", "replaced", "moved")
-# Same version, different artifact hash: "rebuilt" under a new file name, "replaced" under the same one.
+# Same version, different artifact hash: "rebuilt" under a new file name, "replaced" under the same
+# one.
 HASH_KINDS = ("rebuilt", "replaced")
 
 _FORGES = {"github.com": "https://github.com", "gitcode.com": "https://gitcode.com"}
-# Owner and repository as the forges allow them: the link goes into markdown, where `)` or `<` would end it.
+# Owner and repository as the forges allow them: the link goes into markdown, where `)` or `<` would
+# end it.
 _FORGE_URL = re.compile(
     r"^(?:https?://(?:[^/@]+@)?|ssh://(?:[^/@]+@)?|[^/@:]+@)(?P<host>github\.com|gitcode\.com)[:/]"
     r"(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+?)(?:\.git)?/?$"
@@ -56,7 +66,8 @@ class PackageChange:
 
 @dataclass(frozen=True)
 class FieldChange:
-    """One field of a source other than ref, commit, url and cherry-picks (env, install flags, ...)."""
+    """One field of a source other than ref, commit, url and cherry-picks (env, install flags,
+    ...)."""
 
     field: str
     old: str
@@ -78,7 +89,8 @@ class SubmoduleChange:
 
 @dataclass(frozen=True)
 class SourceChange:
-    """A git source added, removed or moved to another ref, commit, URL, cherry-picks or settings."""
+    """A git source added, removed or moved to another ref, commit, URL, cherry-picks or
+    settings."""
 
     name: str
     kind: str  # "added", "removed" or "changed"
@@ -105,7 +117,8 @@ class SourceChange:
 
 @dataclass(frozen=True)
 class ItemChange:
-    """A named item of a section (override, pending, channel, index, input digest, ...) added/removed/changed."""
+    """A named item of a section (override, pending, channel, index, input digest, ...)
+    added/removed/changed."""
 
     section: str
     name: str
@@ -116,7 +129,8 @@ class ItemChange:
 
 @dataclass(frozen=True)
 class LockDiff:
-    """Everything that differs between an old and a new lock of one env; empty when they are equivalent."""
+    """Everything that differs between an old and a new lock of one env; empty when they are
+    equivalent."""
 
     env: str
     old_label: str
@@ -126,12 +140,19 @@ class LockDiff:
     packages: tuple[PackageChange, ...] = ()
     sources: tuple[SourceChange, ...] = ()
     items: tuple[ItemChange, ...] = ()
-    # The new side's integrity problems (lockio/integrity.py): its files were edited after `envgen lock`.
+    # The new side's integrity problems (lockio/integrity.py): its files were edited after `envgen
+    # lock`.
     tampered: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
-        changed = self.platforms_added or self.platforms_removed or self.packages or self.sources or self.items
+        changed = (
+            self.platforms_added
+            or self.platforms_removed
+            or self.packages
+            or self.sources
+            or self.items
+        )
         return not (changed or self.tampered)
 
     @property
@@ -158,18 +179,22 @@ class LockDiff:
         return ordered
 
 
-# --- computing ----------------------------------------------------------------------------------------------
+# --- computing
+# ----------------------------------------------------------------------------------------------
 
 
 def diff_locks(old: Lock, new: Lock, *, labels: tuple[str, str] = ("old", "new")) -> LockDiff:
-    """What changed from `old` to `new`: packages per platform, sources, overrides, pending items, settings."""
+    """What changed from `old` to `new`: packages per platform, sources, overrides, pending items,
+    settings."""
     platforms = sorted(set(old.platforms) | set(new.platforms))
     packages: list[PackageChange] = []
     for platform in platforms:
         packages += _diff_entries(
             platform, "conda", _by_name(old.conda_for(platform)), _by_name(new.conda_for(platform))
         )
-        packages += _diff_entries(platform, "pip", _by_name(old.pip_for(platform)), _by_name(new.pip_for(platform)))
+        packages += _diff_entries(
+            platform, "pip", _by_name(old.pip_for(platform)), _by_name(new.pip_for(platform))
+        )
     return LockDiff(
         env=new.env,
         old_label=labels[0],
@@ -183,7 +208,9 @@ def diff_locks(old: Lock, new: Lock, *, labels: tuple[str, str] = ("old", "new")
 
 
 def _by_name(entries: Iterable[CondaEntry | PipEntry]) -> dict[str, CondaEntry | PipEntry]:
-    return {str(canonicalize_name(e.name)) if isinstance(e, PipEntry) else e.name: e for e in entries}
+    return {
+        str(canonicalize_name(e.name)) if isinstance(e, PipEntry) else e.name: e for e in entries
+    }
 
 
 def _diff_entries(
@@ -218,7 +245,9 @@ def _diff_entries(
     return changes
 
 
-def _kind(manager: str, before: CondaEntry | PipEntry | None, after: CondaEntry | PipEntry | None) -> str | None:
+def _kind(
+    manager: str, before: CondaEntry | PipEntry | None, after: CondaEntry | PipEntry | None
+) -> str | None:
     if before is None:
         return "added"
     if after is None:
@@ -234,7 +263,8 @@ def _kind(manager: str, before: CondaEntry | PipEntry | None, after: CondaEntry 
 
 
 def _compare_versions(manager: str, old: str, new: str) -> int:
-    """1 when `new` is newer, -1 when older, 0 when equal or not comparable under the manager's rules."""
+    """1 when `new` is newer, -1 when older, 0 when equal or not comparable under the manager's
+    rules."""
     try:
         if manager == "conda":
             a, b = rattler.Version(old), rattler.Version(new)
@@ -263,7 +293,8 @@ def _hash(entry: CondaEntry | PipEntry | None) -> str | None:
 
 
 def compare_url(url: str, old_commit: str, new_commit: str) -> str | None:
-    """The forge's compare page between two commits of `url`, for GitHub and GitCode repositories."""
+    """The forge's compare page between two commits of `url`, for GitHub and GitCode
+    repositories."""
     match = _FORGE_URL.match(url)
     if not match:
         return None
@@ -283,11 +314,15 @@ def _same_repo(a: str, b: str) -> bool:
 
 
 _SOURCE_FIELDS = tuple(
-    f.name for f in dataclasses.fields(Source) if f.name not in ("name", "url", "ref", "cherry_picks")
+    f.name
+    for f in dataclasses.fields(Source)
+    if f.name not in ("name", "url", "ref", "cherry_picks")
 )
 
 
-def _diff_sources(old: Iterable[LockedSource], new: Iterable[LockedSource]) -> tuple[SourceChange, ...]:
+def _diff_sources(
+    old: Iterable[LockedSource], new: Iterable[LockedSource]
+) -> tuple[SourceChange, ...]:
     before = {s.source.name: s for s in old}
     after = {s.source.name: s for s in new}
     changes = []
@@ -295,12 +330,22 @@ def _diff_sources(old: Iterable[LockedSource], new: Iterable[LockedSource]) -> t
         a, b = before.get(name), after.get(name)
         if a is None and b is not None:
             changes.append(
-                SourceChange(name, "added", new_url=redact_url(b.source.url), new_ref=b.source.ref, new_commit=b.commit)
+                SourceChange(
+                    name,
+                    "added",
+                    new_url=redact_url(b.source.url),
+                    new_ref=b.source.ref,
+                    new_commit=b.commit,
+                )
             )
         elif b is None and a is not None:
             changes.append(
                 SourceChange(
-                    name, "removed", old_url=redact_url(a.source.url), old_ref=a.source.ref, old_commit=a.commit
+                    name,
+                    "removed",
+                    old_url=redact_url(a.source.url),
+                    old_ref=a.source.ref,
+                    old_commit=a.commit,
                 )
             )
         elif a is not None and b is not None:
@@ -320,7 +365,11 @@ def _diff_source(a: LockedSource, b: LockedSource) -> SourceChange | None:
     picks_removed = tuple(p for p in a.source.cherry_picks if p not in b.source.cherry_picks)
     if a.source.cherry_picks != b.source.cherry_picks and not (picks_added or picks_removed):
         # Same cherry-picks in another order: applied in order, so it is a change of its own.
-        fields += (FieldChange("cherry-pick order", _show(a.source.cherry_picks), _show(b.source.cherry_picks)),)
+        fields += (
+            FieldChange(
+                "cherry-pick order", _show(a.source.cherry_picks), _show(b.source.cherry_picks)
+            ),
+        )
     moved = (a.source.url, a.source.ref, a.commit) != (b.source.url, b.source.ref, b.commit)
     submodules = _diff_submodules(a.submodules, b.submodules)
     if not (moved or fields or picks_added or picks_removed or submodules):
@@ -345,7 +394,9 @@ def _diff_source(a: LockedSource, b: LockedSource) -> SourceChange | None:
     )
 
 
-def _diff_submodules(old: Iterable[Submodule], new: Iterable[Submodule]) -> tuple[SubmoduleChange, ...]:
+def _diff_submodules(
+    old: Iterable[Submodule], new: Iterable[Submodule]
+) -> tuple[SubmoduleChange, ...]:
     """The submodules whose commit or URL differ between two records of a source, by path."""
     before = {s.path: s for s in old}
     after = {s.path: s for s in new}
@@ -355,7 +406,9 @@ def _diff_submodules(old: Iterable[Submodule], new: Iterable[Submodule]) -> tupl
         if a == b:
             continue
         kind = "added" if a is None else "removed" if b is None else "changed"
-        link = compare_url(b.url, a.commit, b.commit) if a and b and _same_repo(a.url, b.url) else None
+        link = (
+            compare_url(b.url, a.commit, b.commit) if a and b and _same_repo(a.url, b.url) else None
+        )
         changes.append(
             SubmoduleChange(
                 path,
@@ -380,7 +433,8 @@ def _show(value: object) -> str:
 
 
 def _override_text(applied: AppliedOverride) -> str:
-    """An override as one line: requirement, reason, and for a transitive one what it makes the lock contradict."""
+    """An override as one line: requirement, reason, and for a transitive one what it makes the lock
+    contradict."""
     override = applied.override
     text = f"{override.requirement} ({override.reason})"
     if override.transitive:
@@ -401,7 +455,10 @@ def _diff_items(old: Lock, new: Lock) -> tuple[ItemChange, ...]:
         ("profile", lambda lock: {p.name: _show(p.env) for p in lock.profiles}),
         (
             "check",
-            lambda lock: {c.module: f"{c.distribution or '-'} {c.version or '-'} needs {c.needs}" for c in lock.checks},
+            lambda lock: {
+                c.module: f"{c.distribution or '-'} {c.version or '-'} needs {c.needs}"
+                for c in lock.checks
+            },
         ),
         ("input", lambda lock: dict(lock.inputs)),
         ("archive", _archives),
@@ -427,7 +484,9 @@ def _archives(lock: Lock) -> dict[str, str]:
     for a in lock.archives:
         shown[f"{a.name} ({a.platform})"] = f"sha256 {short_digest(a.sha256)} {a.url}"
         for m in a.members:
-            shown[f"{a.name} ({a.platform}): {m.name}"] = f"{m.version} sha256 {short_digest(m.sha256)}"
+            shown[f"{a.name} ({a.platform}): {m.name}"] = (
+                f"{m.version} sha256 {short_digest(m.sha256)}"
+            )
     return shown
 
 

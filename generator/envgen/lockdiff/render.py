@@ -1,4 +1,5 @@
-"""A LockDiff rendered as text for a terminal, markdown for a pull request, or JSON; the same diffs, the same text."""
+"""A LockDiff rendered as text for a terminal, markdown for a pull request, or JSON; the same diffs,
+the same text."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ from collections.abc import Sequence
 
 from envgen.commits import is_full_commit, short_commit
 from envgen.digests import short_digest
-from envgen.lockdiff.compare import ItemChange, LockDiff, PackageChange, SourceChange, SubmoduleChange
+from envgen.lockdiff.compare import (
+    ItemChange,
+    LockDiff,
+    PackageChange,
+    SourceChange,
+    SubmoduleChange,
+)
 
 MARKER = "<!-- envgen-lock-diff -->"
-# A platform's table in markdown starts unfolded up to this many rows: a bump is read at a glance, a re-lock
-# of everything stays folded.
+# A platform's table in markdown starts unfolded up to this many rows: a bump is read at a glance, a
+# re-lock of everything stays folded.
 OPEN_ROWS = 10
 
 
@@ -49,7 +56,11 @@ def _old_new(change: PackageChange) -> tuple[str, str]:
 
 
 def _warning(change: PackageChange) -> str:
-    how = "rebuilt under a new file name" if change.kind == "rebuilt" else "replaced under the same file name"
+    how = (
+        "rebuilt under a new file name"
+        if change.kind == "rebuilt"
+        else "replaced under the same file name"
+    )
     return (
         f"{change.manager} {change.name} {change.new_version} on {change.platform}: {how}, "
         f"sha256 {_short(change.old_hash)} -> {_short(change.new_hash)}"
@@ -63,7 +74,11 @@ def _headline(diff: LockDiff, sep: str = ", ") -> str:
 def _count(kind: str, count: int) -> str:
     """`2 sources changed`, `1 source changed`: summary keys are plural nouns or verbs."""
     if count == 1:
-        kind = kind.replace("sources", "source").replace("platforms", "platform").replace("changes", "change")
+        kind = (
+            kind.replace("sources", "source")
+            .replace("platforms", "platform")
+            .replace("changes", "change")
+        )
     return f"{count} {kind}"
 
 
@@ -84,7 +99,11 @@ def _source_line(change: SourceChange) -> str:
         if change.old_ref == change.new_ref
         else f"{_ref(change.old_ref)} -> {_ref(change.new_ref)}"
     )
-    commit = change.new_short if change.old_commit == change.new_commit else f"{change.old_short} -> {change.new_short}"
+    commit = (
+        change.new_short
+        if change.old_commit == change.new_commit
+        else f"{change.old_short} -> {change.new_short}"
+    )
     return f"{ref}: {commit}"
 
 
@@ -120,11 +139,15 @@ def _item_value(item: ItemChange, value: str | None) -> str:
 
 def _table(rows: Sequence[tuple[str, ...]], indent: str) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return [
+        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 def render_text(diffs: list[LockDiff]) -> str:
-    """Plain text for a terminal: a headline per env, loud warnings first, then aligned change lists."""
+    """Plain text for a terminal: a headline per env, loud warnings first, then aligned change
+    lists."""
     if not diffs:
         return "no lock changes\n"
     out: list[str] = []
@@ -139,7 +162,11 @@ def render_text(diffs: list[LockDiff]) -> str:
             out.append(f"  platforms removed: {', '.join(diff.platforms_removed)}")
         for platform in sorted({c.platform for c in diff.packages}):
             out.append(f"  {platform}")
-            rows = [(c.manager, c.name, c.kind, *_arrow(c)) for c in diff.packages if c.platform == platform]
+            rows = [
+                (c.manager, c.name, c.kind, *_arrow(c))
+                for c in diff.packages
+                if c.platform == platform
+            ]
             out += _table(rows, "    ")
         if diff.sources:
             out.append("  sources")
@@ -149,7 +176,8 @@ def render_text(diffs: list[LockDiff]) -> str:
         if diff.items:
             out.append("  other")
             rows = [
-                (i.section, i.name, i.kind, f"{_item_value(i, i.old)} -> {_item_value(i, i.new)}") for i in diff.items
+                (i.section, i.name, i.kind, f"{_item_value(i, i.old)} -> {_item_value(i, i.new)}")
+                for i in diff.items
             ]
             out += _table(rows, "    ")
     return "\n".join(out) + "\n"
@@ -170,7 +198,8 @@ def _cell(text: str | None) -> str:
 
 
 def render_markdown(diffs: list[LockDiff]) -> str:
-    """Markdown for a pull-request comment: headline counts, loud warnings, one folded table per platform."""
+    """Markdown for a pull-request comment: headline counts, loud warnings, one folded table per
+    platform."""
     out = [MARKER, "## envgen lock diff", ""]
     if not diffs:
         out.append("No lock changes.")
@@ -245,14 +274,28 @@ def _markdown_items(diff: LockDiff) -> list[str]:
 
 def _source_row(s: SourceChange) -> str:
     if s.kind == "added":
-        ref, commit, details = _cell(_ref(s.new_ref)), f"`{s.new_short}`", f"added {_cell(s.new_url)}"
+        ref, commit, details = (
+            _cell(_ref(s.new_ref)),
+            f"`{s.new_short}`",
+            f"added {_cell(s.new_url)}",
+        )
     elif s.kind == "removed":
-        ref, commit, details = _cell(_ref(s.old_ref)), f"`{s.old_short}`", f"removed {_cell(s.old_url)}"
+        ref, commit, details = (
+            _cell(_ref(s.old_ref)),
+            f"`{s.old_short}`",
+            f"removed {_cell(s.old_url)}",
+        )
     else:
         ref = (
-            _cell(_ref(s.new_ref)) if s.old_ref == s.new_ref else f"{_cell(_ref(s.old_ref))} → {_cell(_ref(s.new_ref))}"
+            _cell(_ref(s.new_ref))
+            if s.old_ref == s.new_ref
+            else f"{_cell(_ref(s.old_ref))} → {_cell(_ref(s.new_ref))}"
         )
-        commit = f"`{s.new_short}`" if s.old_commit == s.new_commit else f"`{s.old_short}` → `{s.new_short}`"
+        commit = (
+            f"`{s.new_short}`"
+            if s.old_commit == s.new_commit
+            else f"`{s.old_short}` → `{s.new_short}`"
+        )
         notes = [_cell(line) for line in _source_details(s) if line != s.compare_url]
         if s.compare_url:
             notes.append(f"[compare]({s.compare_url})")
@@ -275,6 +318,7 @@ def diff_results(diffs: list[LockDiff]) -> list[dict[str, object]]:
 
 
 def render_json(diffs: list[LockDiff]) -> str:
-    """JSON with sorted keys: `{"changed": bool, "diffs": [...]}`, one entry per env that differs."""
+    """JSON with sorted keys: `{"changed": bool, "diffs": [...]}`, one entry per env that
+    differs."""
     payload = {"changed": any(not d.empty for d in diffs), "diffs": [_as_json(d) for d in diffs]}
     return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

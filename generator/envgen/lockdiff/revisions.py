@@ -28,10 +28,13 @@ def repo_root(path: Path) -> Path:
     probe = path.absolute()
     while not probe.is_dir():
         probe = probe.parent
-    proc = run(["git", "-C", probe, "rev-parse", "--show-toplevel"], check=False, timeout=GIT_TIMEOUT)
+    proc = run(
+        ["git", "-C", probe, "rev-parse", "--show-toplevel"], check=False, timeout=GIT_TIMEOUT
+    )
     if proc.returncode != 0:
         raise InputError(
-            f"{path} is not inside a git repository: `git rev-parse --show-toplevel` in {probe} failed",
+            f"{path} is not inside a git repository: `git rev-parse --show-toplevel` "
+            f"in {probe} failed",
             hint="give a lock file path instead of REV:path, or run inside the repository",
         )
     return Path(proc.stdout.strip())
@@ -43,20 +46,31 @@ def verify_rev(root: Path, rev: str) -> str:
         # git would read it as an option.
         raise InputError(f"{rev!r} is not a git revision", hint="name a branch, tag or commit")
     proc = run(
-        ["git", "-C", root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+        [
+            "git",
+            "-C",
+            root,
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            f"{rev}^{{commit}}",
+        ],
         check=False,
         timeout=GIT_TIMEOUT,
     )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise InputError(
             f"unknown git revision {rev!r} in {root}",
-            hint="name a branch, tag or commit that exists there (`git log --oneline`), fetching it first if remote",
+            hint="name a branch, tag or commit that exists there (`git log --oneline`), "
+            "fetching it first if remote",
         )
     return proc.stdout.strip()
 
 
 def repo_path(root: Path, path: Path) -> str:
-    """`path` relative to the work tree at `root`, with forward slashes, as `git show REV:<path>` wants it."""
+    """`path` relative to the work tree at `root`, with forward slashes, as `git show REV:<path>`
+    wants it."""
     absolute = Path(os.path.realpath(path.absolute()))
     try:
         return absolute.relative_to(Path(os.path.realpath(root))).as_posix()
@@ -65,27 +79,45 @@ def repo_path(root: Path, path: Path) -> str:
 
 
 def show_at_rev(root: Path, rev: str, relpath: str) -> str | None:
-    """The text of `relpath` at `rev`, or None when the file does not exist there (`rev` must be valid)."""
-    proc = run(["git", "-C", root, "show", "--end-of-options", f"{rev}:{relpath}"], check=False, timeout=GIT_TIMEOUT)
+    """The text of `relpath` at `rev`, or None when the file does not exist there (`rev` must be
+    valid)."""
+    proc = run(
+        ["git", "-C", root, "show", "--end-of-options", f"{rev}:{relpath}"],
+        check=False,
+        timeout=GIT_TIMEOUT,
+    )
     return proc.stdout if proc.returncode == 0 else None
 
 
 def list_at_rev(root: Path, rev: str, reldir: str) -> list[str]:
-    """The paths of the files directly inside `reldir` at `rev`, sorted; empty when the directory is absent."""
+    """The paths of the files directly inside `reldir` at `rev`, sorted; empty when the directory is
+    absent."""
     proc = run(
-        ["git", "-C", root, "ls-tree", "--name-only", "--end-of-options", rev, "--", f"{reldir.rstrip('/')}/"],
+        [
+            "git",
+            "-C",
+            root,
+            "ls-tree",
+            "--name-only",
+            "--end-of-options",
+            rev,
+            "--",
+            f"{reldir.rstrip('/')}/",
+        ],
         check=False,
         timeout=GIT_TIMEOUT,
     )
     return sorted(line for line in proc.stdout.splitlines() if line) if proc.returncode == 0 else []
 
 
-# --- locks as text ------------------------------------------------------------------------------------------
+# --- locks as text
+# ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class LockText:
-    """One side of a diff as read: a label for humans, the env, the yml and (if present) its sources.toml."""
+    """One side of a diff as read: a label for humans, the env, the yml and (if present) its
+    sources.toml."""
 
     label: str
     env: str
@@ -99,7 +131,8 @@ def sibling_sources(path: str) -> str:
 
 
 def env_of(path: str) -> str:
-    """The env a lock file is of; a pull request names its files, and the name reaches markdown and git."""
+    """The env a lock file is of; a pull request names its files, and the name reaches markdown and
+    git."""
     env = Path(path).name.removesuffix(".yml")
     if problem := env_name_problem(env):
         raise InputError(f"{path}: {problem}", hint="rename the lock file to locks/<env>.yml")
@@ -107,14 +140,16 @@ def env_of(path: str) -> str:
 
 
 def read_side(spec: str, cwd: Path) -> LockText:
-    """A lock named as a file path or as `REV:path` (read with git in the repository holding the path)."""
+    """A lock named as a file path or as `REV:path` (read with git in the repository holding the
+    path)."""
     path = cwd / spec
     if path.is_file():
         return _file_side(path, spec)
     rev, colon, rel = spec.partition(":")
     if not colon or not rev or not rel:
         raise InputError(
-            f"no lock file at {path}", hint="give a path like locks/a5.yml or REV:path like HEAD:locks/a5.yml"
+            f"no lock file at {path}",
+            hint="give a path like locks/a5.yml or REV:path like HEAD:locks/a5.yml",
         )
     root = repo_root(cwd / rel)
     verify_rev(root, rev)
@@ -130,7 +165,9 @@ def read_side(spec: str, cwd: Path) -> LockText:
 
 def _file_side(path: Path, label: str) -> LockText:
     sources = Path(sibling_sources(str(path)))
-    return LockText(label, env_of(str(path)), _read(path), _read(sources) if sources.is_file() else None)
+    return LockText(
+        label, env_of(str(path)), _read(path), _read(sources) if sources.is_file() else None
+    )
 
 
 def _rev_side(root: Path, rev: str, relpath: str, label: str) -> LockText | None:
@@ -145,7 +182,8 @@ def _read(path: Path) -> str:
 
 
 def parse_side(side: LockText, *, with_sources: bool = True) -> Lock:
-    """The Lock a side holds; without its sources.toml (or `with_sources`), only platforms and packages."""
+    """The Lock a side holds; without its sources.toml (or `with_sources`), only platforms and
+    packages."""
     yml = _lock_yml(side)
     if side.sources is None or not with_sources:
         return Lock(side.env, yml.platforms, yml.input_hash, yml.conda, yml.pip, sources=())
@@ -156,14 +194,17 @@ def parse_side(side: LockText, *, with_sources: bool = True) -> Lock:
 
 
 def _lock_yml(side: LockText) -> LockYml:
-    """The yml of a side, or an error saying plainly that the file is not a lock (diff is given any path)."""
+    """The yml of a side, or an error saying plainly that the file is not a lock (diff is given any
+    path)."""
     try:
         return parse_lock_yml(side.yml, side.label)
     except InputError as exc:
         reason = exc.message.removeprefix(f"{side.label}: ").splitlines()[0]
         raise InputError(
-            f"{side.label} is not an envgen lock (locks/<env>.yml in conda-lock format 1): {reason}",
-            hint="give two lock files, e.g. `envgen diff HEAD:locks/a5.yml locks/a5.yml`, or `envgen diff --git`",
+            f"{side.label} is not an envgen lock (locks/<env>.yml in conda-lock format "
+            f"1): {reason}",
+            hint="give two lock files, e.g. `envgen diff HEAD:locks/a5.yml locks/a5.yml`, "
+            "or `envgen diff --git`",
         ) from exc
 
 
@@ -179,8 +220,8 @@ def diff_sides(old: LockText, new: LockText) -> LockDiff:
 
 
 def working_integrity(project: Project, env: str) -> tuple[str, ...]:
-    """The integrity problems of the work tree's lock of `env` (lockio/integrity.py); a missing file of the
-    three, while another exists, is an error (exit 4): there is no lock to compare."""
+    """The integrity problems of the work tree's lock of `env` (lockio/integrity.py); a missing file
+    of the three, while another exists, is an error (exit 4): there is no lock to compare."""
     texts = read_files(project, env)
     missing = missing_files(texts)
     if missing:
@@ -190,8 +231,9 @@ def working_integrity(project: Project, env: str) -> tuple[str, ...]:
 
 
 def diff_against_rev(project: Project, rev: str) -> list[LockDiff]:
-    """Each lock in locks/ against the same file at `rev` (added and deleted locks too); unchanged ones left out.
-    The work tree's locks are checked for integrity too: a hand-edited file is a change to report."""
+    """Each lock in locks/ against the same file at `rev` (added and deleted locks too); unchanged
+    ones left out. The work tree's locks are checked for integrity too: a hand-edited file is a
+    change to report."""
     root = repo_root(project.locks_dir)
     verify_rev(root, rev)
     reldir = repo_path(root, project.locks_dir)
@@ -208,9 +250,13 @@ def diff_against_rev(project: Project, rev: str) -> list[LockDiff]:
         if old is not None and new is not None:
             diff = diff_sides(old, new)
         elif new is not None:
-            diff = diff_locks(Lock(new.env, (), "", (), (), ()), parse_side(new), labels=(f"{rev}: none", relpath))
+            diff = diff_locks(
+                Lock(new.env, (), "", (), (), ()), parse_side(new), labels=(f"{rev}: none", relpath)
+            )
         elif old is not None:
-            diff = diff_locks(parse_side(old), Lock(old.env, (), "", (), (), ()), labels=(old.label, "deleted"))
+            diff = diff_locks(
+                parse_side(old), Lock(old.env, (), "", (), (), ()), labels=(old.label, "deleted")
+            )
         diff = replace(diff, tampered=problems)
         if not diff.empty:
             diffs.append(diff)

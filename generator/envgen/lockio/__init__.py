@@ -1,1 +1,2 @@
-"""A Lock on disk: the conda-lock yml, sources.toml, input hashes and the atomic, mutually exclusive store."""
+"""A Lock on disk: the conda-lock yml, sources.toml, input hashes and the atomic, mutually exclusive
+store."""

@@ -1,9 +1,11 @@
-"""Is a lock consistent? Every locked package's declared dependencies met by the locked versions (pure).
+"""Is a lock consistent? Every locked package's declared dependencies met by the locked versions
+(pure).
 
-Checked per platform, markers and extras already evaluated for that platform and python in each entry's
-`depends`; the sources' requirements are evaluated here. The only contradictions a lock may hold are those
-a `transitive = true` override makes on purpose, each recorded under that override (`violates`). `lock`
-records them and fails on any other; `check` verifies a lock read from disk the same way.
+Checked per platform, markers and extras already evaluated for that platform and python in each
+entry's `depends`; the sources' requirements are evaluated here. The only contradictions a lock may
+hold are those a `transitive = true` override makes on purpose, each recorded under that override
+(`violates`). `lock` records them and fails on any other; `check` verifies a lock read from disk the
+same way.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from envgen.platforms import marker_environment
 
 @dataclass(frozen=True, order=True)
 class Violation:
-    """A requirement the lock does not meet on `platform`: `pair` says who needs what ("x==1 needs y>=2")."""
+    """A requirement the lock does not meet on `platform`: `pair` says who needs what ("x==1 needs
+    y>=2")."""
 
     name: str
     pair: str
@@ -97,7 +100,9 @@ def violations(lock: Lock, python: Callable[[str], str]) -> list[Violation]:
     found: list[Violation] = []
     for platform in lock.platforms:
         environment = {**marker_environment(platform, python(platform)), "extra": ""}
-        entries: dict[str, PipEntry] = {canonicalize_name(e.name): e for e in lock.pip_for(platform)}
+        entries: dict[str, PipEntry] = {
+            canonicalize_name(e.name): e for e in lock.pip_for(platform)
+        }
         left = {canonicalize_name(e.name) for e in lock.exclusions if e.applies(platform)}
         here = _Platform(platform, entries | _wheels(lock, platform), satisfied | left)
         for entry in lock.pip_for(platform):
@@ -145,14 +150,18 @@ def _wheels(lock: Lock, platform: str) -> dict[str, PipEntry]:
 def explained(lock: Lock, violation: Violation) -> bool:
     """Whether a transitive override on the violated name records this pair."""
     return any(
-        o.override.transitive and canonicalize_name(o.override.name) == violation.name and violation.pair in o.violates
+        o.override.transitive
+        and canonicalize_name(o.override.name) == violation.name
+        and violation.pair in o.violates
         for o in lock.overrides
     )
 
 
 def record(lock: Lock, found: Sequence[Violation]) -> tuple[Lock, list[Violation]]:
     """`lock` with each violation a transitive override causes recorded under it; and the others."""
-    transitive = {canonicalize_name(o.override.name) for o in lock.overrides if o.override.transitive}
+    transitive = {
+        canonicalize_name(o.override.name) for o in lock.overrides if o.override.transitive
+    }
     pairs: dict[str, set[str]] = {}
     others = []
     for violation in found:
@@ -161,7 +170,9 @@ def record(lock: Lock, found: Sequence[Violation]) -> tuple[Lock, list[Violation
         else:
             others.append(violation)
     overrides = tuple(
-        dataclasses.replace(o, violates=tuple(sorted(pairs.get(canonicalize_name(o.override.name), ()))))
+        dataclasses.replace(
+            o, violates=tuple(sorted(pairs.get(canonicalize_name(o.override.name), ())))
+        )
         for o in lock.overrides
     )
     return dataclasses.replace(lock, overrides=overrides), others

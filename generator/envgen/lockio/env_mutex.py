@@ -30,7 +30,8 @@ def env_lock(project: Project, env: str) -> Iterator[None]:
     guard = filelock.SoftFileLock(path)
     try:
         _acquire(guard, env)
-        # An interrupted run whose worker does not reach this `finally` before envgen exits still removes it.
+        # An interrupted run whose worker does not reach this `finally` before envgen exits still
+        # removes it.
         with interrupts.holding(path):
             yield
     finally:

@@ -123,7 +123,8 @@ def _current_digest(project: Project, env: str, kind: str, name: str, glibc: str
     """What the component `kind:name` of env's input digests is now (None for a kind no lock
     records)."""
     if kind in ("base", "channel") and name_problem(name, kind):
-        return None  # names read from the lock are file names under env-templates/ or channels/, never paths
+        # names read from the lock are file names under env-templates/ or channels/, never paths
+        return None
     if kind == "matrix" and not name:
         return _file_digest(project.template(env), "the matrix")
     if kind == "base":

@@ -38,19 +38,23 @@ def _hash_problems(yml: str, sources: str, recipe: str, names: tuple[str, str, s
         return [f"{names[1]} records no content hash: it was edited after `envgen lock` wrote it"]
     if found.computed != found.recorded:
         return [
-            f"{names[0]}, {names[1]} and {names[2]} do not hash to the content hash {names[1]} records "
+            f"{names[0]}, {names[1]} and {names[2]} do not hash to the content hash "
+            f"{names[1]} records "
             f"({short_digest(found.recorded)}, now {short_digest(found.computed)}): "
             "a file was edited after `envgen lock` wrote it"
         ]
     return []
 
 
-def _consistency_problems(lock: Lock, sources: SourcesToml, names: tuple[str, str, str]) -> list[str]:
+def _consistency_problems(
+    lock: Lock, sources: SourcesToml, names: tuple[str, str, str]
+) -> list[str]:
     """What the sources.toml says about packages and indexes that the yml contradicts."""
     locked = {(e.platform, e.name) for e in lock.pip}
     indexes = {i.name for i in lock.indexes}
     problems = [
-        f"{names[1]}: pip-indexes names index {index} for {package} ({platform}), which {names[0]} does not lock"
+        f"{names[1]}: pip-indexes names index {index} for {package} ({platform}), "
+        f"which {names[0]} does not lock"
         for (platform, package), index in sources.pip_indexes
         if (platform, package) not in locked
     ]
@@ -69,7 +73,8 @@ def _conda_host_problems(lock: Lock) -> list[str]:
     if not hosts or any("$" in host for host in hosts):
         return []
     return [
-        f"{e.name} {e.version} ({e.platform}): its URL is on {url_host(e.url) or 'no host'}, which no channel of "
+        f"{e.name} {e.version} ({e.platform}): its URL is on "
+        f"{url_host(e.url) or 'no host'}, which no channel of "
         f"the lock serves ({', '.join(sorted(hosts))})"
         for e in lock.conda
         if url_host(e.url) not in hosts
@@ -81,7 +86,10 @@ def recipe_problem(lock: Lock, recipe: str, name: str) -> str | None:
     is."""
     if recipe == render_recipe(lock):
         return None
-    return f"{name} differs from the recipe its lock renders: it was edited by hand or belongs to another lock"
+    return (
+        f"{name} differs from the recipe its lock renders: it was edited by hand or "
+        "belongs to another lock"
+    )
 
 
 def integrity_problems(texts: LockTexts, lock: Lock, sources: SourcesToml) -> list[str]:
@@ -101,7 +109,9 @@ def integrity_problems(texts: LockTexts, lock: Lock, sources: SourcesToml) -> li
 def tampered(problems: Sequence[str], env: str) -> VerificationError:
     """The error (exit 4) of a lock whose files are not as `envgen lock` wrote them."""
     listed = "\n".join(f"  {p}" for p in problems)
-    return VerificationError(f"the lock of {env} was tampered with:\n{listed}", hint=repair_hint(env))
+    return VerificationError(
+        f"the lock of {env} was tampered with:\n{listed}", hint=repair_hint(env)
+    )
 
 
 # --- the files under locks/, read by lockio/store.py ----------------------------------------------

@@ -150,7 +150,9 @@ def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: 
     return parse_lock_parts(yml_text, sources_text, yml_where, sources_where)[0]
 
 
-def parse_lock_parts(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> tuple[Lock, SourcesToml]:
+def parse_lock_parts(
+    yml_text: str, sources_text: str, yml_where: str, sources_where: str
+) -> tuple[Lock, SourcesToml]:
     """The Lock held by a yml and its sources.toml, and the sources.toml as read (its pip-index rows
     and file hosts, which the integrity check compares with the yml)."""
     # Imported here: conda-lock's models and the model are for the commands that use a Lock, not the
@@ -162,7 +164,8 @@ def parse_lock_parts(yml_text: str, sources_text: str, yml_where: str, sources_w
     sources = parse_sources_toml(sources_text, sources_where)
     if sources.lock.input_hash != yml.input_hash:
         raise InputError(
-            f"{yml_where} and {sources_where} are not from one `envgen lock` run (their input hashes differ)",
+            f"{yml_where} and {sources_where} are not from one `envgen lock` run "
+            "(their input hashes differ)",
             hint=f"re-run `envgen lock {sources.lock.env}` to write both again",
         )
     index = dict(sources.pip_indexes)
@@ -203,7 +206,8 @@ def no_lock(project: Project, env: str) -> InputError:
     make one."""
     return InputError(
         f"no lock for {env} yet: {project.lock_yml(env)} does not exist",
-        hint=f"run `envgen lock {env}` (a checkout gets locks/ from the relock workflow or `make lock`)",
+        hint=f"run `envgen lock {env}` (a checkout gets locks/ from the relock workflow or "
+        "`make lock`)",
     )
 
 
@@ -218,7 +222,10 @@ def _remove_leftovers(targets: Sequence[Path]) -> None:
     """Part and backup files a killed run left next to `targets` (only names envgen makes; `.tmp`
     is how a lock's temp files were named before `atomic.py`)."""
     for target in targets:
-        for leftover in [*atomic.leftovers(target), *target.parent.glob(f".{glob.escape(target.name)}.*.tmp")]:
+        for leftover in [
+            *atomic.leftovers(target),
+            *target.parent.glob(f".{glob.escape(target.name)}.*.tmp"),
+        ]:
             leftover.unlink(missing_ok=True)
 
 
@@ -275,7 +282,9 @@ def unwritten_changes(
     return changed
 
 
-def write_lock(project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()) -> None:
+def write_lock(
+    project: Project, env: str, lock: Lock, recipe: str, derived: Sequence[tuple[str, str]] = ()
+) -> None:
     """Write locks/<env>.yml, .sources.toml, .install.sh (0755) and the `derived` files (name, text)
     all or nothing.
 

@@ -1,4 +1,5 @@
-"""Lock → locks/<env>.install.sh: the POSIX sh recipe that installs the git sources into an env (pure)."""
+"""Lock → locks/<env>.install.sh: the POSIX sh recipe that installs the git sources into an env
+(pure)."""
 
 from __future__ import annotations
 
@@ -24,20 +25,24 @@ from envgen.model import (
 )
 from envgen.redact import strip_credentials
 
-# Shell functions every recipe shares (package data, kept as shell so it reads as shell); the env-specific
-# parts are rendered around them.
+# Shell functions every recipe shares (package data, kept as shell so it reads as shell); the
+# env-specific parts are rendered around them.
 _FUNCTIONS = resources.files("envgen.recipe").joinpath("functions.sh").read_text(encoding="utf-8")
 
 
 def render_recipe(lock: Lock) -> str:
     """The install.sh text of `lock`: the same inputs give the same bytes.
 
-    Every value from the lock enters the script through `quote` (one sh word, never a command); comments
-    name values too, so a lock holding a control character or a name that is not a name is refused.
+    Every value from the lock enters the script through `quote` (one sh word, never a command);
+    comments name values too, so a lock holding a control character or a name that is not a name is
+    refused.
     """
     unsafe = lock_problems(lock)
     if unsafe:
-        raise InputError(f"cannot render the recipe of {lock.env!r}: {unsafe[0]}", hint="fix the matrix and re-lock")
+        raise InputError(
+            f"cannot render the recipe of {lock.env!r}: {unsafe[0]}",
+            hint="fix the matrix and re-lock",
+        )
     cann_sources = [s.source.name for s in lock.sources if s.source.needs_cann]
     set_env = lock.cann.set_env if lock.cann else DEFAULT_CANN_SET_ENV
     parts = [
@@ -67,7 +72,11 @@ def install_key(lock: Lock, locked: LockedSource) -> str:
         "env": sorted(src.env),
         "index": _index_args(lock, src.build_index),
         # only when there are any: the keys of sources without submodules stay what they were
-        **({"submodules": [[s.path, s.commit] for s in locked.submodules]} if locked.submodules else {}),
+        **(
+            {"submodules": [[s.path, s.commit] for s in locked.submodules]}
+            if locked.submodules
+            else {}
+        ),
         **({"layout": _layout(src)} if src.subdirectory or src.extras or src.replacements else {}),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -84,19 +93,23 @@ def archive_key(archive: LockedArchive) -> str:
 
 
 def hook_prefix(env: str) -> str:
-    """The prefix of the variables the activation hook keeps old values in, e.g. `_ENVGEN_A5_OLD_`."""
+    """The prefix of the variables the activation hook keeps old values in, e.g.
+    `_ENVGEN_A5_OLD_`."""
     return f"_ENVGEN_{re.sub(r'[^A-Za-z0-9]', '_', env).upper()}_OLD_"
 
 
 def _header(lock: Lock) -> str:
     return (
         "#!/bin/sh\n"
-        f"# locks/{lock.env}.install.sh: installs the git sources of env {lock.env} into a conda env or venv.\n"
-        f"# Rendered by `envgen lock` from locks/{lock.env}.yml and locks/{lock.env}.sources.toml: never edit it;\n"
+        f"# locks/{lock.env}.install.sh: installs the git sources of env {lock.env} "
+        "into a conda env or venv.\n"
+        f"# Rendered by `envgen lock` from locks/{lock.env}.yml and "
+        f"locks/{lock.env}.sources.toml: never edit it;\n"
         "# change env-templates/ and re-lock. Run it with --help for what it does.\n"
         "set -eu\n\n"
         f"ENVGEN_ENV={quote(lock.env)}\n"
-        # The identity, date and flags the lock committed each cherry-pick with, so the same commit comes out.
+        # The identity, date and flags the lock committed each cherry-pick with, so the same commit
+        # comes out.
         f"PICK_NAME={quote(PICK_ENV['GIT_COMMITTER_NAME'])}\n"
         f"PICK_EMAIL={quote(PICK_ENV['GIT_COMMITTER_EMAIL'])}\n"
         f"PICK_DATE={quote(PICK_ENV['GIT_COMMITTER_DATE'])}\n"
@@ -107,36 +120,51 @@ def _header(lock: Lock) -> str:
 def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     env = lock.env
     lines = [
-        f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--no-profile NAME]...",
+        f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile "
+        "NAME]... [--no-profile NAME]...",
         "       [--skip-cann] [--bundle FILE] [--archives DIR] [--uv UV]",
         "",
         f"Installs the git sources of env {env} at their locked commits, in order, each with",
-        "`python -m pip install --no-deps` of the env's own python (uv with --uv), then writes activation hooks",
-        f"(etc/conda/activate.d/envgen-{env}.sh and deactivate.d/; in a venv also a block in bin/activate).",
+        "`python -m pip install --no-deps` of the env's own python (uv with --uv), "
+        "then writes activation hooks",
+        f"(etc/conda/activate.d/envgen-{env}.sh and deactivate.d/; in a venv also a "
+        "block in bin/activate).",
         "Install the locked packages first, then run this script in that env:",
         f"  conda-lock install -n NAME locks/{env}.yml   (or -p DIR)",
         "  conda activate NAME",
         f"  sh locks/{env}.install.sh",
-        f"`envgen install {env} --prefix DIR` does both steps. Running this script again changes nothing and",
-        "keeps the profiles an earlier run enabled (--no-profile NAME drops one); reactivate the env afterwards",
+        f"`envgen install {env} --prefix DIR` does both steps. Running this script "
+        "again changes nothing and",
+        "keeps the profiles an earlier run enabled (--no-profile NAME drops one); "
+        "reactivate the env afterwards",
         "so the activation hooks take effect.",
         "",
         "Options:",
         "  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)",
         "  --src DIR       where the sources are cloned (default: <prefix>/src)",
-        "  --profile NAME  also set an optional activation profile (repeatable; remembered for re-runs):",
+        "  --profile NAME  also set an optional activation profile (repeatable; "
+        "remembered for re-runs):",
         *(f"                    {p.name}: {one_line(p.description)}" for p in lock.profiles),
         *(["                    (this env defines none)"] if not lock.profiles else []),
         "  --no-profile NAME  drop a profile an earlier run enabled (repeatable)",
         "  --skip-cann     skip the sources that need CANN"
-        + (f" ({', '.join(cann_sources)}): the env is then incomplete" if cann_sources else " (none in this env)"),
-        "  --bundle FILE   offline: take the pip part and the sources from a bundle (envgen bundle), every",
-        "                  member checked against its bundle.json (sha256sum) first; needs tar, sha256sum,",
-        "                  git, pip (and zstd for .tar.zst), not envgen. The conda part stays conda-lock's.",
+        + (
+            f" ({', '.join(cann_sources)}): the env is then incomplete"
+            if cann_sources
+            else " (none in this env)"
+        ),
+        "  --bundle FILE   offline: take the pip part and the sources from a bundle "
+        "(envgen bundle), every",
+        "                  member checked against its bundle.json (sha256sum) first; "
+        "needs tar, sha256sum,",
+        "                  git, pip (and zstd for .tar.zst), not envgen. The conda "
+        "part stays conda-lock's.",
         "  --archives DIR  take the wheels of the release archives from DIR (by file name) instead",
         "                  of fetching the archives; each is checked against the lock's sha256 too",
-        "  --uv UV         install with `UV pip install --python <the env's python>` instead of the env's",
-        "                  own pip (what `envgen install --installer uv` passes); uv reads no config file",
+        "  --uv UV         install with `UV pip install --python <the env's python>` "
+        "instead of the env's",
+        "                  own pip (what `envgen install --installer uv` passes); uv "
+        "reads no config file",
         "  -h, --help      show this help",
         "",
         *_usage_archives(lock),
@@ -147,7 +175,8 @@ def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         *(f"  {link.directory or '.'}: -> {link.target}" for link in lock.links),
         "",
         "Environment:",
-        f"  ASCEND_SET_ENV  CANN's set_env.sh; several are separated by ':' and sourced in order (default: {set_env})",
+        "  ASCEND_SET_ENV  CANN's set_env.sh; several are separated by ':' and "
+        f"sourced in order (default: {set_env})",
     ]
     body = " \\\n".join(f"\t\t{quote(line.rstrip())}" for line in lines)
     return f"usage() {{\n\tprintf '%s\\n' \\\n{body}\n}}\n"
@@ -162,7 +191,10 @@ def _usage_source(locked: LockedSource) -> str:
         *([f"{len(src.cherry_picks)} cherry-picks"] if src.cherry_picks else []),
         *([f"{len(locked.submodules)} submodules"] if locked.submodules else []),
     ]
-    return f"  {src.name}: {strip_credentials(src.url)} {src.ref} = {short_commit(locked.commit)} ({', '.join(flags)})"
+    return (
+        f"  {src.name}: {strip_credentials(src.url)} {src.ref} = "
+        f"{short_commit(locked.commit)} ({', '.join(flags)})"
+    )
 
 
 def _usage_archives(lock: Lock) -> list[str]:
@@ -178,7 +210,11 @@ def _usage_archives(lock: Lock) -> list[str]:
 def _profile_names(lock: Lock) -> str:
     names = [p.name for p in lock.profiles]
     pattern = "|".join(quote(n) for n in names)
-    body = f"\tcase $1 in\n\t\t{pattern}) return 0 ;;\n\tesac\n\treturn 1\n" if names else "\treturn 1\n"
+    body = (
+        f"\tcase $1 in\n\t\t{pattern}) return 0 ;;\n\tesac\n\treturn 1\n"
+        if names
+        else "\treturn 1\n"
+    )
     return f"KNOWN_PROFILES={quote(' '.join(names) or '(none)')}\nknown_profile() {{\n{body}}}\n"
 
 
@@ -192,7 +228,8 @@ _PARSE_ARGUMENTS = (
     "\t\t--src=*) src=${1#*=}; shift ;;",
     '\t\t--profile) [ $# -ge 2 ] || die "--profile needs a name"; add_profile "$2"; shift 2 ;;',
     '\t\t--profile=*) add_profile "${1#*=}"; shift ;;',
-    '\t\t--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;',
+    '\t\t--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile '
+    '"$2"; shift 2 ;;',
     '\t\t--no-profile=*) drop_profile "${1#*=}"; shift ;;',
     "\t\t--skip-cann) skip_cann=1; shift ;;",
     '\t\t--bundle) [ $# -ge 2 ] || die "--bundle needs a file"; bundle=$2; shift 2 ;;',
@@ -221,15 +258,21 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "uv=",
         *_PARSE_ARGUMENTS,
         "",
-        '[ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or activate a conda env or venv"',
-        '[ -d "$prefix" ] || die "$prefix is not a directory: create the env first (envgen install $ENVGEN_ENV '
+        '[ -n "$prefix" ] || die "no env to install into: pass --prefix DIR, or '
+        'activate a conda env or venv"',
+        '[ -d "$prefix" ] || die "$prefix is not a directory: create the env first '
+        "(envgen install $ENVGEN_ENV "
         '--prefix DIR)"',
         'prefix=$(cd "$prefix" && pwd -P)',
         "python=$prefix/bin/python",
-        '[ -x "$python" ] || die "no python at $python: install the locked packages into $prefix first"',
-        # A python that is not the prefix's own (a stand-in running another interpreter) would install elsewhere.
-        "\"$python\" -c 'import os, sys; sys.exit(os.path.realpath(sys.prefix) != os.path.realpath(sys.argv[1]))' "
-        '"$prefix" || die "$python does not run in $prefix (its sys.prefix differs): pip would install elsewhere"',
+        '[ -x "$python" ] || die "no python at $python: install the locked packages '
+        'into $prefix first"',
+        # A python that is not the prefix's own (a stand-in running another interpreter) would
+        # install elsewhere.
+        '"$python" -c \'import os, sys; sys.exit(os.path.realpath(sys.prefix) != '
+        "os.path.realpath(sys.argv[1]))' "
+        '"$prefix" || die "$python does not run in $prefix (its sys.prefix differs): '
+        'pip would install elsewhere"',
         'if [ -n "$uv" ] && ! [ -x "$uv" ]; then die "--uv: $uv is not an executable"; fi',
         "src=${src:-$prefix/src}",
         'mkdir -p "$src"',
@@ -242,10 +285,12 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "pythonpath=",
     ]
     if cann_sources:
-        # Fail before any clone or build when the toolkit is missing, naming the first source that needs it.
+        # Fail before any clone or build when the toolkit is missing, naming the first source that
+        # needs it.
         lines += [
             'if [ "$skip_cann" = 0 ] && [ -n "$(cann_missing)" ]; then',
-            f'\tdie {quote(f"source {cann_sources[0]} needs CANN, but")} "$(cann_missing)" {_CANN_MISSING}',
+            f"\tdie {quote(f'source {cann_sources[0]} needs CANN, but')} "
+            f'"$(cann_missing)" {_CANN_MISSING}',
             "fi",
         ]
     lines.append('say "installing into $prefix (sources in $src)"')
@@ -266,7 +311,8 @@ def _archive_arguments(lock: Lock) -> list[str]:
 
 
 _CANN_MISSING = quote(
-    "does not exist: install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by ':'), "
+    "does not exist: install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh "
+    "(several: separated by ':'), "
     "or pass --skip-cann"
 )
 
@@ -297,7 +343,8 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
         *(["-e"] if src.editable else []),
         f'"$src"/{name}' + (f"/{quote(_project(src))}" if _project(src) else ""),
     ]
-    if src.env:  # the build's variables, for this install only (a subshell: pip_install is a function)
+    # the build's variables, for this install only (a subshell: pip_install is a function)
+    if src.env:
         exported = " ".join(quote(f"{k}={v}") for k, v in src.env)
         pip = [f"(export {exported};", *pip, ")"]
     checkout = " ".join(
@@ -404,7 +451,8 @@ def _hooks(lock: Lock) -> str:
     lines += [
         '\tif [ -n "$pythonpath" ]; then',
         "\t\tsave_var PYTHONPATH",
-        '\t\tprintf \'export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\\n\' "$(quote "$pythonpath")"',
+        "\t\tprintf 'export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\\n' \"$(quote "
+        '"$pythonpath")"',
         "\tfi",
         *(f"\texport_var {quote(k)} {quote(v)}" for k, v in lock.activation_env),
     ]
@@ -419,9 +467,11 @@ def _hooks(lock: Lock) -> str:
         'mkdir -p "$hooks/activate.d" "$hooks/deactivate.d"',
         "activate=$hooks/activate.d/envgen-$ENVGEN_ENV.sh",
         # Both hooks come from one shell so deactivate.d knows which variables activate.d set.
-        '{ activate_hook >"$activate.tmp"; deactivate_hook >"$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp"; }',
+        '{ activate_hook >"$activate.tmp"; deactivate_hook '
+        '>"$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp"; }',
         'replace "$activate.tmp" "$activate"',
-        'replace "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp" "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh"',
+        'replace "$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh.tmp" '
+        '"$hooks/deactivate.d/envgen-$ENVGEN_ENV.sh"',
         'if [ -f "$prefix/pyvenv.cfg" ] && [ -f "$prefix/bin/activate" ]; then venv_hooks; fi',
         "remember_profiles",
         'say "done: reactivate the env to pick up $activate"',

@@ -1,1 +1,2 @@
-"""Matrix -> resolved parts: git sources pinned, the pip side through uv, the conda side through rattler."""
+"""Matrix -> resolved parts: git sources pinned, the pip side through uv, the conda side through
+rattler."""

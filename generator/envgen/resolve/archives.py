@@ -63,7 +63,9 @@ class ArchiveFetcher:
 
     def lock(self, matrix: Matrix, previous: Sequence[LockedArchive]) -> tuple[LockedArchive, ...]:
         settings = self.settings
-        return lock_archives(matrix, settings.cache, settings.limits, previous=previous, offline=settings.offline)
+        return lock_archives(
+            matrix, settings.cache, settings.limits, previous=previous, offline=settings.offline
+        )
 
 
 def lock_archives(
@@ -141,7 +143,8 @@ def fetch(
         if sha256 and found != sha256:
             raise VerificationError(
                 f"the archive {redact_url(url)} has sha256 {found}, but {pinned_by} says {sha256}",
-                hint="it is not the archive that was pinned: find out why; if the new one is wanted, "
+                hint="it is not the archive that was pinned: find out why; if the new one "
+                "is wanted, "
                 "write its sha256 into the matrix (archives.<name>.sha256) and lock again",
             )
         target = archive_path(cache, found)
@@ -293,7 +296,9 @@ def archive_wheels(
 
 
 @contextmanager
-def fetched_wheels(lock: Lock, platform: str, cache: Path, limits: network.Limits) -> Iterator[Path | None]:
+def fetched_wheels(
+    lock: Lock, platform: str, cache: Path, limits: network.Limits
+) -> Iterator[Path | None]:
     """A directory of the wheels the lock takes out of release archives on `platform`, by file name
     (the recipe's --archives), out of each archive, fetched or cached; an archive or wheel whose
     sha256 is not the lock's is refused (exit 4) before anything is installed. None when the
@@ -332,7 +337,8 @@ def _located(archive: LockedArchive, local: Mapping[str, Path]) -> dict[str, Pat
     for member in archive.members:
         if member.sha256 not in local:
             raise VerificationError(
-                f"the bundle holds no {member.filename} (archive {archive.name} of {archive.platform})",
+                f"the bundle holds no {member.filename} (archive {archive.name} of "
+                f"{archive.platform})",
                 hint="make the bundle again from this lock (nothing was installed)",
             )
     return {m.sha256: local[m.sha256] for m in archive.members}

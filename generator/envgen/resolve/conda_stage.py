@@ -35,7 +35,9 @@ log = logging.getLogger(__name__)
 
 def _generic(spec: str) -> rattler.GenericVirtualPackage:
     name, version, build = spec.split("=")
-    return rattler.GenericVirtualPackage(rattler.PackageName(name), rattler.Version(version), BuildString(build))
+    return rattler.GenericVirtualPackage(
+        rattler.PackageName(name), rattler.Version(version), BuildString(build)
+    )
 
 
 def _split_depend(depend: str) -> tuple[str, str]:
@@ -57,7 +59,8 @@ def _depends(depends: Sequence[str]) -> tuple[tuple[str, str], ...]:
 def _entry(record: rattler.RepoDataRecord, platform: str) -> CondaEntry:
     if record.md5 is None or record.sha256 is None:
         raise ResolutionError(
-            f"conda package {record.file_name} from {redact_url(record.channel or record.url)} has no md5 or "
+            f"conda package {record.file_name} from "
+            f"{redact_url(record.channel or record.url)} has no md5 or "
             "sha256 in its repodata",
             hint="a lock needs both hashes: use a channel whose repodata.json records them",
         )
@@ -74,12 +77,13 @@ def _entry(record: rattler.RepoDataRecord, platform: str) -> CondaEntry:
 
 
 def rattler_client(credentials: Credentials, limits: network.Limits) -> rattler.Client:
-    """rattler's standard client, plus each credential as an Authorization header on the requests it covers,
-    within envgen's network limits: each request bounded as a whole (rattler offers no connect or read
-    timeout), a transient failure retried `retries` times.
+    """rattler's standard client, plus each credential as an Authorization header on the requests it
+    covers, within envgen's network limits: each request bounded as a whole (rattler offers no
+    connect or read timeout), a transient failure retried `retries` times.
 
-    The channel URLs rattler sees carry no credentials, so none reaches its repodata cache (`*.info.json`,
-    shard caches) or a record's URL; the header is added in memory for each request."""
+    The channel URLs rattler sees carry no credentials, so none reaches its repodata cache
+    (`*.info.json`, shard caches) or a record's URL; the header is added in memory for each request.
+    """
     network.native_threads.set()
     return rattler.Client(
         [
@@ -99,16 +103,20 @@ _PATH_TOKEN = re.compile(r"/t/[^/]+(/|$)")
 
 
 def _channel_url(channel: Channel, environ: Mapping[str, str]) -> str:
-    """The channel's URL, `${VAR}` expanded; a token in its path is refused: every package URL rattler
-    records and caches, and so the lock, would carry it (only userinfo is split off and sent as a header)."""
+    """The channel's URL, `${VAR}` expanded; a token in its path is refused: every package URL
+    rattler records and caches, and so the lock, would carry it (only userinfo is split off and sent
+    as a header)."""
     url = expand_url(channel.url, f"conda channel {channel.name}", environ)
     if _PATH_TOKEN.search(urlsplit(url).path):
         shown = _PATH_TOKEN.sub(r"/t/***\1", redact_url(channel.url))
         raise InputError(
-            f"channels/{channel.name}.toml: url {shown} has a token in its path (/t/...), which every package URL "
+            f"channels/{channel.name}.toml: url {shown} has a token in its path "
+            "(/t/...), which every package URL "
             "of the lock and rattler's cache would carry",
-            hint="give it as user:token@ (sent as a header, e.g. https://user:${TOKEN}@host/channel), or store "
-            "it with rattler's authentication (`pixi auth login HOST --conda-token ...`, RATTLER_AUTH_FILE)",
+            hint="give it as user:token@ (sent as a header, e.g. "
+            "https://user:${TOKEN}@host/channel), or store "
+            "it with rattler's authentication (`pixi auth login HOST --conda-token "
+            "...`, RATTLER_AUTH_FILE)",
         )
     return url
 
@@ -127,8 +135,11 @@ def _unsatisfiable(matrix: Matrix, platform: str, said: str) -> ResolutionError:
     )
 
 
-def _unreachable(matrix: Matrix, platform: str, message: str, limits: network.Limits) -> NetworkError:
-    """One line naming the channel and why (the innermost cause, or the timeout that ended the wait)."""
+def _unreachable(
+    matrix: Matrix, platform: str, message: str, limits: network.Limits
+) -> NetworkError:
+    """One line naming the channel and why (the innermost cause, or the timeout that ended the
+    wait)."""
     if network.timed_out(message):
         why = f"no complete answer within {network.seconds('conda', limits)}"
         hint = network.raise_hint("conda", limits)
@@ -147,7 +158,8 @@ def _unreachable(matrix: Matrix, platform: str, message: str, limits: network.Li
 
 @dataclass(frozen=True)
 class CondaSolve:
-    """One platform's conda solve: entries sorted by name, and the preferred entries the channels no longer offer."""
+    """One platform's conda solve: entries sorted by name, and the preferred entries the channels no
+    longer offer."""
 
     entries: tuple[CondaEntry, ...]
     unavailable: tuple[CondaEntry, ...] = ()
@@ -200,7 +212,8 @@ def solve_conda_preferring(
         took = f"took more than {network.seconds('budget', limits)}"
         return NetworkError(
             f"the conda solve for {platform} (repodata from {', '.join(channels)}) {took}",
-            hint=f"check the channels' URLs and the network; {network.raise_hint('budget', limits)}",
+            hint="check the channels' URLs and the network; "
+            f"{network.raise_hint('budget', limits)}",
             hosts=[Unreached(channel, took) for channel in channels],
             platform=platform,
             failure=f"the conda solve (repodata from {', '.join(channels)}) {took}",
@@ -214,7 +227,9 @@ def solve_conda_preferring(
     except (rattler.exceptions.GatewayError, rattler.exceptions.FetchRepoDataError) as exc:
         # Another platform's or subdir's request may still be running in rattler's threads.
         network.abandoned.set()
-        raise _unreachable(matrix, platform, redact_text(str(exc), credentials.secrets), limits) from exc
+        raise _unreachable(
+            matrix, platform, redact_text(str(exc), credentials.secrets), limits
+        ) from exc
     return _solved(records, unavailable, platform)
 
 
@@ -250,7 +265,8 @@ async def _offered(
     subdirs: Sequence[rattler.Subdir],
     preferred: Sequence[CondaEntry],
 ) -> tuple[list[rattler.RepoDataRecord], tuple[CondaEntry, ...]]:
-    """The channels' records of the `preferred` files (matched by sha256), and the entries they no longer offer."""
+    """The channels' records of the `preferred` files (matched by sha256), and the entries they no
+    longer offer."""
     if not preferred:
         return [], ()
     names = sorted({e.name for e in preferred})
@@ -280,7 +296,8 @@ def repodata_record(entry: CondaEntry) -> rattler.RepoDataRecord:
 
 
 def admits(name: str, spec: str, entry: CondaEntry) -> bool:
-    """Whether the conda requirement `name spec` (a depends string's parts) admits the locked `entry`."""
+    """Whether the conda requirement `name spec` (a depends string's parts) admits the locked
+    `entry`."""
     try:
         return bool(rattler.MatchSpec(f"{name} {spec}".strip()).matches(repodata_record(entry)))
     except (rattler.exceptions.InvalidMatchSpecError, ValueError):

@@ -68,7 +68,8 @@ def applies(requirement: Requirement, environment: Mapping[str, str]) -> bool:
 def by_name(
     requirements: Iterable[TracedRequirement], environment: Mapping[str, str]
 ) -> dict[str, tuple[TracedRequirement, ...]]:
-    """The requirements that count on the platform, grouped by canonical name, in their given order."""
+    """The requirements that count on the platform, grouped by canonical name, in their given
+    order."""
     grouped: dict[str, list[TracedRequirement]] = {}
     for traced in requirements:
         parsed = Requirement(traced.text)
@@ -79,8 +80,8 @@ def by_name(
 
 
 def met_by(demands: Sequence[TracedRequirement], offered: Iterable[Version]) -> list[Version]:
-    """The offered releases that meet every demand, as a resolver filters them (pre-releases only where the
-    demands name one, or where nothing else is offered)."""
+    """The offered releases that meet every demand, as a resolver filters them (pre-releases only
+    where the demands name one, or where nothing else is offered)."""
     return list(_joint(demands).filter(sorted(offered)))
 
 

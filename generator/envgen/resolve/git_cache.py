@@ -1,4 +1,5 @@
-"""envgen's cache of git repositories: one bare repository per URL, commits fetched by sha, cherry-picks applied."""
+"""envgen's cache of git repositories: one bare repository per URL, commits fetched by sha,
+cherry-picks applied."""
 
 from __future__ import annotations
 
@@ -69,19 +70,22 @@ class CachedRepo:
         return run(cmd, cwd=self.path, env=self.git_env.environ(), check=False).stdout.strip()
 
     def read(self, commit: str, path: str) -> bytes | None:
-        """A text file of the tree at `commit` (newlines normalised), or None when it does not exist."""
+        """A text file of the tree at `commit` (newlines normalised), or None when it does not
+        exist."""
         cmd = ["git", "cat-file", "blob", "--end-of-options", f"{commit}:{path}"]
         try:
             proc = run(cmd, cwd=self.path, env=self.git_env.environ(), check=False)
         except UnicodeDecodeError as exc:
             raise InputError(
                 f"source {self.source} at commit {commit}: {path} is not UTF-8 text ({exc.reason})",
-                hint="a requirement file must be UTF-8; pin another ref or add overrides in the matrix",
+                hint="a requirement file must be UTF-8; pin another ref or add overrides in "
+                "the matrix",
             ) from exc
         return proc.stdout.encode() if proc.returncode == 0 else None
 
     def export(self, commit: str, dest: Path) -> None:
-        """The tree of `commit` as plain files under `dest` (through `git archive`; no worktree left behind)."""
+        """The tree of `commit` as plain files under `dest` (through `git archive`; no worktree left
+        behind)."""
         dest.mkdir(parents=True, exist_ok=True)
         archive = dest.parent / f"{dest.name}.tar"
         self.git("archive", "--format=tar", "-o", str(archive), commit)
@@ -93,7 +97,8 @@ class CachedRepo:
         return remote_git(args, self.git_env, url=self.url, source=self.source, cwd=self.path)
 
     def fetch(self, sha: str, *, depth: int, what: str) -> None:
-        """Make `sha` present: one shallow fetch by sha, or all refs when the server refuses that."""
+        """Make `sha` present: one shallow fetch by sha, or all refs when the server refuses
+        that."""
         if self.has_commit(sha):
             return
         shallow_fetch = ["fetch", "--quiet", f"--depth={depth}", "--", "origin", sha]
@@ -102,8 +107,17 @@ class CachedRepo:
             return
         # An unreachable remote gets its own message, not a fallback.
         ls_remote(self.url, self.git_env, source=self.source)
-        logger.info("source %s: %s cannot fetch %s by sha; fetching all refs", self.source, redact_url(self.url), sha)
-        unshallow = ["--unshallow"] if self.git("rev-parse", "--is-shallow-repository").strip() == "true" else []
+        logger.info(
+            "source %s: %s cannot fetch %s by sha; fetching all refs",
+            self.source,
+            redact_url(self.url),
+            sha,
+        )
+        unshallow = (
+            ["--unshallow"]
+            if self.git("rev-parse", "--is-shallow-repository").strip() == "true"
+            else []
+        )
         refs = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
         fetch_all = ["fetch", "--quiet", *unshallow, "--", "origin", *refs]
         full = self._remote(fetch_all)
@@ -116,15 +130,19 @@ class CachedRepo:
         if not self.has_commit(sha):
             raise ResolutionError(
                 f"source {self.source}: {what} {sha} does not exist at {redact_url(self.url)}",
-                hint="check the sha (force-pushed away?) or pin a branch or tag in the matrix instead",
+                hint="check the sha (force-pushed away?) or pin a branch or tag in the "
+                "matrix instead",
             )
 
 
 def repo_path(cache: Path, url: str) -> Path:
-    """Where the cache keeps the repository of `url`: `<cache>/git/<path slug>-<hash of the URL>.git` (the URL
-    without credentials: a token named nothing on disk, and a new token finds the same repository)."""
+    """Where the cache keeps the repository of `url`: `<cache>/git/<path slug>-<hash of the
+    URL>.git` (the URL without credentials: a token named nothing on disk, and a new token finds the
+    same repository)."""
     bare = bare_url(url)
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(bare).path.strip("/"))[-60:].strip("-.") or "repo"
+    slug = (
+        re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(bare).path.strip("/"))[-60:].strip("-.") or "repo"
+    )
     return cache / "git" / f"{slug}-{hashlib.sha256(bare.encode()).hexdigest()[:12]}.git"
 
 
@@ -152,28 +170,35 @@ def cached_repo(cache: Path, url: str, source: str, git: GitEnv) -> Iterator[Cac
         if not (path / "HEAD").exists():
             path.mkdir(parents=True, exist_ok=True)
             repo.git("init", "--quiet", "--bare")
-        # Set on every use (it is idempotent), so a repository an interrupted run left without it still works.
+        # Set on every use (it is idempotent), so a repository an interrupted run left without it
+        # still works.
         repo.git("config", "--", "remote.origin.url", bare_url(url))
         yield repo
 
 
 def remove_stale_git_locks(repo: Path, *, before: float) -> list[Path]:
-    """Remove the `*.lock` files git left in `repo` (config.lock, shallow.lock, refs/…/x.lock) older than `before`.
+    """Remove the `*.lock` files git left in `repo` (config.lock, shallow.lock, refs/…/x.lock) older
+    than `before`.
 
-    Called holding the repository's mutex, which every envgen git call in it runs under: a lock file made before
-    that was taken belongs to a run that was killed, and would fail every later `git config` or fetch here.
-    Ref names cannot end in `.lock`, so each such file is git's; `objects/` (packs, loose objects) is not walked.
+    Called holding the repository's mutex, which every envgen git call in it runs under: a lock file
+    made before that was taken belongs to a run that was killed, and would fail every later `git
+    config` or fetch here. Ref names cannot end in `.lock`, so each such file is git's; `objects/`
+    (packs, loose objects) is not walked.
     """
     if not repo.is_dir():
         return []
     walked = [p for p in repo.iterdir() if p.name != "objects"] + [repo / "objects" / "info"]
     found = [p for top in walked for p in ([top] if top.is_file() else top.rglob("*.lock"))]
-    removed = sorted(p for p in found if p.name.endswith(".lock") and p.is_file() and p.stat().st_mtime < before)
+    removed = sorted(
+        p for p in found if p.name.endswith(".lock") and p.is_file() and p.stat().st_mtime < before
+    )
     for lock in removed:
         lock.unlink(missing_ok=True)
     if removed:
         names = ", ".join(str(p.relative_to(repo)) for p in removed)
-        logger.warning("git cache %s: removed lock files a killed run left behind: %s", repo.name, names)
+        logger.warning(
+            "git cache %s: removed lock files a killed run left behind: %s", repo.name, names
+        )
     return removed
 
 
@@ -202,7 +227,9 @@ def apply_cherry_picks(repo: CachedRepo, commit: str, picks: tuple[str, ...]) ->
     return tuple(produced)
 
 
-def _pick_failed(repo: CachedRepo, tree: Path, head: str, pick: str, stderr: str) -> ResolutionError:
+def _pick_failed(
+    repo: CachedRepo, tree: Path, head: str, pick: str, stderr: str
+) -> ResolutionError:
     env = repo.git_env.environ()
     unmerged = ["git", "diff", "--name-only", "--diff-filter=U"]
     conflicts = run(unmerged, cwd=tree, env=env, check=False)
@@ -210,10 +237,13 @@ def _pick_failed(repo: CachedRepo, tree: Path, head: str, pick: str, stderr: str
     run(["git", "cherry-pick", "--abort"], cwd=tree, env=env, check=False)
     if files:
         return ResolutionError(
-            f"source {repo.source}: cherry-pick of {pick} onto {head} conflicts in {', '.join(files)}",
+            f"source {repo.source}: cherry-pick of {pick} onto {head} conflicts in "
+            f"{', '.join(files)}",
             hint="drop or replace that cherry-pick in the matrix, or pin a ref it applies to",
         )
     return ResolutionError(
-        f"source {repo.source}: cherry-pick of {pick} onto {head} failed:\n{redact_text(tail(stderr, 5))}",
-        hint="a cherry-pick that is already contained in the ref leaves nothing to commit: drop it from the matrix",
+        f"source {repo.source}: cherry-pick of {pick} onto {head} "
+        f"failed:\n{redact_text(tail(stderr, 5))}",
+        hint="a cherry-pick that is already contained in the ref leaves nothing to commit: "
+        "drop it from the matrix",
     )

@@ -1,4 +1,5 @@
-"""A git remote's refs: `git ls-remote`, a ref resolved to its commit, the environment every git call runs in."""
+"""A git remote's refs: `git ls-remote`, a ref resolved to its commit, the environment every git
+call runs in."""
 
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ def remote_git(
 
 
 def parse_ls_remote(text: str) -> dict[str, str]:
-    """`git ls-remote` output as ref -> commit; an annotated tag maps to the commit its `^{}` line names."""
+    """`git ls-remote` output as ref -> commit; an annotated tag maps to the commit its `^{}` line
+    names."""
     refs: dict[str, str] = {}
     peeled: dict[str, str] = {}
     for line in text.splitlines():
@@ -114,16 +116,28 @@ def parse_ls_remote(text: str) -> dict[str, str]:
 
 
 def resolve_ref(refs: Mapping[str, str], ref: str, *, url: str, source: str) -> str:
-    """The commit `ref` names among `refs` (a full ref, `HEAD`, a tag, then a branch, as git looks them up)."""
+    """The commit `ref` names among `refs` (a full ref, `HEAD`, a tag, then a branch, as git looks
+    them up)."""
     tag, branch = refs.get(f"refs/tags/{ref}"), refs.get(f"refs/heads/{ref}")
     if tag and branch and tag != branch:
-        logger.warning("source %s: %r is both a tag and a branch at %s; using the tag", source, ref, redact_url(url))
+        logger.warning(
+            "source %s: %r is both a tag and a branch at %s; using the tag",
+            source,
+            ref,
+            redact_url(url),
+        )
     found = refs.get(ref) if ref == "HEAD" or ref.startswith("refs/") else tag or branch
     if found:
         return found
-    names = sorted({r.removeprefix("refs/heads/").removeprefix("refs/tags/") for r in refs if _named(r)})
+    names = sorted(
+        {r.removeprefix("refs/heads/").removeprefix("refs/tags/") for r in refs if _named(r)}
+    )
     close = difflib.get_close_matches(ref, names, n=3, cutoff=0.5)
-    hint = f"closest branches/tags: {', '.join(close)}" if close else "no branch or tag has a similar name"
+    hint = (
+        f"closest branches/tags: {', '.join(close)}"
+        if close
+        else "no branch or tag has a similar name"
+    )
     raise ResolutionError(
         f"source {source}: ref {ref!r} not found at {redact_url(url)}",
         hint=f"{hint}; fix `ref` in the matrix, or give a full 40-hex commit",
@@ -143,10 +157,13 @@ def _named(ref: str) -> bool:
 
 
 def unreachable(url: str, source: str | None, stderr: str, limits: network.Limits) -> NetworkError:
-    """One line naming the remote and why: git's first `fatal:` line, or the read timeout it ran into."""
+    """One line naming the remote and why: git's first `fatal:` line, or the read timeout it ran
+    into."""
     who = f"source {source}: " if source else ""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    said = redact_text(next((line for line in lines if line.startswith("fatal:")), lines[0] if lines else ""))
+    said = redact_text(
+        next((line for line in lines if line.startswith("fatal:")), lines[0] if lines else "")
+    )
     hint = MIRROR_HINT
     if network.timed_out(said):
         said = f"no data for {network.seconds('read', limits)} ({said})"
@@ -154,5 +171,7 @@ def unreachable(url: str, source: str | None, stderr: str, limits: network.Limit
     detail = f": {said}" if said else " (git said nothing)"
     shown = redact_url(url)
     return NetworkError(
-        f"{who}cannot reach git remote {shown}{detail}", hint=hint, hosts=[Unreached(shown, said or "git said nothing")]
+        f"{who}cannot reach git remote {shown}{detail}",
+        hint=hint,
+        hosts=[Unreached(shown, said or "git said nothing")],
     )

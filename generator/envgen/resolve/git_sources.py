@@ -1,4 +1,5 @@
-"""Pin git sources: refs to commits, fetched into a cache, cherry-picks applied, requirements read at the tree."""
+"""Pin git sources: refs to commits, fetched into a cache, cherry-picks applied, requirements read
+at the tree."""
 
 from __future__ import annotations
 
@@ -69,8 +70,8 @@ def _pin(
     matrix_names: frozenset[str],
     build: BuildSettings,
 ) -> tuple[LockedSource, tuple[Source, ...]]:
-    """One source pinned: its requirements, its submodules (the installed tree's gitlinks, fixed by its commit:
-    they never drift) and the git requirements it brings."""
+    """One source pinned: its requirements, its submodules (the installed tree's gitlinks, fixed by
+    its commit: they never drift) and the git requirements it brings."""
     for pick in source.cherry_picks:
         if not is_full_commit(pick):
             raise InputError(
@@ -148,13 +149,14 @@ def _read_tree(
     if declared.fallback:
         listed = ", ".join(source.requirements) or "none listed"
         logger.warning(
-            "source %s: its declared dependencies cannot be read (%s); only its requirement files count (%s)",
+            "source %s: its declared dependencies cannot be read (%s); only its "
+            "requirement files count (%s)",
             source.name,
             declared.fallback,
             listed,
         )
-    # The guide installs the listed files, then the project itself (`pip install -e .`); a requirement both
-    # list keeps the file's origin.
+    # The guide installs the listed files, then the project itself (`pip install -e .`); a
+    # requirement both list keeps the file's origin.
     written = {line.text for line in lines}
     counted = (*lines, *(line for line in declared.lines if line.text not in written))
     requirements, discovered = split_requirements(source, counted, matrix_names)
@@ -238,7 +240,9 @@ def resolve_sources(
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="envgen-git") as pool:
         first = _results({s.name: pool.submit(pin, s) for s in matrix.sources})
         children = _unique_discovered(list(first.values()))
-        second = _results({s.name: pool.submit(pin, s) for group in children.values() for s in group})
+        second = _results(
+            {s.name: pool.submit(pin, s) for group in children.values() for s in group}
+        )
     pinned = {name: locked for name, (locked, _) in second.items()}
     ordered: list[LockedSource] = []
     for locked, _ in first.values():
@@ -264,16 +268,21 @@ class GitPinner:
 
 
 def _results(futures: Mapping[str, Future[_T]]) -> dict[str, _T]:
-    """Every future's result by source name; when several failed, the first one's error names the others too."""
+    """Every future's result by source name; when several failed, the first one's error names the
+    others too."""
     failed = [name for name, future in futures.items() if future.exception() is not None]
     error = futures[failed[0]].exception() if len(failed) > 1 else None
     # A user who sees every unreachable host at once fixes them in one go.
     if isinstance(error, EnvgenError) and not isinstance(error, MatrixError):
-        raise error.reworded(f"{error.message}\n(sources {', '.join(failed[1:])} failed too)") from error
+        raise error.reworded(
+            f"{error.message}\n(sources {', '.join(failed[1:])} failed too)"
+        ) from error
     return {name: future.result() for name, future in futures.items()}
 
 
-def _unique_discovered(first: list[tuple[LockedSource, tuple[Source, ...]]]) -> dict[str, tuple[Source, ...]]:
+def _unique_discovered(
+    first: list[tuple[LockedSource, tuple[Source, ...]]],
+) -> dict[str, tuple[Source, ...]]:
     """Discovered sources by parent; one named twice is kept where first met (in install order)."""
     seen: dict[str, Source] = {}
     by_parent: dict[str, tuple[Source, ...]] = {}

@@ -1,4 +1,5 @@
-"""A commit's git submodules, recursively: path, canonical URL and gitlink commit, each fetched into the cache."""
+"""A commit's git submodules, recursively: path, canonical URL and gitlink commit, each fetched into
+the cache."""
 
 from __future__ import annotations
 
@@ -16,16 +17,26 @@ _GITLINK = "160000 commit "
 
 
 def resolve_url(parent_url: str, url: str) -> str:
-    """A `.gitmodules` URL as git clones it: `./x` and `../x` are relative to the URL of the repository naming it."""
+    """A `.gitmodules` URL as git clones it: `./x` and `../x` are relative to the URL of the
+    repository naming it."""
     if url.startswith(("./", "../")):
         return urljoin(parent_url.rstrip("/") + "/", url)
     return url
 
 
 def _recorded_urls(repo: CachedRepo, commit: str) -> dict[str, str]:
-    """path -> URL of each entry of `.gitmodules` at `commit` (one NUL-separated `key\\nvalue` per setting)."""
+    """path -> URL of each entry of `.gitmodules` at `commit` (one NUL-separated `key\\nvalue` per
+    setting)."""
     proc = run(
-        ["git", "config", "-z", "--blob", f"{commit}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$"],
+        [
+            "git",
+            "config",
+            "-z",
+            "--blob",
+            f"{commit}:.gitmodules",
+            "--get-regexp",
+            r"^submodule\..*\.(path|url)$",
+        ],
         cwd=repo.path,
         env=repo.git_env.environ(),
         check=False,
@@ -39,10 +50,12 @@ def _recorded_urls(repo: CachedRepo, commit: str) -> dict[str, str]:
 
 
 def gitlinks(repo: CachedRepo, commit: str) -> list[Submodule]:
-    """The submodules `commit`'s tree records, one level deep, sorted by path; none without `.gitmodules`.
+    """The submodules `commit`'s tree records, one level deep, sorted by path; none without
+    `.gitmodules`.
 
-    A gitlink that `.gitmodules` names no URL for, a path that is not a plain relative path, or a URL that could
-    reach git as an option or another transport is refused: the repository is not trusted.
+    A gitlink that `.gitmodules` names no URL for, a path that is not a plain relative path, or a
+    URL that could reach git as an option or another transport is refused: the repository is not
+    trusted.
     """
     if not repo.has_file(commit, ".gitmodules"):
         return []
@@ -57,7 +70,8 @@ def gitlinks(repo: CachedRepo, commit: str) -> list[Submodule]:
     if missing:
         raise InputError(
             f"{where} names no URL for the submodule(s) {', '.join(missing)}",
-            hint="pin a commit whose .gitmodules is complete, or set submodules = false (with submodules-reason)",
+            hint="pin a commit whose .gitmodules is complete, or set submodules = false "
+            "(with submodules-reason)",
         )
     found = []
     for path, sha in sorted(links.items()):
@@ -79,8 +93,9 @@ def lock_submodules(
     commit: str,
     git: GitEnv,
 ) -> tuple[Submodule, ...]:
-    """Every submodule of `commit` (of the repository at `url`, cached), recursively: each gitlink commit fetched
-    from its URL (mirrors apply) and read in turn; nested paths are given from the outermost repository's root."""
+    """Every submodule of `commit` (of the repository at `url`, cached), recursively: each gitlink
+    commit fetched from its URL (mirrors apply) and read in turn; nested paths are given from the
+    outermost repository's root."""
     with cached_repo(cache, url, source, git) as repo:
         links = gitlinks(repo, commit)
     found: list[Submodule] = []

@@ -1,13 +1,14 @@
-"""A re-lock's head start: `uv pip compile` of each platform started before the re-lock imports its stages,
-asks the hosts and solves the conda part (all of which then happen while uv works), on what the previous lock
-predicts (`lockio/prediction.py`): per platform its python, and its pins as preferences.
+"""A re-lock's head start: `uv pip compile` of each platform started before the re-lock imports its
+stages, asks the hosts and solves the conda part (all of which then happen while uv works), on what
+the previous lock predicts (`lockio/prediction.py`): per platform its python, and its pins as
+preferences.
 
-The git sources are pinned first, as the re-lock pins them, when that needs no remote (the recorded commits are
-in the git cache): their requirements are read at their trees, never taken from the lock, so a hand-edited lock
-cannot choose what uv resolves. A started run stands in only for a run the pip stage plans equal to it
-(`uv_compile.UvJob`: the same files, command and environment, hence the same resolution). When the inputs
-turned out otherwise (the conda solve chose another python, a source moved meanwhile), the pip stage runs uv
-itself; the runs nobody adopted are stopped.
+The git sources are pinned first, as the re-lock pins them, when that needs no remote (the recorded
+commits are in the git cache): their requirements are read at their trees, never taken from the
+lock, so a hand-edited lock cannot choose what uv resolves. A started run stands in only for a run
+the pip stage plans equal to it (`uv_compile.UvJob`: the same files, command and environment, hence
+the same resolution). When the inputs turned out otherwise (the conda solve chose another python, a
+source moved meanwhile), the pip stage runs uv itself; the runs nobody adopted are stopped.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ _T = TypeVar("_T")
 
 
 class _Run:
-    """One run started ahead: its outcome to come, and its process, to stop it when nobody adopts it."""
+    """One run started ahead: its outcome to come, and its process, to stop it when nobody adopts
+    it."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -107,7 +109,9 @@ class HeadStart:
 
     def _submit(self, work: Callable[..., _T], *args: object) -> Future[_T]:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(thread_name_prefix="head-start", initializer=interrupts.worker_thread)
+            self._pool = ThreadPoolExecutor(
+                thread_name_prefix="head-start", initializer=interrupts.worker_thread
+            )
         return self._pool.submit(work, *args)
 
     def start(self, job: UvJob) -> None:
@@ -137,11 +141,16 @@ class HeadStart:
         other runs of its platform are stopped then: the pip stage plans one job per platform)."""
         with self._lock:
             run = self._runs.pop(job, None)
-            stale = [self._runs.pop(j) for j in [j for j in self._runs if j.platform == job.platform]]
+            stale = [
+                self._runs.pop(j) for j in [j for j in self._runs if j.platform == job.platform]
+            ]
         for other in stale:
             other.stop()
         if stale:
-            log.debug("%s: the uv run started ahead does not fit the inputs: resolving afresh", job.platform)
+            log.debug(
+                "%s: the uv run started ahead does not fit the inputs: resolving afresh",
+                job.platform,
+            )
         if run is None or run.outcome is None:
             return None
         log.debug("%s: adopting the uv run started ahead", job.platform)
@@ -282,7 +291,8 @@ def _archives(
 
 
 def _warm_metadata(cache: Path, artifacts: Sequence[tuple[str, str]]) -> None:
-    # Imported here, in the background: the index client (requests) is not needed before uv has started.
+    # Imported here, in the background: the index client (requests) is not needed before uv has
+    # started.
     from envgen.resolve.index_client import warm_metadata
 
     warm_metadata(cache, artifacts)

@@ -1,8 +1,8 @@
 """The one HTTP client of the matrix's pip indexes: simple pages, artifacts and their metadata.
 
-Every request goes through IndexClient.get, which sends the credentials of the index whose host serves the
-URL and skips certificate verification only for an index's `trusted_host`, as uv and pip do with the same
-settings; nothing else in envgen speaks HTTP to an index.
+Every request goes through IndexClient.get, which sends the credentials of the index whose host
+serves the URL and skips certificate verification only for an index's `trusted_host`, as uv and pip
+do with the same settings; nothing else in envgen speaks HTTP to an index.
 """
 
 from __future__ import annotations
@@ -48,10 +48,14 @@ _RETRIED_STATUS = (429, 500, 502, 503, 504)
 def _metadata_from_archive(data: bytes, filename: str) -> str:
     if filename.endswith(".whl"):
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1)
+            name = next(
+                n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1
+            )
             return zf.read(name).decode()
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-        member = next(m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO"))
+        member = next(
+            m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO")
+        )
         handle = tar.extractfile(member)
         if handle is None:
             raise ValueError("PKG-INFO is not a file")
@@ -108,19 +112,27 @@ class IndexClient:
         stream: bool = False,
         timeout: float | None = None,
     ) -> requests.Response:
-        """GET `url` with the credentials of the index on its host; a trusted host's certificate is not verified.
+        """GET `url` with the credentials of the index on its host; a trusted host's certificate is
+        not verified.
 
-        `stream` leaves the body unread, for artifacts too large to hold in memory. The connection and each wait
-        for data are bounded by the network limits, or by `timeout` (seconds) when given (a brief probe)."""
+        `stream` leaves the body unread, for artifacts too large to hold in memory. The connection
+        and each wait for data are bounded by the network limits, or by `timeout` (seconds) when
+        given (a brief probe)."""
         return self._request("GET", url, headers, stream=stream, timeout=timeout)
 
     def head(self, url: str, *, timeout: float | None = None) -> requests.Response:
-        """HEAD `url` as `get` would GET it, redirects followed: whether a host answers, without a body (an
-        index's root page or a channel's repodata may be tens of megabytes)."""
+        """HEAD `url` as `get` would GET it, redirects followed: whether a host answers, without a
+        body (an index's root page or a channel's repodata may be tens of megabytes)."""
         return self._request("HEAD", url, None, stream=False, timeout=timeout)
 
     def _request(
-        self, method: str, url: str, headers: Mapping[str, str] | None, *, stream: bool, timeout: float | None
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str] | None,
+        *,
+        stream: bool,
+        timeout: float | None,
     ) -> requests.Response:
         index = next((i for i in self.indexes if same_host(i.url, url) and i.secrets), None)
         other = self.credentials.for_url(url) if index is None else None
@@ -141,19 +153,22 @@ class IndexClient:
 
     @staticmethod
     def limit_reached(exc: requests.RequestException) -> str | None:
-        """The limit a failed request ran into, "connect" or "read" (None: it failed otherwise). After the last
-        retry requests reports a read timeout as a ConnectionError wrapping urllib3's, and so does a body that
-        stalls after the headers."""
+        """The limit a failed request ran into, "connect" or "read" (None: it failed otherwise).
+        After the last retry requests reports a read timeout as a ConnectionError wrapping
+        urllib3's, and so does a body that stalls after the headers."""
         inner = exc.args[0] if exc.args else None
         reason = getattr(inner, "reason", inner)
         if isinstance(exc, requests.exceptions.ConnectTimeout):
             return "connect"
-        # urllib3's refused connection (NewConnectionError) is a ConnectTimeoutError too, for history's sake.
+        # urllib3's refused connection (NewConnectionError) is a ConnectTimeoutError too, for
+        # history's sake.
         if isinstance(reason, urllib3.exceptions.ConnectTimeoutError) and not isinstance(
             reason, urllib3.exceptions.NewConnectionError
         ):
             return "connect"
-        if isinstance(exc, requests.exceptions.Timeout) or isinstance(reason, urllib3.exceptions.ReadTimeoutError):
+        if isinstance(exc, requests.exceptions.Timeout) or isinstance(
+            reason, urllib3.exceptions.ReadTimeoutError
+        ):
             return "read"
         return None
 
@@ -168,20 +183,25 @@ class IndexClient:
             return f"still failing after {network.seconds('retries', self.limits)} retries"
         reason = exc.args[0] if exc.args else exc
         reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the last failure
-        # "<connection object>: Failed to establish a new connection: [Errno 111] Connection refused"
+        # "<connection object>: Failed to establish a new connection: [Errno 111] Connection
+        # refused"
         said = re.sub(r"\s*\(_ssl\.c:\d+\)", "", str(reason)).rsplit(": ", 1)[-1].strip("'\"")
-        while said.endswith((")", "'", '"')) and said.count(")") > said.count("("):  # the wrappers' closers only
+        # the wrappers' closers only
+        while said.endswith((")", "'", '"')) and said.count(")") > said.count("("):
             said = said[:-1].rstrip("'\"")
         kind = "SSLError: " if isinstance(exc, requests.exceptions.SSLError) else ""
         return redact_text(f"{kind}{said or type(exc).__name__}", self.secrets)
 
     def unreachable(self, what: str, url: str, exc: requests.RequestException) -> NetworkError:
-        """One line naming the URL and why, the hint saying which limit to raise when one was reached."""
+        """One line naming the URL and why, the hint saying which limit to raise when one was
+        reached."""
         limit = self.limit_reached(exc)
         slow = f"; {network.raise_hint(limit, self.limits)}" if limit else ""
         shown, why = redact_url(url), self.why(exc)
         return NetworkError(
-            f"cannot {what} {shown}: {why}", hint=f"check the URL and the network{slow}", hosts=[Unreached(shown, why)]
+            f"cannot {what} {shown}: {why}",
+            hint=f"check the URL and the network{slow}",
+            hosts=[Unreached(shown, why)],
         )
 
 
@@ -204,7 +224,8 @@ _KEPT = 2048
 
 
 def cached_metadata(cache: Path, sha256: str) -> str | None:
-    """The metadata envgen's cache holds for the artifact with this sha256 (64 hex digits); None if none."""
+    """The metadata envgen's cache holds for the artifact with this sha256 (64 hex digits); None if
+    none."""
     path = _cached(cache, sha256)
     text = _READ.get(path)
     if text is not None:
@@ -220,16 +241,20 @@ def cached_metadata(cache: Path, sha256: str) -> str | None:
 
 
 def warm_metadata(cache: Path, artifacts: Iterable[tuple[str, str]]) -> None:
-    """Parse ahead the cached metadata of these artifacts (URL, 64-hex sha256), which a re-lock most likely
-    chooses again (uv_pylock.parse_metadata keeps what it parsed); an artifact not cached is left alone."""
+    """Parse ahead the cached metadata of these artifacts (URL, 64-hex sha256), which a re-lock most
+    likely chooses again (uv_pylock.parse_metadata keeps what it parsed); an artifact not cached is
+    left alone."""
     for url, sha256 in artifacts:
         text = cached_metadata(cache, sha256)
         if text is not None:
             uv_pylock.parse_metadata(text, uv_pylock.Artifact(url, sha256).filename)
 
 
-def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, offline: bool) -> str:
-    """The core metadata of a chosen artifact: from envgen's cache (by sha256), PEP 658, or the file itself.
+def fetch_metadata(
+    client: IndexClient, choice: uv_pylock.Choice, cache: Path, offline: bool
+) -> str:
+    """The core metadata of a chosen artifact: from envgen's cache (by sha256), PEP 658, or the file
+    itself.
 
     A whole file is downloaded only when the index serves no `.metadata`, and its sha256 is checked.
     """
@@ -241,7 +266,8 @@ def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, o
     url = strip_credentials(artifact.url)
     if offline:
         raise ResolutionError(
-            f"offline: the metadata of {artifact.filename} ({redact_url(url)}) is not in {cached.parent}",
+            f"offline: the metadata of {artifact.filename} ({redact_url(url)}) is not "
+            f"in {cached.parent}",
             hint="run once without --offline to fill the cache",
         )
     text = None
@@ -256,30 +282,43 @@ def fetch_metadata(client: IndexClient, choice: uv_pylock.Choice, cache: Path, o
             digest = hashlib.sha256(response.content).hexdigest()
             if digest != artifact.sha256:
                 raise VerificationError(
-                    f"{artifact.filename} from {redact_url(url)} has sha256 {digest}, but uv locked {artifact.sha256}",
-                    hint="the index changed a published file; re-lock, and report it to the index owner",
+                    f"{artifact.filename} from {redact_url(url)} has sha256 {digest}, "
+                    f"but uv locked {artifact.sha256}",
+                    hint="the index changed a published file; re-lock, and report it to the "
+                    "index owner",
                 )
             text = _metadata_from_archive(response.content, artifact.filename)
     except requests.RequestException as exc:
         raise client.unreachable(f"read the metadata of {artifact.filename} at", url, exc) from exc
     except (zipfile.BadZipFile, tarfile.TarError, StopIteration, ValueError) as exc:
-        raise ResolutionError(f"{artifact.filename} at {redact_url(url)} has no readable metadata: {exc}") from exc
+        raise ResolutionError(
+            f"{artifact.filename} at {redact_url(url)} has no readable metadata: {exc}"
+        ) from exc
     cached.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_file(cached, text.encode())
     return text
 
 
 def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[str] | None:
-    """The file names on an index's simple page for `name` (PEP 691 JSON or PEP 503 HTML); None on 404."""
+    """The file names on an index's simple page for `name` (PEP 691 JSON or PEP 503 HTML); None on
+    404."""
     url = urljoin(index.url.rstrip("/") + "/", f"{canonicalize_name(name)}/")
     shown = urljoin(index.shown.rstrip("/") + "/", f"{canonicalize_name(name)}/")
     try:
-        response = client.get(url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
+        response = client.get(
+            url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
+        )
     except requests.RequestException as exc:
         untrusted = isinstance(exc, requests.exceptions.SSLError) and not index.trusted_host
-        trust = f" (if you trust the host, set trusted_host in channels/{index.name}.toml)" if untrusted else ""
+        trust = (
+            f" (if you trust the host, set trusted_host in channels/{index.name}.toml)"
+            if untrusted
+            else ""
+        )
         why = client.why(exc)
-        raise NetworkError(f"cannot reach {shown}: {why}{trust}", hosts=[Unreached(shown, why)]) from exc
+        raise NetworkError(
+            f"cannot reach {shown}: {why}{trust}", hosts=[Unreached(shown, why)]
+        ) from exc
     if response.status_code == 404:
         return None
     if response.status_code != 200:
@@ -325,7 +364,8 @@ def _html_filenames(text: str) -> list[str]:
 
 
 def file_versions(filenames: Iterable[str]) -> set[Version]:
-    """The versions a simple page's file names (wheels and sdists) offer; names that parse as neither are skipped."""
+    """The versions a simple page's file names (wheels and sdists) offer; names that parse as
+    neither are skipped."""
     versions: set[Version] = set()
     for filename in filenames:
         try:

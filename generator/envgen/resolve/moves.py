@@ -1,8 +1,9 @@
-"""Why a re-lock moved each package: per platform, what changed against the previous lock and the reason (pure).
+"""Why a re-lock moved each package: per platform, what changed against the previous lock and the
+reason (pure).
 
-A re-lock keeps every previous version its inputs still allow, so a version moves only because an input
-requires it, an upgrade flag allowed it, or the index no longer offers it; a package appears because an input
-or another package needs it, and disappears when nothing does any more.
+A re-lock keeps every previous version its inputs still allow, so a version moves only because an
+input requires it, an upgrade flag allowed it, or the index no longer offers it; a package appears
+because an input or another package needs it, and disappears when nothing does any more.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from envgen.resolve.movable import Movable
 _E = TypeVar("_E", PipEntry, CondaEntry)
 
 UNAVAILABLE = "the previous version is no longer offered by the index; resolved afresh"
-# A previous version the index still offers, that no requirement refuses, moved only to let the solve succeed.
+# A previous version the index still offers, that no requirement refuses, moved only to let the
+# solve succeed.
 SOLVER = "moved by the solver to fit the other changes"
 # Whether a conda requirement (`name`, `spec` as in a depends string) admits an entry.
 CondaMatch = Callable[[str, str, CondaEntry], bool]
@@ -31,7 +33,8 @@ CondaMatch = Callable[[str, str, CondaEntry], bool]
 
 @dataclass(frozen=True)
 class Move:
-    """One package that changed on one platform; `old`/`new` are None when it appeared/disappeared."""
+    """One package that changed on one platform; `old`/`new` are None when it
+    appeared/disappeared."""
 
     platform: str
     manager: str
@@ -41,12 +44,19 @@ class Move:
     reason: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"manager": self.manager, "name": self.name, "old": self.old, "new": self.new, "reason": self.reason}
+        return {
+            "manager": self.manager,
+            "name": self.name,
+            "old": self.old,
+            "new": self.new,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
 class Required:
-    """A requirement on a package in the new lock: who asks (an input's origin, or `name version`) and the spec."""
+    """A requirement on a package in the new lock: who asks (an input's origin, or `name version`)
+    and the spec."""
 
     by: str
     spec: str
@@ -61,8 +71,11 @@ def _conda_version(entry: CondaEntry) -> str:
     return f"{entry.version} {entry.build}"
 
 
-def pip_requirements(roots: Sequence[TracedRequirement], entries: Sequence[PipEntry]) -> dict[str, list[Required]]:
-    """Every requirement on each package of one platform's pip lock: the inputs', then the packages'."""
+def pip_requirements(
+    roots: Sequence[TracedRequirement], entries: Sequence[PipEntry]
+) -> dict[str, list[Required]]:
+    """Every requirement on each package of one platform's pip lock: the inputs', then the
+    packages'."""
     found: dict[str, list[Required]] = {}
     for root in roots:
         try:
@@ -70,22 +83,33 @@ def pip_requirements(roots: Sequence[TracedRequirement], entries: Sequence[PipEn
         except InvalidRequirement:
             continue
         spec = f"@ {parsed.url}" if parsed.url else str(parsed.specifier)
-        found.setdefault(package_key(parsed.name), []).append(Required(f"{root.origin}", spec, root=True))
+        found.setdefault(package_key(parsed.name), []).append(
+            Required(f"{root.origin}", spec, root=True)
+        )
     for entry in entries:
         for name, spec in entry.depends:
-            found.setdefault(package_key(name), []).append(Required(f"{entry.name} {entry.version}", spec, False))
+            found.setdefault(package_key(name), []).append(
+                Required(f"{entry.name} {entry.version}", spec, False)
+            )
     return found
 
 
-def conda_requirements(specs: Sequence[str], entries: Sequence[CondaEntry]) -> dict[str, list[Required]]:
-    """Every requirement on each package of one platform's conda lock: the matrix's specs, then the packages'."""
+def conda_requirements(
+    specs: Sequence[str], entries: Sequence[CondaEntry]
+) -> dict[str, list[Required]]:
+    """Every requirement on each package of one platform's conda lock: the matrix's specs, then the
+    packages'."""
     found: dict[str, list[Required]] = {}
     for text in specs:
         name, _, spec = text.strip().partition(" ")
-        found.setdefault(package_key(name), []).append(Required("[conda] specs", spec.strip(), root=True))
+        found.setdefault(package_key(name), []).append(
+            Required("[conda] specs", spec.strip(), root=True)
+        )
     for entry in entries:
         for name, spec in entry.depends:
-            found.setdefault(package_key(name), []).append(Required(f"{entry.name} {entry.version}", spec, False))
+            found.setdefault(package_key(name), []).append(
+                Required(f"{entry.name} {entry.version}", spec, False)
+            )
     return found
 
 
@@ -111,13 +135,18 @@ def _reason(
         roots = [r for r in required if r.root]
         if roots:
             return "new input " + "; ".join(f"{r.by} ({r.spec or 'any'})" for r in roots)
-        return "new dependency of " + ", ".join(sorted({r.by for r in required})) if required else "new dependency"
+        return (
+            "new dependency of " + ", ".join(sorted({r.by for r in required}))
+            if required
+            else "new dependency"
+        )
     refusing = [r for r in required if not admits(r.spec, old)]
     if refusing:
         return "required by " + "; ".join(f"{r.by} ({r.spec})" for r in refusing)
     if upgrade.covers(name):
         return upgrade.describe(name)
-    # The previous version's own requirements no longer fit what moved (e.g. it pins a bumped package).
+    # The previous version's own requirements no longer fit what moved (e.g. it pins a bumped
+    # package).
     outgrown = []
     for dep, spec in old.depends:
         now = after.get(package_key(dep))
@@ -135,14 +164,26 @@ def explain_pip(
     roots: Sequence[TracedRequirement],
     upgrade: Movable,
 ) -> list[Move]:
-    """The pip packages of one platform whose version changed, appeared or disappeared, with their reasons."""
+    """The pip packages of one platform whose version changed, appeared or disappeared, with their
+    reasons."""
     required = pip_requirements(roots, new)
 
     def admits(spec: str, entry: PipEntry | CondaEntry) -> bool:
         return isinstance(entry, PipEntry) and _pip_admits(spec, entry)
 
-    # uv does not say why it left a preference; with no requirement refusing it, the version is gone.
-    return _explain(platform, "pip", previous, new, required, upgrade, admits, _pip_version, lambda key: UNAVAILABLE)
+    # uv does not say why it left a preference; with no requirement refusing it, the version is
+    # gone.
+    return _explain(
+        platform,
+        "pip",
+        previous,
+        new,
+        required,
+        upgrade,
+        admits,
+        _pip_version,
+        lambda key: UNAVAILABLE,
+    )
 
 
 def explain_conda(
@@ -154,7 +195,8 @@ def explain_conda(
     matches: CondaMatch,
     gone: Collection[str] = (),
 ) -> list[Move]:
-    """The conda packages of one platform whose version or build changed, appeared or disappeared, and why.
+    """The conda packages of one platform whose version or build changed, appeared or disappeared,
+    and why.
 
     `gone` names the packages whose previous record the channels no longer offer (the solve knows).
     """
@@ -168,7 +210,9 @@ def explain_conda(
     def otherwise(key: str) -> str:
         return UNAVAILABLE if key in gone_keys else SOLVER
 
-    return _explain(platform, "conda", previous, new, required, upgrade, admits, _conda_version, otherwise)
+    return _explain(
+        platform, "conda", previous, new, required, upgrade, admits, _conda_version, otherwise
+    )
 
 
 def _explain(
@@ -191,13 +235,26 @@ def _explain(
             assert old is not None
             moves.append(Move(platform, manager, old.name, version(old), None, "no longer needed"))
         elif old is None or version(old) != version(now):
-            reason = _reason(old, required.get(key, ()), upgrade, key, admits, otherwise(key), after)
-            moves.append(Move(platform, manager, now.name, version(old) if old else None, version(now), reason))
+            reason = _reason(
+                old, required.get(key, ()), upgrade, key, admits, otherwise(key), after
+            )
+            moves.append(
+                Move(
+                    platform, manager, now.name, version(old) if old else None, version(now), reason
+                )
+            )
         elif old.sha256 != now.sha256:
             # A rebuilt wheel (build tag) or a replaced file: the version stays, the bytes do not.
             file = now.url.rsplit("/", 1)[-1]
             moves.append(
-                Move(platform, manager, now.name, version(old), version(now), f"same version, other file {file}")
+                Move(
+                    platform,
+                    manager,
+                    now.name,
+                    version(old),
+                    version(now),
+                    f"same version, other file {file}",
+                )
             )
     return moves
 
@@ -221,7 +278,8 @@ def explain_sources(
     update: Movable,
     upgrade: Movable,
 ) -> list[Move]:
-    """The sources whose commit changed, appeared or disappeared, and why (platform "": every platform)."""
+    """The sources whose commit changed, appeared or disappeared, and why (platform "": every
+    platform)."""
     before = {s.source.name: s for s in previous}
     after = {s.source.name: s for s in new}
     moves = []
@@ -241,8 +299,9 @@ def explain_sources(
 
 
 def _submodule_moves(old: LockedSource, now: LockedSource) -> list[Move]:
-    """The submodules of a source that changed commit, appeared or disappeared (named `source/path`): they
-    move only with the source's commit, or when the source opts in or out of them."""
+    """The submodules of a source that changed commit, appeared or disappeared (named
+    `source/path`): they move only with the source's commit, or when the source opts in or out of
+    them."""
     before = {s.path: s.commit for s in old.submodules}
     after = {s.path: s.commit for s in now.submodules}
     name = now.source.name

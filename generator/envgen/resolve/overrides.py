@@ -1,11 +1,13 @@
-"""Overrides, scoped: the direct layer replaced in envgen itself, third-party metadata only when `transitive` (pure).
+"""Overrides, scoped: the direct layer replaced in envgen itself, third-party metadata only when
+`transitive` (pure).
 
-uv's `override-dependencies` rewrite a requirement in every package's metadata, and ignore the index a
-package is pinned to. By default an override here replaces only the requirements of the direct layer (the
-matrix's pins, the sources' files and declared metadata): the override's requirement then stays a direct
-requirement carrying its index pin, and third-party packages' own requirements keep constraining the
-resolution, so the resolver backtracks to releases that agree with it. `transitive = true` also hands the
-requirement to uv's global override; what that makes the lock contradict is recorded (see consistency.py).
+uv's `override-dependencies` rewrite a requirement in every package's metadata, and ignore the index
+a package is pinned to. By default an override here replaces only the requirements of the direct
+layer (the matrix's pins, the sources' files and declared metadata): the override's requirement then
+stays a direct requirement carrying its index pin, and third-party packages' own requirements keep
+constraining the resolution, so the resolver backtracks to releases that agree with it. `transitive
+= true` also hands the requirement to uv's global override; what that makes the lock contradict is
+recorded (see consistency.py).
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ def scope(
     """`requirements` with every one on a name `matrix` overrides replaced by the override's
     requirement.
 
-    The override is a requirement where the direct layer required the name, and a constraint where only a
-    `-c` file or third-party metadata brings it (an override limits versions; it never adds a package).
-    Names a source provides or a pending package holds stay out, as every requirement on them does.
+    The override is a requirement where the direct layer required the name, and a constraint where
+    only a `-c` file or third-party metadata brings it (an override limits versions; it never adds a
+    package). Names a source provides or a pending package holds stay out, as every requirement on
+    them does.
     """
     overrides = matrix.overrides
-    by_name = {canonicalize_name(o.name): o for o in overrides if canonicalize_name(o.name) not in excluded}
+    by_name = {
+        canonicalize_name(o.name): o for o in overrides if canonicalize_name(o.name) not in excluded
+    }
     kept: list[TracedRequirement] = []
     required: set[str] = set()
     for req in requirements:
@@ -50,7 +55,9 @@ def scope(
             required.add(name)
     for name, override in sorted(by_name.items()):
         origin = override_origin(matrix, override)
-        kept.append(TracedRequirement(override.requirement, origin, constraint=name not in required))
+        kept.append(
+            TracedRequirement(override.requirement, origin, constraint=name not in required)
+        )
     return tuple(kept)
 
 
@@ -78,14 +85,16 @@ def replaced(
 
 @dataclass(frozen=True)
 class Verdict:
-    """The replaced requirements split by the locked version: those it contradicts, and how many it meets."""
+    """The replaced requirements split by the locked version: those it contradicts, and how many it
+    meets."""
 
     conflicted: tuple[TracedRequirement, ...]
     satisfied: int
 
 
 def judge(replaced_here: Sequence[TracedRequirement], version: str | None) -> Verdict:
-    """Which replaced requirements the locked version of the name (None: not locked here) contradicts."""
+    """Which replaced requirements the locked version of the name (None: not locked here)
+    contradicts."""
     conflicted = []
     for req in replaced_here:
         specifier = Pep508(req.text).specifier
@@ -99,7 +108,8 @@ def judge(replaced_here: Sequence[TracedRequirement], version: str | None) -> Ve
 
 
 def describe(platform: str, override: Override, verdict: Verdict, version: str | None) -> str:
-    """The one warning line of an override on a platform: what it overrules (shown), what it meets (counted)."""
+    """The one warning line of an override on a platform: what it overrules (shown), what it meets
+    (counted)."""
     scope_word = " (transitive: third-party metadata too)" if override.transitive else ""
     locked = f"locked {version}" if version else "not locked here"
     head = f"{platform}: override {override.requirement}{scope_word}, {locked}"
@@ -115,4 +125,6 @@ def describe(platform: str, override: Override, verdict: Verdict, version: str |
 
 
 def applied(override: Override, replaced_here: Sequence[TracedRequirement]) -> AppliedOverride:
-    return AppliedOverride(override, tuple(sorted(set(replaced_here), key=lambda r: (r.text, str(r.origin)))))
+    return AppliedOverride(
+        override, tuple(sorted(set(replaced_here), key=lambda r: (r.text, str(r.origin))))
+    )

@@ -1,4 +1,5 @@
-"""PyPI resolution for one platform: matrix pins + source requirements -> uv -> one pinned artifact each."""
+"""PyPI resolution for one platform: matrix pins + source requirements -> uv -> one pinned artifact
+each."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class PypiLock:
-    """The pip side of one platform: entries sorted by name, the overrides as applied, the requirements given uv."""
+    """The pip side of one platform: entries sorted by name, the overrides as applied, the
+    requirements given uv."""
 
     entries: tuple[PipEntry, ...]
     overrides: tuple[AppliedOverride, ...] = ()
@@ -77,11 +79,13 @@ def gather_inputs(
     pinned_from: str | None = None,
     archives: Sequence[LockedArchive] = (),
 ) -> Inputs:
-    """The requirements uv resolves for `platform`: matrix pins and source requirements, with origins.
+    """The requirements uv resolves for `platform`: matrix pins and source requirements, with
+    origins.
 
-    Requirements on a name a source provides or on a pending package are dropped (and excluded from the
-    resolution), and so are git requirements: those are sources, locked by commit elsewhere. With
-    `pinned_from` (a lock file), the matrix's versions are that lock's, and their origin says so.
+    Requirements on a name a source provides or on a pending package are dropped (and excluded from
+    the resolution), and so are git requirements: those are sources, locked by commit elsewhere.
+    With `pinned_from` (a lock file), the matrix's versions are that lock's, and their origin says
+    so.
     """
     mine = [a for a in archives if a.platform == platform]
     excluded = _excluded(matrix, platform, sources, mine)
@@ -99,7 +103,9 @@ def gather_inputs(
             url = expand_url(package.url, str(origin), environ)
             extras = f"[{','.join(package.extras)}]" if package.extras else ""
             marker = f" ; {package.marker}" if package.marker else ""
-            requirements.append(TracedRequirement(f"{package.name}{extras} @ {url}{marker}", origin))
+            requirements.append(
+                TracedRequirement(f"{package.name}{extras} @ {url}{marker}", origin)
+            )
             direct.add(name)
             if package.sha256:
                 hashes[name] = (package.sha256.lower(), matrix.origin(*key, "sha256"))
@@ -137,13 +143,17 @@ def _source_requirements(
         for req in locked.requirements:
             parsed = _parse(req.text, req.origin)
             if vcs_of(parsed.url):
-                log.debug("%s: %s is a git requirement, locked as a source", req.origin, parsed.name)
+                log.debug(
+                    "%s: %s is a git requirement, locked as a source", req.origin, parsed.name
+                )
                 continue
             if canonicalize_name(parsed.name) in excluded:
                 continue
             if parsed.url and not req.constraint:
                 direct.add(canonicalize_name(parsed.name))
-            requirements.append(TracedRequirement(str(parsed), req.origin, constraint=req.constraint))
+            requirements.append(
+                TracedRequirement(str(parsed), req.origin, constraint=req.constraint)
+            )
     return requirements
 
 
@@ -163,18 +173,25 @@ def _archive_requirements(
 
 def ordered_indexes(matrix: Matrix, accesses: Mapping[str, IndexAccess]) -> list[IndexAccess]:
     """Default indexes first in matrix order (the first one is uv's default), then explicit ones."""
-    return [accesses[i.name] for i in matrix.default_indexes] + [accesses[i.name] for i in matrix.indexes if i.explicit]
+    return [accesses[i.name] for i in matrix.default_indexes] + [
+        accesses[i.name] for i in matrix.indexes if i.explicit
+    ]
 
 
-def entry_index(choice: uv_pylock.Choice, inputs: Inputs, indexes: Sequence[IndexAccess]) -> str | None:
-    """The index an artifact came from: the one its URL lies under, the pinned one, or the sole default one.
+def entry_index(
+    choice: uv_pylock.Choice, inputs: Inputs, indexes: Sequence[IndexAccess]
+) -> str | None:
+    """The index an artifact came from: the one its URL lies under, the pinned one, or the sole
+    default one.
 
-    uv's pylock.toml does not say; PyPI's files live on another host than its index, hence the fallbacks.
+    uv's pylock.toml does not say; PyPI's files live on another host than its index, hence the
+    fallbacks.
     """
     name = choice.package.name
     if name in inputs.direct:
         return None
-    found = index_of(choice.artifact.url, [(i.name, i.url) for i in indexes])  # its path, not query or fragment
+    # its path, not query or fragment
+    found = index_of(choice.artifact.url, [(i.name, i.url) for i in indexes])
     if found:
         return found
     pinned = dict(inputs.pins).get(name)
@@ -185,15 +202,22 @@ def entry_index(choice: uv_pylock.Choice, inputs: Inputs, indexes: Sequence[Inde
 
 
 def apply_overrides(
-    matrix: Matrix, inputs: Inputs, entries: Sequence[PipEntry], platform: str, environment: Mapping[str, str]
+    matrix: Matrix,
+    inputs: Inputs,
+    entries: Sequence[PipEntry],
+    platform: str,
+    environment: Mapping[str, str],
 ) -> tuple[AppliedOverride, ...]:
-    """Each matrix override with the direct-layer requirements it replaced here; one warning line each."""
+    """Each matrix override with the direct-layer requirements it replaced here; one warning line
+    each."""
     versions = {canonicalize_name(e.name): e.version for e in entries}
     applied = []
     for override in matrix.overrides:
         here = overrides.replaced(override, inputs.replaced, environment)
         version = versions.get(canonicalize_name(override.name))
-        log.warning("%s", overrides.describe(platform, override, overrides.judge(here, version), version))
+        log.warning(
+            "%s", overrides.describe(platform, override, overrides.judge(here, version), version)
+        )
         applied.append(overrides.applied(override, here))
     return tuple(applied)
 
@@ -205,7 +229,8 @@ def _check_matrix_hashes(choices: Sequence[uv_pylock.Choice], inputs: Inputs) ->
         expected = hashes.get(choice.package.name)
         if expected and expected[0] != choice.artifact.sha256:
             raise VerificationError(
-                f"{redact_url(strip_credentials(choice.artifact.url))} has sha256 {choice.artifact.sha256}, "
+                f"{redact_url(strip_credentials(choice.artifact.url))} has sha256 "
+                f"{choice.artifact.sha256}, "
                 f"but {expected[1]} says {expected[0]}",
                 hint="fix the sha256 in the matrix if the file was replaced on purpose",
             )
@@ -337,7 +362,9 @@ def _entries(
     on the target."""
     metadata = {c: uv_pylock.parse_metadata(texts[c], c.artifact.filename) for c in choices}
     roots = [Pep508(r.text) for r in inputs.requirements if not r.constraint]
-    extras = uv_pylock.requested_extras(roots, {c.package.name: m for c, m in metadata.items()}, target)
+    extras = uv_pylock.requested_extras(
+        roots, {c.package.name: m for c, m in metadata.items()}, target
+    )
     entries = []
     for choice in choices:
         if choice.sdist:
@@ -348,6 +375,10 @@ def _entries(
                 choice.package.version,
                 redact_url(strip_credentials(choice.artifact.url)),
             )
-        deps = uv_pylock.depends(metadata[choice], target, extras.get(choice.package.name, frozenset()))
-        entries.append(uv_pylock.to_entry(choice, platform, deps, entry_index(choice, inputs, indexes)))
+        deps = uv_pylock.depends(
+            metadata[choice], target, extras.get(choice.package.name, frozenset())
+        )
+        entries.append(
+            uv_pylock.to_entry(choice, platform, deps, entry_index(choice, inputs, indexes))
+        )
     return entries

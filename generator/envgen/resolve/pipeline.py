@@ -84,7 +84,8 @@ def relock(request: Relock, settings: Settings, resolvers: Resolvers) -> Relocke
         archives = lock_archives(request, resolvers)
         platforms = lock_platforms(request, sources, solving, settings, resolvers, archives)
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)  # a source that failed does not wait for the solves
+        # a source that failed does not wait for the solves
+        pool.shutdown(wait=False, cancel_futures=True)
     inputs = lock_inputs(request.files, matrix, sources)
     lock = consistent(assemble_lock(matrix, sources, platforms, inputs, archives), matrix)
     derived = tuple((file.name, file.text) for file in derived_files(lock, matrix))
@@ -240,19 +241,25 @@ def assemble_lock(
 
 
 def consistent(lock: Lock, matrix: Matrix) -> Lock:
-    """`lock` with what its transitive overrides contradict recorded (and told once per pair); any other
-    contradiction between locked packages is a failed resolution."""
+    """`lock` with what its transitive overrides contradict recorded (and told once per pair); any
+    other contradiction between locked packages is a failed resolution."""
     found = violations(lock, lambda platform: lock.python_for(platform) or matrix.python)
     recorded, others = record(lock, found)
     if others:
         listed = "".join(f"\n  {v}" for v in others)
         raise ResolutionError(
             f"{matrix.name}: the resolved set does not meet its own requirements:{listed}",
-            hint="an index may serve metadata that disagrees with its files; to accept a contradiction on "
+            hint="an index may serve metadata that disagrees with its files; to accept a "
+            "contradiction on "
             f"purpose, add an override with `transitive = true` and its reason to {matrix.path}",
         )
     for applied in recorded.overrides:
         for pair in applied.violates:
             where = ", ".join(sorted({v.platform for v in found if v.pair == pair}))
-            log.warning("override %s (transitive) contradicts: %s (%s)", applied.override.requirement, pair, where)
+            log.warning(
+                "override %s (transitive) contradicts: %s (%s)",
+                applied.override.requirement,
+                pair,
+                where,
+            )
     return recorded

@@ -1,7 +1,9 @@
-"""What a re-lock keeps: the previous lock's versions, handed to the resolvers as preferences (pure).
+"""What a re-lock keeps: the previous lock's versions, handed to the resolvers as preferences
+(pure).
 
-uv reads an existing `--output-file` as preferences and rattler takes locked records; either keeps a previous
-version while the inputs still allow it, so a re-lock moves only what its inputs require or what is upgraded.
+uv reads an existing `--output-file` as preferences and rattler takes locked records; either keeps a
+previous version while the inputs still allow it, so a re-lock moves only what its inputs require or
+what is upgraded.
 """
 
 from __future__ import annotations
@@ -42,11 +44,12 @@ def _valid(entry: Preference) -> bool:
 
 
 def render_pylock(entries: Sequence[Preference]) -> str:
-    """A minimal pylock.toml of the previous pins, which `uv pip compile --output-file` reads as preferences.
+    """A minimal pylock.toml of the previous pins, which `uv pip compile --output-file` reads as
+    preferences.
 
-    Names and versions are all uv takes from it; artifacts come from the indexes again. The lock is input
-    like any other: an entry whose name or version is not valid is left out (uv would refuse the whole file),
-    and that package is resolved afresh.
+    Names and versions are all uv takes from it; artifacts come from the indexes again. The lock is
+    input like any other: an entry whose name or version is not valid is left out (uv would refuse
+    the whole file), and that package is resolved afresh.
     """
     ordered = sorted(entries, key=lambda e: package_key(e.name))
     packages = [{"name": e.name, "version": e.version} for e in ordered if _valid(e)]

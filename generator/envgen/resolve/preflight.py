@@ -1,6 +1,7 @@
-"""Before a lock does any work: is every host it needs reachable? Git remotes (`git ls-remote`), conda channels
-(their repodata) and pip indexes are asked in parallel, each briefly, and every unreachable host is reported at
-once, one line each, rather than one per run as each stage meets the next."""
+"""Before a lock does any work: is every host it needs reachable? Git remotes (`git ls-remote`),
+conda channels (their repodata) and pip indexes are asked in parallel, each briefly, and every
+unreachable host is reported at once, one line each, rather than one per run as each stage meets the
+next."""
 
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ class Target:
 
 
 def host_of(url: str) -> str:
-    """The host (and port) a URL reaches as written: `github.com`, `127.0.0.1:8080`; scp-like git URLs
-    (`git@host:path`) name their host; a local path is `local`."""
+    """The host (and port) a URL reaches as written: `github.com`, `127.0.0.1:8080`; scp-like git
+    URLs (`git@host:path`) name their host; a local path is `local`."""
     parts = urlsplit(url)
     if parts.scheme in ("http", "https", "ssh", "git") and parts.hostname:
         return parts.hostname + (f":{parts.port}" if parts.port else "")
@@ -68,7 +69,9 @@ def targets(relocks: Sequence[Relock], settings: Settings) -> list[Target]:
         matrix, kept, moving = relock.matrix, relock.kept, relock.moving
         for source in matrix.sources:
             if asks_remote(source, kept, moving, settings):
-                needs.setdefault(("git remote", source.url), []).append(f"{matrix.name} source {source.name}")
+                needs.setdefault(("git remote", source.url), []).append(
+                    f"{matrix.name} source {source.name}"
+                )
         for channel in matrix.channels:
             needs.setdefault(("conda channel", channel.url), []).append(matrix.name)
         for index in () if settings.offline else matrix.indexes:
@@ -121,19 +124,24 @@ def _probe_git(url: str, settings: Settings, timeout: float) -> str | None:
         cmd = ["git", "ls-remote", "--", bare_url(url), "HEAD"]
         proc = run(cmd, env=settings.git.environ(url=url), timeout=timeout, check=False)
     except ToolError as exc:
-        if isinstance(exc.__cause__, subprocess.TimeoutExpired):  # git was still waiting for the host
+        # git was still waiting for the host
+        if isinstance(exc.__cause__, subprocess.TimeoutExpired):
             return f"no answer within {timeout:g} s"
         raise  # git itself is missing: a tool failure (exit 5), not an unreachable host
     if proc.returncode == 0:
         return None
     lines = [line.strip() for line in redact_text(proc.stderr).splitlines() if line.strip()]
-    return lines[-1].removeprefix("fatal: ") if lines else f"git ls-remote exited with {proc.returncode}"
+    return (
+        lines[-1].removeprefix("fatal: ")
+        if lines
+        else f"git ls-remote exited with {proc.returncode}"
+    )
 
 
 def _probe_http(client: IndexClient, url: str, timeout: float) -> str | None:
-    """A HEAD (a GET whose body is never read, for a server that does not take HEAD): any answer but a server
-    error or a refused login is a reachable host. Not a plain GET: PyPI's root page is 40 MB, and it takes
-    PyPI up to a second to start sending it."""
+    """A HEAD (a GET whose body is never read, for a server that does not take HEAD): any answer but
+    a server error or a refused login is a reachable host. Not a plain GET: PyPI's root page is 40
+    MB, and it takes PyPI up to a second to start sending it."""
     try:
         status = client.head(url, timeout=timeout).status_code
         if status in (405, 501):  # HEAD not allowed, or not implemented
@@ -142,7 +150,10 @@ def _probe_http(client: IndexClient, url: str, timeout: float) -> str | None:
     except requests.RequestException as exc:
         return f"no answer within {timeout:g} s" if client.limit_reached(exc) else client.why(exc)
     if status in (401, 403):
-        return f"HTTP {status}: the credentials were refused (channels/*.toml, or the variables its URL names)"
+        return (
+            f"HTTP {status}: the credentials were refused (channels/*.toml, or the "
+            "variables its URL names)"
+        )
     return f"HTTP {status} from the server" if status >= 500 else None
 
 
@@ -159,7 +170,9 @@ def unreachable_hosts(
     if not found:
         return []
     indexes = [i for r in relocks for i in r.matrix.indexes]
-    pool = ThreadPoolExecutor(max_workers=min(PROBE_WORKERS, len(found)), initializer=interrupts.worker_thread)
+    pool = ThreadPoolExecutor(
+        max_workers=min(PROBE_WORKERS, len(found)), initializer=interrupts.worker_thread
+    )
     try:
         reasons = list(pool.map(lambda t: _probe(t, indexes, settings, timeout), found))
     finally:

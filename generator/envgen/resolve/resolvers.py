@@ -49,7 +49,9 @@ class ArchiveLocker(Protocol):
     """Locks the release archives of a matrix (their wheels, hashed, with their requirements),
     keeping the sha256 `previous` records for an unchanged URL."""
 
-    def lock(self, matrix: Matrix, previous: Sequence[LockedArchive]) -> tuple[LockedArchive, ...]: ...
+    def lock(
+        self, matrix: Matrix, previous: Sequence[LockedArchive]
+    ) -> tuple[LockedArchive, ...]: ...
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,15 @@
-"""A source's declared dependencies at its locked tree: static PEP 621, else the build backend's PEP 517 metadata.
+"""A source's declared dependencies at its locked tree: static PEP 621, else the build backend's PEP
+517 metadata.
 
-What `pip install -e .` installs besides the listed requirement files is the project's own `Requires-Dist`.
-Static `[project] dependencies` are read from the tree; anything else (setup.py `install_requires`, dynamic
-dependencies) is asked of the build backend through `prepare_metadata_for_build_wheel` in an isolated build
-env, with the source's build variables, its build requirements installed by uv from the matrix's
-indexes (a package the matrix takes from an index on this host's platform, from that index: torch
-from the CPU index). The tree comes from `git archive`, without git's metadata: setuptools-scm is
-told the version the locked ref states. Each answer, a failure included, is cached by (tree,
-variables, build settings): a re-lock never rebuilds.
+What `pip install -e .` installs besides the listed requirement files is the project's own
+`Requires-Dist`. Static `[project] dependencies` are read from the tree; anything else (setup.py
+`install_requires`, dynamic dependencies) is asked of the build backend through
+`prepare_metadata_for_build_wheel` in an isolated build env, with the source's build variables, its
+build requirements installed by uv from the matrix's indexes (a package the matrix takes from an
+index on this host's platform, from that index: torch from the CPU index). The tree comes from `git
+archive`, without git's metadata: setuptools-scm is told the version the locked ref states. Each
+answer, a failure included, is cached by (tree, variables, build settings): a re-lock never
+rebuilds.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ Exporter = Callable[[Path], None]
 
 @dataclass(frozen=True)
 class BuildSettings:
-    """What a metadata build may use besides the tree: the indexes its build requirements come from, the cache."""
+    """What a metadata build may use besides the tree: the indexes its build requirements come from,
+    the cache."""
 
     indexes: tuple[IndexAccess, ...]
     cache: Path
@@ -87,14 +90,19 @@ class BuildSettings:
         """The default indexes, then the source's build index (usable for any build requirement),
         then the explicit indexes a pin names (only for the pinned packages)."""
         used = [i for i in self.indexes if not i.explicit]
-        used += [dataclasses.replace(i, explicit=False) for i in self.indexes if i.name == source.build_index]
+        used += [
+            dataclasses.replace(i, explicit=False)
+            for i in self.indexes
+            if i.name == source.build_index
+        ]
         pinned = {index for _, index in self.pins} - {i.name for i in used}
         return (*used, *(i for i in self.indexes if i.name in pinned))
 
 
 @dataclass(frozen=True)
 class Declared:
-    """A source's declared requirements as lines; `fallback` says why they could not be read (none then)."""
+    """A source's declared requirements as lines; `fallback` says why they could not be read (none
+    then)."""
 
     lines: tuple[Line, ...] = ()
     fallback: str | None = None
@@ -114,8 +122,14 @@ def declared_dependencies(
     context = f"source {source.name} at tree {short_commit(tree)}"
     data = read("pyproject.toml")
     project = _project_table(data, context) if data is not None else None
-    if data is not None and project is not None and "dependencies" not in project.get("dynamic", []):
-        lines = parse_pyproject(data.decode("utf-8", errors="replace"), "pyproject.toml", context=context)
+    if (
+        data is not None
+        and project is not None
+        and "dependencies" not in project.get("dynamic", [])
+    ):
+        lines = parse_pyproject(
+            data.decode("utf-8", errors="replace"), "pyproject.toml", context=context
+        )
         return Declared(tuple(line for line in lines if not _needs_extra(line.requirement)))
     if data is None and read("setup.py") is None:
         return Declared(fallback="it has neither pyproject.toml nor setup.py")
@@ -172,7 +186,8 @@ def _lines_in(files: Sequence[str], read: Reader, context: str) -> dict[str, tup
 
 
 def _dynamic_files(pyproject: Mapping[str, object]) -> list[str]:
-    """The files setuptools reads dynamic dependencies from (`[tool.setuptools.dynamic] dependencies.file`)."""
+    """The files setuptools reads dynamic dependencies from (`[tool.setuptools.dynamic]
+    dependencies.file`)."""
     table: object = pyproject
     for key in ("tool", "setuptools", "dynamic", "dependencies", "file"):
         table = table.get(key) if isinstance(table, dict) else None
@@ -232,18 +247,26 @@ def _cached_build(
     if path.exists():
         cached = json.loads(path.read_text())
         return tuple(cached.get("requires", ())), cached.get("error")
-    log.info("source %s: reading its declared dependencies from the build backend (PEP 517)", source.name)
+    log.info(
+        "source %s: reading its declared dependencies from the build backend (PEP 517)", source.name
+    )
     with scratch_dir("envgen-metadata-") as tmp:
         srcdir = tmp / "src"
         export(srcdir)
         try:
             requires = build_requires(srcdir, source, settings, version)
             outcome: dict[str, Any] = {"requires": requires}
-        except (build.BuildException, build.BuildBackendException, subprocess.CalledProcessError, OSError) as exc:
+        except (
+            build.BuildException,
+            build.BuildBackendException,
+            subprocess.CalledProcessError,
+            OSError,
+        ) as exc:
             # The temporary tree's path would make the recorded reason differ from run to run.
             outcome = {"error": _why(exc, settings).replace(str(srcdir), "<tree>")}
         except ToolError as exc:
-            # A hook that hung or a tool that could not start says nothing about the tree: not cached.
+            # A hook that hung or a tool that could not start says nothing about the tree: not
+            # cached.
             return (), f"the metadata build did not complete: {exc.message}"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_file(path, json.dumps(outcome, indent=1, sort_keys=True).encode())
@@ -260,21 +283,25 @@ def build_requires(
     setuptools-scm build is given `version`."""
     scm = _scm_environment(source, version)
 
-    def runner(cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None) -> None:
+    def runner(
+        cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None
+    ) -> None:
         env = {**settings.environ, **(extra_environ or {}), **scm, **dict(source.env)}
         proc = run(cmd, cwd=cwd, env=env, timeout=HOOK_TIMEOUT, check=False)
         if proc.returncode != 0:
             # build turns this into a BuildBackendException carrying the backend's output.
             raise subprocess.CalledProcessError(proc.returncode, cmd, proc.stdout + proc.stderr)
 
-    # The uv installer makes a venv without pip; build requirements are installed below, from the matrix's
-    # indexes only (build's own installer would use the caller's pip configuration).
+    # The uv installer makes a venv without pip; build requirements are installed below, from the
+    # matrix's indexes only (build's own installer would use the caller's pip configuration).
     with _BACKEND_WARNINGS.logged(source.name), DefaultIsolatedEnv(installer="uv") as env:
         builder = build.ProjectBuilder.from_isolated_env(env, srcdir, runner=runner)
         _install(env.python_executable, builder.build_system_requires, source, settings)
         _install(env.python_executable, builder.get_requires_for_build("wheel"), source, settings)
         with scratch_dir("envgen-dist-info-") as out:
-            metadata = importlib.metadata.PathDistribution(Path(builder.metadata_path(out))).metadata
+            metadata = importlib.metadata.PathDistribution(
+                Path(builder.metadata_path(out))
+            ).metadata
             requires = metadata.get_all("Requires-Dist") or []
     return [str(r) for r in map(_requirement, requires) if r is not None and not _needs_extra(r)]
 
@@ -342,7 +369,9 @@ def _needs_extra(req: Pep508) -> bool:
     return req.marker is not None and _EXTRA.search(str(req.marker)) is not None
 
 
-def _install(python: str, requirements: Sequence[str] | set[str], source: Source, settings: BuildSettings) -> None:
+def _install(
+    python: str, requirements: Sequence[str] | set[str], source: Source, settings: BuildSettings
+) -> None:
     """Install build requirements into the isolated env with uv, from the matrix's indexes only; a
     package the matrix takes from an index on this platform comes from there (a CPU torch, not
     CUDA's)."""
@@ -357,7 +386,16 @@ def _install(python: str, requirements: Sequence[str] | set[str], source: Source
         config, project = tmp / "uv.toml", tmp / "pyproject.toml"
         config.write_text(render_uv_config(indexes, ()))
         project.write_text(render_pyproject(wanted, indexes, version))
-        cmd = [uv.find_uv_bin(), "pip", "install", "--config-file", str(config), "--python", python, "--quiet"]
+        cmd = [
+            uv.find_uv_bin(),
+            "pip",
+            "install",
+            "--config-file",
+            str(config),
+            "--python",
+            python,
+            "--quiet",
+        ]
         cmd += ["--no-python-downloads", "--color", "never", "-r", str(project)]
         env = uv_environment(indexes, settings.cache, settings.environ)
         secrets = tuple(s for i in indexes for s in i.secrets)

@@ -1,4 +1,5 @@
-"""The requirements a git source's tree declares: its requirement files read, digested, git requirements split off."""
+"""The requirements a git source's tree declares: its requirement files read, digested, git
+requirements split off."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ logger = logging.getLogger(__name__)
 def read_requirements(
     source: Source, read: Callable[[str], bytes | None], commit: str
 ) -> tuple[tuple[Line, ...], tuple[tuple[str, bytes], ...]]:
-    """Every requirement line of the files `source.requirements` names, and the files read, in order."""
+    """Every requirement line of the files `source.requirements` names, and the files read, in
+    order."""
     context = f"source {source.name} at commit {commit}"
     lines: list[Line] = []
     files: dict[str, bytes] = {}
@@ -31,16 +33,23 @@ def read_requirements(
             data = read("pyproject.toml")
             if data is None:
                 raise ResolutionError(
-                    f"{context}: pyproject.toml does not exist, so its [project] dependencies cannot be read",
-                    hint='name a requirements file instead of "pyproject" in the source\'s `requirements`',
+                    f"{context}: pyproject.toml does not exist, so its [project] "
+                    "dependencies cannot be read",
+                    hint='name a requirements file instead of "pyproject" in the source\'s '
+                    "`requirements`",
                 )
             files.setdefault("pyproject.toml", data)
-            lines.extend(parse_pyproject(data.decode("utf-8", errors="replace"), "pyproject.toml", context=context))
+            lines.extend(
+                parse_pyproject(
+                    data.decode("utf-8", errors="replace"), "pyproject.toml", context=context
+                )
+            )
             continue
         parsed = parse_requirement_files((entry,), read, context=context)
         for option in parsed.ignored:
             logger.warning(
-                "%s: %s:%d: `%s` ignored: indexes and pip options come only from the matrix and channels/",
+                "%s: %s:%d: `%s` ignored: indexes and pip options come only from the "
+                "matrix and channels/",
                 context,
                 option.file,
                 option.line,
@@ -65,7 +74,8 @@ def digest_files(files: tuple[tuple[str, bytes], ...]) -> str:
 def split_requirements(
     source: Source, lines: tuple[Line, ...], matrix_names: frozenset[str]
 ) -> tuple[tuple[TracedRequirement, ...], tuple[Source, ...]]:
-    """Plain requirements, and the git requirements turned into sources (unless the matrix has that source)."""
+    """Plain requirements, and the git requirements turned into sources (unless the matrix has that
+    source)."""
     requirements: list[TracedRequirement] = []
     discovered: list[Source] = []
     for line in lines:
@@ -90,7 +100,9 @@ def split_requirements(
             continue
         if req.extras or req.marker:
             logger.warning(
-                "%s: extras and markers of `%s` are not applied: git sources install without deps", where, line.text
+                "%s: extras and markers of `%s` are not applied: git sources install without deps",
+                where,
+                line.text,
             )
         url, ref = _split_vcs_url(req.url, where=where)
         discovered.append(
@@ -107,13 +119,16 @@ def split_requirements(
 
 
 def _split_vcs_url(vcs_url: str, *, where: str) -> tuple[str, str]:
-    """`git+https://host/repo.git@ref#egg=x` as (`https://host/repo.git`, `ref`); no `@ref` means HEAD."""
+    """`git+https://host/repo.git@ref#egg=x` as (`https://host/repo.git`, `ref`); no `@ref` means
+    HEAD."""
     parts = urlsplit(vcs_url.removeprefix("git+"))
     fragment = dict(p.partition("=")[::2] for p in parts.fragment.split("&") if p)
     if "subdirectory" in fragment:
         raise InputError(
-            f"{where}: `{redact_url(vcs_url)}` installs from a subdirectory, which git sources do not support",
-            hint="declare the project as a source in the matrix and install it by hand, or add an override",
+            f"{where}: `{redact_url(vcs_url)}` installs from a subdirectory, which git "
+            "sources do not support",
+            hint="declare the project as a source in the matrix and install it by hand, or "
+            "add an override",
         )
     path, at, ref = parts.path.rpartition("@")
     if not at:
@@ -122,6 +137,7 @@ def _split_vcs_url(vcs_url: str, *, where: str) -> tuple[str, str]:
     problem = git_url_problem(url) or ref_problem(ref)
     if problem:
         raise InputError(
-            f"{where}: `{redact_url(vcs_url)}`: {problem}", hint="fix the requirement upstream, or add an override"
+            f"{where}: `{redact_url(vcs_url)}`: {problem}",
+            hint="fix the requirement upstream, or add an override",
         )
     return url, ref

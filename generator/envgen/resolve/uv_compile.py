@@ -1,4 +1,5 @@
-"""One `uv pip compile` run: the generated project and uv.toml, uv's environment, its failures explained."""
+"""One `uv pip compile` run: the generated project and uv.toml, uv's environment, its failures
+explained."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen import network, platforms
-from envgen.errors import ConflictError, EnvgenError, NetworkError, ResolutionError, ToolError, Unreached
+from envgen.errors import (
+    ConflictError,
+    EnvgenError,
+    NetworkError,
+    ResolutionError,
+    ToolError,
+    Unreached,
+)
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Matrix, Origin, TracedRequirement
 from envgen.process import Running, TimedOut, start, tail
@@ -29,9 +37,18 @@ from envgen.urls import index_of
 log = logging.getLogger(__name__)
 
 INPUTS_PROJECT = "envgen-inputs"
-# Variables uv may need to reach an index (TLS roots, proxies); nothing else of the caller's env is passed.
+# Variables uv may need to reach an index (TLS roots, proxies); nothing else of the caller's env is
+# passed.
 _PROXY_ENV = ("ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
-_PASSED_ENV = ("PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR", *_PROXY_ENV, *(v.lower() for v in _PROXY_ENV))
+_PASSED_ENV = (
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    *_PROXY_ENV,
+    *(v.lower() for v in _PROXY_ENV),
+)
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")]+")
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
@@ -40,10 +57,10 @@ _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 class Inputs:
     """What goes to uv for one platform.
 
-    `requirements` are PEP 508 strings with origins (those flagged `constraint` only limit versions);
-    `pins` maps a package to the index it must come from; `excluded` are names uv must not resolve (provided
-    by a source, or pending); `direct` are packages locked by URL, and `hashes` maps those the matrix locks
-    to the sha256 it gives.
+    `requirements` are PEP 508 strings with origins (those flagged `constraint` only limit
+    versions); `pins` maps a package to the index it must come from; `excluded` are names uv must
+    not resolve (provided by a source, or pending); `direct` are packages locked by URL, and
+    `hashes` maps those the matrix locks to the sha256 it gives.
     """
 
     requirements: tuple[TracedRequirement, ...]
@@ -56,14 +73,16 @@ class Inputs:
 
 
 def render_pyproject(inputs: Inputs, indexes: Sequence[IndexAccess], python_version: str) -> str:
-    """The generated project uv resolves: dependencies, and per-package index pins for this platform."""
+    """The generated project uv resolves: dependencies, and per-package index pins for this
+    platform."""
     project = {
         "name": INPUTS_PROJECT,
         "version": "0",
         "requires-python": f">={python_version}",
         "dependencies": [r.text for r in inputs.requirements if not r.constraint],
     }
-    # uv checks the names a source pins against the project's own index list, so it is repeated here.
+    # uv checks the names a source pins against the project's own index list, so it is repeated
+    # here.
     sources = {name: {"index": index} for name, index in inputs.pins}
     uv = {"sources": sources, "index": _indexes(indexes)}
     return tomli_w.dumps({"project": project, "tool": {"uv": uv}})
@@ -95,7 +114,9 @@ def render_uv_config(indexes: Sequence[IndexAccess], overrides: Sequence[str]) -
     )
 
 
-def uv_environment(indexes: Sequence[IndexAccess], cache: Path, environ: Mapping[str, str]) -> dict[str, str]:
+def uv_environment(
+    indexes: Sequence[IndexAccess], cache: Path, environ: Mapping[str, str]
+) -> dict[str, str]:
     """uv's environment: its cache, TLS and proxy settings, envgen's network limits (as `environ`
     sets them), index credentials; no UV_*/PIP_* of the caller."""
     env = {k: environ[k] for k in _PASSED_ENV if k in environ}
@@ -131,33 +152,45 @@ def explain_failure(
     secrets = tuple(s for i in indexes for s in i.secrets)
     said = redact_text(tail(stderr), secrets)
     urls = [m.group(0).rstrip(".,:;") for m in _URL.finditer(stderr)]
-    reached = list(filter(None, (index_of(u, [(index, index.url) for index in indexes]) for u in urls)))
+    reached = list(
+        filter(None, (index_of(u, [(index, index.url) for index in indexes]) for u in urls))
+    )
     if reached and re.search(r"\b(401|403)\b|[Uu]nauthorized|[Ff]orbidden|authentication", stderr):
         index = reached[0]
         return ResolutionError(
             f"index {index.name} at {index.shown} refused access while locking {platform}\n{said}",
-            hint=f"check the credentials of index {index.name} (user:token@ or ${{VAR}} in its URL)",
+            hint=f"check the credentials of index {index.name} (user:token@ or ${{VAR}} in "
+            "its URL)",
         )
     if "No solution found" in stderr:
         if offline and ("offline" in stderr or "cache" in stderr):
             return ResolutionError(
-                f"cannot lock PyPI packages for {platform} offline: uv's cache lacks what they need\n{said}",
+                f"cannot lock PyPI packages for {platform} offline: uv's cache lacks "
+                f"what they need\n{said}",
                 hint="run once without --offline to fill the cache",
             )
         names = _mentioned(stderr)
         involved = [r for r in inputs.requirements if canonicalize_name(name_of(r.text)) in names]
-        listed = "".join(f"\n  {r.text}  ({r.origin})" for r in involved) or "\n  (none of the inputs named)"
+        listed = (
+            "".join(f"\n  {r.text}  ({r.origin})" for r in involved)
+            or "\n  (none of the inputs named)"
+        )
         # uv calls the generated project by its name: it is the direct layer (the matrix's pins and
         # overrides, the sources' requirements), whose requirements are listed above.
         said = said.replace(INPUTS_PROJECT, "the direct layer")
         return ConflictError(
-            f"no PyPI resolution for {platform}; these requirements conflict:{listed}\nuv says:\n{said}",
-            hint=conflict_hint(sorted({canonicalize_name(name_of(r.text)) for r in involved}), matrix),
+            f"no PyPI resolution for {platform}; these requirements "
+            f"conflict:{listed}\nuv says:\n{said}",
+            hint=conflict_hint(
+                sorted({canonicalize_name(name_of(r.text)) for r in involved}), matrix
+            ),
             said=said,
         )
     if urls:
         return _unreachable(stderr, reached, urls, platform, limits, secrets)
-    return ToolError(f"uv pip compile failed for {platform}:\n{said}", hint="read uv's message above")
+    return ToolError(
+        f"uv pip compile failed for {platform}:\n{said}", hint="read uv's message above"
+    )
 
 
 def _unreachable(
@@ -168,7 +201,8 @@ def _unreachable(
     limits: network.Limits,
     secrets: Sequence[str],
 ) -> NetworkError:
-    """uv could not fetch `urls`: from an index of the matrix (the first of `reached`) or other URLs."""
+    """uv could not fetch `urls`: from an index of the matrix (the first of `reached`) or other
+    URLs."""
     why = why_unreachable(stderr, limits, secrets)
     if reached:
         index = reached[0]
@@ -197,16 +231,22 @@ def _unreachable(
 
 
 def conflict_hint(names: Sequence[str], matrix: Matrix) -> str:
-    """What to do about a conflict on `names`: an override for a name without one, `transitive` for one with."""
+    """What to do about a conflict on `names`: an override for a name without one, `transitive` for
+    one with."""
     overridden = {canonicalize_name(o.name) for o in matrix.overrides}
     new = [n for n in names if n not in overridden] or ([] if names else ["<name>"])
     hint = "relax one of them"
     if new:
-        hint += f", or add {', '.join(f'[overrides.{n}]' for n in new)} (requirement + reason) to {matrix.path}"
+        hint += (
+            f", or add {', '.join(f'[overrides.{n}]' for n in new)} (requirement + reason) "
+            f"to {matrix.path}"
+        )
     for name in (n for n in names if n in overridden):
         hint += (
-            f"; [overrides.{name}] replaces only the matrix's and the sources' requirements on {name}, and a "
-            "package above still requires otherwise: pin that package to a release that agrees, or set "
+            f"; [overrides.{name}] replaces only the matrix's and the sources' "
+            f"requirements on {name}, and a "
+            "package above still requires otherwise: pin that package to a release "
+            "that agrees, or set "
             f"`transitive = true` on [overrides.{name}] to overrule it too (recorded in the lock)"
         )
     return hint
@@ -218,7 +258,8 @@ def name_of(text: str) -> str:
 
 @dataclass(frozen=True)
 class UvJob:
-    """One `uv pip compile` run, whole: the files of its work directory, its command and its environment.
+    """One `uv pip compile` run, whole: the files of its work directory, its command and its
+    environment.
 
     Equal jobs are the same resolution: a run started ahead on the inputs a previous lock predicts
     (`resolve/head_start.py`) stands in only for a job equal to it.
@@ -233,8 +274,8 @@ class UvJob:
 
 @dataclass(frozen=True)
 class UvOutcome:
-    """How a job ended: uv's exit code and stderr, the pylock.toml text it wrote (on success), or the budget
-    running out (`timed_out`)."""
+    """How a job ended: uv's exit code and stderr, the pylock.toml text it wrote (on success), or
+    the budget running out (`timed_out`)."""
 
     returncode: int
     stderr: str
@@ -283,7 +324,8 @@ def plan_uv_compile(
     if preferred:
         files["pylock.toml"] = render_pylock(preferred)
     cmd = [settings.uv, "pip", "compile", "pyproject.toml"]
-    # --config-file replaces every config uv would discover (user, system, project): only ours counts.
+    # --config-file replaces every config uv would discover (user, system, project): only ours
+    # counts.
     cmd += ["--config-file", "uv.toml"]
     if inputs.excluded:
         files["excludes.txt"] = "".join(f"{name}\n" for name in inputs.excluded)
@@ -296,13 +338,16 @@ def plan_uv_compile(
     cmd += ["--python-version", python_version]
     cmd += ["--python-platform", platforms.uv_python_platform(platform, matrix.glibc)]
     cmd += ["--format", "pylock.toml", "--output-file", "pylock.toml", "--no-header"]
-    # The interpreter running envgen builds any sdist; --python-version alone decides the resolution.
+    # The interpreter running envgen builds any sdist; --python-version alone decides the
+    # resolution.
     cmd += ["--python", sys.executable, "--no-python-downloads", "--color", "never"]
     if settings.offline:
         cmd.append("--offline")
     env = uv_environment(indexes, settings.cache, settings.variables)
     secrets = tuple(s for i in indexes for s in i.secrets)
-    return UvJob(platform, tuple(sorted(files.items())), tuple(cmd), tuple(sorted(env.items())), secrets)
+    return UvJob(
+        platform, tuple(sorted(files.items())), tuple(cmd), tuple(sorted(env.items())), secrets
+    )
 
 
 def execute(
@@ -350,6 +395,8 @@ def run_uv_compile(
             failure=f"uv did not finish resolving {within} (indexes {named})",
         )
     if outcome.returncode != 0:
-        log.debug("uv pip compile for %s said:\n%s", platform, redact_text(outcome.stderr, job.secrets))
+        log.debug(
+            "uv pip compile for %s said:\n%s", platform, redact_text(outcome.stderr, job.secrets)
+        )
         raise explain_failure(outcome.stderr, inputs, indexes, matrix, platform, settings)
     return outcome.pylock

@@ -1,4 +1,5 @@
-"""uv's pylock.toml for one platform -> PipEntry: one artifact per package by tag priority, with depends."""
+"""uv's pylock.toml for one platform -> PipEntry: one artifact per package by tag priority, with
+depends."""
 
 from __future__ import annotations
 
@@ -66,7 +67,9 @@ def _artifact(table: Mapping[str, object], where: str) -> Artifact:
     hashes = table.get("hashes")
     sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
     if not isinstance(url, str) or not isinstance(sha256, str):
-        raise ToolError(f"uv's pylock.toml lists a file of {where} without url and sha256: {table!r}")
+        raise ToolError(
+            f"uv's pylock.toml lists a file of {where} without url and sha256: {table!r}"
+        )
     return Artifact(url=url, sha256=sha256)
 
 
@@ -77,7 +80,9 @@ def parse_pylock(text: str) -> tuple[LockedPackage, ...]:
     for table in data.get("packages", []):
         name, version = canonicalize_name(table["name"]), str(table.get("version", ""))
         if "vcs" in table or "directory" in table:
-            raise ToolError(f"uv locked {name} from a VCS or directory, which envgen only takes as a source")
+            raise ToolError(
+                f"uv locked {name} from a VCS or directory, which envgen only takes as a source"
+            )
         wheels = tuple(_artifact(w, name) for w in table.get("wheels", ()))
         sdist = _artifact(table["sdist"], name) if "sdist" in table else None
         if "archive" in table:
@@ -93,7 +98,8 @@ def parse_pylock(text: str) -> tuple[LockedPackage, ...]:
 def _wheel_rank(artifact: Artifact, priority: Mapping[Tag, int]) -> tuple[int, int, str] | None:
     """Sort key of a wheel (lower is better): tag priority, then highest build tag, then file name.
 
-    As in pip, a wheel with a build tag (a rebuild, like torch's `-3`) beats the same wheel without one.
+    As in pip, a wheel with a build tag (a rebuild, like torch's `-3`) beats the same wheel without
+    one.
     """
     try:
         _, _, build, tags = parse_wheel_filename(artifact.filename)
@@ -112,17 +118,23 @@ def tag_priority(tags: Sequence[Tag]) -> dict[Tag, int]:
 
 
 def choose_artifact(package: LockedPackage, priority: Mapping[Tag, int], platform: str) -> Choice:
-    """The one wheel of `package` best for the platform's tags (`tag_priority`), else its sdist; never a wheel
-    of another platform."""
-    ranked = sorted((rank, wheel) for wheel in package.wheels if (rank := _wheel_rank(wheel, priority)) is not None)
+    """The one wheel of `package` best for the platform's tags (`tag_priority`), else its sdist;
+    never a wheel of another platform."""
+    ranked = sorted(
+        (rank, wheel)
+        for wheel in package.wheels
+        if (rank := _wheel_rank(wheel, priority)) is not None
+    )
     if ranked:
         return Choice(package, ranked[0][1])
     if package.sdist is not None:
         return Choice(package, package.sdist)
     offered = ", ".join(w.filename for w in package.wheels) or "no files"
     raise ResolutionError(
-        f"{package.name} {package.version} has no wheel for {platform} and no sdist (offered: {offered})",
-        hint=f"pin another version of {package.name} in the matrix, or lower the platforms it is locked for",
+        f"{package.name} {package.version} has no wheel for {platform} and no sdist "
+        f"(offered: {offered})",
+        hint=f"pin another version of {package.name} in the matrix, or lower the platforms "
+        "it is locked for",
     )
 
 
@@ -138,13 +150,15 @@ class Metadata:
     requires: tuple[Pep508, ...]
 
 
-# Parsing the metadata of a few hundred packages is most of a re-lock's work after uv: what a head start parsed
-# while uv ran (index_client.warm_metadata) is not parsed again. The texts are the keys: enough for every
-# platform of a few envs locked together, not every text a long-lived process ever read.
+# Parsing the metadata of a few hundred packages is most of a re-lock's work after uv: what a head
+# start parsed while uv ran (index_client.warm_metadata) is not parsed again. The texts are the
+# keys: enough for every platform of a few envs locked together, not every text a long-lived process
+# ever read.
 @functools.lru_cache(maxsize=1024)
 def parse_metadata(text: str, where: str) -> Metadata:
     """The Requires-Dist lines of a METADATA / PKG-INFO file (pure)."""
-    from email.parser import HeaderParser  # not before uv has started: a re-lock parses metadata while uv runs
+    # not before uv has started: a re-lock parses metadata while uv runs
+    from email.parser import HeaderParser
 
     # The headers end at the first empty line: the long description after it is not read at all.
     headers = HeaderParser().parsestr(text.split("\n\n", 1)[0])
@@ -158,14 +172,16 @@ def parse_metadata(text: str, where: str) -> Metadata:
 
 
 class Target:
-    """A platform's marker environment, and whether a requirement is active in it for an extra: each verdict is
-    evaluated once (the extras' fixed point and every package's dependencies ask the same markers again)."""
+    """A platform's marker environment, and whether a requirement is active in it for an extra: each
+    verdict is evaluated once (the extras' fixed point and every package's dependencies ask the same
+    markers again)."""
 
     def __init__(self, environment: Mapping[str, str]) -> None:
         self.environment = dict(environment)
         # id of a requirement -> (the requirement, kept so its id stays its own; its marker's text)
         self._markers: dict[int, tuple[Pep508, str]] = {}
-        # (a marker's text, extra) -> verdict: packages share markers (`extra == "test"`, a python bound)
+        # (a marker's text, extra) -> verdict: packages share markers (`extra == "test"`, a python
+        # bound)
         self._verdicts: dict[tuple[str, str], bool] = {}
 
     def active(self, req: Pep508, extras: Iterable[str]) -> bool:
@@ -179,7 +195,9 @@ class Target:
         for extra in ("", *extras):
             verdict = self._verdicts.get((text, extra))
             if verdict is None:
-                verdict = self._verdicts[(text, extra)] = marker.evaluate({**self.environment, "extra": extra})
+                verdict = self._verdicts[(text, extra)] = marker.evaluate(
+                    {**self.environment, "extra": extra}
+                )
             if verdict:
                 return True
         return False
@@ -188,11 +206,14 @@ class Target:
 def requested_extras(
     roots: Iterable[Pep508], metadata: Mapping[str, Metadata], target: Target
 ) -> dict[str, frozenset[str]]:
-    """Which extras of each package are asked for, by the inputs or by active dependencies (a fixed point)."""
+    """Which extras of each package are asked for, by the inputs or by active dependencies (a fixed
+    point)."""
     extras: dict[str, set[str]] = {}
     for req in roots:
         if target.active(req, ()):
-            extras.setdefault(canonicalize_name(req.name), set()).update(canonicalize_name(e) for e in req.extras)
+            extras.setdefault(canonicalize_name(req.name), set()).update(
+                canonicalize_name(e) for e in req.extras
+            )
     changed = True
     while changed:
         changed = False
@@ -213,11 +234,15 @@ def depends(meta: Metadata, target: Target, extras: Iterable[str]) -> tuple[tupl
     specs: dict[str, set[str]] = {}
     for req in meta.requires:
         if target.active(req, tuple(extras)):
-            specs.setdefault(canonicalize_name(req.name), set()).update(str(s) for s in req.specifier)
+            specs.setdefault(canonicalize_name(req.name), set()).update(
+                str(s) for s in req.specifier
+            )
     return tuple((name, ",".join(sorted(parts))) for name, parts in sorted(specs.items()))
 
 
-def to_entry(choice: Choice, platform: str, deps: tuple[tuple[str, str], ...], index: str | None) -> PipEntry:
+def to_entry(
+    choice: Choice, platform: str, deps: tuple[tuple[str, str], ...], index: str | None
+) -> PipEntry:
     """The PipEntry of a chosen artifact (URL without credentials)."""
     return PipEntry(
         name=choice.package.name,

@@ -1,1 +1,2 @@
-"""Files derived from a Lock for tools other than conda-lock: requirements.txt, PEP 751 pylock, Nix, CycloneDX."""
+"""Files derived from a Lock for tools other than conda-lock: requirements.txt, PEP 751 pylock, Nix,
+CycloneDX."""

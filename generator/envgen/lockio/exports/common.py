@@ -1,4 +1,5 @@
-"""What every export shares: index URLs safe to write, the index of an entry, the origins of a package (pure)."""
+"""What every export shares: index URLs safe to write, the index of an entry, the origins of a
+package (pure)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from envgen.urls import same_host
 
 
 def bare_url(url: str) -> str:
-    """`url` without any userinfo (a PEP 751 lock or an SBOM records no credentials, not even references)."""
+    """`url` without any userinfo (a PEP 751 lock or an SBOM records no credentials, not even
+    references)."""
     return strip_credentials(url)
 
 
@@ -25,7 +27,8 @@ def entry_index(lock: Lock, entry: PipEntry) -> Index | None:
 
 
 def direct_url(lock: Lock, entry: PipEntry) -> str:
-    """The URL a requirements file names an artifact by, with its index's `${VAR}` credentials when it has any."""
+    """The URL a requirements file names an artifact by, with its index's `${VAR}` credentials when
+    it has any."""
     index = entry_index(lock, entry)
     if index is None or not same_host(entry.url, index.url):  # the index's credentials apply to it
         return entry.url
@@ -36,8 +39,8 @@ def direct_url(lock: Lock, entry: PipEntry) -> str:
 
 
 def origins(lock: Lock, matrix: Matrix | None, platform: str) -> dict[str, tuple[str, ...]]:
-    """Per canonical package name, why it is in the lock for `platform`: the matrix key, a source's file and
-    line, or the locked packages that depend on it; each list sorted."""
+    """Per canonical package name, why it is in the lock for `platform`: the matrix key, a source's
+    file and line, or the locked packages that depend on it; each list sorted."""
     found: dict[str, set[str]] = {}
 
     def add(name: str, why: str) -> None:
@@ -67,14 +70,18 @@ def _requirement_name(text: str) -> str | None:
 def trusted_hosts(lock: Lock, entries: Sequence[PipEntry]) -> tuple[str, ...]:
     """The trusted hosts of the indexes `entries` come from, sorted."""
     used = {e.index for e in entries}
-    return tuple(sorted({i.trusted_host for i in lock.indexes if i.trusted_host and i.name in used}))
+    return tuple(
+        sorted({i.trusted_host for i in lock.indexes if i.trusted_host and i.name in used})
+    )
 
 
 def header(lock: Lock, what: str, comment: str = "#") -> list[str]:
-    """The first lines of every derived file: where it comes from and the input hash it belongs to."""
+    """The first lines of every derived file: where it comes from and the input hash it belongs
+    to."""
     return [
         f"{comment} {what}",
-        f"{comment} Derived by `envgen lock {lock.env}` from locks/{lock.env}.yml and locks/{lock.env}.sources.toml:"
+        f"{comment} Derived by `envgen lock {lock.env}` from locks/{lock.env}.yml and "
+        f"locks/{lock.env}.sources.toml:"
         " do not edit.",
         f"{comment} envgen-input-hash: {lock.input_hash}",
     ]

@@ -1,4 +1,5 @@
-"""The files `envgen lock` derives from a Lock next to its yml, and whether those on disk still match it."""
+"""The files `envgen lock` derives from a Lock next to its yml, and whether those on disk still
+match it."""
 
 from __future__ import annotations
 
@@ -45,8 +46,8 @@ class Derived:
 
 
 def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
-    """Every file derived from `lock`, in a fixed order: per platform its requirements.txt and pylock, then
-    the Nix expression of every platform."""
+    """Every file derived from `lock`, in a fixed order: per platform its requirements.txt and
+    pylock, then the Nix expression of every platform."""
     files: list[Derived] = []
     for platform in lock.platforms:
         files.append(
@@ -124,7 +125,10 @@ def derived_problem(
         return None
     recorded = recorded_hash(text)
     if recorded != lock.input_hash:
-        return f"locks/{file.name} belongs to another lock (input hash {short_digest(recorded or 'none')})"
+        return (
+            f"locks/{file.name} belongs to another lock (input hash "
+            f"{short_digest(recorded or 'none')})"
+        )
     try:
         found = file.artifacts(text, f"locks/{file.name}")
     except InputError as exc:
@@ -133,7 +137,10 @@ def derived_problem(
     if differences:
         listed = "; ".join(differences[:5])
         return f"locks/{file.name} does not carry the yml's artifacts and hashes: {listed}"
-    return f"locks/{file.name} was edited by hand (its artifacts match, its text differs from the lock's rendering)"
+    return (
+        f"locks/{file.name} was edited by hand (its artifacts match, its text differs from "
+        "the lock's rendering)"
+    )
 
 
 def derived_problems(

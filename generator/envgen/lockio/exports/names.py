@@ -1,5 +1,6 @@
-"""The names in locks/ of the files `envgen lock` derives from a lock, and the input hash each file's header
-records: all the no-op lock reads of them, without the exporters (and packaging) it never needs."""
+"""The names in locks/ of the files `envgen lock` derives from a lock, and the input hash each
+file's header records: all the no-op lock reads of them, without the exporters (and packaging) it
+never needs."""
 
 from __future__ import annotations
 
@@ -32,14 +33,15 @@ def derived_names(env: str, platforms: Sequence[str]) -> list[str]:
 
 
 def recorded_hash(text: str) -> str | None:
-    """The input hash a derived file's text records (its header comment, or pylock's tool.envgen table)."""
+    """The input hash a derived file's text records (its header comment, or pylock's tool.envgen
+    table)."""
     match = _INPUT_HASH.search(text)
     return (match.group(1) or match.group(2)) if match else None
 
 
 def derived_present(locks_dir: Path, env: str, platforms: Sequence[str], input_hash: str) -> bool:
-    """Whether every derived file exists and names `input_hash` (a cheap test, for the no-op lock: it reads
-    headers, renders nothing; `derived.derived_problems` compares the whole text)."""
+    """Whether every derived file exists and names `input_hash` (a cheap test, for the no-op lock:
+    it reads headers, renders nothing; `derived.derived_problems` compares the whole text)."""
     for name in derived_names(env, platforms):
         try:
             text = read_derived(locks_dir, name)

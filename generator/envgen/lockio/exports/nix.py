@@ -1,9 +1,10 @@
 """Lock → locks/<env>.nix: the lock as a Nix expression that evaluates without nixpkgs (pure).
 
-Every artifact is a `fetchurl` attribute set (`builtins.fetchurl pkg.fetchurl` realises it, checked against its
-sha256) and every git source a `fetchGit` one (`builtins.fetchGit src.fetchGit`); the rest is the recipe's data.
-The expression is plain data: evaluating it fetches nothing, so `nix-instantiate --eval --strict --json` works
-offline and shows exactly the lock's URLs and hashes. flake.nix at the repository root builds dev shells from it.
+Every artifact is a `fetchurl` attribute set (`builtins.fetchurl pkg.fetchurl` realises it, checked
+against its sha256) and every git source a `fetchGit` one (`builtins.fetchGit src.fetchGit`); the
+rest is the recipe's data. The expression is plain data: evaluating it fetches nothing, so
+`nix-instantiate --eval --strict --json` works offline and shows exactly the lock's URLs and hashes.
+flake.nix at the repository root builds dev shells from it.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ def _render(value: Value, indent: str) -> str:
 
 
 def store_name(url: str) -> str:
-    """The file name of `url` as a valid store path name (percent-escapes decoded, other characters replaced)."""
+    """The file name of `url` as a valid store path name (percent-escapes decoded, other characters
+    replaced)."""
     name = _STORE_NAME.sub("-", unquote(basename(urlsplit(url).path)))
     return name.lstrip(".") or "artifact"
 
@@ -105,7 +107,9 @@ def _platform(lock: Lock, platform: str) -> dict[str, Value]:
         "system": nix_system(platform),
         "python": lock.python_for(platform),
         "conda": [_conda(e) for e in lock.conda_for(platform)],
-        "pip": [_pip(e) for e in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))],
+        "pip": [
+            _pip(e) for e in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))
+        ],
         **_steps(lock, platform),
     }
 
@@ -150,8 +154,11 @@ def _source(locked: LockedSource) -> dict[str, Value]:
         "ref": source.ref,
         "rev": locked.commit,
         "fetchGit": _fetchgit(url, locked.commit),
-        "cherryPicks": [{"rev": pick, "fetchGit": _fetchgit(url, pick)} for pick in source.cherry_picks],
-        # Each at its gitlink commit, nested ones by their path from the source's root (the recipe checks them out).
+        "cherryPicks": [
+            {"rev": pick, "fetchGit": _fetchgit(url, pick)} for pick in source.cherry_picks
+        ],
+        # Each at its gitlink commit, nested ones by their path from the source's root (the recipe
+        # checks them out).
         "submodules": [
             {
                 "path": sub.path,
@@ -191,7 +198,8 @@ def _links(lock: Lock) -> dict[str, Value]:
 
 
 def lock_value(lock: Lock) -> dict[str, Value]:
-    """The data locks/<env>.nix holds (what `nix-instantiate --eval --strict --json` prints of it)."""
+    """The data locks/<env>.nix holds (what `nix-instantiate --eval --strict --json` prints of
+    it)."""
     cann = lock.cann
     return {
         "env": lock.env,
@@ -202,11 +210,19 @@ def lock_value(lock: Lock) -> dict[str, Value]:
         "order": [s.source.name for s in lock.sources],
         "activation": {
             "env": dict(lock.activation_env),
-            "profiles": {p.name: {"description": p.description, "env": dict(p.env)} for p in lock.profiles},
+            "profiles": {
+                p.name: {"description": p.description, "env": dict(p.env)} for p in lock.profiles
+            },
         },
-        "cann": None if cann is None else {"version": cann.version, "setEnv": cann.set_env, "note": cann.note},
+        "cann": None
+        if cann is None
+        else {"version": cann.version, "setEnv": cann.set_env, "note": cann.note},
         "overrides": [
-            {"name": o.override.name, "requirement": o.override.requirement, "reason": o.override.reason}
+            {
+                "name": o.override.name,
+                "requirement": o.override.requirement,
+                "reason": o.override.reason,
+            }
             for o in lock.overrides
         ],
         "pending": [{"name": p.name, "note": p.note} for p in lock.pending],
@@ -216,10 +232,15 @@ def lock_value(lock: Lock) -> dict[str, Value]:
 
 def render_nix(lock: Lock) -> str:
     """locks/<env>.nix: the Lock as Nix data, every artifact and source as fetcher arguments."""
-    lines = header(lock, f"The lock of env {lock.env} as a Nix expression; it needs no nixpkgs to evaluate.")
+    lines = header(
+        lock, f"The lock of env {lock.env} as a Nix expression; it needs no nixpkgs to evaluate."
+    )
     lines += [
-        "# builtins.fetchurl p.fetchurl realises an artifact (checked against its sha256), builtins.fetchGit",
-        "# s.fetchGit a source at its locked commit. `nix develop .#" + lock.env + "` (flake.nix) builds a shell",
+        "# builtins.fetchurl p.fetchurl realises an artifact (checked against its "
+        "sha256), builtins.fetchGit",
+        "# s.fetchGit a source at its locked commit. `nix develop .#"
+        + lock.env
+        + "` (flake.nix) builds a shell",
         "# from it. CANN and the NPU driver are system software, outside this file.",
     ]
     return "\n".join(lines) + "\n" + _render(lock_value(lock), "") + "\n"

@@ -1,4 +1,5 @@
-"""Lock → locks/pylock.<env>-<platform>.toml, a PEP 751 lock of one platform's pip artifacts, and back (pure)."""
+"""Lock → locks/pylock.<env>-<platform>.toml, a PEP 751 lock of one platform's pip artifacts, and
+back (pure)."""
 
 from __future__ import annotations
 
@@ -102,7 +103,8 @@ def _steps(lock: Lock, platform: str) -> dict[str, Any]:
     return steps
 
 
-# --- reading one back -------------------------------------------------------------------------------------
+# --- reading one back
+# -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, order=True)
@@ -141,15 +143,23 @@ def parse_pylock(text: str, where: str) -> tuple[LockedFile, ...]:
     file."""
     data = uv_reads(text, where)
     if data.get("lock-version") != LOCK_VERSION:
-        raise InputError(f"{where}: lock-version: expected {LOCK_VERSION!r}", hint="re-run `envgen lock`")
+        raise InputError(
+            f"{where}: lock-version: expected {LOCK_VERSION!r}", hint="re-run `envgen lock`"
+        )
     files: list[LockedFile] = []
     for i, package in enumerate(data.get("packages", [])):
         try:
             for file in _files(package):
                 sha256 = file["hashes"]["sha256"]
-                files.append(LockedFile(canonicalize_name(package["name"]), package["version"], file["url"], sha256))
+                files.append(
+                    LockedFile(
+                        canonicalize_name(package["name"]), package["version"], file["url"], sha256
+                    )
+                )
         except (KeyError, TypeError) as exc:
-            raise InputError(f"{where}: packages[{i}]: missing {exc}", hint="re-run `envgen lock`") from exc
+            raise InputError(
+                f"{where}: packages[{i}]: missing {exc}", hint="re-run `envgen lock`"
+            ) from exc
     return tuple(sorted(files))
 
 
@@ -157,6 +167,7 @@ def expected_pylock(lock: Lock, platform: str) -> tuple[LockedFile, ...]:
     """What the pylock of `platform` must name: the yml's artifacts and hashes, nothing else."""
     return tuple(
         sorted(
-            LockedFile(canonicalize_name(e.name), e.version, bare_url(e.url), e.sha256) for e in lock.pip_for(platform)
+            LockedFile(canonicalize_name(e.name), e.version, bare_url(e.url), e.sha256)
+            for e in lock.pip_for(platform)
         )
     )

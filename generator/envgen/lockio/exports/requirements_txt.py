@@ -26,8 +26,8 @@ from envgen.redact import strip_credentials, written_url
 
 
 def _is_direct(lock: Lock, entry: PipEntry) -> bool:
-    """Named by URL: a package of an explicit index (so pip never searches that index for anything else) or
-    a wheel the matrix gives by URL."""
+    """Named by URL: a package of an explicit index (so pip never searches that index for anything
+    else) or a wheel the matrix gives by URL."""
     index = entry_index(lock, entry)
     return index is None or index.explicit
 
@@ -39,7 +39,8 @@ def _usage(lock: Lock, platform: str) -> list[str]:
     sources = ", ".join(s.source.name for s in lock.sources)
     lines = [
         "#",
-        f"# Install into a fresh python {version} venv on {platform}, every artifact checked against its sha256:",
+        f"# Install into a fresh python {version} venv on {platform}, every artifact "
+        "checked against its sha256:",
         f"#   python -m pip install --require-hashes --no-deps -r locks/{name}",
     ]
     if sources:
@@ -49,7 +50,9 @@ def _usage(lock: Lock, platform: str) -> list[str]:
             f'#   sh locks/{lock.env}.install.sh --prefix "$VIRTUAL_ENV"',
         ]
     if lock.pending:
-        lines.append(one_line(f"# Pending, not installable yet: {', '.join(p.name for p in lock.pending)}"))
+        lines.append(
+            one_line(f"# Pending, not installable yet: {', '.join(p.name for p in lock.pending)}")
+        )
     return [*lines, *archive_lines(lock, platform), "#"]
 
 
@@ -76,7 +79,10 @@ def _options(lock: Lock, platform: str) -> list[str]:
     if not defaults or all(_is_direct(lock, e) for e in entries):
         lines = ["--no-index"]
     else:
-        lines = [f"--index-url {defaults[0]}", *(f"--extra-index-url {url}" for url in defaults[1:])]
+        lines = [
+            f"--index-url {defaults[0]}",
+            *(f"--extra-index-url {url}" for url in defaults[1:]),
+        ]
     return lines + [f"--trusted-host {host}" for host in trusted_hosts(lock, entries)]
 
 
@@ -105,10 +111,12 @@ def render_find_links(lock: Lock, platform: str) -> str:
 
 
 def render_requirements(lock: Lock, platform: str, matrix: Matrix | None = None) -> str:
-    """The pip packages of `platform`, one requirement each with the sha256 of the one artifact the lock chose.
+    """The pip packages of `platform`, one requirement each with the sha256 of the one artifact the
+    lock chose.
 
-    Packages of an explicit index (and wheels the matrix names by URL) are direct references, so no other
-    index is searched for them; `# via` names why each package is there (`matrix` adds the matrix keys).
+    Packages of an explicit index (and wheels the matrix names by URL) are direct references, so no
+    other index is searched for them; `# via` names why each package is there (`matrix` adds the
+    matrix keys).
     """
     why = origins(lock, matrix, platform)
     overrides = {canonicalize_name(o.override.name): o.override for o in lock.overrides}
@@ -117,7 +125,11 @@ def render_requirements(lock: Lock, platform: str, matrix: Matrix | None = None)
     lines += _options(lock, platform)
     for entry in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name)):
         name = canonicalize_name(entry.name)
-        pin = f"{name} @ {direct_url(lock, entry)}" if _is_direct(lock, entry) else f"{name}=={entry.version}"
+        pin = (
+            f"{name} @ {direct_url(lock, entry)}"
+            if _is_direct(lock, entry)
+            else f"{name}=={entry.version}"
+        )
         lines += ["", hashed_requirement(pin, entry.sha256, continued=True)]
         reasons = why.get(name, ())
         if name in overrides:
@@ -126,12 +138,14 @@ def render_requirements(lock: Lock, platform: str, matrix: Matrix | None = None)
     return "\n".join(lines) + "\n"
 
 
-# --- reading one back -------------------------------------------------------------------------------------
+# --- reading one back
+# -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, order=True)
 class RequirementLine:
-    """One requirement of a hash-pinned file: the name, a version or a direct URL, and its hashes."""
+    """One requirement of a hash-pinned file: the name, a version or a direct URL, and its
+    hashes."""
 
     name: str
     version: str | None
@@ -150,7 +164,8 @@ _COMMENT = re.compile(r"(^|\s+)#.*$")
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """The lines pip reads: comments removed, `\\` continuations joined; each with its first line number."""
+    """The lines pip reads: comments removed, `\\` continuations joined; each with its first line
+    number."""
     lines: list[tuple[int, str]] = []
     pending: tuple[int, str] | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -172,19 +187,26 @@ def pip_reads(text: str) -> tuple[str, ...]:
 
 
 def parse_requirements(text: str, where: str) -> tuple[RequirementLine, ...]:
-    """The requirements of a hash-pinned file, sorted; InputError names the line pip would also refuse."""
+    """The requirements of a hash-pinned file, sorted; InputError names the line pip would also
+    refuse."""
     pinned: list[RequirementLine] = []
     for number, line in _logical_lines(text):
         if line.startswith("-"):
             continue
         requirement, _, options = line.partition(" --")
-        hashes = tuple(sorted(m.group(1) for m in re.finditer(r"--hash[= ]sha256:([0-9a-f]+)", line)))
+        hashes = tuple(
+            sorted(m.group(1) for m in re.finditer(r"--hash[= ]sha256:([0-9a-f]+)", line))
+        )
         if options and not options.startswith("hash"):
-            raise InputError(f"{where}:{number}: only --hash options belong to a requirement", hint="re-lock")
+            raise InputError(
+                f"{where}:{number}: only --hash options belong to a requirement", hint="re-lock"
+            )
         try:
             parsed = Pep508(requirement.strip())
         except InvalidRequirement as exc:
-            raise InputError(f"{where}:{number}: not a requirement: {exc}", hint="re-run `envgen lock`") from exc
+            raise InputError(
+                f"{where}:{number}: not a requirement: {exc}", hint="re-run `envgen lock`"
+            ) from exc
         version = next((s.version for s in parsed.specifier if s.operator == "=="), None)
         url = strip_credentials(parsed.url) if parsed.url else None
         pinned.append(RequirementLine(canonicalize_name(parsed.name), version, url, hashes))
@@ -192,7 +214,8 @@ def parse_requirements(text: str, where: str) -> tuple[RequirementLine, ...]:
 
 
 def expected_requirements(lock: Lock, platform: str) -> tuple[RequirementLine, ...]:
-    """What a requirements file of `platform` must carry: the yml's artifacts and hashes, nothing else."""
+    """What a requirements file of `platform` must carry: the yml's artifacts and hashes, nothing
+    else."""
     pinned = [
         RequirementLine(
             canonicalize_name(e.name),

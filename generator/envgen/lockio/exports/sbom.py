@@ -1,4 +1,5 @@
-"""Lock → a CycloneDX 1.6 SBOM (JSON) written with cyclonedx-python-lib: every artifact and git source (pure)."""
+"""Lock → a CycloneDX 1.6 SBOM (JSON) written with cyclonedx-python-lib: every artifact and git
+source (pure)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from collections.abc import Sequence
 from posixpath import basename
 from urllib.parse import unquote, urlsplit
 
-from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, Property, XsUri
+from cyclonedx.model import (
+    ExternalReference,
+    ExternalReferenceType,
+    HashAlgorithm,
+    HashType,
+    Property,
+    XsUri,
+)
 from cyclonedx.model.bom import Bom, BomMetaData
 from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.output.json import JsonV1Dot6
@@ -18,7 +26,8 @@ from envgen.digests import short_digest
 from envgen.lockio.exports.common import bare_url
 from envgen.model import CondaEntry, Lock, LockedArchive, LockedSource, PipEntry
 
-# Properties are namespaced as CycloneDX asks (https://cyclonedx.github.io/cyclonedx-property-taxonomy/).
+# Properties are namespaced as CycloneDX asks
+# (https://cyclonedx.github.io/cyclonedx-property-taxonomy/).
 NS = "envgen"
 
 
@@ -27,7 +36,9 @@ def _filename(url: str) -> str:
 
 
 def _distribution(url: str, hashes: Sequence[HashType]) -> ExternalReference:
-    return ExternalReference(type=ExternalReferenceType.DISTRIBUTION, url=XsUri(bare_url(url)), hashes=hashes)
+    return ExternalReference(
+        type=ExternalReferenceType.DISTRIBUTION, url=XsUri(bare_url(url)), hashes=hashes
+    )
 
 
 def _conda(entry: CondaEntry, channel: str | None) -> Component:
@@ -44,7 +55,9 @@ def _conda(entry: CondaEntry, channel: str | None) -> Component:
         name=entry.name,
         version=entry.version,
         bom_ref=f"conda:{entry.platform}:{entry.name}",
-        purl=PackageURL(type="conda", name=entry.name, version=entry.version, qualifiers=qualifiers),
+        purl=PackageURL(
+            type="conda", name=entry.name, version=entry.version, qualifiers=qualifiers
+        ),
         hashes=hashes,
         external_references=[_distribution(entry.url, hashes)],
         properties=[Property(name=f"{NS}:platform", value=entry.platform)],
@@ -61,7 +74,12 @@ def _pip(entry: PipEntry) -> Component:
         name=name,
         version=entry.version,
         bom_ref=f"pip:{entry.platform}:{name}",
-        purl=PackageURL(type="pypi", name=name, version=entry.version, qualifiers={"file_name": _filename(entry.url)}),
+        purl=PackageURL(
+            type="pypi",
+            name=name,
+            version=entry.version,
+            qualifiers={"file_name": _filename(entry.url)},
+        ),
         hashes=hashes,
         external_references=[_distribution(entry.url, hashes)],
         properties=properties,
@@ -134,17 +152,27 @@ def _source(locked: LockedSource) -> Component:
 
 
 def _git(
-    name: str, url: str, commit: str, ref: str, properties: list[Property], components: Sequence[Component] = ()
+    name: str,
+    url: str,
+    commit: str,
+    ref: str,
+    properties: list[Property],
+    components: Sequence[Component] = (),
 ) -> Component:
-    """A git repository at `commit` as a component: its purl and SCM reference name the URL and the commit."""
+    """A git repository at `commit` as a component: its purl and SCM reference name the URL and the
+    commit."""
     url = bare_url(url)
     return Component(
         type=ComponentType.LIBRARY,
         name=name,
         version=commit,
         bom_ref=ref,
-        purl=PackageURL(type="generic", name=name, version=commit, qualifiers={"vcs_url": f"git+{url}@{commit}"}),
-        external_references=[ExternalReference(type=ExternalReferenceType.SCM, url=XsUri(url), comment=commit)],
+        purl=PackageURL(
+            type="generic", name=name, version=commit, qualifiers={"vcs_url": f"git+{url}@{commit}"}
+        ),
+        external_references=[
+            ExternalReference(type=ExternalReferenceType.SCM, url=XsUri(url), comment=commit)
+        ],
         properties=properties,
         components=components,
     )
@@ -169,7 +197,8 @@ def _lock_properties(lock: Lock) -> list[Property]:
 
 
 def build_bom(lock: Lock, platforms: Sequence[str] | None = None) -> Bom:
-    """The SBOM of `lock` (or of some of its platforms): one component per artifact per platform and per source."""
+    """The SBOM of `lock` (or of some of its platforms): one component per artifact per platform and
+    per source."""
     chosen = [p for p in lock.platforms if platforms is None or p in platforms]
     channel = bare_url(lock.channels[0].url) if len(lock.channels) == 1 else None
     components = [_conda(e, channel) for e in lock.conda if e.platform in chosen]
@@ -186,7 +215,9 @@ def build_bom(lock: Lock, platforms: Sequence[str] | None = None) -> Bom:
     bom = Bom(
         components=components,
         # Derived from the input hash, so the same lock always gives the same document.
-        serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"envgen:{lock.env}:{lock.input_hash}:{','.join(chosen)}"),
+        serial_number=uuid.uuid5(
+            uuid.NAMESPACE_URL, f"envgen:{lock.env}:{lock.input_hash}:{','.join(chosen)}"
+        ),
         metadata=BomMetaData(component=root, properties=_lock_properties(lock)),
     )
     # No creation time: the document describes the lock, and the same lock gives the same bytes.
