@@ -8,6 +8,7 @@ import re
 from urllib.parse import urlsplit
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_PROJECT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?", re.ASCII)
 
 
 def package_key(name: str) -> str:
@@ -27,14 +28,10 @@ def is_plain_name(name: str) -> bool:
 
 
 def is_project_name(name: str) -> bool:
-    """Whether `name` is a valid Python project name (PEP 508), as `packaging` validates it."""
-    from packaging.utils import InvalidName, canonicalize_name
-
-    try:
-        canonicalize_name(name, validate=True)
-    except InvalidName:
-        return False
-    return True
+    """Whether `name` is a valid Python project name: PEP 508's rule, ASCII letters and digits only,
+    the whole string (packaging's own check accepted a trailing newline and non-ASCII letters in
+    some of the releases pyproject.toml allows)."""
+    return _PROJECT.fullmatch(name) is not None
 
 
 def name_problem(name: str, what: str) -> str | None:

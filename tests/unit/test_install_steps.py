@@ -138,7 +138,7 @@ def test_the_recipe_takes_each_platform_s_archive_replaces_before_building_and_l
     member = x86_64.members[0]
     assert f" {member.path} {member.sha256} deep-ep ;;\n" in text
     replaced = "\nreplace_files sglang python/pyproject_npu.toml python/pyproject.toml\n"
-    pip = """\tpip_install --no-deps -e "$src"/sglang/'python[srt_npu]'\n"""
+    pip = """\tpip_install -- --no-deps -e "$src"/sglang/'python[srt_npu]'\n"""
     link = "\nlink 'deep_ep/deep_ep_cpp*.so' ''\n"
     first = text.index("\tlinux-aarch64) archive sgl-kernel-npu ")
     assert first < text.index(replaced) < text.index(pip) < text.index(link)

@@ -277,3 +277,48 @@ def test_install_key_changes_with_what_shapes_the_install() -> None:
 
 def test_hook_prefix_is_a_valid_variable_prefix() -> None:
     assert hook_prefix("a2a3-vllm") == "_ENVGEN_A2A3_VLLM_OLD_"
+
+
+def _pip_install(tmp_path: Path, shell: str, uv: bool, *args: str) -> list[str]:
+    """What `pip_install ARGS` of the recipe runs, as a stand-in for the env's python (or uv)
+    records it: its argv, one per line, then $src and $uv as that command's environment has them;
+    then the script's own $src and $uv after the call."""
+    stub = tmp_path / "tool"
+    stub.write_text('#!/bin/sh\nprintf "%s\\n" "$0" "$@" "src=${src-unset}" "uv=${uv-unset}"\n')
+    stub.chmod(0o755)
+    functions = Path(__file__).parents[2] / "generator" / "envgen" / "recipe" / "functions.sh"
+    script = (
+        f". {functions}\npython={stub}\nuv={stub if uv else ''}\nsrc=/checkouts\n"
+        'pip_install "$@"\nprintf "%s\\n" "after src=$src uv=$uv"\n'
+    )
+    proc = subprocess.run([shell, "-c", script, "sh", *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+@pytest.mark.parametrize("shell", [s for s in ("dash", "bash") if shutil.which(s)])
+def test_a_sources_build_variables_reach_only_the_install_command(
+    tmp_path: Path, shell: str
+) -> None:
+    """A lock's source env names any variable, the recipe's own among them (`src`, `uv`): it must
+    reach pip or uv's environment and never the script's, so it can pick neither the command run
+    nor the directory installed."""
+    stub = str(tmp_path / "tool")
+    pairs = ("src=/elsewhere", "uv=/bin/false", "VLLM_TARGET_DEVICE=empty")
+    seen = _pip_install(tmp_path, shell, False, *pairs, "--", "--no-deps", "-e", "/checkouts/x")
+    assert seen == [
+        stub, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "-e",
+        "/checkouts/x", "src=/elsewhere", "uv=/bin/false", "after src=/checkouts uv=",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("shell", [s for s in ("dash", "bash") if shutil.which(s)])
+def test_with_uv_pips_own_flags_become_uvs(tmp_path: Path, shell: str) -> None:
+    stub = str(tmp_path / "tool")
+    args = ("--", "-q", "--no-input", "--trusted-host", "h.example", "--no-index", "-r", "req.txt")
+    seen = _pip_install(tmp_path, shell, True, *args)
+    assert seen[:-3] == [
+        stub, "pip", "install", "--no-config", "--python", stub, "-q",
+        "--allow-insecure-host", "h.example", "--no-index", "--offline", "-r", "req.txt",
+    ]  # fmt: skip
+    assert seen[-1] == f"after src=/checkouts uv={stub}"

@@ -100,6 +100,8 @@ def test_a_template_whose_file_name_is_not_a_name_is_refused(project: Path) -> N
         ("has space", False, False),
         ("../up", False, False),
         ("", False, False),
+        ("numpy\n", False, False),  # a trailing newline: some packaging releases let it through
+        ("\u212aelvin", False, False),  # the Kelvin sign, which matches k without re.ASCII
     ],
 )
 def test_a_plain_name_and_a_project_name_each_have_one_rule(

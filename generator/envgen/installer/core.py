@@ -84,10 +84,13 @@ class Installer(Protocol):
 
 @dataclass(frozen=True)
 class RecipeOptions:
-    """The recipe's arguments and variables that make it install with an installer (`--uv UV`)."""
+    """The recipe's arguments and variables that make it install with an installer (`--uv UV`):
+    the process's variables that start with one of `replaced` are dropped first (the installer's
+    own configuration, which `environ` then sets as envgen sets it for its own runs)."""
 
     args: tuple[str, ...] = ()
     environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    replaced: tuple[str, ...] = ()
 
 
 class Source(Protocol):
@@ -219,7 +222,8 @@ def run_recipe(
     if archives is not None:
         cmd += ["--archives", str(archives)]
     cmd += options.args
-    env = recipe.credentials.git_environment({**recipe.environ, **options.environ})
+    kept = {k: v for k, v in recipe.environ.items() if not k.startswith(options.replaced)}
+    env = recipe.credentials.git_environment({**kept, **options.environ})
     secrets = recipe.credentials.secrets
     proc = runner(cmd, env=env, check=False, secrets=secrets)
     if proc.returncode != 0:

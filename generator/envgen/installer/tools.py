@@ -134,7 +134,11 @@ class Uv:
         run_installer(self, self.command(python, part), python, part)
 
     def recipe_options(self) -> RecipeOptions:
-        return RecipeOptions(("--uv", find_uv_bin()), {"UV_CACHE_DIR": str(self.cache / "uv")})
+        # The recipe's uv configured as envgen's own: no config file, no UV_* of the process, the
+        # network limits and the cache.
+        environ = {"UV_NO_CONFIG": "1", "UV_CACHE_DIR": str(self.cache / "uv")}
+        environ |= network.uv_environment(network.limits())
+        return RecipeOptions(("--uv", find_uv_bin()), environ, replaced=("UV_",))
 
 
 def installer_named(name: InstallerName, cache: Path) -> Pip | Uv:

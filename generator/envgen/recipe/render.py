@@ -238,7 +238,7 @@ _PARSE_ARGUMENTS = (
     "\t\t\tshift 2 ;;",
     "\t\t--archives=*) archives_dir=${1#*=}; shift ;;",
     '\t\t--uv) [ $# -ge 2 ] || die "--uv needs the path of uv"; uv=$2; shift 2 ;;',
-    "\t\t--uv=*) uv=${1#*=}; shift ;;",
+    '\t\t--uv=*) uv=${1#*=}; [ -n "$uv" ] || die "--uv needs the path of uv"; shift ;;',
     "\t\t-h | --help) usage; exit 0 ;;",
     '\t\t*) die "unknown argument $1 (see --help)" ;;',
     "\tesac",
@@ -273,7 +273,11 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "os.path.realpath(sys.argv[1]))' "
         '"$prefix" || die "$python does not run in $prefix (its sys.prefix differs): '
         'pip would install elsewhere"',
-        'if [ -n "$uv" ] && ! [ -x "$uv" ]; then die "--uv: $uv is not an executable"; fi',
+        "pip_tool=pip",
+        'if [ -n "$uv" ]; then',
+        '\t[ -f "$uv" ] && [ -x "$uv" ] || die "--uv: $uv is not an executable file"',
+        "\tpip_tool=uv",
+        "fi",
         "src=${src:-$prefix/src}",
         'mkdir -p "$src"',
         'src=$(cd "$src" && pwd -P)',
@@ -337,16 +341,15 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
     src = locked.source
     name = quote(src.name)
     pip = [
-        "pip_install --no-deps",
+        "pip_install",
+        # The build's variables, for this install only: pip_install hands them to env(1).
+        *(quote(f"{k}={v}") for k, v in src.env),
+        "-- --no-deps",
         *([] if src.build_isolation else ["--no-build-isolation"]),
         *(quote(a) for a in _index_args(lock, src.build_index)),
         *(["-e"] if src.editable else []),
         f'"$src"/{name}' + (f"/{quote(_project(src))}" if _project(src) else ""),
     ]
-    # the build's variables, for this install only (a subshell: pip_install is a function)
-    if src.env:
-        exported = " ".join(quote(f"{k}={v}") for k, v in src.env)
-        pip = [f"(export {exported};", *pip, ")"]
     checkout = " ".join(
         [
             "checkout",

@@ -55,20 +55,36 @@ die() { say "error: $*"; exit 1; }
 # A value as a single-quoted sh word, for the hooks this script writes.
 quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 
-# pip_install ARGS...: `pip install ARGS` by the env's own pip, or with --uv UV by `UV pip install --python
-# <the env's python>` (no uv config file read; pip's own flags -q and --no-input kept out).
+# pip_install [NAME=VALUE...] -- ARGS...: `pip install ARGS` by the env's own pip, or with --uv UV by
+# `UV pip install --python <the env's python> ARGS` (no uv config file read; pip's --no-input left out,
+# its --trusted-host spelled as uv's --allow-insecure-host, --no-index made --offline too). The
+# NAME=VALUE pairs (a source's build variables) reach that one command alone, through env(1): never a
+# variable of this script. The arguments are rotated in place: pairs, then the command, then ARGS.
 pip_install() {
-	if [ -z "$uv" ]; then
-		"$python" -m pip install --disable-pip-version-check "$@"
-		return
-	fi
-	n=$#
-	while [ "$n" -gt 0 ]; do
-		case $1 in --no-input) ;; *) set -- "$@" "$1" ;; esac
+	_pip_left=$#
+	_pip_args=0
+	while [ "$_pip_left" -gt 0 ]; do
+		if [ "$_pip_args" = 0 ] && [ "$1" = -- ]; then
+			_pip_args=1
+			if [ -n "$uv" ]; then
+				set -- "$@" "$uv" pip install --no-config --python "$python"
+			else
+				set -- "$@" "$python" -m pip install --disable-pip-version-check
+			fi
+		elif [ "$_pip_args" = 0 ] || [ -z "$uv" ]; then
+			set -- "$@" "$1"
+		else
+			case $1 in
+				--no-input) ;;
+				--trusted-host) set -- "$@" --allow-insecure-host ;;
+				--no-index) set -- "$@" --no-index --offline ;;
+				*) set -- "$@" "$1" ;;
+			esac
+		fi
 		shift
-		n=$((n - 1))
+		_pip_left=$((_pip_left - 1))
 	done
-	"$uv" pip install --no-config --python "$python" "$@"
+	env "$@"
 }
 
 # Replace $2 by $1 only when they differ, so a second run leaves every file untouched.
@@ -335,8 +351,8 @@ archive() {
 		set -- "$@" "$wheel"
 	done
 	say "$name: pip install $(for wheel; do printf '%s ' "${wheel##*/}"; done)"
-	pip_install -q --no-deps "$@" \
-		|| die "$name: pip could not install its wheels into $prefix (output above)"
+	pip_install -- -q --no-deps "$@" \
+		|| die "$name: $pip_tool could not install its wheels into $prefix (output above)"
 	printf '%s\n' "$key" >"$state/archive-$name.installed"
 }
 
@@ -596,10 +612,9 @@ use_bundle() {
 	say "verified every member of $1"
 	if [ -s "$requirements" ]; then
 		say "installing the pip part for $platform from $1 (no index, every file hash-checked)"
-		(
-			export PIP_CONFIG_FILE=/dev/null
-			pip_install -q --no-input --no-index --find-links "$b/pip" --no-deps --require-hashes -r "$requirements"
-		) || die "pip could not install the pip part from $1 into $prefix (output above)"
+		pip_install PIP_CONFIG_FILE=/dev/null -- -q --no-input --no-index --find-links "$b/pip" --no-deps \
+			--require-hashes -r "$requirements" \
+			|| die "$pip_tool could not install the pip part from $1 into $prefix (output above)"
 	fi
 }
 
@@ -663,7 +678,7 @@ while [ $# -gt 0 ]; do
 			shift 2 ;;
 		--archives=*) archives_dir=${1#*=}; shift ;;
 		--uv) [ $# -ge 2 ] || die "--uv needs the path of uv"; uv=$2; shift 2 ;;
-		--uv=*) uv=${1#*=}; shift ;;
+		--uv=*) uv=${1#*=}; [ -n "$uv" ] || die "--uv needs the path of uv"; shift ;;
 		-h | --help) usage; exit 0 ;;
 		*) die "unknown argument $1 (see --help)" ;;
 	esac
@@ -675,7 +690,11 @@ prefix=$(cd "$prefix" && pwd -P)
 python=$prefix/bin/python
 [ -x "$python" ] || die "no python at $python: install the locked packages into $prefix first"
 "$python" -c 'import os, sys; sys.exit(os.path.realpath(sys.prefix) != os.path.realpath(sys.argv[1]))' "$prefix" || die "$python does not run in $prefix (its sys.prefix differs): pip would install elsewhere"
-if [ -n "$uv" ] && ! [ -x "$uv" ]; then die "--uv: $uv is not an executable"; fi
+pip_tool=pip
+if [ -n "$uv" ]; then
+	[ -f "$uv" ] && [ -x "$uv" ] || die "--uv: $uv is not an executable file"
+	pip_tool=uv
+fi
 src=${src:-$prefix/src}
 mkdir -p "$src"
 src=$(cd "$src" && pwd -P)
