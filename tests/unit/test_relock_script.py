@@ -67,3 +67,10 @@ def test_the_body_shows_remote_text_and_refs_as_text_not_markup() -> None:
     assert "`other` not asked: fatal: &lt;!-- hidden --&gt; \\| x" in body
     assert "- **demo**: page &lt;!-- a \\| b\n" in body
     assert "- **demo**: not asked: cannot reach `x` &lt;!--\n" in body
+
+
+def test_the_script_shortens_commits_as_envgen_does() -> None:
+    """ci/relock.py runs on the standard library alone, so it keeps its own copy of the length."""
+    from envgen.commits import SHORT_SHA
+
+    assert relock.SHORT == SHORT_SHA
