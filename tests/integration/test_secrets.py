@@ -133,8 +133,7 @@ def envgen(root: Path, *args: str) -> tuple[int, str]:
 
 
 def installed_by(root: Path, prefix: Path) -> set[str]:
-    """The installers named by the dist-info of the lock's pip part in `prefix` (the recipe installs
-    the sources and the archive's wheels with pip, whatever installed the pip part)."""
+    """The installers named by the dist-info of the lock's pip part in `prefix`."""
     lock = read_lock(Project(root), ENV)
     assert lock is not None
     names = {canonicalize_name(e.name) for e in lock.pip_for(host_platform())}
