@@ -21,6 +21,7 @@ from envgen.lockio.store import read_lock
 from envgen.model import Lock
 from envgen.project import Project
 from packaging.utils import canonicalize_name
+from uv import find_uv_bin
 
 from tests.support.example import served_example
 
@@ -162,15 +163,22 @@ def test_the_dev_shell_installs_the_locked_wheels_from_the_store_and_the_sources
 ) -> None:
     """nix/devshell.nix with a stand-in for the two nixpkgs attributes it uses (mkShell, a python):
     its hook, evaluated by Nix (which fetches every wheel), creates the env from the store paths and
-    runs the recipe."""
+    runs the recipe.
+
+    The recipe it is given runs the env's recipe from the store with `--uv`: how the recipe installs
+    a source with pip is test_recipe_run's subject; here uv installs the sources in a fraction of
+    pip's time."""
     lock = the_lock(example)
     locks = example.root / "locks"
     python_prefix = Path(sys.executable).parent.parent
+    # A path interpolated into the file is copied into the store too: the env's recipe runs from
+    # there.
+    run = f'exec sh ${{{locks / f"{ENV}.install.sh"}}} --uv {find_uv_bin()} \\"$@\\"\n'
+    recipe = f'builtins.toFile "{ENV}.install.sh" "{run}"'
     expr = (
         f"(import {REPO / 'nix' / 'devshell.nix'} {{"
         f' pkgs = {{ mkShell = a: a; git = "/usr"; python311 = "{python_prefix}"; }};'
-        f" lockFile = {locks / f'{ENV}.nix'}; recipe = {locks / f'{ENV}.install.sh'}; "
-        f'system = "{HOST}"; }})'
+        f' lockFile = {locks / f"{ENV}.nix"}; recipe = {recipe}; system = "{HOST}"; }})'
         ".shellHook"
     )
     # Read-write mode: the recipe is copied into the store as `nix develop` would.
@@ -197,6 +205,7 @@ def test_the_dev_shell_installs_the_locked_wheels_from_the_store_and_the_sources
         "GIT_CONFIG_GLOBAL": str(example.gitconfig),
         "GIT_CONFIG_NOSYSTEM": "1",
     }
+    env["UV_CACHE_DIR"] = str(tmp_path / "uv-cache")
     shell = subprocess.run(
         ["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env
     )

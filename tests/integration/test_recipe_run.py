@@ -15,6 +15,7 @@ from envgen.example.gitrepos import GitRepo, side_commit
 from envgen.example.srcprojects import backend_project
 from envgen.model import Cann, Lock, LockedSource, Profile, Source
 from envgen.recipe.render import render_recipe
+from uv import find_uv_bin
 
 from tests.support.builders import make_lock
 from tests.support.submodules import locked_parent, nested_submodules
@@ -26,12 +27,19 @@ def demo_lock(*sources: LockedSource, env: str = "demo", **fields: object) -> Lo
 
 
 def run_recipe(
-    lock: Lock, prefix: Path, *args: str, env: dict[str, str] | None = None
+    lock: Lock, prefix: Path, *args: str, env: dict[str, str] | None = None, uv: bool = False
 ) -> subprocess.CompletedProcess[str]:
+    """The recipe of `lock` run on `prefix`; with `uv`, given `--uv` (uv installs the sources, its
+    cache beside the env), for tests whose subject is not pip's own install path: uv builds and
+    installs a source in a fraction of the second pip takes. The tests without it keep pip's path
+    covered."""
     script = prefix.parent / f"{lock.env}.install.sh"
     script.write_text(render_recipe(lock))
     full = dict(os.environ)
     full.update(env or {})
+    if uv:
+        args = ("--uv", find_uv_bin(), *args)
+        full["UV_CACHE_DIR"] = str(prefix.parent / "uv-cache")
     return subprocess.run(
         ["sh", str(script), "--prefix", str(prefix), *args],
         capture_output=True,
@@ -262,7 +270,7 @@ def test_submodules_are_checked_out_recursively_at_the_recorded_commits(
 
     parent = locked_parent(repos, tmp_path / "cache")
     assert parent.submodules == repos.recorded
-    proc = run_recipe(demo_lock(parent), venv, env=allow)
+    proc = run_recipe(demo_lock(parent), venv, env=allow, uv=True)
     assert proc.returncode == 0, proc.stderr
     checkout = venv / "src" / "parentpkg"
     assert (checkout / "csrc" / "kernels" / "kernel.txt").read_text() == "locked\n"
@@ -275,10 +283,10 @@ def test_submodules_are_checked_out_recursively_at_the_recorded_commits(
         GitRepo(checkout / "csrc" / "kernels" / "third_party" / "grand").rev() == repos.grand_locked
     )
     assert in_env(venv, "import parentpkg").returncode == 0
-    again = run_recipe(demo_lock(parent), venv, env=allow)
+    again = run_recipe(demo_lock(parent), venv, env=allow, uv=True)
     assert again.returncode == 0, again.stderr
 
-    plain = run_recipe(demo_lock(replace(parent, submodules=())), venv, env=allow)
+    plain = run_recipe(demo_lock(replace(parent, submodules=())), venv, env=allow, uv=True)
     assert plain.returncode == 0, plain.stderr
     assert (
         "submodules at the commits" in proc.stderr
@@ -356,11 +364,11 @@ def test_second_run_changes_nothing(tmp_path: Path, venv: Path) -> None:
         locked(one, Source("one", one.url, "main", "one")),
         locked(two, Source("two", two.url, "main", "two", editable=False, pythonpath=True)),
     )
-    first = run_recipe(lock, venv)
+    first = run_recipe(lock, venv, uv=True)
     assert first.returncode == 0, first.stderr
     assert "one: pip install" in first.stderr and "two: pip install" in first.stderr
     before = _snapshot(venv)
-    second = run_recipe(lock, venv)
+    second = run_recipe(lock, venv, uv=True)
     assert second.returncode == 0, second.stderr
     assert ": pip install" not in second.stderr
     assert "one: already at" in second.stderr and "two: already installed at" in second.stderr
@@ -471,7 +479,7 @@ def test_edited_checkout_is_never_clobbered_by_a_new_lock(tmp_path: Path, venv: 
 def test_an_untouched_checkout_follows_a_new_lock(tmp_path: Path, venv: Path) -> None:
     repo = backend_project(tmp_path / "moving", "moving", "1.0.0")
     source = Source("moving", repo.url, "main", "moving")
-    assert run_recipe(demo_lock(locked(repo, source)), venv).returncode == 0
+    assert run_recipe(demo_lock(locked(repo, source)), venv, uv=True).returncode == 0
     config = json.loads((repo.path / "fixture.json").read_text())
     config["version"] = "1.1.0"
     repo.commit(
@@ -481,7 +489,7 @@ def test_an_untouched_checkout_follows_a_new_lock(tmp_path: Path, venv: Path) ->
         },
         "release 1.1.0",
     )
-    proc = run_recipe(demo_lock(locked(repo, source)), venv)
+    proc = run_recipe(demo_lock(locked(repo, source)), venv, uv=True)
     assert proc.returncode == 0, proc.stderr
     assert "moving: pip install" in proc.stderr
     shown = in_env(

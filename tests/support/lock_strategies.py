@@ -118,20 +118,40 @@ def applied_overrides(draw: st.DrawFn) -> AppliedOverride:
 
 
 @st.composite
-def locks(draw: st.DrawFn) -> Lock:
-    """A lock over both platforms with any of its fields set, any text in its strings."""
+def locks(draw: st.DrawFn, *, only_yml: bool = False) -> Lock:
+    """A lock over both platforms with any of its fields set, any text in its strings. With
+    `only_yml`, only the fields the yml writer (lockio/conda_lock_yml.render_lock_yml) reads are
+    drawn: the env, the input hash, the pip and conda entries, the channels (and the indexes the pip
+    entries name); the sources, overrides and the rest, which the yml does not hold, are left empty.
+    Drawing them is most of an example's cost, and for a test of the yml alone no value of theirs
+    can change what it checks."""
     indexes = tuple(
         Index(name, draw(URL), draw(st.booleans()), draw(_MAYBE))
         for name in draw(st.lists(NAME, max_size=3, unique=True))
     )
     python = draw(st.one_of(st.none(), st.sampled_from(["3.11.9", "3.12.1"])))
     many = st.integers(0, 3)
+    env = draw(st.one_of(NAME, COMMENTABLE))
+    input_hash = draw(st.one_of(_HEX, COMMENTABLE))  # the pylock header writes it in a comment
+    pip = tuple(draw(st.lists(pip_entries(tuple(i.name for i in indexes)), max_size=8)))
+    conda = (conda_entry("python", python, PLATFORMS[0]),) if python else ()
+    if only_yml:
+        channels = tuple(Channel(draw(ANY), draw(URL)) for _ in range(draw(many)))
+        return make_lock(
+            env,
+            platforms=PLATFORMS,
+            input_hash=input_hash,
+            pip=pip,
+            conda=conda,
+            channels=channels,
+            indexes=indexes,
+        )
     return make_lock(
-        draw(st.one_of(NAME, COMMENTABLE)),
+        env,
         platforms=PLATFORMS,
-        input_hash=draw(st.one_of(_HEX, COMMENTABLE)),  # the pylock header writes it in a comment
-        pip=tuple(draw(st.lists(pip_entries(tuple(i.name for i in indexes)), max_size=8))),
-        conda=(conda_entry("python", python, PLATFORMS[0]),) if python else (),
+        input_hash=input_hash,
+        pip=pip,
+        conda=conda,
         sources=tuple(draw(locked_sources()) for _ in range(draw(many))),
         overrides=tuple(draw(applied_overrides()) for _ in range(draw(many))),
         pending=tuple(Pending(draw(ANY), draw(ANY)) for _ in range(draw(many))),

@@ -114,8 +114,12 @@ def test_an_artifact_with_a_malformed_sha256_is_not_predicted(project: Project) 
     assert [p for p in predicted.pip["linux-aarch64"] if p.name == torch.name][0][2:] == ("", "")
 
 
+# The sources file beside every yml below: the same for each example, so rendered once.
+SOURCES_TOML = render_sources_toml(sample_lock())
+
+
 @settings(max_examples=150, deadline=None)
-@given(lock=locks())
+@given(lock=locks(only_yml=True))
 def test_a_written_yml_predicts_the_pins_it_holds(lock: Lock) -> None:
     """Whatever the strings of a lock, its yml as written predicts each platform's pip pins (an
     artifact only with a 64-hex sha256) and python (only one that is a version), or, when conda-lock
@@ -124,8 +128,7 @@ def test_a_written_yml_predicts_the_pins_it_holds(lock: Lock) -> None:
         yml = render_lock_yml(lock)
     except InputError:
         return
-    sources = render_sources_toml(sample_lock())
-    predicted = predict_texts(LockTexts("a5", yml, sources, "", ("y", "s", "r")))
+    predicted = predict_texts(LockTexts("a5", yml, SOURCES_TOML, "", ("y", "s", "r")))
     assert predicted is not None
     for platform in lock.platforms:
         pins = [_pinned(e.name, e.version, e.url, e.sha256) for e in lock.pip_for(platform)]
