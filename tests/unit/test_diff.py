@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from envgen.lockdiff.compare import LockDiff, compare_url, diff_locks
+from envgen.lockdiff.changes import LockDiff
+from envgen.lockdiff.compare import compare_url, diff_locks
 from envgen.lockdiff.render import MARKER, OPEN_ROWS, render_json, render_markdown, render_text
 from envgen.model import AppliedOverride, Lock, Override, Pending, Submodule
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from envgen.commits import is_full_commit, short_commit
 from envgen.digests import short_digest
-from envgen.lockdiff.compare import (
+from envgen.lockdiff.changes import (
     ItemChange,
     LockDiff,
     PackageChange,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from envgen.errors import InputError
 from envgen.inputs.files import read_input_text
-from envgen.lockdiff.compare import LockDiff, diff_locks
+from envgen.lockdiff.changes import LockDiff
+from envgen.lockdiff.compare import diff_locks
 from envgen.lockio.conda_lock_yml import LockYml, parse_lock_yml
 from envgen.lockio.integrity import checked, missing_files, tampered
 from envgen.lockio.store import parse_lock, read_files
