@@ -10,7 +10,6 @@ from importlib import resources
 from shlex import quote
 
 from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
-from envgen.commits import short_commit
 from envgen.errors import InputError
 from envgen.inputs.untrusted import lock_problems, one_line
 from envgen.model import (
@@ -23,6 +22,7 @@ from envgen.model import (
     LockedSource,
     Source,
 )
+from envgen.recipe.usage import usage
 from envgen.redact import strip_credentials
 
 # Shell functions every recipe shares (package data, kept as shell so it reads as shell); the
@@ -47,7 +47,7 @@ def render_recipe(lock: Lock) -> str:
     set_env = lock.cann.set_env if lock.cann else DEFAULT_CANN_SET_ENV
     parts = [
         _header(lock),
-        _usage(lock, cann_sources, set_env),
+        usage(lock, cann_sources, set_env),
         _FUNCTIONS,
         _profile_names(lock),
         _arguments(lock, cann_sources, set_env),
@@ -115,96 +115,6 @@ def _header(lock: Lock) -> str:
         f"PICK_DATE={quote(PICK_ENV['GIT_COMMITTER_DATE'])}\n"
         f"PICK_FLAGS={quote(' '.join(PICK_FLAGS))}\n"
     )
-
-
-def _usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
-    env = lock.env
-    lines = [
-        f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile "
-        "NAME]... [--no-profile NAME]...",
-        "       [--skip-cann] [--bundle FILE] [--archives DIR] [--uv UV]",
-        "",
-        f"Installs the git sources of env {env} at their locked commits, in order, each with",
-        "`python -m pip install --no-deps` of the env's own python (uv with --uv), "
-        "then writes activation hooks",
-        f"(etc/conda/activate.d/envgen-{env}.sh and deactivate.d/; in a venv also a "
-        "block in bin/activate).",
-        "Install the locked packages first, then run this script in that env:",
-        f"  conda-lock install -n NAME locks/{env}.yml   (or -p DIR)",
-        "  conda activate NAME",
-        f"  sh locks/{env}.install.sh",
-        f"`envgen install {env} --prefix DIR` does both steps. Running this script "
-        "again changes nothing and",
-        "keeps the profiles an earlier run enabled (--no-profile NAME drops one); "
-        "reactivate the env afterwards",
-        "so the activation hooks take effect.",
-        "",
-        "Options:",
-        "  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)",
-        "  --src DIR       where the sources are cloned (default: <prefix>/src)",
-        "  --profile NAME  also set an optional activation profile (repeatable; "
-        "remembered for re-runs):",
-        *(f"                    {p.name}: {one_line(p.description)}" for p in lock.profiles),
-        *(["                    (this env defines none)"] if not lock.profiles else []),
-        "  --no-profile NAME  drop a profile an earlier run enabled (repeatable)",
-        "  --skip-cann     skip the sources that need CANN"
-        + (
-            f" ({', '.join(cann_sources)}): the env is then incomplete"
-            if cann_sources
-            else " (none in this env)"
-        ),
-        "  --bundle FILE   offline: take the pip part and the sources from a bundle "
-        "(envgen bundle), every",
-        "                  member checked against its bundle.json (sha256sum) first; "
-        "needs tar, sha256sum,",
-        "                  git, pip (and zstd for .tar.zst), not envgen. The conda "
-        "part stays conda-lock's.",
-        "  --archives DIR  take the wheels of the release archives from DIR (by file name) instead",
-        "                  of fetching the archives; each is checked against the lock's sha256 too",
-        "  --uv UV         install with `UV pip install --python <the env's python>` "
-        "instead of the env's",
-        "                  own pip (what `envgen install --installer uv` passes); uv "
-        "reads no config file",
-        "  -h, --help      show this help",
-        "",
-        *_usage_archives(lock),
-        "Sources, in install order:",
-        *(_usage_source(s) for s in lock.sources),
-        *(["  (none)"] if not lock.sources else []),
-        *(["", "Then links in site-packages:"] if lock.links else []),
-        *(f"  {link.directory or '.'}: -> {link.target}" for link in lock.links),
-        "",
-        "Environment:",
-        "  ASCEND_SET_ENV  CANN's set_env.sh; several are separated by ':' and "
-        f"sourced in order (default: {set_env})",
-    ]
-    body = " \\\n".join(f"\t\t{quote(line.rstrip())}" for line in lines)
-    return f"usage() {{\n\tprintf '%s\\n' \\\n{body}\n}}\n"
-
-
-def _usage_source(locked: LockedSource) -> str:
-    src = locked.source
-    flags = [
-        "editable" if src.editable else "plain",
-        *(["on PYTHONPATH"] if src.pythonpath else []),
-        *(["needs CANN"] if src.needs_cann else []),
-        *([f"{len(src.cherry_picks)} cherry-picks"] if src.cherry_picks else []),
-        *([f"{len(locked.submodules)} submodules"] if locked.submodules else []),
-    ]
-    return (
-        f"  {src.name}: {strip_credentials(src.url)} {src.ref} = "
-        f"{short_commit(locked.commit)} ({', '.join(flags)})"
-    )
-
-
-def _usage_archives(lock: Lock) -> list[str]:
-    if not lock.archives:
-        return []
-    lines = ["Wheels from release archives, first (each checked against its sha256):"]
-    for archive in lock.archives:
-        wheels = ", ".join(m.filename for m in archive.members)
-        lines.append(f"  {archive.name} ({archive.platform}): {archive.url}: {wheels}")
-    return [*lines, ""]
 
 
 def _profile_names(lock: Lock) -> str:
