@@ -4,11 +4,14 @@ I/O."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-# The install steps' data lives in model_steps.py, and is part of the model.
+# The install steps' data lives in model_steps.py, a lock's entries (one package of one platform) in
+# model_entries.py; both are part of the model.
+from envgen.model_entries import CondaEntry as CondaEntry
+from envgen.model_entries import PipEntry as PipEntry
+from envgen.model_entries import python_versions as python_versions
 from envgen.model_steps import Archive as Archive
 from envgen.model_steps import ArchiveMember as ArchiveMember
 from envgen.model_steps import Exclusion as Exclusion
@@ -321,41 +324,6 @@ class TracedRequirement:
     origin: Origin
     # A `-c` line of a requirement file: it limits versions but requires nothing.
     constraint: bool = False
-
-
-@dataclass(frozen=True)
-class CondaEntry:
-    """A locked conda package for one platform."""
-
-    name: str
-    version: str
-    build: str
-    platform: str
-    url: str
-    md5: str
-    sha256: str
-    depends: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class PipEntry:
-    """A locked pip artifact for one platform: one wheel (or an sdist, flagged) pinned by URL and
-    sha256."""
-
-    name: str
-    version: str
-    platform: str
-    url: str
-    sha256: str
-    depends: tuple[tuple[str, str], ...] = ()
-    index: str | None = None
-    sdist: bool = False
-
-
-def python_versions(entries: Iterable[CondaEntry]) -> tuple[str, ...]:
-    """The versions of the `python` package among one platform's conda entries, sorted (a lock holds
-    one)."""
-    return tuple(sorted({e.version for e in entries if e.name == "python"}))
 
 
 @dataclass(frozen=True)

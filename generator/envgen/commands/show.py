@@ -230,27 +230,7 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
         f"{matrix.name}: {matrix.description}" if matrix.description else matrix.name,
         "",
     ]
-    cann = matrix.cann
-    cann_text = (
-        f"pending ({cann.note})"
-        if cann.pending
-        else cann.version + (f" ({cann.note})" if cann.note else "")
-    )
-    lines += _rows(
-        [
-            *(
-                [("extends", " -> ".join(matrix.extends) + " (merged below)")]
-                if matrix.extends
-                else []
-            ),
-            ("platforms", ", ".join(matrix.platforms)),
-            ("python", matrix.python),
-            ("glibc", matrix.glibc),
-            ("CANN", cann_text),
-            ("CANN set_env", ", then ".join(cann.scripts)),
-            *([("NPU", _npu_text(matrix))] if matrix.npu else []),
-        ]
-    )
+    lines += _system_text(matrix)
     lines += _section(
         "conda channels", _rows([(c.name, redact_url(c.url)) for c in matrix.channels])
     )
@@ -269,6 +249,44 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
     lines += _section("install order", [f"  {order}"] if order else [])
     links = [f"  {x.directory or '.'}: -> {x.target}  (reason: {x.reason})" for x in matrix.links]
     lines += _section("links in site-packages (after the install)", links) if links else []
+    lines += _section("overrides", _overrides_text(matrix, lock))
+    lines += _activation_text(matrix)
+    lines += _section("import checks", _rows([(c.module, _check_text(c)) for c in matrix.checks]))
+    lines += _section("notes", _rows(list(matrix.notes)))
+    lines += _section("pending", _rows([(item["name"], item["note"]) for item in _pending(matrix)]))
+    lines += _watch_text(matrix)
+    # An empty value (a profile without a description, no CANN scripts) must not leave a line ending
+    # in spaces.
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _system_text(matrix: Matrix) -> list[str]:
+    """The rows above the sections: what it extends, its platforms, python, glibc, CANN and NPU."""
+    cann = matrix.cann
+    cann_text = (
+        f"pending ({cann.note})"
+        if cann.pending
+        else cann.version + (f" ({cann.note})" if cann.note else "")
+    )
+    return _rows(
+        [
+            *(
+                [("extends", " -> ".join(matrix.extends) + " (merged below)")]
+                if matrix.extends
+                else []
+            ),
+            ("platforms", ", ".join(matrix.platforms)),
+            ("python", matrix.python),
+            ("glibc", matrix.glibc),
+            ("CANN", cann_text),
+            ("CANN set_env", ", then ".join(cann.scripts)),
+            *([("NPU", _npu_text(matrix))] if matrix.npu else []),
+        ]
+    )
+
+
+def _overrides_text(matrix: Matrix, lock: Lock | None) -> list[str]:
+    """Each override with its reason, and what it makes `lock` contradict."""
     overrides: list[str] = []
     for override in matrix.overrides:
         scope = "  transitive: replaces third-party metadata too" if override.transitive else ""
@@ -278,8 +296,12 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
         overrides += [
             f"    violates (in the lock): {pair}" for pair in _violates(override.name, lock)
         ]
-    lines += _section("overrides", overrides)
-    lines += _section(
+    return overrides
+
+
+def _activation_text(matrix: Matrix) -> list[str]:
+    """The activation env's section, then the profiles'."""
+    lines = _section(
         "activation env",
         [f"  {name}={shlex.quote(value)}" for name, value in matrix.activation_env],
     )
@@ -287,18 +309,17 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
     for profile in matrix.profiles:
         profiles.append(f"  {profile.name}: {profile.description}")
         profiles += [f"    {name}={shlex.quote(value)}" for name, value in profile.env]
-    lines += _section("activation profiles", profiles)
-    lines += _section("import checks", _rows([(c.module, _check_text(c)) for c in matrix.checks]))
-    lines += _section("notes", _rows(list(matrix.notes)))
-    lines += _section("pending", _rows([(item["name"], item["note"]) for item in _pending(matrix)]))
+    return lines + _section("activation profiles", profiles)
+
+
+def _watch_text(matrix: Matrix) -> list[str]:
+    """What `status --watch` follows upstream (no section when nothing)."""
     watch = matrix.watch
-    if watch.pages or watch.releases:
-        watched = [f"  page {p.path} at {p.ref} of {redact_url(p.url)}" for p in watch.pages]
-        watched += [f"  release refs of {name}: {', '.join(refs)}" for name, refs in watch.releases]
-        lines += _section("watched upstream (status --watch)", watched)
-    # An empty value (a profile without a description, no CANN scripts) must not leave a line ending
-    # in spaces.
-    return "\n".join(line.rstrip() for line in lines) + "\n"
+    if not (watch.pages or watch.releases):
+        return []
+    watched = [f"  page {p.path} at {p.ref} of {redact_url(p.url)}" for p in watch.pages]
+    watched += [f"  release refs of {name}: {', '.join(refs)}" for name, refs in watch.releases]
+    return _section("watched upstream (status --watch)", watched)
 
 
 def _steps_text(matrix: Matrix) -> list[str]:

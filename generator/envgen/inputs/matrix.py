@@ -17,8 +17,9 @@ from envgen.inputs.channels import read_channels
 from envgen.inputs.extends import read_layered
 from envgen.inputs.matrix_archives import ArchiveSectionReader
 from envgen.inputs.matrix_pip import PipSectionReader
-from envgen.inputs.matrix_sections import dict_or_empty
+from envgen.inputs.matrix_sections import MODULE
 from envgen.inputs.matrix_sources import SourceSectionReader
+from envgen.inputs.matrix_system import SystemSectionReader
 from envgen.inputs.matrix_watch import WatchSectionReader
 from envgen.inputs.toml_reader import (
     KeyPath,
@@ -32,32 +33,12 @@ from envgen.inputs.toml_reader import (
     get_table,
     type_name,
 )
-from envgen.model import (
-    CANN_SCRIPT_SEPARATOR,
-    DEFAULT_CANN_SET_ENV,
-    NEEDS,
-    Cann,
-    Channel,
-    ImportCheck,
-    Matrix,
-    Override,
-    Profile,
-    Source,
-)
+from envgen.model import NEEDS, Channel, ImportCheck, Matrix, Override, Profile
 from envgen.names import env_name_problem, is_project_name, name_problem
-from envgen.npu import (
-    DEVICE_TYPE_ATTRIBUTE,
-    GENERATIONS,
-    LEGACY_SOC_ATTRIBUTE,
-    SOC_VARIABLE,
-    Npu,
-    soc_version_problem,
-)
-from envgen.platforms import OLDEST_GLIBC, PLATFORMS
+from envgen.platforms import PLATFORMS
 from envgen.project import Project
 
 SCHEMA = 1
-PENDING = "pending"
 _TOP_KEYS = (
     "schema",
     "env",
@@ -73,13 +54,7 @@ _TOP_KEYS = (
     "archives",
 )
 _TOP_REQUIRED = ("schema", "env", "system", "conda", "pip")
-_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAJOR_MINOR = re.compile(r"\d+\.\d+")
-_GLIBC = re.compile(r"2\.\d+")
-# [system.npu]: where a build records what it was built for; the key it replaced is refused by name.
-BUILD_INFO = "build-info"
-_RETIRED_BUILT_SOC = "built-soc"
-_VLLM_ASCEND_BUILD_INFO = "vllm_ascend._build_info"
 
 
 def load_matrix(path: Path, channels_dir: Path, *, conda_specs: bool = True) -> Matrix:
@@ -153,7 +128,13 @@ def check_conda_specs(project: Project, env: str, matrix: Matrix) -> None:
         load_env(project, env)
 
 
-class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, ArchiveSectionReader):
+class MatrixReader(
+    PipSectionReader,
+    SourceSectionReader,
+    SystemSectionReader,
+    WatchSectionReader,
+    ArchiveSectionReader,
+):
     """Walks the parsed TOML, records problems with key paths, and builds what is valid."""
 
     # the conda specs read, with their keys (`check_specs` parses them)
@@ -249,114 +230,6 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
         if "platforms" in table and isinstance(table["platforms"], list) and not table["platforms"]:
             self.p.add(path, f"name at least one platform ({', '.join(PLATFORMS)})")
         return tuple(platforms)
-
-    def system(self, data: dict[str, Any]) -> tuple[str, Cann]:
-        path: KeyPath = ("system",)
-        table = self.section(data, path, ("glibc", "cann", "npu"), ("glibc", "cann"))
-        if table is None:
-            return "", Cann(version=PENDING, set_env=DEFAULT_CANN_SET_ENV)
-        glibc = get_str(self.p, table, (*path, "glibc")) or ""
-        if glibc and not _GLIBC.fullmatch(glibc):
-            self.p.add((*path, "glibc"), f"'{glibc}' is not a glibc version such as \"2.28\"")
-        elif glibc and int(glibc.partition(".")[2]) < OLDEST_GLIBC:
-            # Neither uv nor the manylinux tags of aarch64 go below 2.17 (manylinux2014).
-            self.p.add(
-                (*path, "glibc"),
-                f"'{glibc}' is below 2.{OLDEST_GLIBC}, the oldest floor envgen can lock for",
-            )
-        cann_path: KeyPath = (*path, "cann")
-        cann = self.section(table, cann_path, ("version", "note", "set_env"), ("version",)) or {}
-        version = get_str(self.p, cann, (*cann_path, "version")) or PENDING
-        if version != PENDING:
-            try:
-                Version(version)
-            except InvalidVersion:
-                self.p.add(
-                    (*cann_path, "version"), f"'{version}' is neither a version nor \"{PENDING}\""
-                )
-        note = get_str(self.p, cann, (*cann_path, "note"))
-        if version == PENDING and "version" in cann and note is None and "note" not in cann:
-            self.p.add(
-                (*cann_path, "note"), 'pending without a note: say why and when (note = "...")'
-            )
-        return glibc, Cann(
-            version=version, set_env=self.set_env(cann, (*cann_path, "set_env")), note=note
-        )
-
-    def set_env(self, cann: dict[str, Any], path: KeyPath) -> str:
-        """CANN's environment scripts, one path or an array sourced in order, joined as
-        ASCEND_SET_ENV is."""
-        value = cann.get("set_env")
-        if isinstance(value, list):
-            scripts = get_str_list(self.p, cann, path)
-            if not value:
-                self.p.add(path, "name at least one script, or leave set_env out for the default")
-        else:
-            script = get_str(self.p, cann, path, default=DEFAULT_CANN_SET_ENV)
-            scripts = [(path, script)] if script is not None else []
-        for key, script in scripts:
-            if CANN_SCRIPT_SEPARATOR in script or not script.startswith("/"):
-                self.p.add(
-                    key, f"'{script}' must be an absolute path without '{CANN_SCRIPT_SEPARATOR}'"
-                )
-        return CANN_SCRIPT_SEPARATOR.join(script for _, script in scripts) or DEFAULT_CANN_SET_ENV
-
-    def npu(self, data: dict[str, Any], sources: list[Source] | tuple[Source, ...]) -> Npu | None:
-        """[system.npu]: the generation targeted (a row of npu.GENERATIONS), its chip and where a
-        build records what it was built for."""
-        path: KeyPath = ("system", "npu")
-        system = self.without_retired_built_soc(dict_or_empty(data.get("system")), path)
-        keys = ("generation", "soc-version", BUILD_INFO)
-        table = self.section(system, path, keys, ("generation",))
-        if table is None:
-            return None
-        generation = get_str(self.p, table, (*path, "generation"))
-        if generation is not None and generation not in GENERATIONS:
-            known = ", ".join(GENERATIONS)
-            self.p.add(
-                (*path, "generation"),
-                f"unknown generation '{generation}'{did_you_mean(generation, GENERATIONS)} "
-                f"(known: {known}; a new one is a row of GENERATIONS in envgen/npu.py)",
-            )
-            generation = None
-        soc = get_str(self.p, table, (*path, "soc-version"))
-        problem = soc_version_problem(generation, soc) if soc and generation else None
-        if problem:
-            self.p.add((*path, "soc-version"), problem)
-        for source in sources:
-            built = dict(source.env).get(SOC_VARIABLE)
-            if built is not None and soc is not None and built != soc:
-                self.p.add(
-                    ("sources", source.name, "env", SOC_VARIABLE),
-                    f"builds for '{built}' while system.npu.soc-version is '{soc}': "
-                    "make them the same chip",
-                )
-        build_info = get_str(self.p, table, (*path, BUILD_INFO))
-        if build_info is not None and not _MODULE.fullmatch(build_info):
-            problem = f"'{build_info}' is not a module name ({_VLLM_ASCEND_BUILD_INFO})"
-            self.p.add((*path, BUILD_INFO), problem)
-            build_info = None
-        if generation is None:
-            return None
-        return Npu(generation=generation, soc_version=soc, build_info=build_info)
-
-    def without_retired_built_soc(self, system: dict[str, Any], path: KeyPath) -> dict[str, Any]:
-        """[system] with `built-soc` taken out of its npu table and refused, saying what to write:
-        it named an attribute vllm-ascend no longer writes."""
-        npu = system.get(str(path[-1]))
-        if not isinstance(npu, dict) or _RETIRED_BUILT_SOC not in npu:
-            return system
-        value = npu[_RETIRED_BUILT_SOC]
-        module = value.rpartition(".")[0] if isinstance(value, str) else ""
-        module = module if _MODULE.fullmatch(module) else _VLLM_ASCEND_BUILD_INFO
-        self.p.add(
-            (*path, _RETIRED_BUILT_SOC),
-            f"vllm-ascend builds record their device type ({DEVICE_TYPE_ATTRIBUTE}) since "
-            f'2025-11-26, not their chip: write {BUILD_INFO} = "{module}" instead, the module '
-            f"they record it in (an older build's {LEGACY_SOC_ATTRIBUTE} is read from there too)",
-        )
-        rest = {key: v for key, v in npu.items() if key != _RETIRED_BUILT_SOC}
-        return {**system, str(path[-1]): rest}
 
     def conda(self, data: dict[str, Any]) -> tuple[tuple[Channel, ...], tuple[str, ...]]:
         path: KeyPath = ("conda",)
@@ -469,7 +342,7 @@ class MatrixReader(PipSectionReader, SourceSectionReader, WatchSectionReader, Ar
                 self.p, path, check, ("module", "distribution", "version", "needs"), ("module",)
             )
             module = get_str(self.p, check, (*path, "module"))
-            if module is not None and not _MODULE.fullmatch(module):
+            if module is not None and not MODULE.fullmatch(module):
                 self.p.add((*path, "module"), f"'{module}' is not an importable module name")
             distribution = get_str(self.p, check, (*path, "distribution"))
             if distribution is not None and not is_project_name(distribution):

@@ -3,6 +3,7 @@ indexes."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from envgen.model import (
     Channel,
     Index,
 )
+
+# An importable module's dotted name (an import check's module, where a build records its chip).
+MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 class SectionReader:

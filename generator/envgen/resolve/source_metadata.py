@@ -22,14 +22,11 @@ import logging
 import re
 import subprocess
 import sys
-import threading
 import tomllib
-import warnings
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import build
 import uv
@@ -38,7 +35,6 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-from pyproject_hooks import BuildBackendWarning
 
 from envgen import atomic
 from envgen.commits import is_full_commit, short_commit
@@ -50,6 +46,7 @@ from envgen.inputs.untrusted import one_line
 from envgen.model import Origin, Source, TracedRequirement
 from envgen.process import run, tail
 from envgen.redact import redact_text
+from envgen.resolve.backend_warnings import BACKEND_WARNINGS
 from envgen.resolve.uv_compile import (
     INPUTS_PROJECT,
     Inputs,
@@ -294,7 +291,7 @@ def build_requires(
 
     # The uv installer makes a venv without pip; build requirements are installed below, from the
     # matrix's indexes only (build's own installer would use the caller's pip configuration).
-    with _BACKEND_WARNINGS.logged(source.name), DefaultIsolatedEnv(installer="uv") as env:
+    with BACKEND_WARNINGS.logged(source.name), DefaultIsolatedEnv(installer="uv") as env:
         builder = build.ProjectBuilder.from_isolated_env(env, srcdir, runner=runner)
         _install(env.python_executable, builder.build_system_requires, source, settings)
         _install(env.python_executable, builder.get_requires_for_build("wheel"), source, settings)
@@ -304,56 +301,6 @@ def build_requires(
             ).metadata
             requires = metadata.get_all("Requires-Dist") or []
     return [str(r) for r in map(_requirement, requires) if r is not None and not _needs_extra(r)]
-
-
-class _BackendWarnings:
-    """A backend's warnings, which pyproject_hooks issues again in this process
-    (BuildBackendWarning), logged at debug rather than printed between envgen's lines, where -q
-    does not reach them.
-
-    `warnings.catch_warnings` swaps process-wide state, and builds run on several threads at once:
-    the display hook is swapped once while any build runs, and the thread says whose build warned.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.builds = 0
-        self.previous = warnings.showwarning
-        self.running = threading.local()
-
-    @contextmanager
-    def logged(self, source: str) -> Iterator[None]:
-        with self.lock:
-            if self.builds == 0:
-                self.previous, warnings.showwarning = warnings.showwarning, self.show
-            self.builds += 1
-        self.running.source = source
-        try:
-            yield
-        finally:
-            self.running.source = None
-            with self.lock:
-                self.builds -= 1
-                if self.builds == 0 and warnings.showwarning == self.show:
-                    warnings.showwarning = self.previous
-
-    def show(
-        self,
-        message: Warning | str,
-        category: type[Warning],
-        filename: str,
-        lineno: int,
-        file: TextIO | None = None,
-        line: str | None = None,
-    ) -> None:
-        if not issubclass(category, BuildBackendWarning):
-            self.previous(message, category, filename, lineno, file, line)
-            return
-        source = getattr(self.running, "source", None) or "(unknown)"
-        log.debug("source %s: its build backend warns: %s", source, message)
-
-
-_BACKEND_WARNINGS = _BackendWarnings()
 
 
 def _requirement(text: str) -> Pep508 | None:
