@@ -174,15 +174,8 @@ def test_permission_errors_from_locks_dir_are_input_errors(request: pytest.Fixtu
     os.chown(cache, 65534, 65534)
     for path in [root, *root.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    proc = envgen(
-        "lock",
-        "valid",
-        "--no-preflight",
-        "--root",
-        str(root),
-        user=NOBODY,
-        env={"ENVGEN_CACHE_DIR": str(cache)},
-    )
+    lock = ("lock", "valid", "--no-preflight", "--root", str(root))
+    proc = envgen(*lock, user=NOBODY, env={"ENVGEN_CACHE_DIR": str(cache)})
     assert_clean_exit(proc, 2, "locks", "Permission denied")
     (root / "env-templates" / "valid.toml").chmod(0o600)
     proc = envgen("show", "valid", "--root", str(root), user=NOBODY)
@@ -191,15 +184,7 @@ def test_permission_errors_from_locks_dir_are_input_errors(request: pytest.Fixtu
     (root / "locks").chmod(0o777)
     (root / "locks" / ".valid.lock").write_text("")
     (root / "locks" / ".valid.lock").chmod(0o600)
-    proc = envgen(
-        "lock",
-        "valid",
-        "--no-preflight",
-        "--root",
-        str(root),
-        user=NOBODY,
-        env={"ENVGEN_CACHE_DIR": str(cache)},
-    )
+    proc = envgen(*lock, user=NOBODY, env={"ENVGEN_CACHE_DIR": str(cache)})
     assert_clean_exit(proc, 2, ".valid.lock", "Permission denied")
 
 
