@@ -8,12 +8,13 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from shlex import quote
 
 from uv import find_uv_bin
 
 from envgen.errors import InputError, VerificationError
+from envgen.inputs.files import read_input_text
 from envgen.installer.conda import install_conda
 from envgen.installer.core import CondaPart, Destination
 from envgen.installer.tools import tool_environment
@@ -109,11 +110,11 @@ def compile_noarch_python(prefix: Path) -> None:
     cannot be written (PYTHONDONTWRITEBYTECODE, many container images; a read-only prefix): the pip
     part and each source of the recipe take about twice the CPU. A file that does not compile is
     left as it is, as conda leaves it; python then compiles it when imported, as before."""
-    sources = []
-    for record in sorted((prefix / "conda-meta").glob("*.json")):
-        files = json.loads(record.read_text()).get("files", [])
-        if not any(f.endswith(".pyc") for f in files):
-            sources += [f for f in files if f.endswith(".py") and "/site-packages/" in f]
+    sources = [
+        name
+        for record in sorted((prefix / "conda-meta").glob("*.json"))
+        for name in _uncompiled(record)
+    ]
     if not sources:
         return
     log.debug(
@@ -126,6 +127,30 @@ def compile_noarch_python(prefix: Path) -> None:
         log.debug(
             "some did not compile (python compiles them on import):\n%s", proc.stdout + proc.stderr
         )
+
+
+def _uncompiled(record: Path) -> list[str]:
+    """The python sources of one conda-meta record that ships no bytecode, each a plain path inside
+    the prefix; none for a record that is not a regular file of JSON naming its files (compiling is
+    only a speed-up: such a package's sources compile when imported)."""
+    try:
+        files = json.loads(read_input_text(record, hint="")).get("files")
+    except (InputError, ValueError, AttributeError) as exc:
+        log.debug("%s: not read for compiling (%s)", record, exc)
+        return []
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        return []
+    if any(f.endswith(".pyc") for f in files):
+        return []
+    return [
+        f
+        for f in files
+        if f.endswith(".py")
+        and "/site-packages/" in f
+        and "\n" not in f
+        and not PurePosixPath(f).is_absolute()
+        and ".." not in PurePosixPath(f).parts
+    ]
 
 
 def create_venv(prefix: Path, lock: Lock, platform: str, *, python: str = sys.executable) -> None:
