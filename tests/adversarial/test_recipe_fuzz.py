@@ -137,7 +137,11 @@ def placeholders(lock: Lock) -> Lock:
         lock,
         sources=sources,
         indexes=tuple(
-            dataclasses.replace(i, url="https://i.example/", trusted_host="h") for i in lock.indexes
+            # A trusted host adds two arguments to the install command: keep whether there is one.
+            dataclasses.replace(
+                i, url="https://i.example/", trusted_host="h" if i.trusted_host else ""
+            )
+            for i in lock.indexes
         ),
         # CANN's scripts are ':'-separated and each is looked at: keep their number.
         cann=Cann(
