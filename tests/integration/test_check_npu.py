@@ -147,7 +147,7 @@ def host(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> It
     yield served
 
 
-def _shared(envs: Path, path: Path, *, venv: bool, cache: Path) -> Destination:
+def _shared(envs: Path, path: Path, *, venv: bool, cache: Path, compiled: bool) -> Destination:
     """The env a check of this module installs into: one venv per env of the example, kept across
     its tests instead of one per check. Each check installs it again for real (uv, the recipe), so
     only the first pays for a new env: uv finds the locked packages installed, the recipe its
@@ -155,7 +155,7 @@ def _shared(envs: Path, path: Path, *, venv: bool, cache: Path) -> Destination:
     the NPU steps) runs on it as on a new one; the throwaway env itself is test_check.py's."""
     # envgen-check-<env>-<random>
     env = path.parent.name.removeprefix("envgen-check-").rsplit("-", 1)[0]
-    return destination(envs / env, venv=venv, cache=cache)
+    return destination(envs / env, venv=venv, cache=cache, compiled=compiled)
 
 
 Steps = dict[str, dict[str, str]]

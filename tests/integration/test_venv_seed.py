@@ -32,16 +32,21 @@ def test_uv_seeds_the_wheels_ensurepip_would_install(tmp_path: Path) -> None:
     bundled = subprocess.run(probe, capture_output=True, text=True, check=True)
     wheels = sorted(Path(bundled.stdout.split("\n")[1]).glob("*.whl"))
     assert wheels, "this interpreter's ensurepip has its wheels"
-    # The two venvs are made side by side: neither reads the other.
-    with ThreadPoolExecutor(2) as pool:
+    # The venvs are made side by side: none reads another.
+    with ThreadPoolExecutor(3) as pool:
         made = [pool.submit(make_venv, sys.executable, tmp_path / "uv", wheels)]
         made.append(pool.submit(make_venv, sys.executable, tmp_path / "venv", []))
+        made.append(
+            pool.submit(make_venv, sys.executable, tmp_path / "plain", wheels, compiled=False)
+        )
     for future in made:
         future.result()
     # pip compiled as ensurepip leaves it, whatever PYTHONDONTWRITEBYTECODE says (asked before pip
-    # runs there).
-    for prefix in (tmp_path / "uv", tmp_path / "venv"):
-        assert list((site_packages(prefix) / "pip" / "__pycache__").glob("__init__.*.pyc")), prefix
+    # runs there); not compiled when asked not to be (uv installs that env).
+    for prefix in (tmp_path / "uv", tmp_path / "venv", tmp_path / "plain"):
+        compiled = list(site_packages(prefix).rglob("*.pyc"))
+        assert bool(compiled) == (prefix.name != "plain"), prefix
     assert _seeded(tmp_path / "uv") == _seeded(tmp_path / "venv") >= {"pip"}
+    assert _seeded(tmp_path / "plain") == _seeded(tmp_path / "venv")
     assert (tmp_path / "uv" / "bin" / "pip").exists()
     assert "deactivate ()" in (tmp_path / "uv" / "bin" / "activate").read_text()

@@ -110,6 +110,7 @@ class FakeDestination:
 class FakeInstaller:
     log: Log
     name: str = "pip"
+    runs_env_pip: bool = True
 
     def derived_file(self, env: str, platform: str) -> str:
         return requirements_name(env, platform)

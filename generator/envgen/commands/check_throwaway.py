@@ -298,7 +298,7 @@ def throwaway_steps(
         _said_when_interrupted(tmp, keep),
         children_scratch("envgen-check-tmp-"),  # the children's temp files, gone even if killed
     ):
-        env = destination(tmp / "env", venv=venv, cache=cache)
+        env = destination(tmp / "env", venv=venv, cache=cache, compiled=installer.runs_env_pip)
         log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, env.path)
         name = f"env: install ({env.kind})"
         try:

@@ -125,5 +125,10 @@ def install_lock(
         matrix = _matrix(project, env, lock, frozen=frozen)
         credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
         source = IndexSource(project, credentials, os.environ, cache=cache)
-        install(request, source, destination(prefix, venv=venv, cache=cache), tool)
+        install(
+            request,
+            source,
+            destination(prefix, venv=venv, cache=cache, compiled=tool.runs_env_pip),
+            tool,
+        )
         return prefix.absolute()

@@ -148,7 +148,12 @@ def install_from_bundle(
         if not frozen and opened.project_lock:  # a bundle of a stale lock is stale too
             require_fresh(project, env, opened.lock, "install")
         log.info("installing %s for %s from %s with no network", env, platform, bundle)
-        install(request, opened.source, destination(prefix, venv=venv, cache=cache), installer)
+        install(
+            request,
+            opened.source,
+            destination(prefix, venv=venv, cache=cache, compiled=installer.runs_env_pip),
+            installer,
+        )
     return prefix.absolute()
 
 

@@ -71,6 +71,12 @@ class Installer(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def runs_env_pip(self) -> bool:
+        """Whether it installs by running the env's own pip (then a venv's pip is worth compiling:
+        Venv.compiled)."""
+        ...
+
     def derived_file(self, env: str, platform: str) -> str:
         """The name in locks/ of the file this tool installs from."""
         ...

@@ -62,6 +62,9 @@ class Venv:
 
     path: Path
     interpreter: str = sys.executable
+    # Whether its seed packages get their bytecode: worth it where pip installs the env (it runs
+    # once per source), not where uv does (pip then runs once, for pip check).
+    compiled: bool = True
     kind: str = "venv"
     takes_conda: bool = False
 
@@ -71,7 +74,7 @@ class Venv:
 
     def create(self, lock: Lock, platform: str, conda: CondaPart) -> None:
         del conda  # a venv takes none
-        create_venv(self.path, lock, platform, python=self.interpreter)
+        create_venv(self.path, lock, platform, python=self.interpreter, compiled=self.compiled)
         ensure_own_python(self.path)
 
     def activation(self, env: str) -> str:
@@ -79,9 +82,12 @@ class Venv:
         return f". {quote(str(self.path / 'bin' / 'activate'))}"
 
 
-def destination(path: Path, *, venv: bool, cache: Path) -> Destination:
-    """The env `install` and `check` make at `path`: a venv with `--venv`, else a conda prefix."""
-    return Venv(path.absolute()) if venv else CondaPrefix(path.absolute(), cache)
+def destination(path: Path, *, venv: bool, cache: Path, compiled: bool = True) -> Destination:
+    """The env `install` and `check` make at `path`: a venv with `--venv` (its seeds `compiled`
+    or not, see Venv), else a conda prefix."""
+    if venv:
+        return Venv(path.absolute(), compiled=compiled)
+    return CondaPrefix(path.absolute(), cache)
 
 
 def ensure_own_python(prefix: Path) -> None:
@@ -153,9 +159,11 @@ def _uncompiled(record: Path) -> list[str]:
     ]
 
 
-def create_venv(prefix: Path, lock: Lock, platform: str, *, python: str = sys.executable) -> None:
+def create_venv(
+    prefix: Path, lock: Lock, platform: str, *, python: str = sys.executable, compiled: bool = True
+) -> None:
     """A venv at `prefix` made by `python` (this interpreter by default), whose version must be the
-    locked one."""
+    locked one; its seeds `compiled` or not (make_venv)."""
     wanted = lock.python_for(platform)
     if wanted is None:
         unchecked = "so a venv cannot be checked against it"
@@ -179,7 +187,8 @@ def create_venv(prefix: Path, lock: Lock, platform: str, *, python: str = sys.ex
         hint = "choose an empty or new directory for --prefix"
         raise InputError(f"{prefix} exists and is not a venv", hint=hint)
     log.info("creating a venv (python %s) at %s", have, prefix)
-    make_venv(python, prefix, sorted(Path(bundled).glob("*.whl")) if bundled else [])
+    seeds = sorted(Path(bundled).glob("*.whl")) if bundled else []
+    make_venv(python, prefix, seeds, compiled=compiled)
 
 
 # The interpreter's version, and the directory of the wheels its ensurepip installs (pip; setuptools
@@ -196,20 +205,26 @@ except ImportError:
 """
 
 
-def make_venv(python: str, prefix: Path, seeds: Sequence[Path]) -> None:
+def make_venv(python: str, prefix: Path, seeds: Sequence[Path], *, compiled: bool = True) -> None:
     """`python -m venv` at `prefix` with the wheels ensurepip would install, put there by uv from
     those same files.
 
     ensurepip runs pip to install pip, about 3 s of CPU per venv; uv installs the same wheels in
-    half of that. Without those wheels at hand, venv seeds itself as usual.
+    a fifth of that when it does not compile them. Without those wheels at hand, venv seeds itself
+    as usual (and compiled).
 
-    uv compiles their bytecode, as ensurepip does: a check runs pip half a dozen times in the new
-    env, and where PYTHONDONTWRITEBYTECODE is set (many container images) each run would otherwise
-    compile pip anew, about 0.5 s of CPU apiece."""
+    `compiled`: uv compiles their bytecode, as ensurepip does, about 2.5 s of CPU. Where pip
+    installs the env it runs once per source, and where PYTHONDONTWRITEBYTECODE is set (many
+    container images) each run would otherwise compile pip anew, about 0.5 s of CPU apiece; where
+    uv installs it, pip runs once (pip check), and compiles on import only what that imports."""
     if not seeds:
         run([python, "-m", "venv", str(prefix)])
         return
     run([python, "-m", "venv", "--without-pip", str(prefix)])
     offline = ["--no-config", "--offline", "--no-index", "--no-cache", "--no-deps", "--quiet"]
-    target = ["--compile-bytecode", "--python", str(prefix / "bin" / "python")]
+    target = [
+        *(["--compile-bytecode"] if compiled else []),
+        "--python",
+        str(prefix / "bin" / "python"),
+    ]
     run([find_uv_bin(), "pip", "install", *offline, *target, *map(str, seeds)])

@@ -93,6 +93,7 @@ class Pip:
 
     cache: Path
     name: str = "pip"
+    runs_env_pip: bool = True
 
     def derived_file(self, env: str, platform: str) -> str:
         return requirements_name(env, platform)
@@ -118,6 +119,7 @@ class Uv:
 
     cache: Path
     name: str = "uv"
+    runs_env_pip: bool = False
 
     def derived_file(self, env: str, platform: str) -> str:
         return pylock_name(env, platform)
