@@ -1,4 +1,4 @@
-"""pip check's verdict read through the runner seam (process.Runner): the parsing needs no real
+"""pip check's verdict read through the runner seam (InterpreterRunner): the parsing needs no real
 env."""
 
 from __future__ import annotations

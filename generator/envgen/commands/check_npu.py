@@ -17,6 +17,7 @@ from shlex import quote
 
 from envgen.commands.check_report import FAILED, OK, SKIPPED, Step
 from envgen.errors import ToolError
+from envgen.installer.interpreter import run_interpreter
 from envgen.installer.tools import tool_environment
 from envgen.npu import (
     DEVICE_TYPE_ATTRIBUTE,
@@ -99,7 +100,8 @@ def _probe(npu: Npu, smi: str, prefix: Path, activation: str) -> Probe:
             )
     script = f'{activation}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$@"'
     argv = [npu.build_info or "", DEVICE_TYPE_ATTRIBUTE, LEGACY_SOC_ATTRIBUTE]
-    proc = run(["sh", "-c", script, _PROBE, *argv], env=tool_environment(), check=False)
+    probe = ["sh", "-c", script, _PROBE, *argv]
+    proc = run_interpreter(probe, env=tool_environment(), check=False)
     try:
         found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):

@@ -26,10 +26,11 @@ from envgen.errors import EnvgenError, NetworkError
 from envgen.installer import core
 from envgen.installer.core import Destination, Installer, Request, Source
 from envgen.installer.destinations import destination
+from envgen.installer.interpreter import InterpreterRunner, run_interpreter
 from envgen.installer.tools import tool_environment
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock
 from envgen.npu import Npu
-from envgen.process import Runner, run, tail
+from envgen.process import tail
 from envgen.redact import redact_text
 from envgen.scratch import children_scratch, scratch_dir
 
@@ -116,7 +117,8 @@ def import_steps(
         argument = json.dumps([[c.module, d] for c, d in zip(runnable, wanted, strict=True)])
         python = quote(str(env.python))
         script = f'{env.activation(lock.env)}; exec {python} -c "$0" "$1"'
-        proc = run(["sh", "-c", script, _IMPORTS, argument], env=tool_environment(), check=False)
+        probe = ["sh", "-c", script, _IMPORTS, argument]
+        proc = run_interpreter(probe, env=tool_environment(), check=False)
         try:
             results = json.loads(proc.stdout.strip().splitlines()[-1])
         except (IndexError, json.JSONDecodeError):
@@ -147,7 +149,9 @@ def _import_step(check: ImportCheck, result: dict[str, object], expected: str | 
     return Step(name, OK, f"{_distribution(check)} {version}" if version else "")
 
 
-def pip_check_step(prefix: Path, ignored: AbstractSet[str], runner: Runner = run) -> Step:
+def pip_check_step(
+    prefix: Path, ignored: AbstractSet[str], runner: InterpreterRunner = run_interpreter
+) -> Step:
     """`pip check` of the env, minus requirements on pending packages, skipped sources (reported
     apart) and the packages the lock leaves out on purpose."""
     proc = runner(
@@ -199,7 +203,7 @@ def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
     """The env's distributions against the lock: every pip entry of `platform` at its locked
     version."""
     cmd = [str(prefix / "bin" / "python"), "-c", _DISTRIBUTIONS]
-    proc = run(cmd, env=tool_environment(), check=False)
+    proc = run_interpreter(cmd, env=tool_environment(), check=False)
     if proc.returncode != 0:
         return Step("env: installed set", FAILED, redact_text(tail(proc.stderr, 5)))
     installed = {

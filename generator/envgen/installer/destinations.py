@@ -17,6 +17,7 @@ from envgen.errors import InputError, VerificationError
 from envgen.inputs.files import read_input_text
 from envgen.installer.conda import install_conda
 from envgen.installer.core import CondaPart, Destination
+from envgen.installer.interpreter import run_interpreter
 from envgen.installer.tools import tool_environment
 from envgen.model import Lock
 from envgen.process import run
@@ -94,7 +95,8 @@ def ensure_own_python(prefix: Path) -> None:
     """The prefix's python must install into the prefix: one that runs another interpreter's
     installation (a wrapper of a python elsewhere) would put the pip part there."""
     python = prefix / "bin" / "python"
-    proc = run([python, "-c", "import sys; print(sys.prefix)"], env=tool_environment(), check=False)
+    probe = [str(python), "-c", "import sys; print(sys.prefix)"]
+    proc = run_interpreter(probe, env=tool_environment(), check=False)
     runs_in = proc.stdout.strip()
     if proc.returncode != 0 or Path(runs_in).resolve() != prefix.resolve():
         where = f"runs with sys.prefix {runs_in}" if proc.returncode == 0 else "does not run"
@@ -128,7 +130,7 @@ def compile_noarch_python(prefix: Path) -> None:
     )
     compile_files = [str(prefix / "bin" / "python"), "-m", "compileall", "-q", "-i", "-"]
     listed = "".join(f"{prefix / name}\n" for name in sources)
-    proc = run(compile_files, env=tool_environment(), input=listed, check=False)
+    proc = run_interpreter(compile_files, env=tool_environment(), input=listed, check=False)
     if proc.returncode != 0:
         log.debug(
             "some did not compile (python compiles them on import):\n%s", proc.stdout + proc.stderr
@@ -171,7 +173,7 @@ def create_venv(
             f"the lock of {lock.env} holds no single python for {platform}, {unchecked}",
             hint="add `python X.Y.*` to [conda] specs and re-lock, or install without --venv",
         )
-    proc = run([python, "-c", PROBE])
+    proc = run_interpreter([python, "-c", PROBE])
     have, _, bundled = proc.stdout.strip().partition("\n")
     if have.split(".")[:2] != wanted.split(".")[:2]:
         minor = ".".join(wanted.split(".")[:2])
