@@ -7,13 +7,14 @@ Whole processes, medians of N (default 7) interleaved runs (every job once per r
 caches, wall time and CPU time (the process and its children, uv's included):
 - forced re-lock (`envgen lock ENV --force`, and with `--no-preflight`: the hosts are not asked
   alongside) vs bare `uv pip compile` with the previous output present;
-- re-lock after a one-pin bump (a pin alternating between two releases), and what it moved, vs the
-  same bare uv run;
+- re-lock after a one-pin bump (a pin alternating between two releases), and what it moved, vs
+  bare `uv pip compile` of the bumped inputs with the previous output present;
 - no-op lock vs `envgen --version`;
 - cold lock (no previous lock) vs bare `uv pip compile` in a fresh directory.
-The uv inputs are captured from a real forced re-lock: every `uv pip compile` envgen runs has its
-work directory copied (its generated project, uv.toml, excludes and the previous output as
-preferences); the bare runs are those, again, concurrently as envgen runs them. envgen's modules
+The uv inputs are captured from a real forced re-lock and a real bump: every `uv pip compile`
+envgen runs has its work directory copied as uv is started (its generated project, uv.toml,
+excludes and the previous output as preferences); the bare runs are those, again, concurrently as
+envgen runs them. envgen's modules
 are byte-compiled first, as an installed envgen's are (an editable checkout run with
 PYTHONDONTWRITEBYTECODE would otherwise compile its sources in every timed process).
 Without a flag: the bundled example on 127.0.0.1, both platforms (demo-torch alternates between
@@ -63,7 +64,7 @@ EXAMPLE_MATRIX = EXAMPLE_DIR / "env-templates" / f"{ENV}.toml"
 @dataclass(frozen=True)
 class Captured:
     """One `uv pip compile` envgen ran: its command, environment, and a copy of its work directory
-    after the run."""
+    as uv found it (the generated inputs and the previous output)."""
 
     cmd: list[str]
     env: dict[str, str]
@@ -80,22 +81,13 @@ def capturing_uv(where: Path) -> Iterator[list[Captured]]:
 
     class Spy(real):  # type: ignore[misc,valid-type]
         def __init__(self, cmd: Any, *args: Any, **kwargs: Any) -> None:
-            super().__init__(cmd, *args, **kwargs)
-            compile_run = isinstance(cmd, list) and cmd[1:3] == ["pip", "compile"]
-            self.seen = (cmd, kwargs.get("cwd"), kwargs.get("env")) if compile_run else None
-
-        def communicate(self, *args: Any, **kwargs: Any) -> Any:
-            result = super().communicate(*args, **kwargs)
-            # Platforms run concurrently, and a run may be waited on more than once: record each
-            # once.
-            with lock:
-                if self.seen is not None:
-                    cmd, cwd, env = self.seen
-                    self.seen = None
+            if isinstance(cmd, list) and cmd[1:3] == ["pip", "compile"]:
+                # Copied before uv starts: its inputs and the previous output it is given.
+                with lock:  # platforms start concurrently
                     files = where / f"uv-{len(captured)}"
-                    shutil.copytree(cwd, files)
-                    captured.append(Captured([str(c) for c in cmd], dict(env), files))
-            return result
+                    shutil.copytree(kwargs["cwd"], files)
+                    captured.append(Captured([str(c) for c in cmd], dict(kwargs["env"]), files))
+            super().__init__(cmd, *args, **kwargs)
 
     subprocess.Popen = Spy  # type: ignore[misc]
     try:
@@ -281,6 +273,14 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
     with capturing_uv(tmp / "captured") as captured:
         # A forced re-lock: uv gets the previous pins as its output.
         lock_envs(project, [subject.env], force=True)
+    # A re-lock after the bump (then the pin put back): uv gets the bumped input and the previous
+    # pins.
+    package, first, second = subject.pin
+    swap_pin(project.template(subject.env), package, first, second)
+    with capturing_uv(tmp / "captured-bump") as captured_bump:
+        lock_envs(project, [subject.env])
+    swap_pin(project.template(subject.env), package, second, first)
+    lock_envs(project, [subject.env])
     # What the head start did in a forced re-lock: each platform's uv run adopted, so uv ran once
     # per platform.
     verbose = [*envgen, "-v", "lock", subject.env, "--root", str(subject.root), "--force"]
@@ -292,6 +292,7 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
     timed = interleaved_runs(
         {
             "bare": lambda: bare_uv(captured, tmp, previous=True),
+            "bare bump": lambda: bare_uv(captured_bump, tmp, previous=True),
             "forced": runs.cli("--force"),
             "no preflight": runs.cli("--force", "--no-preflight"),
             "bump": bumped,
@@ -312,7 +313,12 @@ def report(subject: Subject, tmp: Path, repeats: int) -> None:
     rows = (
         ("forced re-lock", timed["forced"], bare, timed["bare"]),
         ("  the same, --no-preflight", timed["no preflight"], bare, timed["bare"]),
-        ("re-lock after a one-pin bump", timed["bump"], bare, timed["bare"]),
+        (
+            "re-lock after a one-pin bump",
+            timed["bump"],
+            "bare uv, bumped, previous output",
+            timed["bare bump"],
+        ),
         ("no-op lock", timed["no-op"], version, timed["version"]),
         ("cold lock (no previous lock)", fresh["cold"], "bare uv, fresh directory", fresh["bare"]),
     )
