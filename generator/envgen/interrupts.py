@@ -75,6 +75,24 @@ def worker_thread() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS))
 
 
+def background_thread() -> None:
+    """Initializer of a worker thread whose work only fills the time uv takes (a warm-up, the
+    preflight): as `worker_thread`, and yielding the CPU to uv where both want it (a higher nice
+    value for this thread alone, where the system has per-thread priorities: Linux)."""
+    worker_thread()
+    if sys.platform == "linux":
+        try:
+            thread = threading.get_native_id()
+            now = os.getpriority(os.PRIO_PROCESS, thread)
+            os.setpriority(os.PRIO_PROCESS, thread, min(19, now + BACKGROUND_NICE))
+        except OSError:
+            pass  # a priority is only a preference
+
+
+# How much lower a background thread runs than the rest (nice(1) steps; 10 is nice's default).
+BACKGROUND_NICE = 10
+
+
 def on_signals(handler: Handler) -> dict[int, Handler]:
     """Handle SIGINT and SIGTERM with `handler`; the handlers it replaced, for `restore`."""
     return {sig: signal.signal(sig, handler) for sig in SIGNALS}

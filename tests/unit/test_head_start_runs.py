@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -284,3 +285,26 @@ def test_stopping_a_run_that_ended_kills_nothing(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(interrupts, "kill_group", lambda proc: killed.append(proc.pid))
     running.stop()
     assert killed == []
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities are Linux's")
+def test_the_warm_up_yields_the_cpu_and_uv_keeps_its_priority(scratch: Path) -> None:
+    """uv runs at envgen's own priority; what only fills the time it takes (the warm-up) runs at a
+    higher nice value, so on a busy machine uv is not slowed by it."""
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    started = HeadStart(BUDGET)
+    # The job's "uv" writes its own nice value (the 19th field of /proc/self/stat) as its output.
+    started.start(job("linux-64", "cut -d' ' -f19 /proc/$$/stat > pylock.toml"))
+    seen: list[int] = []
+    done = threading.Event()
+
+    def warm_up() -> None:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        done.set()
+
+    started.meanwhile(warm_up)
+    outcome = started.adopt(job("linux-64", "cut -d' ' -f19 /proc/$$/stat > pylock.toml"))
+    assert done.wait(BUDGET)
+    started.close()
+    assert outcome is not None and int(outcome.pylock) == own
+    assert seen == [min(19, own + interrupts.BACKGROUND_NICE)]

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from envgen import interrupts
@@ -59,3 +62,20 @@ def test_before_the_command_line_is_ready_a_signal_ends_it_saying_nothing_was_wr
         capsys.readouterr().err
         == "interrupted: nothing was written (the previous lock files are unchanged)\n"
     )
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities are Linux's")
+def test_a_background_thread_runs_lower_and_takes_no_signal() -> None:
+    """What only fills the time uv takes runs at a higher nice value than the rest of envgen (this
+    thread is untouched), and like every worker never receives SIGINT or SIGTERM."""
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def seen() -> tuple[int, set[int]]:
+        niceness = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return niceness, signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    with ThreadPoolExecutor(1, initializer=interrupts.background_thread) as pool:
+        niceness, blocked = pool.submit(seen).result()
+    assert niceness == min(19, own + interrupts.BACKGROUND_NICE)
+    assert set(interrupts.SIGNALS) <= blocked
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own

@@ -196,15 +196,15 @@ def _relock_stale(
     matrices = [load_env(project, texts.env, conda_specs=False) for texts in stale]
     files = {texts.env: texts for texts in stale}
     starts: dict[str, HeadStart] = {}
-    pool = ThreadPoolExecutor(
-        max_workers=min(4, len(stale)) + 1, initializer=interrupts.worker_thread
-    )
+    pool = ThreadPoolExecutor(max_workers=min(4, len(stale)), initializer=interrupts.worker_thread)
+    # The preflight fills the time uv takes: it yields the CPU to uv and the re-locks.
+    asking = ThreadPoolExecutor(max_workers=1, initializer=interrupts.background_thread)
     try:
         for matrix in matrices:
             starts[matrix.name] = _head_start(matrix, files[matrix.name], options)
         for matrix in matrices:
             check_conda_specs(project, matrix.name, matrix)
-        asked = pool.submit(ask_hosts, matrices, files, options) if preflight else None
+        asked = asking.submit(ask_hosts, matrices, files, options) if preflight else None
         gate = asked.result if asked is not None else lambda: None
         futures: dict[str, Future[LockResult]] = {}
         for matrix in matrices:
@@ -216,7 +216,8 @@ def _relock_stale(
             started.close()
         # Not waiting: after an interrupt the caller stops the workers (envgen.interrupts) and
         # reports at once.
-        pool.shutdown(wait=False, cancel_futures=True)
+        for each in (pool, asking):
+            each.shutdown(wait=False, cancel_futures=True)
     if failed:
         raise _first_failure(failed, several=len(stale) > 1)
     return {env: future.result() for env, future in futures.items()}

@@ -106,6 +106,7 @@ class HeadStart:
         self._started: list[_Run] = []
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._background: ThreadPoolExecutor | None = None
 
     def _submit(self, work: Callable[..., _T], *args: object) -> Future[_T]:
         if self._pool is None:
@@ -128,8 +129,12 @@ class HeadStart:
 
     def meanwhile(self, work: Callable[..., object], *args: object) -> None:
         """Run `work` (a warm-up: its result and errors do not matter) in the background while uv
-        runs."""
-        self._submit(work, *args)
+        runs, yielding the CPU to it."""
+        if self._background is None:
+            self._background = ThreadPoolExecutor(
+                thread_name_prefix="warm-up", initializer=interrupts.background_thread
+            )
+        self._background.submit(work, *args)
 
     def run(self, job: UvJob) -> UvOutcome:
         """The outcome of the run started ahead for `job`, or of `job` run now when none was."""
@@ -168,8 +173,9 @@ class HeadStart:
             runs, self._runs = list(self._started), {}
         for run in runs:
             run.stop()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        for pool in (self._pool, self._background):
+            if pool is not None:
+                pool.shutdown(wait=True)
 
 
 def head_start(
