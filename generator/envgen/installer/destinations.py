@@ -220,9 +220,9 @@ def make_venv(python: str, prefix: Path, seeds: Sequence[Path], *, compiled: boo
     container images) each run would otherwise compile pip anew, about 0.5 s of CPU apiece; where
     uv installs it, pip runs once (pip check), and compiles on import only what that imports."""
     if not seeds:
-        run([python, "-m", "venv", str(prefix)])
+        run_interpreter([python, "-m", "venv", str(prefix)])
         return
-    run([python, "-m", "venv", "--without-pip", str(prefix)])
+    run_interpreter([python, "-m", "venv", "--without-pip", str(prefix)])
     offline = ["--no-config", "--offline", "--no-index", "--no-cache", "--no-deps", "--quiet"]
     target = [
         *(["--compile-bytecode"] if compiled else []),

@@ -1,4 +1,5 @@
-"""Running an env's own python (`-c` or `-m`, itself or through a shell): in a new empty directory.
+"""Running a python with `-c` or `-m` (an env's own, itself or through a shell, or the one that
+makes a venv): in a new empty directory.
 
 Such a python puts its working directory first on sys.path, so a file where envgen was started (a
 `json.py` or a `pip/` in a checkout) would be imported in place of the standard library's module
@@ -16,7 +17,7 @@ from envgen.scratch import scratch_dir
 
 
 class InterpreterRunner(Protocol):
-    """What runs an env's python for envgen: `run_interpreter` below, or a stand-in in a test."""
+    """What runs such a python for envgen: `run_interpreter` below, or a stand-in in a test."""
 
     def __call__(
         self,
