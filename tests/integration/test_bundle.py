@@ -29,7 +29,7 @@ from envgen.errors import ToolError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
 from envgen.installer.destinations import Venv
-from envgen.installer.tools import Pip
+from envgen.installer.tools import Uv
 from envgen.lockio.seal import recorded
 from envgen.lockio.store import read_lock, write_lock
 from envgen.project import Project
@@ -81,7 +81,8 @@ def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(
 
 
 def test_install_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path: Path) -> None:
-    """The pip part by uv from the bundle's wheels (pip's way is the conda prefix's, below)."""
+    """The pip part by uv from the bundle's wheels (pip's way: the recipe's, without envgen, below;
+    envgen's into a conda prefix, test_demo's `envgen install --from-bundle`)."""
     prefix = tmp_path / "env"
     args = ("--prefix", str(prefix), "--venv", "--installer", "uv", "--root", str(offline.root))
     code, out = invoke("install", ENV, "--from-bundle", str(offline.bundle), *args)
@@ -278,7 +279,7 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
         prefix,
         cache=tmp_path / "cache",
         venv=True,
-        installer=Pip(tmp_path / "cache"),
+        installer=Uv(tmp_path / "cache"),  # the subject is git's part: uv installs the source
         profiles=(),
         skip_cann=False,
         frozen=True,  # the project has this lock, not its matrix
@@ -290,7 +291,7 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     # mirrors too)
     (tmp_path / "tmp").mkdir()
     alone = fresh_venv(tmp_path / "alone", pip_site_packages)
-    proc = run_recipe_with_bundle(project.root, alone, out, tmp_path / "tmp")
+    proc = run_recipe_with_bundle(project.root, alone, out, tmp_path / "tmp", uv=True)
     assert proc.returncode == 0, proc.stderr
     kernels = alone / "src" / "parentpkg" / "csrc" / "kernels"
     assert [GitRepo(kernels).rev(), GitRepo(kernels / "third_party" / "grand").rev()] == [
@@ -334,8 +335,10 @@ def test_check_from_the_bundle_with_nothing_served_and_no_project(
 def test_the_conda_part_installs_from_the_bundle_with_nothing_served(
     offline: Bundled, tmp_path: Path
 ) -> None:
-    """rattler links the bundle's packages with no channel, then the prefix's own python installs
-    the pip part from the bundle's wheels and the recipe its sources."""
+    """rattler links the bundle's packages with no channel, then uv installs the pip part into the
+    prefix's own python from the bundle's wheels and the recipe its sources (uv: the subject is the
+    conda part; pip's install from a bundle is the recipe's below and test_demo's into a conda
+    prefix)."""
     prefix = tmp_path / "prefix"
     cache = tmp_path / "cold-cache"  # rattler's package cache too: nothing of the example in it
     code, out = invoke(
@@ -345,6 +348,8 @@ def test_the_conda_part_installs_from_the_bundle_with_nothing_served(
         str(offline.bundle),
         "--prefix",
         str(prefix),
+        "--installer",
+        "uv",
         "--root",
         str(offline.root),
         env={"ENVGEN_CACHE_DIR": str(cache)},
@@ -518,11 +523,12 @@ def test_an_interrupted_check_from_a_bundle_removes_its_throwaway_env(
 
 
 def run_recipe_with_bundle(
-    root: Path, prefix: Path, bundle: Path, tmp: Path
+    root: Path, prefix: Path, bundle: Path, tmp: Path, *, uv: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """The recipe as a cluster without envgen runs it: sh, with PATH holding the system's tools only
     (no envgen), git seeing no config that could reach the example's repositories, and nothing
-    served."""
+    served; with `uv`, given `--uv` as `envgen install --installer uv` passes it (its cache beside
+    the env), for a test whose subject is not pip's install from the bundle."""
     path = os.pathsep.join(d for d in ("/usr/local/bin", "/usr/bin", "/bin") if Path(d).is_dir())
     assert shutil.which("envgen", path=path) is None
     (tmp.parent / "home").mkdir(exist_ok=True)
@@ -535,6 +541,10 @@ def run_recipe_with_bundle(
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     recipe = root / "locks" / f"{ENV}.install.sh"
     cmd = ["sh", str(recipe), "--prefix", str(prefix), "--bundle", str(bundle)]
+    if uv:
+        options = Uv(prefix.parent / "cache").recipe_options()
+        cmd += options.args
+        env.update(options.environ)
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 

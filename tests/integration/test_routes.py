@@ -11,6 +11,7 @@ import os
 import subprocess
 import tomllib
 import zipfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 from envgen.example.project import RELEASES, Example
 from envgen.example.releases import MACHINES, archive_name, build_release, kernel_dists
 from envgen.example.wheels import FixtureDist
-from envgen.installer.tools import tool_environment
+from envgen.installer.tools import Uv, tool_environment
 from envgen.lockio.store import read_lock
 from envgen.model import Link, Lock
 from envgen.platforms import host_platform
@@ -27,7 +28,7 @@ from envgen.recipe.render import render_recipe
 from uv import find_uv_bin
 
 from tests.support.builders import make_lock
-from tests.support.example import run_envgen
+from tests.support.example import run_envgen, use_git_config
 from tests.support.venvs import fresh_venv, site_packages
 
 ENV = "demo"
@@ -46,6 +47,57 @@ def locked(example: Example) -> Lock:
     return lock
 
 
+@pytest.fixture(scope="module")
+def locked_once(
+    served: Example, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[Path, bytes]]:
+    """The module's example locked once, with the module's cache: that cache, and what `envgen lock`
+    wrote in locks/ (the tests of the matrix as it is share it; a test that edits the matrix locks
+    an example of its own)."""
+    cache = tmp_path_factory.mktemp("routes-cache")
+    patch = pytest.MonkeyPatch()
+    use_git_config(served.gitconfig, patch)
+    patch.setenv("ENVGEN_CACHE_DIR", str(cache))
+    try:
+        locked(served)
+    finally:
+        patch.undo()
+    return cache, {p: p.read_bytes() for p in (served.root / "locks").iterdir()}
+
+
+@pytest.fixture
+def locked_example(
+    served: Example, locked_once: tuple[Path, dict[Path, bytes]], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
+    """The module's served example and its lock, git mirrors active, the cache it was locked with;
+    its locks/, its served release archives and its upstream repos put back as they were
+    afterwards."""
+    cache, locks = locked_once
+    use_git_config(served.gitconfig, monkeypatch)
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))
+    releases = served.root.parent / "pypi" / RELEASES
+    archives = {p: p.read_bytes() for p in releases.iterdir()}
+    heads = {name: repo.rev() for name, repo in served.repos.items()}
+    yield served
+    for path in releases.iterdir():
+        path.unlink()
+    for path, data in archives.items():
+        path.write_bytes(data)
+    for name, repo in served.repos.items():
+        if repo.rev() != heads[name]:
+            repo.git("reset", "-q", "--hard", heads[name])
+    for path in (served.root / "locks").iterdir():
+        path.unlink()
+    for path, data in locks.items():
+        path.write_bytes(data)
+
+
+def module_lock(example: Example) -> Lock:
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    return lock
+
+
 def served_zip(example: Example, platform: str) -> Path:
     return example.root.parent / "pypi" / RELEASES / archive_name(MACHINES[platform])
 
@@ -57,13 +109,13 @@ def edit(example: Example, old: str, new: str) -> None:
 
 
 def test_each_wheel_of_the_archive_is_locked_with_its_sha256_and_requirements(
-    example: Example,
+    locked_example: Example,
 ) -> None:
-    lock = locked(example)
+    lock = module_lock(locked_example)
     assert {a.platform for a in lock.archives} == {"linux-64", "linux-aarch64"}
     for archive in lock.archives:
-        zipped = served_zip(example, archive.platform)
-        assert archive.url == f"{example.pypi_url}/{RELEASES}/{zipped.name}"
+        zipped = served_zip(locked_example, archive.platform)
+        assert archive.url == f"{locked_example.pypi_url}/{RELEASES}/{zipped.name}"
         assert archive.sha256 == hashlib.sha256(zipped.read_bytes()).hexdigest()
         with zipfile.ZipFile(zipped) as zf:
             held = {name: hashlib.sha256(zf.read(name)).hexdigest() for name in zf.namelist()}
@@ -74,21 +126,23 @@ def test_each_wheel_of_the_archive_is_locked_with_its_sha256_and_requirements(
         # The wheels are the archive's, not an index's: no pip entry; their requirement resolved.
         names = {e.name for e in lock.pip_for(archive.platform)}
         assert not names & {"demo-kernel-npu", "demo-ep"} and "demo-torch" in names
-    requirements = (example.root / "locks" / f"{ENV}.{HOST}.requirements.txt").read_text()
+    requirements = (locked_example.root / "locks" / f"{ENV}.{HOST}.requirements.txt").read_text()
     (archive,) = lock.archives_for(HOST)
     assert f"#   demo-kernels: {archive.url} sha256:{archive.sha256}\n" in requirements
-    pylock = tomllib.loads((example.root / "locks" / f"pylock.{ENV}-{HOST}.toml").read_text())
+    pylock = tomllib.loads(
+        (locked_example.root / "locks" / f"pylock.{ENV}-{HOST}.toml").read_text()
+    )
     (table,) = pylock["tool"]["envgen"]["archives"]
     assert table["hashes"] == {"sha256": archive.sha256}
     assert [w["hashes"]["sha256"] for w in table["wheels"]] == [m.sha256 for m in archive.members]
-    nix = (example.root / "locks" / f"{ENV}.nix").read_text()
+    nix = (locked_example.root / "locks" / f"{ENV}.nix").read_text()
     assert f'url = "{archive.url}";\n' in nix and f'sha256 = "{archive.sha256}";' in nix
 
 
 def test_the_source_counts_its_replaced_pyproject_and_its_extra_and_leaves_out_what_it_should(
-    example: Example,
+    locked_example: Example,
 ) -> None:
-    lock = locked(example)
+    lock = module_lock(locked_example)
     serving = next(s for s in lock.sources if s.source.name == "serving")
     declared = {r.text: (r.origin.file, r.origin.line) for r in serving.requirements}
     assert declared == {
@@ -101,7 +155,7 @@ def test_the_source_counts_its_replaced_pyproject_and_its_extra_and_leaves_out_w
         assert "demo-sampler" in names and "demo-timm" not in names
     (left,) = lock.exclusions
     assert left.name == "demo-timm" and left.reason.startswith("stands in for timm")
-    sources = (example.root / "locks" / f"{ENV}.sources.toml").read_text()
+    sources = (locked_example.root / "locks" / f"{ENV}.sources.toml").read_text()
     written = f'{{ from = "{NPU_PYPROJECT}", to = "python/pyproject.toml" }}'
     assert f"replace = [\n    {written},\n]" in sources
 
@@ -146,19 +200,21 @@ def republish_release(example: Example, version: str) -> None:
 
 
 def test_an_archive_changed_under_its_url_is_refused_by_the_relock_and_the_install(
-    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    locked_example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lock = locked(example)
-    republish_release(example, "1.0.1")
+    lock = module_lock(locked_example)
+    republish_release(locked_example, "1.0.1")
     # The locked bytes are not in this cache.
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "empty-cache"))
     (archive,) = lock.archives_for(HOST)
-    code, _, err = run_envgen(example, "install", ENV, "--venv", "--prefix", str(tmp_path / "env"))
+    code, _, err = run_envgen(
+        locked_example, "install", ENV, "--venv", "--prefix", str(tmp_path / "env")
+    )
     assert code == 4, err
     assert f"error: the archive {archive.url} has sha256 " in err
     assert f"but the lock of archive demo-kernels ({HOST}) says {archive.sha256}" in err
     assert not (tmp_path / "env").exists()
-    code, _, err = run_envgen(example, "lock", ENV, "--force")
+    code, _, err = run_envgen(locked_example, "lock", ENV, "--force")
     assert code == 4, err
     assert f"but the lock it was locked in says {lock.archives[0].sha256}" in err
     assert "write its sha256 into the matrix (archives.<name>.sha256)" in err
@@ -203,20 +259,19 @@ def test_a_replacement_read_through_a_symbolic_link_of_the_tree_is_refused_with_
     assert f"{REPLACE}.from: 'python/leak.toml' is not a regular file of its own tree" in err
 
 
-def test_a_lock_whose_link_was_edited_to_escape_is_refused(example: Example) -> None:
-    locked(example)
-    sources = example.root / "locks" / f"{ENV}.sources.toml"
+def test_a_lock_whose_link_was_edited_to_escape_is_refused(locked_example: Example) -> None:
+    sources = locked_example.root / "locks" / f"{ENV}.sources.toml"
     text = sources.read_text()
     sources.write_text(text.replace('target = "demo_ep/demo_ep_cpp*.so"', 'target = "../../../x"'))
-    code, out, err = run_envgen(example, "check", ENV, "--no-env", "--no-solve")
+    code, out, err = run_envgen(locked_example, "check", ENV, "--no-env", "--no-solve")
     assert code == 4, out + err
     where = f"locks/{ENV}.sources.toml:"
     refused = "links[0].target: '../../../x' is not a relative path inside the tree"
     assert f"failed  static: lock parses: {where}" in out and refused in out
-    prefix = str(example.root / "x")
-    code, _, err = run_envgen(example, "install", ENV, "--venv", "--prefix", prefix)
+    prefix = str(locked_example.root / "x")
+    code, _, err = run_envgen(locked_example, "install", ENV, "--venv", "--prefix", prefix)
     assert code == 2 and refused in err
-    assert not (example.root / "x").exists()
+    assert not (locked_example.root / "x").exists()
 
 
 def git_out(checkout: Path, *args: str) -> str:
@@ -235,13 +290,13 @@ def host_wheel_dir(example: Example, tmp_path: Path) -> Path:
     return out
 
 
-def install_pip_part(example: Example, prefix: Path, cache: Path) -> None:
+def install_pip_part(example: Example, prefix: Path) -> None:
     """The lock's pip part in `prefix`, put there by uv (quicker than pip): these tests are about
     the recipe's steps after it; pip's install of the part is test_install's and
     test_frozen_and_installers'."""
     requirements = example.root / "locks" / f"{ENV}.{HOST}.requirements.txt"
     cmd = [find_uv_bin(), "pip", "install", "-q", "--python", str(prefix / "bin" / "python")]
-    cmd += ["--cache-dir", str(cache)]
+    cmd += ["--cache-dir", str(uv_cache(prefix) / "uv")]
     proc = subprocess.run(
         [*cmd, "--no-deps", "--require-hashes", "-r", str(requirements)],
         capture_output=True,
@@ -251,19 +306,34 @@ def install_pip_part(example: Example, prefix: Path, cache: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def posix_recipe(example: Example, prefix: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    recipe = example.root / "locks" / f"{ENV}.install.sh"
-    cmd = ["bash", "--posix", str(recipe), "--prefix", str(prefix), "--skip-cann", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ), timeout=600)
+def uv_cache(prefix: Path) -> Path:
+    return prefix.parent / "cache"
+
+
+def posix_recipe(recipe: Path, prefix: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`recipe` run on `prefix` under `bash --posix`, with `--uv` as `envgen install --installer uv`
+    passes it (its cache beside the env): these tests are about the recipe's archive, replacement
+    and link steps, not the tool that installs the wheels and sources; the recipe's pip path is
+    test_recipe_run's and test_bundle's (the recipe without envgen)."""
+    options = Uv(uv_cache(prefix)).recipe_options()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(options.replaced)}
+    env.update(options.environ)
+    cmd = ["bash", "--posix", str(recipe), "--prefix", str(prefix), "--skip-cann"]
+    cmd += [*options.args, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+
+
+def lock_recipe(example: Example) -> Path:
+    return example.root / "locks" / f"{ENV}.install.sh"
 
 
 def test_the_recipe_applies_archive_replacement_and_link_under_bash_posix_in_a_real_venv(
-    example: Example, tmp_path: Path, pip_site_packages: Path
+    locked_example: Example, tmp_path: Path, pip_site_packages: Path
 ) -> None:
-    lock = locked(example)
+    lock = module_lock(locked_example)
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
-    install_pip_part(example, prefix, tmp_path / "pip-cache")
-    proc = posix_recipe(example, prefix)
+    install_pip_part(locked_example, prefix)
+    proc = posix_recipe(lock_recipe(locked_example), prefix)
     assert proc.returncode == 0, proc.stderr
     checkout = prefix / "src" / "serving"
     npu = (checkout / NPU_PYPROJECT).read_text()
@@ -281,13 +351,13 @@ def test_the_recipe_applies_archive_replacement_and_link_under_bash_posix_in_a_r
     versions = {"demo-ep": "1.0.0", "demo-kernel-npu": "1.0.0", "demo-serving": "0.5.10"}
     assert json.loads(shown.stdout) == versions
     # Again: nothing moves.
-    again = posix_recipe(example, prefix)
+    again = posix_recipe(lock_recipe(locked_example), prefix)
     assert again.returncode == 0, again.stderr
     assert "demo-kernels: already installed from " in again.stderr
     assert "serving: already installed at " in again.stderr
     assert f"link {link.name} -> demo_ep/{link.name}: already there" in again.stderr
     # A lock on another commit: the checkout's replaced file is restored before it moves.
-    repo = example.repos["serving"]
+    repo = locked_example.repos["serving"]
     moved = repo.commit({"CHANGES.txt": "moved\n"}, "a later commit")
     serving = next(s for s in lock.sources if s.source.name == "serving")
     tree = repo.git("rev-parse", f"{moved}^{{tree}}")
@@ -295,8 +365,7 @@ def test_the_recipe_applies_archive_replacement_and_link_under_bash_posix_in_a_r
     relocked = replace(lock, sources=tuple(sources))
     recipe = tmp_path / "moved.install.sh"
     recipe.write_text(render_recipe(relocked))
-    cmd = ["bash", "--posix", str(recipe), "--prefix", str(prefix), "--skip-cann"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = posix_recipe(recipe, prefix)
     assert proc.returncode == 0, proc.stderr
     assert git_out(checkout, "rev-parse", "HEAD").strip() == moved
     assert (checkout / "python" / "pyproject.toml").read_text() == npu
@@ -307,18 +376,17 @@ print(json.dumps({n: m.version(n) for n in ("demo-ep", "demo-kernel-npu", "demo-
 
 
 def test_the_recipe_refuses_a_tampered_wheel_and_installs_nothing_of_its_archive(
-    example: Example, tmp_path: Path, pip_site_packages: Path
+    locked_example: Example, tmp_path: Path, pip_site_packages: Path
 ) -> None:
-    locked(example)
-    wheels = host_wheel_dir(example, tmp_path)
+    wheels = host_wheel_dir(locked_example, tmp_path)
     (wheel,) = wheels.glob("demo_ep-*.whl")
     data = bytearray(wheel.read_bytes())
     data[len(data) // 2] ^= 0xFF
     wheel.write_bytes(bytes(data))
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
-    install_pip_part(example, prefix, tmp_path / "pip-cache")
+    install_pip_part(locked_example, prefix)
     before = sorted(p.name for p in site_packages(prefix).iterdir())
-    proc = posix_recipe(example, prefix, "--archives", str(wheels))
+    proc = posix_recipe(lock_recipe(locked_example), prefix, "--archives", str(wheels))
     assert proc.returncode != 0
     found = hashlib.sha256(bytes(data)).hexdigest()
     said = f"demo-kernels: {wheel.name} has sha256 {found}, the lock says "
@@ -328,14 +396,13 @@ def test_the_recipe_refuses_a_tampered_wheel_and_installs_nothing_of_its_archive
 
 
 def test_the_recipe_takes_the_wheels_from_archives_dir_and_checks_them(
-    example: Example, tmp_path: Path, pip_site_packages: Path
+    locked_example: Example, tmp_path: Path, pip_site_packages: Path
 ) -> None:
-    locked(example)
     prefix = fresh_venv(tmp_path / "env", pip_site_packages)
-    install_pip_part(example, prefix, tmp_path / "pip-cache")
-    wheels = host_wheel_dir(example, tmp_path)
-    served_zip(example, HOST).unlink()  # not fetchable
-    proc = posix_recipe(example, prefix, "--archives", str(wheels))
+    install_pip_part(locked_example, prefix)
+    wheels = host_wheel_dir(locked_example, tmp_path)
+    served_zip(locked_example, HOST).unlink()  # not fetchable
+    proc = posix_recipe(lock_recipe(locked_example), prefix, "--archives", str(wheels))
     assert proc.returncode == 0, proc.stderr
     assert "demo-kernels: fetching" not in proc.stderr
     assert any(site_packages(prefix).glob("demo_ep_cpp*.so"))
@@ -359,13 +426,15 @@ def test_a_link_leading_out_of_site_packages_through_a_symbolic_link_is_refused(
     assert not list(site_packages(prefix).glob("ext_cpp*"))
 
 
-def test_an_archive_fetched_once_serves_an_offline_relock_from_the_cache(example: Example) -> None:
-    lock = locked(example)
+def test_an_archive_fetched_once_serves_an_offline_relock_from_the_cache(
+    locked_example: Example,
+) -> None:
+    lock = module_lock(locked_example)
     for platform in lock.platforms:
-        served_zip(example, platform).unlink()
-    code, _, err = run_envgen(example, "lock", ENV, "--force", "--offline")
+        served_zip(locked_example, platform).unlink()
+    code, _, err = run_envgen(locked_example, "lock", ENV, "--force", "--offline")
     assert code == 0, err
-    again = read_lock(Project(example.root), ENV)
+    again = read_lock(Project(locked_example.root), ENV)
     assert again is not None and again.archives == lock.archives
 
 
