@@ -43,10 +43,7 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
         sys.dont_write_bytecode = saved
 
 
-@pytest.fixture(autouse=True)
-def _clean_tool_env(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def _clean(monkeypatch: pytest.MonkeyPatch, factory: pytest.TempPathFactory) -> None:
     """Clear PIP_* / UV_* / CONDA_* and point envgen's cache at a per-session temporary
     directory."""
     for name in list(os.environ):
@@ -54,7 +51,25 @@ def _clean_tool_env(
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("UV_NO_CONFIG", "1")
-    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(_session_cache(tmp_path_factory)))
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(_session_cache(factory)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _clean_tool_env_for_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The same for the whole session, first: module and session fixtures (a module's lock, a
+    bundle) start before any test's own fixtures, and must not read the machine's configuration
+    or write its cache either."""
+    with pytest.MonkeyPatch.context() as patch:
+        _clean(patch, tmp_path_factory)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _clean_tool_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Again for each test: a test that set one of them in os.environ leaves it to no other."""
+    _clean(monkeypatch, tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)
