@@ -1,6 +1,10 @@
 """The command line's contract with a newcomer: project discovery, `envgen init`, one exit code per
 condition (walked through every command), the JSON envelope, -q/-v/--color, a real terminal and a
-closed pipe."""
+closed pipe.
+
+What envgen writes and the exit code it chooses are read from the command line run in process; a
+child process runs it where the process boundary is the subject: a real terminal or pipe, a
+variable of its environment (PATH, FORCE_COLOR), the exit status a real process ends with."""
 
 from __future__ import annotations
 
@@ -108,7 +112,7 @@ def test_no_project_is_exit_2_for_every_command(tmp_path: Path, command: str) ->
         "lock (all envs)": ["lock"],
         "status (all envs)": ["status"],
     }.get(command) or argv(command, "a5", tmp_path / "prefix")
-    proc = envgen(*args, cwd=tmp_path)
+    proc = in_process(*args, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert f"error: no envgen project in {tmp_path.resolve()} or its parents" in proc.stderr
     assert "run `envgen init`" in proc.stderr and "Traceback" not in proc.stderr
@@ -116,38 +120,40 @@ def test_no_project_is_exit_2_for_every_command(tmp_path: Path, command: str) ->
 
 
 def test_root_must_exist(tmp_path: Path) -> None:
-    proc = envgen("lock", "--root", str(tmp_path / "nonexistent"))
+    proc = in_process("lock", "--root", str(tmp_path / "nonexistent"))
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
 def test_commands_find_the_project_from_a_subdirectory(project: Path) -> None:
     """Before: from env-templates/, show looked for env-templates/env-templates/valid.toml."""
-    shown = envgen("show", "valid", cwd=project / "env-templates")
+    shown = in_process("show", "valid", cwd=project / "env-templates")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("valid: fixture exercising every key\n")
-    status = envgen("status", "--json", cwd=project / "channels")
+    status = in_process("status", "--json", cwd=project / "channels")
     assert status.returncode == 1  # no lock yet: status reports it
     assert [r["env"] for r in json.loads(status.stdout)["results"]] == ["valid"]
-    via_root = envgen("show", "valid", "--root", str(project / "env-templates"), cwd=project.parent)
+    via_root = in_process(
+        "show", "valid", "--root", str(project / "env-templates"), cwd=project.parent
+    )
     assert via_root.stdout == shown.stdout
 
 
 def test_init_starts_a_project_that_the_other_commands_accept(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("build/")  # kept, and completed on its own line
-    made = envgen("init", cwd=tmp_path)
+    made = in_process("init", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert "created env-templates/example.toml" in made.stderr
     assert (tmp_path / ".gitignore").read_text().startswith("build/\n# envgen:")
     assert "locks/.*" in (tmp_path / ".gitignore").read_text().splitlines()
-    shown = envgen("show", "example", "--json", cwd=tmp_path / "env-templates")
+    shown = in_process("show", "example", "--json", cwd=tmp_path / "env-templates")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["results"][0]["env"]["name"] == "example"
-    again = envgen("init", cwd=tmp_path / "channels")
+    again = in_process("init", cwd=tmp_path / "channels")
     assert (
         again.returncode == 2
         and f"already in the envgen project {tmp_path.resolve()}" in again.stderr
     )
-    elsewhere = envgen("init", str(tmp_path.parent / "fresh"), cwd=tmp_path.parent)
+    elsewhere = in_process("init", str(tmp_path.parent / "fresh"), cwd=tmp_path.parent)
     assert (
         elsewhere.returncode == 0
         and (tmp_path.parent / "fresh" / "channels" / "pypi.toml").is_file()
@@ -159,9 +165,8 @@ def test_init_starts_a_project_that_the_other_commands_accept(tmp_path: Path) ->
 
 
 def help_text(command: str) -> str:
-    """`envgen COMMAND --help`, in process: click writes the same text there as in a child process
-    (the other tests of this module run the real command line, where the process boundary is what
-    they test)."""
+    """`envgen COMMAND --help`, in process: click writes the same text there as in a child
+    process."""
     result = CliRunner().invoke(cli, [*command.split(), "--help"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.stdout
@@ -215,7 +220,7 @@ def test_command_summaries_are_whole_sentences() -> None:
 
 
 def test_the_exit_codes_are_one_topic_and_one_table_in_the_docs() -> None:
-    shown = envgen("help", "exit-codes")
+    shown = in_process("help", "exit-codes")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines() == [f"{code:>3}  {meaning}" for code, meaning in EXIT_CODES]
     docs = (REPO / "docs" / "cli.md").read_text()
@@ -223,14 +228,14 @@ def test_the_exit_codes_are_one_topic_and_one_table_in_the_docs() -> None:
         assert f"| {code} | {meaning} |" in docs
     readme = (REPO / "README.md").read_text()
     assert "| 70 |" not in readme and "docs/cli.md#exit-codes" in readme
-    (topic,) = json.loads(envgen("help", "exit-codes", "--json").stdout)["results"]
+    (topic,) = json.loads(in_process("help", "exit-codes", "--json").stdout)["results"]
     assert topic["exit_codes"][2] == {"code": 2, "meaning": EXIT_CODES[2][1]}
 
 
 def test_the_environment_is_one_topic_with_every_network_limit_and_its_default() -> None:
     from envgen.cli.help_command import ENVIRONMENT
 
-    shown = envgen("help", "environment").stdout
+    shown = in_process("help", "environment").stdout
     docs = (REPO / "docs" / "cli.md").read_text()
     for field, name, what in network.VARIABLES:
         assert f"{name} (default {network.seconds(field)}): {what}\n" in shown, name
@@ -243,13 +248,13 @@ def test_the_environment_is_one_topic_with_every_network_limit_and_its_default()
     readme = (REPO / "README.md").read_text()
     assert "ENVGEN_NETWORK_BUDGET" not in readme
     assert "docs/cli.md#environment-variables" in readme and "docs/cli.md#network-limits" in readme
-    assert envgen("help", "nosuch").returncode == 2
+    assert in_process("help", "nosuch").returncode == 2
 
 
 @pytest.mark.parametrize("command", PROJECT_COMMANDS)
 def test_an_unknown_env_is_exit_2_naming_the_available_ones(project: Path, command: str) -> None:
     """Before: check 4, status 1 for an env without a matrix."""
-    proc = envgen(*argv(command, "nope", project / "prefix"), cwd=project)
+    proc = in_process(*argv(command, "nope", project / "prefix"), cwd=project)
     assert proc.returncode == 2, proc.stderr
     assert "error: unknown env 'nope'" in proc.stderr and "available envs: valid" in proc.stderr
     assert not (project / "prefix").exists()
@@ -261,7 +266,7 @@ def test_an_unknown_env_is_exit_2_naming_the_available_ones(project: Path, comma
 def test_no_lock_yet(project: Path, command: str, code: int) -> None:
     """Commands that need the lock: bad input with the command that makes one. status reports it
     (its job)."""
-    proc = envgen(*argv(command, "valid", project / "prefix"), cwd=project)
+    proc = in_process(*argv(command, "valid", project / "prefix"), cwd=project)
     assert proc.returncode == code, proc.stderr
     if code == 2:
         assert (
@@ -277,7 +282,7 @@ def test_no_lock_yet(project: Path, command: str, code: int) -> None:
 def test_a_malformed_matrix_is_exit_2(project: Path, command: str) -> None:
     with_lock(project)
     (project / "env-templates" / "valid.toml").write_text("schema = [1\n")
-    proc = envgen(*argv(command, "valid", project / "prefix"), cwd=project)
+    proc = in_process(*argv(command, "valid", project / "prefix"), cwd=project)
     assert proc.returncode == 2, proc.stderr
     assert "env-templates/valid.toml:2: TOML syntax error: Unclosed array" in proc.stderr
 
@@ -286,7 +291,7 @@ def test_an_unknown_profile_is_exit_2_before_any_work(project: Path) -> None:
     """Before: install installed the pip packages, then failed with 5."""
     with_lock(project)
     prefix = project / "prefix"
-    proc = envgen(
+    proc = in_process(
         "install", "valid", "--prefix", str(prefix), "--venv", "--profile", "nope", cwd=project
     )
     assert proc.returncode == 2, proc.stderr
@@ -459,7 +464,8 @@ def test_colour_on_a_terminal_and_never_with_no_color(project: Path) -> None:
     piped = envgen("status", "nope", cwd=project)
     assert ANSI not in piped.stderr
     assert ANSI in envgen("status", "nope", cwd=project, env={"FORCE_COLOR": "1"}).stderr
-    assert ANSI in envgen("status", "nope", "--color", "always", cwd=project).stderr
+    # --color always on what is not a terminal: in process, whose stderr is not one either
+    assert ANSI in in_process("status", "nope", "--color", "always", cwd=project).stderr
 
 
 def test_a_closed_stdout_pipe_is_not_an_error(project: Path) -> None:
