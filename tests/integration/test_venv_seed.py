@@ -27,15 +27,19 @@ def _seeded(prefix: Path) -> set[str]:
     return {name.lower() for name in listing.split()}
 
 
-def test_uv_seeds_the_wheels_ensurepip_would_install(tmp_path: Path) -> None:
+def test_uv_seeds_the_wheels_ensurepip_would_install(
+    tmp_path: Path, pip_site_packages: Path
+) -> None:
+    """Against the session's venv of pip (tests/support/venvs.py), which make_venv made without seed
+    wheels: ensurepip's way."""
     probe = [sys.executable, "-c", PROBE]
     bundled = subprocess.run(probe, capture_output=True, text=True, check=True)
     wheels = sorted(Path(bundled.stdout.split("\n")[1]).glob("*.whl"))
     assert wheels, "this interpreter's ensurepip has its wheels"
-    # The venvs are made side by side: none reads another.
-    with ThreadPoolExecutor(3) as pool:
+    ensurepip = pip_site_packages.parents[2]
+    # The venvs are made side by side: neither reads the other.
+    with ThreadPoolExecutor(2) as pool:
         made = [pool.submit(make_venv, sys.executable, tmp_path / "uv", wheels)]
-        made.append(pool.submit(make_venv, sys.executable, tmp_path / "venv", []))
         made.append(
             pool.submit(make_venv, sys.executable, tmp_path / "plain", wheels, compiled=False)
         )
@@ -43,10 +47,10 @@ def test_uv_seeds_the_wheels_ensurepip_would_install(tmp_path: Path) -> None:
         future.result()
     # pip compiled as ensurepip leaves it, whatever PYTHONDONTWRITEBYTECODE says (asked before pip
     # runs there); not compiled when asked not to be (uv installs that env).
-    for prefix in (tmp_path / "uv", tmp_path / "venv", tmp_path / "plain"):
+    for prefix in (tmp_path / "uv", ensurepip, tmp_path / "plain"):
         compiled = list(site_packages(prefix).rglob("*.pyc"))
         assert bool(compiled) == (prefix.name != "plain"), prefix
-    assert _seeded(tmp_path / "uv") == _seeded(tmp_path / "venv") >= {"pip"}
-    assert _seeded(tmp_path / "plain") == _seeded(tmp_path / "venv")
+    assert _seeded(tmp_path / "uv") == _seeded(ensurepip) >= {"pip"}
+    assert _seeded(tmp_path / "plain") == _seeded(ensurepip)
     assert (tmp_path / "uv" / "bin" / "pip").exists()
     assert "deactivate ()" in (tmp_path / "uv" / "bin" / "activate").read_text()

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import venv
 from pathlib import Path
 
 import pytest
+from envgen.installer.destinations import make_venv
 
 from tests.support.shared import build_once
 
@@ -27,19 +27,11 @@ def site_packages(prefix: Path) -> Path:
 
 def pip_site_packages(factory: pytest.TempPathFactory) -> Path:
     """The site-packages of a venv made by `python -m venv` (with ensurepip), built once per
-    session."""
+    session: by envgen's make_venv without seed wheels, whose way it is (test_venv_seed.py holds
+    it to the venvs uv seeds)."""
 
     def build(path: Path) -> None:
-        # Session fixtures start before the per-test cleanup (tests/conftest.py): keep the machine's
-        # pip configuration out of ensurepip here too.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-        env["PIP_CONFIG_FILE"] = os.devnull
-        subprocess.run(
-            [sys.executable, "-m", "venv", str(path / "env")],
-            check=True,
-            capture_output=True,
-            env=env,
-        )
+        make_venv(sys.executable, path / "env", [])
 
     return site_packages(build_once(factory, "venv-with-pip", build) / "env")
 
