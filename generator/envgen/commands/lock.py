@@ -223,6 +223,12 @@ def _relock_stale(
     return {env: future.result() for env, future in futures.items()}
 
 
+def _in_background(work: Callable[[], None]) -> None:
+    """`work`, which only fills the time uv takes, run in a thread yielding the CPU to uv."""
+    interrupts.background_thread()
+    work()
+
+
 def _head_start(matrix: Matrix, previous: LockTexts, options: LockOptions) -> HeadStart:
     from envgen.resolve.head_start import head_start
 
@@ -290,7 +296,7 @@ def relock_files(
     # The writer's conda-lock, imported while the resolvers work (a lock read had it imported);
     # waited for before the write imports it too (two threads importing one module can deadlock),
     # and by an exit meanwhile (an import cut short by the interpreter's end can crash it).
-    importing = threading.Thread(target=import_models, name="import-models")
+    importing = threading.Thread(target=_in_background, args=(import_models,), name="import-models")
     importing.start()
     relocked = relock(request, options.settings, resolvers)
     importing.join()
