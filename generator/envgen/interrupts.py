@@ -77,8 +77,9 @@ def worker_thread() -> None:
 
 def background_thread() -> None:
     """Initializer of a worker thread whose work only fills the time uv takes (a warm-up, the
-    preflight, an import ahead of its use): as `worker_thread`, and yielding the CPU to uv where both want it (a higher nice
-    value for this thread alone, where the system has per-thread priorities: Linux)."""
+    preflight, an import ahead of its use): as `worker_thread`, and yielding the CPU to uv where
+    both want it (a higher nice value for this thread alone, where the system has per-thread
+    priorities: Linux)."""
     worker_thread()
     if sys.platform == "linux":
         try:
