@@ -544,7 +544,7 @@ def run_recipe_with_bundle(
     if uv:
         options = Uv(prefix.parent / "cache").recipe_options()
         cmd += options.args
-        env.update(options.environ)
+        env = options.environment(env)
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 

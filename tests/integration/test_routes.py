@@ -42,9 +42,7 @@ LINK = "install.links[0]"
 def locked(example: Example) -> Lock:
     code, _, err = run_envgen(example, "lock", ENV)
     assert code == 0, err
-    lock = read_lock(Project(example.root), ENV)
-    assert lock is not None
-    return lock
+    return module_lock(example)
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +91,7 @@ def locked_example(
 
 
 def module_lock(example: Example) -> Lock:
+    """The lock of `example` as written."""
     lock = read_lock(Project(example.root), ENV)
     assert lock is not None
     return lock
@@ -316,8 +315,7 @@ def posix_recipe(recipe: Path, prefix: Path, *args: str) -> subprocess.Completed
     and link steps, not the tool that installs the wheels and sources; the recipe's pip path is
     test_recipe_run's and test_bundle's (the recipe without envgen)."""
     options = Uv(uv_cache(prefix)).recipe_options()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(options.replaced)}
-    env.update(options.environ)
+    env = options.environment(os.environ)
     cmd = ["bash", "--posix", str(recipe), "--prefix", str(prefix), "--skip-cann"]
     cmd += [*options.args, *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)

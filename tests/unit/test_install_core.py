@@ -312,3 +312,10 @@ def test_a_local_source_lacking_an_artifact_fails_before_the_env_is_touched() ->
     with pytest.raises(VerificationError, match="holds no file for python"):
         install(Request(lock, PLATFORM), source, prefix, installer, runner=runner)
     assert log.events == []
+
+
+def test_recipe_options_replace_the_installers_own_variables_and_keep_the_rest() -> None:
+    options = RecipeOptions(("--uv", "/bin/uv"), {"UV_NO_CONFIG": "1"}, replaced=("UV_",))
+    base = {"UV_INDEX_URL": "https://elsewhere.example/", "UV_NO_CONFIG": "0", "PATH": "/bin"}
+    assert options.environment(base) == {"PATH": "/bin", "UV_NO_CONFIG": "1"}
+    assert RecipeOptions().environment(base) == base

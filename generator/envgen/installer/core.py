@@ -98,6 +98,13 @@ class RecipeOptions:
     environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
     replaced: tuple[str, ...] = ()
 
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """`base` as the recipe gets it: without the `replaced` variables, with `environ`."""
+        return {
+            **{k: v for k, v in base.items() if not k.startswith(self.replaced)},
+            **self.environ,
+        }
+
 
 class Source(Protocol):
     """Where a lock's artifacts and recipe come from: its indexes and channels, or verified local
@@ -228,8 +235,7 @@ def run_recipe(
     if archives is not None:
         cmd += ["--archives", str(archives)]
     cmd += options.args
-    kept = {k: v for k, v in recipe.environ.items() if not k.startswith(options.replaced)}
-    env = recipe.credentials.git_environment({**kept, **options.environ})
+    env = recipe.credentials.git_environment(options.environment(recipe.environ))
     secrets = recipe.credentials.secrets
     proc = runner(cmd, env=env, check=False, secrets=secrets)
     if proc.returncode != 0:
