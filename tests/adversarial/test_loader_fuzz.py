@@ -22,19 +22,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support import budget
 from tests.support.hostile import CHILD, ENV, TALLY, Case, hostile_run, new_case, template_project
 from tests.support.mutations import SHELL, TOML, YAML, Format, Mutation, mutated, with_marker
 
 pytestmark = pytest.mark.adversarial
 
-SCALE = int(os.environ.get("ENVGEN_FUZZ_SCALE", "1"))
 # the report's mode: tally every failure, assert none
 COLLECT = os.environ.get("ENVGEN_FUZZ_COLLECT") == "1"
 
 
 def fuzz(examples: int) -> settings:
     return settings(
-        max_examples=examples * SCALE,
+        max_examples=budget.examples(examples),
         deadline=None,
         database=None,
         suppress_health_check=[

@@ -26,6 +26,7 @@ from envgen.recipe.render import render_recipe
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
+from tests.support import budget
 from tests.support.builders import make_lock
 
 pytestmark = pytest.mark.adversarial
@@ -229,7 +230,7 @@ def run_recipe(
 
 
 @settings(
-    max_examples=25,
+    max_examples=budget.examples(25),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -13,7 +13,6 @@ by the case's path.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +21,8 @@ from typing import Any
 import tomli_w
 import yaml
 from hypothesis import strategies as st
+
+from tests.support import budget
 
 PLACEHOLDER = "@MARKER@"
 PAYLOADS = [
@@ -51,8 +52,7 @@ _DEPTHS = st.sampled_from([64, 1_000, 100_000])
 _ANY_TEXT = st.text(max_size=40)
 # Up to 256 KiB in `make test`; a long run (ENVGEN_FUZZ_SCALE > 1) also tries 1 and 4 MiB.
 _HUGE = st.sampled_from(
-    [4_096, 65_536, 256 << 10]
-    + ([1 << 20, 4 << 20] if os.environ.get("ENVGEN_FUZZ_SCALE", "1") != "1" else [])
+    [4_096, 65_536, 256 << 10] + ([1 << 20, 4 << 20] if budget.LONG_RUN else [])
 )
 _VALUES: st.SearchStrategy[Any] = st.one_of(
     st.integers(-(2**70), 2**70),

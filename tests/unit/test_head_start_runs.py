@@ -28,6 +28,7 @@ from envgen.resolve.head_start import HeadStart
 from envgen.resolve.uv_compile import UvJob
 from hypothesis import given, settings
 
+from tests.support import budget
 from tests.support.builders import sample_lock
 from tests.support.lock_strategies import locks
 
@@ -119,7 +120,7 @@ def test_an_artifact_with_a_malformed_sha256_is_not_predicted(project: Project) 
 SOURCES_TOML = render_sources_toml(sample_lock())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=budget.examples(60), deadline=None)
 @given(lock=locks(only_yml=True))
 def test_a_written_yml_predicts_the_pins_it_holds(lock: Lock) -> None:
     """Whatever the strings of a lock, its yml as written predicts each platform's pip pins (an

@@ -28,6 +28,7 @@ from envgen.project import Project
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from tests.support import budget
 from tests.support.builders import SAMPLE_PLATFORMS, digest, sample_lock, stripped
 from tests.support.lock_strategies import KEY, locks
 
@@ -92,7 +93,7 @@ def _packages(entries: Sequence[CondaEntry | PipEntry]) -> list[tuple[object, ..
 
 
 @settings(
-    max_examples=100,
+    max_examples=budget.examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -239,7 +240,7 @@ _FREE = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=budget.examples(60), deadline=None)
 @given(texts=st.lists(_FREE, min_size=9, max_size=9), name=KEY)
 def test_free_text_reads_back(texts: list[str], name: str) -> None:
     """The fields a lock may hold free text in read back as written, whatever the escaping did."""
@@ -264,7 +265,7 @@ def test_free_text_reads_back(texts: list[str], name: str) -> None:
     assert parsed == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=budget.examples(60), deadline=None)
 @given(lock=locks())
 def test_any_lock_is_written_as_toml_the_same_each_time_with_one_line_to_seal(lock: Lock) -> None:
     """Whatever a Lock holds (control characters, astral planes, odd keys), its sources.toml and
