@@ -8,6 +8,8 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -149,22 +151,57 @@ def test_yml_changes_with_one_version_in_one_line() -> None:
 
 def test_yml_rejects_a_foreign_or_broken_file() -> None:
     text = render_lock_yml(sample_lock())
+    refused = "x.yml: not a conda-lock version 1 file as envgen writes it: "
     with pytest.raises(InputError, match="x.yml: version"):
         parse_lock_yml(text.replace("version: 1\n", "version: 2\n"), "x.yml")
     with pytest.raises(InputError, match="envgen_input_hash"):
         parse_lock_yml(text.replace("envgen_input_hash", "other"), "x.yml")
-    with pytest.raises(InputError, match="x.yml: conda-lock rejects it"):
+    with pytest.raises(InputError, match=re.escape(refused) + r"package\.\d+\.manager: "):
         parse_lock_yml(text.replace("manager: pip", "manager: npm", 1), "x.yml")
     channels = re.search(r"^  channels:\n(?:  - .*\n|    .*\n)+", text, re.MULTILINE)
     assert channels is not None
-    with pytest.raises(InputError, match="x.yml: conda-lock rejects it"):
+    with pytest.raises(InputError, match=re.escape(refused + "metadata.channels: ")):
         parse_lock_yml(text.replace(channels.group(0), "  channels: 1\n"), "x.yml")
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        # a key conda-lock's v1 model has but envgen never writes, and one nobody defines
+        (("  category: main\n", "  category: main\n  source: null\n"), r"package\.0\.source: "),
+        (("metadata:\n", "metadata:\n  time_metadata: {}\n"), r"metadata\.time_metadata: "),
+        (("version: 1\n", "version: 1\nextra: 1\n"), r"extra: "),
+        # a number where a string belongs (YAML reads 2.0 unquoted as a float)
+        (("version: '", "version: 2.0\n  old: '"), r"package\.0\."),
+    ],
+    ids=["source", "time-metadata", "top-level", "number"],
+)
+def test_yml_refuses_what_envgen_does_not_write_naming_the_key(
+    edit: tuple[str, str], named: str
+) -> None:
+    text = render_lock_yml(sample_lock())
+    assert edit[0] in text
+    edited = text.replace(edit[0], edit[1], 1)
+    with pytest.raises(InputError, match=r"x\.yml: not a conda-lock version 1 file .*: " + named):
+        parse_lock_yml(edited, "x.yml")
+
+
+def test_yml_refuses_a_package_listed_twice_and_a_conda_entry_without_md5() -> None:
+    text = render_lock_yml(sample_lock())
+    body = text[text.index("package:\n") + len("package:\n") :]
+    first = body[: body.index("\n- ", 1) + 1]
+    with pytest.raises(InputError, match=r"package '.+' \((conda|pip), .+\) is listed twice"):
+        parse_lock_yml(text + first, "x.yml")
+    conda = re.search(r"^    md5: [0-9a-f]+\n", text, re.MULTILINE)
+    assert conda is not None
+    with pytest.raises(InputError, match="a conda package's hash needs an md5"):
+        parse_lock_yml(text.replace(conda.group(0), "", 1), "x.yml")
 
 
 def test_render_rejects_an_entry_conda_lock_refuses() -> None:
     lock = sample_lock()
     broken = dataclasses.replace(lock, pip=(dataclasses.replace(lock.pip[0], url=""),))
-    with pytest.raises(InputError, match="conda-lock rejects the lock of env 'a5'"):
+    with pytest.raises(InputError, match=r"the lock of env 'a5' is not a conda-lock file: package"):
         render_lock_yml(broken)
 
 
@@ -717,3 +754,22 @@ def test_a_lock_is_parsed_once_per_text(tmp_path: Path) -> None:
     yml.write_text(yml.read_text().replace("platforms:", "platform:", 1))
     with pytest.raises(InputError):
         read_lock(project, "a5")
+
+
+def test_reading_and_writing_a_lock_imports_no_conda_lock(tmp_path: Path) -> None:
+    """conda-lock's package imports its whole command line: envgen reads and writes its format
+    itself, so a command reading a lock does not pay for it (conda-lock is the consumer the tests
+    prove the files against)."""
+    script = (
+        "import sys\n"
+        "from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml\n"
+        "from tests.support.builders import sample_lock\n"
+        "assert parse_lock_yml(render_lock_yml(sample_lock())).pip\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'conda_lock'))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[]\n"

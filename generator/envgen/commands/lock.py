@@ -223,12 +223,6 @@ def _relock_stale(
     return {env: future.result() for env, future in futures.items()}
 
 
-def _in_background(work: Callable[[], None]) -> None:
-    """`work`, which only fills the time uv takes, run in a thread yielding the CPU to uv."""
-    interrupts.background_thread()
-    work()
-
-
 def _head_start(matrix: Matrix, previous: LockTexts, options: LockOptions) -> HeadStart:
     from envgen.resolve.head_start import head_start
 
@@ -253,7 +247,7 @@ def _relock_env(
     read again under it (the head start and the preflight read them before, unguarded). A mode
     that writes nothing takes no mutex (its file is under locks/) and compares with `texts`, the
     files as they were read first."""
-    # Imported here: the mutex (filelock), conda-lock's models, uv and git matter only when
+    # Imported here: the mutex (filelock), the yml's schema, uv and git matter only when
     # something may move, and only once the head start has begun.
     from envgen.lockio.env_mutex import env_lock
     from envgen.resolve.resolvers import Resolvers
@@ -287,19 +281,12 @@ def relock_files(
     `gate` may still stop it (with an error) before anything is written. A failure anywhere before
     the write leaves the lock files as they were."""
     from envgen.commands.lock_changes import unwritten
-    from envgen.lockio.conda_lock_yml import import_models
     from envgen.lockio.input_hashes import file_digests
     from envgen.lockio.store import write_lock
     from envgen.resolve.pipeline import relock
 
     request = replace(_request(matrix, files, options), files=file_digests(project, matrix))
-    # The writer's conda-lock, imported while the resolvers work (a lock read had it imported);
-    # waited for before the write imports it too (two threads importing one module can deadlock),
-    # and by an exit meanwhile (an import cut short by the interpreter's end can crash it).
-    importing = threading.Thread(target=_in_background, args=(import_models,), name="import-models")
-    importing.start()
     relocked = relock(request, options.settings, resolvers)
-    importing.join()
     lock = relocked.lock
     if not options.writing:
         gate()  # an unreachable host leaves the answer unknown

@@ -1,9 +1,12 @@
-"""locks/<env>.yml: a Lock's packages in conda-lock's v1 format, written and read through
-conda-lock's models.
+"""locks/<env>.yml: a Lock's packages in conda-lock's lockfile format, version 1, written and read
+by envgen itself.
 
-conda-lock (its whole command line comes with its models) is imported by the functions that need it:
-the no-op lock reads no yml, and a re-lock's head start reads the YAML document before the models
-validate it.
+The format is documented and versioned (conda-lock's `conda-lock-v1.schema.json`); `schema` below
+is envgen's strict model of it: every key conda-lock's v1 model defines that envgen writes, nothing
+else (an unknown key, a missing one or a value of another type is refused). conda-lock is the
+consumer each file is proved against in the tests (its own parser, `conda-lock render`,
+`conda-lock install`), not a module envgen imports to read or write one: its package imports its
+whole command line (about 0.6 s before any lock is read).
 """
 
 from __future__ import annotations
@@ -11,18 +14,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting, safe_yaml
 from envgen.inputs.untrusted import entry_problems, input_hash_problem
+from envgen.lockio import conda_lock_schema as schema
 from envgen.lockio.input_hashes import LOCK_SCHEMA
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.platforms import PLATFORMS
 from envgen.redact import strip_credentials
-
-if TYPE_CHECKING:
-    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile
 
 # --- canonical order ------------------------------------------------------------------------------
 
@@ -59,39 +60,23 @@ def _header(env: str) -> str:
     )
 
 
-def import_models() -> None:
-    """conda-lock's models imported (its command line comes with them: about 0.3 s), so that a
-    re-lock can have it done while the resolvers work."""
-    import conda_lock.lockfile.v1.models
-    import conda_lock.lockfile.v2prelim.models
-    import conda_lock.models.channel  # noqa: F401
-
-
-def _dependency(entry: CondaEntry | PipEntry) -> LockedDependency:
-    from conda_lock.lockfile.v2prelim.models import HashModel, LockedDependency
-
+def _package(entry: CondaEntry | PipEntry) -> dict[str, Any]:
+    """One `package` item, its keys in the order conda-lock writes them; conda entries carry md5
+    and their build."""
+    item: dict[str, Any] = {
+        "name": entry.name,
+        "version": entry.version,
+        "manager": "conda" if isinstance(entry, CondaEntry) else "pip",
+        "platform": entry.platform,
+        "dependencies": dict(sorted(entry.depends)),
+        "url": entry.url,
+    }
     if isinstance(entry, CondaEntry):
-        return LockedDependency(
-            name=entry.name,
-            version=entry.version,
-            manager="conda",
-            platform=entry.platform,
-            dependencies=dict(entry.depends),
-            url=entry.url,
-            hash=HashModel(md5=entry.md5, sha256=entry.sha256),
-            categories={"main"},
-            build=entry.build,
-        )
-    return LockedDependency(
-        name=entry.name,
-        version=entry.version,
-        manager="pip",
-        platform=entry.platform,
-        dependencies=dict(entry.depends),
-        url=entry.url,
-        hash=HashModel(sha256=entry.sha256),
-        categories={"main"},
-    )
+        item["hash"] = {"md5": entry.md5, "sha256": entry.sha256}
+        item["build"] = entry.build
+    else:
+        item["hash"] = {"sha256": entry.sha256}
+    return item | {"category": "main", "optional": False}
 
 
 def conda_lock_source(env: str) -> str:
@@ -105,56 +90,47 @@ def conda_lock_source(env: str) -> str:
 
 
 def render_lock_yml(lock: Lock) -> str:
-    """locks/<env>.yml: a conda-lock v1 file, built from conda-lock's models and dumped as they give
-    it.
-
-    The models order packages by (manager, name, platform) and their dependencies by name; nothing
-    time- or host-dependent is recorded, so the same Lock always gives the same bytes.
-    """
-    import pydantic
-    from conda_lock.lockfile.v2prelim.models import Lockfile, LockMeta
-    from conda_lock.models.channel import Channel as CondaLockChannel
-
-    try:
-        content = Lockfile(
-            package=[*map(_dependency, lock.conda), *map(_dependency, lock.pip)],
-            metadata=LockMeta(
-                content_hash={p: lock.input_hash for p in lock.platforms},
-                channels=[
-                    CondaLockChannel(url=strip_credentials(c.url), used_env_vars=())
-                    for c in lock.channels
-                ],
-                platforms=list(lock.platforms),
-                sources=[conda_lock_source(lock.env)],
-                custom_metadata={
-                    "envgen_input_hash": lock.input_hash,
-                    "envgen_lock_schema": str(LOCK_SCHEMA),
-                },
-            ),
-        )
-    except pydantic.ValidationError as exc:
-        raise InputError(
-            f"conda-lock rejects the lock of env {lock.env!r}: {exc}",
-            hint="every entry needs a URL, conda entries an md5; re-run `envgen lock`",
-        ) from exc
-    return _header(lock.env) + _dumped(content)
-
-
-def _dumped(content: Lockfile) -> str:
-    """The text of `content` as conda-lock's writer (`write_conda_lock_file`) makes it, without its
-    help text: its models sort the lockfile, leave virtual packages out and give the v1 document;
-    PyYAML's C emitter, where present, dumps it (the writer's pure-Python one took 0.4 s for a lock
-    of 500 packages, a tenth of a re-lock). Sorts `content` in place."""
+    """locks/<env>.yml: the v1 document in conda-lock's canonical order (packages by manager, name
+    and platform, each one's dependencies by name; no virtual package), checked against the schema
+    and dumped by PyYAML's C emitter where present. Nothing time- or host-dependent is recorded, so
+    the same Lock always gives the same bytes."""
     import yaml
 
-    content.alphasort_inplace()
-    content.filter_virtual_packages_inplace()
+    entries: list[CondaEntry | PipEntry] = [*lock.conda, *lock.pip]
+    packages = sorted(
+        map(_package, entries),
+        key=lambda p: (p["manager"], p["name"], p["platform"]),
+    )
+    document = {
+        "version": 1,
+        "metadata": {
+            "content_hash": {p: lock.input_hash for p in lock.platforms},
+            "channels": [
+                {"url": strip_credentials(c.url), "used_env_vars": []} for c in lock.channels
+            ],
+            "platforms": list(lock.platforms),
+            "sources": [conda_lock_source(lock.env)],
+            "custom_metadata": {
+                "envgen_input_hash": lock.input_hash,
+                "envgen_lock_schema": str(LOCK_SCHEMA),
+            },
+        },
+        "package": [
+            p for p in packages if not (p["manager"] == "conda" and p["name"].startswith("__"))
+        ],
+    }
+    try:
+        schema.validated(document)
+    except schema.Refused as refused:
+        raise InputError(
+            f"the lock of env {lock.env!r} is not a conda-lock file: {refused}",
+            hint="every entry needs a URL, conda entries an md5; re-run `envgen lock`",
+        ) from None
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    text: str = yaml.dump(content.to_v1().dict_for_output(), Dumper=dumper, sort_keys=False)
-    return text
+    return _header(lock.env) + yaml.dump(document, Dumper=dumper, sort_keys=False)
 
 
-def _entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
+def _entry(dep: schema.Package, where: str) -> CondaEntry | PipEntry:
     entry = _plain_entry(dep, where)
     problems = entry_problems(entry)
     if problems:
@@ -165,7 +141,7 @@ def _entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
     return entry
 
 
-def _plain_entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
+def _plain_entry(dep: schema.Package, where: str) -> CondaEntry | PipEntry:
     depends = tuple(sorted(dep.dependencies.items()))
     if not dep.hash.sha256:
         raise InputError(
@@ -194,8 +170,8 @@ def _plain_entry(dep: LockedDependency, where: str) -> CondaEntry | PipEntry:
     )
 
 
-def lockfile_to_yml(lockfile: Lockfile, where: str) -> LockYml:
-    """The envgen view of a parsed conda-lock file (`where` names it in errors)."""
+def _lock_yml(lockfile: schema.Lockfile, where: str) -> LockYml:
+    """The envgen view of a lock file the schema accepted (`where` names it in errors)."""
     meta = lockfile.metadata
     hashes = set(meta.content_hash.values())
     recorded = (meta.custom_metadata or {}).get("envgen_input_hash")
@@ -248,17 +224,12 @@ def load_lock_yml(text: str, where: str = "lock file") -> dict[str, Any]:
 
 
 def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
-    """Read locks/<env>.yml back through conda-lock's v1 model (as its own parser does)."""
-    import pydantic
-    from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
-    from conda_lock.lockfile.v2prelim.models import lockfile_v1_to_v2
-
-    content = load_lock_yml(text, where)
+    """Read locks/<env>.yml: YAML through the safe loader, then the schema of the v1 format."""
     try:
-        lockfile = lockfile_v1_to_v2(LockfileV1.model_validate(content))
-    # conda-lock's validators and converter also fail with these on malformed entries.
-    except (pydantic.ValidationError, KeyError, AssertionError, TypeError) as exc:
+        lockfile = schema.validated(load_lock_yml(text, where))
+    except schema.Refused as refused:
         raise InputError(
-            f"{where}: conda-lock rejects it: {exc}", hint="re-run `envgen lock`"
-        ) from exc
-    return lockfile_to_yml(lockfile, where)
+            f"{where}: not a conda-lock version 1 file as envgen writes it: {refused}",
+            hint="re-run `envgen lock`",
+        ) from None
+    return _lock_yml(lockfile, where)

@@ -2,8 +2,8 @@
 its pip pins, and the sources it records; taken from the files as lockio/store.py read them.
 
 A re-lock starts uv on this prediction before anything else (`resolve/head_start.py`), so it does
-not wait for conda-lock's models: it reads the yml's YAML document (the one the re-lock then
-validates through those models, loaded once) for each entry's name, version, platform and artifact,
+not wait for the yml's schema: it reads the yml's YAML document (the one the re-lock then
+validates through the schema, loaded once) for each entry's name, version, platform and artifact,
 checked for shape only. It is a guess, never a result: anything unexpected predicts nothing, and a
 run started on a wrong prediction is not used (it stands in only for a uv run planned from the
 validated lock).

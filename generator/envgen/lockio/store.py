@@ -2,8 +2,8 @@
 and their one writer (every file, all or nothing).
 
 Reading parses nothing until asked: the no-op lock needs only the input digests the sources.toml
-records and the content hash of the three files (`LockTexts.intact`); conda-lock's models, the
-sources.toml schema and the model are imported by the parse (lockio/conda_lock_yml.py,
+records and the content hash of the three files (`LockTexts.intact`); the yml's and the
+sources.toml's schemas and the model are imported by the parse (lockio/conda_lock_yml.py,
 lockio/sources_toml.py) when a command needs the Lock itself.
 """
 
@@ -155,7 +155,7 @@ def parse_lock_parts(
 ) -> tuple[Lock, SourcesToml]:
     """The Lock held by a yml and its sources.toml, and the sources.toml as read (its pip-index rows
     and file hosts, which the integrity check compares with the yml)."""
-    # Imported here: conda-lock's models and the model are for the commands that use a Lock, not the
+    # Imported here: the schemas and the model are for the commands that use a Lock, not the
     # no-op.
     from envgen.lockio.conda_lock_yml import parse_lock_yml
     from envgen.lockio.sources_toml import parse_sources_toml
