@@ -4,18 +4,15 @@ cache directory), emptied of what envgen put there, and of nothing else, never t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
 from envgen.example.project import Example
 from envgen.project import CACHE_ENTRIES
 
 from tests.support.example import restored_example, run_envgen
-
-ENVGEN = [sys.executable, "-m", "envgen"]
 
 
 def cache_command(
@@ -23,13 +20,14 @@ def cache_command(
     cache: Path | None,
     env: dict[str, str] | None = None,
 ) -> tuple[int, str, str]:
-    """`envgen cache ARGS` in a child process, ENVGEN_CACHE_DIR set to `cache` (None: unset)."""
-    full = {k: v for k, v in os.environ.items() if k != "ENVGEN_CACHE_DIR"} | (env or {})
-    if cache is not None:
-        full["ENVGEN_CACHE_DIR"] = str(cache)
-    argv = [*ENVGEN, "cache", *args]
-    proc = subprocess.run(argv, env=full, capture_output=True, text=True, timeout=60)
-    return proc.returncode, proc.stdout, proc.stderr
+    """`envgen cache ARGS` run in process, ENVGEN_CACHE_DIR set to `cache` (None: unset): the
+    subject is what envgen decides to remove and says, not the process boundary (about 0.3 s of CPU
+    less than a child process each)."""
+    variables: dict[str, str | None] = {"ENVGEN_CACHE_DIR": None if cache is None else str(cache)}
+    result = CliRunner().invoke(
+        cli, ["cache", *args], env=variables | (env or {}), catch_exceptions=False
+    )
+    return result.exit_code, result.stdout, result.stderr
 
 
 def test_dir_is_the_variable_else_the_user_cache_directory(tmp_path: Path) -> None:

@@ -18,11 +18,22 @@ from click.testing import CliRunner
 from envgen import interrupts
 from envgen.cli import cli
 
-from tests.support.bundles import ENV, HOST, Bundled
+from tests.support.bundles import ENV, HOST, Bundled, go_offline
+from tests.support.proc_bundled import bundled_copy
 
 TRIALS = 3
 MIRRORING = '*" fetch --quiet -- "*'  # git filling a mirror from a bundle's pack
 PACKING = '*" bundle create "*'
+
+
+@pytest.fixture
+def offline(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Bundled:
+    """The session's bundle with nothing served (tests/support/bundles.go_offline), from a copy of
+    its project and cache: one lock and bundle per run, not one per worker, and a killed child's
+    leftovers in the cache are this test's alone."""
+    return go_offline(bundled_copy(tmp_path_factory, tmp_path / "bundled"), monkeypatch, tmp_path)
 
 
 def git_waiting(tmp_path: Path, pattern: str) -> dict[str, str]:
@@ -72,6 +83,7 @@ def found(directory: Path, prefix: str) -> Callable[[], bool]:
     return ready
 
 
+@pytest.mark.parametrize("trial", range(TRIALS))
 @pytest.mark.parametrize(
     ("what", "prefix"),
     [
@@ -80,38 +92,37 @@ def found(directory: Path, prefix: str) -> Callable[[], bool]:
     ],
 )
 def test_an_interrupted_install_leaves_nothing_in_the_temp_dir(
-    offline: Bundled, tmp_path: Path, what: str, prefix: str
+    offline: Bundled, tmp_path: Path, what: str, prefix: str, trial: int
 ) -> None:
     """Killed mid-work, a child cannot remove its own temporary files; whether it had is a matter
-    of timing, so a few trials each (any one left behind fails). Before: left in $TMPDIR."""
+    of timing, so a few trials each (any one left behind fails), each a case of its own that a
+    worker can take. Before: left in $TMPDIR."""
     env = tmp_path / "env"
     args = ["install", ENV, "--from-bundle", str(offline.bundle), "--prefix", str(env), "--venv"]
     args += ["--root", str(offline.root)]
-    for _ in range(TRIALS):
-        code, err = interrupted_when(tmp_path, args, found(tmp_path / "tmp", prefix))
-        assert code == 130, err
-        assert f"interrupted: the partly installed {env} was removed" in err, err
-        assert not env.exists()
-        assert list((tmp_path / "tmp").iterdir()) == [], what
+    code, err = interrupted_when(tmp_path, args, found(tmp_path / "tmp", prefix))
+    assert code == 130, err
+    assert f"interrupted: the partly installed {env} was removed" in err, err
+    assert not env.exists()
+    assert list((tmp_path / "tmp").iterdir()) == [], what
 
 
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["sigint", "sigterm"]
+)
 def test_an_install_interrupted_while_verifying_says_nothing_was_installed(
-    offline: Bundled,
-    tmp_path: Path,
+    offline: Bundled, tmp_path: Path, signum: int, code: int
 ) -> None:
     """Before: "the partly installed ... was removed", of a prefix never made."""
     prefix = tmp_path / "env"
     args = ["install", ENV, "--from-bundle", str(offline.bundle), "--prefix", str(prefix), "--venv"]
     args += ["--root", str(offline.root)]
-    marker = tmp_path / "marker"
-    for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
-        marker.unlink(missing_ok=True)
-        git = git_waiting(tmp_path, MIRRORING)
-        returned, err = interrupted_when(tmp_path, args, marker.exists, signum, git)
-        assert returned == code, err
-        assert err.strip().endswith(f"interrupted: nothing was installed into {prefix}"), err
-        assert "lock files" not in err and not prefix.exists()
-        assert list((tmp_path / "tmp").iterdir()) == []
+    git = git_waiting(tmp_path, MIRRORING)
+    returned, err = interrupted_when(tmp_path, args, (tmp_path / "marker").exists, signum, git)
+    assert returned == code, err
+    assert err.strip().endswith(f"interrupted: nothing was installed into {prefix}"), err
+    assert "lock files" not in err and not prefix.exists()
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_a_check_interrupted_before_its_verdict_says_so(offline: Bundled, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ Ctrl-C."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -16,6 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
 from envgen.commands.demo import StepError, check_python, conda_tool, run_demo
 from envgen.errors import InputError
 from envgen.example.project import EXAMPLE_DIR
@@ -367,15 +370,17 @@ def a_kept_demo_is_served_again_as_a_playground(
         (exports,) = [line for line in lines if line.startswith("export ")]
         variables = dict(word.split("=", 1) for word in exports.removeprefix("export ").split())
         assert f"cd {kept / 'project'}" in lines
-        shell = {
-            k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "ENVGEN_"))
+        # The other shell: this environment without its git and envgen settings, then the
+        # exported ones. The commands run in process, in the kept project: their subject is that
+        # the servers `demo --serve` runs (in a process of its own) serve what the locks name.
+        shell: dict[str, str | None] = {
+            k: None for k in os.environ if k.startswith(("GIT_", "ENVGEN_"))
         } | variables
 
         def envgen(*args: str) -> subprocess.CompletedProcess[str]:
-            argv = [sys.executable, "-m", "envgen", *args]
-            return subprocess.run(
-                argv, cwd=kept / "project", env=shell, capture_output=True, text=True, timeout=300
-            )
+            with contextlib.chdir(kept / "project"):
+                result = CliRunner().invoke(cli, list(args), env=shell, catch_exceptions=False)
+            return subprocess.CompletedProcess(args, result.exit_code, "", result.stderr)
 
         assert envgen("status", "demo").returncode == 1  # the branch the demo moved
         locked = envgen("lock", "demo", "--update", "trainer")
@@ -412,14 +417,10 @@ def a_kept_demo_is_served_again_as_a_playground(
 
 
 def test_serve_refuses_a_directory_the_demo_did_not_keep(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "envgen", "demo", "--serve", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 2
+    """In process: the subject is the message and the exit code envgen picks."""
+    result = CliRunner().invoke(cli, ["demo", "--serve", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 2
     assert (
         f"error: {tmp_path} is not a directory `envgen demo --keep` kept: it has no pypi, extra"
-        in proc.stderr
+        in result.stderr
     )
