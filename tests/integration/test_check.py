@@ -4,9 +4,7 @@ throwaway venv."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -15,7 +13,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands import check
 from envgen.commands.check import EnvOptions, check_env, solve_step
 from envgen.commands.check_static import dependencies_step, index_problems, pin_problems
 from envgen.commands.check_throwaway import Hardware, Install, import_steps
@@ -31,8 +28,8 @@ from envgen.platforms import host_platform
 from envgen.project import Project, cache_dir
 
 from tests.support.builders import make_lock
+from tests.support.chk_venv import copied_install
 from tests.support.example import served_example
-from tests.support.shared import build_once
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
@@ -72,28 +69,11 @@ def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 def installed(
     example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> list[Request]:
-    """Check's throwaway install replaced by a copy of the session's venv of the lock (installed
-    once, for real, by `envgen install --venv --installer uv`): for the tests whose subject is what
-    check decides around the install (which steps skip or fail, what is kept), not the install. The
-    requests the install was given are recorded. The throwaway install itself is proved by
+    """Check's throwaway install replaced by a copy of the session's venv of the lock, the requests
+    it was given recorded (chk_venv.py). The throwaway install itself is proved by
     test_lock_then_check_passes_and_removes_the_throwaway_env (venv) and
     test_without_venv_the_check_installs_a_conda_prefix_and_passes (conda prefix)."""
-
-    def build(path: Path) -> None:
-        argv = ["install", ENV, "--venv", "--installer", "uv", "--prefix", str(path / "env")]
-        result = CliRunner().invoke(cli, [*argv, "-q", "--root", str(example.root)])
-        assert result.exit_code == 0, result.output
-
-    shared = build_once(tmp_path_factory, "chk-check-venv", build) / "env"
-    requests: list[Request] = []
-
-    def copied(request: Request, source: Source, env: Destination, *_: object) -> None:
-        requests.append(request)
-        shutil.copytree(shared, env.path, symlinks=True)
-
-    # The command line's own options, its install the copy: the CLI stays the path checked.
-    monkeypatch.setattr(check, "EnvOptions", functools.partial(EnvOptions, install=copied))
-    return requests
+    return copied_install(tmp_path_factory, example, monkeypatch)
 
 
 def throwaways(tmp_path: Path) -> list[Path]:
