@@ -28,6 +28,7 @@ from envgen.platforms import host_platform
 from envgen.project import Project, cache_dir
 
 from tests.support.builders import make_lock
+from tests.support.chk_venv import copied_install
 from tests.support.example import served_example
 from tests.support.venvs import fresh_venv
 
@@ -62,6 +63,17 @@ def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     served.matrix.write_text(matrix)
     for path, data in locks.items():
         path.write_bytes(data)
+
+
+@pytest.fixture
+def installed(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> list[Request]:
+    """Check's throwaway install replaced by a copy of the session's venv of the lock, the requests
+    it was given recorded (chk_venv.py). The throwaway install itself is proved by
+    test_lock_then_check_passes_and_removes_the_throwaway_env (venv) and
+    test_without_venv_the_check_installs_a_conda_prefix_and_passes (conda prefix)."""
+    return copied_install(tmp_path_factory, example, monkeypatch)
 
 
 def throwaways(tmp_path: Path) -> list[Path]:
@@ -113,7 +125,7 @@ def test_lock_then_check_passes_and_removes_the_throwaway_env(
 
 
 def test_require_npu_turns_skips_into_failures_and_keep_keeps_the_env(
-    example: Example, tmp_path: Path
+    example: Example, tmp_path: Path, installed: list[Request]
 ) -> None:
     code, out, err = envgen_check(
         example, "--venv", "--installer", "uv", "--no-solve", "--require-npu", "--keep"
@@ -169,8 +181,11 @@ def test_no_env_runs_static_checks_and_the_re_solve_only(example: Example, tmp_p
 
 
 def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
-    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, installed: list[Request]
 ) -> None:
+    """What check decides: the install is asked to leave the source out (the recipe's
+    --skip-cann is test_recipe_run's), its import is skipped, not failed; with CANN both are
+    asked for."""
     text = example.matrix.read_text()
     example.matrix.write_text(
         text.replace('distribution = "post"\n', 'distribution = "post"\nneeds-cann = true\n', 1)
@@ -184,6 +199,7 @@ def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
     assert steps["env: sources needing CANN"]["status"] == "skipped"
     assert steps["env: sources needing CANN"]["detail"].startswith("post: ")
     assert steps["import post"]["status"] == "skipped"
+    assert [r.skip_cann for r in installed] == [True]
 
     set_env = tmp_path / "cann" / "set_env.sh"
     set_env.parent.mkdir()
@@ -195,6 +211,7 @@ def test_a_source_needing_cann_is_skipped_without_it_and_installed_with_it(
     assert "env: sources needing CANN" not in steps
     assert steps["import post"]["status"] == "ok"
     assert steps["import demo_triton"]["status"] == "ok"  # needs = "cann": CANN is present now
+    assert [r.skip_cann for r in installed] == [True, False]
 
 
 def test_a_pin_contradicting_its_import_check_is_found_statically_and_the_demo_bump_moves_both(

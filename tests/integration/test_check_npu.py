@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands import check_npu, check_throwaway
+from envgen.commands import check, check_npu, check_throwaway
 from envgen.commands.check_throwaway import throwaway_steps
 from envgen.errors import VerificationError
 from envgen.example.project import GITHUB, Example
 from envgen.example.srcprojects import backend_project
-from envgen.installer.core import Destination
+from envgen.installer import core
+from envgen.installer.core import Destination, Installer, Request, Source
 from envgen.installer.destinations import destination
 from envgen.installer.sources import IndexSource
 from envgen.installer.tools import Pip
@@ -29,6 +30,7 @@ from envgen.project import Project
 
 from tests.support.builders import make_lock
 from tests.support.example import served_example
+from tests.support.shared import build_once, session_root
 
 ENV = "demo"
 A3, A5 = "Atlas A3 (910_93)", "Ascend 950 (A5)"
@@ -134,8 +136,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
 
 
 @pytest.fixture
-def host(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Example]:
-    """A fake Ascend host: npu-smi on PATH and CANN's script; the device is set per test."""
+def host(
+    served: Example,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Example]:
+    """A fake Ascend host: npu-smi on PATH and CANN's script; the device is set per test. Every
+    check installs into the session's one venv (see `_installed_once`)."""
     work = served.root.parent.parent
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(work / "gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
@@ -143,25 +151,37 @@ def host(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> It
     monkeypatch.setenv("ASCEND_SET_ENV", str(work / "cann" / "set_env.sh"))
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    monkeypatch.setattr(check_throwaway, "destination", functools.partial(_shared, work / "envs"))
+    shared = session_root(tmp_path_factory) / VENV
+    monkeypatch.setattr(check_throwaway, "destination", lambda _, **kw: destination(shared, **kw))
+    install = functools.partial(_installed_once, tmp_path_factory)
+    # The command line's own options, its install the one below: the CLI stays the path checked.
+    monkeypatch.setattr(check, "EnvOptions", functools.partial(check.EnvOptions, install=install))
     yield served
 
 
-def _shared(envs: Path, path: Path, *, venv: bool, cache: Path, compiled: bool) -> Destination:
-    """The env a check of this module installs into: one venv per env of the example, kept across
-    its tests instead of one per check. Each check installs it again for real (uv, the recipe), so
-    only the first pays for a new env: uv finds the locked packages installed, the recipe its
-    sources at their commits. What is checked after the install (installed set, pip check, imports,
-    the NPU steps) runs on it as on a new one; the throwaway env itself is test_check.py's."""
-    # envgen-check-<env>-<random>
-    env = path.parent.name.removeprefix("envgen-check-").rsplit("-", 1)[0]
-    return destination(envs / env, venv=venv, cache=cache, compiled=compiled)
+VENV = "chk-npu-venv"
+
+
+def _installed_once(
+    factory: pytest.TempPathFactory,
+    request: Request,
+    source: Source,
+    env: Destination,
+    installer: Installer,
+) -> None:
+    """The install of a check in this module: the first check of the session installs the session's
+    venv for real (uv, the recipe of the stand-in torch_npu and the example's sources), every other
+    check finds it installed. The envs of this module differ in their NPU target only, not in what
+    is installed, and these tests are about the NPU steps: what is checked after the install
+    (installed set, pip check, imports, the NPU steps) runs on that venv as on a new one. The
+    throwaway env itself is test_check.py's."""
+    build_once(factory, VENV, lambda _: core.install(request, source, env, installer))
 
 
 Steps = dict[str, dict[str, str]]
 
 
-def check(example: Example, *args: str, env: str = ENV) -> tuple[int, Steps, str]:
+def run_check(example: Example, *args: str, env: str = ENV) -> tuple[int, Steps, str]:
     # uv for the throwaway env: these tests are about the NPU steps; pip's install path is tested
     # elsewhere
     argv = ["check", env, "--root", str(example.root), "--venv", "--installer", "uv", "--no-solve"]
@@ -187,7 +207,7 @@ def test_the_host_the_env_was_built_for_passes(
 ) -> None:
     monkeypatch.setenv("FAKE_NPU_SOC", "253")
     monkeypatch.setenv("FAKE_NPU_NAME", "Ascend910_9392")
-    code, steps, _ = check(host, "--require-npu", "--json")
+    code, steps, _ = run_check(host, "--require-npu", "--json")
     assert code == 0, steps
     assert npu(steps) == {
         "npu: npu-smi": ("ok", "npu-smi info lists the NPUs"),
@@ -204,7 +224,7 @@ def test_a_host_of_another_generation_fails_naming_expected_and_found(
 ) -> None:
     monkeypatch.setenv("FAKE_NPU_SOC", "222")
     monkeypatch.setenv("FAKE_NPU_NAME", "Ascend910B2")
-    code, steps, _ = check(host, "--require-npu", "--json")
+    code, steps, _ = run_check(host, "--require-npu", "--json")
     assert code == 4
     found = npu(steps)
     assert found["npu: soc version"] == (
@@ -222,7 +242,7 @@ def test_a_host_without_a_device_fails_and_a_host_without_npu_smi_skips(
     host: Example, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_NPU_COUNT", "0")
-    code, steps, _ = check(host, "--require-npu", "--json")
+    code, steps, _ = run_check(host, "--require-npu", "--json")
     assert code == 4
     found = npu(steps)
     assert (
@@ -239,11 +259,11 @@ def test_a_host_without_a_device_fails_and_a_host_without_npu_smi_skips(
 
     work = host.root.parent.parent
     monkeypatch.setenv("PATH", os.environ["PATH"].replace(f"{work / 'bin'}:", ""))
-    code, steps, _ = check(host, "--json")
+    code, steps, _ = run_check(host, "--json")
     assert code == 0
     reason = "no NPU on this host (npu-smi is not on PATH); the env targets Atlas A3 (910_93)"
     assert set(npu(steps).values()) == {("skipped", reason)}
-    code, steps, _ = check(host, "--require-npu", "--json")
+    code, steps, _ = run_check(host, "--require-npu", "--json")
     assert code == 4
     assert set(npu(steps).values()) == {("failed", reason)}
 
@@ -253,7 +273,7 @@ def test_a_build_recording_its_device_type_passes_on_the_env_of_that_generation(
 ) -> None:
     monkeypatch.setenv("FAKE_NPU_SOC", "260")
     monkeypatch.setenv("FAKE_NPU_NAME", "Ascend950DT")
-    code, steps, _ = check(host, "--require-npu", "--json", env="demo-a5")
+    code, steps, _ = run_check(host, "--require-npu", "--json", env="demo-a5")
     assert code == 0, steps
     assert npu(steps) == {
         "npu: npu-smi": ("ok", "npu-smi info lists the NPUs"),
@@ -268,7 +288,7 @@ def test_another_generations_build_fails(host: Example, monkeypatch: pytest.Monk
     """The host is the A3 the env targets; the env's build is the A5 one."""
     monkeypatch.setenv("FAKE_NPU_SOC", "253")
     monkeypatch.setenv("FAKE_NPU_NAME", "Ascend910_9392")
-    code, steps, _ = check(host, "--require-npu", "--json", env="demo-a3-on-a5-build")
+    code, steps, _ = run_check(host, "--require-npu", "--json", env="demo-a3-on-a5-build")
     assert code == 4
     found = npu(steps)
     assert found["npu: built for"] == (

@@ -4,6 +4,7 @@ the example."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -24,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from uv import find_uv_bin
 
+from tests.support.chk_venv import copied_install, shared_venv
 from tests.support.example import run_envgen, use_git_config
 from tests.support.venvs import fresh_venv
 
@@ -456,9 +458,18 @@ def test_status_flags_a_missing_or_edited_derived_file_and_lock_writes_a_missing
     [("pip", f"{ENV}.{HOST}.requirements.txt"), ("uv", f"pylock.{ENV}-{HOST}.toml")],
 )
 def test_check_installs_from_the_derived_file_and_compares_the_installed_set(
-    example: Example, installer: str, source: str
+    example: Example,
+    installer: str,
+    source: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
+    """pip's case installs for real (check's pip path); uv's takes a copy of the session's venv of
+    the lock, which uv installed (chk_venv.py): its subject is the file check names and the
+    installed set it compares, check's real uv install being test_check's."""
     lock = locked(example)
+    if installer == "uv":
+        copied_install(tmp_path_factory, example, monkeypatch)
     code, out, err = envgen(
         example, "check", ENV, "--venv", "--no-solve", "--installer", installer, "--json"
     )
@@ -474,21 +485,19 @@ def test_check_installs_from_the_derived_file_and_compares_the_installed_set(
 
 
 def test_the_installed_set_step_names_what_differs_from_the_lock(
-    example: Example, tmp_path: Path, new_venv: Callable[[Path], Path]
+    example: Example, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    """On a copy of the session's venv of the lock (chk_venv.py), a pip package and the two wheels
+    of the host's archive taken away: each is named, the lock's pip entries first."""
     lock = locked(example)
-    python = new_venv(tmp_path / "venv")
-    proc = pip_install(
-        python, example.root / "locks" / f"{ENV}.{HOST}.requirements.txt", tmp_path / "cache"
-    )
-    assert proc.returncode == 0, proc.stderr
-    subprocess.run(
-        [str(python), "-m", "pip", "uninstall", "-y", "-q", "demo-numpy"],
-        check=True,
-        env=tool_environment(),
-    )
-    step = installed_set_step(python.parent.parent, lock, HOST)
-    # The requirements file holds no archive's wheel (the recipe installs them): missed here.
+    venv = tmp_path / "venv"
+    shutil.copytree(shared_venv(tmp_path_factory, example), venv, symlinks=True)
+    assert installed_set_step(venv, lock, HOST).status == "ok"
+    (site,) = (venv / "lib").glob("python*/site-packages")
+    for name in ("demo_numpy", "demo_kernel_npu", "demo_ep"):
+        (info,) = site.glob(f"{name}-*.dist-info")
+        shutil.rmtree(info)
+    step = installed_set_step(venv, lock, HOST)
     missing = (
         "demo-numpy: not installed (1.26.4 locked)",
         "demo-kernel-npu: not installed (1.0.0 locked)",

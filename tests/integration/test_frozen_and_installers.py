@@ -14,10 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from envgen.commands import install as install_command
 from envgen.example.condapkgs import PackageFile, demo_packages
 from envgen.example.project import Example, bump_version, republish
+from envgen.installer.core import Destination, Installer, Request, Source
 from envgen.platforms import host_platform
 
+from tests.support.chk_venv import copied_install
 from tests.support.example import run_envgen, use_git_config
 
 ENV = "demo"
@@ -72,10 +75,18 @@ def edit_description(example: Example) -> None:
     [("pip", f"{ENV}.{HOST}.requirements.txt"), ("uv", f"pylock.{ENV}-{HOST}.toml")],
 )
 def test_install_refuses_a_stale_lock_and_frozen_installs_it_as_it_is_from_its_installers_file(
-    project: Example, tmp_path: Path, installer: str, derived: str
+    project: Example,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    installer: str,
+    derived: str,
 ) -> None:
     """Before: a stale lock installed silently while `status` said stale; `install --installer uv`
-    installed from a temporary requirements.txt."""
+    installed from a temporary requirements.txt.
+
+    uv's case installs for real; pip's hands the install core's inputs to a recorder (the subject
+    being the file pip is given, the same core running both): pip's install into a venv is
+    test_install's."""
     edit_description(project)
     code, out, _ = run_envgen(project, "status", ENV)
     assert code == 1 and f"matrix env-templates/{ENV}.toml changed" in out
@@ -86,8 +97,20 @@ def test_install_refuses_a_stale_lock_and_frozen_installs_it_as_it_is_from_its_i
     assert f"matrix env-templates/{ENV}.toml changed" in out  # the reason status gives
     assert f"hint: run `envgen lock {ENV}`, or pass --frozen to install the lock as it is" in out
     assert not prefix.exists()
+    if installer == "pip":
+        given: list[tuple[str, Path, Path]] = []
+
+        def recorded(request: Request, source: Source, env: Destination, tool: Installer) -> None:
+            part = source.pip(request.lock, request.platform, tool)
+            assert part is not None
+            given.append((tool.name, part.requirements, env.path))
+
+        monkeypatch.setattr(install_command, "install", recorded)
     code, out = install(project, prefix, "--frozen", "--installer", installer)
     assert code == 0, out
+    if installer == "pip":
+        assert given == [("pip", project.root / "locks" / derived, prefix)]
+        return
     assert f"with {installer} from {project.root / 'locks' / derived} into" in out
     shown = subprocess.run(
         [str(prefix / "bin" / "python"), "-c", "import demo_torch, rollout; print('ok')"],
@@ -98,8 +121,12 @@ def test_install_refuses_a_stale_lock_and_frozen_installs_it_as_it_is_from_its_i
 
 
 def test_check_fails_a_stale_lock_naming_frozen_and_checks_it_as_it_is_with_it(
-    project: Example,
+    project: Example, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    """What --frozen decides: the input hash step skipped and the env checked. The throwaway
+    install is a copy of the session's venv of the lock (chk_venv.py): check's own install is
+    test_check's (uv) and test_exports' (pip)."""
+    requests = copied_install(tmp_path_factory, project, monkeypatch)
     edit_description(project)
     code, out, _ = run_envgen(project, "check", ENV, "--venv", "--no-solve", "--json")
     assert code == 4
@@ -111,7 +138,6 @@ def test_check_fails_a_stale_lock_naming_frozen_and_checks_it_as_it_is_with_it(
         "lock as it is with --frozen"
     ]
     assert steps["env: install"]["status"] == "skipped"
-    # uv for the throwaway env: check's pip path is test_exports'
     code, out, err = run_envgen(
         project, "check", ENV, "--venv", "--installer", "uv", "--no-solve", "--frozen", "--json"
     )
@@ -119,6 +145,7 @@ def test_check_fails_a_stale_lock_naming_frozen_and_checks_it_as_it_is_with_it(
     steps = steps_of(out)
     assert steps["static: input hash"]["status"] == "skipped"
     assert steps["env: install (venv)"]["status"] == "ok"
+    assert steps["env: installed set"]["status"] == "ok" and len(requests) == 1
 
 
 def test_a_tampered_lock_is_refused_with_exit_4_with_or_without_frozen(

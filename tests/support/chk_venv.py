@@ -1,0 +1,49 @@
+"""The session's one venv of the example's `demo` lock, installed once for real, and check's
+throwaway install replaced by a copy of it: for the tests whose subject is what check decides
+around the install (which steps skip or fail, what is kept, --frozen), not the install."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.commands import check
+from envgen.example.project import Example
+from envgen.installer.core import Destination, Request, Source
+
+from tests.support.shared import build_once
+
+ENV = "demo"
+
+
+def shared_venv(factory: pytest.TempPathFactory, example: Example) -> Path:
+    """The venv `envgen install demo --venv --installer uv` makes of the served `example`'s lock
+    (any served copy's: they build the same bytes), made once per session; read only."""
+
+    def build(path: Path) -> None:
+        argv = ["install", ENV, "--venv", "--installer", "uv", "--prefix", str(path / "env")]
+        result = CliRunner().invoke(cli, [*argv, "-q", "--root", str(example.root)])
+        assert result.exit_code == 0, result.output
+
+    return build_once(factory, "chk-demo-venv", build) / "env"
+
+
+def copied_install(
+    factory: pytest.TempPathFactory, example: Example, monkeypatch: pytest.MonkeyPatch
+) -> list[Request]:
+    """Every `envgen check` of the test installs its throwaway env as a copy of `shared_venv`
+    (milliseconds; the install is seconds), through the install seam of check's options: the
+    command line stays the path checked. Returns the requests the install is given, in order."""
+    shared = shared_venv(factory, example)
+    requests: list[Request] = []
+
+    def copied(request: Request, source: Source, env: Destination, *_: object) -> None:
+        requests.append(request)
+        shutil.copytree(shared, env.path, symlinks=True)
+
+    monkeypatch.setattr(check, "EnvOptions", functools.partial(check.EnvOptions, install=copied))
+    return requests
