@@ -1,0 +1,56 @@
+"""A module's served example locked once, its lock files put in place for each test that starts
+from "the example, locked".
+
+A first `envgen lock` of the example costs two uv runs, git and rattler; the tests that only need
+its result were each paying for it. The lock is made against the module's servers (its URLs and
+input hash name their ports), so it is only ever put into that same served example, never into
+another copy. Each test gets the very bytes the lock wrote, as a lock of its own would write them
+(a lock of the same inputs writes the same bytes: test_lock's forced re-lock proves it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from envgen.example.project import Example
+
+from tests.support.example import restored_example, run_envgen, use_git_config
+
+
+def written(example: Example) -> dict[str, bytes]:
+    """Every file in locks/ (the hidden mutex files aside), with its bytes."""
+    locks = example.root / "locks"
+    return {p.name: p.read_bytes() for p in sorted(locks.iterdir()) if not p.name.startswith(".")}
+
+
+def lock_once(example: Example, env: str) -> dict[str, bytes]:
+    """`envgen lock ENV` on the served `example` (no lock yet) under its git mirror config; every
+    file it wrote, its derived files (pylock.*, *.nix) too, taken out of locks/ again (the module's
+    tests start from them, or from no lock)."""
+    with pytest.MonkeyPatch.context() as patch:
+        use_git_config(example.gitconfig, patch)
+        code, _, err = run_envgen(example, "lock", env, "-q")
+    assert code == 0, err
+    files = written(example)
+    for name in files:
+        (example.root / "locks" / name).unlink()
+    return files
+
+
+@contextmanager
+def locked_example(
+    example: Example, env: str, files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
+    """`restored_example` with `files` (what `lock_once` gave for this example) in locks/ first:
+    the served example as a lock of it left it. Afterwards none of them is left either: a derived
+    file is not named after its env, so `restored_example` alone would leave it to the next test,
+    rewritten by whatever this one locked."""
+    locks = example.root / "locks"
+    with restored_example(example, env, monkeypatch) as restored:
+        for name, data in files.items():
+            (locks / name).write_bytes(data)
+        yield restored
+    for name in files:
+        (locks / name).unlink(missing_ok=True)
