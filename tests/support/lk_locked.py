@@ -10,13 +10,15 @@ another copy. Each test gets the very bytes the lock wrote, as a lock of its own
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from envgen.example.project import Example
+from envgen.example.project import Example, build_example
 
 from tests.support.example import restored_example, run_envgen, use_git_config
+from tests.support.shared import build_once
 
 
 def written(example: Example) -> dict[str, bytes]:
@@ -54,3 +56,23 @@ def locked_example(
         yield restored
     for name in files:
         (locks / name).unlink(missing_ok=True)
+
+
+# What a test may change of a served example besides its project: its upstream repos (commits,
+# branches, tags) and what its "pypi" index and conda channel offer (`republish`).
+SERVED_STATE = ("upstream", "pypi", "conda")
+
+
+def restore_served(example: Example, factory: pytest.TempPathFactory) -> None:
+    """Put the example's upstream repos, "pypi" index and conda channel back as the session's
+    artifacts have them, under the same servers (they serve these directories by path).
+
+    Whatever a test published reaches only the caches that test read it with: a test that
+    re-locks after changing what a server offers does so with a cache of its own (`later` in
+    test_relock), as a new served copy's new ports did before.
+    """
+    artifacts = build_once(factory, "example-artifacts", build_example)
+    workdir = example.root.parent
+    for name in SERVED_STATE:
+        shutil.rmtree(workdir / name)
+        shutil.copytree(artifacts / name, workdir / name, symlinks=True)
