@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from envgen.example.project import Example, advance_branch, bump_version
 from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
@@ -205,27 +206,21 @@ def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_upgraded(
     assert read_lock(Project(locked.root), ENV) is not None
 
 
-def test_the_lock_passes_conda_locks_own_parser_and_render(locked: Example, tmp_path: Path) -> None:
+def test_the_lock_passes_conda_locks_own_parser_and_render(
+    locked: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """conda-lock's own `render` command, run in process (its command line, not its console
+    script's start-up, reads the file)."""
+    from conda_lock.conda_lock import main as conda_lock
+
     yml = locked.root / "locks" / f"{ENV}.yml"
     parsed = parse_lock_yml(yml.read_text(), str(yml))
+    monkeypatch.chdir(tmp_path)
     for platform in ("linux-64", "linux-aarch64"):
-        proc = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "conda-lock"),
-                "render",
-                "--kind",
-                "explicit",
-                "-p",
-                platform,
-                "--filename-template",
-                str(tmp_path / "render-{platform}"),
-                str(yml),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-        )
-        assert proc.returncode == 0, proc.stderr
+        args = ["render", "--kind", "explicit", "-p", platform]
+        args += ["--filename-template", str(tmp_path / "render-{platform}"), str(yml)]
+        result = CliRunner().invoke(conda_lock, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
         rendered = (tmp_path / f"render-{platform}").read_text()
         pip_lines = [line for line in rendered.splitlines() if line.startswith("# pip ")]
         assert len(pip_lines) == len([e for e in parsed.pip if e.platform == platform])
