@@ -27,7 +27,8 @@ from envgen.resolve import pipeline
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.support.example import restored_example, run_envgen
+from tests.support.example import run_envgen
+from tests.support.lk_locked import lock_once, locked_example
 from tests.support.stalling import closed_url
 
 ENV = "demo"
@@ -35,15 +36,24 @@ PLATFORMS = ("linux-64", "linux-aarch64")
 UV_RUN = re.compile(r"ran `\S+/uv pip compile ")
 
 
+@pytest.fixture(scope="module")
+def first_lock(served: Example) -> dict[str, bytes]:
+    """The module's served example locked once; each test starts from these files."""
+    return lock_once(served, ENV)
+
+
 @pytest.fixture
-def locked(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Example]:
+def locked(
+    served: Example,
+    first_lock: dict[str, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> Iterator[Example]:
     """The served example, locked; scratch directories go to a TMPDIR of the test's own."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    with restored_example(served, ENV, monkeypatch) as example:
-        code, _, err = run_envgen(example, "lock", ENV, "-q")
-        assert code == 0, err
+    with locked_example(served, ENV, first_lock, monkeypatch) as example:
         yield example
 
 

@@ -18,12 +18,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from envgen.example.project import Example, advance_branch, bump_version
 from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 
 from tests.support.example import restored_example, run_envgen
+from tests.support.lk_locked import lock_once, locked_example
 
 GOLDEN = Path(__file__).parent.parent / "data" / "golden" / "demo.yml"
 ENV = "demo"
@@ -33,6 +35,21 @@ ENV = "demo"
 def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
     """The served example with its git mirror config active and no lock yet."""
     with restored_example(served, ENV, monkeypatch) as example:
+        yield example
+
+
+@pytest.fixture(scope="module")
+def first_lock(served: Example) -> dict[str, bytes]:
+    """The module's served example locked once; the tests that start from a lock get its files."""
+    return lock_once(served, ENV)
+
+
+@pytest.fixture
+def locked(
+    served: Example, first_lock: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
+    """The served example with its git mirror config active, locked."""
+    with locked_example(served, ENV, first_lock, monkeypatch) as example:
         yield example
 
 
@@ -94,15 +111,14 @@ def test_lock_writes_the_golden_conda_lock_file_and_is_a_no_op_the_second_time(
 
 
 def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only(
-    example: Example,
+    locked: Example,
 ) -> None:
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    lock = read_lock(Project(example.root), ENV)
+    lock = read_lock(Project(locked.root), ENV)
     assert lock is not None
     assert set(lock.platforms) == {"linux-64", "linux-aarch64"}
     for entry in lock.pip:
         assert re.fullmatch(r"[0-9a-f]{64}", entry.sha256)
-        from_extra = entry.url.startswith(example.extra_url)
+        from_extra = entry.url.startswith(locked.extra_url)
         assert from_extra == (entry.name == "demo-triton"), entry
     triton = {e.platform: e.version for e in lock.pip if e.name == "demo-triton"}
     # the 9.9.9 decoy on "pypi" lost
@@ -117,7 +133,7 @@ def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only
     commits = {s.source.name: s.commit for s in lock.sources}
     names = [s.source.name for s in lock.sources]
     assert names == ["rollout", "trainer", "post", "demo-queue", "serving"]
-    assert commits["rollout"] == example.repos["rollout"].rev("v0.23.0")
+    assert commits["rollout"] == locked.repos["rollout"].rev("v0.23.0")
     assert all(re.fullmatch(r"[0-9a-f]{40}", c) for c in commits.values())
     assert all(s.source.url.startswith("https://github.com/envgen-demo/") for s in lock.sources)
     assert [p.name for p in lock.pending] == ["CANN", "demo-npu"]
@@ -127,35 +143,33 @@ def test_lock_pins_every_artifact_and_keeps_the_extra_index_for_its_package_only
     assert [r.text for r in override.replaced] == replaced
 
 
-def test_a_moved_branch_is_kept_until_updated(example: Example) -> None:
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    old = {s.source.name: s.commit for s in read_lock(Project(example.root), ENV).sources}  # type: ignore[union-attr]
-    moved = advance_branch(example, "trainer", "core_r0.12.0")
+def test_a_moved_branch_is_kept_until_updated(locked: Example) -> None:
+    old = {s.source.name: s.commit for s in read_lock(Project(locked.root), ENV).sources}  # type: ignore[union-attr]
+    moved = advance_branch(locked, "trainer", "core_r0.12.0")
     try:
-        assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
-        kept = {s.source.name: s.commit for s in read_lock(Project(example.root), ENV).sources}  # type: ignore[union-attr]
+        assert envgen(locked, "lock", ENV, "--force", "-q")[0] == 0
+        kept = {s.source.name: s.commit for s in read_lock(Project(locked.root), ENV).sources}  # type: ignore[union-attr]
         assert kept == old
 
-        assert envgen(example, "lock", ENV, "--update", "trainer", "-q")[0] == 0
-        updated = {s.source.name: s.commit for s in read_lock(Project(example.root), ENV).sources}  # type: ignore[union-attr]
+        assert envgen(locked, "lock", ENV, "--update", "trainer", "-q")[0] == 0
+        updated = {s.source.name: s.commit for s in read_lock(Project(locked.root), ENV).sources}  # type: ignore[union-attr]
         assert updated == {**old, "trainer": moved}
 
-        before = lock_files(example)
-        code, _, err = envgen(example, "lock", ENV, "--update", "trainr")
+        before = lock_files(locked)
+        code, _, err = envgen(locked, "lock", ENV, "--update", "trainr")
         assert code == 2
         assert "--update trainr: no source of that name" in err and "did you mean 'trainer'" in err
         assert "demo-queue" in err  # a source found in a requirement file counts too
-        assert lock_files(example) == before
+        assert lock_files(locked) == before
     finally:
-        example.repos["trainer"].git("reset", "--quiet", "--hard", "HEAD~1")
+        locked.repos["trainer"].git("reset", "--quiet", "--hard", "HEAD~1")
 
 
-def test_a_version_bump_is_a_small_diff(example: Example) -> None:
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    before = (example.root / "locks" / f"{ENV}.yml").read_text().splitlines()
-    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    after = (example.root / "locks" / f"{ENV}.yml").read_text().splitlines()
+def test_a_version_bump_is_a_small_diff(locked: Example) -> None:
+    before = (locked.root / "locks" / f"{ENV}.yml").read_text().splitlines()
+    bump_version(locked, "demo-torch", "2.10.0", "2.10.1")
+    assert envgen(locked, "lock", ENV, "-q")[0] == 0
+    after = (locked.root / "locks" / f"{ENV}.yml").read_text().splitlines()
     changed = [line for line in after if line not in before]
     # Per platform: the version, the wheel URL and its sha256; plus the input hashes in the
     # metadata.
@@ -163,61 +177,50 @@ def test_a_version_bump_is_a_small_diff(example: Example) -> None:
     assert len(changed) <= 12, changed
 
 
-def test_a_failed_lock_leaves_the_previous_files_byte_identical(example: Example) -> None:
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    before = lock_files(example)
+def test_a_failed_lock_leaves_the_previous_files_byte_identical(locked: Example) -> None:
+    before = lock_files(locked)
     # no such release: resolution fails after git
-    bump_version(example, "demo-torch", "2.10.0", "9.0.0")
-    code, _, err = envgen(example, "lock", ENV)
+    bump_version(locked, "demo-torch", "2.10.0", "9.0.0")
+    code, _, err = envgen(locked, "lock", ENV)
     assert code == 3
     assert "demo-torch" in err and "linux-" in err
-    assert lock_files(example) == before
+    assert lock_files(locked) == before
     assert not [
-        p for p in (example.root / "locks").iterdir() if ".tmp" in p.name or ".part" in p.name
+        p for p in (locked.root / "locks").iterdir() if ".tmp" in p.name or ".part" in p.name
     ]
 
 
 def test_an_unreadable_previous_lock_stops_the_lock_until_restored_or_upgraded(
-    example: Example,
+    locked: Example,
 ) -> None:
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    sources = example.root / "locks" / f"{ENV}.sources.toml"
+    sources = locked.root / "locks" / f"{ENV}.sources.toml"
     sources.write_text(sources.read_text().replace("schema = 1", "schema = 99"))
-    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
-    before = lock_files(example)
-    code, _, err = envgen(example, "lock", ENV)
+    bump_version(locked, "demo-torch", "2.10.0", "2.10.1")
+    before = lock_files(locked)
+    code, _, err = envgen(locked, "lock", ENV)
     assert code == 2
     assert f"locks/{ENV}.sources.toml:2: schema" in err and f"envgen lock {ENV} --upgrade" in err
-    assert lock_files(example) == before
-    code, _, err = envgen(example, "lock", ENV, "--upgrade", "-q")
+    assert lock_files(locked) == before
+    code, _, err = envgen(locked, "lock", ENV, "--upgrade", "-q")
     assert code == 0, err
-    assert read_lock(Project(example.root), ENV) is not None
+    assert read_lock(Project(locked.root), ENV) is not None
 
 
 def test_the_lock_passes_conda_locks_own_parser_and_render(
-    example: Example, tmp_path: Path
+    locked: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    yml = example.root / "locks" / f"{ENV}.yml"
+    """conda-lock's own `render` command, run in process (its command line, not its console
+    script's start-up, reads the file)."""
+    from conda_lock.conda_lock import main as conda_lock
+
+    yml = locked.root / "locks" / f"{ENV}.yml"
     parsed = parse_lock_yml(yml.read_text(), str(yml))
+    monkeypatch.chdir(tmp_path)
     for platform in ("linux-64", "linux-aarch64"):
-        proc = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "conda-lock"),
-                "render",
-                "--kind",
-                "explicit",
-                "-p",
-                platform,
-                "--filename-template",
-                str(tmp_path / "render-{platform}"),
-                str(yml),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-        )
-        assert proc.returncode == 0, proc.stderr
+        args = ["render", "--kind", "explicit", "-p", platform]
+        args += ["--filename-template", str(tmp_path / "render-{platform}"), str(yml)]
+        result = CliRunner().invoke(conda_lock, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
         rendered = (tmp_path / f"render-{platform}").read_text()
         pip_lines = [line for line in rendered.splitlines() if line.startswith("# pip ")]
         assert len(pip_lines) == len([e for e in parsed.pip if e.platform == platform])
@@ -240,23 +243,22 @@ class _GateHandler(SimpleHTTPRequestHandler):
 
 
 def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(
-    example: Example, tmp_path: Path
+    locked: Example, tmp_path: Path
 ) -> None:
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    before = lock_files(example)
+    before = lock_files(locked)
     arrived, release = threading.Event(), threading.Event()
     handler = type("Gate", (_GateHandler,), {"arrived": arrived, "release": release})
-    pypi_dir = Path(example.root).parent / "pypi"
+    pypi_dir = Path(locked.root).parent / "pypi"
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(pypi_dir)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    channel = example.root / "channels" / "pypi.toml"
+    channel = locked.root / "channels" / "pypi.toml"
     original = channel.read_text()
     channel.write_text(
-        original.replace(example.pypi_url, f"http://127.0.0.1:{server.server_address[1]}")
+        original.replace(locked.pypi_url, f"http://127.0.0.1:{server.server_address[1]}")
     )
     env = {**os.environ, "ENVGEN_CACHE_DIR": str(tmp_path / "cold-cache")}  # uv must ask the index
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(example.root)],
+        [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(locked.root)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -274,66 +276,63 @@ def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(
         channel.write_text(original)
     assert proc.returncode != 0
     assert "Traceback" not in err
-    assert lock_files(example) == before
+    assert lock_files(locked) == before
 
 
-def test_a_reader_closing_the_pipe_early_is_not_an_error(example: Example) -> None:
+def test_a_reader_closing_the_pipe_early_is_not_an_error(locked: Example) -> None:
     """Before: `envgen lock --force 2>&1 | head -1` exited 1 (broken pipe) after writing the
     lock."""
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    before = lock_files(example)
+    before = lock_files(locked)
     read, write = os.pipe()
     os.close(read)  # gone before the first byte: every log line and the summary meet EPIPE
-    argv = [sys.executable, "-m", "envgen", "lock", ENV, "--force", "--root", str(example.root)]
+    argv = [sys.executable, "-m", "envgen", "lock", ENV, "--force", "--root", str(locked.root)]
     proc = subprocess.run(argv, stdout=write, stderr=write, timeout=300, check=False)
     os.close(write)
     assert proc.returncode == 0
-    assert lock_files(example) == before
+    assert lock_files(locked) == before
 
 
-def test_a_forced_re_lock_writes_the_same_bytes(example: Example) -> None:
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    before = lock_files(example)
-    assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
-    assert lock_files(example) == before
+def test_a_forced_re_lock_writes_the_same_bytes(locked: Example) -> None:
+    before = lock_files(locked)
+    assert envgen(locked, "lock", ENV, "--force", "-q")[0] == 0
+    assert lock_files(locked) == before
 
 
 def test_the_preflight_asks_only_for_envs_to_re_lock(
-    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    locked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A fresh lock asks nothing; a re-lock asks first every host it will need: a git remote only
     when it moves a source or lacks a commit (the commits kept are in the cache)."""
-    assert envgen(example, "lock", ENV, "-q")[0] == 0
-    before = lock_files(example)
+    before = lock_files(locked)
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         down = f"http://127.0.0.1:{sock.getsockname()[1]}/"
     # The git remotes' mirror goes away; the matrix, and so the input hash, stays the same.
     (tmp_path / "gitconfig").write_text(f'[url "{down}"]\n\tinsteadOf = https://github.com/\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
-    assert envgen(example, "lock", ENV) == (
+    assert envgen(locked, "lock", ENV) == (
         0,
         "",
-        f"{ENV}: up to date (input hash {read_hash(example)[:12]})\n",
+        f"{ENV}: up to date (input hash {read_hash(locked)[:12]})\n",
     )
     # every kept commit is in the cache
-    assert envgen(example, "lock", ENV, "--force", "-q")[0] == 0
-    assert lock_files(example) == before
-    code, _, err = envgen(example, "lock", ENV, "--update-all")
+    assert envgen(locked, "lock", ENV, "--force", "-q")[0] == 0
+    assert lock_files(locked) == before
+    code, _, err = envgen(locked, "lock", ENV, "--update-all")
     assert code == 3, err
     first = "https://github.com/envgen-demo/rollout.git (demo source rollout) and 3 more"
     assert (
         "error: 1 host that the lock needs did not answer; nothing was locked:\n  "
         f"github.com: git remote {first}" in err
     )
-    assert lock_files(example) == before
-    code, _, err = envgen(example, "lock", ENV, "--update-all", "--no-preflight")
+    assert lock_files(locked) == before
+    code, _, err = envgen(locked, "lock", ENV, "--update-all", "--no-preflight")
     assert code == 3 and "cannot reach git remote https://github.com/envgen-demo/" in err, err
-    assert lock_files(example) == before
+    assert lock_files(locked) == before
 
 
-def read_hash(example: Example) -> str:
-    lock = read_lock(Project(example.root), ENV)
+def read_hash(locked: Example) -> str:
+    lock = read_lock(Project(locked.root), ENV)
     assert lock is not None
     return lock.input_hash
 

@@ -16,7 +16,8 @@ from envgen.example.project import Example, bump_version
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 
-from tests.support.example import restored_example, run_envgen
+from tests.support.example import run_envgen
+from tests.support.lk_locked import lock_once, locked_example
 from tests.support.schemas import validate
 
 ENV = "demo"
@@ -28,13 +29,19 @@ REASON = "matrix env-templates/demo.toml changed"
 envgen = run_envgen
 
 
+@pytest.fixture(scope="module")
+def first_lock(served: Example) -> dict[str, bytes]:
+    """The module's served example locked once; each test starts from these files."""
+    return lock_once(served, ENV)
+
+
 @pytest.fixture
-def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
-    """The served example, locked once, its matrix and channel files put back afterwards."""
+def example(
+    served: Example, first_lock: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
+    """The served example, locked, its matrix and channel files put back afterwards."""
     channels = {p: p.read_text() for p in (served.root / "channels").glob("*.toml")}
-    with restored_example(served, ENV, monkeypatch) as example:
-        code, _, err = envgen(example, "lock", ENV, "-q")
-        assert code == 0, err
+    with locked_example(served, ENV, first_lock, monkeypatch) as example:
         # A run before this one may leave the env's mutex file: a mode that writes nothing must not
         # make it again.
         (example.root / "locks" / f".{ENV}.lock").unlink(missing_ok=True)

@@ -15,7 +15,8 @@ from envgen.lockio.input_hashes import still_current
 from envgen.lockio.store import read_files, recorded_inputs
 from envgen.project import Project
 
-from tests.support.example import restored_example, run_envgen
+from tests.support.example import run_envgen
+from tests.support.lk_locked import lock_once, locked_example
 
 ENV = "demo"
 GLIBC = "2.28"  # the example matrix's [system] glibc
@@ -26,12 +27,18 @@ def no_op(project: Project, env: str = ENV) -> str | None:
     return unchanged_hash(project, read_files(project, env))
 
 
+@pytest.fixture(scope="module")
+def first_lock(served: Example) -> dict[str, bytes]:
+    """The module's served example locked once; each test starts from these files."""
+    return lock_once(served, ENV)
+
+
 @pytest.fixture
-def locked(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
+def locked(
+    served: Example, first_lock: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
     """The served example, locked."""
-    with restored_example(served, ENV, monkeypatch) as example:
-        code, _, err = run_envgen(example, "lock", ENV, "-q")
-        assert code == 0, err
+    with locked_example(served, ENV, first_lock, monkeypatch) as example:
         yield example
 
 

@@ -5,8 +5,9 @@ The real CLI runs in a child process (`python -m envgen`) against loopback serve
 connection and never answer (or send headers and stall), with limits of a second or two set through
 the ENVGEN_* variables: a request it gave up on may still be waiting when it is done, and only a
 real process shows that this does not keep it from ending, as Ctrl-C does. Against servers that are
-gone (every connection refused, nothing left waiting) the command line runs in process. Times are
-printed (`pytest -s`), never asserted beyond a generous bound that only a hang would cross.
+gone (every connection refused, nothing left waiting), and for a limit refused before any request,
+the command line runs in process. Times are printed (`pytest -s`), never asserted beyond a
+generous bound that only a hang would cross.
 """
 
 from __future__ import annotations
@@ -115,10 +116,13 @@ def point(root: Path, channel: str, url: str) -> None:
     path.write_text("\n".join([*lines, f'url = "{url}"']) + "\n")
 
 
-@pytest.fixture
-def conda_channel(tmp_path: Path) -> Iterator[str]:
-    write_channel(tmp_path / "conda", demo_packages("3.11.9"))
-    with serve_directory(tmp_path / "conda") as url:
+@pytest.fixture(scope="module")
+def conda_channel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A loopback channel serving python, for the tests whose stalling host is the pip index; only
+    read, so one per module."""
+    root = tmp_path_factory.mktemp("conda")
+    write_channel(root, demo_packages("3.11.9"))
+    with serve_directory(root) as url:
         yield url
 
 
@@ -192,7 +196,9 @@ def test_the_preflight_asks_stalling_hosts_within_the_read_limit(project: Path) 
 
 
 def test_a_malformed_limit_is_bad_input_before_any_work(project: Path) -> None:
-    code, err, _ = envgen(project, "lock", "example", "--no-preflight", read_timeout="soon")
+    """Refused before any request is made: nothing is left waiting, so the command line runs in
+    process."""
+    code, _, err = in_process(project, "lock", "example", "--no-preflight", read_timeout="soon")
     assert code == 2, err
     assert errors(err) == ["error: ENVGEN_READ_TIMEOUT='soon' is not a number of seconds above 0"]
 

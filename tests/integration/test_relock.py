@@ -8,6 +8,7 @@ gains newer releases (or loses one), as a real index does while a lock sits in a
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,8 @@ from envgen.project import Project
 from envgen.resolve.index_client import Indexes
 
 from tests.support.builders import at
-from tests.support.example import run_envgen
+from tests.support.example import restored_example, run_envgen
+from tests.support.lk_locked import lock_once, locked_example, restore_served
 
 ENV = "demo"
 PLATFORMS = ("linux-64", "linux-aarch64")
@@ -40,6 +42,36 @@ NEWER_DATA = CondaPackage(
 
 
 envgen = run_envgen
+
+
+@pytest.fixture(scope="module")
+def first_lock(served: Example) -> dict[str, bytes]:
+    """The module's served example locked once; the tests that start from a lock get its files."""
+    return lock_once(served, ENV)
+
+
+@pytest.fixture
+def unlocked(
+    served: Example, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
+    """The module's served example, no lock yet; afterwards its matrix, upstream repos, index and
+    channel are as they were."""
+    with restored_example(served, ENV, monkeypatch) as example:
+        yield example
+    restore_served(served, tmp_path_factory)
+
+
+@pytest.fixture
+def locked(
+    served: Example,
+    first_lock: dict[str, bytes],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Example]:
+    """The module's served example, locked; afterwards as `unlocked` leaves it."""
+    with locked_example(served, ENV, first_lock, monkeypatch) as example:
+        yield example
+    restore_served(served, tmp_path_factory)
 
 
 def lock(example: Example, *args: str) -> dict[str, list[dict[str, str | None]]]:
@@ -70,23 +102,23 @@ def later(example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
 
 
 def test_a_pin_bump_moves_only_that_pin_and_upgrades_move_the_rest_on_request(
-    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    unlocked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    assert lock(example) == {p: [] for p in PLATFORMS}
-    first = versions(example)
-    republish(example, pypi=PYPI_DISTS + NEWER, conda=(*demo_packages(), NEWER_DATA))
-    later(example, monkeypatch, tmp_path)
+    assert lock(unlocked) == {p: [] for p in PLATFORMS}
+    first = versions(unlocked)
+    republish(unlocked, pypi=PYPI_DISTS + NEWER, conda=(*demo_packages(), NEWER_DATA))
+    later(unlocked, monkeypatch, tmp_path)
 
-    bump_version(example, "demo-torch", "2.10.0", "2.10.1")
-    moved = lock(example)
-    assert versions(example) == first | {(p, "demo-torch"): "2.10.1" for p in PLATFORMS}
+    bump_version(unlocked, "demo-torch", "2.10.0", "2.10.1")
+    moved = lock(unlocked)
+    assert versions(unlocked) == first | {(p, "demo-torch"): "2.10.1" for p in PLATFORMS}
     for platform in PLATFORMS:
         (torch,) = moved[platform]
         assert (torch["name"], torch["old"], torch["new"]) == ("demo-torch", "2.10.0", "2.10.1")
         assert "pip.packages.demo-torch.version (==2.10.1)" in str(torch["reason"])
 
-    moved = lock(example, "--upgrade-package", "demo_bridge")
-    now = versions(example)
+    moved = lock(unlocked, "--upgrade-package", "demo_bridge")
+    now = versions(unlocked)
     assert {now[(p, "demo-bridge")] for p in PLATFORMS} == {"0.3.0"}
     assert {now[(p, "demo-tokenizers")] for p in PLATFORMS} == {"0.21.0"}  # not named: kept
     assert {now[(p, "demo-data")] for p in PLATFORMS} == {"2024.1 h0_0"}
@@ -99,33 +131,32 @@ def test_a_pin_bump_moves_only_that_pin_and_upgrades_move_the_rest_on_request(
     helper = next(m for m in moved["linux-64"] if m["name"] == "demo-x86-helper")
     assert (helper["old"], helper["new"], helper["reason"]) == ("1.0.0", None, "no longer needed")
 
-    moved = lock(example, "--upgrade-package", "demo-data")
-    assert {versions(example)[(p, "demo-data")] for p in PLATFORMS} == {"2024.1 h0_1"}
+    moved = lock(unlocked, "--upgrade-package", "demo-data")
+    assert {versions(unlocked)[(p, "demo-data")] for p in PLATFORMS} == {"2024.1 h0_1"}
     assert moved_names(moved) == {p: {"demo-data"} for p in PLATFORMS}
 
-    moved = lock(example, "--upgrade")
-    assert {versions(example)[(p, "demo-tokenizers")] for p in PLATFORMS} == {"0.22.0"}
+    moved = lock(unlocked, "--upgrade")
+    assert {versions(unlocked)[(p, "demo-tokenizers")] for p in PLATFORMS} == {"0.22.0"}
     assert moved_names(moved) == {p: {"demo-tokenizers"} for p in PLATFORMS}
     assert all(m["reason"] == "--upgrade" for moves in moved.values() for m in moves)
 
 
 def test_a_package_no_longer_required_leaves_and_a_new_one_arrives_each_with_its_reason(
-    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    locked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    lock(example)
     accel = (
         FixtureDist("demo-accel", "1.0.0", requires=("demo-accel-core>=2",)),
         FixtureDist("demo-accel-core", "2.1"),
     )
-    republish(example, pypi=PYPI_DISTS + accel)
-    later(example, monkeypatch, tmp_path)
-    text = example.matrix.read_text()
+    republish(locked, pypi=PYPI_DISTS + accel)
+    later(locked, monkeypatch, tmp_path)
+    text = locked.matrix.read_text()
     text = text.replace(
         "demo-bridge = {}", 'demo-bridge = { version = "==0.1.0" }\ndemo-accel = {}'
     )
-    example.matrix.write_text(text)
+    locked.matrix.write_text(text)
 
-    moved = lock(example)
+    moved = lock(locked)
     by_name = {(p, m["name"]): m for p, moves in moved.items() for m in moves}
     assert moved_names(moved) == {
         "linux-64": {"demo-bridge", "demo-x86-helper", "demo-accel", "demo-accel-core"},
@@ -141,21 +172,20 @@ def test_a_package_no_longer_required_leaves_and_a_new_one_arrives_each_with_its
         == "new dependency of demo-accel 1.0.0"
     )
 
-    code, _, err = envgen(example, "lock", ENV, "--force")
+    code, _, err = envgen(locked, "lock", ENV, "--force")
     assert code == 0, err
     assert "moved" not in err  # nothing moves a second time
 
 
 def test_a_previous_version_gone_from_the_index_falls_back_with_a_warning(
-    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    locked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    lock(example)
     bridge_020 = [d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")]
     data = [NEWER_DATA if p.name == "demo-data" else p for p in demo_packages()]
-    republish(example, pypi=(*bridge_020, FixtureDist("demo-bridge", "0.3.0")), conda=data)
-    later(example, monkeypatch, tmp_path)
+    republish(locked, pypi=(*bridge_020, FixtureDist("demo-bridge", "0.3.0")), conda=data)
+    later(locked, monkeypatch, tmp_path)
 
-    code, out, err = envgen(example, "lock", ENV, "--force", "--json")
+    code, out, err = envgen(locked, "lock", ENV, "--force", "--json")
     assert code == 0, err
     assert "demo-bridge 0.2.0 is no longer offered by the indexes; resolved afresh to 0.3.0" in err
     assert "the conda channels no longer offer demo-data 2024.1 h0_0" in err
@@ -164,21 +194,20 @@ def test_a_previous_version_gone_from_the_index_falls_back_with_a_warning(
         reasons = {m["name"]: m["reason"] for m in summary["moved"][platform]}
         assert reasons["demo-bridge"].startswith("the previous version is no longer offered")
         assert reasons["demo-data"].startswith("the previous version is no longer offered")
-    assert {versions(example)[(p, "demo-data")] for p in PLATFORMS} == {"2024.1 h0_1"}
+    assert {versions(locked)[(p, "demo-data")] for p in PLATFORMS} == {"2024.1 h0_1"}
 
 
-def test_unknown_upgrade_names_stop_before_any_work(example: Example) -> None:
-    code, _, err = envgen(example, "lock", ENV, "--upgrade-package", "demo-tourch")
+def test_unknown_upgrade_names_stop_before_any_work(unlocked: Example) -> None:
+    code, _, err = envgen(unlocked, "lock", ENV, "--upgrade-package", "demo-tourch")
     assert code == 2
     assert "--upgrade-package demo-tourch" in err and "demo-torch" in err
-    assert not list((example.root / "locks").glob(f"{ENV}.*"))
+    assert not list((unlocked.root / "locks").glob(f"{ENV}.*"))
 
 
-def test_a_source_is_upgraded_by_name_and_its_move_reported(example: Example) -> None:
-    lock(example)
-    old = {s.source.name: s.commit for s in read_lock(Project(example.root), ENV).sources}  # type: ignore[union-attr]
-    moved = advance_branch(example, "trainer", "core_r0.12.0")
-    code, out, err = envgen(example, "lock", ENV, "--upgrade-package", "trainer", "--json")
+def test_a_source_is_upgraded_by_name_and_its_move_reported(locked: Example) -> None:
+    old = {s.source.name: s.commit for s in read_lock(Project(locked.root), ENV).sources}  # type: ignore[union-attr]
+    moved = advance_branch(locked, "trainer", "core_r0.12.0")
+    code, out, err = envgen(locked, "lock", ENV, "--upgrade-package", "trainer", "--json")
     assert code == 0, err
     (summary,) = json.loads(out)["results"]
     assert summary["sources_moved"] == [
@@ -194,12 +223,11 @@ def test_a_source_is_upgraded_by_name_and_its_move_reported(example: Example) ->
 
 
 def test_the_text_report_lists_what_moved_per_platform(
-    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    locked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    lock(example)
-    republish(example, pypi=PYPI_DISTS + NEWER)
-    later(example, monkeypatch, tmp_path)
-    code, _, err = envgen(example, "lock", ENV, "--upgrade-package", "demo-tokenizers")
+    republish(locked, pypi=PYPI_DISTS + NEWER)
+    later(locked, monkeypatch, tmp_path)
+    code, _, err = envgen(locked, "lock", ENV, "--upgrade-package", "demo-tokenizers")
     assert code == 0, err
     assert (
         "  linux-aarch64: 1 moved\n    pip demo-tokenizers 0.21.0 -> 0.22.0: "
@@ -235,36 +263,34 @@ def test_a_package_pinning_the_bumped_one_moves_with_it_without_a_warning(exampl
 
 
 def test_the_index_is_asked_whether_a_previous_version_is_still_offered(
-    example: Example,
+    locked: Example,
     tmp_path: Path,
 ) -> None:
-    lock(example)
-    project = Project(example.root)
+    project = Project(locked.root)
     bridge = [e for e in read_lock(project, ENV).pip if e.name == "demo-bridge"]  # type: ignore[union-attr]
     matrix = load_env(project, ENV)
     indexes = at(tmp_path).accesses(matrix.indexes)
     asked = Indexes(tmp_path, Limits(), offline=False)
     assert asked.offered(bridge, indexes) == {"demo-bridge"}
     republish(
-        example, pypi=[d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")]
+        locked, pypi=[d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")]
     )
     assert asked.offered(bridge, indexes) == set()
 
 
 def test_a_changed_conda_spec_moves_that_package_with_its_reason(
-    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    locked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    lock(example)
     newer = [
         CondaPackage(
             "libdemo", "1.1", subdir, build="h0_0", depends=("__glibc >=2.17",), fmt="tar.bz2"
         )
         for subdir in PLATFORMS
     ]
-    republish(example, conda=(*demo_packages(), *newer, NEWER_DATA))
-    later(example, monkeypatch, tmp_path)
-    example.matrix.write_text(example.matrix.read_text().replace('"libdemo"]', '"libdemo >=1.1"]'))
-    moved = lock(example)
+    republish(locked, conda=(*demo_packages(), *newer, NEWER_DATA))
+    later(locked, monkeypatch, tmp_path)
+    locked.matrix.write_text(locked.matrix.read_text().replace('"libdemo"]', '"libdemo >=1.1"]'))
+    moved = lock(locked)
     for platform in PLATFORMS:
         assert [(m["name"], m["old"], m["new"], m["reason"]) for m in moved[platform]] == [
             ("libdemo", "1.0 h0_0", "1.1 h0_0", "required by [conda] specs (>=1.1)")

@@ -46,6 +46,23 @@ def git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
+def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One uv cache for the module's builds: each build's isolated env installs setuptools (and
+    what else its build asks) with uv, and from a cache of the test's own uv unpacked and
+    installed it again every time."""
+    return tmp_path_factory.mktemp("uv-cache")
+
+
+@pytest.fixture(autouse=True)
+def shared_uv_cache(tmp_path: Path, uv_cache: Path) -> None:
+    """`tmp_path / "cache"`, every test's envgen cache, with its uv/ the module's. Only uv's own
+    cache is shared: what envgen keeps (source-metadata/, the git mirrors) stays the test's, as
+    its assertions about rebuilds need."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "uv").symlink_to(uv_cache, target_is_directory=True)
+
+
+@pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A loopback index with the real setuptools wheel (the one virtualenv ships) and two releases
     of `base`."""

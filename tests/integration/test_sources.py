@@ -10,6 +10,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import build
 import pytest
 from envgen.errors import InputError, ResolutionError
 from envgen.example.gitrepos import GitRepo, python_project, side_commit
@@ -385,22 +386,12 @@ def test_fixture_repos_are_deterministic(tmp_path: Path) -> None:
 
 
 def test_python_project_builds_with_its_version(tmp_path: Path) -> None:
+    """The fixture project's PEP 517 build, as `pip wheel --no-build-isolation` runs it: its
+    setuptools backend in a child python of this environment (pip's own start-up, which added
+    nothing to what is checked, is left out)."""
     repo = python_project(tmp_path / "proj", "demo-proj", "0.3.0", dependencies=("numpy>=1",))
     out = tmp_path / "wheels"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-        ]
-        + ["--wheel-dir", str(out), str(repo.path)],
-        check=True,
-    )
+    build.ProjectBuilder(repo.path, python_executable=sys.executable).build("wheel", out)
     (wheel,) = out.glob("*.whl")
     assert wheel.name == "demo_proj-0.3.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as zf:

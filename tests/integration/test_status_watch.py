@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from envgen.example.project import GITHUB, PYPI_DISTS, Example, bump_version, re
 from envgen.example.wheels import FixtureDist
 
 from tests.support.example import run_envgen
+from tests.support.lk_locked import lock_once, locked_example
 from tests.support.schemas import validate
 
 ENV = "demo"
@@ -26,6 +28,27 @@ def lock(example: Example) -> None:
     bump_version(example, "demo-torch", "2.10.0", "2.10.1")
     code, _, err = run_envgen(example, "lock", ENV, "-q")
     assert code == 0, err
+
+
+@pytest.fixture(scope="module")
+def quiet_lock(served: Example) -> dict[str, bytes]:
+    """The module's served example with the pin that keeps the watch quiet (see `lock`), locked
+    once: for the tests that change neither upstream nor what the servers offer."""
+    bump_version(served, "demo-torch", "2.10.0", "2.10.1")
+    return lock_once(served, ENV)
+
+
+@pytest.fixture
+def locked(
+    served: Example, quiet_lock: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
+    """That example, locked, as `lock` leaves a fresh one; its matrix and channel files put back
+    afterwards."""
+    channels = {p: p.read_text() for p in (served.root / "channels").glob("*.toml")}
+    with locked_example(served, ENV, quiet_lock, monkeypatch) as example:
+        yield example
+    for path, text in channels.items():
+        path.write_text(text)
 
 
 def watch(example: Example) -> tuple[int, dict[str, Any]]:
@@ -163,8 +186,8 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_a_host_that_does_not_answer_is_exit_3_naming_it(example: Example) -> None:
-    lock(example)
+def test_a_host_that_does_not_answer_is_exit_3_naming_it(locked: Example) -> None:
+    example = locked
     port = closed_port()
     nowhere = f"http://127.0.0.1:{port}"
     record = page("x", "main", "a.rst", H, H)
@@ -194,13 +217,12 @@ def test_a_host_that_does_not_answer_is_exit_3_naming_it(example: Example) -> No
     ],
 )
 def test_a_malformed_record_or_pattern_is_exit_2_naming_the_key(
-    example: Example,
+    locked: Example,
     record: str,
     key: str,
 ) -> None:
-    lock(example)
-    add_watch(example, record)
-    code, _, err = run_envgen(example, "status", ENV, "--watch")
+    add_watch(locked, record)
+    code, _, err = run_envgen(locked, "status", ENV, "--watch")
     assert code == 2
     assert f"{MATRIX}:" in err and f": watch.{key}: " in err
 
