@@ -75,15 +75,15 @@ def install_command(
 ) -> Outcome:
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the
     recipe."""
+    from envgen.commands.cache import claimed_cache
     from envgen.commands.install import install_lock
-    from envgen.project import cache_dir
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=True)
     installed = install_lock(
         proj,
         env,
         prefix,
-        cache=cache_dir(),
+        cache=claimed_cache(),
         venv=venv,
         installer="uv" if installer == "uv" else "pip",
         profiles=profiles,
@@ -127,7 +127,7 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
     """Write every conda package, pip artifact and source commit the lock of ENV names into one
     archive."""
     from envgen.commands.bundle import bundle_env
-    from envgen.project import cache_dir
+    from envgen.commands.cache import claimed_cache
 
     proj = current_project()
     proj.known_envs([env], locked=True)
@@ -137,7 +137,7 @@ def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcom
         env,
         output,
         platforms=platforms,
-        cache=cache_dir(),
+        cache=claimed_cache(),
         display=display,
     )
     result = {"env": env, "path": str(summary.path), "files": summary.files, "size": summary.size}
@@ -208,10 +208,10 @@ def check_command(
 ) -> Outcome:
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and
     imports."""
+    from envgen.commands.cache import claimed_cache
     from envgen.commands.check import EnvOptions, check_env
     from envgen.commands.check_report import render_report
     from envgen.installer.tools import InstallerName
-    from envgen.project import cache_dir
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=False)
     tool: InstallerName = "uv" if installer == "uv" else "pip"
@@ -219,7 +219,7 @@ def check_command(
     report = check_env(
         proj,
         env,
-        cache=cache_dir(),
+        cache=claimed_cache(),
         options=options,
         solve=not no_solve,
         throwaway=not no_env,

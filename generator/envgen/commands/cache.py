@@ -1,9 +1,14 @@
-"""`envgen cache clean`: remove what envgen cached, from its own cache directory only.
+"""envgen's cache directory: claimed when envgen creates it, cleaned (`envgen cache clean`) only
+where envgen claimed it.
 
-The directory is $ENVGEN_CACHE_DIR or the user cache directory (`project.cache_dir`). It is cleaned
-only when it holds nothing but envgen's own entries (`project.CACHE_ENTRIES`): a variable pointing
-at a home or a shared directory removes nothing. The directory is never followed through a
-symbolic link, nor is anything inside it (a link is removed as a link)."""
+The directory is $ENVGEN_CACHE_DIR or the user cache directory (`project.cache_dir`). A command
+that caches takes it through `claimed_cache`: a directory that does not exist yet, or is empty, is
+marked as envgen's with a cache directory tag (CACHEDIR.TAG, https://bford.info/cachedir/, which
+backup tools also honour), written with envgen's own comment line. `clean_cache` removes entries
+only from a directory holding that tag and nothing but envgen's own entries
+(`project.CACHE_ENTRIES`): a variable pointing at a home, `~/.cache` or the working directory
+removes nothing, whatever the names inside. The directory is never followed through a symbolic
+link, nor is anything inside it (a link is removed as a link)."""
 
 from __future__ import annotations
 
@@ -12,8 +17,42 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from envgen.atomic import write_file
 from envgen.errors import InputError
-from envgen.project import CACHE_ENTRIES
+from envgen.inputs.files import read_input_text
+from envgen.project import CACHE_ENTRIES, cache_dir
+
+TAG = "CACHEDIR.TAG"
+# The signature line is the specification's; the comment says whose tag it is, so that a directory
+# another tool tagged (uv's cache has its own CACHEDIR.TAG) is not taken for envgen's.
+TAG_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by envgen (`envgen cache clean` empties it).\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+
+
+def claimed_cache() -> Path:
+    """envgen's cache directory for a command that caches: created and tagged when it does not
+    exist yet; an existing directory is tagged only when empty (one holding anything else may be
+    shared, and is used but never cleaned)."""
+    cache = cache_dir()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        if not cache.is_symlink() and not any(cache.iterdir()):
+            write_file(cache / TAG, TAG_TEXT.encode())
+    except OSError:
+        pass  # the command that writes there reports the directory it cannot write
+    return cache
+
+
+def _tagged(cache: Path) -> bool:
+    """Whether `cache` holds envgen's tag, as a regular file (never read through a link)."""
+    try:
+        text = read_input_text(cache / TAG, hint="")
+    except InputError:
+        return False
+    return text == TAG_TEXT
 
 
 @dataclass(frozen=True)
@@ -29,9 +68,9 @@ class Removed:
 
 
 def clean_cache(cache: Path) -> Removed:
-    """Remove envgen's entries from `cache`, leaving the directory itself; an absent cache removes
-    nothing. A link, a file, or a directory holding anything envgen does not put there is bad
-    input, and nothing is removed."""
+    """Remove envgen's entries from `cache`, leaving the directory and its tag; an absent or empty
+    cache removes nothing. A link, a file, a directory without envgen's tag or one holding anything
+    envgen does not put there is bad input, and nothing is removed."""
     if not os.path.lexists(cache):
         return Removed(cache, ())
     if cache.is_symlink():
@@ -45,7 +84,14 @@ def clean_cache(cache: Path) -> Removed:
             f"the cache {cache} is not a directory",
             hint="set ENVGEN_CACHE_DIR to envgen's cache directory",
         )
-    names = sorted(entry.name for entry in cache.iterdir())
+    names = sorted(entry.name for entry in cache.iterdir() if entry.name != TAG)
+    if names and not _tagged(cache):
+        raise InputError(
+            f"{cache} is not a cache envgen created (it has no {TAG} of envgen's): nothing was "
+            "removed",
+            hint="is ENVGEN_CACHE_DIR right? envgen tags the cache directory it creates; remove "
+            "this one yourself if it is envgen's",
+        )
     foreign = [name for name in names if name not in CACHE_ENTRIES]
     if foreign:
         more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from envgen import interrupts
+from envgen.commands.cache import claimed_cache
 from envgen.commands.lock_fresh import unchanged_hash
 from envgen.commands.lock_names import check_update_names, check_upgrade_names
 from envgen.errors import EnvgenError, InputError
 from envgen.lockio.store import LockTexts, lock_of, read_files
-from envgen.project import Project, cache_dir
+from envgen.project import Project
 from envgen.resolve.movable import NOTHING, Movable
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def lock_envs(
         # when something may move.
         from envgen.resolve.settings import Settings
 
-        settings = Settings.read(os.environ, cache=cache or cache_dir(), offline=offline)
+        settings = Settings.read(os.environ, cache=cache or claimed_cache(), offline=offline)
         options = LockOptions(update, upgrade, settings, relocking, mode)
         with _collector_paused():
             done |= _relock_stale(project, [files[env] for env in stale], options, preflight)
