@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
+from envgen.commands.cache import TAG, TAG_TEXT
 from envgen.example.project import Example
 from envgen.project import CACHE_ENTRIES
 
@@ -43,7 +44,8 @@ def test_clean_removes_everything_a_lock_a_check_and_a_bundle_cached(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    """What envgen writes into its cache is all in CACHE_ENTRIES (else clean would refuse it)."""
+    """What envgen writes into its cache is all in CACHE_ENTRIES (else clean would refuse it), in
+    the directory the first of them created and tagged."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))
     with restored_example(served, "demo", monkeypatch) as example:
@@ -51,7 +53,8 @@ def test_clean_removes_everything_a_lock_a_check_and_a_bundle_cached(
         assert run_envgen(example, "check", "demo", "--no-solve", "-q")[0] == 0
         bundle = str(tmp_path / "demo.tar")
         assert run_envgen(example, "bundle", "demo", "-o", bundle, "-q")[0] == 0
-    cached = sorted(p.name for p in cache.iterdir())
+    assert (cache / TAG).read_text() == TAG_TEXT
+    cached = sorted(p.name for p in cache.iterdir() if p.name != TAG)
     assert {"git", "conda", "uv", "pypi-metadata", "artifacts"} <= set(cached)
 
     code, out, err = cache_command("clean", "--json", cache=cache)
@@ -59,7 +62,7 @@ def test_clean_removes_everything_a_lock_a_check_and_a_bundle_cached(
     (result,) = json.loads(out)["results"]
     assert [e["name"] for e in result["removed"]] == cached
     assert result["bytes"] == sum(e["bytes"] for e in result["removed"]) > 1_000_000
-    assert cache.is_dir() and list(cache.iterdir()) == []
+    assert cache.is_dir() and [p.name for p in cache.iterdir()] == [TAG]
     code, _, err = cache_command("clean", cache=cache)
     assert (code, err) == (0, f"envgen cache: nothing to remove in {cache}\n")
 
@@ -67,6 +70,7 @@ def test_clean_removes_everything_a_lock_a_check_and_a_bundle_cached(
 def test_clean_says_what_it_removed_and_removes_a_link_inside_as_a_link(tmp_path: Path) -> None:
     cache, outside = tmp_path / "cache", tmp_path / "precious"
     (cache / "git" / "repo.git").mkdir(parents=True)
+    (cache / TAG).write_text(TAG_TEXT)
     (cache / "git" / "repo.git" / "HEAD").write_text("ref: refs/heads/main\n")
     outside.mkdir()
     (outside / "keep.txt").write_text("not envgen's\n")
@@ -80,21 +84,24 @@ def test_clean_says_what_it_removed_and_removes_a_link_inside_as_a_link(tmp_path
         f"removed {cache / 'uv'} ({len(str(outside))} bytes)",
         f"envgen cache: removed {21 + len(str(outside))} bytes from {cache}",
     ]
-    assert list(cache.iterdir()) == []
+    assert [p.name for p in cache.iterdir()] == [TAG]
     assert (outside / "keep.txt").read_text() == "not envgen's\n"
 
 
 def test_clean_refuses_a_directory_holding_what_envgen_does_not_put_there(tmp_path: Path) -> None:
-    """ENVGEN_CACHE_DIR pointing at a home: nothing at all is removed, not even envgen's `git/`."""
+    """ENVGEN_CACHE_DIR pointing at a home that carries envgen's tag (copied there, say): nothing
+    at all is removed, not even envgen's `git/` (tests/unit/test_cache_claim.py: an untagged one
+    is refused whatever it holds)."""
     home = tmp_path / "home"
     (home / "git").mkdir(parents=True)
+    (home / TAG).write_text(TAG_TEXT)
     (home / ".bashrc").write_text("export PATH\n")
     (home / "notes.txt").write_text("mine\n")
     code, out, err = cache_command("clean", cache=home)
     assert code == 2 and out == ""
     assert f"error: {home} holds .bashrc, notes.txt, which envgen does not put in its cache" in err
     assert "nothing was removed" in err and ", ".join(CACHE_ENTRIES) in err
-    assert sorted(p.name for p in home.iterdir()) == [".bashrc", "git", "notes.txt"]
+    assert sorted(p.name for p in home.iterdir()) == [".bashrc", TAG, "git", "notes.txt"]
 
 
 def test_clean_never_goes_through_a_link_to_the_cache(tmp_path: Path) -> None:

@@ -169,7 +169,7 @@ def test_an_interrupt_before_the_work_says_what_the_command_did_not_do(
         raise KeyboardInterrupt
 
     # what each asks for just before its work
-    monkeypatch.setattr("envgen.project.cache_dir", interrupted)
+    monkeypatch.setattr("envgen.commands.cache.cache_dir", interrupted)
     extra = {
         "install": ("--prefix", str(tmp_path / "env"), "--venv"),
         "check": (),
