@@ -5,7 +5,9 @@ The example is served behind basic auth: its conda channel and "extra" index tak
 status, check, install and bundle must all succeed, each installer once (check's throwaway env by
 pip, install's prefix by uv), and afterwards no file of the cache, `locks/`, the prefix, the kept
 throwaway env, the temporary directory or the home directory holds a secret, nor the base64 of a
-`user:secret` pair.
+`user:secret` pair. What they cached is all envgen's own, what `envgen cache clean` removes
+(test_cache cleans a cache a lock and bundles filled; this one is also the real check's and
+install's).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
+from envgen.commands.cache import TAG, TAG_TEXT
 from envgen.errors import InputError, VerificationError
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.gitrepos import GitRepo
@@ -38,7 +41,7 @@ from envgen.installer.conda import install_conda
 from envgen.lockio.store import read_lock
 from envgen.model import Channel
 from envgen.platforms import host_platform
-from envgen.project import Project
+from envgen.project import CACHE_ENTRIES, Project
 from envgen.resolve.conda_stage import solve_conda
 from packaging.utils import canonicalize_name
 
@@ -179,6 +182,12 @@ def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path:
     )
     assert scanned > 100
     assert hits == []
+    # The cache the five commands filled for real (pip's and uv's installs included) holds only
+    # what envgen puts there, in the directory the first of them created and tagged.
+    cached = {p.name for p in (tmp_path / "cache").iterdir()} - {TAG}
+    assert (tmp_path / "cache" / TAG).read_text() == TAG_TEXT
+    assert {"uv", "git", "conda", "pypi-metadata", "artifacts"} <= cached
+    assert cached <= set(CACHE_ENTRIES), sorted(cached - set(CACHE_ENTRIES))
 
 
 def test_a_conda_prefix_installs_from_an_authenticated_channel_and_keeps_no_credential(
@@ -203,6 +212,8 @@ def test_a_conda_prefix_installs_from_an_authenticated_channel_and_keeps_no_cred
             entries, tmp_path / "prefix", cache=tmp_path / "cache", credentials=credentials.conda
         )
     assert (tmp_path / "prefix" / "conda-meta").is_dir()
+    # The channel's repodata and packages are cached where envgen keeps them (CACHE_ENTRIES).
+    assert {p.name for p in (tmp_path / "cache").iterdir()} == {"conda"}
     scanned, hits = secret_hits(tmp_path / "cache", tmp_path / "prefix")
     assert scanned > 10
     assert hits == []
