@@ -4,16 +4,16 @@ cache directory), emptied of what envgen put there, and of nothing else, never t
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.commands.cache import TAG, TAG_TEXT
-from envgen.example.project import Example
 from envgen.project import CACHE_ENTRIES
 
-from tests.support.example import restored_example, run_envgen
+from tests.support.proc_bundled import shared_bundle
 
 
 def cache_command(
@@ -39,20 +39,17 @@ def test_dir_is_the_variable_else_the_user_cache_directory(tmp_path: Path) -> No
     assert json.loads(out)["results"] == [{"path": str(tmp_path / "mine"), "exists": False}]
 
 
-def test_clean_removes_everything_a_lock_a_check_and_a_bundle_cached(
-    served: Example,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+def test_clean_removes_everything_a_lock_and_a_bundle_cached(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
     """What envgen writes into its cache is all in CACHE_ENTRIES (else clean would refuse it), in
-    the directory the first of them created and tagged."""
+    the directory the first of them created and tagged: a copy of the cache the session's one
+    real lock and two bundles of the example filled (tests/support/proc_bundled.py), rather than
+    a lock, a check and a bundle of this test's own. That what a check's and an install's real
+    installs cache is in CACHE_ENTRIES too is asserted in test_secrets, where they run (a check by
+    pip, an install by uv, a conda prefix)."""
     cache = tmp_path / "cache"
-    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))
-    with restored_example(served, "demo", monkeypatch) as example:
-        assert run_envgen(example, "lock", "demo", "-q")[0] == 0
-        assert run_envgen(example, "check", "demo", "--no-solve", "-q")[0] == 0
-        bundle = str(tmp_path / "demo.tar")
-        assert run_envgen(example, "bundle", "demo", "-o", bundle, "-q")[0] == 0
+    shutil.copytree(shared_bundle(tmp_path_factory) / "cache", cache, symlinks=True)
     assert (cache / TAG).read_text() == TAG_TEXT
     cached = sorted(p.name for p in cache.iterdir() if p.name != TAG)
     assert {"git", "conda", "uv", "pypi-metadata", "artifacts"} <= set(cached)
