@@ -3,6 +3,7 @@ the example."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -12,8 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from envgen.commands import check
 from envgen.commands.check_throwaway import installed_set_step
 from envgen.example.project import Example
+from envgen.installer.core import Destination, Installer, Request, Source
 from envgen.installer.tools import tool_environment
 from envgen.lockio.exports.pylock import parse_pylock
 from envgen.lockio.exports.requirements_txt import parse_requirements
@@ -25,7 +28,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from uv import find_uv_bin
 
-from tests.support.chk_venv import copied_install, shared_venv
+from tests.support.chk_venv import shared_venv
 from tests.support.example import run_envgen, use_git_config
 from tests.support.venvs import fresh_venv
 
@@ -464,16 +467,32 @@ def test_check_installs_from_the_derived_file_and_compares_the_installed_set(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """pip's case installs for real (check's pip path); uv's takes a copy of the session's venv of
-    the lock, which uv installed (chk_venv.py): its subject is the file check names and the
-    installed set it compares, check's real uv install being test_check's."""
+    """Check's throwaway install is handed the installer's derived file of the lock (recorded) and
+    made a copy of the session's venv of the lock (chk_venv.py), for both installers: the subject
+    is the file check gives the installer and names, and the installed set it compares.
+
+    What the installers do with those files is proven for real elsewhere: pip installing the
+    requirements.txt with its hashes to the locked versions, and uv the pylock, in this module's
+    test_pip_installs_the_requirements_with_hashes_and_refuses_a_tampered_wheel and
+    test_uv_installs_the_pylock_with_the_locked_versions; check's own uv install in test_check;
+    check's own pip install of this example in test_secrets (exit 0: its installed set, pip check
+    and imports pass); pip's install into a venv through the same install core in test_install."""
     lock = locked(example)
-    if installer == "uv":
-        copied_install(tmp_path_factory, example, monkeypatch)
+    shared = shared_venv(tmp_path_factory, example)
+    given: list[tuple[str, Path]] = []
+
+    def copied(request: Request, source: Source, env: Destination, tool: Installer) -> None:
+        part = source.pip(request.lock, request.platform, tool)
+        assert part is not None
+        given.append((tool.name, part.requirements))
+        shutil.copytree(shared, env.path, symlinks=True)
+
+    monkeypatch.setattr(check, "EnvOptions", functools.partial(check.EnvOptions, install=copied))
     code, out, err = envgen(
         example, "check", ENV, "--venv", "--no-solve", "--installer", installer, "--json"
     )
     assert code == 0, out + err
+    assert given == [(installer, example.root / "locks" / source)]
     steps = {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
     assert f"from {source} ({installer})" in steps["env: install (venv)"]["detail"]
     installed = steps["env: installed set"]
