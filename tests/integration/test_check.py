@@ -257,8 +257,13 @@ def test_a_lock_made_stale_by_editing_the_matrix_fails_the_static_step(
 
 
 def test_a_tampered_wheel_fails_the_install_step_and_the_env_is_removed(
-    example: Example, tmp_path: Path
+    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The install for real, by uv with a cache of its own (the session's holds the wheel as
+    locked, from an earlier check's install, and would install that): uv's venv seeds are not
+    compiled, pip's would be (seconds of CPU) before pip reached the wheel. Each installer's own
+    hash check is test_install's test_tampered_wheel_fails_the_install."""
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
     lock = read_lock(Project(example.root), ENV)
     assert lock is not None
     numpy = next(e for e in lock.pip if e.name == "demo-numpy" and e.platform == "linux-64")
@@ -266,7 +271,7 @@ def test_a_tampered_wheel_fails_the_install_step_and_the_env_is_removed(
     original = served.read_bytes()
     served.write_bytes(original + b"\0")
     try:
-        code, out, _ = envgen_check(example, "--venv", "--no-solve", "--json")
+        code, out, _ = envgen_check(example, "--venv", "--installer", "uv", "--no-solve", "--json")
     finally:
         served.write_bytes(original)
     assert code == 4

@@ -29,6 +29,7 @@ from envgen.npu import Npu
 from envgen.project import Project
 
 from tests.support.builders import make_lock
+from tests.support.chk_venv import compile_pip
 from tests.support.example import served_example
 from tests.support.shared import build_once, session_root
 
@@ -174,8 +175,14 @@ def _installed_once(
     check finds it installed. The envs of this module differ in their NPU target only, not in what
     is installed, and these tests are about the NPU steps: what is checked after the install
     (installed set, pip check, imports, the NPU steps) runs on that venv as on a new one. The
-    throwaway env itself is test_check.py's."""
-    build_once(factory, VENV, lambda _: core.install(request, source, env, installer))
+    throwaway env itself is test_check.py's. pip's bytecode is compiled once there (chk_venv's
+    compile_pip): each check's pip check would compile pip anew."""
+
+    def build(_: Path) -> None:
+        core.install(request, source, env, installer)
+        compile_pip(env.path)
+
+    build_once(factory, VENV, build)
 
 
 Steps = dict[str, dict[str, str]]

@@ -342,6 +342,10 @@ def test_a_tampered_conda_package_fails_the_install(tmp_path: Path) -> None:
 
 
 def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_path: Path) -> None:
+    """`install` refuses a lock its project has no matrix of unless --frozen, then makes the venv
+    and installs it. By uv: with pip the venv's seeds are compiled first (seconds of CPU; that
+    they are is test_venv_seed's), and pip's install into a venv is
+    test_venv_install_of_wheels_and_a_source[pip]'s."""
     base, files = wheelhouse
     # A lock as `envgen lock` writes it: its index and channel listed (`install` checks its
     # integrity first); the project has no matrix of it, so only --frozen installs it as it is.
@@ -353,6 +357,7 @@ def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_pa
     project = locked_project(tmp_path / "project", lock)
     prefix = tmp_path / "env"
     args = ["install", "demo", "--root", str(project.root), "--prefix", str(prefix), "--venv"]
+    args += ["--installer", "uv"]
     refused = CliRunner().invoke(cli, args)
     assert refused.exit_code == 1, refused.output
     assert "the lock of demo is stale" in refused.output and "--frozen" in refused.output
