@@ -18,6 +18,7 @@ from envgen.recipe.render import render_recipe
 from uv import find_uv_bin
 
 from tests.support.builders import make_lock
+from tests.support.shared import build_once
 from tests.support.submodules import locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv
 
@@ -137,23 +138,37 @@ def test_pythonpath_source_is_importable_after_activation_only(tmp_path: Path, v
     assert after == "/keep unset"
 
 
+def hooked_venv(factory: pytest.TempPathFactory, pip_from: Path) -> Path:
+    """A venv the recipe ran on twice, with the `quiet` profile and then without (it stays on): a
+    PYTHONPATH source (msfix), an activation variable and the profile's, made once per session for
+    the shells that source it (read only). The second run leaves bin/activate as the first left it:
+    a re-run edits it once, not twice."""
+
+    def build(path: Path) -> None:
+        repo = backend_project(path / "msfix", "msfix", "0.1.0", importable=False)
+        source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
+        lock = demo_lock(
+            locked(repo, source),
+            activation_env=(("DEMO_MODE", "on"),),
+            profiles=(Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),),
+        )
+        venv = fresh_venv(path / "env", pip_from)
+        assert run_recipe(lock, venv, "--profile", "quiet", uv=True).returncode == 0
+        activate = (venv / "bin" / "activate").read_bytes()
+        assert run_recipe(lock, venv, uv=True).returncode == 0
+        assert (venv / "bin" / "activate").read_bytes() == activate
+
+    return build_once(factory, "recipe-run-hooked-venv", build) / "env"
+
+
 @pytest.mark.parametrize("shell", ["sh", "bash"])
 def test_venv_deactivate_restores_what_the_hooks_set(
-    tmp_path: Path, venv: Path, shell: str
+    tmp_path_factory: pytest.TempPathFactory, pip_site_packages: Path, shell: str
 ) -> None:
     """Before: in a venv, `deactivate` left the envgen PYTHONPATH and the hooks' variables set
-    (conda runs deactivate.d; a venv's bin/activate knew nothing of it)."""
-    repo = backend_project(tmp_path / "msfix", "msfix", "0.1.0", importable=False)
-    source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
-    lock = demo_lock(
-        locked(repo, source),
-        activation_env=(("DEMO_MODE", "on"),),
-        profiles=(Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),),
-    )
-    assert run_recipe(lock, venv, "--profile", "quiet", uv=True).returncode == 0
-    activate = (venv / "bin" / "activate").read_bytes()
-    assert run_recipe(lock, venv, uv=True).returncode == 0
-    assert (venv / "bin" / "activate").read_bytes() == activate  # a re-run edits it once, not twice
+    (conda runs deactivate.d; a venv's bin/activate knew nothing of it). The venv the recipe made is
+    the session's one (hooked_venv), each shell only sourcing its scripts."""
+    venv = hooked_venv(tmp_path_factory, pip_site_packages)
     show = (
         "echo "
         '"${PYTHONPATH-unset}|${DEMO_MODE-unset}|${TRANSFORMERS_VERBOSITY-unset}|$(env | '
