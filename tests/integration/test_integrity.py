@@ -7,16 +7,20 @@ before the integrity check (lockio/integrity.py) existed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
 from envgen.example.project import Example
 from envgen.inputs.matrix import load_env
 from envgen.lockio.exports.derived import derived_files
@@ -348,12 +352,40 @@ PLANTED_COMMANDS = [
 PLANTED_IDS = [" ".join(args) for args, _ in PLANTED_COMMANDS]
 
 
-def run_child(example: Example, args: tuple[str, ...]) -> tuple[int, str]:
-    """The real command line in a child process, bounded (a read that blocks on a FIFO fails the
-    test): its exit code, and what it said on stdout and stderr."""
-    argv = [sys.executable, "-m", "envgen", *args, "--root", str(example.root)]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-    return proc.returncode, proc.stdout + proc.stderr
+# Far above what any of these commands takes: only a read blocked on the FIFO reaches it.
+HANG = 60.0
+
+
+class Hung(BaseException):
+    """A command still running after HANG seconds: not an Exception, so no handler of envgen's takes
+    it for a failure of its own."""
+
+
+def run_bounded(example: Example, args: tuple[str, ...]) -> tuple[int, str]:
+    """The command line run in process (its subject is what envgen decides about the planted file,
+    not the process), bounded: after HANG seconds the test fails, and a read blocked on the FIFO is
+    released (the FIFO opened for writing and closed: the reader sees its end). Its exit code, and
+    what it said on stdout and stderr."""
+    fifo = lock_file(example, ".sources.toml")
+
+    def hung(signum: int, frame: FrameType | None) -> None:
+        raise Hung(f"envgen {' '.join(args)} still running after {HANG:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, HANG)
+    try:
+        result = CliRunner().invoke(
+            cli, [*args, "--root", str(example.root)], catch_exceptions=False
+        )
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if fifo.is_fifo():
+            # A reader still waiting on it (in another thread) gets the end of the file; with no
+            # reader the open fails (ENXIO): nothing waits on it.
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    return result.exit_code, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(("args", "code"), PLANTED_COMMANDS, ids=PLANTED_IDS)
@@ -361,11 +393,12 @@ def test_a_fifo_at_the_sources_toml_hangs_no_command(
     example: Example, tmp_path: Path, args: tuple[str, ...], code: int
 ) -> None:
     """Before: `envgen lock` blocked for ever opening the FIFO (its freshness check read locks/
-    directly)."""
+    directly). The command line runs in process, bounded (run_bounded): a command that opened the
+    FIFO would block there until the bound fails the test."""
     path = lock_file(example, ".sources.toml")
     path.unlink()
     os.mkfifo(path)
-    found, err = run_child(example, tuple(a.format(tmp=tmp_path) for a in args))
+    found, err = run_bounded(example, tuple(a.format(tmp=tmp_path) for a in args))
     assert found == code, err
     assert "Traceback" not in err
     assert code == 0 or "locks/demo.sources.toml is not a regular file" in err
@@ -378,13 +411,14 @@ def test_no_command_follows_a_symlink_at_the_sources_toml(
     example: Example, tmp_path: Path, args: tuple[str, ...], code: int
 ) -> None:
     """The link points at the lock's own sources.toml, moved out of locks/: a command that followed
-    it would find an intact lock, and succeed."""
+    it would find an intact lock, and succeed. The command line runs in process (run_bounded): its
+    subject is what envgen reads, not the process."""
     path = lock_file(example, ".sources.toml")
     outside = tmp_path / "elsewhere.toml"
     shutil.move(path, outside)
     path.symlink_to(outside)
     before = outside.read_bytes()
-    found, err = run_child(example, tuple(a.format(tmp=tmp_path) for a in args))
+    found, err = run_bounded(example, tuple(a.format(tmp=tmp_path) for a in args))
     assert found == code, err
     assert "Traceback" not in err
     assert code == 0 or "locks/demo.sources.toml is a symbolic link" in err

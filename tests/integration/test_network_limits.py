@@ -18,7 +18,9 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -29,12 +31,11 @@ from envgen.cli import cli
 from envgen.errors import EnvgenError, NetworkError, Unreached
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
-from envgen.example.project import Example
 from envgen.inputs.channels import IndexAccess
 from envgen.resolve.git_remote import GitEnv, ls_remote
 from envgen.resolve.index_client import IndexClient, fetch_filenames
 
-from tests.support.example import served_example
+from tests.support.proc_bundled import bundled_copy
 from tests.support.stalling import MODES, closed_url, stalling_server
 
 # Far above any limit the tests set: only a wait that ignores them reaches it.
@@ -257,39 +258,47 @@ def test_ctrl_c_ends_a_lock_waiting_on_a_stalling_pip_index_at_once(
     assert elapsed < 10, f"{elapsed:.1f} s from SIGINT to exit"
 
 
-@pytest.fixture(scope="module")
-def locked_then_gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    """The example locked while served, then its servers stopped: its indexes and channel refuse
-    connections."""
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("gone")) as example:
-        env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
-        env["ENVGEN_CACHE_DIR"] = str(lock_cache(example))
-        locked = CliRunner().invoke(
-            cli, ["lock", "demo", "-q", "--root", str(example.root)], env=env
-        )
-        assert locked.exit_code == 0, locked.output
-        # The release archive's wheels in the tests' cache, as a bundle takes them out: the installs
-        # below then meet the indexes and the channel, not the archive's host.
-        out = str(tmp_path_factory.mktemp("bundle") / "demo.tar")
-        bundled = CliRunner().invoke(
-            cli, ["bundle", "demo", "-q", "-o", out, "--root", str(example.root)], env=env
-        )
-        assert bundled.exit_code == 0, bundled.output
-    yield example
+@dataclass(frozen=True)
+class Gone:
+    """The example locked and bundled while served, its servers stopped since: its indexes and
+    channel refuse connections. `cache` is the cache it was locked and bundled with: it holds the
+    release archive's wheels, as a bundle takes them out (the installs below then meet the indexes
+    and the channel, not the archive's host)."""
+
+    root: Path
+    cache: Path
+    pypi_url: str
+    extra_url: str
+    channel_url: str
 
 
-def lock_cache(example: Example) -> Path:
+@pytest.fixture
+def locked_then_gone(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Gone:
+    """The session's one lock and bundles of the example (tests/support/proc_bundled.py, which
+    test_command_interrupts shares), the project and its cache copied for the test: a lock and a
+    bundle of its own would cost the same bytes again. The servers' URLs are those its channels/
+    name (the lock's)."""
+    bundled = bundled_copy(tmp_path_factory, tmp_path / "gone")
+
+    def url(channel: str) -> str:
+        with (bundled.root / "channels" / f"{channel}.toml").open("rb") as file:
+            return str(tomllib.load(file)["url"]).removesuffix("/simple")
+
+    return Gone(bundled.root, bundled.cache, url("pypi"), url("extra"), url("demo-forge"))
+
+
+def lock_cache(example: Gone) -> Path:
     """The cache the example was locked and bundled with: it holds the release archive's wheels."""
-    return example.root.parent / "lock-cache"
+    return example.cache
 
 
-def hosts(example: Example) -> set[str]:
+def hosts(example: Gone) -> set[str]:
     return {url.removeprefix("http://") for url in (example.pypi_url, example.extra_url)}
 
 
 @pytest.mark.parametrize("installer", ["pip", "uv"])
 def test_install_from_unreachable_indexes_exits_3_one_line_per_host(
-    locked_then_gone: Example, tmp_path: Path, installer: str
+    locked_then_gone: Gone, tmp_path: Path, installer: str
 ) -> None:
     """Before: pip's retries took minutes, then exit 5 with pip's raw retry lines."""
     args = [
@@ -316,7 +325,7 @@ def test_install_from_unreachable_indexes_exits_3_one_line_per_host(
 
 
 def test_check_with_unreachable_indexes_exits_3_one_line_per_host(
-    locked_then_gone: Example, tmp_path: Path
+    locked_then_gone: Gone, tmp_path: Path
 ) -> None:
     """Before: ~25 s of retries, exit 4, and pip's and uv's raw retry lines pasted into the results
     table."""
@@ -359,7 +368,7 @@ def test_check_with_unreachable_indexes_exits_3_one_line_per_host(
 
 
 def test_install_from_an_unreachable_conda_channel_exits_3_naming_the_host(
-    locked_then_gone: Example, tmp_path: Path
+    locked_then_gone: Gone, tmp_path: Path
 ) -> None:
     """Before: exit 4, as if the channel had served other bytes than were locked."""
     args = ["install", "demo", "--prefix", str(tmp_path / "env")]

@@ -18,6 +18,7 @@ from envgen.recipe.render import render_recipe
 from uv import find_uv_bin
 
 from tests.support.builders import make_lock
+from tests.support.shared import build_once
 from tests.support.submodules import locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv
 
@@ -32,7 +33,8 @@ def run_recipe(
     """The recipe of `lock` run on `prefix`; with `uv`, given `--uv` (uv installs the sources, its
     cache beside the env), for tests whose subject is not pip's own install path: uv builds and
     installs a source in a fraction of the second pip takes. The tests without it keep pip's path
-    covered."""
+    covered: a source's build variables, a PYTHONPATH source, CANN's script with build isolation
+    off, a server refusing fetches by SHA."""
     script = prefix.parent / f"{lock.env}.install.sh"
     script.write_text(render_recipe(lock))
     full = dict(os.environ)
@@ -136,23 +138,37 @@ def test_pythonpath_source_is_importable_after_activation_only(tmp_path: Path, v
     assert after == "/keep unset"
 
 
+def hooked_venv(factory: pytest.TempPathFactory, pip_from: Path) -> Path:
+    """A venv the recipe ran on twice, with the `quiet` profile and then without (it stays on): a
+    PYTHONPATH source (msfix), an activation variable and the profile's, made once per session for
+    the shells that source it (read only). The second run leaves bin/activate as the first left it:
+    a re-run edits it once, not twice."""
+
+    def build(path: Path) -> None:
+        repo = backend_project(path / "msfix", "msfix", "0.1.0", importable=False)
+        source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
+        lock = demo_lock(
+            locked(repo, source),
+            activation_env=(("DEMO_MODE", "on"),),
+            profiles=(Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),),
+        )
+        venv = fresh_venv(path / "env", pip_from)
+        assert run_recipe(lock, venv, "--profile", "quiet", uv=True).returncode == 0
+        activate = (venv / "bin" / "activate").read_bytes()
+        assert run_recipe(lock, venv, uv=True).returncode == 0
+        assert (venv / "bin" / "activate").read_bytes() == activate
+
+    return build_once(factory, "recipe-run-hooked-venv", build) / "env"
+
+
 @pytest.mark.parametrize("shell", ["sh", "bash"])
 def test_venv_deactivate_restores_what_the_hooks_set(
-    tmp_path: Path, venv: Path, shell: str
+    tmp_path_factory: pytest.TempPathFactory, pip_site_packages: Path, shell: str
 ) -> None:
     """Before: in a venv, `deactivate` left the envgen PYTHONPATH and the hooks' variables set
-    (conda runs deactivate.d; a venv's bin/activate knew nothing of it)."""
-    repo = backend_project(tmp_path / "msfix", "msfix", "0.1.0", importable=False)
-    source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
-    lock = demo_lock(
-        locked(repo, source),
-        activation_env=(("DEMO_MODE", "on"),),
-        profiles=(Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),),
-    )
-    assert run_recipe(lock, venv, "--profile", "quiet").returncode == 0
-    activate = (venv / "bin" / "activate").read_bytes()
-    assert run_recipe(lock, venv).returncode == 0
-    assert (venv / "bin" / "activate").read_bytes() == activate  # a re-run edits it once, not twice
+    (conda runs deactivate.d; a venv's bin/activate knew nothing of it). The venv the recipe made is
+    the session's one (hooked_venv), each shell only sourcing its scripts."""
+    venv = hooked_venv(tmp_path_factory, pip_site_packages)
     show = (
         "echo "
         '"${PYTHONPATH-unset}|${DEMO_MODE-unset}|${TRANSFORMERS_VERBOSITY-unset}|$(env | '
@@ -238,14 +254,14 @@ def test_several_cann_scripts_are_sourced_in_order(tmp_path: Path, venv: Path) -
     toolkit.parent.mkdir(parents=True)
     toolkit.write_text(f'export ASCEND_HOME_PATH="{home}"\n')
 
-    proc = run_recipe(lock, venv)
+    proc = run_recipe(lock, venv, uv=True)
     assert proc.returncode != 0
     assert f"source ascendfix needs CANN, but {nnal} does not exist" in proc.stderr
 
     nnal.parent.mkdir(parents=True)
     # unset unless the toolkit's came first
     nnal.write_text('export ATB_HOME_PATH="$ASCEND_HOME_PATH/atb"\n')
-    built = run_recipe(lock, venv)
+    built = run_recipe(lock, venv, uv=True)
     assert built.returncode == 0, built.stderr
     order = [line for line in built.stderr.splitlines() if "sourcing CANN's environment" in line]
     assert [line.rsplit(" ", 1)[-1] for line in order] == [str(toolkit), str(nnal)]
@@ -339,21 +355,21 @@ def test_a_re_run_keeps_the_profiles_an_earlier_run_enabled_until_dropped(
     loud = Profile("loud", "loud logs", (("DEMO_LOUD", "1"),))
     lock = demo_lock(locked(repo, Source("p", repo.url, "main", "p")), profiles=(quiet, loud))
     code = "import os; print(os.environ.get('TRANSFORMERS_VERBOSITY'), os.environ.get('DEMO_LOUD'))"
-    first = run_recipe(lock, venv, "--profile", "quiet")
+    first = run_recipe(lock, venv, "--profile", "quiet", uv=True)
     assert first.returncode == 0, first.stderr
     assert in_env(venv, code, activate=True).stdout.split() == ["error", "None"]
-    again = run_recipe(lock, venv)
+    again = run_recipe(lock, venv, uv=True)
     assert again.returncode == 0 and "profiles: quiet" in again.stderr
     assert in_env(venv, code, activate=True).stdout.split() == ["error", "None"]
-    more = run_recipe(lock, venv, "--profile", "loud")
+    more = run_recipe(lock, venv, "--profile", "loud", uv=True)
     assert more.returncode == 0 and in_env(venv, code, activate=True).stdout.split() == [
         "error",
         "1",
     ]
-    fewer = run_recipe(lock, venv, "--no-profile", "quiet")
+    fewer = run_recipe(lock, venv, "--no-profile", "quiet", uv=True)
     assert fewer.returncode == 0 and "profiles: loud" in fewer.stderr
     assert in_env(venv, code, activate=True).stdout.split() == ["None", "1"]
-    bad = run_recipe(lock, venv, "--no-profile", "nope")
+    bad = run_recipe(lock, venv, "--no-profile", "nope", uv=True)
     assert bad.returncode != 0 and "unknown profile nope (known: quiet loud)" in bad.stderr
 
 
@@ -392,11 +408,11 @@ def test_cherry_picks_reproduce_the_locked_head_and_a_wrong_tree_fails(
     source = Source("picky", repo.url, "main", "picky", cherry_picks=(fix,))
 
     wrong = demo_lock(LockedSource(source, base, tree="0" * 40))
-    failed = run_recipe(wrong, venv)
+    failed = run_recipe(wrong, venv, uv=True)
     assert failed.returncode != 0 and f"the lock recorded {'0' * 40}" in failed.stderr
 
     good = demo_lock(LockedSource(source, base, tree=tree, picked=(head,)))
-    proc = run_recipe(good, venv, "--src", str(tmp_path / "elsewhere"))
+    proc = run_recipe(good, venv, "--src", str(tmp_path / "elsewhere"), uv=True)
     assert proc.returncode == 0, proc.stderr
     checkout = tmp_path / "elsewhere" / "picky"
     assert (
@@ -420,7 +436,7 @@ def test_a_failed_checkout_is_retried_in_place(tmp_path: Path, venv: Path) -> No
     source = Source("clash", repo.url, "main", "clash", cherry_picks=(theirs,))
     conflicting = demo_lock(LockedSource(source, ours, tree="0" * 40))
     for _ in range(2):
-        failed = run_recipe(conflicting, venv)
+        failed = run_recipe(conflicting, venv, uv=True)
         assert (
             failed.returncode != 0
             and f"clash: cherry-pick of {theirs} onto {ours} failed" in failed.stderr
@@ -430,9 +446,9 @@ def test_a_failed_checkout_is_retried_in_place(tmp_path: Path, venv: Path) -> No
     # The lock is fixed (re-locked at a commit the pick applies to) after a wrong tree was recorded
     # for it.
     plain = Source("clash", repo.url, "main", "clash")
-    failed = run_recipe(demo_lock(LockedSource(plain, start, tree="0" * 40)), venv)
+    failed = run_recipe(demo_lock(LockedSource(plain, start, tree="0" * 40)), venv, uv=True)
     assert failed.returncode != 0 and f"the lock recorded {'0' * 40}" in failed.stderr
-    proc = run_recipe(demo_lock(locked(repo, plain)), venv)
+    proc = run_recipe(demo_lock(locked(repo, plain)), venv, uv=True)
     assert proc.returncode == 0, proc.stderr
     assert in_env(venv, "import clash.extra; print(clash.extra.SIDE)").stdout.strip() == "ours"
 
@@ -467,11 +483,13 @@ def test_server_refusing_sha_fetches_falls_back_to_full_fetch(tmp_path: Path, ve
 def test_edited_checkout_is_never_clobbered_by_a_new_lock(tmp_path: Path, venv: Path) -> None:
     repo = backend_project(tmp_path / "mine", "mine")
     first = demo_lock(locked(repo, Source("mine", repo.url, "main", "mine")))
-    assert run_recipe(first, venv).returncode == 0
+    assert run_recipe(first, venv, uv=True).returncode == 0
     work = venv / "src" / "mine" / "mine" / "__init__.py"
     work.write_text("__version__ = 'my edits'\n")
     repo.commit({"mine/new.py": "\n"}, "upstream moved")
-    proc = run_recipe(demo_lock(locked(repo, Source("mine", repo.url, "main", "mine"))), venv)
+    proc = run_recipe(
+        demo_lock(locked(repo, Source("mine", repo.url, "main", "mine"))), venv, uv=True
+    )
     assert proc.returncode != 0 and "holds other work" in proc.stderr
     assert work.read_text() == "__version__ = 'my edits'\n"
 
