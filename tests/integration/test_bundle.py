@@ -48,8 +48,17 @@ from tests.support.bundles import (
     written_tar,
 )
 from tests.support.example import served_example
+from tests.support.proc_bundled import bundled_copy
 from tests.support.submodules import locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv, site_packages
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Bundled:
+    """The session's one lock and bundles of the example (tests/support/proc_bundled.py, which
+    test_command_interrupts and test_bundle_trust read too), its project and cache copied for
+    this module: the module's tests alter the project's lock for a while and fill the cache."""
+    return bundled_copy(tmp_path_factory, tmp_path_factory.mktemp("bundled"))
 
 
 def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(

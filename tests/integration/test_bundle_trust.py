@@ -31,9 +31,18 @@ from tests.support.bundles import (
     written_tar,
     zstd_tar,
 )
+from tests.support.proc_bundled import bundled_copy
 
 SOURCES, YML, RECIPE = f"locks/{ENV}.sources.toml", f"locks/{ENV}.yml", f"locks/{ENV}.install.sh"
 FILE_LIMIT = 64 << 20  # what a child may write to one file: far above the example, far below 2 GiB
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Bundled:
+    """The session's one lock and bundles of the example (tests/support/proc_bundled.py, which
+    test_command_interrupts and test_bundle read too), its project and cache copied for this
+    module (a command may take the env's mutex in locks/)."""
+    return bundled_copy(tmp_path_factory, tmp_path_factory.mktemp("bundled"))
 
 
 def install(tmp_path: Path, bundle: Path, root: Path, *extra: str) -> tuple[int, str]:
