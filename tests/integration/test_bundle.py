@@ -48,8 +48,17 @@ from tests.support.bundles import (
     written_tar,
 )
 from tests.support.example import served_example
+from tests.support.proc_bundled import bundled_copy
 from tests.support.submodules import locked_parent, nested_submodules
 from tests.support.venvs import fresh_venv, site_packages
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Bundled:
+    """The session's one lock and bundles of the example (tests/support/proc_bundled.py, which
+    test_command_interrupts and test_bundle_trust read too), its project and cache copied for
+    this module: the module's tests alter the project's lock for a while and fill the cache."""
+    return bundled_copy(tmp_path_factory, tmp_path_factory.mktemp("bundled"))
 
 
 def test_the_bundle_holds_every_artifact_source_and_lock_file_of_the_platform(
@@ -651,6 +660,9 @@ def _run_on_a_terminal(cmd: list[str], env: dict[str, str]) -> tuple[int, str]:
 def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
+    """`envgen bundle` with its stderr on a pseudo-terminal (a child process: the terminal is the
+    subject) draws a bar; run again with a cold cache where stderr is no terminal (the command line
+    in process), one plain line per file."""
     with served_example(tmp_path_factory, tmp_path / "example") as example:
         env = {
             **os.environ,
@@ -682,14 +694,12 @@ def test_downloads_show_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
         summary = r"demo: .*a\.tar: \d+ files, \d+ bytes \([\d.]+ [kM]B\) "
         # Every artifact came from the network (before: "(12 downloaded, the rest from the cache)").
         assert re.search(summary + rf"\({files} artifacts, all downloaded\)", shown), shown
+        # Elsewhere (here the command line run in process, its stderr no terminal): plain lines.
+        env = {k: env[k] for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")}
         env["ENVGEN_CACHE_DIR"] = str(tmp_path / "cold-again")
-        plain = subprocess.run(
-            [*bundle, "-o", str(tmp_path / "b.tar")], env=env, capture_output=True, text=True
-        )
-    assert plain.returncode == 0, plain.stderr
-    assert f"downloaded {files}/{files}" in plain.stderr and "\x1b[" not in plain.stderr, (
-        plain.stderr
-    )
+        code, plain = invoke(*bundle[3:], "-o", str(tmp_path / "b.tar"), env=env)
+    assert code == 0, plain
+    assert f"downloaded {files}/{files}" in plain and "\x1b[" not in plain, plain
 
 
 def test_the_recipe_takes_pip_hashes_only_from_the_lock_beside_it(

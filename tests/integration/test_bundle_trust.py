@@ -31,9 +31,18 @@ from tests.support.bundles import (
     written_tar,
     zstd_tar,
 )
+from tests.support.proc_bundled import bundled_copy
 
 SOURCES, YML, RECIPE = f"locks/{ENV}.sources.toml", f"locks/{ENV}.yml", f"locks/{ENV}.install.sh"
 FILE_LIMIT = 64 << 20  # what a child may write to one file: far above the example, far below 2 GiB
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Bundled:
+    """The session's one lock and bundles of the example (tests/support/proc_bundled.py, which
+    test_command_interrupts and test_bundle read too), its project and cache copied for this
+    module (a command may take the env's mutex in locks/)."""
+    return bundled_copy(tmp_path_factory, tmp_path_factory.mktemp("bundled"))
 
 
 def install(tmp_path: Path, bundle: Path, root: Path, *extra: str) -> tuple[int, str]:
@@ -147,19 +156,14 @@ def envgen_limited(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[st
 
 
 ZEROS = 2 << 30
-
-
-@pytest.fixture(scope="module")
-def zeros_sha256() -> str:
-    digest, block = hashlib.sha256(), bytes(1 << 20)
-    for _ in range(ZEROS >> 20):
-        digest.update(block)
-    return digest.hexdigest()
+# The true sha256 of ZEROS zero bytes (hashlib.sha256(bytes(ZEROS)).hexdigest()), written out:
+# hashing 2 GiB again took 1.7 s of CPU in every run.
+ZEROS_SHA256 = "a7c744c13cc101ed66c29f672f92455547889cc586ce6d44fe76ae824958ea51"
 
 
 @pytest.mark.parametrize("case", ["unlisted", "listed", "replacing", "swapped"])
 def test_a_2_gib_member_of_zeros_is_never_written(
-    offline: Bundled, tmp_path: Path, zeros_sha256: str, case: str
+    offline: Bundled, tmp_path: Path, case: str
 ) -> None:
     """A few kB of zstd holding 2 GiB of zeros: not in bundle.json, listed with its true hash and
     size, put in place of a wheel with bundle.json to match, or in place of a wheel alone. Refused
@@ -174,7 +178,7 @@ def test_a_2_gib_member_of_zeros_is_never_written(
     if case in ("listed", "replacing"):
         manifest = json.loads(files[MANIFEST])
         listed = {m["path"]: m for m in manifest["members"]}
-        listed.setdefault(name, {"path": name, "url": ""}).update(sha256=zeros_sha256, size=ZEROS)
+        listed.setdefault(name, {"path": name, "url": ""}).update(sha256=ZEROS_SHA256, size=ZEROS)
         files[MANIFEST] = json.dumps({**manifest, "members": list(listed.values())}).encode()
     bundle = zstd_tar(tmp_path / "zeros.tar.zst", files, (name, ZEROS, position))
     # The 2 GiB of zeros add a few kB to the bundle's own members.
