@@ -27,13 +27,15 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Limits:
-    """Seconds (`retries`: a count) envgen gives the network; see VARIABLES for what each bounds."""
+    """Seconds (`retries`: a count, `download`: bytes) envgen gives the network; see VARIABLES for
+    what each bounds."""
 
     connect: float = 10.0
     read: float = 30.0
     conda: float = 60.0
     retries: int = 1
     budget: float = 900.0
+    download: int = 16 << 30
 
 
 DEFAULTS = Limits()
@@ -59,9 +61,17 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     (
         "budget",
         "ENVGEN_NETWORK_BUDGET",
-        "one network step in all: a platform's conda solve, a uv, pip or git run",
+        "one network step in all: a platform's conda solve, a uv, pip or git run, a download",
+    ),
+    (
+        "download",
+        "ENVGEN_DOWNLOAD_LIMIT",
+        "bytes of one download envgen makes itself (a release archive), refused past it",
     ),
 )
+
+# The fields counted in whole units, not seconds.
+_COUNTS = ("retries", "download")
 
 
 def variable(field: str) -> str:
@@ -79,11 +89,11 @@ def limits(environ: Mapping[str, str] | None = None) -> Limits:
         if not text:
             continue
         try:
-            value = int(text) if field == "retries" else float(text)
+            value = int(text) if field in _COUNTS else float(text)
         except ValueError:
             value = -1
-        if not 0 <= value < 1e6 or (field != "retries" and value == 0):
-            kind = "a count of 0 or more" if field == "retries" else "a number of seconds above 0"
+        if not _allowed(field, value):
+            kind = _KINDS.get(field, "a number of seconds above 0")
             raise InputError(
                 f"{name}={text!r} is not {kind}", hint=f"unset it for the default, {seconds(field)}"
             )
@@ -91,11 +101,21 @@ def limits(environ: Mapping[str, str] | None = None) -> Limits:
     return Limits(**values)
 
 
+_KINDS = {"retries": "a count of 0 or more", "download": "a number of bytes above 0"}
+
+
+def _allowed(field: str, value: float) -> bool:
+    if field == "download":
+        return 0 < value < 1 << 50
+    return 0 <= value < 1e6 and (field == "retries" or value > 0)
+
+
 def seconds(field: str, current: Limits | None = None) -> str:
-    """`field`'s value as a message shows it: `30 s`, `2.5 s`, or `2` for retries."""
+    """`field`'s value as a message shows it: `30 s`, `2.5 s`, `2` for retries, `17179869184 bytes`
+    for the download limit."""
     value = getattr(current or DEFAULTS, field)
-    shown = f"{value:g}"
-    return shown if field == "retries" else f"{shown} s"
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    return {"retries": shown, "download": f"{shown} bytes"}.get(field, f"{shown} s")
 
 
 def _whole(value: float) -> str:

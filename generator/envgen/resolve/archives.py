@@ -15,13 +15,15 @@ import logging
 import os
 import re
 import tarfile
+import time
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 import requests
+import urllib3
 from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -118,9 +120,16 @@ def fetch(
     pinned_by: str,
 ) -> Path:
     """The archive at `url` in the cache, downloaded unless the cache has `sha256`; its bytes must
-    have that sha256 when one is given (VerificationError, exit 4, naming who pins it)."""
-    if sha256 and archive_path(cache, sha256).is_file():
-        return archive_path(cache, sha256)
+    have that sha256 when one is given (VerificationError, exit 4, naming who pins it).
+
+    A cached copy is hashed again before use: one that no longer matches (a shared or restored
+    cache) is reported, removed and downloaded anew, never taken for the pinned bytes. A download
+    is bounded by the network budget in all and by the download limit in bytes (ResolutionError,
+    exit 3), and lands in the cache only once hashed and found to be a zip or tar archive."""
+    if sha256:
+        cached = _verified_copy(cache, sha256)
+        if cached is not None:
+            return cached
     if offline:
         raise ResolutionError(
             f"the archive {redact_url(url)} is not in envgen's cache; nothing is fetched offline",
@@ -129,17 +138,8 @@ def fetch(
     key = hashlib.sha256(url.encode()).hexdigest()[:16]
     partial = cache / "archives" / "partial" / key
     partial.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
     with atomic.part_file(partial) as part:
-        try:
-            with client.get(url, stream=True) as response:
-                response.raise_for_status()
-                for chunk in response.iter_content(_CHUNK):
-                    digest.update(chunk)
-                    part.handle.write(chunk)
-        except requests.RequestException as exc:
-            raise client.unreachable("fetch the archive", url, exc) from exc
-        found = digest.hexdigest()
+        found = _download(client, url, part.handle)
         if sha256 and found != sha256:
             raise VerificationError(
                 f"the archive {redact_url(url)} has sha256 {found}, but {pinned_by} says {sha256}",
@@ -147,21 +147,119 @@ def fetch(
                 "is wanted, "
                 "write its sha256 into the matrix (archives.<name>.sha256) and lock again",
             )
+        part.handle.flush()
+        _archive_format(part.path, url)
         target = archive_path(cache, found)
         target.parent.mkdir(parents=True, exist_ok=True)
         part.place(target)
     return target
 
 
+def _verified_copy(cache: Path, sha256: str) -> Path | None:
+    """The cached archive with `sha256`, hashed again; None when there is none or it no longer has
+    that sha256 (then it is removed, and the caller downloads the archive anew)."""
+    path = archive_path(cache, sha256)
+    if not path.is_file() or path.is_symlink():
+        return None
+    with path.open("rb") as handle:
+        found = hashlib.file_digest(handle, "sha256").hexdigest()
+    if found == sha256:
+        return path
+    log.warning(
+        "envgen's cached copy of the archive %s has sha256 %s: removed, fetching it again",
+        short_digest(sha256),
+        short_digest(found),
+    )
+    path.unlink(missing_ok=True)
+    return None
+
+
+def _download(client: IndexClient, url: str, out: IO[bytes]) -> str:
+    """The body at `url` written to `out`, its sha256; at most the download limit in bytes, within
+    the network budget."""
+    limits = client.limits
+    deadline = time.monotonic() + limits.budget
+    digest, size = hashlib.sha256(), 0
+    try:
+        with client.get(url, stream=True) as response:
+            response.raise_for_status()
+            announced = response.headers.get("Content-Length", "")
+            if announced.isdigit() and int(announced) > limits.download:
+                raise _too_large(url, f"announces {announced} bytes", limits)
+            for chunk in _arrived(response):
+                size += len(chunk)
+                if size > limits.download:
+                    raise _too_large(url, f"sent more than {limits.download} bytes", limits)
+                if time.monotonic() > deadline:
+                    raise ResolutionError(
+                        f"the archive {redact_url(url)} did not arrive within "
+                        f"{network.seconds('budget', limits)} ({size} bytes by then)",
+                        hint=network.raise_hint("budget", limits),
+                    )
+                digest.update(chunk)
+                out.write(chunk)
+    except requests.RequestException as exc:
+        raise client.unreachable("fetch the archive", url, exc) from exc
+    return digest.hexdigest()
+
+
+def _arrived(response: requests.Response) -> Iterator[bytes]:
+    """The body in pieces as they arrive (a trickle is measured against the budget between them,
+    where `iter_content` would wait for a whole chunk); urllib3's errors as requests raises them."""
+    try:
+        while chunk := response.raw.read1(_CHUNK, decode_content=True):
+            yield chunk
+    except urllib3.exceptions.HTTPError as exc:
+        raise requests.ConnectionError(exc) from exc
+
+
+def _too_large(url: str, what: str, limits: network.Limits) -> ResolutionError:
+    return ResolutionError(
+        f"the archive {redact_url(url)} {what}, more than the download limit of "
+        f"{network.seconds('download', limits)}; nothing of it was kept",
+        hint=f"check the URL names the release archive; if it is that large, raise "
+        f"{network.variable('download')}",
+    )
+
+
+# The first bytes of each archive `_opened` reads, and the mode it opens it with: a file that
+# starts with none of them is refused before any reader probes it.
+_Format = Literal["zip", "r:", "r:gz", "r:bz2", "r:xz"]
+_FORMATS: tuple[tuple[int, bytes, _Format], ...] = (
+    (0, b"PK\x03\x04", "zip"),
+    (0, b"PK\x05\x06", "zip"),
+    (0, b"\x1f\x8b", "r:gz"),
+    (0, b"BZh", "r:bz2"),
+    (0, b"\xfd7zXZ\x00", "r:xz"),
+    (257, b"ustar", "r:"),
+)
+
+
+def _archive_format(path: Path, url: str) -> _Format:
+    """`zip` or the tarfile mode `path` is read with, by its first bytes (VerificationError, exit 4,
+    for anything else)."""
+    with path.open("rb") as handle:
+        head = handle.read(512)
+    for offset, magic, mode in _FORMATS:
+        if head[offset : offset + len(magic)] == magic:
+            return mode
+    raise VerificationError(
+        f"the archive {redact_url(url)} is neither a zip nor a tar archive (gzip, bzip2, xz or "
+        "plain); nothing of it was kept",
+        hint="check the URL names the release archive",
+    )
+
+
 @contextmanager
 def _opened(path: Path, url: str) -> Iterator[tuple[list[str], object]]:
     """The regular files of a zip or tar archive by path, and the open archive."""
+    mode = _archive_format(path, url)
     try:
-        if zipfile.is_zipfile(path):
+        if mode == "zip":
             with zipfile.ZipFile(path) as zf:
                 yield [i.filename for i in zf.infolist() if not i.is_dir()], zf
                 return
-        with tarfile.open(path) as tar:
+        with tarfile.open(path, mode) as tar:
             yield [m.name for m in tar.getmembers() if m.isfile()], tar
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
         raise VerificationError(
@@ -180,16 +278,33 @@ def _stream(archive: object, name: str) -> IO[bytes]:
     return handle
 
 
-def _copy(archive: object, name: str, dest: Path) -> str:
-    """Member `name` written to `dest` (through a part file), its sha256."""
+def _copy(archive: object, name: str, dest: Path, *, ceiling: int, expect: str | None) -> str:
+    """Member `name` streamed through its sha256 into a part file, placed at `dest` only when its
+    sha256 is `expect` (or none is expected); at most `ceiling` bytes (VerificationError past it:
+    a member that expands past what its archive could hold is a bomb, never written out whole)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
+    digest, size = hashlib.sha256(), 0
     with atomic.part_file(dest) as part, _stream(archive, name) as src:
         while chunk := src.read(_CHUNK):
+            size += len(chunk)
+            if size > ceiling:
+                raise VerificationError(
+                    f"{name} of its archive expands past {ceiling} bytes, more than a wheel "
+                    "that archive could hold; nothing of it was kept",
+                    hint="check the URL names the release archive",
+                )
             digest.update(chunk)
             part.handle.write(chunk)
-        part.place(dest)
-    return digest.hexdigest()
+        found = digest.hexdigest()
+        if expect is None or found == expect:
+            part.place(dest)
+    return found
+
+
+def _ceiling(archive: Path) -> int:
+    """The most bytes one member may expand to: wheels are compressed already, so a member is
+    never much larger than the archive that holds it."""
+    return 4 * archive.stat().st_size + (1 << 20)
 
 
 def _wheels(names: list[str]) -> list[tuple[str, str, str, frozenset[Tag]]]:
@@ -234,17 +349,17 @@ def read_members(
                     hint=f"check archives.{archive.name} (wheels, url.{platform}) in {matrix.path}",
                 )
             best = min(fits, key=lambda w: min(priority[t] for t in w[3] if t in priority))
-            members.append(_member(opened, best[0], best[1], best[2], path.parent, environment))
+            members.append(_member(opened, best[0], best[1], best[2], path, environment))
     return tuple(members)
 
 
 def _member(
-    opened: object, path: str, name: str, version: str, scratch: Path, environment: dict[str, str]
+    opened: object, path: str, name: str, version: str, archive: Path, environment: dict[str, str]
 ) -> ArchiveMember:
     """One wheel taken out, hashed, and its Requires-Dist as they apply on the platform."""
-    dest = scratch / f"{os.getpid()}-{path.rsplit('/', 1)[-1]}"
+    dest = archive.parent / f"{os.getpid()}-{path.rsplit('/', 1)[-1]}"
     try:
-        sha256 = _copy(opened, path, dest)
+        sha256 = _copy(opened, path, dest, ceiling=_ceiling(archive), expect=None)
         with zipfile.ZipFile(dest) as wheel:
             names = wheel.namelist()
             info = [n for n in names if n.endswith(".dist-info/METADATA") and n.count("/") == 1]
@@ -283,9 +398,8 @@ def archive_wheels(
                     f"the archive {shown} holds no {member.path}, named by {where}",
                     hint="the lock does not describe this archive: re-lock",
                 )
-            sha256 = _copy(opened, member.path, dest)
+            sha256 = _copy(opened, member.path, dest, ceiling=_ceiling(path), expect=member.sha256)
             if sha256 != member.sha256:
-                dest.unlink()
                 raise VerificationError(
                     f"{member.path} of the archive {redact_url(locked.url)} has sha256 {sha256}, "
                     f"{where} says {member.sha256}",

@@ -277,7 +277,8 @@ inside() {
 }
 
 # archive_py COMMAND ARG...: what the archive steps need of python, with the env's own interpreter:
-# `sha256 FILE`, `fetch URL FILE`, `extract ARCHIVE MEMBER FILE` (a zip or tar; one regular member).
+# `sha256 FILE`, `fetch URL FILE` (within ENVGEN_NETWORK_BUDGET seconds and ENVGEN_DOWNLOAD_LIMIT
+# bytes, as envgen's own downloads), `extract ARCHIVE MEMBER FILE` (a zip or tar; one regular member).
 archive_py() {
 	"$python" -c '
 import hashlib, shutil, sys, tarfile, urllib.request, zipfile
@@ -289,8 +290,23 @@ if command == "sha256":
             digest.update(chunk)
     print(digest.hexdigest())
 elif command == "fetch":
+    import os, time
+    def limit(name, default):
+        try:
+            return float(os.environ.get(name) or default)
+        except ValueError:
+            return default
+    budget = limit("ENVGEN_NETWORK_BUDGET", 900)
+    ceiling = limit("ENVGEN_DOWNLOAD_LIMIT", 1 << 34)
+    deadline, size = time.monotonic() + budget, 0
     with urllib.request.urlopen(args[0], timeout=60) as answer, open(args[1], "wb") as out:
-        shutil.copyfileobj(answer, out, 1 << 20)
+        for chunk in iter(lambda: answer.read(1 << 20), b""):
+            size += len(chunk)
+            if size > ceiling:
+                sys.exit("more than %d bytes (ENVGEN_DOWNLOAD_LIMIT)" % ceiling)
+            if time.monotonic() > deadline:
+                sys.exit("not complete within %g s (ENVGEN_NETWORK_BUDGET)" % budget)
+            out.write(chunk)
 elif zipfile.is_zipfile(args[0]):
     with zipfile.ZipFile(args[0]) as archive, archive.open(args[1]) as member:
         with open(args[2], "wb") as out:
@@ -324,7 +340,10 @@ archive() {
 	if [ -f "$file" ]; then fetched=$(archive_py sha256 "$file"); fi
 	if [ -z "$archives_dir" ] && [ "$fetched" != "$sha" ]; then
 		say "$name: fetching $url"
-		archive_py fetch "$url" "$file.part" || die "$name: cannot fetch $url: check the URL is reachable"
+		if ! archive_py fetch "$url" "$file.part"; then
+			rm -f -- "$file.part"
+			die "$name: cannot fetch $url: check the URL is reachable"
+		fi
 		got=$(archive_py sha256 "$file.part")
 		if [ "$got" != "$sha" ]; then
 			rm -f -- "$file.part"
