@@ -20,7 +20,7 @@ from envgen.errors import NetworkError, ToolError, Unreached
 from envgen.model import Index, Matrix
 from envgen.process import run
 from envgen.redact import redact_text, redact_url
-from envgen.resolve.archives import archive_path
+from envgen.resolve.archive_fetch import archive_path
 from envgen.resolve.git_remote import GIT_MIRROR, bare_url
 from envgen.resolve.git_sources import asks_remote
 from envgen.resolve.index_client import IndexClient
