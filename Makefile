@@ -57,6 +57,7 @@ bench: $(STAMP)  ## the benchmarks in benchmarks/ (offline ones)
 	$(BIN)/python benchmarks/bench_pypi.py
 	$(BIN)/python benchmarks/bench_check.py
 	$(BIN)/python benchmarks/bench_bundle.py
+	$(BIN)/python benchmarks/bench_commands.py
 
 fuzz: $(STAMP)  ## the hostile-input fuzz at a higher count, and its figures (ARGS="--scale 50"); every other property at 20x
 	$(BIN)/python benchmarks/fuzz_report.py $(ARGS)

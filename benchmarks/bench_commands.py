@@ -1,0 +1,144 @@
+"""Time every command that reads a lock, on a lock of realistic size, against `envgen --version`.
+
+    .venv/bin/python benchmarks/bench_commands.py [--repeats N] [--pip 237]
+
+The bundled example is locked once for real and its lock grown to the real A5 lock's size
+(`bench_lockfile.grown`: N pip packages per platform on both platforms, 40 more conda packages per
+platform), written as `envgen lock` writes one (sealed, with its derived files), and committed in
+a git repository of the project; a copy with one pin bumped is the other side of `diff A B`, and
+the working tree's lock is that copy for `diff --git HEAD`. Whole processes, medians of N
+interleaved runs, wall and CPU time (user + system, the process and its children), each command
+against `envgen --version`: `show`, `diff A B`, `diff --git HEAD`, `export` in each format,
+`status` (its remotes are the example's git server on 127.0.0.1), `lock --check` on the fresh lock
+and a no-op `lock`. Run it from the repository root, with nothing else running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import envgen as envgen_package
+from envgen.commands.lock import lock_envs
+from envgen.example.project import ENV, serve_example
+from envgen.inputs.matrix import load_env
+from envgen.lockio import store
+from envgen.lockio.exports.derived import derived_files
+from envgen.project import Project
+from envgen.recipe.render import render_recipe
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+from bench_lockfile import grown  # noqa: E402
+from timing import interleaved_runs  # noqa: E402
+
+# The formats `envgen export` writes; `nix` and `cyclonedx` cover every platform.
+FORMATS = ("requirements", "pylock", "nix", "cyclonedx")
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def committed_and_bumped(project: Project, lock_text: bytes, tmp: Path) -> Path:
+    """The project's locks/ committed in a git repository of its own; returns a copy of the lock
+    file with one pip version changed (the working tree then holds that copy)."""
+    root = project.root
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "lock")
+    bumped = tmp / "bumped.yml"
+    text = lock_text.decode()
+    old = "version: 1.7.0\n"
+    assert old in text, "the grown lock has no bench-package-007 at 1.7.0"
+    bumped.write_text(text.replace(old, "version: 1.7.1\n", 1))
+    return bumped
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--pip", type=int, default=237, help="pip packages per platform")
+    args = parser.parse_args(argv)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-commands-") as name,
+        serve_example(Path(name) / "world") as example,
+    ):
+        tmp = Path(name)
+        skipped = ("PIP_", "UV_", "CONDA_", "ENVGEN_")
+        environ = {k: v for k, v in os.environ.items() if not k.startswith(skipped)}
+        environ |= {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+        environ |= {"UV_NO_CONFIG": "1", "ENVGEN_CACHE_DIR": str(tmp / "cache")}
+        os.environ.update(environ)
+        project = Project(example.root)
+        lock_envs(project, [ENV], force=True)
+        found = store.read_lock(project, ENV)
+        assert found is not None
+        lock = grown(found, args.pip, 40)
+        matrix = load_env(project, ENV)
+        # Twice: the second time from the lock as read back, in the order envgen keeps it.
+        for _ in range(2):
+            derived = [(f.name, f.text) for f in derived_files(lock, matrix)]
+            store.write_lock(project, ENV, lock, render_recipe(lock), derived)
+            store.parse_lock.cache_clear()
+            read_back = store.read_lock(project, ENV)
+            assert read_back is not None
+            lock = read_back
+        yml = project.lock_yml(ENV)
+        bumped = committed_and_bumped(project, yml.read_bytes(), tmp)
+        package = str(Path(envgen_package.__file__).parent)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=True)
+        envgen = [sys.executable, "-m", "envgen"]
+        root = ["--root", str(example.root)]
+        commands: dict[str, tuple[list[str], tuple[int, ...]]] = {
+            "version": ([*envgen, "--version"], (0,)),
+            "show": ([*envgen, "show", ENV, *root], (0,)),
+            "diff A B": ([*envgen, "diff", str(yml), str(bumped)], (0,)),
+            "status": ([*envgen, "status", ENV, *root], (0,)),
+            "lock --check": ([*envgen, "lock", ENV, "--check", "-q", *root], (0,)),
+            "no-op lock": ([*envgen, "lock", ENV, "-q", *root], (0,)),
+        }
+        for fmt in FORMATS:
+            out = str(tmp / f"export.{fmt}")
+            cmd = [*envgen, "export", ENV, "--format", fmt, "-o", out, "-q", *root]
+            commands[f"export {fmt}"] = (cmd, (0,))
+        # Last: the working tree's lock becomes the bumped copy (diff --git sees one change).
+        diff_git = [*envgen, "diff", "--git", "HEAD", *root]
+        for what, (cmd, codes) in commands.items():
+            done = subprocess.run(cmd, env=environ, capture_output=True, text=True)
+            said = done.stdout + done.stderr
+            assert done.returncode in codes, f"{what}: exit {done.returncode}\n{said}"
+        jobs = {what: _runner(cmd, environ) for what, (cmd, _) in commands.items()}
+        load = os.getloadavg()
+        timed = interleaved_runs(jobs, args.repeats, warm=True)
+        shutil.copyfile(bumped, yml)
+        git_timed = interleaved_runs(
+            {"version": jobs["version"], "diff --git HEAD": _runner(diff_git, environ)},
+            args.repeats,
+            warm=True,
+        )
+    timed = {**timed, "diff --git HEAD": git_timed["diff --git HEAD"]}
+    sizes = [(p, len(lock.conda_for(p)), len(lock.pip_for(p))) for p in lock.platforms]
+    counts = ", ".join(f"{p}: {conda} conda + {pip} pip" for p, conda, pip in sizes)
+    print(f"a lock of {counts}; medians of {args.repeats} interleaved runs")
+    print(f"load average before the runs: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    base = timed["version"]
+    print(f"  {'command':20s} {'wall':>8s} {'x':>6s} {'CPU':>8s} {'x':>6s}")
+    for what, t in timed.items():
+        rows = (t.wall, t.wall / base.wall, t.cpu, t.cpu / base.cpu)
+        print(f"  {what:20s} {rows[0]:7.3f}s {rows[1]:5.2f}x {rows[2]:7.3f}s {rows[3]:5.2f}x")
+    return 0
+
+
+def _runner(cmd: list[str], environ: dict[str, str]) -> Callable[[], object]:
+    return lambda: subprocess.run(cmd, env=environ, check=False, capture_output=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
