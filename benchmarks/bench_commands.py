@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import envgen as envgen_package
-from envgen.commands.lock import lock_envs
 from envgen.example.project import ENV, serve_example
 from envgen.inputs.matrix import load_env
 from envgen.lockio import store
@@ -35,7 +34,7 @@ from envgen.recipe.render import render_recipe
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
-from bench_lockfile import grown  # noqa: E402
+from bench_lockfile import grown, locked_example  # noqa: E402
 from timing import interleaved_runs  # noqa: E402
 
 # The formats `envgen export` writes; `nix` and `cyclonedx` cover every platform.
@@ -71,15 +70,7 @@ def main(argv: list[str]) -> int:
         serve_example(Path(name) / "world") as example,
     ):
         tmp = Path(name)
-        skipped = ("PIP_", "UV_", "CONDA_", "ENVGEN_")
-        environ = {k: v for k, v in os.environ.items() if not k.startswith(skipped)}
-        environ |= {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
-        environ |= {"UV_NO_CONFIG": "1", "ENVGEN_CACHE_DIR": str(tmp / "cache")}
-        os.environ.update(environ)
-        project = Project(example.root)
-        lock_envs(project, [ENV], force=True)
-        found = store.read_lock(project, ENV)
-        assert found is not None
+        environ, project, found = locked_example(example, tmp)
         lock = grown(found, args.pip, 40)
         matrix = load_env(project, ENV)
         # Twice: the second time from the lock as read back, in the order envgen keeps it.

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import envgen as envgen_package
 from envgen.commands.lock import lock_envs
-from envgen.example.project import ENV, serve_example
+from envgen.example.project import ENV, Example, serve_example
 from envgen.inputs.matrix import load_env
 from envgen.lockio import store
 from envgen.lockio.conda_lock_yml import load_lock_yml, render_lock_yml
@@ -77,6 +77,21 @@ def grown(lock: Lock, pip: int, conda: int) -> Lock:
         libs = [f"bench-lib{i:02d}" for i in range(conda)]
         condas += [conda_entry(name, "1.0", platform, channel=channel) for name in libs]
     return dataclasses.replace(lock, pip=tuple(pips), conda=tuple(condas))
+
+
+def locked_example(example: Example, tmp: Path) -> tuple[dict[str, str], Project, Lock]:
+    """The served `example` locked for real in this process (its cache under `tmp`), with the
+    environment every timed process gets (no machine pip, uv, conda or envgen settings)."""
+    skipped = ("PIP_", "UV_", "CONDA_", "ENVGEN_")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(skipped)}
+    environ |= {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+    environ |= {"UV_NO_CONFIG": "1", "ENVGEN_CACHE_DIR": str(tmp / "cache")}
+    os.environ.update(environ)
+    project = Project(example.root)
+    lock_envs(project, [ENV], force=True)
+    found = store.read_lock(project, ENV)
+    assert found is not None
+    return environ, project, found
 
 
 def median(job: Callable[[], object], repeats: int) -> float:
@@ -151,15 +166,7 @@ def main(argv: list[str]) -> int:
         tempfile.TemporaryDirectory(prefix="bench-lockfile-") as tmp,
         serve_example(Path(tmp) / "world") as example,
     ):
-        skipped = ("PIP_", "UV_", "CONDA_", "ENVGEN_")
-        environ = {k: v for k, v in os.environ.items() if not k.startswith(skipped)}
-        environ |= {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
-        environ |= {"UV_NO_CONFIG": "1", "ENVGEN_CACHE_DIR": str(Path(tmp) / "cache")}
-        os.environ.update(environ)
-        project = Project(example.root)
-        lock_envs(project, [ENV], force=True)
-        found = store.read_lock(project, ENV)
-        assert found is not None
+        environ, project, found = locked_example(example, Path(tmp))
         lock = grown(found, args.pip, 40)
         rows = in_process(project, lock, args.repeats, Path(tmp))
         size = project.lock_yml(ENV).stat().st_size

@@ -99,14 +99,20 @@ def test_source_that_needs_a_build_variable_fails_without_it_and_installs_with_i
     assert (venv / "src" / "vllmfix" / ".git").is_dir()
 
 
-def test_pythonpath_source_is_importable_after_activation_only(tmp_path: Path, venv: Path) -> None:
-    repo = backend_project(tmp_path / "msfix", "msfix", "0.1.0", importable=False)
+def msfix_lock(where: Path) -> Lock:
+    """A lock of a PYTHONPATH source (msfix, served from `where`), an activation variable and a
+    `quiet` profile."""
+    repo = backend_project(where / "msfix", "msfix", "0.1.0", importable=False)
     source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
-    lock = demo_lock(
+    return demo_lock(
         locked(repo, source),
         activation_env=(("DEMO_MODE", "on"),),
         profiles=(Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),),
     )
+
+
+def test_pythonpath_source_is_importable_after_activation_only(tmp_path: Path, venv: Path) -> None:
+    lock = msfix_lock(tmp_path)
     proc = run_recipe(lock, venv, "--profile", "quiet")
     assert proc.returncode == 0, proc.stderr
     code = (
@@ -145,13 +151,7 @@ def hooked_venv(factory: pytest.TempPathFactory, pip_from: Path) -> Path:
     a re-run edits it once, not twice."""
 
     def build(path: Path) -> None:
-        repo = backend_project(path / "msfix", "msfix", "0.1.0", importable=False)
-        source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
-        lock = demo_lock(
-            locked(repo, source),
-            activation_env=(("DEMO_MODE", "on"),),
-            profiles=(Profile("quiet", "quiet logs", (("TRANSFORMERS_VERBOSITY", "error"),)),),
-        )
+        lock = msfix_lock(path)
         venv = fresh_venv(path / "env", pip_from)
         assert run_recipe(lock, venv, "--profile", "quiet", uv=True).returncode == 0
         activate = (venv / "bin" / "activate").read_bytes()
