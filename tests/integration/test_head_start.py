@@ -21,6 +21,7 @@ from envgen.example.condapkgs import demo_packages
 from envgen.example.project import Example, republish
 from envgen.inputs.matrix import load_env
 from envgen.lockio import store
+from envgen.lockio.seal import seal
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 from envgen.resolve import pipeline
@@ -129,15 +130,25 @@ def listening() -> Iterator[tuple[str, list[object]]]:
             thread.join(5)
 
 
+def reseal(example: Example) -> None:
+    """The content hash of the lock files computed again after an edit, as a tamperer who knows the
+    scheme would."""
+    locks = example.root / "locks"
+    yml, sources, recipe = (
+        locks / f"{ENV}{suffix}" for suffix in (".yml", ".sources.toml", ".install.sh")
+    )
+    sources.write_text(seal(yml.read_text(), sources.read_text(), recipe.read_text()))
+
+
 @pytest.mark.parametrize(
     "edit", ["another requirement", "a URL requirement", "an option as distribution"]
 )
 def test_what_a_lock_records_of_its_sources_never_reaches_uv(locked: Example, edit: str) -> None:
-    """A hand-edited sources.toml: a source requirement its tree does not declare (uv would resolve
-    and build it), one on a URL (uv would fetch it), a distribution that is an option (a line of
-    uv's excludes file). The head start pins the sources as the re-lock does, reading their trees:
-    its uv run is the re-lock's own, the edit reaches no uv run, and the host in the URL is never
-    asked."""
+    """A hand-edited sources.toml, sealed again (unsealed, the re-lock trusts nothing of it): a
+    source requirement its tree does not declare (uv would resolve and build it), one on a URL (uv
+    would fetch it), a distribution that is an option (a line of uv's excludes file). The head
+    start pins the sources as the re-lock does, reading their trees: its uv run is the re-lock's
+    own, the edit reaches no uv run, and the host in the URL is never asked."""
     before = lock_files(locked)
     sources = locked.root / "locks" / f"{ENV}.sources.toml"
     text = sources.read_text()
@@ -157,6 +168,7 @@ def test_what_a_lock_records_of_its_sources_never_reaches_uv(locked: Example, ed
         }[edit]
         assert old in text
         sources.write_text(text.replace(old, new, 1))
+        reseal(locked)
         err = relock(locked)
     for platform in PLATFORMS:
         assert f"{platform}: adopting the uv run started ahead" in err, err

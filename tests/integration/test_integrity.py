@@ -273,6 +273,35 @@ def test_lock_rewrites_a_tampered_lock_rather_than_calling_it_up_to_date(example
     assert run_envgen(example, "status", ENV)[0] == 0
 
 
+def rollout_commit(example: Example) -> tuple[str, str]:
+    """The commit locks/demo.sources.toml records for rollout, and that commit's parent."""
+    text = lock_file(example, ".sources.toml").read_text()
+    found = re.search(r'(?ms)^name = "rollout"$.*?^commit = "([0-9a-f]{40})"$', text)
+    assert found is not None, text
+    commit = found.group(1)
+    repo = str(example.repos["rollout"].path)
+    parent = subprocess.run(
+        ["git", "-C", repo, "rev-parse", f"{commit}^"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return commit, parent
+
+
+@pytest.mark.parametrize("args", [("--force",), ()], ids=["force", "plain"])
+def test_lock_heals_a_tampered_source_commit(example: Example, args: tuple[str, ...]) -> None:
+    """rollout's commit in the sources.toml replaced by its parent, not sealed again. Before: the
+    re-lock kept the tampered commit as the previous lock's pin, and failed (exit 3) on it."""
+    commit, parent = rollout_commit(example)
+    path = lock_file(example, ".sources.toml")
+    path.write_text(path.read_text().replace(f'commit = "{commit}"', f'commit = "{parent}"'))
+    code, _, err = run_envgen(example, "lock", ENV, *args)
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "is resolved again from the matrix" in line]
+    assert len(said) == 1, err
+    assert "locks/demo.sources.toml fails the integrity check" in said[0]
+    assert rollout_commit(example)[0] == commit
+    assert run_envgen(example, "status", ENV)[0] == 0
+
+
 def test_the_conda_re_solve_catches_a_changed_sha256_even_with_the_hash_recomputed(
     example: Example,
 ) -> None:

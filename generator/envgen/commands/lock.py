@@ -286,7 +286,9 @@ def relock_files(
     from envgen.lockio.store import write_lock
     from envgen.resolve.pipeline import relock
 
-    request = replace(_request(matrix, files, options), files=file_digests(project, matrix))
+    request = replace(
+        _request(matrix, files, options, telling=True), files=file_digests(project, matrix)
+    )
     relocked = relock(request, options.settings, resolvers)
     lock = relocked.lock
     if not options.writing:
@@ -301,18 +303,24 @@ def relock_files(
     return LockResult(matrix.name, "locked", lock.input_hash, lock, relocked.moves)
 
 
-def _request(matrix: Matrix, files: LockTexts, options: LockOptions) -> Relock:
+def _request(
+    matrix: Matrix, files: LockTexts, options: LockOptions, *, telling: bool = False
+) -> Relock:
     """The re-lock of `matrix` asked for, its previous lock read from `files` (parsed once: a second
-    read of the same texts finds it parsed)."""
+    read of the same texts finds it parsed); `telling` whether an untrusted one is reported (the
+    re-lock does, not the preflight that reads the same files meanwhile)."""
     from envgen.resolve.request import Relock
 
     asked = Relock(matrix, update=options.update, upgrade=options.upgrade)
-    return replace(asked, previous=read_previous(files, afresh=asked.moving.everything))
+    previous = read_previous(files, afresh=asked.moving.everything, telling=telling)
+    return replace(asked, previous=previous)
 
 
-def read_previous(texts: LockTexts, *, afresh: bool) -> Lock | None:
+def read_previous(texts: LockTexts, *, afresh: bool, telling: bool) -> Lock | None:
     """The lock whose files are `texts`, whose source commits and versions a re-lock keeps; None
-    when there is none.
+    when there is none, or when its files fail the integrity check (lockio/integrity.py): a
+    tampered pin is never kept, every ref and archive is resolved again as for a missing lock
+    (said on stderr when `telling`).
 
     An unreadable lock stops the re-lock, unless every source moves anyway (`afresh`): then it is
     ignored.
@@ -320,7 +328,8 @@ def read_previous(texts: LockTexts, *, afresh: bool) -> Lock | None:
     env = texts.env
     try:
         with _PARSING:
-            return lock_of(texts)
+            lock = lock_of(texts)
+            return lock if lock is None or _trusted(texts, telling=telling) else None
     except InputError as exc:
         if afresh:
             log.warning("%s: ignoring the unreadable previous lock: %s", env, exc.message)
@@ -330,6 +339,26 @@ def read_previous(texts: LockTexts, *, afresh: bool) -> Lock | None:
             hint=f"restore locks/{env}.* (e.g. `git checkout -- locks/`), or run "
             f"`envgen lock {env} --upgrade` to lock everything afresh",
         ) from exc
+
+
+def _trusted(texts: LockTexts, *, telling: bool) -> bool:
+    """Whether the lock files `texts` (which parse) are as `envgen lock` wrote them; when not, and
+    `telling`, one line on stderr names the file and the first problem."""
+    from envgen.lockio.integrity import checked
+
+    found = checked(texts)
+    problems = found.problems if found is not None else ()
+    if problems and telling:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        log.warning(
+            "%s: %s fails the integrity check, so its pins are not trusted: every ref and archive "
+            "is resolved again from the matrix, as for a missing lock: %s%s",
+            texts.env,
+            texts.names[1],
+            problems[0],
+            more,
+        )
+    return not problems
 
 
 def ask_hosts(

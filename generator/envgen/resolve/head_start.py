@@ -187,10 +187,11 @@ def head_start(
     update: Movable,
 ) -> HeadStart:
     """Start uv for every platform the lock of `matrix` (its files as read, `previous`) predicts a
-    python for: none without a lock, or when a source needs its remote to be pinned (the preflight
-    asks the hosts first)."""
+    python for: none without a lock, with one whose files do not hash to the content hash they
+    record (the re-lock does not trust its pins), or when a source needs its remote to be pinned
+    (the preflight asks the hosts first)."""
     budget = settings.limits.budget
-    prediction = predict(previous)
+    prediction = predict(previous) if previous.intact else None
     if prediction is None:
         return HeadStart(budget)
     try:
