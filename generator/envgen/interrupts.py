@@ -48,6 +48,7 @@ _NOTHING_DONE = {
     "install": "nothing was installed",
     "bundle": "no bundle was written",
     "check": "the check stopped before its verdict: nothing was installed or written",
+    "cache clean": "nothing was removed from the cache",
 }
 _idle = threading.Condition(_lock)
 
