@@ -2,8 +2,8 @@
 written.
 
 The one module that installs, restores and blocks signal handlers (`on_signals`, `ignore_signals`,
-`held`, `worker_thread`, `until_ready`): the command line says what a handler does, this module
-makes it one.
+`held`, `worker_thread`): the command line says what a handler does, this module makes it one. The
+exception is the instant before it is imported: `envgen.__main__` sets the handler of start-up.
 
 Envs are locked in worker threads, but a signal interrupts only the main thread. So an interrupt
 sets `cancelled`, kills the child processes (uv, git) the workers wait on, and waits for any lock
@@ -48,6 +48,7 @@ _NOTHING_DONE = {
     "install": "nothing was installed",
     "bundle": "no bundle was written",
     "check": "the check stopped before its verdict: nothing was installed or written",
+    "cache clean": "nothing was removed from the cache",
 }
 _idle = threading.Condition(_lock)
 
@@ -131,17 +132,6 @@ def held() -> Iterator[list[int]]:
         yield signals
     finally:
         restore(previous)
-
-
-def until_ready() -> None:
-    """Handle SIGINT and SIGTERM until the command line installs its own handlers (importing it
-    takes a moment): nothing can have been written yet."""
-    on_signals(_not_ready)
-
-
-def _not_ready(signum: int, frame: FrameType | None) -> None:
-    sys.stderr.write("interrupted: nothing was written (the previous lock files are unchanged)\n")
-    raise SystemExit(128 + signum)
 
 
 def check() -> None:

@@ -4,7 +4,12 @@ cache directory), emptied of what envgen put there, and of nothing else, never t
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -118,4 +123,43 @@ def test_clean_never_goes_through_a_link_to_the_cache(tmp_path: Path) -> None:
         0,
         "",
         f"envgen cache: nothing to remove in {tmp_path / 'absent'}\n",
+    )
+
+
+def test_an_interrupted_clean_says_what_it_removed_and_what_is_left(tmp_path: Path) -> None:
+    """A real `envgen cache clean` interrupted once its first entry went, while it removes the
+    second (thousands of files): it says what is gone and what is left, as the disk then is.
+    Before: "nothing was written (the previous lock files are unchanged)"."""
+    cache = tmp_path / "cache"
+    (cache / "archives").mkdir(parents=True)
+    (cache / TAG).write_text(TAG_TEXT)
+    (cache / "archives" / "one.zip").write_bytes(b"x")
+    for part in range(50):
+        (cache / "artifacts" / f"{part:02}").mkdir(parents=True)
+        for name in range(100):
+            (cache / "artifacts" / f"{part:02}" / f"{name}.whl").write_bytes(b"y")
+    (cache / "git" / "repo.git").mkdir(parents=True)
+    script = Path(sys.executable).parent / "envgen"
+    environ = {**os.environ, "ENVGEN_CACHE_DIR": str(cache)}
+    child = subprocess.Popen(
+        [script, "cache", "clean"], env=environ, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        while (cache / "archives").exists() and child.poll() is None:
+            time.sleep(0.001)
+        assert child.poll() is None, (
+            f"the clean ended before it was interrupted: {child.communicate()}"
+        )
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    names = ["archives", "artifacts", "git"]
+    gone = [name for name in names if not os.path.lexists(cache / name)]
+    left = [name for name in names if name not in gone]
+    assert child.returncode == 130, err
+    assert "archives" in gone and "git" in left, err
+    assert err.splitlines()[-1] == (
+        f"interrupted: removed {', '.join(gone)} from the cache {cache}; {', '.join(left)} left "
+        "(the first perhaps in part): `envgen cache clean` removes the rest"
     )

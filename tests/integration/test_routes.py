@@ -175,6 +175,19 @@ def test_without_the_exclusion_the_lock_holds_the_package(example: Example) -> N
     assert {"demo-timm", "demo-sampler"} <= {e.name for e in lock.pip_for(HOST)}
 
 
+def test_two_exclusions_of_one_canonical_name_are_refused_naming_both(example: Example) -> None:
+    """Exclusions are keyed by canonical name, as packages are. Before: both accepted, and both
+    recorded in the lock as written."""
+    second = '[pip.exclude."Demo.Timm"]\nreason = "the same package again"\n\n'
+    edit(example, "[pip.exclude.demo-timm]\n", second + "[pip.exclude.demo-timm]\n")
+    code, out, err = run_envgen(example, "lock", ENV)
+    assert (code, out) == (2, ""), err
+    where = f"{example.matrix}:42: pip.exclude.demo-timm"
+    said = "pip.exclude entry 'demo-timm' is the same name as pip.exclude entry 'Demo.Timm'"
+    assert f"{where}: {said} after normalisation ('demo-timm')" in err, err
+    assert not (example.root / "locks" / f"{ENV}.yml").exists()
+
+
 def test_an_archive_other_than_the_matrix_pins_is_refused_with_exit_4(example: Example) -> None:
     pinned = "0" * 64
     table = "[archives.demo-kernels.url]"

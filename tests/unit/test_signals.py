@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from envgen import interrupts
@@ -46,22 +49,45 @@ def test_a_terminated_demo_raises_keyboard_interrupt_as_ctrl_c_does() -> None:
         signal.signal(signal.SIGTERM, before)
 
 
-def test_before_the_command_line_is_ready_a_signal_ends_it_saying_nothing_was_written(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    previous = {sig: signal.getsignal(sig) for sig in interrupts.SIGNALS}
-    try:
-        interrupts.until_ready()
-        with pytest.raises(SystemExit) as ended:
-            os.kill(os.getpid(), signal.SIGTERM)
-            signal.getsignal(signal.SIGTERM)
-    finally:
-        interrupts.restore(previous)
-    assert ended.value.code == 128 + signal.SIGTERM
-    assert (
-        capsys.readouterr().err
-        == "interrupted: nothing was written (the previous lock files are unchanged)\n"
+# What the envgen script says when a signal ends it before the command line was ready.
+NOT_READY = "interrupted: nothing was written (the previous lock files are unchanged)"
+
+
+@pytest.mark.parametrize(
+    ("signum", "delay"),
+    [(signal.SIGINT, delay) for delay in (0.0, 0.001, 0.003, 0.01, 0.03, 0.06)]
+    + [(signal.SIGTERM, 0.003)],
+    ids=lambda value: str(value),
+)
+def test_a_signal_during_start_up_ends_envgen_quietly(signum: int, delay: float) -> None:
+    """From the moment envgen's own code runs (`envgen.__main__` imported), a signal at any instant
+    of start-up (the imports of the command line take tens of milliseconds) ends it with 130 or 143
+    and one line. The child's verbose imports (PYTHONVERBOSE) say when that moment came; the signal
+    follows it by `delay`. Before: a signal in the import of interrupts.py printed a
+    KeyboardInterrupt traceback and ended the process by SIGINT (-2)."""
+    script = Path(sys.executable).parent / "envgen"
+    environ = {**os.environ, "PYTHONVERBOSE": "1"}
+    child = subprocess.Popen(
+        [script, "--version"],
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    try:
+        assert child.stderr is not None
+        seen = [child.stderr.readline()]
+        while seen[-1] and "import 'envgen.__main__'" not in seen[-1]:
+            seen.append(child.stderr.readline())
+        assert seen[-1], "envgen never imported envgen.__main__: " + "".join(seen[-20:])
+        time.sleep(delay)
+        child.send_signal(signum)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert (child.returncode, out) == (128 + signum, ""), err[-3000:]
+    assert NOT_READY + "\n" in err
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities are Linux's")

@@ -17,6 +17,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from envgen import interrupts
 from envgen.atomic import write_file
 from envgen.errors import InputError
 from envgen.inputs.files import read_input_text
@@ -100,7 +101,34 @@ def clean_cache(cache: Path) -> Removed:
             f"{cache} holds {shown}, which envgen does not put in its cache: nothing was removed",
             hint=f"is ENVGEN_CACHE_DIR right? envgen's cache holds only {', '.join(CACHE_ENTRIES)}",
         )
-    return Removed(cache, tuple((name, _remove(cache / name)) for name in names))
+    return Removed(cache, _remove_all(cache, names))
+
+
+def _remove_all(cache: Path, names: list[str]) -> tuple[tuple[str, int], ...]:
+    """Remove `names` from `cache`, each with its size. What went is recorded as it ends, for the
+    message of an interrupt (in the middle, or after the last entry went)."""
+    removed: list[tuple[str, int]] = []
+    try:
+        for name in names:
+            removed.append((name, _remove(cache / name)))
+    finally:
+        interrupts.cleaned(_what_went(cache, names))
+    return tuple(removed)
+
+
+def _what_went(cache: Path, names: list[str]) -> str:
+    """What a clean removed and left, as the disk says (an entry removed as a signal came is gone,
+    the one it was removing perhaps in part)."""
+    gone = [name for name in names if not os.path.lexists(cache / name)]
+    left = [name for name in names if name not in gone]
+    said = f"removed {', '.join(gone)} from" if gone else "nothing was removed from"
+    said = f"{said} the cache {cache}"
+    if left:
+        said += (
+            f"; {', '.join(left)} left (the first perhaps in part): `envgen cache clean` removes "
+            "the rest"
+        )
+    return said
 
 
 def _remove(path: Path) -> int:

@@ -79,8 +79,12 @@ class PipSectionReader(SectionReader):
             written = source.get("distribution") if isinstance(source, dict) else None
             asked.add(canonicalize_name(written if isinstance(written, str) and written else name))
         out: list[Exclusion] = []
+        seen: dict[str, str] = {}  # one exclusion per canonical name
         for name, value in get_table(self.p, table, ("pip", "exclude")).items():
-            exclusion = self.exclusion(("pip", "exclude", name), name, value, asked)
+            path: KeyPath = ("pip", "exclude", name)
+            if not self.claim(seen, name, path, f"pip.exclude entry '{name}'"):
+                continue
+            exclusion = self.exclusion(path, name, value, asked)
             if exclusion is not None:
                 out.append(exclusion)
         return tuple(sorted(out, key=lambda e: canonicalize_name(e.name)))

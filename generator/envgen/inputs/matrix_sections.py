@@ -1,11 +1,13 @@
 """The state a matrix is read with, and the lookups every section shares: tables, channels, pip
-indexes."""
+indexes, names taken once by their canonical form."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 from typing import Any
+
+from packaging.utils import canonicalize_name
 
 from envgen.inputs.toml_reader import (
     KeyPath,
@@ -44,6 +46,18 @@ class SectionReader:
         self.platforms: tuple[str, ...] = ()
         self.default_indexes: tuple[Index, ...] = ()
         self.named_indexes: dict[str, Index] = {}
+
+    def claim(self, seen: dict[str, str], name: str, path: KeyPath, what: str) -> bool:
+        """Record `name` as taken by `what`; False (and a problem) when another entry took it
+        already."""
+        normal = canonicalize_name(name)
+        if normal in seen:
+            self.p.add(
+                path, f"{what} is the same name as {seen[normal]} after normalisation ('{normal}')"
+            )
+            return False
+        seen[normal] = what
+        return True
 
     def section(
         self,

@@ -328,15 +328,3 @@ class SourceSectionReader(SectionReader):
             )
         for name in packages:
             self.claim(seen, name, ("pip", "packages", name), f"pip package '{name}'")
-
-    def claim(self, seen: dict[str, str], name: str, path: KeyPath, what: str) -> bool:
-        """Record `name` as taken by `what`; False (and a problem) when another entry took it
-        already."""
-        normal = canonicalize_name(name)
-        if normal in seen:
-            self.p.add(
-                path, f"{what} is the same name as {seen[normal]} after normalisation ('{normal}')"
-            )
-            return False
-        seen[normal] = what
-        return True
