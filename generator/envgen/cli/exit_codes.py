@@ -21,8 +21,9 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
         "included, diff --git with a lock file missing)"),
     (5, "external tool: git, uv, pip, a build or the recipe failed"),
     (70, "internal error: a bug in envgen (ENVGEN_DEBUG=1 shows the traceback)"),
-    (130, "interrupted (Ctrl-C): it says what was written; `locks/` holds the previous or the "
-          "new lock, never a mix"),
+    (130, "interrupted (Ctrl-C), at any instant from envgen's start-up on (one line, never a "
+          "traceback): it says what was written; `locks/` holds the previous or the new lock, "
+          "never a mix"),
     (143, "terminated (SIGTERM): as 130"),
 )  # fmt: skip
 
