@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
         for _ in range(2):
             derived = [(f.name, f.text) for f in derived_files(lock, matrix)]
             store.write_lock(project, ENV, lock, render_recipe(lock), derived)
-            store.parse_lock.cache_clear()
+            store.parse_lock_parts.cache_clear()
             read_back = store.read_lock(project, ENV)
             assert read_back is not None
             lock = read_back

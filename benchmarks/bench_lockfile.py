@@ -140,7 +140,7 @@ def in_process(project: Project, lock: Lock, repeats: int, tmp: Path) -> list[tu
         store.write_lock(project, ENV, lock, render_recipe(lock), derived)
 
     def read() -> object:
-        store.parse_lock.cache_clear()
+        store.parse_lock_parts.cache_clear()
         load_lock_yml.cache_clear()
         return store.read_lock(project, ENV)
 
