@@ -29,6 +29,8 @@ def _with_userinfo(url: str, userinfo: str) -> str:
 
 
 def has_credentials(url: str) -> bool:
+    if "@" not in url:  # no userinfo without its "@": most URLs of a lock, no urlsplit needed
+        return False
     try:
         parts = urlsplit(url)
     except ValueError:
