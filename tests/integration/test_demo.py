@@ -111,6 +111,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory, pip_site_packages: Path)
     return build_once(tmp_path_factory, "installed-envgen", build) / "venv"
 
 
+@pytest.mark.long
 def test_the_installed_demo_runs_every_step_keeps_only_its_directory_and_serves_it_again(
     installed: Path, tmp_path: Path
 ) -> None:

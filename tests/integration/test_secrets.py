@@ -149,6 +149,7 @@ def installed_by(root: Path, prefix: Path) -> set[str]:
     return {(p / "INSTALLER").read_text().strip() for p in infos}
 
 
+@pytest.mark.long
 def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path: Path) -> None:
     code, out = envgen(project, "lock", ENV)
     assert code == 0, out
