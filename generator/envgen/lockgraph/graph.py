@@ -128,7 +128,15 @@ def build(
         child = (PIP, canonicalize_name(name))
         over = _overridden(overrides.get(child[1]), direct=True)
         for key in sorted(keys):
-            b.add(Edge((ROOT, MATRIX), child, child[1], key, over))
+            b.add(
+                Edge(
+                    (ROOT, MATRIX),
+                    child,
+                    _pinned(overrides.get(child[1]), key, child[1]),
+                    key,
+                    over,
+                )
+            )
     for name, applied in sorted(overrides.items()):
         reason = f"reason: {applied.override.reason}"
         b.add(Edge((ROOT, OVERRIDES), (PIP, name), applied.override.requirement, reason))
@@ -167,6 +175,13 @@ def _overridden(applied: AppliedOverride | None, *, direct: bool) -> str:
     if applied is None or not (direct or applied.override.transitive):
         return ""
     return applied.override.requirement
+
+
+def _pinned(applied: AppliedOverride | None, key: str, name: str) -> str:
+    """The requirement a matrix key states: the lock records it only where an override replaced
+    it; elsewhere the package's name stands for it."""
+    replaced = applied.replaced if applied else ()
+    return next((r.text for r in replaced if f"{r.origin}.".startswith(f"{key}.")), name)
 
 
 def _conda(b: _Builder, lock: Lock, platform: str) -> None:

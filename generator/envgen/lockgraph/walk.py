@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from envgen.lockgraph.graph import ROOT, Edge, Graph, Key
+from envgen.lockgraph.graph import ROOT, SOURCES, Edge, Graph, Key
 
 # Paths gathered before the walk stops counting, and the steps (nodes entered, edges of the paths
 # kept) it may take in all: a package every other one depends on has more paths than anyone reads.
@@ -83,9 +83,15 @@ def why(graph: Graph, target: Key) -> Paths:
     return Paths(target, _ordered(found), complete=True)
 
 
+def hops(path: tuple[Edge, ...]) -> int:
+    """A path's length as it reads: a source is a root of its own (`rollout (requirements.txt:1)
+    -> ...`), so the edge from the sources' root to it does not count."""
+    return len(path) - (path[0].parent == (ROOT, SOURCES))
+
+
 def _ordered(found: list[tuple[Edge, ...]]) -> tuple[tuple[Edge, ...], ...]:
     """Shortest first, then as found (the walk's order is the graph's: deterministic)."""
-    return tuple(path for _, path in sorted(enumerate(found), key=lambda p: (len(p[1]), p[0])))
+    return tuple(path for _, path in sorted(enumerate(found), key=lambda p: (hops(p[1]), p[0])))
 
 
 def nearest(graph: Graph, name: str, count: int = 5) -> list[str]:
