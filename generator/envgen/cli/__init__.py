@@ -28,8 +28,8 @@ def cli() -> None:
     """Compile version matrices (env-templates/*.toml) into pinned, verified conda-lock
     environments.
 
-    Every command works from any directory inside a project (the nearest directory, upward,
-    holding env-templates/ and channels/) and takes -q, -v, --color and --json.
+    Every command works from within a project (the nearest directory upward holding
+    env-templates/ and channels/) and takes -q, -v, --color and --json.
     """
 
 

@@ -24,6 +24,7 @@ PLATFORM_HELP = "Only this platform of the lock (default: every one)."
 @click.option(
     "--limit",
     type=click.IntRange(1, 1000),
+    metavar="N",
     default=10,
     show_default=True,
     help="Show at most N paths per platform.",
@@ -59,6 +60,7 @@ def why_command(env: str, package: str, platform: str | None, limit: int) -> Out
 @click.option(
     "--depth",
     type=click.IntRange(0, MAX_DEPTH),
+    metavar="N",
     default=MAX_DEPTH,
     show_default=True,
     help="Show N levels below each root (above PACKAGE with --invert).",
