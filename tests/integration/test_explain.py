@@ -12,12 +12,15 @@ import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.example.project import Example
+from envgen.project import Project
 
+from tests.support.builders import make_lock, pip_entry, write_intact
 from tests.support.example import run_envgen
 from tests.support.lk_locked import lock_once
 from tests.support.schemas import validate
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "cli.schema.json").read_text())
+DATA = Path(__file__).parents[1] / "data" / "matrices"
 ENV = "demo"
 P = "linux-64"
 
@@ -146,3 +149,33 @@ def test_only_locks_are_read(locked: Example, tmp_path: Path) -> None:
         result.stderr
     )
     assert result.stdout.splitlines()[1:] == ["  no recorded reason -> demo-peft"]
+
+
+def test_a_pending_or_left_out_package_says_so(locked: Example) -> None:
+    code, out, err = why(locked, "demo-timm", "--platform", P)
+    assert code == 1 and out == ""
+    assert "demo-timm: not in the lock of demo on linux-64 (left out on purpose: stands in" in err
+    code, _, err = why(locked, "demo_npu", "--platform", P)
+    assert code == 1 and "demo_npu: not in the lock of demo on linux-64 (pending: stands in" in err
+
+
+def test_a_cycle_in_a_locks_depends_is_walked_once(tmp_path: Path) -> None:
+    """A lock read through the lock store whose pip entries require each other."""
+    root = tmp_path / "project"
+    shutil.copytree(DATA / "channels", root / "channels")
+    (root / "env-templates").mkdir()
+    shutil.copy(DATA / "env-templates" / "valid.toml", root / "env-templates" / "valid.toml")
+    pip = (
+        pip_entry("a", "1.0", P, depends=(("b", ">=1"),)),
+        pip_entry("b", "1.0", P, depends=(("a", ""),)),
+    )
+    write_intact(Project(root), make_lock("valid", pip=pip))
+    found = CliRunner().invoke(cli, ["why", "valid", "b", "--root", str(root)])
+    assert found.exit_code == 0, found.output
+    assert found.stdout.splitlines()[1:] == ["  no recorded reason -> a -> b>=1"]
+    drawn = CliRunner().invoke(cli, ["tree", "valid", "--root", str(root)])
+    assert drawn.exit_code == 0, drawn.output
+    assert drawn.stdout.splitlines()[-2:] == [
+        "        └── a 1.0 (by URL) (cycle)",
+        "(*): shown above; (cycle): a requirement back up the branch; ...: deeper",
+    ]

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from envgen.errors import InputError
 from envgen.lockgraph.graph import Graph, build
 from envgen.lockgraph.render import row_document, shown, tree_text, why_document, why_text
@@ -89,14 +91,19 @@ def _absent(graph: Graph, package: str) -> dict[str, Any]:
         "platform": graph.platform,
         "found": False,
         "package": {"name": package},
+        "reason": graph.absent.get(canonicalize_name(package)),
         "nearest": nearest(graph, package),
     }
 
 
 def _absent_text(graph: Graph, package: str) -> str:
+    """`torch-npu: not in the lock of a5 on linux-64 (pending: ...)`, or the nearest names."""
+    where = f"{shown(package)}: not in the lock of {graph.env} on {graph.platform}"
+    reason = graph.absent.get(canonicalize_name(package))
+    if reason:
+        return f"{where} ({shown(reason)})"
     close = nearest(graph, package)
-    near = f"; nearest: {', '.join(close)}" if close else ""
-    return f"{shown(package)}: not in the lock of {graph.env} on {graph.platform}{near}"
+    return f"{where}; nearest: {', '.join(close)}" if close else where
 
 
 def tree_env(

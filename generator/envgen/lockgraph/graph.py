@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -82,6 +82,8 @@ class Graph:
     children: Mapping[Key, tuple[Edge, ...]]
     parents: Mapping[Key, tuple[Edge, ...]]
     notes: tuple[str, ...] = ()
+    # Why the lock holds no entry of a name it knows: pending, or left out on purpose here.
+    absent: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def roots(self) -> tuple[Key, ...]:
@@ -143,7 +145,11 @@ def build(
     _hang_the_rest(b, CONDA, CONDA)
     _hang_the_rest(b, PIP, UNEXPLAINED)
     default = next((i.name for i in lock.indexes if not i.explicit), None)
-    return _graph(b, lock.env, platform, default, tuple(notes))
+    graph = _graph(b, lock.env, platform, default, tuple(notes))
+    absent: dict[str, str] = {canonicalize_name(p.name): f"pending: {p.note}" for p in lock.pending}
+    for e in (e for e in lock.exclusions if e.applies(platform)):
+        absent[canonicalize_name(e.name)] = f"left out on purpose: {e.reason}"
+    return replace(graph, absent=absent)
 
 
 def _graph(
