@@ -113,7 +113,7 @@ class _Builder:
 def build(
     lock: Lock,
     platform: str,
-    matrix_pins: Mapping[str, Sequence[str]] = {},  # noqa: B006 (read only)
+    matrix_pins: Mapping[str, Sequence[str]] | None = None,
     notes: Sequence[str] = (),
 ) -> Graph:
     """The graph of `platform` of `lock`; `matrix_pins`: canonical pip name -> the matrix keys that
@@ -126,30 +126,30 @@ def build(
     _pip(b, lock, platform, overrides)
     _sources(b, lock, overrides)
     _archives(b, lock, platform)
-    for name, keys in sorted(matrix_pins.items()):
-        child = (PIP, canonicalize_name(name))
-        over = _overridden(overrides.get(child[1]), direct=True)
-        for key in sorted(keys):
-            b.add(
-                Edge(
-                    (ROOT, MATRIX),
-                    child,
-                    _pinned(overrides.get(child[1]), key, child[1]),
-                    key,
-                    over,
-                )
-            )
+    _matrix(b, matrix_pins or {}, overrides)
     for name, applied in sorted(overrides.items()):
         reason = f"reason: {applied.override.reason}"
         b.add(Edge((ROOT, OVERRIDES), (PIP, name), applied.override.requirement, reason))
     _hang_the_rest(b, CONDA, CONDA)
     _hang_the_rest(b, PIP, UNEXPLAINED)
-    default = next((i.name for i in lock.indexes if not i.explicit), None)
-    graph = _graph(b, lock.env, platform, default, tuple(notes))
-    absent: dict[str, str] = {canonicalize_name(p.name): f"pending: {p.note}" for p in lock.pending}
+    absent: dict[str, str] = {
+        str(canonicalize_name(p.name)): f"pending: {p.note}" for p in lock.pending
+    }
     for e in (e for e in lock.exclusions if e.applies(platform)):
         absent[canonicalize_name(e.name)] = f"left out on purpose: {e.reason}"
-    return replace(graph, absent=absent)
+    default = next((i.name for i in lock.indexes if not i.explicit), None)
+    return replace(_graph(b, lock.env, platform, default, tuple(notes)), absent=absent)
+
+
+def _matrix(
+    b: _Builder, pins: Mapping[str, Sequence[str]], overrides: Mapping[str, AppliedOverride]
+) -> None:
+    for name, keys in sorted(pins.items()):
+        child = (PIP, canonicalize_name(name))
+        applied = overrides.get(child[1])
+        over = _overridden(applied, direct=True)
+        for key in sorted(keys):
+            b.add(Edge((ROOT, MATRIX), child, _pinned(applied, key, child[1]), key, over))
 
 
 def _graph(
