@@ -10,6 +10,7 @@ import click
 from envgen.cli.cache_commands import cache_group
 from envgen.cli.demo_command import demo_command
 from envgen.cli.env_commands import bundle_command, check_command, export_command, install_command
+from envgen.cli.explain_commands import tree_command, why_command
 from envgen.cli.help_command import help_command
 from envgen.cli.lock_commands import diff_command, lock_command, status_command
 from envgen.cli.options import common_options, epilog, version_option
@@ -27,8 +28,8 @@ def cli() -> None:
     """Compile version matrices (env-templates/*.toml) into pinned, verified conda-lock
     environments.
 
-    Every command works from any directory inside a project (the nearest directory, upward,
-    holding env-templates/ and channels/) and takes -q, -v, --color and --json.
+    Every command works from within a project (the nearest directory upward holding
+    env-templates/ and channels/) and takes -q, -v, --color and --json.
     """
 
 
@@ -38,6 +39,8 @@ for command in (
     lock_command,
     status_command,
     diff_command,
+    why_command,
+    tree_command,
     check_command,
     install_command,
     bundle_command,

@@ -100,7 +100,7 @@ _COMMON = (
         default="auto",
         expose_value=False,
         callback=_store("color"),
-        help="Colour; auto: on a terminal, unless NO_COLOR is set.",
+        help="Colour (auto: on a terminal, unless NO_COLOR).",
     ),
     click.option(
         "--json",

@@ -213,6 +213,29 @@ def parse_requirements(text: str, where: str) -> tuple[RequirementLine, ...]:
     return tuple(sorted(pinned))
 
 
+_PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)[ =@\\]")
+_VIA = re.compile(r"^\s+# via (.+)$|^\s+#   (.+)$")
+_MATRIX_KEY = re.compile(r"^\S+\.toml: pip\.packages\.\S+$")
+
+
+def matrix_keys(text: str) -> dict[str, tuple[str, ...]]:
+    """Per canonical name, the matrix keys a requirements file's `# via` lines say pin it
+    (`env-templates/a5.toml: pip.packages.torch`): what the file records of the matrix, which the
+    lock itself does not. Lines of any other shape are not a pin's reason and are passed over."""
+    found: dict[str, list[str]] = {}
+    name = None
+    for line in text.splitlines():
+        pinned = _PINNED.match(line)
+        if pinned:
+            name = canonicalize_name(pinned.group(1))
+            continue
+        via = _VIA.match(line)
+        reason = via and (via.group(1) or via.group(2)).strip()
+        if name and reason and _MATRIX_KEY.match(reason):
+            found.setdefault(name, []).append(reason)
+    return {key: tuple(keys) for key, keys in found.items()}
+
+
 def expected_requirements(lock: Lock, platform: str) -> tuple[RequirementLine, ...]:
     """What a requirements file of `platform` must carry: the yml's artifacts and hashes, nothing
     else."""

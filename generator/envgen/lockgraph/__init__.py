@@ -1,0 +1,2 @@
+"""A lock as a graph (pure: no file, no process): its roots, the packages of each platform and the
+requirements between them; `why` walks it up from a package, `tree` down from the roots."""
