@@ -181,7 +181,7 @@ def _valid_status_json(*reports: dict[str, object]) -> None:
 def test_no_lock_yet(demo: Demo) -> None:
     result = demo.status()
     assert result.exit_code == 1
-    assert result.stdout == "demo: no lock yet\n"
+    assert result.stdout == "demo: no lock yet\n  run `envgen lock demo` to write it\n"
     (report,) = json.loads(demo.status("--json").stdout)["results"]
     assert (report["state"], report["fresh"], report["reasons"]) == (
         "no-lock",
@@ -189,6 +189,27 @@ def test_no_lock_yet(demo: Demo) -> None:
         ["no lock yet"],
     )
     _valid_status_json(report)
+
+
+def test_no_lock_for_any_env_is_said_once_with_the_command(demo: Demo) -> None:
+    """Before: one bare "no lock yet" line per env and no next step."""
+    other = demo.template.read_text().replace('name = "demo"', 'name = "other"')
+    (demo.root / "env-templates" / "other.toml").write_text(other)
+    result = demo.status()
+    assert result.exit_code == 1
+    assert result.stdout == (
+        "no lock yet for any of the 2 envs: demo, other\n"
+        "  run `envgen lock` to write them all (it asks every host the matrices name), "
+        "or `envgen lock ENV` for one\n"
+    )
+    assert [r["state"] for r in json.loads(demo.status("--json").stdout)["results"]] == [
+        "no-lock",
+        "no-lock",
+    ]
+    demo.lock()
+    result = demo.status("demo", "other")
+    assert "demo: fresh\n" in result.stdout
+    assert "other: no lock yet\n  run `envgen lock other` to write it\n" in result.stdout
 
 
 def test_fresh_lock_without_drift(demo: Demo) -> None:

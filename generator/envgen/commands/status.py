@@ -349,7 +349,14 @@ def _newest_on_indexes(client: IndexClient, name: str, locked: tuple[str, ...]) 
 
 def render_status(reports: Sequence[StatusReport]) -> str:
     """Plain text: one headline per env, then why it is stale, what drifted, what is pending or
-    outdated."""
+    outdated; an env without a lock, the command that writes it (said once when no env has one)."""
+    if len(reports) > 1 and all(r.state == "no-lock" and r.watch is None for r in reports):
+        return (
+            f"no lock yet for any of the {len(reports)} envs: "
+            + ", ".join(r.env for r in reports)
+            + "\n  run `envgen lock` to write them all (it asks every host the matrices name), "
+            "or `envgen lock ENV` for one\n"
+        )
     out = []
     for report in reports:
         state = "no lock yet" if report.state == "no-lock" else report.state
@@ -362,6 +369,8 @@ def render_status(reports: Sequence[StatusReport]) -> str:
             out += [f"  {reason}" for reason in report.reasons]
         if state == "tampered":
             out.append(f"  {repair_hint(report.env)}")
+        if state == "no lock yet":
+            out.append(f"  run `envgen lock {report.env}` to write it")
         if report.drift:
             out.append("  upstream:")
             out += [f"    {d.describe()}" for d in report.drift]
