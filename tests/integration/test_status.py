@@ -257,7 +257,12 @@ def test_drifted_branch(demo: Demo) -> None:
     moved = demo.tool.commit({"tool.py": "v = 2\n"}, "fix", branch="releases/v1")
     result = demo.status()
     assert result.exit_code == 1
-    assert "demo: fresh (1 source drifted)\n" in result.stdout
+    # Before: "demo: fresh (1 source drifted)", which read as a contradiction.
+    assert (
+        "demo: fresh against its inputs, but 1 source moved upstream since the lock\n"
+        in result.stdout
+    )
+    assert "  `envgen lock demo --update tool` takes the new commits\n" in result.stdout
     assert (
         f"    tool releases/v1: locked {locked[:12]}, upstream now {moved[:12]}\n" in result.stdout
     )
@@ -311,7 +316,8 @@ def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -
     write_whole_lock(demo.project, replace(lock, sources=sources))
     result = demo.status()
     assert result.exit_code == 1
-    assert "demo: fresh (1 remote unreachable)\n" in result.stdout
+    assert "demo: fresh against its inputs, but 1 remote unreachable\n" in result.stdout
+    assert "--update" not in result.stdout
     (report,) = json.loads(demo.status("--json").stdout)["results"]
     assert (report["drifted"], report["unreachable"], report["drift"][0]["compare_url"]) == (
         [],

@@ -90,3 +90,12 @@ def test_the_researchers_section_starts_with_where_locks_come_from() -> None:
     before_commands = section.split("```", 1)[0]
     assert "no `locks/`" in before_commands
     assert "`make lock`" in before_commands and "relock workflow" in before_commands
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/ci.md"])
+def test_make_lock_is_given_makes_own_exit_code(page: str) -> None:
+    """Before: "`make lock` ... exits 3", where make exits 2 whatever code its recipe exits with."""
+    text = " ".join(prose((REPO / page).read_text()).split())
+    claims = re.findall(r"`make lock`[^.;]*?exit(?:s| code)? (\d+)", text)
+    assert claims == [] or set(claims) == {"2"}, claims
+    assert "`envgen lock` exits 3" in text or "`envgen lock` stops with exit code 3" in text
