@@ -1,11 +1,12 @@
-# Two commands on a fresh machine: `make lock` and `make test`. Both create .venv on first use
-# (envgen with the test and lint tools); `make demo` creates .venv-run: envgen and what it runs on.
+# Two commands on a fresh machine: `make lock` and `make test`. `make lock` (and demo, status, diff,
+# check, relock) creates .venv-run on first use: envgen and what it runs on. `make test` (and lint,
+# test-network, bench, fuzz, coverage) creates .venv: envgen with the test and lint tools.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-ENVGEN := $(BIN)/envgen
 STAMP  := $(VENV)/.installed
 RUN_VENV  ?= .venv-run
+RUN_BIN   := $(RUN_VENV)/bin
 RUN_STAMP := $(RUN_VENV)/.installed
 # Three workers on two cores: much of the suite waits on subprocesses (pip, git, uv) rather than computing.
 TEST_WORKERS ?= 3
@@ -24,20 +25,20 @@ $(STAMP): pyproject.toml
 
 $(RUN_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(RUN_VENV)
-	$(RUN_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e .
+	$(RUN_BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	touch $(RUN_STAMP)
 
-lock: $(STAMP)  ## re-lock every env in env-templates/; every host is asked as it starts, all unreachable ones named (ARGS="a5 --update-all")
-	$(ENVGEN) lock $(ARGS)
+lock: $(RUN_STAMP)  ## re-lock every env in env-templates/; every host is asked as it starts, all unreachable ones named (ARGS="a5 --update-all")
+	$(RUN_BIN)/envgen lock $(ARGS)
 
-check: $(STAMP)  ## verify a lock: static checks, re-solve, throwaway install (ENV=a5 by default; ARGS=--venv)
-	$(ENVGEN) check $(or $(ENV),a5) $(ARGS)
+check: $(RUN_STAMP)  ## verify a lock: static checks, re-solve, throwaway install (ENV=a5 by default; ARGS=--venv)
+	$(RUN_BIN)/envgen check $(or $(ENV),a5) $(ARGS)
 
-status: $(STAMP)  ## is each lock fresh, have its branches moved, what is pending
-	$(ENVGEN) status $(ARGS)
+status: $(RUN_STAMP)  ## is each lock fresh, have its branches moved, what is pending
+	$(RUN_BIN)/envgen status $(ARGS)
 
-diff: $(STAMP)  ## what changed in locks/ since git HEAD (REV=origin/main for another revision)
-	$(ENVGEN) diff --git $(or $(REV),HEAD) $(ARGS)
+diff: $(RUN_STAMP)  ## what changed in locks/ since git HEAD (REV=origin/main for another revision)
+	$(RUN_BIN)/envgen diff --git $(or $(REV),HEAD) $(ARGS)
 
 test: $(STAMP)  ## the offline test suite, in parallel (TEST_WORKERS=0: in one process)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(ARGS)
@@ -45,11 +46,11 @@ test: $(STAMP)  ## the offline test suite, in parallel (TEST_WORKERS=0: in one p
 test-network: $(STAMP)  ## tests that need PyPI
 	$(BIN)/python -m pytest -m network $(ARGS)
 
-relock: $(STAMP)  ## what the relock workflow does, here: status, re-lock what moved, check; outputs in relock-out/ (ARGS="--envs a5 --update all")
-	$(BIN)/python ci/relock.py $(ARGS)
+relock: $(RUN_STAMP)  ## what the relock workflow does, here: status, re-lock what moved, check; outputs in relock-out/ (ARGS="--envs a5 --update all")
+	$(RUN_BIN)/python ci/relock.py $(ARGS)
 
 demo: $(RUN_STAMP)  ## the whole flow offline on the bundled example, on 127.0.0.1 (ARGS=--keep)
-	$(RUN_VENV)/bin/envgen demo $(ARGS)
+	$(RUN_BIN)/envgen demo $(ARGS)
 
 bench: $(STAMP)  ## the benchmarks in benchmarks/ (offline ones)
 	$(BIN)/python benchmarks/bench_lock.py

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
+from concurrent.futures import Future
+from typing import Any
 
 import click
 
@@ -50,3 +53,57 @@ def setup_logging(*, quiet: bool = False, verbose: int = 0, color: bool = False)
     logging.getLogger("urllib3").setLevel(logging.DEBUG if verbose >= 2 else logging.ERROR)
     if verbose >= 2:
         logging.basicConfig(handlers=[handler], level=logging.DEBUG, force=True)
+
+
+class _Holding(logging.Filter):
+    """Keeps back the records below ERROR that reach one handler, until `release` hands them on in
+    their order (or forgets them); a record of another thread meanwhile waits for it."""
+
+    def __init__(self, handler: logging.Handler) -> None:
+        super().__init__()
+        self.handler, self.holding = handler, True
+        self.held: list[logging.LogRecord] = []
+        self.guard = threading.RLock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with self.guard:
+            if self.holding and record.levelno < logging.ERROR:
+                self.held.append(record)
+                return False
+        return True
+
+    def release(self, keep: bool) -> None:
+        with self.guard:
+            held, self.held, self.holding = self.held, [], False
+            for record in held if keep else ():
+                self.handler.handle(record)
+        self.handler.removeFilter(self)
+
+
+class HeldProgress:
+    """envgen's progress and warnings (its records below ERROR, from every thread) held back while
+    a check runs alongside the work: told in their order once the check passes (`after`), dropped
+    when it failed (the work they told of was stopped, and the check's error is what matters)."""
+
+    def __init__(self) -> None:
+        self._holding = [_Holding(h) for h in logging.getLogger("envgen").handlers]
+        for each in self._holding:
+            each.handler.addFilter(each)
+
+    def release(self, keep: bool = True) -> None:
+        """Tell what was held (or, `keep` false, drop it) and hold nothing more; once is enough."""
+        for each in self._holding:
+            each.release(keep)
+
+    def after(self, check: Future[Any]) -> None:
+        """Released as soon as `check` ends without an error (else held until `end`)."""
+        check.add_done_callback(lambda done: self.release() if _passed(done) else None)
+
+    def end(self, check: Future[Any] | None) -> None:
+        """Released, or dropped when `check` ended with an error."""
+        failed = check is not None and check.done() and not _passed(check)
+        self.release(keep=not failed)
+
+
+def _passed(check: Future[Any]) -> bool:
+    return not check.cancelled() and check.exception() is None

@@ -7,6 +7,8 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from packaging.utils import canonicalize_name
+
 # The install steps' data lives in model_steps.py, a lock's entries (one package of one platform) in
 # model_entries.py; both are part of the model.
 from envgen.model_entries import CondaEntry as CondaEntry
@@ -285,6 +287,11 @@ class Matrix:
 
     def index(self, name: str) -> Index:
         return next(i for i in self.indexes if i.name == name)
+
+    def override_of(self, name: str) -> Override | None:
+        """The override of the pip package `name` (any spelling of it), or None."""
+        key = canonicalize_name(name)
+        return next((o for o in self.overrides if canonicalize_name(o.name) == key), None)
 
     @property
     def default_indexes(self) -> tuple[Index, ...]:

@@ -274,7 +274,7 @@ def test_no_lock_yet(project: Path, command: str, code: int) -> None:
             and "run `envgen lock valid`" in proc.stderr
         )
     else:
-        assert proc.stdout == "valid: no lock yet\n"
+        assert proc.stdout == "valid: no lock yet\n  run `envgen lock valid` to write it\n"
     assert not (project / "prefix").exists()
 
 

@@ -169,7 +169,9 @@ def test_an_unreachable_host_is_exit_3_naming_it_and_a_missing_lock_needs_no_hos
         code, _, err = envgen(example, "lock", ENV, mode)
         assert code == 3, err
         assert "did not answer; nothing was locked" in err
-        assert f"{down.removeprefix('http://')}: pip index {down}/simple (demo)" in err, err
+        host = down.removeprefix("http://")
+        assert f"\n  {host}: [Errno 111] Connection refused\n" in err, err
+        assert f"\n    pip index {down}/simple (demo)\n" in err, err
         assert "Traceback" not in err
         assert locks(example) == before
 

@@ -193,7 +193,7 @@ def test_the_preflight_asks_stalling_hosts_within_the_read_limit(project: Path) 
         (index, "pip index", "/simple"),
     ):
         host = base.removeprefix("http://")
-        assert f"\n  {host}: {kind} {base}{url} (example): no answer within 1 s\n" in err
+        assert f"\n  {host}: no answer within 1 s\n    {kind} {base}{url} (example)\n" in err
 
 
 def test_a_malformed_limit_is_bad_input_before_any_work(project: Path) -> None:

@@ -181,7 +181,7 @@ def _valid_status_json(*reports: dict[str, object]) -> None:
 def test_no_lock_yet(demo: Demo) -> None:
     result = demo.status()
     assert result.exit_code == 1
-    assert result.stdout == "demo: no lock yet\n"
+    assert result.stdout == "demo: no lock yet\n  run `envgen lock demo` to write it\n"
     (report,) = json.loads(demo.status("--json").stdout)["results"]
     assert (report["state"], report["fresh"], report["reasons"]) == (
         "no-lock",
@@ -189,6 +189,27 @@ def test_no_lock_yet(demo: Demo) -> None:
         ["no lock yet"],
     )
     _valid_status_json(report)
+
+
+def test_no_lock_for_any_env_is_said_once_with_the_command(demo: Demo) -> None:
+    """Before: one bare "no lock yet" line per env and no next step."""
+    other = demo.template.read_text().replace('name = "demo"', 'name = "other"')
+    (demo.root / "env-templates" / "other.toml").write_text(other)
+    result = demo.status()
+    assert result.exit_code == 1
+    assert result.stdout == (
+        "no lock yet for any of the 2 envs: demo, other\n"
+        "  run `envgen lock` to write them all (it asks every host the matrices name), "
+        "or `envgen lock ENV` for one\n"
+    )
+    assert [r["state"] for r in json.loads(demo.status("--json").stdout)["results"]] == [
+        "no-lock",
+        "no-lock",
+    ]
+    demo.lock()
+    result = demo.status("demo", "other")
+    assert "demo: fresh\n" in result.stdout
+    assert "other: no lock yet\n  run `envgen lock other` to write it\n" in result.stdout
 
 
 def test_fresh_lock_without_drift(demo: Demo) -> None:
@@ -236,7 +257,12 @@ def test_drifted_branch(demo: Demo) -> None:
     moved = demo.tool.commit({"tool.py": "v = 2\n"}, "fix", branch="releases/v1")
     result = demo.status()
     assert result.exit_code == 1
-    assert "demo: fresh (1 source drifted)\n" in result.stdout
+    # Before: "demo: fresh (1 source drifted)", which read as a contradiction.
+    assert (
+        "demo: fresh against its inputs, but 1 source moved upstream since the lock\n"
+        in result.stdout
+    )
+    assert "  `envgen lock demo --update tool` takes the new commits\n" in result.stdout
     assert (
         f"    tool releases/v1: locked {locked[:12]}, upstream now {moved[:12]}\n" in result.stdout
     )
@@ -290,7 +316,8 @@ def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -
     write_whole_lock(demo.project, replace(lock, sources=sources))
     result = demo.status()
     assert result.exit_code == 1
-    assert "demo: fresh (1 remote unreachable)\n" in result.stdout
+    assert "demo: fresh against its inputs, but 1 remote unreachable\n" in result.stdout
+    assert "--update" not in result.stdout
     (report,) = json.loads(demo.status("--json").stdout)["results"]
     assert (report["drifted"], report["unreachable"], report["drift"][0]["compare_url"]) == (
         [],

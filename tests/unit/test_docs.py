@@ -80,3 +80,22 @@ def test_ci_runs_the_test_command_the_readme_gives() -> None:
     assert {"make lock", "make test", "make demo"} <= given
     run = (REPO / ".ci" / "run").read_text().splitlines()
     assert run[-1] == "make test" and "make lint" in run
+
+
+def test_the_researchers_section_starts_with_where_locks_come_from() -> None:
+    """Before: a fresh checkout has no locks/, and the README said where they come from only after
+    the commands that need them."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("\n## For researchers", 1)[1].split("\n## ", 1)[0]
+    before_commands = section.split("```", 1)[0]
+    assert "no `locks/`" in before_commands
+    assert "`make lock`" in before_commands and "relock workflow" in before_commands
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/ci.md"])
+def test_make_lock_is_given_makes_own_exit_code(page: str) -> None:
+    """Before: "`make lock` ... exits 3", where make exits 2 whatever code its recipe exits with."""
+    text = " ".join(prose((REPO / page).read_text()).split())
+    claims = re.findall(r"`make lock`[^.;]*?exit(?:s| code)? (\d+)", text)
+    assert claims == [] or set(claims) == {"2"}, claims
+    assert "`envgen lock` exits 3" in text or "`envgen lock` stops with exit code 3" in text

@@ -26,3 +26,37 @@ def test_without_colour_no_line_carries_escapes(capsys: pytest.CaptureFixture[st
     setup_logging(color=False)
     log.warning("an override")
     assert capsys.readouterr().err == "WARNING an override\n"
+
+
+def test_progress_held_is_told_in_order_once_the_check_passes_and_dropped_when_it_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: the preflight's verdict came after some 20 solve logs of work it then stopped."""
+    from concurrent.futures import Future
+
+    from envgen.logs import HeldProgress
+
+    setup_logging()
+    for fails in (False, True):
+        check: Future[None] = Future()
+        held = HeldProgress()
+        held.after(check)
+        log.info("solving conda specs for linux-64")
+        log.warning("an override")
+        log.debug("not shown at INFO")
+        log.info("resolving 3 git sources")
+        assert capsys.readouterr().err == ""
+        if fails:
+            check.set_exception(RuntimeError("a host did not answer"))
+            log.info("stopped")
+            held.end(check)
+            assert capsys.readouterr().err == ""
+        else:
+            check.set_result(None)
+            assert capsys.readouterr().err == (
+                "INFO    solving conda specs for linux-64\nWARNING an override\n"
+                "INFO    resolving 3 git sources\n"
+            )
+            held.end(check)
+        log.info("after")
+        assert capsys.readouterr().err == "INFO    after\n"

@@ -17,6 +17,7 @@ from envgen.resolve.preflight import host_of, preflight, targets, unreachable_ho
 from envgen.resolve.request import Relock
 
 from tests.support.builders import at, locked_source, make_lock, make_matrix
+from tests.support.preflight import verdict
 
 SHA = "a" * 40
 
@@ -142,14 +143,45 @@ def test_the_error_names_every_target_of_a_host_and_the_hint_opens_with_the_chan
         relocks = [Relock(make_matrix("a5", channels=(forge, extra), indexes=indexes))]
         with pytest.raises(NetworkError) as failed:
             preflight(relocks, at(tmp_path), timeout=5)
-    (line,) = failed.value.message.splitlines()[1:]
     host = down.removeprefix("http://")
-    named = f"conda channel {down}/x (a5) and 1 more (pip index {down}/simple)"
-    assert line.startswith(f"  {host}: {named}: "), line
-    assert failed.value.hosts == (Unreached(host, line.removeprefix(f"  {host}: {named}: ")),)
+    first, *below = failed.value.message.splitlines()[1:]
+    reason = first.removeprefix(f"  {host}: ")
+    assert reason.endswith("Connection refused"), first
+    assert below == [f"    conda channel {down}/x (a5)", f"    pip index {down}/simple (a5)"]
+    assert failed.value.hosts == (Unreached(host, reason),)
     assert failed.value.listed and failed.value.failure == failed.value.message.splitlines()[0]
     assert failed.value.hint == (
         "conda channels: point `url` in channels/extra.toml at a mirror this host reaches; "
         "pip indexes: point `url` in channels/mirror.toml at a mirror this host reaches; "
         "`envgen lock --no-preflight` skips this check"
     )
+
+
+def test_a_host_is_one_short_line_with_at_most_three_of_its_targets_below_it(
+    tmp_path: Path,
+) -> None:
+    """Before: one line of about 1,000 characters for github.com, every remote of every env and
+    git's "unable to access 'URL'" in it."""
+    down = f"http://127.0.0.1:{closed_port()}"
+    sources = tuple(
+        Source(f"repository-{n}", f"{down}/org/repository-{n}.git", "main", f"dist{n}")
+        for n in range(5)
+    )
+    envs = ("a3-sglang-fsdp", "a3-sglang", "a2-sglang", "a5-950pr")
+    relocks = [Relock(make_matrix(env, sources=sources)) for env in envs]
+    with pytest.raises(NetworkError) as failed:
+        preflight(relocks, at(tmp_path), timeout=10)
+    lines = failed.value.message.splitlines()
+    host = down.removeprefix("http://")
+    assert lines[1].startswith(f"  {host}: ") and "unable to access" not in lines[1], lines[1]
+    assert "Couldn't connect to server" in lines[1] or "Connection refused" in lines[1]
+    assert len(lines[1]) <= 100 and all(len(line) <= 100 for line in lines), lines
+    assert all(line.startswith("    ") for line in lines[2:]), lines
+    ((reason, below),) = verdict("\n".join(lines)).values()
+    needed = [", ".join(f"{env} source repository-{n}" for env in envs) for n in range(3)]
+    assert below == [
+        *(f"git remote {down}/org/repository-{n}.git ({needed[n]})" for n in range(3)),
+        "and 2 more",
+    ]
+    assert any(line.startswith("      ") for line in lines), "the long lines wrap"
+    assert failed.value.hosts == (Unreached(host, reason),)

@@ -322,3 +322,15 @@ def test_with_uv_pips_own_flags_become_uvs(tmp_path: Path, shell: str) -> None:
         "--allow-insecure-host", "h.example", "--no-index", "--offline", "-r", "req.txt",
     ]  # fmt: skip
     assert seen[-1] == f"after src=/checkouts uv={stub}"
+
+
+def test_the_usage_counts_one_cherry_pick_and_one_submodule_in_the_singular() -> None:
+    """Before: "1 cherry-picks"."""
+    lock = a5_like_lock()
+    ascend = next(s for s in lock.sources if s.source.name == "vllm-ascend")
+    one = dataclasses.replace(ascend, submodules=ascend.submodules[:1])
+    sources = tuple(one if s is ascend else s for s in lock.sources)
+    text = render_recipe(dataclasses.replace(lock, sources=sources))
+    assert "(editable, needs CANN, 1 cherry-pick, 1 submodule)" in text
+    assert "1 cherry-picks" not in render_recipe(lock)
+    assert "2 submodules" in render_recipe(lock)

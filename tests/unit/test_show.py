@@ -225,3 +225,20 @@ def test_no_line_ends_in_spaces(env: str, tmp_path: Path) -> None:
     text = show(env, "--root", str(root))
     assert text.count("\n") > 20
     assert [line for line in text.splitlines() if line != line.rstrip()] == []
+
+
+def test_an_overridden_pin_shows_what_the_lock_holds_and_why() -> None:
+    """Before: `show a5` listed transformers ==4.57.6 (the guide's table) while the override
+    installs 5.5.4."""
+    matrix = load_matrix(REPO / "env-templates" / "a5.toml", REPO / "channels")
+    override = matrix.override_of("Transformers")
+    assert override is not None and override.requirement == "transformers==5.5.4"
+    (row,) = [line for line in show("a5", "--root", str(REPO)).splitlines() if "==4.57.6" in line]
+    assert row.split()[:2] == ["transformers", "transformers==5.5.4"]
+    assert "over the matrix's ==4.57.6; reason: " + override.reason + ")" in row
+    torch = next(line for line in render_text(matrix).splitlines() if " torch " in line)
+    assert "override" not in torch
+    packages = matrix_document(matrix)["pip"]["packages"]
+    assert packages["transformers"]["override"] == "transformers==5.5.4"
+    assert packages["transformers"]["specifier"] == "==4.57.6"
+    assert packages["torch"]["override"] is None

@@ -22,6 +22,7 @@ from envgen.commands.lock_fresh import require_untouched, unchanged_hash
 from envgen.commands.lock_names import check_update_names, check_upgrade_names
 from envgen.errors import EnvgenError, InputError
 from envgen.lockio.store import LockTexts, lock_of, read_files
+from envgen.logs import HeldProgress
 from envgen.project import Project
 from envgen.resolve.movable import NOTHING, Movable
 
@@ -208,12 +209,18 @@ def _relock_stale(
     pool = ThreadPoolExecutor(max_workers=min(4, len(stale)), initializer=interrupts.worker_thread)
     # The preflight fills the time uv takes: it yields the CPU to uv and the re-locks.
     asking = ThreadPoolExecutor(max_workers=1, initializer=interrupts.background_thread)
+    # No solve log before the preflight's verdict: the re-locks' progress waits for it to pass
+    # (with -v it is told as it happens, the run's whole timeline).
+    holding = preflight and not log.isEnabledFor(logging.DEBUG)
+    held, asked = HeldProgress() if holding else None, None
     try:
         for matrix in matrices:
             starts[matrix.name] = _head_start(matrix, files[matrix.name], options)
         for matrix in matrices:
             check_conda_specs(project, matrix.name, matrix)
         asked = asking.submit(ask_hosts, matrices, files, options) if preflight else None
+        if held is not None and asked is not None:
+            held.after(asked)
         gate = asked.result if asked is not None else lambda: None
         futures: dict[str, Future[LockResult]] = {}
         for matrix in matrices:
@@ -227,6 +234,8 @@ def _relock_stale(
         # reports at once.
         for each in (pool, asking):
             each.shutdown(wait=False, cancel_futures=True)
+        if held is not None:
+            held.end(asked)
     if failed:
         raise _first_failure(failed, several=len(stale) > 1)
     return {env: future.result() for env, future in futures.items()}

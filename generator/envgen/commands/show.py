@@ -169,6 +169,8 @@ def _package(matrix: Matrix, package: PipPackage) -> dict[str, Any]:
         "pending": package.pending,
         "url": redact_url(package.url) if package.url else None,
         "sha256": package.sha256,
+        # What the lock holds instead of the pin above ([overrides.NAME]); None: the pin itself
+        "override": o.requirement if (o := matrix.override_of(package.name)) else None,
     }
 
 
@@ -372,6 +374,9 @@ def _package_text(matrix: Matrix, package: PipPackage) -> str:
     parts = [package.specifier or "unpinned (locked to what resolves)"]
     if package.url:
         parts = [f"{redact_url(package.url)} sha256:{package.sha256}"]
+    if override := matrix.override_of(package.name):
+        parts[0] = f"{override.requirement}  (the override, over the matrix's {parts[0]}; "
+        parts[0] += f"reason: {override.reason})"
     if package.extras:
         parts.append(f"extras [{','.join(package.extras)}]")
     if package.marker:

@@ -349,22 +349,25 @@ def _newest_on_indexes(client: IndexClient, name: str, locked: tuple[str, ...]) 
 
 def render_status(reports: Sequence[StatusReport]) -> str:
     """Plain text: one headline per env, then why it is stale, what drifted, what is pending or
-    outdated."""
+    outdated; an env without a lock, the command that writes it (said once when no env has one)."""
+    if len(reports) > 1 and all(r.state == "no-lock" and r.watch is None for r in reports):
+        return (
+            f"no lock yet for any of the {len(reports)} envs: "
+            + ", ".join(r.env for r in reports)
+            + "\n  run `envgen lock` to write them all (it asks every host the matrices name), "
+            "or `envgen lock ENV` for one\n"
+        )
     out = []
     for report in reports:
         state = "no lock yet" if report.state == "no-lock" else report.state
-        drifted = sum(1 for d in report.drift if d.drifted)
-        unknown = sum(1 for d in report.drift if d.error is not None)
-        notes = [f"{drifted} source{'s' if drifted != 1 else ''} drifted"] if drifted else []
-        notes += [f"{unknown} remote{'s' if unknown != 1 else ''} unreachable"] if unknown else []
-        out.append(f"{report.env}: {state}" + (f" ({', '.join(notes)})" if notes else ""))
+        out.append(f"{report.env}: {state}{_drift_note(report)}")
         if state in ("stale", "tampered"):
             out += [f"  {reason}" for reason in report.reasons]
         if state == "tampered":
             out.append(f"  {repair_hint(report.env)}")
-        if report.drift:
-            out.append("  upstream:")
-            out += [f"    {d.describe()}" for d in report.drift]
+        if state == "no lock yet":
+            out.append(f"  run `envgen lock {report.env}` to write it")
+        out += _drift_lines(report)
         if report.pending:
             out.append("  still pending:")
             out += [f"    {name}: {note}" for name, note in report.pending]
@@ -380,6 +383,35 @@ def render_status(reports: Sequence[StatusReport]) -> str:
                 )
         out += _watch_lines(report.watch)
     return "\n".join(out) + "\n" if out else ""
+
+
+def _drift_note(report: StatusReport) -> str:
+    """What the headline adds about the moving refs: a fresh lock's inputs are unchanged, and its
+    sources may still have moved upstream since."""
+    drifted = sum(1 for d in report.drift if d.drifted)
+    unknown = sum(1 for d in report.drift if d.error is not None)
+    notes = [f"{drifted} {_sources(drifted)} moved upstream since the lock"] if drifted else []
+    notes += [f"{unknown} remote{'s' if unknown != 1 else ''} unreachable"] if unknown else []
+    if not notes:
+        return ""
+    if report.state == "fresh":
+        return f" against its inputs, but {' and '.join(notes)}"
+    return f" ({', '.join(notes)})"
+
+
+def _sources(count: int) -> str:
+    return "source" if count == 1 else "sources"
+
+
+def _drift_lines(report: StatusReport) -> list[str]:
+    """Each moving ref against upstream, and the re-lock that takes the ones that moved."""
+    if not report.drift:
+        return []
+    lines = ["  upstream:", *(f"    {d.describe()}" for d in report.drift)]
+    if moved := [d.name for d in report.drift if d.drifted]:
+        names = " ".join(f"--update {name}" for name in moved)
+        lines.append(f"  `envgen lock {report.env} {names}` takes the new commits")
+    return lines
 
 
 def _watch_lines(watch: WatchReport | None) -> list[str]:

@@ -92,13 +92,17 @@ def _usage_source(locked: LockedSource) -> str:
         "editable" if src.editable else "plain",
         *(["on PYTHONPATH"] if src.pythonpath else []),
         *(["needs CANN"] if src.needs_cann else []),
-        *([f"{len(src.cherry_picks)} cherry-picks"] if src.cherry_picks else []),
-        *([f"{len(locked.submodules)} submodules"] if locked.submodules else []),
+        *([_count(len(src.cherry_picks), "cherry-pick")] if src.cherry_picks else []),
+        *([_count(len(locked.submodules), "submodule")] if locked.submodules else []),
     ]
     return (
         f"  {src.name}: {strip_credentials(src.url)} {src.ref} = "
         f"{short_commit(locked.commit)} ({', '.join(flags)})"
     )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _usage_archives(lock: Lock) -> list[str]:

@@ -1,13 +1,14 @@
 """Before a lock does any work: is every host it needs reachable? Git remotes (`git ls-remote`),
 conda channels (their repodata) and pip indexes are asked in parallel, each briefly, and every
-unreachable host is reported at once, one line each, rather than one per run as each stage meets the
-next."""
+unreachable host is reported at once, one short line each with what it serves below it, rather than
+one per run as each stage meets the next."""
 
 from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+import textwrap
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,10 @@ from envgen.resolve.settings import Settings
 PROBE_TIMEOUT = 10.0
 # Probes run at once; each mostly waits on the network.
 PROBE_WORKERS = 16
+# What an unreachable host serves is named below it, this many targets, then "and N more"; the
+# lines wrap at WIDTH columns.
+SHOWN = 3
+WIDTH = 100
 
 
 @dataclass(frozen=True)
@@ -131,11 +136,10 @@ def _probe_git(url: str, settings: Settings, timeout: float) -> str | None:
     if proc.returncode == 0:
         return None
     lines = [line.strip() for line in redact_text(proc.stderr).splitlines() if line.strip()]
-    return (
-        lines[-1].removeprefix("fatal: ")
-        if lines
-        else f"git ls-remote exited with {proc.returncode}"
-    )
+    if not lines:
+        return f"git ls-remote exited with {proc.returncode}"
+    # "unable to access 'URL/': " repeats the URL the verdict names below its host.
+    return re.sub(r"^unable to access '[^']*': ", "", lines[-1].removeprefix("fatal: "))
 
 
 def _probe_http(client: IndexClient, url: str, timeout: float) -> str | None:
@@ -190,8 +194,9 @@ def preflight(
     *,
     timeout: float | None = None,
 ) -> None:
-    """NetworkError (exit 3) naming every unreachable host, one line each, when any host the
-    re-locks need does not answer; nothing has been resolved or written then."""
+    """NetworkError (exit 3) naming every unreachable host, one line each with what it serves
+    below it, when any host the re-locks need does not answer; nothing has been resolved or written
+    then."""
     failed = unreachable_hosts(relocks, settings, timeout=timeout)
     if not failed:
         return
@@ -204,21 +209,20 @@ def preflight(
     )
 
 
-def _line(host: str, failed: Iterable[Target], reason: str) -> str:
-    """`github.com: git remote https://github.com/a/b.git (a5 source b) and 2 more (a5 source c;
-    a5 source d): <reason>`: the first target by its URL, the others by who needs them (a git
-    remote) or their URL (a channel or an index, which only envs need)."""
-    first, *others = failed
-    named = "; ".join(_named(t) for t in others)
-    more = f" and {len(others)} more ({named})" if others else ""
-    url = redact_url(first.url)
-    return f"{host}: {first.kind} {url} ({', '.join(first.needed_by)}){more}: {reason}"
+def _line(host: str, failed: Sequence[Target], reason: str) -> str:
+    """`github.com: <reason>`, then below it the first SHOWN of its remotes, channels, indexes and
+    archives, each with who needs it, and `and N more`; a line too long wraps (never inside a URL,
+    nor between it and its kind), indented further."""
+    below = [_wrapped(f"{t.kind} {redact_url(t.url)}", t.needed_by) for t in failed[:SHOWN]]
+    below += [f"and {len(failed) - SHOWN} more"] if len(failed) > SHOWN else []
+    return f"{host}: {reason}" + "".join(f"\n    {line}" for line in below)
 
 
-def _named(target: Target) -> str:
-    if target.kind == "git remote":
-        return ", ".join(target.needed_by)
-    return f"{target.kind} {redact_url(target.url)}"
+def _wrapped(what: str, needed_by: Sequence[str]) -> str:
+    # The kind and its URL are one word to textwrap (a NUL holds their spaces meanwhile).
+    text = f"{what.replace(' ', chr(0))} ({', '.join(needed_by)})"
+    lines = textwrap.wrap(text, WIDTH - 4, break_long_words=False, break_on_hyphens=False)
+    return "\n      ".join(lines).replace(chr(0), " ")
 
 
 # The order a hint takes the failed kinds in: the conda part is solved first, and without a channel

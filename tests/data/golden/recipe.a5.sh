@@ -45,7 +45,7 @@ usage() {
 		'' \
 		'Sources, in install order:' \
 		'  vllm: https://github.com/vllm-project/vllm.git v0.23.0 = aaaaaaaaaaaa (editable)' \
-		'  vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0 = 0123456789ab (editable, needs CANN, 1 cherry-picks, 2 submodules)' \
+		'  vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0 = 0123456789ab (editable, needs CANN, 1 cherry-pick, 2 submodules)' \
 		'  mindspeed: https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567 = 0123456789ab (editable, on PYTHONPATH)' \
 		'  transferqueue: https://github.com/Ascend/TransferQueue.git main = ffffffffffff (plain)' \
 		'' \
