@@ -3,8 +3,6 @@ shortest first, a cycle, a chain 100,000 deep, more paths than anyone reads, an 
 
 from __future__ import annotations
 
-import time
-
 from envgen.lockgraph.graph import CONDA, PIP, ROOT, UNEXPLAINED, build
 from envgen.lockgraph.render import path_text, row_text, tree_text, why_text
 from envgen.lockgraph.walk import MAX_DEPTH, MAX_PATHS, nearest, tree, why
@@ -100,7 +98,6 @@ def test_a_chain_100000_deep_is_a_bounded_walk() -> None:
     names = [f"p{i}" for i in range(deep)]
     chain = {n: (names[i + 1],) if i + 1 < deep else () for i, n in enumerate(names)}
     lock = make(pip=wheels(chain))
-    started = time.monotonic()
     graph = build(lock, P, pins("p0"))
     (path,) = why(graph, (PIP, names[-1])).paths
     assert len(path) == deep and path[-1].child == (PIP, names[-1])
@@ -108,7 +105,6 @@ def test_a_chain_100000_deep_is_a_bounded_walk() -> None:
     assert len(rows) == MAX_DEPTH + 1 and rows[-1].cut
     assert tree_text(graph, rows)[-1].endswith("...: deeper")
     assert len(tree(graph, 3, invert=(PIP, names[-1]))) == 4
-    assert time.monotonic() - started < 30
 
 
 def test_more_paths_than_anyone_reads_stop_the_walk_with_a_shortest_one_first() -> None:
