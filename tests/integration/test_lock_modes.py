@@ -264,6 +264,43 @@ def test_check_and_dry_run_refuse_a_derived_file_edited_by_hand_as_install_does(
     assert result["files"] == [{"path": f"locks/{name}", "change": "changed"}]
 
 
+def test_a_plain_lock_writes_a_derived_file_edited_by_hand_again(example: Example) -> None:
+    """Before: a plain `envgen lock` took the lock for fresh (it read the derived files' headers)
+    and left an injected index line for pip to read. The sealed sources.toml records the derived
+    files' hash; the no-op hashes them and locks again when they differ."""
+    name = f"{ENV}.linux-64.requirements.txt"
+    path = example.root / "locks" / name
+    written = path.read_text()
+    path.write_text(written + INJECTED)
+    code, out, err = envgen(example, "lock", ENV, "--json")
+    assert code == 0, err
+    assert document(out)["results"][0]["status"] == "locked"
+    assert "a derived file was edited after `envgen lock` wrote it: locking again" in err
+    assert path.read_text() == written
+    code, out, err = envgen(example, "lock", ENV, "--json")
+    assert (code, document(out)["results"][0]["status"]) == (0, "up-to-date"), err
+
+
+def test_a_lock_recording_no_derived_hash_compares_its_derived_files_with_the_rendering(
+    example: Example,
+) -> None:
+    """A lock written before the derived hash was recorded (its line taken out, sealed again) is
+    kept while its derived files are the lock's rendering, and locked again once one is edited."""
+    sources = example.root / "locks" / f"{ENV}.sources.toml"
+    lines = sources.read_text().splitlines(keepends=True)
+    sources.write_text("".join(line for line in lines if not line.startswith("derived-hash = ")))
+    reseal(example)
+    before = locks(example)
+    code, out, err = envgen(example, "lock", ENV, "--json")
+    assert (code, document(out)["results"][0]["status"]) == (0, "up-to-date"), err
+    assert locks(example) == before
+    path = example.root / "locks" / f"pylock.{ENV}-linux-64.toml"
+    path.write_text(path.read_text() + "# edited\n")
+    code, out, err = envgen(example, "lock", ENV, "--json")
+    assert (code, document(out)["results"][0]["status"]) == (0, "locked"), err
+    assert "derived-hash = " in sources.read_text()
+
+
 def reseal(example: Example) -> None:
     """The content hash computed again after an edit, as a tamperer who knows the scheme would."""
     from envgen.lockio.seal import seal

@@ -12,9 +12,7 @@ import pytest
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
 from envgen.lockio.conda_lock_yml import render_lock_yml
-from envgen.lockio.seal import seal
-from envgen.lockio.sources_toml import render_sources_toml
-from envgen.lockio.store import read_lock, write_lock
+from envgen.lockio.store import read_lock, sealed_sources, write_lock
 from envgen.model import Channel, Lock
 from envgen.process import run
 from envgen.project import Project
@@ -125,5 +123,5 @@ def test_written_lock_reads_back_and_rerenders_to_the_same_bytes(
     assert again.pip == lock.pip
     assert again.inputs == lock.inputs
     assert render_lock_yml(again) == project.lock_yml("demo").read_text()
-    sealed = seal(render_lock_yml(again), render_sources_toml(again), "#!/bin/sh\n")
+    sealed = sealed_sources(again, render_lock_yml(again), "#!/bin/sh\n")
     assert sealed == project.sources_toml("demo").read_text()

@@ -22,9 +22,16 @@ from envgen.lockio.conda_lock_yml import conda_lock_source, parse_lock_yml, rend
 from envgen.lockio.env_mutex import env_lock
 from envgen.lockio.exports.pylock import expected_pylock, parse_pylock, render_pylock
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_digests, input_hash
-from envgen.lockio.seal import UNSEALED, intact, seal
+from envgen.lockio.seal import UNSEALED, intact
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
-from envgen.lockio.store import parse_lock, read_files, read_lock, recorded_inputs, write_lock
+from envgen.lockio.store import (
+    parse_lock,
+    read_files,
+    read_lock,
+    recorded_inputs,
+    sealed_sources,
+    write_lock,
+)
 from envgen.model import CondaEntry, Lock, Origin, PipEntry, Submodule
 from envgen.project import Project
 from hypothesis import HealthCheck, assume, given, settings
@@ -322,7 +329,7 @@ def test_the_sample_lock_seals_and_reads_back_the_same() -> None:
     lock = sample_lock()
     text = render_sources_toml(lock)
     yml, recipe = render_lock_yml(lock), "#!/bin/sh\n"
-    sealed = seal(yml, text, recipe)
+    sealed = sealed_sources(lock, yml, recipe)
     assert UNSEALED not in sealed and intact(yml, sealed, recipe)
     assert parse_sources_toml(sealed).lock == parse_sources_toml(text).lock
     for platform in lock.platforms:
@@ -429,9 +436,10 @@ def test_write_then_read_gives_the_lock_back(tmp_path: Path) -> None:
     assert project.install_sh("a5").read_text() == RECIPE
     assert project.install_sh("a5").stat().st_mode & 0o777 == 0o755
     assert project.lock_yml("a5").read_text() == render_lock_yml(lock)
-    # The sources.toml as it renders, sealed with the content hash of the three files.
-    assert project.sources_toml("a5").read_text() == seal(
-        render_lock_yml(lock), render_sources_toml(lock), RECIPE
+    # The sources.toml as it renders, its derived hash recorded (no derived file here), sealed
+    # with the content hash of the three files.
+    assert project.sources_toml("a5").read_text() == sealed_sources(
+        lock, render_lock_yml(lock), RECIPE
     )
     assert sorted(p.name for p in project.locks_dir.iterdir()) == [
         "a5.install.sh",

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from envgen.errors import InputError, VerificationError
 from envgen.inputs.extends import read_layered
-from envgen.lockio.exports.names import derived_present
+from envgen.lockio import seal
+from envgen.lockio.exports.names import derived_texts
 from envgen.lockio.input_hashes import still_current
 from envgen.lockio.store import LockTexts, lock_of, recorded_inputs
 from envgen.project import Project
@@ -25,8 +26,9 @@ def unchanged_hash(project: Project, texts: LockTexts, *, strict: bool = False) 
     still holds, its files are intact and every derived file is there for it; None when stale,
     absent or unreadable (a re-lock then reads it all properly).
 
-    Reads the files the lock records digests of, the derived files' headers, and the glibc floor of
-    the matrix (its virtual packages depend on it): the matrix is not validated, so a no-op lock
+    Reads the files the lock records digests of, the derived files (their headers name the input
+    hash, their bytes hash to the derived hash the sealed sources.toml records), and the glibc floor
+    of the matrix (its virtual packages depend on it): the matrix is not validated, so a no-op lock
     loads none of what resolving needs. A matrix whose bytes are those it was locked from was valid
     then. With `strict` (the modes that write nothing, once `require_untouched` passed) the verdict
     is `status`'s too (commands/freshness.py): the matrix loaded, the lock read, every derived file
@@ -42,13 +44,21 @@ def unchanged_hash(project: Project, texts: LockTexts, *, strict: bool = False) 
         return None
     prefix = "virtual-packages:"
     platforms = [k.removeprefix(prefix) for k in inputs if k.startswith(prefix)]
-    if not derived_present(project.locks_dir, env, platforms, digest):
+    derived = derived_texts(project.locks_dir, env, platforms, digest)
+    if derived is None:
         log.info("%s: a derived file is missing or from another lock: locking again", env)
         return None
     if not texts.intact:
         log.info("%s: %s: locking again", env, _UNSEALED)
         return None
-    if strict and _stale_for_status(project, texts):
+    if recorded.derived_hash is not None and recorded.derived_hash != seal.derived_hash(derived):
+        log.warning(
+            "%s: a derived file was edited after `envgen lock` wrote it: locking again", env
+        )
+        return None
+    # A lock written before the derived hash was recorded: each derived file compared with the
+    # lock's rendering instead, as `status` compares it.
+    if (strict or recorded.derived_hash is None) and _stale_for_status(project, texts):
         return None
     return digest
 

@@ -1,18 +1,20 @@
-"""What a lock records about itself when written, so a hand edit shows: the content hash and the
-file hosts.
+"""What a lock records about itself when written, so a hand edit shows: the content hash, the
+derived hash and the file hosts.
 
 The content hash is one sha256 over the three files (yml, sources.toml, recipe) as written, the
 sources.toml with the hash's own value blanked; the sources.toml records it (the yml records nothing
-of it, so a re-lock that moves only a source leaves the yml's bytes alone). The file hosts are, per
-index, the hosts its artifacts were served from when locked, when other than the index's own. Pure
-functions of text and Locks."""
+of it, so a re-lock that moves only a source leaves the yml's bytes alone). The derived hash is one
+sha256 over the derived files (requirements, pylock, Nix) written with them, recorded in the
+sources.toml before it is sealed: the no-op lock tells an edited derived file by hashing a few
+files, not by rendering them again. The file hosts are, per index, the hosts its artifacts were
+served from when locked, when other than the index's own. Pure functions of text and Locks."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 UNSEALED = "0" * 64
 
 _LINE = re.compile(r'^(content-hash = ")([0-9a-f]{64})(")$', re.MULTILINE)
+_DERIVED = re.compile(r'^(derived-hash = ")([0-9a-f]{64})(")$', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,22 @@ def seal(yml: str, sources: str, recipe: str) -> str:
             "the sources.toml was not rendered with exactly one content-hash line to seal"
         )
     return sealed
+
+
+def derived_hash(derived: Sequence[tuple[str, str]]) -> str:
+    """The one sha256 of the derived files (name, text), whatever their order."""
+    return hashlib.sha256(json.dumps(sorted(derived)).encode()).hexdigest()
+
+
+def with_derived(sources: str, derived: Sequence[tuple[str, str]]) -> str:
+    """The sources.toml (rendered with UNSEALED as its derived hash) recording the derived hash of
+    `derived`; `seal` then covers it with the rest."""
+    filled, count = _DERIVED.subn(
+        lambda m: m.group(1) + derived_hash(derived) + m.group(3), sources
+    )
+    if count != 1:
+        raise ValueError("the sources.toml was not rendered with exactly one derived-hash line")
+    return filled
 
 
 def file_hosts(lock: Lock, index: Index) -> tuple[str, ...]:

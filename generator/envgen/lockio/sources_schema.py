@@ -222,6 +222,9 @@ class SourcesDocument(_Row):
     # Filled in by `seal` once the three files are rendered (lockio/seal.py); a lock without one is
     # the integrity check's to report (lockio/integrity.py), so it still reads.
     content_hash: Text | None = None
+    # The derived files' one sha256 (lockio/seal.py), sealed with the rest; a lock written before
+    # it was recorded has none.
+    derived_hash: Sha256 | None = None
     inputs: dict[str, str] = {}
     channels: list[ChannelRow] = []
     indexes: list[IndexRow] = []

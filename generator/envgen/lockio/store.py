@@ -105,10 +105,13 @@ def read_derived(locks_dir: Path, name: str) -> str | None:
 
 @dataclass(frozen=True)
 class RecordedInputs:
-    """The input hash and the input digests (by component) a lock's sources.toml records."""
+    """The input hash, the input digests (by component) and the derived hash a lock's sources.toml
+    records."""
 
     input_hash: str
     inputs: Mapping[str, str]
+    # The derived files' hash (lockio/seal.py); None in a lock written before it was recorded.
+    derived_hash: str | None = None
 
     @property
     def sources(self) -> dict[str, str]:
@@ -134,11 +137,12 @@ def recorded_inputs(texts: LockTexts) -> RecordedInputs | None:
     except (InputError, tomllib.TOMLDecodeError):
         return None
     found, inputs = data.get("input-hash"), data.get("inputs", {})
+    derived = data.get("derived-hash")
     if not isinstance(found, str) or not isinstance(inputs, dict):
         return None
-    if not all(isinstance(v, str) for v in inputs.values()):
+    if not all(isinstance(v, str) for v in inputs.values()) or not isinstance(derived, str | None):
         return None
-    return RecordedInputs(found, inputs)
+    return RecordedInputs(found, inputs, derived)
 
 
 def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: str) -> Lock:
@@ -250,16 +254,25 @@ def _rendered(
     """Every file `write_lock` writes for `lock`: its path, its text (the sources.toml sealed) and
     its mode."""
     from envgen.lockio.conda_lock_yml import render_lock_yml
-    from envgen.lockio.sources_toml import render_sources_toml
 
     yml = render_lock_yml(lock)
-    sources = seal.seal(yml, render_sources_toml(lock), recipe)
+    sources = sealed_sources(lock, yml, recipe, derived)
     return [
         (project.lock_yml(env), yml, 0o644),
         (project.sources_toml(env), sources, 0o644),
         (project.install_sh(env), recipe, 0o755),
         *((project.locks_dir / name, text, 0o644) for name, text in derived),
     ]
+
+
+def sealed_sources(
+    lock: Lock, yml: str, recipe: str, derived: Sequence[tuple[str, str]] = ()
+) -> str:
+    """The sources.toml `write_lock` writes for `lock` beside `yml`, `recipe` and the `derived`
+    files (name, text): their derived hash recorded, then the three files sealed."""
+    from envgen.lockio.sources_toml import render_sources_toml
+
+    return seal.seal(yml, seal.with_derived(render_sources_toml(lock), derived), recipe)
 
 
 def unwritten_changes(

@@ -39,14 +39,19 @@ def recorded_hash(text: str) -> str | None:
     return (match.group(1) or match.group(2)) if match else None
 
 
-def derived_present(locks_dir: Path, env: str, platforms: Sequence[str], input_hash: str) -> bool:
-    """Whether every derived file exists and names `input_hash` (a cheap test, for the no-op lock:
-    it reads headers, renders nothing; `derived.derived_problems` compares the whole text)."""
+def derived_texts(
+    locks_dir: Path, env: str, platforms: Sequence[str], input_hash: str
+) -> list[tuple[str, str]] | None:
+    """Every derived file's name and text when each exists and names `input_hash`, else None (a
+    cheap test, for the no-op lock: it renders nothing; `derived.derived_problems` compares each
+    text with the lock's rendering)."""
+    found = []
     for name in derived_names(env, platforms):
         try:
             text = read_derived(locks_dir, name)
         except InputError:
-            return False
+            return None
         if text is None or recorded_hash(text) != input_hash:
-            return False
-    return True
+            return None
+        found.append((name, text))
+    return found
