@@ -11,12 +11,17 @@ interpreter's own start-up, where its default applies.
 """
 
 import _signal  # type: ignore[import-not-found]  # no stub: the C half of `signal`, loaded already
+import os  # loaded already too, by the interpreter's start-up (site)
 import sys
 
 
 def _not_ready(signum: int, _frame: object) -> None:
+    """Say so and end at once. An exception raised here could land in a callback the import
+    machinery runs (a module lock's weakref callback), which reports it as "Exception ignored" with
+    a traceback and goes on importing; nothing is written yet, so nothing needs unwinding."""
     sys.stderr.write("interrupted: nothing was written (the previous lock files are unchanged)\n")
-    raise SystemExit(128 + signum)
+    sys.stderr.flush()
+    os._exit(128 + signum)
 
 
 for _signum in (_signal.SIGINT, _signal.SIGTERM):
