@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from shlex import quote
 
 from envgen import interrupts
 from envgen.commands.freshness import require_fresh
@@ -149,6 +150,7 @@ def how_to_use(env: str, prefix: Path, *, venv: bool, cache: Path) -> list[str]:
         ]
     return [
         *lines,
-        f"  for the env's variables (CANN, profiles) too, activate it: conda activate {prefix}",
+        "  for the env's variables (CANN, profiles) too, activate it: "
+        f"conda activate {quote(str(prefix))}",
         f"  or, without conda: {CondaPrefix(prefix, cache).activation(env)}",
     ]
