@@ -284,6 +284,34 @@ def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_
     assert subprocess.run(isolated, capture_output=True, text=True).stdout.strip() == "None"
 
 
+def test_a_pythonpath_source_imports_from_a_conda_prefix_with_nothing_activated(
+    tmp_path: Path,
+) -> None:
+    """A source with pythonpath = true (its module importable from its checkout only) imports by
+    the prefix's python from a shell with nothing sourced: no conda activate, no activate.d hook.
+    By uv: pip's install of a source into a conda prefix is the test above's."""
+    repo = backend_project(tmp_path / "trainer", "trainer", "0.2.0", importable=False)
+    source = Source("trainer", repo.url, "main", "trainer", editable=False, pythonpath=True)
+    write_channel(tmp_path / "channel" / "demo", demo_packages())
+    prefix = tmp_path / "env"
+    with serve_directory(tmp_path / "channel") as channel:
+        entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
+        lock = demo_lock(sources=(LockedSource(source, repo.rev()),), conda=entries)
+        install_locked(lock, tmp_path / "project", prefix, "uv", venv=False)
+    code = "import trainer; print(trainer.__version__, trainer.__file__)"
+    shown = subprocess.run(
+        ["env", "-i", "PATH=/usr/bin:/bin", str(prefix / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
+    assert shown.returncode == 0, shown.stderr
+    checkout = (prefix / "src" / "trainer").resolve()
+    assert shown.stdout.split() == ["0.2.0", str(checkout / "trainer" / "__init__.py")]
+    site = prefix / "lib" / "python3.11" / "site-packages"
+    assert str(checkout) in (site / "envgen-demo.pth").read_text()
+
+
 def test_a_conda_prefix_has_the_bytecode_of_its_noarch_python_packages_before_any_python_runs_there(
     tmp_path: Path,
 ) -> None:
@@ -364,6 +392,10 @@ def test_cli_install_into_a_venv(wheelhouse: tuple[str, dict[str, Path]], tmp_pa
     assert not prefix.exists()
     result = CliRunner().invoke(cli, [*args, "--frozen"])
     assert result.exit_code == 0, result.output
+    # It ends by saying how to use the env: as it is, or activated for its variables.
+    assert f"demo: installed into {prefix}\n" in result.output
+    assert f"{prefix}/bin/python imports every source of the env" in result.output
+    assert f"activate it: . {prefix}/bin/activate" in result.output
     shown = subprocess.run(
         [str(prefix / "bin" / "python"), "-c", "import beta_pkg; print(beta_pkg.__version__)"],
         capture_output=True,

@@ -13,6 +13,7 @@ import pytest
 from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.example.gitrepos import GitRepo, side_commit
 from envgen.example.srcprojects import backend_project
+from envgen.example.wheels import FixtureDist, build_wheel
 from envgen.model import Cann, Lock, LockedSource, Profile, Source
 from envgen.recipe.render import render_recipe
 from uv import find_uv_bin
@@ -33,7 +34,7 @@ def run_recipe(
     """The recipe of `lock` run on `prefix`; with `uv`, given `--uv` (uv installs the sources, its
     cache beside the env), for tests whose subject is not pip's own install path: uv builds and
     installs a source in a fraction of the second pip takes. The tests without it keep pip's path
-    covered: a source's build variables, a PYTHONPATH source, CANN's script with build isolation
+    covered: a source's build variables, a pythonpath source, CANN's script with build isolation
     off, a server refusing fetches by SHA."""
     script = prefix.parent / f"{lock.env}.install.sh"
     script.write_text(render_recipe(lock))
@@ -100,7 +101,7 @@ def test_source_that_needs_a_build_variable_fails_without_it_and_installs_with_i
 
 
 def msfix_lock(where: Path) -> Lock:
-    """A lock of a PYTHONPATH source (msfix, served from `where`), an activation variable and a
+    """A lock of a pythonpath source (msfix, served from `where`), an activation variable and a
     `quiet` profile."""
     repo = backend_project(where / "msfix", "msfix", "0.1.0", importable=False)
     source = Source("msfix", repo.url, "main", "msfix", editable=False, pythonpath=True)
@@ -111,42 +112,106 @@ def msfix_lock(where: Path) -> Lock:
     )
 
 
-def test_pythonpath_source_is_importable_after_activation_only(tmp_path: Path, venv: Path) -> None:
+def bare_python(prefix: Path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The env's python from a shell with nothing sourced (`env -i PATH=/usr/bin:/bin`), as a cron
+    job, a Ray worker or an IDE starts it; from /, whose '' on sys.path holds nothing importable."""
+    assignments = [f"{k}={v}" for k, v in env.items()]
+    return subprocess.run(
+        [
+            "env",
+            "-i",
+            "PATH=/usr/bin:/bin",
+            *assignments,
+            str(prefix / "bin" / "python"),
+            "-c",
+            code,
+        ],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
+
+
+def test_pythonpath_source_imports_with_nothing_activated_and_the_hooks_keep_the_variables(
+    tmp_path: Path, venv: Path
+) -> None:
+    """Before: msfix (importable only from its checkout) imported after the activation hook had set
+    PYTHONPATH, and was ModuleNotFoundError from a plain shell while pip listed it."""
     lock = msfix_lock(tmp_path)
     proc = run_recipe(lock, venv, "--profile", "quiet")
     assert proc.returncode == 0, proc.stderr
-    code = (
-        "import os, msfix; print(msfix.__version__, os.environ['DEMO_MODE'], "
-        "os.environ['TRANSFORMERS_VERBOSITY'])"
-    )
-    assert in_env(venv, code).returncode != 0
-    active = in_env(venv, code, activate=True)
-    assert active.returncode == 0, active.stderr
-    assert active.stdout.split() == ["0.1.0", "on", "error"]
-    assert (
-        in_env(venv, "import importlib.metadata as m; print(m.version('msfix'))").stdout.strip()
-        == "0.1.0"
-    )
+    checkout = (venv / "src" / "msfix").resolve()
+    shown = bare_python(venv, "import msfix; print(msfix.__version__, msfix.__file__)")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["0.1.0", str(checkout / "msfix" / "__init__.py")]
+    # Where PYTHONPATH put it: after the script's directory, ahead of PYTHONPATH's own entries.
+    order = bare_python(venv, "import sys; print(*sys.path[:3])", PYTHONPATH="/keep")
+    assert order.stdout.split() == [str(checkout), "/keep"]  # '' first: printed as nothing
 
+    code = "import os; print(os.environ.get('DEMO_MODE'), os.environ.get('TRANSFORMERS_VERBOSITY'))"
+    assert in_env(venv, code).stdout.split() == ["None", "None"]
+    assert in_env(venv, code, activate=True).stdout.split() == ["on", "error"]
     hooks = venv / "etc" / "conda"
     restored = subprocess.run(
         [
             "sh",
             "-c",
-            f'PYTHONPATH=/keep; . "{hooks}/activate.d/envgen-demo.sh"; echo "$PYTHONPATH";'
+            f'PYTHONPATH=/keep; . "{hooks}/activate.d/envgen-demo.sh";'
+            ' echo "$PYTHONPATH $DEMO_MODE";'
             f' . "{hooks}/deactivate.d/envgen-demo.sh"; echo "$PYTHONPATH ${{DEMO_MODE-unset}}"',
         ],
         capture_output=True,
         text=True,
     )
-    inside, after = restored.stdout.splitlines()
-    assert inside == f"{(venv / 'src' / 'msfix').resolve()}:/keep"
-    assert after == "/keep unset"
+    assert restored.stdout.splitlines() == ["/keep on", "/keep unset"]
+
+
+def test_a_pythonpath_source_wins_over_an_installed_distribution_of_its_import_name(
+    tmp_path: Path, venv: Path
+) -> None:
+    """As on PYTHONPATH, the checkout comes before site-packages, where a wheel of another
+    distribution installs a module of the same name; a lock whose source lost pythonpath = true
+    removes the .pth file, and the wheel's module is what imports then."""
+    lock = msfix_lock(tmp_path)
+    assert run_recipe(lock, venv, uv=True).returncode == 0
+    shadow = FixtureDist(
+        "msfix-wheel", "9.9.9", files=(("msfix/__init__.py", "__version__ = '9.9.9'\n"),)
+    )
+    wheel = build_wheel(shadow, "py3-none-any", tmp_path / "wheels")
+    subprocess.run(
+        [find_uv_bin(), "pip", "install", "--no-config", "--offline", "--python",
+         str(venv / "bin" / "python"), "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache")},
+    )  # fmt: skip
+    site = bare_python(venv, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    in_site = (
+        "import importlib.machinery as m, sys; "
+        "print(m.PathFinder.find_spec('msfix', [sys.argv[1]]).origin)"
+    )
+    found = subprocess.run(
+        [venv / "bin" / "python", "-c", in_site, site.stdout.strip()],
+        capture_output=True,
+        text=True,
+    )
+    assert found.stdout.strip() == str(Path(site.stdout.strip()) / "msfix" / "__init__.py")
+
+    code = "import msfix; print(msfix.__version__)"
+    assert bare_python(venv, code).stdout.strip() == "0.1.0"
+
+    plain = replace(lock.sources[0], source=replace(lock.sources[0].source, pythonpath=False))
+    again = run_recipe(replace(lock, sources=(plain,)), venv, uv=True)
+    assert again.returncode == 0, again.stderr
+    assert "removed" in again.stderr and not list(
+        venv.glob("lib/python*/site-packages/envgen-*.pth")
+    )
+    assert bare_python(venv, code).stdout.strip() == "9.9.9"
 
 
 def hooked_venv(factory: pytest.TempPathFactory, pip_from: Path) -> Path:
     """A venv the recipe ran on twice, with the `quiet` profile and then without (it stays on): a
-    PYTHONPATH source (msfix), an activation variable and the profile's, made once per session for
+    pythonpath source (msfix), an activation variable and the profile's, made once per session for
     the shells that source it (read only). The second run leaves bin/activate as the first left it:
     a re-run edits it once, not twice."""
 
@@ -165,9 +230,10 @@ def hooked_venv(factory: pytest.TempPathFactory, pip_from: Path) -> Path:
 def test_venv_deactivate_restores_what_the_hooks_set(
     tmp_path_factory: pytest.TempPathFactory, pip_site_packages: Path, shell: str
 ) -> None:
-    """Before: in a venv, `deactivate` left the envgen PYTHONPATH and the hooks' variables set
-    (conda runs deactivate.d; a venv's bin/activate knew nothing of it). The venv the recipe made is
-    the session's one (hooked_venv), each shell only sourcing its scripts."""
+    """Before: in a venv, `deactivate` left the hooks' variables set (conda runs deactivate.d; a
+    venv's bin/activate knew nothing of it). The hooks leave PYTHONPATH alone: the pythonpath
+    source is on sys.path through a .pth file. The venv the recipe made is the session's one
+    (hooked_venv), each shell only sourcing its scripts."""
     venv = hooked_venv(tmp_path_factory, pip_site_packages)
     show = (
         "echo "
@@ -176,12 +242,11 @@ def test_venv_deactivate_restores_what_the_hooks_set(
     )
     script = (
         f'SETUP; before=$({show}); . "{venv}/bin/activate"; {show};'
-        # Sourcing activate again (as a user re-activating does) must not stack a second PYTHONPATH
-        # entry.
+        # Sourcing activate again (as a user re-activating does) must not save a variable's old
+        # value twice.
         f' . "{venv}/bin/activate"; {show}; deactivate; after=$({show}); echo "$after";'
         ' [ "$before" = "$after" ] && echo same'
     )
-    inside = f"{(venv / 'src' / 'msfix').resolve()}"
     for setup, keep in (
         ("export PYTHONPATH=/keep TRANSFORMERS_VERBOSITY=warning; unset DEMO_MODE", "/keep"),
         ("unset PYTHONPATH DEMO_MODE TRANSFORMERS_VERBOSITY", None),
@@ -191,9 +256,9 @@ def test_venv_deactivate_restores_what_the_hooks_set(
         )
         assert proc.returncode == 0, proc.stderr
         active, again, after, same = proc.stdout.splitlines()
-        # the old values of PYTHONPATH and TRANSFORMERS_VERBOSITY, when they had one
-        saved = 2 if keep else 0
-        assert active == again == f"{inside}{':' + keep if keep else ''}|on|error|{saved}"
+        # the old value of TRANSFORMERS_VERBOSITY, when it had one
+        saved = 1 if keep else 0
+        assert active == again == f"{keep or 'unset'}|on|error|{saved}"
         assert after == ("/keep|unset|warning|0" if keep else "unset|unset|unset|0")
         assert same == "same"
 

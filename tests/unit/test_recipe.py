@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import os
 import shutil
 import subprocess
 import venv
@@ -122,6 +124,9 @@ def minimal_lock() -> Lock:
 
 @pytest.mark.parametrize(("name", "lock"), [("a5", a5_like_lock()), ("minimal", minimal_lock())])
 def test_rendering_matches_golden(name: str, lock: Lock) -> None:
+    """REGEN_GOLDEN=1 rewrites the golden files (as the other golden tests do): review the diff."""
+    if os.environ.get("REGEN_GOLDEN") == "1":
+        (GOLDEN / f"recipe.{name}.sh").write_text(render_recipe(lock))
     assert render_recipe(lock) == (GOLDEN / f"recipe.{name}.sh").read_text()
 
 
@@ -334,3 +339,95 @@ def test_the_usage_counts_one_cherry_pick_and_one_submodule_in_the_singular() ->
     assert "(editable, needs CANN, 1 cherry-pick, 1 submodule)" in text
     assert "1 cherry-picks" not in render_recipe(lock)
     assert "2 submodules" in render_recipe(lock)
+
+
+FUNCTIONS = Path(__file__).parents[2] / "generator" / "envgen" / "recipe" / "functions.sh"
+
+
+def _write_pth(prefix: Path, *dirs: str) -> subprocess.CompletedProcess[str]:
+    """The recipe's add_pythonpath for each of `dirs`, then write_pth, with the env at `prefix`."""
+    script = (
+        f'. "{FUNCTIONS}"\nENVGEN_ENV=demo\npython="{prefix}/bin/python"\nuv=\npth_dirs=\n'
+        'for dir; do add_pythonpath "$dir"; done\nwrite_pth\n'
+    )
+    return subprocess.run(["sh", "-c", script, "sh", *dirs], capture_output=True, text=True)
+
+
+def _pth(prefix: Path) -> Path:
+    (site,) = prefix.glob("lib/python*/site-packages")
+    return site / "envgen-demo.pth"
+
+
+def test_the_pth_file_puts_the_pythonpath_checkouts_first_and_goes_with_the_last_of_them(
+    tmp_path: Path,
+) -> None:
+    """site-packages/envgen-ENV.pth: one `import` line inserting the checkouts at the front of
+    sys.path, as PYTHONPATH did (after the script's directory: '' for -c); a second write changes
+    nothing; no pythonpath source left, no file."""
+    prefix = tmp_path / "env"
+    venv.create(prefix, with_pip=False)
+    dirs = (str(tmp_path / "src" / "megatron-lm"), str(tmp_path / "src dir" / 'mind"speed' / "x"))
+    proc = _write_pth(prefix, *dirs)
+    assert proc.returncode == 0, proc.stderr
+    pth = _pth(prefix)
+    comment, line = pth.read_text().splitlines()
+    assert comment.startswith("# envgen demo: ")
+    assert line == (
+        f"import sys; sys.path[:] = list(dict.fromkeys(['{dirs[0]}', '{dirs[1]}'] + sys.path))"
+    )
+    shown = subprocess.run(
+        [prefix / "bin" / "python", "-c", "import sys; print(sys.path)"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": "/keep"},
+    )
+    path = ast.literal_eval(shown.stdout)
+    assert path[:4] == ["", *dirs, "/keep"]
+    assert path.count(dirs[0]) == 1
+    written = pth.stat().st_mtime_ns, pth.stat().st_ino
+    assert _write_pth(prefix, *dirs).returncode == 0
+    assert (pth.stat().st_mtime_ns, pth.stat().st_ino) == written
+
+    gone = _write_pth(prefix)
+    assert gone.returncode == 0, gone.stderr
+    assert not pth.exists() and "removed" in gone.stderr
+
+
+@pytest.mark.parametrize(
+    "bad", ["/src/it's", "/src/back\\slash", "/src/new\nline", "/src/tab\there", "/src/caf\u00e9"]
+)
+def test_a_checkout_path_that_is_no_plain_string_literal_is_refused(
+    tmp_path: Path, bad: str
+) -> None:
+    """A quote or backslash would end or escape the literal, a line break would start a line that
+    site.py may run: refused, naming the fix, and no .pth is written."""
+    prefix = tmp_path / "env"
+    venv.create(prefix, with_pip=False)
+    proc = _write_pth(prefix, "/src/fine", bad)
+    assert proc.returncode != 0
+    assert f"cannot put {bad} on the env's python path" in proc.stderr
+    assert "no quote ('), backslash or newline" in proc.stderr and "--src DIR" in proc.stderr
+    assert not _pth(prefix).exists()
+
+
+def test_a_src_directory_with_a_quote_is_refused_before_any_clone(tmp_path: Path) -> None:
+    """The checkouts of pythonpath sources lie in --src: a name there a .pth cannot hold stops the
+    recipe first."""
+    prefix = tmp_path / "env"
+    venv.create(prefix, with_pip=False)
+    script = tmp_path / "install.sh"
+    script.write_text(render_recipe(a5_like_lock()))
+    src = tmp_path / "it's"
+    proc = _run(script, "--prefix", str(prefix), "--src", str(src), "--skip-cann")
+    assert proc.returncode != 0
+    assert f"cannot put {src} on the env's python path" in proc.stderr
+    assert not any(src.iterdir())
+
+
+def test_the_recipe_names_pythonpath_checkouts_for_the_pth_and_the_hook_no_pythonpath() -> None:
+    text = render_recipe(a5_like_lock())
+    assert 'add_pythonpath "$src"/mindspeed\n' in text
+    assert text.count("add_pythonpath ") == 1 + text.count("add_pythonpath() {")
+    assert "write_pth\n" in render_recipe(minimal_lock())  # removes a file an earlier lock left
+    hook = text[text.index("activate_hook() {") :]
+    assert "PYTHONPATH" not in hook[: hook.index("\n}\n")]

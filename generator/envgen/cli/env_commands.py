@@ -76,14 +76,15 @@ def install_command(
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the
     recipe."""
     from envgen.commands.cache import claimed_cache
-    from envgen.commands.install import install_lock
+    from envgen.commands.install import how_to_use, install_lock
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=True)
+    cache = claimed_cache()
     installed = install_lock(
         proj,
         env,
         prefix,
-        cache=claimed_cache(),
+        cache=cache,
         venv=venv,
         installer="uv" if installer == "uv" else "pip",
         profiles=profiles,
@@ -95,6 +96,8 @@ def install_command(
     result = {"env": env, "prefix": str(installed), "profiles": list(profiles)}
     outcome = Outcome(results=[result])
     outcome.note(f"{env}: installed into {installed}")
+    for line in how_to_use(env, installed, venv=venv, cache=cache):
+        outcome.note(line)
     return outcome
 
 

@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from shlex import quote
 
 from envgen import interrupts
 from envgen.commands.freshness import require_fresh
@@ -16,7 +17,7 @@ from envgen.errors import EnvgenError, InputError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
 from envgen.installer.core import Request, check_request, install
-from envgen.installer.destinations import destination
+from envgen.installer.destinations import CondaPrefix, Venv, destination
 from envgen.installer.sources import IndexSource
 from envgen.installer.tools import InstallerName, installer_named
 from envgen.lockio.integrity import require_intact
@@ -132,3 +133,24 @@ def install_lock(
             tool,
         )
         return prefix.absolute()
+
+
+def how_to_use(env: str, prefix: Path, *, venv: bool, cache: Path) -> list[str]:
+    """What `install` ends with: the env's python works as it is (the sources with pythonpath =
+    true too, through the .pth file the recipe writes); activation adds the env's variables (CANN,
+    the profiles), with conda or by sourcing one line."""
+    python = prefix / "bin" / "python"
+    lines = [
+        f"  {python} imports every source of the env (pythonpath ones too) with nothing activated",
+    ]
+    if venv:
+        return [
+            *lines,
+            f"  for the env's variables too, activate it: {Venv(prefix).activation(env)}",
+        ]
+    return [
+        *lines,
+        "  for the env's variables (CANN, profiles) too, activate it: "
+        f"conda activate {quote(str(prefix))}",
+        f"  or, without conda: {CondaPrefix(prefix, cache).activation(env)}",
+    ]

@@ -408,7 +408,10 @@ def _source_text(source: Source) -> list[str]:
         ("ref", source.ref),
         ("distribution", source.distribution),
         ("install", "editable (pip install -e)" if source.editable else "plain"),
-        ("pythonpath", "yes (tree on PYTHONPATH)" if source.pythonpath else "no"),
+        (
+            "pythonpath",
+            "yes (tree on sys.path, ahead of site-packages)" if source.pythonpath else "no",
+        ),
         ("env", " ".join(f"{k}={shlex.quote(v)}" for k, v in source.env) or "-"),
         ("build isolation", "yes" if source.build_isolation else "no (--no-build-isolation)"),
         ("needs CANN", "yes (set_env sourced first)" if source.needs_cann else "no"),

@@ -396,6 +396,50 @@ use_cann() {
 	cann_sourced=1
 }
 
+# pth_check PATH: die unless PATH can be written into a .pth file as the Python string literal '<PATH>':
+# printable ASCII without a quote (') or backslash, so the literal can neither end early nor hold an escape,
+# and the line no line break (site.py splits a .pth file at every one, and runs each line starting "import").
+pth_check() {
+	_envgen_rest=$(printf '%s' "$1" | LC_ALL=C tr -d '\040-\046\050-\133\135-\176'; printf x)
+	[ "$_envgen_rest" = x ] || die "cannot put $1 on the env's python path: a directory named in its .pth file" \
+		"may hold printable ASCII only, no quote ('), backslash or newline; pass --src DIR with such a path"
+}
+
+# add_pythonpath DIR: a checkout (or its subdirectory) of a source with pythonpath = true, for write_pth.
+add_pythonpath() {
+	pth_check "$1"
+	pth_dirs="$pth_dirs${pth_dirs:+, }'$1'"
+}
+
+# write_pth: the sources with pythonpath = true, importable by the env's python from any shell, activated or
+# not: site-packages/envgen-ENV.pth, rewritten on every run (and removed when there are none). A plain path
+# line of a .pth is appended after site-packages, where an installed distribution of the same import name
+# would win; so its `import` line puts them at the front of sys.path, as PYTHONPATH did. site.py runs it before
+# the script's directory (or '' for -c and the REPL) is put first, which stays first as with PYTHONPATH. Each
+# directory is on sys.path once, at the front: site.py of Python 3.11 reads a venv's .pth files twice, and
+# dict.fromkeys keeps the first of equal entries (no comprehension: in Python 3.11 its scope would not see the
+# names the line binds). The directories were checked by add_pythonpath: string literals, data, never code.
+write_pth() {
+	_envgen_site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+		|| die "cannot ask $python for its site-packages"
+	_envgen_pth=$_envgen_site/envgen-$ENVGEN_ENV.pth
+	if [ -z "$pth_dirs" ]; then
+		if [ -e "$_envgen_pth" ]; then
+			rm -f -- "$_envgen_pth"
+			say "no source with pythonpath = true: removed $_envgen_pth"
+		fi
+		return 0
+	fi
+	mkdir -p "$_envgen_site"
+	{
+		printf '# envgen %s: the sources with pythonpath = true, ahead of site-packages; written by install.sh.\n' \
+			"$ENVGEN_ENV"
+		printf 'import sys; sys.path[:] = list(dict.fromkeys([%s] + sys.path))\n' "$pth_dirs"
+	} >"$_envgen_pth.tmp"
+	replace "$_envgen_pth.tmp" "$_envgen_pth"
+	say "pythonpath sources importable without activation: $_envgen_pth"
+}
+
 # save_var NAME: write the hook lines keeping NAME's old value (once) for deactivate.d.
 save_var() {
 	case " $hook_vars " in

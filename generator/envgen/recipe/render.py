@@ -54,6 +54,7 @@ def render_recipe(lock: Lock) -> str:
         *_archive_blocks(lock),
         *(_source_block(lock, i, s) for i, s in enumerate(lock.sources, 1)),
         *_link_lines(lock.links),
+        _PTH,
         _hooks(lock),
     ]
     return "\n".join(parts)
@@ -191,12 +192,14 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "src=${src:-$prefix/src}",
         'mkdir -p "$src"',
         'src=$(cd "$src" && pwd -P)',
+        # The checkouts of pythonpath sources are named in a .pth file: refused before any clone.
+        *(['pth_check "$src"'] if any(s.source.pythonpath for s in lock.sources) else []),
         "state=$prefix/etc/envgen/$ENVGEN_ENV",
         'mkdir -p "$state"',
         "settle_profiles",
         f"cann_set_env=${{ASCEND_SET_ENV:-{quote(set_env)}}}",
         "cann_sourced=0",
-        "pythonpath=",
+        "pth_dirs=",
     ]
     if cann_sources:
         # Fail before any clone or build when the toolkit is missing, naming the first source that
@@ -291,7 +294,7 @@ def _source_block(lock: Lock, number: int, locked: LockedSource) -> str:
     ]
     if src.pythonpath:
         tail = f"/{quote(src.subdirectory)}" if src.subdirectory else ""
-        body.append(f'pythonpath=${{pythonpath:+$pythonpath:}}"$src"/{name}{tail}')
+        body.append(f'add_pythonpath "$src"/{name}{tail}')
     origin = f" (from {src.origin})" if src.origin else ""
     head = f"# {number}. {src.name}: {strip_credentials(src.url)} {src.ref}{origin}\n"
     if not src.needs_cann:
@@ -344,11 +347,16 @@ def _link_lines(links: tuple[Link, ...]) -> list[str]:
     return ["\n".join(lines) + "\n"]
 
 
+# The checkouts of the sources with pythonpath = true, ahead of site-packages for the env's python
+# in any shell (or no file, when there are none).
+_PTH = "# The sources with pythonpath = true, on sys.path without activation.\nwrite_pth\n"
+
+
 def _hooks(lock: Lock) -> str:
     env = lock.env
     written = f"# envgen {env}: activation hook written by install.sh; rerun that to change it."
     lines = [
-        "# Activation hooks: PYTHONPATH, CANN, the env's variables and the chosen profiles.",
+        "# Activation hooks: CANN, the env's variables and the chosen profiles.",
         f"hook_prefix={quote(hook_prefix(env))}",
         "hook_vars=",
         "activate_hook() {",
@@ -361,14 +369,7 @@ def _hooks(lock: Lock) -> str:
             '\t\tif [ -f "$script" ]; then printf \'. %s\\n\' "$(quote "$script")"; fi',
             "\tdone",
         ]
-    lines += [
-        '\tif [ -n "$pythonpath" ]; then',
-        "\t\tsave_var PYTHONPATH",
-        "\t\tprintf 'export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\\n' \"$(quote "
-        '"$pythonpath")"',
-        "\tfi",
-        *(f"\texport_var {quote(k)} {quote(v)}" for k, v in lock.activation_env),
-    ]
+    lines += [f"\texport_var {quote(k)} {quote(v)}" for k, v in lock.activation_env]
     for profile in lock.profiles:
         lines.append(f"\tif has_profile {quote(profile.name)}; then")
         lines += [f"\t\texport_var {quote(k)} {quote(v)}" for k, v in profile.env] or ["\t\t:"]

@@ -48,7 +48,9 @@ def usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "`python -m pip install --no-deps` of the env's own python (uv with --uv), "
         "then writes activation hooks",
         f"(etc/conda/activate.d/envgen-{env}.sh and deactivate.d/; in a venv also a "
-        "block in bin/activate).",
+        "block in bin/activate)",
+        f"and site-packages/envgen-{env}.pth: the sources on sys.path import by the env's "
+        "python with no activation.",
         "Install the locked packages first, then run this script in that env:",
         f"  conda-lock install -n NAME locks/{env}.yml   (or -p DIR)",
         "  conda activate NAME",
@@ -57,7 +59,7 @@ def usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "again changes nothing and",
         "keeps the profiles an earlier run enabled (--no-profile NAME drops one); "
         "reactivate the env afterwards",
-        "so the activation hooks take effect.",
+        "so the activation hooks (CANN, the env's variables, profiles) take effect.",
         "",
         *_OPTIONS_DIRECTORIES,
         *(f"                    {p.name}: {one_line(p.description)}" for p in lock.profiles),
@@ -90,7 +92,7 @@ def _usage_source(locked: LockedSource) -> str:
     src = locked.source
     flags = [
         "editable" if src.editable else "plain",
-        *(["on PYTHONPATH"] if src.pythonpath else []),
+        *(["on sys.path"] if src.pythonpath else []),
         *(["needs CANN"] if src.needs_cann else []),
         *([_count(len(src.cherry_picks), "cherry-pick")] if src.cherry_picks else []),
         *([_count(len(locked.submodules), "submodule")] if locked.submodules else []),

@@ -17,14 +17,15 @@ usage() {
 		'' \
 		'Installs the git sources of env a5 at their locked commits, in order, each with' \
 		'`python -m pip install --no-deps` of the env'"'"'s own python (uv with --uv), then writes activation hooks' \
-		'(etc/conda/activate.d/envgen-a5.sh and deactivate.d/; in a venv also a block in bin/activate).' \
+		'(etc/conda/activate.d/envgen-a5.sh and deactivate.d/; in a venv also a block in bin/activate)' \
+		'and site-packages/envgen-a5.pth: the sources on sys.path import by the env'"'"'s python with no activation.' \
 		'Install the locked packages first, then run this script in that env:' \
 		'  conda-lock install -n NAME locks/a5.yml   (or -p DIR)' \
 		'  conda activate NAME' \
 		'  sh locks/a5.install.sh' \
 		'`envgen install a5 --prefix DIR` does both steps. Running this script again changes nothing and' \
 		'keeps the profiles an earlier run enabled (--no-profile NAME drops one); reactivate the env afterwards' \
-		'so the activation hooks take effect.' \
+		'so the activation hooks (CANN, the env'"'"'s variables, profiles) take effect.' \
 		'' \
 		Options: \
 		'  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)' \
@@ -46,7 +47,7 @@ usage() {
 		'Sources, in install order:' \
 		'  vllm: https://github.com/vllm-project/vllm.git v0.23.0 = aaaaaaaaaaaa (editable)' \
 		'  vllm-ascend: https://github.com/vllm-project/vllm-ascend.git releases/v0.23.0 = 0123456789ab (editable, needs CANN, 1 cherry-pick, 2 submodules)' \
-		'  mindspeed: https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567 = 0123456789ab (editable, on PYTHONPATH)' \
+		'  mindspeed: https://gitcode.com/Ascend/MindSpeed.git 0123456789abcdef0123456789abcdef01234567 = 0123456789ab (editable, on sys.path)' \
 		'  transferqueue: https://github.com/Ascend/TransferQueue.git main = ffffffffffff (plain)' \
 		'' \
 		Environment: \
@@ -451,6 +452,50 @@ use_cann() {
 	cann_sourced=1
 }
 
+# pth_check PATH: die unless PATH can be written into a .pth file as the Python string literal '<PATH>':
+# printable ASCII without a quote (') or backslash, so the literal can neither end early nor hold an escape,
+# and the line no line break (site.py splits a .pth file at every one, and runs each line starting "import").
+pth_check() {
+	_envgen_rest=$(printf '%s' "$1" | LC_ALL=C tr -d '\040-\046\050-\133\135-\176'; printf x)
+	[ "$_envgen_rest" = x ] || die "cannot put $1 on the env's python path: a directory named in its .pth file" \
+		"may hold printable ASCII only, no quote ('), backslash or newline; pass --src DIR with such a path"
+}
+
+# add_pythonpath DIR: a checkout (or its subdirectory) of a source with pythonpath = true, for write_pth.
+add_pythonpath() {
+	pth_check "$1"
+	pth_dirs="$pth_dirs${pth_dirs:+, }'$1'"
+}
+
+# write_pth: the sources with pythonpath = true, importable by the env's python from any shell, activated or
+# not: site-packages/envgen-ENV.pth, rewritten on every run (and removed when there are none). A plain path
+# line of a .pth is appended after site-packages, where an installed distribution of the same import name
+# would win; so its `import` line puts them at the front of sys.path, as PYTHONPATH did. site.py runs it before
+# the script's directory (or '' for -c and the REPL) is put first, which stays first as with PYTHONPATH. Each
+# directory is on sys.path once, at the front: site.py of Python 3.11 reads a venv's .pth files twice, and
+# dict.fromkeys keeps the first of equal entries (no comprehension: in Python 3.11 its scope would not see the
+# names the line binds). The directories were checked by add_pythonpath: string literals, data, never code.
+write_pth() {
+	_envgen_site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+		|| die "cannot ask $python for its site-packages"
+	_envgen_pth=$_envgen_site/envgen-$ENVGEN_ENV.pth
+	if [ -z "$pth_dirs" ]; then
+		if [ -e "$_envgen_pth" ]; then
+			rm -f -- "$_envgen_pth"
+			say "no source with pythonpath = true: removed $_envgen_pth"
+		fi
+		return 0
+	fi
+	mkdir -p "$_envgen_site"
+	{
+		printf '# envgen %s: the sources with pythonpath = true, ahead of site-packages; written by install.sh.\n' \
+			"$ENVGEN_ENV"
+		printf 'import sys; sys.path[:] = list(dict.fromkeys([%s] + sys.path))\n' "$pth_dirs"
+	} >"$_envgen_pth.tmp"
+	replace "$_envgen_pth.tmp" "$_envgen_pth"
+	say "pythonpath sources importable without activation: $_envgen_pth"
+}
+
 # save_var NAME: write the hook lines keeping NAME's old value (once) for deactivate.d.
 save_var() {
 	case " $hook_vars " in
@@ -724,12 +769,13 @@ fi
 src=${src:-$prefix/src}
 mkdir -p "$src"
 src=$(cd "$src" && pwd -P)
+pth_check "$src"
 state=$prefix/etc/envgen/$ENVGEN_ENV
 mkdir -p "$state"
 settle_profiles
 cann_set_env=${ASCEND_SET_ENV:-/usr/local/Ascend/cann/set_env.sh}
 cann_sourced=0
-pythonpath=
+pth_dirs=
 if [ "$skip_cann" = 0 ] && [ -n "$(cann_missing)" ]; then
 	die 'source vllm-ascend needs CANN, but' "$(cann_missing)" 'does not exist: install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by '"'"':'"'"'), or pass --skip-cann'
 fi
@@ -771,7 +817,7 @@ else
 	pip_install -- --no-deps -e "$src"/mindspeed
 	mark_installed mindspeed 913598b8ec82c7ac
 fi
-pythonpath=${pythonpath:+$pythonpath:}"$src"/mindspeed
+add_pythonpath "$src"/mindspeed
 
 # 4. transferqueue: https://github.com/Ascend/TransferQueue.git main (from verl:requirements-npu.txt:7)
 checkout transferqueue https://github.com/Ascend/TransferQueue.git ffffffffffffffffffffffffffffffffffffffff '' ''
@@ -783,7 +829,10 @@ else
 	mark_installed transferqueue bbeba45f402f1196
 fi
 
-# Activation hooks: PYTHONPATH, CANN, the env's variables and the chosen profiles.
+# The sources with pythonpath = true, on sys.path without activation.
+write_pth
+
+# Activation hooks: CANN, the env's variables and the chosen profiles.
 hook_prefix=_ENVGEN_A5_OLD_
 hook_vars=
 activate_hook() {
@@ -791,10 +840,6 @@ activate_hook() {
 	cann_scripts | while IFS= read -r script; do
 		if [ -f "$script" ]; then printf '. %s\n' "$(quote "$script")"; fi
 	done
-	if [ -n "$pythonpath" ]; then
-		save_var PYTHONPATH
-		printf 'export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\n' "$(quote "$pythonpath")"
-	fi
 	export_var TOKENIZERS_PARALLELISM false
 	if has_profile checkpoint-engine; then
 		export_var HCCL_WHITELIST_DISABLE 0

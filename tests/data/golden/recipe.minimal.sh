@@ -17,14 +17,15 @@ usage() {
 		'' \
 		'Installs the git sources of env tiny at their locked commits, in order, each with' \
 		'`python -m pip install --no-deps` of the env'"'"'s own python (uv with --uv), then writes activation hooks' \
-		'(etc/conda/activate.d/envgen-tiny.sh and deactivate.d/; in a venv also a block in bin/activate).' \
+		'(etc/conda/activate.d/envgen-tiny.sh and deactivate.d/; in a venv also a block in bin/activate)' \
+		'and site-packages/envgen-tiny.pth: the sources on sys.path import by the env'"'"'s python with no activation.' \
 		'Install the locked packages first, then run this script in that env:' \
 		'  conda-lock install -n NAME locks/tiny.yml   (or -p DIR)' \
 		'  conda activate NAME' \
 		'  sh locks/tiny.install.sh' \
 		'`envgen install tiny --prefix DIR` does both steps. Running this script again changes nothing and' \
 		'keeps the profiles an earlier run enabled (--no-profile NAME drops one); reactivate the env afterwards' \
-		'so the activation hooks take effect.' \
+		'so the activation hooks (CANN, the env'"'"'s variables, profiles) take effect.' \
 		'' \
 		Options: \
 		'  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)' \
@@ -447,6 +448,50 @@ use_cann() {
 	cann_sourced=1
 }
 
+# pth_check PATH: die unless PATH can be written into a .pth file as the Python string literal '<PATH>':
+# printable ASCII without a quote (') or backslash, so the literal can neither end early nor hold an escape,
+# and the line no line break (site.py splits a .pth file at every one, and runs each line starting "import").
+pth_check() {
+	_envgen_rest=$(printf '%s' "$1" | LC_ALL=C tr -d '\040-\046\050-\133\135-\176'; printf x)
+	[ "$_envgen_rest" = x ] || die "cannot put $1 on the env's python path: a directory named in its .pth file" \
+		"may hold printable ASCII only, no quote ('), backslash or newline; pass --src DIR with such a path"
+}
+
+# add_pythonpath DIR: a checkout (or its subdirectory) of a source with pythonpath = true, for write_pth.
+add_pythonpath() {
+	pth_check "$1"
+	pth_dirs="$pth_dirs${pth_dirs:+, }'$1'"
+}
+
+# write_pth: the sources with pythonpath = true, importable by the env's python from any shell, activated or
+# not: site-packages/envgen-ENV.pth, rewritten on every run (and removed when there are none). A plain path
+# line of a .pth is appended after site-packages, where an installed distribution of the same import name
+# would win; so its `import` line puts them at the front of sys.path, as PYTHONPATH did. site.py runs it before
+# the script's directory (or '' for -c and the REPL) is put first, which stays first as with PYTHONPATH. Each
+# directory is on sys.path once, at the front: site.py of Python 3.11 reads a venv's .pth files twice, and
+# dict.fromkeys keeps the first of equal entries (no comprehension: in Python 3.11 its scope would not see the
+# names the line binds). The directories were checked by add_pythonpath: string literals, data, never code.
+write_pth() {
+	_envgen_site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+		|| die "cannot ask $python for its site-packages"
+	_envgen_pth=$_envgen_site/envgen-$ENVGEN_ENV.pth
+	if [ -z "$pth_dirs" ]; then
+		if [ -e "$_envgen_pth" ]; then
+			rm -f -- "$_envgen_pth"
+			say "no source with pythonpath = true: removed $_envgen_pth"
+		fi
+		return 0
+	fi
+	mkdir -p "$_envgen_site"
+	{
+		printf '# envgen %s: the sources with pythonpath = true, ahead of site-packages; written by install.sh.\n' \
+			"$ENVGEN_ENV"
+		printf 'import sys; sys.path[:] = list(dict.fromkeys([%s] + sys.path))\n' "$pth_dirs"
+	} >"$_envgen_pth.tmp"
+	replace "$_envgen_pth.tmp" "$_envgen_pth"
+	say "pythonpath sources importable without activation: $_envgen_pth"
+}
+
 # save_var NAME: write the hook lines keeping NAME's old value (once) for deactivate.d.
 save_var() {
 	case " $hook_vars " in
@@ -722,19 +767,18 @@ mkdir -p "$state"
 settle_profiles
 cann_set_env=${ASCEND_SET_ENV:-/usr/local/Ascend/cann/set_env.sh}
 cann_sourced=0
-pythonpath=
+pth_dirs=
 say "installing into $prefix (sources in $src)"
 if [ -n "$bundle" ]; then use_bundle "$bundle"; fi
 
-# Activation hooks: PYTHONPATH, CANN, the env's variables and the chosen profiles.
+# The sources with pythonpath = true, on sys.path without activation.
+write_pth
+
+# Activation hooks: CANN, the env's variables and the chosen profiles.
 hook_prefix=_ENVGEN_TINY_OLD_
 hook_vars=
 activate_hook() {
 	printf '%s\n' '# envgen tiny: activation hook written by install.sh; rerun that to change it.'
-	if [ -n "$pythonpath" ]; then
-		save_var PYTHONPATH
-		printf 'export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\n' "$(quote "$pythonpath")"
-	fi
 }
 
 hooks=$prefix/etc/conda
