@@ -19,7 +19,7 @@ from pathlib import Path
 
 import requests
 from envgen.model import PipPackage
-from envgen.resolve.pip_stage import lock_pypi
+from envgen.resolve.pypi.stage import lock_pypi
 from packaging.utils import canonicalize_name
 from rich.filesize import decimal
 

@@ -30,7 +30,7 @@ from envgen.lockio.store import read_lock
 from envgen.model import Cann, Index, Matrix, PipEntry, PipPackage
 from envgen.platforms import host_platform
 from envgen.project import Project
-from envgen.resolve.pip_stage import lock_pypi
+from envgen.resolve.pypi.stage import lock_pypi
 from envgen.resolve.settings import Settings
 
 PYPI_PACKAGES = (PipPackage("transformers", "==4.57.6"),)

@@ -25,8 +25,8 @@ from envgen.inputs.channels import access_index
 from envgen.model import Index, Matrix, PipPackage
 from envgen.platforms import uv_python_platform
 from envgen.process import run
-from envgen.resolve.pip_stage import gather_inputs, lock_pypi
-from envgen.resolve.uv_compile import uv_environment
+from envgen.resolve.pypi.stage import gather_inputs, lock_pypi
+from envgen.resolve.pypi.uv_compile import uv_environment
 
 # Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from
 # the repository root (pytest's `pythonpath`), and so does this benchmark, wherever it is started

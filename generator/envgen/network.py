@@ -3,7 +3,7 @@ and budget.
 
 Each limit is an environment variable with a documented default (`VARIABLES`, in docs/cli.md and
 `envgen help environment`). Every client envgen uses gets the same limits in its own terms: requests
-(`resolve/index_client.py`), uv (`UV_HTTP_*`), pip (`--timeout`, `--retries`), git
+(`resolve/pypi/index_client.py`), uv (`UV_HTTP_*`), pip (`--timeout`, `--retries`), git
 (`GIT_HTTP_LOW_SPEED_*`), rattler (its client's timeout, which bounds a whole request). A child
 process also gets the budget as its timeout, and an asynchronous library call runs through
 `run_bounded`: cancelled at the budget, and promptly on Ctrl-C.

@@ -114,14 +114,14 @@ def checked_env(env: str) -> str:
 
 # What envgen keeps in its cache directory, and nothing else (`envgen cache clean` removes these):
 CACHE_ENTRIES = (
-    "archives",  # release archives and the wheels taken from them, by sha256 (resolve/archives.py)
+    "archives",  # release archives and their wheels, by sha256 (resolve/archives/members.py)
     "artifacts",  # the files a bundle packs, by sha256 (bundle/downloads.py)
-    "conda",  # channels' repodata (resolve/conda_stage.py) and packages (installer/)
-    "git",  # bare repositories of the sources (resolve/git_cache.py)
+    "conda",  # channels' repodata (resolve/conda/stage.py) and packages (installer/)
+    "git",  # bare repositories of the sources (resolve/git/cache.py)
     "pip",  # pip's cache of the installs (installer/)
-    "pypi-metadata",  # package metadata by sha256 (resolve/index_client.py)
-    "source-metadata",  # a source's declared dependencies at a tree (resolve/source_metadata.py)
-    "uv",  # uv's cache (resolve/uv_compile.py, installer/)
+    "pypi-metadata",  # package metadata by sha256 (resolve/pypi/index_client.py)
+    "source-metadata",  # a source's dependencies at a tree (resolve/sources/metadata.py)
+    "uv",  # uv's cache (resolve/pypi/uv_compile.py, installer/)
 )
 
 

@@ -22,9 +22,9 @@ from envgen.example.releases import MACHINES, archive_name, build_release, kerne
 from envgen.example.wheels import FixtureDist
 from envgen.lockio.store import read_lock
 from envgen.project import Project
-from envgen.resolve.archive_fetch import archive_path
-from envgen.resolve.archives import archive_wheels
-from envgen.resolve.index_client import IndexClient
+from envgen.resolve.archives.fetch import archive_path
+from envgen.resolve.archives.members import archive_wheels
+from envgen.resolve.pypi.index_client import IndexClient
 
 from tests.support.example import run_envgen
 

@@ -19,7 +19,7 @@ from envgen.example.gitrepos import side_commit
 from envgen.example.srcprojects import backend_project
 from envgen.model import FILES, Source
 from envgen.recipe.render import render_recipe
-from envgen.resolve.git_sources import resolve_sources
+from envgen.resolve.sources.pins import resolve_sources
 
 from tests.support.a5 import a5_pypi_matrix
 from tests.support.builders import at, make_lock

@@ -30,7 +30,7 @@ from envgen.example.wheels import FixtureDist, build_wheel
 from envgen.installer.conda import install_conda
 from envgen.model import Channel, Matrix
 from envgen.platforms import virtual_packages
-from envgen.resolve.conda_stage import python_version, solve_conda
+from envgen.resolve.conda.stage import python_version, solve_conda
 
 from tests.support.builders import at, make_matrix
 

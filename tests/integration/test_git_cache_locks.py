@@ -12,7 +12,7 @@ import pytest
 from envgen.example.project import Example, advance_branch
 from envgen.lockio.store import read_lock
 from envgen.project import Project
-from envgen.resolve.git_cache import remove_stale_git_locks
+from envgen.resolve.git.cache import remove_stale_git_locks
 
 from tests.support.example import restored_example, run_envgen
 

@@ -20,8 +20,8 @@ from envgen.inputs.untrusted import commit_problem, git_url_problem, ref_problem
 from envgen.lockio.conda_lock_yml import render_lock_yml
 from envgen.lockio.sources_toml import parse_sources_toml, render_sources_toml
 from envgen.model import LockedSource, Source
-from envgen.resolve.git_remote import ls_remote
-from envgen.resolve.git_sources import resolve_sources
+from envgen.resolve.git.remote import ls_remote
+from envgen.resolve.sources.pins import resolve_sources
 
 from tests.support.builders import at, current_git, make_matrix, sample_lock
 from tests.support.example import empty_git_config

@@ -29,7 +29,7 @@ from envgen.model import Channel, CondaEntry, Index, Lock, LockedSource, Matrix,
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
-from envgen.resolve.conda_stage import solve_conda
+from envgen.resolve.conda.stage import solve_conda
 
 from tests.support.builders import at, conda_entry, make_lock, make_matrix
 from tests.support.venvs import fresh_venv

@@ -16,7 +16,7 @@ from envgen.lockio.store import read_lock, sealed_sources, write_lock
 from envgen.model import Channel, Lock
 from envgen.process import run
 from envgen.project import Project
-from envgen.resolve.conda_stage import solve_conda
+from envgen.resolve.conda.stage import solve_conda
 
 from tests.support.builders import at, digest, make_lock, make_matrix, pip_entry
 

@@ -32,8 +32,8 @@ from envgen.errors import EnvgenError, NetworkError, Unreached
 from envgen.example.condapkgs import demo_packages, write_channel
 from envgen.example.http import serve_directory
 from envgen.inputs.channels import IndexAccess
-from envgen.resolve.git_remote import GitEnv, ls_remote
-from envgen.resolve.index_client import IndexClient, fetch_filenames
+from envgen.resolve.git.remote import GitEnv, ls_remote
+from envgen.resolve.pypi.index_client import IndexClient, fetch_filenames
 
 from tests.support.proc_bundled import bundled_copy
 from tests.support.stalling import MODES, closed_url, stalling_server

@@ -24,8 +24,8 @@ from envgen.model import (
     Source,
     TracedRequirement,
 )
-from envgen.resolve.pip_stage import PypiLock, lock_pypi
 from envgen.resolve.pipeline import consistent
+from envgen.resolve.pypi.stage import PypiLock, lock_pypi
 
 from tests.support.builders import at, make_lock, make_matrix
 

@@ -26,7 +26,7 @@ from envgen.model import (
     Source,
     TracedRequirement,
 )
-from envgen.resolve.pip_stage import PypiLock, lock_pypi
+from envgen.resolve.pypi.stage import PypiLock, lock_pypi
 
 from tests.support.builders import at, make_matrix
 from tests.support.tls import serve_tls

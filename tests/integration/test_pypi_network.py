@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from envgen.platforms import platform_tags
-from envgen.resolve.pip_stage import lock_pypi
+from envgen.resolve.pypi.stage import lock_pypi
 from packaging.utils import parse_wheel_filename
 
 from tests.support.a5 import a5_pypi_matrix

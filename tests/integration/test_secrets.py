@@ -42,7 +42,7 @@ from envgen.lockio.store import read_lock
 from envgen.model import Channel
 from envgen.platforms import host_platform
 from envgen.project import CACHE_ENTRIES, Project
-from envgen.resolve.conda_stage import solve_conda
+from envgen.resolve.conda.stage import solve_conda
 from packaging.utils import canonicalize_name
 
 from tests.support.builders import at, make_lock, make_matrix

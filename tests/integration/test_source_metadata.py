@@ -16,8 +16,8 @@ from envgen.example.srcprojects import backend_project
 from envgen.example.wheels import FixtureDist, build_dists, build_index, write_index
 from envgen.model import FILES, Index, LockedSource, Matrix, PipPackage, Source
 from envgen.platforms import host_platform
-from envgen.resolve.git_sources import resolve_sources
-from envgen.resolve.pip_stage import lock_pypi
+from envgen.resolve.pypi.stage import lock_pypi
+from envgen.resolve.sources.pins import resolve_sources
 from pyproject_hooks import BuildBackendWarning
 
 from tests.support.builders import at, make_matrix

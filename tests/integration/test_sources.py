@@ -15,9 +15,9 @@ import pytest
 from envgen.errors import InputError, ResolutionError
 from envgen.example.gitrepos import GitRepo, python_project, side_commit
 from envgen.model import PYPROJECT, LockedSource, Matrix, Source
-from envgen.resolve.git_remote import ls_remote, upstream_commit
-from envgen.resolve.git_sources import resolve_sources
+from envgen.resolve.git.remote import ls_remote, upstream_commit
 from envgen.resolve.movable import Movable
+from envgen.resolve.sources.pins import resolve_sources
 
 from tests.support.builders import at, current_git, make_matrix
 from tests.support.example import empty_git_config

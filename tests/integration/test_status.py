@@ -28,7 +28,7 @@ from envgen.network import Limits
 from envgen.platforms import virtual_packages
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
-from envgen.resolve.index_client import IndexClient, fetch_filenames
+from envgen.resolve.pypi.index_client import IndexClient, fetch_filenames
 
 from tests.support.builders import make_lock, pip_entry
 from tests.support.schemas import validate

@@ -28,7 +28,7 @@ from envgen.lockio.store import read_lock
 from envgen.model import FILES, Lock, Source, Submodule
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
-from envgen.resolve.git_sources import resolve_sources
+from envgen.resolve.sources.pins import resolve_sources
 
 from tests.support.builders import at, make_matrix
 from tests.support.example import empty_git_config, restored_example, run_envgen

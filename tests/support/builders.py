@@ -35,7 +35,7 @@ from envgen.model import (
 )
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
-from envgen.resolve.git_remote import GitEnv
+from envgen.resolve.git.remote import GitEnv
 from envgen.resolve.settings import Settings
 from envgen.urls import url_host
 

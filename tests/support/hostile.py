@@ -215,7 +215,9 @@ def invoke(project: Path, args: Sequence[str]) -> Outcome:
     full = (*args, "--root", str(project))
     with (
         mock.patch("envgen.resolve.preflight._probe", lambda *args: "fuzz: no host is asked here"),
-        mock.patch("envgen.resolve.git_sources.resolve_sources", _offline("resolving git sources")),
+        mock.patch(
+            "envgen.resolve.sources.pins.resolve_sources", _offline("resolving git sources")
+        ),
         mock.patch("envgen.installer.destinations.create_venv", _offline("creating the env")),
         mock.patch("envgen.installer.destinations.install_conda", _offline("creating the env")),
     ):

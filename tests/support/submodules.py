@@ -11,7 +11,7 @@ from pathlib import Path
 from envgen.example.gitrepos import GitRepo
 from envgen.example.srcprojects import backend_project
 from envgen.model import FILES, LockedSource, Source, Submodule
-from envgen.resolve.git_sources import resolve_sources
+from envgen.resolve.sources.pins import resolve_sources
 
 from tests.support.builders import at, make_matrix
 

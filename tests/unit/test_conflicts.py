@@ -7,7 +7,7 @@ import tomllib
 
 from envgen.model import Origin, TracedRequirement
 from envgen.platforms import marker_environment
-from envgen.resolve.conflicts import (
+from envgen.resolve.pypi.conflicts import (
     asked,
     conflict_record,
     describe_conflicts,

@@ -14,7 +14,7 @@ from envgen.cli import cli
 from envgen.commands.check_static import pin_problems
 from envgen.inputs.matrix import load_env
 from envgen.project import Project
-from envgen.resolve.pip_stage import gather_inputs
+from envgen.resolve.pypi.stage import gather_inputs
 from packaging.requirements import Requirement
 
 from tests.support.builders import make_lock, pip_entry

@@ -25,7 +25,7 @@ from envgen.model import Lock
 from envgen.process import start
 from envgen.project import Project
 from envgen.resolve.head_start import HeadStart
-from envgen.resolve.uv_compile import UvJob
+from envgen.resolve.pypi.uv_compile import UvJob
 from hypothesis import given, settings
 
 from tests.support import budget

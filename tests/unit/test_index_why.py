@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import requests
 from envgen.network import Limits
-from envgen.resolve.index_client import IndexClient
+from envgen.resolve.pypi.index_client import IndexClient
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from envgen.cli.running import guarded
 from envgen.credentials import NO_CREDENTIALS
 from envgen.lockio.env_mutex import env_lock
 from envgen.project import Project
-from envgen.resolve.conda_stage import rattler_client
+from envgen.resolve.conda.stage import rattler_client
 
 
 def test_a_thread_listed_but_never_started_is_not_waited_for(

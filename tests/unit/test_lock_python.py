@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from envgen.errors import ResolutionError
 from envgen.model import CondaEntry, Lock
-from envgen.resolve.conda_stage import python_version
+from envgen.resolve.conda.stage import python_version
 
 from tests.support.builders import conda_entry, make_lock
 

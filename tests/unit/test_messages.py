@@ -11,7 +11,7 @@ from envgen.errors import InputError, Unreached
 from envgen.inputs.files import read_input_text
 from envgen.lockdiff.revisions import LockText, diff_sides
 from envgen.network import Limits
-from envgen.resolve.git_remote import unreachable
+from envgen.resolve.git.remote import unreachable
 
 
 def test_an_unreachable_remote_without_detail_has_no_dangling_colon() -> None:

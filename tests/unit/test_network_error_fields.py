@@ -11,8 +11,8 @@ from envgen.errors import ConflictError, NetworkError, Unreached
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Channel
 from envgen.network import Limits
-from envgen.resolve.conda_stage import _unreachable
-from envgen.resolve.uv_compile import Inputs, explain_failure
+from envgen.resolve.conda.stage import _unreachable
+from envgen.resolve.pypi.uv_compile import Inputs, explain_failure
 
 from tests.support.builders import at, make_matrix
 

@@ -11,9 +11,9 @@ from envgen import platforms
 from envgen.errors import InputError, ResolutionError
 from envgen.inputs.channels import access_index
 from envgen.model import Index, LockedSource, Matrix, Origin, PipPackage, Source, TracedRequirement
-from envgen.resolve import uv_pylock
-from envgen.resolve.pip_stage import entry_index, gather_inputs
-from envgen.resolve.uv_compile import render_pyproject, render_uv_config
+from envgen.resolve.pypi import uv_pylock
+from envgen.resolve.pypi.stage import entry_index, gather_inputs
+from envgen.resolve.pypi.uv_compile import render_pyproject, render_uv_config
 from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
 

@@ -24,14 +24,14 @@ from envgen.lockio.store import LockTexts, read_files, read_lock
 from envgen.model import CondaEntry, Index, LockedSource, Matrix, PipEntry, PipPackage, Source
 from envgen.network import Limits
 from envgen.project import Project
-from envgen.resolve.conda_stage import CondaSolve
+from envgen.resolve.conda.stage import CondaSolve
 from envgen.resolve.movable import NOTHING, Movable
 from envgen.resolve.pipeline import Relocked, relock
+from envgen.resolve.pypi.uv_compile import UvJob, UvOutcome
+from envgen.resolve.pypi.uv_pylock import Choice
 from envgen.resolve.request import Relock
 from envgen.resolve.resolvers import Resolvers
 from envgen.resolve.settings import Settings
-from envgen.resolve.uv_compile import UvJob, UvOutcome
-from envgen.resolve.uv_pylock import Choice
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name

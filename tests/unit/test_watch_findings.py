@@ -13,7 +13,7 @@ from envgen.commands.watch_findings import (
 )
 from envgen.model import Origin, Page, TracedRequirement
 from envgen.platforms import marker_environment
-from envgen.resolve.offered import Offer
+from envgen.resolve.pypi.offered import Offer
 from packaging.version import Version
 
 BOTH = {p: marker_environment(p, "3.11") for p in ("linux-aarch64", "linux-64")}

@@ -17,7 +17,7 @@ from envgen import atomic
 from envgen.bundle.manifest import Wanted
 from envgen.errors import VerificationError
 from envgen.redact import redact_url
-from envgen.resolve.index_client import IndexClient
+from envgen.resolve.pypi.index_client import IndexClient
 
 log = logging.getLogger(__name__)
 

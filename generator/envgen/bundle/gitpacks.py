@@ -10,8 +10,8 @@ from envgen.bundle.manifest import GitPack, git_commits, git_path, submodule_pat
 from envgen.errors import VerificationError
 from envgen.model import LockedSource
 from envgen.process import run, tail
-from envgen.resolve.git_cache import CachedRepo, cached_repo
-from envgen.resolve.git_remote import GitEnv
+from envgen.resolve.git.cache import CachedRepo, cached_repo
+from envgen.resolve.git.remote import GitEnv
 
 _REF = "refs/heads/envgen/"
 

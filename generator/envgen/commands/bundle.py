@@ -35,9 +35,9 @@ from envgen.lockio.store import read_files
 from envgen.model import Lock
 from envgen.outputs import checked_output
 from envgen.project import Project
-from envgen.resolve.archives import archive_wheels
-from envgen.resolve.git_remote import GitEnv
-from envgen.resolve.index_client import IndexClient
+from envgen.resolve.archives.members import archive_wheels
+from envgen.resolve.git.remote import GitEnv
+from envgen.resolve.pypi.index_client import IndexClient
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)

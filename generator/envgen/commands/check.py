@@ -30,8 +30,8 @@ from envgen.lockio.store import no_lock
 from envgen.model import Lock, Matrix, PipPackage
 from envgen.platforms import host_platform
 from envgen.project import Project
-from envgen.resolve.conda_stage import solve_conda_preferring
-from envgen.resolve.pip_stage import PypiLock, lock_pypi
+from envgen.resolve.conda.stage import solve_conda_preferring
+from envgen.resolve.pypi.stage import PypiLock, lock_pypi
 from envgen.resolve.settings import Settings
 
 log = logging.getLogger(__name__)

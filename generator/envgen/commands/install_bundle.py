@@ -35,7 +35,7 @@ from envgen.lockio.store import LockTexts
 from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
-from envgen.resolve.git_remote import GitEnv
+from envgen.resolve.git.remote import GitEnv
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)

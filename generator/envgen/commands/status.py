@@ -25,8 +25,8 @@ from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.project import Project
 from envgen.redact import redact_url, strip_credentials
-from envgen.resolve.git_remote import GitEnv, upstream_commit
-from envgen.resolve.index_client import IndexClient, fetch_filenames, file_versions
+from envgen.resolve.git.remote import GitEnv, upstream_commit
+from envgen.resolve.pypi.index_client import IndexClient, fetch_filenames, file_versions
 
 log = logging.getLogger(__name__)
 

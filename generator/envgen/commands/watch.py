@@ -21,12 +21,12 @@ from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError, ResolutionError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Lock, Matrix, PipPackage, TracedRequirement
-from envgen.resolve.git_cache import cached_repo
-from envgen.resolve.git_remote import ls_remote, resolve_ref
-from envgen.resolve.git_sources import requirements_at
-from envgen.resolve.offered import Offer, candidate_indexes, fetch_offers
-from envgen.resolve.overrides import override_origin
+from envgen.resolve.git.cache import cached_repo
+from envgen.resolve.git.remote import ls_remote, resolve_ref
+from envgen.resolve.pypi.offered import Offer, candidate_indexes, fetch_offers
+from envgen.resolve.pypi.overrides import override_origin
 from envgen.resolve.settings import Settings
+from envgen.resolve.sources.pins import requirements_at
 
 Found = list[judge.Finding]
 

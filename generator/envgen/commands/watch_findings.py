@@ -20,8 +20,8 @@ from envgen.commits import is_full_commit, short_commit
 from envgen.lockdiff.compare import compare_url
 from envgen.model import Page, TracedRequirement
 from envgen.redact import redact_url
-from envgen.resolve.conflicts import by_name, find_conflicts, met_by
-from envgen.resolve.offered import Offer
+from envgen.resolve.pypi.conflicts import by_name, find_conflicts, met_by
+from envgen.resolve.pypi.offered import Offer
 
 INSTALLABLE, CONFLICT, RELEASE_REFS, NEWER, PAGE = (
     "installable",

@@ -15,7 +15,7 @@ from envgen.errors import EnvgenError, InputError, NetworkError, Unreached, Veri
 from envgen.installer.tools import named_hosts, unreachable_hosts
 from envgen.model import CondaEntry
 from envgen.redact import redact_text
-from envgen.resolve.conda_stage import rattler_client, repodata_record
+from envgen.resolve.conda.stage import rattler_client, repodata_record
 
 log = logging.getLogger(__name__)
 

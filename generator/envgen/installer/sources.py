@@ -20,7 +20,7 @@ from envgen.lockio.exports.derived import installable
 from envgen.lockio.store import read_files, repair_hint
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.project import Project
-from envgen.resolve.archives import bundled_wheels, fetched_wheels
+from envgen.resolve.archives.members import bundled_wheels, fetched_wheels
 
 _E = TypeVar("_E", CondaEntry, PipEntry)
 

@@ -28,11 +28,11 @@ from envgen.lockio.store import LockTexts
 from envgen.model import LockedArchive, LockedSource, Matrix
 from envgen.process import Running
 from envgen.resolve.movable import NOTHING, Movable, sources_to_update
-from envgen.resolve.pip_stage import gather_inputs, ordered_indexes
 from envgen.resolve.preferences import kept
+from envgen.resolve.pypi.stage import gather_inputs, ordered_indexes
+from envgen.resolve.pypi.uv_compile import UvJob, UvOutcome, execute, plan_uv_compile
 from envgen.resolve.resolvers import Resolvers, SourcePinner
 from envgen.resolve.settings import Settings
-from envgen.resolve.uv_compile import UvJob, UvOutcome, execute, plan_uv_compile
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +95,9 @@ class PinnedAhead:
 
 
 class HeadStart:
-    """The uv runs started ahead for one re-lock: a `UvRunner` (resolve/uv_compile.py) that hands
-    over the outcome of the run it started for an equal job, and runs any other job itself within
-    `budget` seconds; `close` stops the runs nobody took."""
+    """The uv runs started ahead for one re-lock: a `UvRunner` (resolve/pypi/uv_compile.py) that
+    hands over the outcome of the run it started for an equal job, and runs any other job itself
+    within `budget` seconds; `close` stops the runs nobody took."""
 
     def __init__(self, budget: float, sources: PinnedSources | None = None) -> None:
         self._budget = budget
@@ -258,7 +258,7 @@ def _pinned_sources(
     if not matrix.sources:
         return PinnedSources({}, NOTHING, ())
     # Imported here: a matrix without sources starts uv without git's modules.
-    from envgen.resolve.git_sources import GitPinner, asks_remote
+    from envgen.resolve.sources.pins import GitPinner, asks_remote
 
     moving = sources_to_update(matrix, update, upgrade)
     recorded = () if moving.everything else recorded_sources(lock)
@@ -285,7 +285,7 @@ def _archives(
     if not matrix.archives:
         return ()
     # Imported here: a matrix without archives starts uv without the archive reader.
-    from envgen.resolve.archives import lock_archives
+    from envgen.resolve.archives.members import lock_archives
 
     afresh = sources_to_update(matrix, update, upgrade).everything
     recorded = () if afresh else recorded_archives(lock)
@@ -300,6 +300,6 @@ def _archives(
 def _warm_metadata(cache: Path, artifacts: Sequence[tuple[str, str]]) -> None:
     # Imported here, in the background: the index client (requests) is not needed before uv has
     # started.
-    from envgen.resolve.index_client import warm_metadata
+    from envgen.resolve.pypi.index_client import warm_metadata
 
     warm_metadata(cache, artifacts)

@@ -25,7 +25,7 @@ from envgen.model import (
     PipEntry,
 )
 from envgen.recipe.render import render_recipe
-from envgen.resolve.conda_stage import CondaSolve, admits, python_version
+from envgen.resolve.conda.stage import CondaSolve, admits, python_version
 from envgen.resolve.moves import (
     SOLVER,
     Move,
@@ -34,8 +34,8 @@ from envgen.resolve.moves import (
     explain_sources,
     unavailable,
 )
-from envgen.resolve.pip_stage import PypiLock, lock_pypi
 from envgen.resolve.preferences import kept
+from envgen.resolve.pypi.stage import PypiLock, lock_pypi
 from envgen.resolve.request import Relock
 from envgen.resolve.resolvers import Resolvers
 from envgen.resolve.settings import Settings

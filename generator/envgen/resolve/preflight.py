@@ -21,12 +21,12 @@ from envgen.errors import NetworkError, ToolError, Unreached
 from envgen.model import Index, Matrix
 from envgen.process import run
 from envgen.redact import redact_text, redact_url
-from envgen.resolve.archive_fetch import archive_path
-from envgen.resolve.git_remote import GIT_MIRROR, bare_url
-from envgen.resolve.git_sources import asks_remote
-from envgen.resolve.index_client import IndexClient
+from envgen.resolve.archives.fetch import archive_path
+from envgen.resolve.git.remote import GIT_MIRROR, bare_url
+from envgen.resolve.pypi.index_client import IndexClient
 from envgen.resolve.request import Relock
 from envgen.resolve.settings import Settings
+from envgen.resolve.sources.pins import asks_remote
 
 # Seconds one probe may take: a reachable host answers a single request in well under that.
 PROBE_TIMEOUT = 10.0

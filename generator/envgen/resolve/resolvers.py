@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from envgen.model import CondaEntry, LockedArchive, LockedSource, Matrix
-    from envgen.resolve.conda_stage import CondaSolve
+    from envgen.resolve.conda.stage import CondaSolve
     from envgen.resolve.movable import Movable
-    from envgen.resolve.pip_stage import IndexReader
+    from envgen.resolve.pypi.stage import IndexReader
+    from envgen.resolve.pypi.uv_compile import UvRunner
     from envgen.resolve.settings import Settings
-    from envgen.resolve.uv_compile import UvRunner
 
 
 class SourcePinner(Protocol):
@@ -68,11 +68,11 @@ class Resolvers:
     @classmethod
     def real(cls, settings: Settings) -> Resolvers:
         """git, rattler, uv and HTTP, as `settings` say."""
-        from envgen.resolve.archives import ArchiveFetcher
-        from envgen.resolve.conda_stage import RattlerSolver
-        from envgen.resolve.git_sources import GitPinner
-        from envgen.resolve.index_client import Indexes
-        from envgen.resolve.uv_compile import PlainRunner
+        from envgen.resolve.archives.members import ArchiveFetcher
+        from envgen.resolve.conda.stage import RattlerSolver
+        from envgen.resolve.pypi.index_client import Indexes
+        from envgen.resolve.pypi.uv_compile import PlainRunner
+        from envgen.resolve.sources.pins import GitPinner
 
         indexes = Indexes(settings.cache, settings.limits, offline=settings.offline)
         uv = PlainRunner(settings.limits.budget)

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from envgen import network
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import Index
-from envgen.resolve.git_remote import GitEnv
+from envgen.resolve.git.remote import GitEnv
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.errors import InputError, ResolutionError
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
-from envgen.resolve.git_remote import GitEnv, bare_url, ls_remote, remote_git
+from envgen.resolve.git.remote import GitEnv, bare_url, ls_remote, remote_git
 from envgen.scratch import scratch_dir
 
 logger = logging.getLogger(__name__)

@@ -28,8 +28,8 @@ from envgen.inputs.channels import IndexAccess
 from envgen.model import Matrix, Origin, TracedRequirement
 from envgen.process import Running, TimedOut, start, tail
 from envgen.redact import redact_text, redact_url
-from envgen.resolve.overrides import global_overrides
 from envgen.resolve.preferences import Preference, render_pylock
+from envgen.resolve.pypi.overrides import global_overrides
 from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
 from envgen.urls import index_of

@@ -16,7 +16,7 @@ from packaging.version import Version
 from envgen import network
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import IndexAccess
-from envgen.resolve.index_client import IndexClient, fetch_filenames, file_versions
+from envgen.resolve.pypi.index_client import IndexClient, fetch_filenames, file_versions
 
 # Index pages fetched at once: PyPI's largest take seconds to send, and there may be a hundred.
 JOBS = 8

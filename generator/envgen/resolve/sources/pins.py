@@ -17,14 +17,14 @@ from envgen.errors import EnvgenError, InputError, MatrixError
 from envgen.model import METADATA, LockedSource, Matrix, Source, Submodule, TracedRequirement
 from envgen.platforms import host_platform
 from envgen.redact import redact_url, strip_credentials
-from envgen.resolve.git_cache import CachedRepo, apply_cherry_picks, cached_repo, has_commits
-from envgen.resolve.git_remote import upstream_commit
-from envgen.resolve.git_submodules import lock_submodules
+from envgen.resolve.git.cache import CachedRepo, apply_cherry_picks, cached_repo, has_commits
+from envgen.resolve.git.remote import upstream_commit
 from envgen.resolve.movable import NOTHING, Movable
 from envgen.resolve.settings import Settings
-from envgen.resolve.source_metadata import BuildSettings, Declared, declared_dependencies
-from envgen.resolve.source_requirements import digest_files, read_requirements, split_requirements
-from envgen.resolve.source_tree import InstalledTree, check_paths, extras_lines, relabelled
+from envgen.resolve.sources.metadata import BuildSettings, Declared, declared_dependencies
+from envgen.resolve.sources.requirements import digest_files, read_requirements, split_requirements
+from envgen.resolve.sources.submodules import lock_submodules
+from envgen.resolve.sources.tree import InstalledTree, check_paths, extras_lines, relabelled
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")

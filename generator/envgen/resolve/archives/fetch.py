@@ -19,7 +19,7 @@ from envgen import atomic, network
 from envgen.digests import short_digest
 from envgen.errors import ResolutionError, VerificationError
 from envgen.redact import redact_url
-from envgen.resolve.index_client import IndexClient
+from envgen.resolve.pypi.index_client import IndexClient
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from packaging.utils import canonicalize_name
 from envgen import network
 from envgen.errors import ConflictError
 from envgen.inputs.channels import IndexAccess
-from envgen.resolve.conflicts import asked, conflict_record, describe_conflicts, find_conflicts
-from envgen.resolve.offered import candidate_indexes, fetch_offers
-from envgen.resolve.uv_compile import Inputs
+from envgen.resolve.pypi.conflicts import asked, conflict_record, describe_conflicts, find_conflicts
+from envgen.resolve.pypi.offered import candidate_indexes, fetch_offers
+from envgen.resolve.pypi.uv_compile import Inputs
 
 log = logging.getLogger(__name__)
 

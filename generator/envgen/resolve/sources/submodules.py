@@ -10,8 +10,8 @@ from envgen.errors import InputError
 from envgen.inputs.untrusted import git_url_problem, submodule_path_problem
 from envgen.model import Submodule
 from envgen.process import run
-from envgen.resolve.git_cache import CachedRepo, cached_repo
-from envgen.resolve.git_remote import GitEnv
+from envgen.resolve.git.cache import CachedRepo, cached_repo
+from envgen.resolve.git.remote import GitEnv
 
 _GITLINK = "160000 commit "
 

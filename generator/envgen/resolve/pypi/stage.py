@@ -26,9 +26,8 @@ from envgen.model import (
 )
 from envgen.names import vcs_of
 from envgen.redact import redact_url, strip_credentials
-from envgen.resolve import overrides, uv_pylock
-from envgen.resolve.settings import Settings
-from envgen.resolve.uv_compile import (
+from envgen.resolve.pypi import overrides, uv_pylock
+from envgen.resolve.pypi.uv_compile import (
     Inputs,
     PlainRunner,
     UvJob,
@@ -36,6 +35,7 @@ from envgen.resolve.uv_compile import (
     plan_uv_compile,
     run_uv_compile,
 )
+from envgen.resolve.settings import Settings
 from envgen.urls import index_of
 
 log = logging.getLogger(__name__)
@@ -254,7 +254,7 @@ class IndexReader(Protocol):
 
 def _http_reader(settings: Settings) -> IndexReader:
     # Imported here: requests is not needed before uv has started.
-    from envgen.resolve.index_client import Indexes
+    from envgen.resolve.pypi.index_client import Indexes
 
     return Indexes(settings.cache, settings.limits, offline=settings.offline)
 
@@ -334,7 +334,7 @@ def _resolve(
         if settings.offline:
             raise
         # Imported here: only a failed resolution asks the index pages.
-        from envgen.resolve.direct_layer import explain_conflicts
+        from envgen.resolve.pypi.direct_layer import explain_conflicts
 
         explained = explain_conflicts(
             exc,

@@ -46,14 +46,14 @@ from envgen.inputs.untrusted import one_line
 from envgen.model import Origin, Source, TracedRequirement
 from envgen.process import run, tail
 from envgen.redact import redact_text
-from envgen.resolve.backend_warnings import BACKEND_WARNINGS
-from envgen.resolve.uv_compile import (
+from envgen.resolve.pypi.uv_compile import (
     INPUTS_PROJECT,
     Inputs,
     render_pyproject,
     render_uv_config,
     uv_environment,
 )
+from envgen.resolve.sources.backend_warnings import BACKEND_WARNINGS
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)

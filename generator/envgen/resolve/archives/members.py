@@ -31,9 +31,9 @@ from envgen.errors import ResolutionError, VerificationError
 from envgen.inputs.untrusted import tree_path_problem
 from envgen.model import Archive, ArchiveMember, Lock, LockedArchive, Matrix
 from envgen.redact import redact_url
-from envgen.resolve import uv_pylock
-from envgen.resolve.archive_fetch import archive_format, fetch
-from envgen.resolve.index_client import IndexClient
+from envgen.resolve.archives.fetch import archive_format, fetch
+from envgen.resolve.pypi import uv_pylock
+from envgen.resolve.pypi.index_client import IndexClient
 from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
 

@@ -36,7 +36,7 @@ from envgen.errors import EnvgenError, NetworkError, ResolutionError, Unreached,
 from envgen.inputs.channels import IndexAccess
 from envgen.model import PipEntry
 from envgen.redact import redact_text, redact_url, strip_credentials
-from envgen.resolve import uv_pylock
+from envgen.resolve.pypi import uv_pylock
 from envgen.urls import same_host, url_host
 
 log = logging.getLogger(__name__)
@@ -384,7 +384,7 @@ def offers(client: IndexClient, index: IndexAccess, name: str, version: str) -> 
 
 
 class Indexes:
-    """What the pip stage asks the indexes (its `IndexReader`, resolve/pip_stage.py): the core
+    """What the pip stage asks the indexes (its `IndexReader`, resolve/pypi/stage.py): the core
     metadata of chosen artifacts, from envgen's cache by sha256 or else fetched eight at a time;
     whether the index a locked entry came from still offers its version."""
 

@@ -1,0 +1,1 @@
+"""The conda part: rattler's solve per platform."""
