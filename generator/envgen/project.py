@@ -114,6 +114,7 @@ def checked_env(env: str) -> str:
 
 # What envgen keeps in its cache directory, and nothing else (`envgen cache clean` removes these):
 CACHE_ENTRIES = (
+    "advisories",  # the PyPI JSON API's answers by name and version (resolve/advisories.py)
     "archives",  # release archives and the wheels taken from them, by sha256 (resolve/archives.py)
     "artifacts",  # the files a bundle packs, by sha256 (bundle/downloads.py)
     "conda",  # channels' repodata (resolve/conda_stage.py) and packages (installer/)

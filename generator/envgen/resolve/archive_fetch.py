@@ -107,7 +107,7 @@ def _download(client: IndexClient, url: str, out: IO[bytes]) -> str:
             announced = response.headers.get("Content-Length", "")
             if announced.isdigit() and int(announced) > limits.download:
                 raise _too_large(url, f"announces {announced} bytes", limits)
-            for chunk in _arrived(response):
+            for chunk in arrived(response):
                 size += len(chunk)
                 if size > limits.download:
                     raise _too_large(url, f"sent more than {limits.download} bytes", limits)
@@ -124,7 +124,7 @@ def _download(client: IndexClient, url: str, out: IO[bytes]) -> str:
     return digest.hexdigest()
 
 
-def _arrived(response: requests.Response) -> Iterator[bytes]:
+def arrived(response: requests.Response) -> Iterator[bytes]:
     """The body in pieces as they arrive (a trickle is measured against the budget between them,
     where `iter_content` would wait for a whole chunk); urllib3's errors as requests raises them."""
     try:
