@@ -121,14 +121,19 @@ def test_a_vulnerable_release_is_exit_1_with_its_path_and_smallest_fix(
 def test_a_fixed_release_is_exit_0(
     locked: Example, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The advisory is of the release before the locked one; the locked one has only a withdrawn
+    advisory."""
     withdrawn = ADVISORY | {"id": "GHSA-demo-numpy-0002", "withdrawn": "2099-01-01T00:00:00Z"}
     root = stand_in(tmp_path / "api", locked, {VULNERABLE: [withdrawn]})
+    older = root / "pypi" / VULNERABLE / "1.26.3" / "json"
+    older.parent.mkdir(parents=True)
+    older.write_text(json.dumps({"vulnerabilities": [ADVISORY]}))
     with serve_directory(root) as url, serving(url, monkeypatch):
         code, out, err = audit(locked, "--platform", P)
     assert code == 0, err
-    assert out.splitlines() == [out.splitlines()[0]] and out.startswith(
-        "no known vulnerability, 0 ignored; pinned packages asked about: "
-    )
+    (line,) = out.splitlines()
+    assert line.startswith("no known vulnerability, 0 ignored; pinned packages asked about: ")
+    assert "GHSA-demo-numpy" not in out + err
 
 
 def test_an_ignored_id_is_listed_with_its_reason_and_not_counted(
@@ -221,6 +226,10 @@ def test_a_500_and_an_answer_not_the_apis_are_exit_3(
     assert "vulnerabilities[0].fixed_in is not a list of non-empty strings" in err
     # an answer not checked is not kept: asked again, it is the service's fault again
     assert audit(locked, "--platform", P)[0] == 3
+    page.write_text("[" * 200_000)
+    with serve_directory(root) as url, serving(url, monkeypatch):
+        code, out, err = audit(locked, "--platform", P)
+    assert code == 3 and "its answer is not PyPI's JSON API (nested too deep)" in err, err
     # a service that knows none of the lock's releases is not the API envgen was meant to ask
     (tmp_path / "empty").mkdir()
     with serve_directory(tmp_path / "empty") as url, serving(url, monkeypatch):

@@ -101,7 +101,7 @@ def _cached(service: Service, release: Release) -> object:
             return _NONE
         document = json.loads(data)
         return None if document is None else service.check(document)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return _NONE
 
 
@@ -123,6 +123,8 @@ def _fetch(service: Service, client: IndexClient, release: Release, deadline: fl
         checked = service.check(json.loads(data))
     except ValueError as exc:  # json's errors and the check's are both ValueErrors
         raise _refused(url, f"its answer is not PyPI's JSON API ({exc})") from exc
+    except RecursionError as exc:  # json's parser on arrays nested thousands deep
+        raise _refused(url, "its answer is not PyPI's JSON API (nested too deep)") from exc
     _keep(service, release, data)
     return checked
 
