@@ -7,6 +7,7 @@ the markdown; and one test against real PyPI."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -249,6 +250,15 @@ def test_a_cached_answer_is_used_when_the_server_is_gone(
     # the same URL, nothing listening there any more
     again = audit(locked, "--platform", P, "--json")
     assert again[:2] == first[:2]
+    # answers older than a day are asked again
+    kept = sorted((cache / "advisories").iterdir())
+    for path in kept:
+        os.utime(path, (path.stat().st_atime, path.stat().st_mtime - 2 * 24 * 3600))
+    code, _, err = audit(locked, "--platform", P)
+    assert code == 3 and f"error: cannot ask {url}/pypi/" in err
+    for path in kept:
+        os.utime(path)
+    assert audit(locked, "--platform", P)[0] == 1
     # another service's answers are not taken for this one's
     with serving(closed_url(), monkeypatch):
         code, _, err = audit(locked, "--platform", P)
