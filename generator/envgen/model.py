@@ -257,6 +257,8 @@ class Matrix:
     archives: tuple[Archive, ...] = ()
     links: tuple[Link, ...] = ()
     exclusions: tuple[Exclusion, ...] = ()
+    # [audit.ignore]: the advisories `envgen audit` counts as accepted (id, reason), sorted by id.
+    audit_ignores: tuple[tuple[str, str], ...] = ()
     # For a matrix that extends another: the file of the chain that wrote each key (its path as a
     # tuple: `("overrides", "numpy", "requirement")`), tables and array positions included. Empty
     # otherwise.

@@ -114,6 +114,7 @@ def checked_env(env: str) -> str:
 
 # What envgen keeps in its cache directory, and nothing else (`envgen cache clean` removes these):
 CACHE_ENTRIES = (
+    "advisories",  # the PyPI JSON API's answers by name and version (resolve/pypi/advisories.py)
     "archives",  # release archives and their wheels, by sha256 (resolve/archives/members.py)
     "artifacts",  # the files a bundle packs, by sha256 (bundle/downloads.py)
     "conda",  # channels' repodata (resolve/conda/stage.py) and packages (installer/)

@@ -317,14 +317,17 @@ EXTENSIONS = (".yml", ".sources.toml", ".install.sh")
     [
         (r'(?m)^path = "demo_ep-[^"]*"', 'path = "../../.."', "archives[0].members[1].path"),
         (r'(?m)^url = "http://[^"]*/releases/[^"]*"', 'url = "file:///etc/passwd"', "url"),
+        (r'(?m)^requirement = "demo-transformers==4.57.6"', 'requirement = ""', "requirement"),
+        (r'(?m)^text = "demo-torch"', 'text = "==2.10"', "requirements[0].text"),
     ],
-    ids=["member-path", "archive-url"],
+    ids=["member-path", "archive-url", "override-requirement", "source-requirement"],
 )
 def test_check_and_dry_run_refuse_a_resealed_hostile_field_as_status_does(
     example: Example, pattern: str, hostile: str, field: str
 ) -> None:
     """Before: --check and --dry-run exit 0 (the no-op read the recorded input digests alone),
-    while `status` and `install` exit 2 naming the field."""
+    while `status` and `install` exit 2 naming the field; a requirement that is no PEP 508 one
+    was read as it was, and `check` ended in packaging's traceback."""
     import re
 
     sources = example.root / "locks" / f"{ENV}.sources.toml"
@@ -333,6 +336,10 @@ def test_check_and_dry_run_refuse_a_resealed_hostile_field_as_status_does(
     before = locks(example)
     code, out, _ = envgen(example, "status", ENV)
     assert code == 2
+    # check reports it as its failed first step (exit 4), naming the file, line and field
+    code, out, err = envgen(example, "check", ENV, "--no-solve", "--no-env")
+    assert code == 4 and f"static: lock parses: locks/{ENV}.sources.toml:" in out, out + err
+    assert field in out and "Traceback" not in out + err
     for mode in ("--check", "--dry-run"):
         code, _, err = envgen(example, "lock", ENV, mode)
         assert code == 2, (mode, err)

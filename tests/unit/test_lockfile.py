@@ -287,11 +287,16 @@ _FREE = st.one_of(
 @settings(max_examples=budget.examples(60), deadline=None)
 @given(texts=st.lists(_FREE, min_size=9, max_size=9), name=KEY)
 def test_free_text_reads_back(texts: list[str], name: str) -> None:
-    """The fields a lock may hold free text in read back as written, whatever the escaping did."""
+    """The fields a lock may hold free text in read back as written, whatever the escaping did. (A
+    requirement's text is none: it must be a PEP 508 requirement, as test_lock_modes.py proves; here
+    it is one with free text in its marker's string.)"""
     base = sample_lock()
     source, override = base.sources[0], base.overrides[0]
     origin = Origin(texts[1], texts[2], 7, texts[3])
-    req = dataclasses.replace(source.requirements[0], text=texts[0], origin=origin)
+    # PEP 508 strings have no escapes: neither their quote nor a backslash inside
+    quoted = '"' + texts[0].replace('"', "").replace("\\", "") + '"'
+    marked = f"demo; platform_version == {quoted}"
+    req = dataclasses.replace(source.requirements[0], text=marked, origin=origin)
     source = dataclasses.replace(source, requirements=(req,), metadata_fallback=texts[5])
     reason = dataclasses.replace(override.override, reason=texts[4])
     override = dataclasses.replace(override, override=reason)

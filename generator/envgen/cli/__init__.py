@@ -10,7 +10,7 @@ import click
 from envgen.cli.cache_commands import cache_group
 from envgen.cli.demo_command import demo_command
 from envgen.cli.env_commands import bundle_command, check_command, export_command, install_command
-from envgen.cli.explain_commands import tree_command, why_command
+from envgen.cli.explain_commands import audit_command, tree_command, why_command
 from envgen.cli.help_command import help_command
 from envgen.cli.lock_commands import diff_command, lock_command, status_command
 from envgen.cli.options import common_options, epilog, version_option
@@ -20,7 +20,7 @@ from envgen.cli.running import guarded
 
 @click.group(
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog=epilog("envgen init", "envgen lock", "envgen help exit-codes"),
+    epilog=epilog("envgen init", "envgen lock"),
 )
 @version_option
 @common_options
@@ -41,6 +41,7 @@ for command in (
     diff_command,
     why_command,
     tree_command,
+    audit_command,
     check_command,
     install_command,
     bundle_command,

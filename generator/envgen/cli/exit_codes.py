@@ -10,12 +10,14 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (1, "differences or drift: a lock stale, missing or behind a moved ref, a matrix upstream no "
         "longer agrees with (status, status --watch); a stale lock, which install refuses unless "
         "--frozen; a re-lock would change locks/ (lock --check); locks differ or a lock was "
-        "edited by hand (diff --exit-code); a package the lock does not hold (why, tree --invert)"),
+        "edited by hand (diff --exit-code); a package the lock does not hold (why, tree --invert); "
+        "a known vulnerability no [audit.ignore] covers (audit)"),
     (2, "bad input or usage: no envgen project, an unknown env or profile, a malformed matrix, "
-        "channel file or option, no lock yet (check, install, export, why, tree); found before any "
-        "work"),
+        "channel file or option, no lock yet (check, install, export, why, tree, audit); found "
+        "before any work"),
     (3, "resolution or network: a conflict, an unreachable index, channel or remote (lock, "
-        "check's re-solve, install, status --watch)"),
+        "check's re-solve, install, status --watch); a vulnerability service that cannot be asked "
+        "(audit)"),
     (4, "verification: a step of `check` failed (a lock stale, unless --frozen; edited, "
         "unparsable, or not installing as locked); a tampered lock (status, install and check "
         "with or without --frozen, lock --check and --dry-run, a derived file edited by hand "

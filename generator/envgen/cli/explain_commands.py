@@ -84,3 +84,32 @@ def tree_command(env: str, platform: str | None, depth: int, invert: str | None)
     for note in found.notes:
         outcome.note(note, "yellow")
     return outcome
+
+
+@click.command(
+    "audit",
+    short_help="Known vulnerabilities of a lock's pip packages (PyPI).",
+    epilog=epilog("envgen audit a5", "envgen audit a5 --platform linux-aarch64 --markdown"),
+)
+@click.argument("env", callback=env_names)
+@click.option("--platform", metavar="P", help=PLATFORM_HELP)
+@click.option("--markdown", is_flag=True, help="A markdown table, for a pull request.")
+@common_options
+@reporting("audit")
+def audit_command(env: str, platform: str | None, markdown: bool) -> Outcome:
+    """The known vulnerabilities of every pinned pip package of the lock of ENV, from the PyPI JSON
+    API (ENVGEN_AUDIT_URL; answers cached for a day): each with its aliases, the smallest fixed
+    version and the path that brought the package in. The matrix's [audit.ignore] (ID = "reason")
+    lists accepted ones, shown as ignored.
+
+    Exits 1 when there is a finding no ignore covers, 3 when the service cannot be asked.
+    """
+    from envgen.commands.audit import audit_env
+
+    proj = current_project()
+    proj.known_envs([env], locked=True)
+    found = audit_env(proj, env, platform=platform, markdown=markdown)
+    outcome = Outcome(results=found.results, text=found.text, exit_code=found.exit_code)
+    for note in found.notes:
+        outcome.note(note, "yellow")
+    return outcome

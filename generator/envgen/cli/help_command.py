@@ -22,6 +22,11 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     ),
     ("ENVGEN_DEBUG", "unset", "when set, an internal error (exit 70) shows its traceback"),
     *((name, network.seconds(field), what) for field, name, what in network.VARIABLES),
+    (
+        "ENVGEN_AUDIT_URL",
+        "https://pypi.org",
+        "the PyPI JSON API `envgen audit` asks (a mirror serving /pypi/NAME/VERSION/json)",
+    ),
     ("NO_COLOR", "unset", "when set, no colour with --color auto"),
     ("FORCE_COLOR", "unset", "when set, colour with --color auto off a terminal too"),
     (

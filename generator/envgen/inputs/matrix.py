@@ -16,6 +16,7 @@ from envgen.errors import InputError, MatrixError
 from envgen.inputs.channels import read_channels
 from envgen.inputs.extends import read_layered
 from envgen.inputs.matrix_archives import ArchiveSectionReader
+from envgen.inputs.matrix_audit import AuditSectionReader
 from envgen.inputs.matrix_pip import PipSectionReader
 from envgen.inputs.matrix_sections import MODULE
 from envgen.inputs.matrix_sources import SourceSectionReader
@@ -52,6 +53,7 @@ _TOP_KEYS = (
     "checks",
     "watch",
     "archives",
+    "audit",
 )
 _TOP_REQUIRED = ("schema", "env", "system", "conda", "pip")
 _MAJOR_MINOR = re.compile(r"\d+\.\d+")
@@ -134,6 +136,7 @@ class MatrixReader(
     SystemSectionReader,
     WatchSectionReader,
     ArchiveSectionReader,
+    AuditSectionReader,
 ):
     """Walks the parsed TOML, records problems with key paths, and builds what is valid."""
 
@@ -179,6 +182,7 @@ class MatrixReader(
             archives=self.archives(data),
             links=self.links(data),
             exclusions=self.exclusions(data),
+            audit_ignores=self.audit_ignores(data),
         )
 
     def env(self, data: dict[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:

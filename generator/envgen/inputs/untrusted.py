@@ -242,6 +242,17 @@ def input_hash_problem(digest: str) -> str | None:
     return None if _HEX["sha256"].fullmatch(digest) else f"{digest!r} is not a 64-hex sha256"
 
 
+def requirement_problem(text: str) -> str | None:
+    """Why `text` is not a PEP 508 requirement (packaging's parser says), or None."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        Requirement(text)
+    except InvalidRequirement as exc:
+        return f"{_shown(text)} is not a PEP 508 requirement ({str(exc).splitlines()[0]})"
+    return None
+
+
 def _artifact_url_problem(url: str) -> str | None:
     if url.startswith("${"):
         return f"{_shown(url)} is not an https://, http:// or file:// URL"

@@ -22,6 +22,7 @@ from envgen.inputs.untrusted import (
     host_problem,
     input_hash_problem,
     ref_problem,
+    requirement_problem,
     submodule_path_problem,
     tree_path_problem,
     url_word_problem,
@@ -70,7 +71,7 @@ class _Row(BaseModel):
 
 
 class RequirementRow(_Row):
-    text: Text
+    text: Annotated[Text, _rule(requirement_problem)]
     file: Text
     key: Text | None = None
     line: int | None = None
@@ -194,7 +195,7 @@ class PipIndexRow(_Row):
 
 class OverrideRow(_Row):
     name: Text
-    requirement: Text
+    requirement: Annotated[Text, _rule(requirement_problem)]
     reason: Prose
     transitive: bool = False
     replaced: list[RequirementRow] = []

@@ -8,22 +8,18 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Literal
 
 import requests
-import urllib3
 
 from envgen import atomic, network
 from envgen.digests import short_digest
 from envgen.errors import ResolutionError, VerificationError
 from envgen.redact import redact_url
-from envgen.resolve.pypi.index_client import IndexClient
+from envgen.resolve.pypi.index_client import IndexClient, arrived
 
 log = logging.getLogger(__name__)
-
-_CHUNK = 1 << 20
 
 
 def archive_path(cache: Path, sha256: str) -> Path:
@@ -107,7 +103,7 @@ def _download(client: IndexClient, url: str, out: IO[bytes]) -> str:
             announced = response.headers.get("Content-Length", "")
             if announced.isdigit() and int(announced) > limits.download:
                 raise _too_large(url, f"announces {announced} bytes", limits)
-            for chunk in _arrived(response):
+            for chunk in arrived(response):
                 size += len(chunk)
                 if size > limits.download:
                     raise _too_large(url, f"sent more than {limits.download} bytes", limits)
@@ -122,16 +118,6 @@ def _download(client: IndexClient, url: str, out: IO[bytes]) -> str:
     except requests.RequestException as exc:
         raise client.unreachable("fetch the archive", url, exc) from exc
     return digest.hexdigest()
-
-
-def _arrived(response: requests.Response) -> Iterator[bytes]:
-    """The body in pieces as they arrive (a trickle is measured against the budget between them,
-    where `iter_content` would wait for a whole chunk); urllib3's errors as requests raises them."""
-    try:
-        while chunk := response.raw.read1(_CHUNK, decode_content=True):
-            yield chunk
-    except urllib3.exceptions.HTTPError as exc:
-        raise requests.ConnectionError(exc) from exc
 
 
 def _too_large(url: str, what: str, limits: network.Limits) -> ResolutionError:

@@ -14,7 +14,7 @@ import logging
 import re
 import tarfile
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -422,3 +422,17 @@ class Indexes:
                     shown = f"{entry.name} {entry.version}"
                     log.debug("cannot ask %s about %s: %s", index.name, shown, exc.message)
         return found
+
+
+# What a streamed body is read in: a piece as soon as it arrives, at most this many bytes.
+_CHUNK = 1 << 20
+
+
+def arrived(response: requests.Response) -> Iterator[bytes]:
+    """The body in pieces as they arrive (a trickle is measured against the budget between them,
+    where `iter_content` would wait for a whole chunk); urllib3's errors as requests raises them."""
+    try:
+        while chunk := response.raw.read1(_CHUNK, decode_content=True):
+            yield chunk
+    except urllib3.exceptions.HTTPError as exc:
+        raise requests.ConnectionError(exc) from exc
