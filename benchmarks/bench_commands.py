@@ -1,6 +1,6 @@
 """Time every command that reads a lock, on a lock of realistic size, against `envgen --version`.
 
-    .venv/bin/python benchmarks/bench_commands.py [--repeats N] [--pip 237]
+    .venv/bin/python benchmarks/bench_commands.py [--repeats N] [--pip 237] [--keep DIR]
 
 The bundled example is locked once for real and its lock grown to the real A5 lock's size
 (`bench_lockfile.grown`: N pip packages per platform on both platforms, 40 more conda packages per
@@ -10,12 +10,15 @@ the working tree's lock is that copy for `diff --git HEAD`. Whole processes, med
 interleaved runs, wall and CPU time (user + system, the process and its children), each command
 against `envgen --version`: `show`, `diff A B`, `diff --git HEAD`, `export` in each format,
 `status` (its remotes are the example's git server on 127.0.0.1), `lock --check` on the fresh lock
-and a no-op `lock`. Run it from the repository root, with nothing else running.
+and a no-op `lock`. Run it from the repository root, with nothing else running. With `--keep DIR`
+the project, its grown lock and the bumped copy are built in DIR (new or empty) and left there, to
+profile a command on them (`--root DIR/world/project`-style paths are printed at the end).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -64,12 +67,16 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--pip", type=int, default=237, help="pip packages per platform")
+    parser.add_argument("--keep", type=Path, help="build in this directory and leave it there")
     args = parser.parse_args(argv)
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-commands-") as name,
-        serve_example(Path(name) / "world") as example,
-    ):
-        tmp = Path(name)
+    with contextlib.ExitStack() as stack:
+        if args.keep is None:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-commands-")))
+        else:
+            tmp = args.keep.resolve()
+            tmp.mkdir(parents=True, exist_ok=True)
+            assert not any(tmp.iterdir()), f"{tmp} is not empty"
+        example = stack.enter_context(serve_example(tmp / "world"))
         environ, project, found = locked_example(example, tmp)
         lock = grown(found, args.pip, 40)
         matrix = load_env(project, ENV)
@@ -115,6 +122,8 @@ def main(argv: list[str]) -> int:
             warm=True,
         )
     timed = {**timed, "diff --git HEAD": git_timed["diff --git HEAD"]}
+    if args.keep is not None:
+        print(f"kept: the project {example.root}, the lock {yml}, its bumped copy {bumped}")
     sizes = [(p, len(lock.conda_for(p)), len(lock.pip_for(p))) for p in lock.platforms]
     counts = ", ".join(f"{p}: {conda} conda + {pip} pip" for p, conda, pip in sizes)
     print(f"a lock of {counts}; medians of {args.repeats} interleaved runs")
