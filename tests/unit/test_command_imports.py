@@ -1,7 +1,8 @@
 """What a read-only command imports: only what it needs. The command line imports a command's module
 when that command runs, conda-lock is for `check`, cyclonedx for its exporter, rattler where a conda
-spec or conda version is parsed and `build` where a source is built; `diff`, `show` and the other
-exports on a lock do not pay for them (their import is most of such a command's time)."""
+spec or conda version is parsed, `build` where a source is built and requests where an index is
+asked; `diff`, `show` and the other exports on a lock do not pay for them (their import is most of
+such a command's time)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from envgen.project import Project
 from tests.support.builders import bump, sample_lock, write_intact
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("build", "conda_lock", "cyclonedx", "rattler")
+HEAVY = ("build", "conda_lock", "cyclonedx", "rattler", "requests")
 
 # Runs the command line in this process (as `envgen ARGS...` would), then prints which of the heavy
 # packages it imported.
