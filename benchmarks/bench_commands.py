@@ -13,6 +13,30 @@ against `envgen --version`: `show`, `diff A B`, `diff --git HEAD`, `export` in e
 and a no-op `lock`. Run it from the repository root, with nothing else running. With `--keep DIR`
 the project, its grown lock and the bumped copy are built in DIR (new or empty) and left there, to
 profile a command on them (`--root DIR/world/project`-style paths are printed at the end).
+
+Figures, `--repeats 7`, CPU (user + system) medians, load about 2 on two shared cores; before: the
+tree at 504d2fb, after: the lazy command group and exporters, show reading the sources.toml alone,
+rattler and the index client imported where used, the derived files rendered once per lock:
+
+    command              before    after    x --version before, after
+    version              0.106 s   0.075 s
+    show                 0.302 s   0.217 s  2.86x  2.90x
+    diff A B             0.368 s   0.315 s  3.48x  4.21x
+    diff --git HEAD      0.409 s   0.350 s  3.87x  4.68x
+    status               0.429 s   0.370 s  4.06x  4.94x
+    lock --check         0.375 s   0.350 s  3.55x  4.68x
+    no-op lock           0.112 s   0.080 s  1.06x  1.07x
+    export requirements  0.306 s   0.299 s  2.90x  4.00x
+    export pylock        0.287 s   0.279 s  2.72x  3.73x
+    export nix           0.286 s   0.277 s  2.70x  3.70x
+    export cyclonedx     0.725 s   0.685 s  6.86x  9.16x
+
+What a command reading a lock still pays over `--version` (in process, CPU): PyYAML's safe C
+loader on the yml (about 50 ms; construction is Python), pydantic's import with its plugin
+loader's importlib.metadata (about 50 ms) and the two schemas' models (about 25 ms), envgen's model
+(about 20 ms), rattler's import where a matrix's conda specs are checked (show, status, lock
+--check, export requirements: about 18 ms), and cyclonedx's own sorting, validation and
+serialisation for the SBOM.
 """
 
 from __future__ import annotations
