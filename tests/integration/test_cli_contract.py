@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click import Command, Group, Option
+from click import Command, Context, Group, Option
 from click.testing import CliRunner
 from envgen import network
 from envgen.cli import cli
@@ -172,13 +172,21 @@ def help_text(command: str) -> str:
     return result.stdout
 
 
+def commands_of(group: Group) -> dict[str, Command]:
+    """The commands `group` lists, each as it looks it up (the top group imports a command's module
+    then)."""
+    ctx = Context(group)
+    found = {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+    return {name: command for name, command in found.items() if command is not None}
+
+
 def every_command() -> list[str]:
     """Every registered command line, a group's subcommands too (a new one included)."""
     found = []
-    for name, command in cli.commands.items():
+    for name, command in commands_of(cli).items():
         found.append(name)
         if isinstance(command, Group):
-            found += [f"{name} {sub}" for sub in command.commands]
+            found += [f"{name} {sub}" for sub in commands_of(command)]
     return found
 
 
@@ -186,7 +194,7 @@ def command_of(line: str) -> Command:
     command: Command = cli
     for word in line.split():
         assert isinstance(command, Group)
-        command = command.commands[word]
+        command = commands_of(command)[word]
     return command
 
 
@@ -213,9 +221,10 @@ def test_command_summaries_are_whole_sentences() -> None:
     """Before: `lock     Lock ENV...`, click's cut at the first '...'."""
     listed = help_text("").split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     summaries = dict(line.strip().split(None, 1) for line in listed)
-    assert set(summaries) == set(cli.commands)
+    commands = commands_of(cli)
+    assert set(summaries) == set(commands)
     for name, summary in summaries.items():
-        assert summary == cli.commands[name].short_help, name
+        assert summary == commands[name].short_help, name
         assert summary.endswith(".") and not summary.endswith("..."), name
 
 

@@ -1,24 +1,57 @@
-"""The envgen command line: one click group, its commands by job in the modules beside this one.
+"""The envgen command line: one click group, its commands by job in the modules beside this one,
+imported as they are looked up.
 
 Each command parses, calls one core function and returns an Outcome; `running.reporting` turns it
 into output and the exit code. This package is the only place that prints or exits."""
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
-from envgen.cli.cache_commands import cache_group
-from envgen.cli.demo_command import demo_command
-from envgen.cli.env_commands import bundle_command, check_command, export_command, install_command
-from envgen.cli.explain_commands import audit_command, tree_command, why_command
-from envgen.cli.help_command import help_command
-from envgen.cli.lock_commands import diff_command, lock_command, status_command
 from envgen.cli.options import common_options, epilog, version_option
-from envgen.cli.project_commands import init_command, show_command
 from envgen.cli.running import guarded
+
+# Each command's name, and the module and attribute that define it: a command's module (and what it
+# imports at its top) is imported only when that command runs, or when help lists the commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("project_commands", "init_command"),
+    "show": ("project_commands", "show_command"),
+    "lock": ("lock_commands", "lock_command"),
+    "status": ("lock_commands", "status_command"),
+    "diff": ("lock_commands", "diff_command"),
+    "why": ("explain_commands", "why_command"),
+    "tree": ("explain_commands", "tree_command"),
+    "audit": ("explain_commands", "audit_command"),
+    "check": ("env_commands", "check_command"),
+    "install": ("env_commands", "install_command"),
+    "bundle": ("env_commands", "bundle_command"),
+    "export": ("env_commands", "export_command"),
+    "demo": ("demo_command", "demo_command"),
+    "cache": ("cache_commands", "cache_group"),
+    "help": ("help_command", "help_command"),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands are imported by name when looked up (click's documented
+    lazy-loading pattern): `envgen show` imports no other command's module."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(f"envgen.cli.{module}"), attribute)
+            assert isinstance(command, click.Command) and command.name == cmd_name
+            self.add_command(command)
+        return super().get_command(ctx, cmd_name)
 
 
 @click.group(
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=epilog("envgen init", "envgen lock"),
 )
@@ -31,26 +64,6 @@ def cli() -> None:
     Every command works from within a project (the nearest directory upward holding
     env-templates/ and channels/) and takes -q, -v, --color and --json.
     """
-
-
-for command in (
-    init_command,
-    show_command,
-    lock_command,
-    status_command,
-    diff_command,
-    why_command,
-    tree_command,
-    audit_command,
-    check_command,
-    install_command,
-    bundle_command,
-    export_command,
-    demo_command,
-    cache_group,
-    help_command,
-):
-    cli.add_command(command)
 
 
 def main() -> None:

@@ -51,15 +51,17 @@ def show_command(env: str) -> Outcome:
 
     from envgen.commands.show import render_json, render_text
     from envgen.inputs.matrix import load_env
-    from envgen.lockio.store import read_lock
+    from envgen.lockio.store import read_sealed_sources
 
     proj = current_project()
     proj.known_envs([env])
     matrix = load_env(proj, env)
-    # The lock adds what its transitive overrides contradict; a broken lock is `check`'s to report.
+    # The lock adds what its transitive overrides contradict, which its sources.toml records (its
+    # packages, the yml, are not read); a broken or unsealed lock is `check`'s to report.
     try:
-        lock = read_lock(proj, env)
+        sources = read_sealed_sources(proj, env)
     except EnvgenError:
-        lock = None
+        sources = None
+    lock = None if sources is None else sources.lock
     document = json.loads(render_json(matrix, lock))
     return Outcome(results=[document], text=render_text(matrix, lock))

@@ -6,10 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from envgen.errors import InputError
-from envgen.inputs.matrix import load_env
-from envgen.lockio.exports.nix import render_nix
-from envgen.lockio.exports.pylock import render_pylock
-from envgen.lockio.exports.requirements_txt import render_requirements
 from envgen.lockio.store import require_lock
 from envgen.model import Lock
 from envgen.outputs import output_file
@@ -56,13 +52,16 @@ def this_platform() -> str | None:
 def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = None) -> str:
     """The text of the lock of `env` in `fmt`: requirements and pylock for one platform (`platform`,
     else this host's, else the only one), cyclonedx for every platform or the one named, nix for
-    every platform."""
+    every platform. Each format's renderer is imported when it is asked for (the matrix by the
+    requirements file alone, for its comments)."""
     if fmt not in FORMATS:
         raise InputError(
             f"--format {fmt}: unknown format", hint=f"use one of: {', '.join(FORMATS)}"
         )
     lock = require_lock(project, env)
     if fmt == "nix":
+        from envgen.lockio.exports.nix import render_nix
+
         if platform is not None:
             raise InputError(
                 "--platform: a Nix export holds every platform", hint="leave out --platform"
@@ -74,7 +73,12 @@ def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = 
         return render_cyclonedx(lock, None if platform is None else (_named(lock, platform),))
     chosen = _one_platform(lock, platform, this_platform())
     if fmt == "pylock":
+        from envgen.lockio.exports.pylock import render_pylock
+
         return render_pylock(lock, chosen)
+    from envgen.inputs.matrix import load_env
+    from envgen.lockio.exports.requirements_txt import render_requirements
+
     return render_requirements(lock, chosen, load_env(project, env))
 
 

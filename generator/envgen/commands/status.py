@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -26,7 +27,10 @@ from envgen.model import Lock, LockedSource, Matrix
 from envgen.project import Project
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git.remote import GitEnv, upstream_commit
-from envgen.resolve.pypi.index_client import IndexClient, fetch_filenames, file_versions
+
+if TYPE_CHECKING:
+    # The index client (requests, urllib3, ssl) is imported by --outdated alone.
+    from envgen.resolve.pypi.index_client import IndexClient
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +193,8 @@ def unpinned_packages(matrix: Matrix) -> tuple[str, ...]:
 def newest_version(filenames: Iterable[str], allow_prereleases: bool = False) -> str | None:
     """The newest version among a simple page's file names (wheels and sdists), final releases
     first."""
+    from envgen.resolve.pypi.index_client import file_versions
+
     versions = file_versions(filenames)
     final = {v for v in versions if allow_prereleases or not v.is_prerelease}
     return str(max(final or versions)) if versions else None
@@ -316,6 +322,8 @@ def check_drift(
 
 def check_outdated(matrix: Matrix, lock: Lock) -> tuple[Outdated, ...]:
     """For each unpinned package, the newest version on the first default index that has it."""
+    from envgen.resolve.pypi.index_client import IndexClient
+
     indexes = [access_index(i, os.environ) for i in matrix.default_indexes]
     found = []
     with IndexClient(indexes, network.limits(os.environ)) as client:
@@ -332,6 +340,8 @@ def check_outdated(matrix: Matrix, lock: Lock) -> tuple[Outdated, ...]:
 
 def _newest_on_indexes(client: IndexClient, name: str, locked: tuple[str, ...]) -> Outdated:
     # uv's first-index strategy: the first index that has the package is the only one it comes from.
+    from envgen.resolve.pypi.index_client import fetch_filenames
+
     allow_pre = any(Version(v).is_prerelease for v in locked)
     for index in client.indexes:
         try:

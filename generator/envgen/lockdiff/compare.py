@@ -6,11 +6,9 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-import rattler
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 from packaging.version import Version as PipVersion
-from rattler.exceptions import InvalidVersionError
 
 from envgen.digests import short_digest
 from envgen.lockdiff.changes import (
@@ -123,15 +121,22 @@ def _kind(
 def _compare_versions(manager: str, old: str, new: str) -> int:
     """1 when `new` is newer, -1 when older, 0 when equal or not comparable under the manager's
     rules."""
-    try:
-        if manager == "conda":
+    if manager == "conda":
+        # Imported only when a conda package changed version: a diff of pip pins needs no rattler.
+        import rattler
+        from rattler.exceptions import InvalidVersionError
+
+        try:
             a, b = rattler.Version(old), rattler.Version(new)
-            return (b > a) - (b < a)
+        except InvalidVersionError:
+            return 0
+        return (b > a) - (b < a)
+    try:
         p, q = PipVersion(old), PipVersion(new)
-        return (q > p) - (q < p)
-    except (InvalidVersion, InvalidVersionError):
+    except InvalidVersion:
         # An unparsable version still differs; it is reported as "changed" without a direction.
         return 0
+    return (q > p) - (q < p)
 
 
 def _build(entry: CondaEntry | PipEntry | None) -> str | None:

@@ -205,6 +205,20 @@ def read_lock(project: Project, env: str) -> Lock | None:
     return lock_of(read_files(project, env))
 
 
+def read_sealed_sources(project: Project, env: str) -> SourcesToml | None:
+    """The sources.toml of `env`'s lock, read through its schema, when the lock's three files are
+    as `envgen lock` wrote them (`LockTexts.intact`) and it is the lock of `env`; None otherwise.
+    For a command that needs none of the lock's packages (`show`: its overrides): the yml is hashed
+    for the seal, not parsed. InputError when the sources.toml does not read."""
+    texts = read_files(project, env)
+    if texts.sources is None or not texts.intact:
+        return None
+    from envgen.lockio.sources_toml import parse_sources_toml
+
+    found = parse_sources_toml(texts.sources, texts.names[1])
+    return found if found.lock.env == env else None
+
+
 def no_lock(project: Project, env: str) -> InputError:
     """A command needs the lock of `env` and there is none yet: bad input (exit 2), naming how to
     make one."""

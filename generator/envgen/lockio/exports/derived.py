@@ -3,6 +3,7 @@ match it."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,8 +49,9 @@ class Derived:
 def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
     """Every file derived from `lock`, in a fixed order: per platform its requirements.txt and
     pylock, then the Nix expression of every platform."""
+    pylocks, nix = _matrix_free(lock)
     files: list[Derived] = []
-    for platform in lock.platforms:
+    for platform, pylock in zip(lock.platforms, pylocks, strict=True):
         files.append(
             Derived(
                 requirements_name(lock.env, platform),
@@ -59,18 +61,30 @@ def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
                 pip_reads,
             )
         )
-        files.append(
-            Derived(
-                pylock_name(lock.env, platform),
-                render_pylock(lock, platform),
-                parse_pylock,
-                expected_pylock(lock, platform),
-                uv_reads,
-            )
-        )
-    nix = Derived(nix_name(lock.env), render_nix(lock), parse_nix, expected_nix(lock), str)
+        files.append(pylock)
     files.append(nix)
     return files
+
+
+# Pure, and most of rendering the derived files: `lock --check` renders them for the hand-edit
+# check (no matrix) and again for the freshness verdict (with it), and only the requirements
+# files' comments depend on the matrix.
+@functools.lru_cache(maxsize=2)
+def _matrix_free(lock: Lock) -> tuple[tuple[Derived, ...], Derived]:
+    """The pylock of each platform of `lock` and its Nix expression."""
+    pylocks = tuple(
+        Derived(
+            pylock_name(lock.env, platform),
+            render_pylock(lock, platform),
+            parse_pylock,
+            expected_pylock(lock, platform),
+            uv_reads,
+        )
+        for platform in lock.platforms
+    )
+    return pylocks, Derived(
+        nix_name(lock.env), render_nix(lock), parse_nix, expected_nix(lock), str
+    )
 
 
 def _by_name(artifacts: Sequence[Artifact]) -> dict[str, list[str]]:

@@ -18,6 +18,7 @@ from cyclonedx.model import (
 )
 from cyclonedx.model.bom import Bom, BomMetaData
 from cyclonedx.model.component import Component, ComponentType
+from cyclonedx.model.dependency import Dependency
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 from packaging.utils import canonicalize_name
@@ -212,6 +213,13 @@ def build_bom(lock: Lock, platforms: Sequence[str] | None = None) -> Bom:
         bom_ref=f"env:{lock.env}",
         description=f"the locked environment {lock.env} (envgen)",
     )
+    # The root depends on every component, each of which has an entry of its own: the graph
+    # `Bom.register_dependency(root, components)` builds, given whole (it looks each entry up
+    # among those registered so far, quadratic in the components: 570 of them took 0.1 s).
+    dependencies = [
+        Dependency(ref=root.bom_ref, dependencies=[Dependency(ref=c.bom_ref) for c in components]),
+        *(Dependency(ref=c.bom_ref) for c in components),
+    ]
     bom = Bom(
         components=components,
         # Derived from the input hash, so the same lock always gives the same document.
@@ -219,10 +227,10 @@ def build_bom(lock: Lock, platforms: Sequence[str] | None = None) -> Bom:
             uuid.NAMESPACE_URL, f"envgen:{lock.env}:{lock.input_hash}:{','.join(chosen)}"
         ),
         metadata=BomMetaData(component=root, properties=_lock_properties(lock)),
+        dependencies=dependencies,
     )
     # No creation time: the document describes the lock, and the same lock gives the same bytes.
     bom.metadata.timestamp = None  # type: ignore[assignment]
-    bom.register_dependency(root, components)
     return bom
 
 

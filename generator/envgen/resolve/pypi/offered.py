@@ -10,13 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from envgen import network
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import IndexAccess
-from envgen.resolve.pypi.index_client import IndexClient, fetch_filenames, file_versions
+
+if TYPE_CHECKING:
+    # The index client (requests, urllib3, ssl) is imported when offers are fetched: `status`
+    # imports this module for `Offer` and fetches nothing without --watch.
+    from envgen.resolve.pypi.index_client import IndexClient
 
 # Index pages fetched at once: PyPI's largest take seconds to send, and there may be a hundred.
 JOBS = 8
@@ -60,6 +65,8 @@ def candidate_indexes(
 
 
 def _offer(client: IndexClient, name: str, indexes: Sequence[IndexAccess]) -> Offer | None:
+    from envgen.resolve.pypi.index_client import fetch_filenames, file_versions
+
     for index in indexes:
         files = fetch_filenames(client, index, name)
         if files is not None:
@@ -91,6 +98,8 @@ def fetch_offers(
 
     if not wanted:
         return Offers()
+    from envgen.resolve.pypi.index_client import IndexClient
+
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="envgen-pages")
     with IndexClient(indexes, limits) as client, pool:
         list(pool.map(ask, sorted(wanted)))
