@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from envgen.commands.bundle import bundle_env
-from envgen.commands.install import install_lock
-from envgen.commands.lock import lock_env
+from envgen.commands.install.bundle import bundle_env
+from envgen.commands.install.command import install_lock
+from envgen.commands.lock.command import lock_env
 from envgen.example.project import serve_example
 from envgen.platforms import host_platform
 from envgen.project import Project

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from envgen.commands.check import EnvOptions, check_env
-from envgen.commands.lock import lock_env
+from envgen.commands.check.command import EnvOptions, check_env
+from envgen.commands.lock.command import lock_env
 from envgen.example.project import serve_example
 from envgen.installer.core import PipPart
 from envgen.installer.tools import INSTALLER_NAMES, installer_named

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import envgen as envgen_package
-from envgen.commands.lock import lock_envs
+from envgen.commands.lock.command import lock_envs
 from envgen.example.project import ENV, Example, serve_example
 from envgen.inputs.matrix import load_env
 from envgen.lockio import store

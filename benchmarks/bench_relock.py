@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import envgen as envgen_package
-from envgen.commands.lock import lock_envs
+from envgen.commands.lock.command import lock_envs
 from envgen.example.project import ENV, EXAMPLE_DIR, serve_example
 from envgen.model import PipPackage
 from envgen.project import Project

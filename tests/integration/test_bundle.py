@@ -22,9 +22,9 @@ from envgen import interrupts
 from envgen.bundle import archive
 from envgen.bundle.downloads import LogDisplay
 from envgen.bundle.manifest import MANIFEST, Wanted, parse_manifest
-from envgen.commands.bundle import bundle_env
-from envgen.commands.check_throwaway import Hardware, import_steps
-from envgen.commands.install_bundle import install_from_bundle
+from envgen.commands.check.throwaway import Hardware, import_steps
+from envgen.commands.install.bundle import bundle_env
+from envgen.commands.install.from_bundle import install_from_bundle
 from envgen.errors import ToolError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
@@ -411,7 +411,7 @@ def test_a_conda_install_that_fails_after_the_prefix_is_touched_removes_only_a_n
 def test_an_interrupt_while_downloading_keeps_what_was_verified_and_the_next_run_resumes(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envgen.commands import bundle as bundle_command
+    from envgen.commands.install import bundle as bundle_command
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands.check import EnvOptions, check_env, solve_step
-from envgen.commands.check_static import dependencies_step, index_problems, pin_problems
-from envgen.commands.check_throwaway import Hardware, Install, import_steps
+from envgen.commands.check.command import EnvOptions, check_env, solve_step
+from envgen.commands.check.static import dependencies_step, index_problems, pin_problems
+from envgen.commands.check.throwaway import Hardware, Install, import_steps
 from envgen.errors import InputError
 from envgen.example.condapkgs import host_python
 from envgen.example.project import Example, bump_version

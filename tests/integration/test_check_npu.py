@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands import check, check_npu, check_throwaway
-from envgen.commands.check_throwaway import throwaway_steps
+from envgen.commands.check import command as check
+from envgen.commands.check import npu as check_npu
+from envgen.commands.check import throwaway as check_throwaway
+from envgen.commands.check.throwaway import throwaway_steps
 from envgen.errors import VerificationError
 from envgen.example.project import GITHUB, Example
 from envgen.example.srcprojects import backend_project

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from envgen.commands import check
-from envgen.commands.check_throwaway import installed_set_step
+from envgen.commands.check import command as check
+from envgen.commands.check.throwaway import installed_set_step
 from envgen.example.project import Example
 from envgen.installer.core import Destination, Installer, Request, Source
 from envgen.installer.tools import tool_environment

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from envgen.commands import install as install_command
+from envgen.commands.install import command as install_command
 from envgen.example.condapkgs import PackageFile, demo_packages
 from envgen.example.project import Example, bump_version, republish
 from envgen.installer.core import Destination, Installer, Request, Source

@@ -15,7 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
-from envgen.commands import lock as lock_command
+from envgen.commands.lock import command as lock_command
 from envgen.errors import NetworkError, Unreached
 from envgen.example.condapkgs import demo_packages
 from envgen.example.project import Example, republish

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from envgen.commands.lock_fresh import unchanged_hash
+from envgen.commands.lock.fresh import unchanged_hash
 from envgen.example.project import Example
 from envgen.lockio.input_hashes import still_current
 from envgen.lockio.store import read_files, recorded_inputs
@@ -59,7 +59,7 @@ RESOLVING = (
 _NO_OP = """
 import json, sys
 from pathlib import Path
-from envgen.commands.lock import lock_envs
+from envgen.commands.lock.command import lock_envs
 from envgen.project import Project
 results = lock_envs(Project(Path(sys.argv[1])), [sys.argv[2]])
 print(json.dumps([[r.status for r in results], sorted(set(sys.argv[3:]) & set(sys.modules))]))

@@ -8,7 +8,7 @@ import tomllib
 from collections.abc import Iterator
 
 import pytest
-from envgen.commands import check
+from envgen.commands.check import command as check
 from envgen.example.project import Example
 from envgen.lockio.store import read_lock
 from envgen.platforms import host_platform

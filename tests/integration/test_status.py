@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from envgen.cli import cli
-from envgen.commands.freshness import stale_reasons
-from envgen.commands.status import newest_version
+from envgen.commands.lock.freshness import stale_reasons
+from envgen.commands.status.command import newest_version
 from envgen.errors import InputError, NetworkError, ResolutionError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands import check
+from envgen.commands.check import command as check
 from envgen.example.project import Example
 from envgen.installer.core import Destination, Request, Source
 

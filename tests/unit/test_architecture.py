@@ -116,7 +116,7 @@ def test_no_resolve_module_reads_the_process() -> None:
     resolving = [(name, tree) for name, tree, _ in _modules() if name.startswith("resolve.")]
     found = [f"{name}:{line}" for name, tree in resolving for line in _process_reads(tree)]
     assert found == []
-    main = ast.parse((PACKAGE / "commands" / "lock.py").read_text())
+    main = ast.parse((PACKAGE / "commands" / "lock" / "command.py").read_text())
     assert _process_reads(main), "the rule sees what it looks for (the command reads os.environ)"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step, render_report
+from envgen.commands.check.report import FAILED, OK, SKIPPED, CheckReport, Step, render_report
 
 STATIC = (Step("static: lock parses", OK), Step("static: dependencies", OK))
 SOLVED = Step("solve: same pip set", OK, "15 entries on 2 platforms")

@@ -3,7 +3,7 @@ that asks."""
 
 from __future__ import annotations
 
-from envgen.commands.status import moving_sources
+from envgen.commands.status.command import moving_sources
 from envgen.commits import is_abbreviated_commit, is_full_commit
 from envgen.inputs.untrusted import commit_problem, ref_problem
 from envgen.lockdiff.compare import diff_locks

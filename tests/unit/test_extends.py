@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands.check_static import pin_problems
+from envgen.commands.check.static import pin_problems
 from envgen.inputs.matrix import load_env
 from envgen.project import Project
 from envgen.resolve.pypi.stage import gather_inputs

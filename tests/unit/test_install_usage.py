@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from envgen.commands.install import how_to_use
+from envgen.commands.install.command import how_to_use
 
 
 def test_a_conda_prefix_is_used_as_it_is_by_conda_activate_or_by_one_line_sourced(

@@ -8,8 +8,8 @@ import venv
 from pathlib import Path
 
 import pytest
-from envgen.commands.check_report import OK
-from envgen.commands.check_throwaway import installed_set_step
+from envgen.commands.check.report import OK
+from envgen.commands.check.throwaway import installed_set_step
 from envgen.installer.interpreter import run_interpreter
 from envgen.process import run
 

@@ -1,6 +1,6 @@
-"""A preflight that fails while the re-locks run (commands/lock.py): its error is the one raised,
-the re-locks are stopped as an interrupt stops them (their children killed), and the process may go
-on once they ended."""
+"""A preflight that fails while the re-locks run (commands/lock/command.py): its error is the one
+raised, the re-locks are stopped as an interrupt stops them (their children killed), and the
+process may go on once they ended."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from envgen import interrupts
-from envgen.commands import lock
+from envgen.commands.lock import command as lock
 from envgen.errors import NetworkError, Unreached
 from envgen.process import run
 

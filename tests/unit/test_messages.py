@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from envgen.commands.status import headline
+from envgen.commands.status.command import headline
 from envgen.errors import InputError, Unreached
 from envgen.inputs.files import read_input_text
 from envgen.lockdiff.revisions import LockText, diff_sides

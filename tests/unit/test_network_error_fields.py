@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from envgen.commands.check import _again
+from envgen.commands.check.command import _again
 from envgen.errors import ConflictError, NetworkError, Unreached
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Channel

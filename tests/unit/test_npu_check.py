@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 from envgen.cli.output import envelope
-from envgen.commands.check_report import CheckReport, Step
+from envgen.commands.check.report import CheckReport, Step
 
 REPO = Path(__file__).resolve().parents[2]
 

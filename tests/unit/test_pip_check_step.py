@@ -8,8 +8,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from envgen.commands.check_report import FAILED, OK
-from envgen.commands.check_throwaway import pip_check_step
+from envgen.commands.check.report import FAILED, OK
+from envgen.commands.check.throwaway import pip_check_step
 
 
 class PipCheckSays:

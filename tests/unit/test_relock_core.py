@@ -1,8 +1,8 @@
 """The re-lock core in process (resolve/pipeline.py), through fakes of its effects: a uv runner that
 resolves from a table of releases the way uv does (a preference is kept while the inputs allow it),
 git and the conda solve answered from the test, index metadata from a table. The core keeps what
-its inputs allow, moves what they require and says why, and the command (commands/lock.py) writes
-what it returns, or nothing when it fails."""
+its inputs allow, moves what they require and says why, and the command
+(commands/lock/command.py) writes what it returns, or nothing when it fails."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from types import MappingProxyType
 
 import pytest
 import tomli_w
-from envgen.commands.lock import LockOptions, relock_files
-from envgen.commands.lock_changes import EDITED
+from envgen.commands.lock.changes import EDITED
+from envgen.commands.lock.command import LockOptions, relock_files
 from envgen.errors import InputError, NetworkError, ResolutionError, Unreached
 from envgen.inputs.channels import IndexAccess
 from envgen.lockio.store import LockTexts, read_files, read_lock

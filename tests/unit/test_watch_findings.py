@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envgen.commands.watch_findings import (
+from envgen.commands.status.watch_findings import (
     installable,
     moved_conflicts,
     new_requirements,

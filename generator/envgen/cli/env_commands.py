@@ -76,7 +76,7 @@ def install_command(
     """Install the lock of ENV into --prefix: conda packages, hash-checked pip packages, then the
     recipe."""
     from envgen.commands.cache import claimed_cache
-    from envgen.commands.install import how_to_use, install_lock
+    from envgen.commands.install.command import how_to_use, install_lock
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=True)
     cache = claimed_cache()
@@ -129,8 +129,8 @@ def install_command(
 def bundle_command(env: str, output: Path, platforms: tuple[str, ...]) -> Outcome:
     """Write every conda package, pip artifact and source commit the lock of ENV names into one
     archive."""
-    from envgen.commands.bundle import bundle_env
     from envgen.commands.cache import claimed_cache
+    from envgen.commands.install.bundle import bundle_env
 
     proj = current_project()
     proj.known_envs([env], locked=True)
@@ -212,8 +212,8 @@ def check_command(
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and
     imports."""
     from envgen.commands.cache import claimed_cache
-    from envgen.commands.check import EnvOptions, check_env
-    from envgen.commands.check_report import render_report
+    from envgen.commands.check.command import EnvOptions, check_env
+    from envgen.commands.check.report import render_report
     from envgen.installer.tools import InstallerName
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=False)

@@ -37,7 +37,7 @@ def why_command(env: str, package: str, platform: str | None, limit: int) -> Out
 
     Exits 1 when no platform of the lock holds PACKAGE, naming the nearest names it does hold.
     """
-    from envgen.commands.explain import why_env
+    from envgen.commands.explain.command import why_env
 
     proj = current_project()
     proj.known_envs([env], locked=True)
@@ -75,7 +75,7 @@ def tree_command(env: str, platform: str | None, depth: int, invert: str | None)
 
     Exits 1 when --invert names a package no platform of the lock holds.
     """
-    from envgen.commands.explain import tree_env
+    from envgen.commands.explain.command import tree_env
 
     proj = current_project()
     proj.known_envs([env], locked=True)
@@ -104,7 +104,7 @@ def audit_command(env: str, platform: str | None, markdown: bool) -> Outcome:
 
     Exits 1 when there is a finding no ignore covers, 3 when the service cannot be asked.
     """
-    from envgen.commands.audit import audit_env
+    from envgen.commands.explain.audit import audit_env
 
     proj = current_project()
     proj.known_envs([env], locked=True)

@@ -12,7 +12,7 @@ from envgen.cli.output import Outcome
 from envgen.cli.running import reporting
 
 if TYPE_CHECKING:
-    from envgen.commands.lock import Mode
+    from envgen.commands.lock.command import Mode
 
 
 @click.command(
@@ -82,8 +82,8 @@ def lock_command(
     A re-lock keeps every version and commit of the previous lock that the inputs still allow, and
     says per platform what moved and why; with --check or --dry-run it writes nothing.
     """
-    from envgen.commands.lock import lock_envs
-    from envgen.commands.lock_report import summarize, summary_lines
+    from envgen.commands.lock.command import lock_envs
+    from envgen.commands.lock.report import summarize, summary_lines
     from envgen.resolve.movable import Movable
 
     if update_all and update:
@@ -233,7 +233,7 @@ def status_command(envs: tuple[str, ...], outdated: bool, watch: bool) -> Outcom
     were edited after `envgen lock` wrote them (tampered).
     """
     from envgen.commands.cache import claimed_cache
-    from envgen.commands.status import render_status, status_env, status_exit_code
+    from envgen.commands.status.command import render_status, status_env, status_exit_code
 
     proj, cache = current_project(), claimed_cache() if watch else None
     named = proj.known_envs(envs, locked=True)

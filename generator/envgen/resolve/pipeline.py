@@ -1,7 +1,7 @@
 """The re-lock core: a matrix, its previous lock and the settings in; the Lock, its recipe, its
 derived files and what moved out. Git sources first, then per platform conda and pip, assembled
 and checked for consistency. Every effect goes through the resolvers (resolve/resolvers.py); the
-command (commands/lock.py) reads the previous lock and writes what this returns."""
+command (commands/lock/command.py) reads the previous lock and writes what this returns."""
 
 from __future__ import annotations
 

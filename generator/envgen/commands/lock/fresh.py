@@ -31,8 +31,8 @@ def unchanged_hash(project: Project, texts: LockTexts, *, strict: bool = False) 
     of the matrix (its virtual packages depend on it): the matrix is not validated, so a no-op lock
     loads none of what resolving needs. A matrix whose bytes are those it was locked from was valid
     then. With `strict` (the modes that write nothing, once `require_untouched` passed) the verdict
-    is `status`'s too (commands/freshness.py): the matrix loaded, the lock read, every derived file
-    rendered and compared byte for byte.
+    is `status`'s too (commands/lock/freshness.py): the matrix loaded, the lock read, every derived
+    file rendered and compared byte for byte.
     """
     env = texts.env
     recorded = recorded_inputs(texts)
@@ -67,7 +67,7 @@ def _stale_for_status(project: Project, texts: LockTexts) -> bool:
     """Whether `status` calls the lock of `texts` stale (a derived file not byte for byte what the
     lock renders, the matrix loaded for its comments)."""
     # Imported here: the matrix loader, the schemas and the exporters are no part of the no-op.
-    from envgen.commands.freshness import freshness
+    from envgen.commands.lock.freshness import freshness
 
     lock = lock_of(texts)
     reasons = freshness(project, texts.env, lock).reasons if lock is not None else ("no lock",)

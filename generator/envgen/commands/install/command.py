@@ -11,8 +11,8 @@ from pathlib import Path
 from shlex import quote
 
 from envgen import interrupts
-from envgen.commands.freshness import require_fresh
-from envgen.commands.install_bundle import install_from_bundle
+from envgen.commands.install.from_bundle import install_from_bundle
+from envgen.commands.lock.freshness import require_fresh
 from envgen.errors import EnvgenError, InputError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
@@ -97,11 +97,11 @@ def install_lock(
     """Install the lock of `env` for this host's platform into `prefix`; returns its absolute path.
 
     A tampered lock (lockio/integrity.py) is refused with exit 4, a stale one
-    (commands/freshness.py) with exit 1 unless `frozen`, both before anything is installed. With
-    `bundle`, everything the lock names comes from that bundle, with no network (trusted through
-    the project's lock, or `lock_sha256`). An install that fails or is interrupted removes a new
-    prefix. The children's temporary files are in one scratch directory, removed at the end (an
-    interrupt kills them mid-work)."""
+    (commands/lock/freshness.py) with exit 1 unless `frozen`, both before anything is installed.
+    With `bundle`, everything the lock names comes from that bundle, with no network (trusted
+    through the project's lock, or `lock_sha256`). An install that fails or is interrupted removes
+    a new prefix. The children's temporary files are in one scratch directory, removed at the end
+    (an interrupt kills them mid-work)."""
     tool = installer_named(installer, cache)
     with children_scratch("envgen-install-"), removed_unless_installed(prefix.absolute()):
         if bundle is not None:

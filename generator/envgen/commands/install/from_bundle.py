@@ -23,10 +23,15 @@ from envgen.bundle.manifest import (
     requirements_path,
     wanted_artifacts,
 )
-from envgen.commands.bundle_trust import TrustRoot, bundle_lock_texts, trust_root, trusted_lock
-from envgen.commands.check_report import OK, SKIPPED, CheckReport, Step, step_of
-from envgen.commands.check_throwaway import throwaway_steps
-from envgen.commands.freshness import freshness, require_fresh
+from envgen.commands.check.report import OK, SKIPPED, CheckReport, Step, step_of
+from envgen.commands.check.throwaway import throwaway_steps
+from envgen.commands.install.bundle_trust import (
+    TrustRoot,
+    bundle_lock_texts,
+    trust_root,
+    trusted_lock,
+)
+from envgen.commands.lock.freshness import freshness, require_fresh
 from envgen.errors import VerificationError
 from envgen.installer.core import Installer, Request, check_request, install
 from envgen.installer.destinations import destination

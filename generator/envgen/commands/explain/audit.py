@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from envgen import network
 from envgen.commands.cache import claimed_cache
-from envgen.commands.explain import graphs
+from envgen.commands.explain.command import graphs
 from envgen.errors import InputError, NetworkError, Unreached
 from envgen.inputs.matrix import load_env
 from envgen.lockgraph.audit import Advisory, audit_graph, audited, parse_answer, unused_ignores

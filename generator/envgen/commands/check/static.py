@@ -16,8 +16,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envgen.commands.check_report import OK, SKIPPED, Step, step_of
-from envgen.commands.freshness import input_changes
+from envgen.commands.check.report import OK, SKIPPED, Step, step_of
+from envgen.commands.lock.freshness import input_changes
 from envgen.commits import is_full_commit
 from envgen.digests import short_digest
 from envgen.lockio.consistency import explained, violations
@@ -217,7 +217,7 @@ def import_check_problems(matrix: Matrix, lock: Lock) -> list[str]:
 
 
 def freshness_step(project: Project, lock: Lock, matrix: Matrix, *, frozen: bool) -> Step:
-    """Whether the lock's inputs changed since it was written (commands/freshness.py); with
+    """Whether the lock's inputs changed since it was written (commands/lock/freshness.py); with
     `frozen` not asked: the lock is checked as it is."""
     name = "static: input hash"
     if frozen:

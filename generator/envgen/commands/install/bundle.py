@@ -25,7 +25,7 @@ from envgen.bundle.manifest import (
     requirements_path,
     wanted_artifacts,
 )
-from envgen.commands.bundle_trust import lock_sha256
+from envgen.commands.install.bundle_trust import lock_sha256
 from envgen.errors import InputError
 from envgen.inputs.channels import access_index
 from envgen.inputs.credentials import lock_credentials

@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from envgen import platforms
-from envgen.commands import watch_findings as judge
+from envgen.commands.status import watch_findings as judge
 from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError, ResolutionError
 from envgen.inputs.channels import IndexAccess

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from envgen import interrupts
 from envgen.commands.cache import claimed_cache
-from envgen.commands.lock_fresh import require_untouched, unchanged_hash
-from envgen.commands.lock_names import check_update_names, check_upgrade_names
+from envgen.commands.lock.fresh import require_untouched, unchanged_hash
+from envgen.commands.lock.names import check_update_names, check_upgrade_names
 from envgen.errors import EnvgenError, InputError
 from envgen.lockio.store import LockTexts, lock_of, read_files
 from envgen.logs import HeldProgress
@@ -27,7 +27,7 @@ from envgen.project import Project
 from envgen.resolve.movable import NOTHING, Movable
 
 if TYPE_CHECKING:
-    from envgen.commands.lock_changes import Unwritten
+    from envgen.commands.lock.changes import Unwritten
     from envgen.model import Lock, Matrix
     from envgen.resolve.head_start import HeadStart
     from envgen.resolve.moves import Move
@@ -189,7 +189,7 @@ def _absent(texts: LockTexts) -> LockResult:
     """`lock --check` of an env without a lock: it would lock, no need to resolve to know it."""
     # Imported here, as in relock_files: what a write would change (and the matrix loader it
     # imports) is no part of the no-op lock.
-    from envgen.commands.lock_changes import without_lock
+    from envgen.commands.lock.changes import without_lock
 
     return LockResult(texts.env, "would-lock", None, unwritten=without_lock(texts))
 
@@ -298,7 +298,7 @@ def relock_files(
     the re-lock core returns (or, in a mode that writes nothing, say what writing it would change);
     `gate` may still stop it (with an error) before anything is written. A failure anywhere before
     the write leaves the lock files as they were."""
-    from envgen.commands.lock_changes import unwritten
+    from envgen.commands.lock.changes import unwritten
     from envgen.lockio.input_hashes import file_digests
     from envgen.lockio.store import write_lock
     from envgen.resolve.pipeline import relock

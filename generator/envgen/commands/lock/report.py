@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from envgen.digests import short_digest
 
 if TYPE_CHECKING:
-    from envgen.commands.lock import LockResult
+    from envgen.commands.lock.command import LockResult
     from envgen.model import Lock
     from envgen.resolve.moves import Move
 

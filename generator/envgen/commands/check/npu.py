@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from shlex import quote
 
-from envgen.commands.check_report import FAILED, OK, SKIPPED, Step
+from envgen.commands.check.report import FAILED, OK, SKIPPED, Step
 from envgen.errors import ToolError
 from envgen.installer.interpreter import run_interpreter
 from envgen.installer.tools import tool_environment

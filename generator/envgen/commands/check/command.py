@@ -14,10 +14,10 @@ from typing import TypeVar
 
 from packaging.utils import canonicalize_name
 
-from envgen.commands.check_report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
-from envgen.commands.check_static import pip_by_name, python_of, static_steps
-from envgen.commands.check_throwaway import Install, throwaway_steps
-from envgen.commands.install_bundle import check_from_bundle
+from envgen.commands.check.report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
+from envgen.commands.check.static import pip_by_name, python_of, static_steps
+from envgen.commands.check.throwaway import Install, throwaway_steps
+from envgen.commands.install.from_bundle import check_from_bundle
 from envgen.digests import short_digest
 from envgen.errors import ConflictError, EnvgenError, NetworkError
 from envgen.inputs.credentials import lock_credentials

@@ -15,8 +15,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envgen import network
-from envgen.commands.freshness import freshness
-from envgen.commands.watch_findings import WatchReport
+from envgen.commands.lock.freshness import freshness
+from envgen.commands.status.watch_findings import WatchReport
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError
 from envgen.inputs.channels import access_index
@@ -264,7 +264,9 @@ def _watched(
     """The report with the watch's, when asked for (`cache`: where its git objects go)."""
     if cache is None:
         return report
-    from envgen.commands.watch import watch_env  # git, indexes, moved trees: only with --watch
+    from envgen.commands.status.watch import (
+        watch_env,  # git, indexes, moved trees: only with --watch
+    )
 
     drifted = [(d.name, d.ref, d.upstream) for d in drift if d.upstream and d.drifted]
     return dataclasses.replace(report, watch=watch_env(matrix, lock, drifted, cache=cache))

@@ -55,7 +55,7 @@ def reasons(
     it was written (the input digests it records against `inputs`), its files edited; else the
     derived files missing (what a moving flag moves says its own reason)."""
     # Here, not at the top: freshness.py loads matrices, which the no-op lock never imports.
-    from envgen.commands.freshness import stale_reasons
+    from envgen.commands.lock.freshness import stale_reasons
 
     if not texts.present:
         return (NO_LOCK,)

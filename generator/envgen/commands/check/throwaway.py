@@ -19,9 +19,9 @@ from packaging.requirements import Requirement as Pep508
 from packaging.utils import canonicalize_name
 
 from envgen import interrupts
-from envgen.commands.check_npu import npu_step_names, npu_steps
-from envgen.commands.check_report import FAILED, OK, SKIPPED, Step, step_of
-from envgen.commands.check_static import pip_by_name, version_in
+from envgen.commands.check.npu import npu_step_names, npu_steps
+from envgen.commands.check.report import FAILED, OK, SKIPPED, Step, step_of
+from envgen.commands.check.static import pip_by_name, version_in
 from envgen.errors import EnvgenError, NetworkError
 from envgen.installer import core
 from envgen.installer.core import Destination, Installer, Request, Source

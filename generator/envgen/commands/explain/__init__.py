@@ -1,0 +1,1 @@
+"""`envgen why`, `envgen tree` and `envgen audit`: a lock explained from `locks/` alone."""

@@ -1,0 +1,1 @@
+"""`envgen status`: tampered, fresh or stale, upstream drift, and the watch."""
