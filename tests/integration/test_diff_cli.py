@@ -12,14 +12,18 @@ import pytest
 from click.testing import CliRunner, Result
 from envgen.cli import cli
 from envgen.example.gitrepos import GitRepo
+from envgen.lockio.exports.names import requirements_name
+from envgen.lockio.exports.requirements_txt import render_requirements
 from envgen.lockio.store import write_lock
-from envgen.model import Lock
+from envgen.model import Lock, Origin, PipPackage, TracedRequirement
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
 
-from tests.support.builders import bump, diff_lock
+from tests.support.builders import DIFF_PLATFORMS, bump, diff_lock, make_matrix, pip_entry
+from tests.support.schemas import validate
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
+DOCS = Path(__file__).parents[2] / "docs"
 
 
 def put(root: Path, lock: Lock) -> None:
@@ -56,6 +60,7 @@ def test_rev_path_against_work_tree_matches_golden(repo: GitRepo, fmt: str, gold
     if fmt == "json":  # the envelope every --json prints, its results the diffs
         document = json.loads(result.stdout)
         assert (document["command"], document["ok"]) == ("diff", True)
+        validate(document, json.loads((DOCS / "cli.schema.json").read_text(encoding="utf-8")))
         assert document["results"] == json.loads(expected)["diffs"]
         assert envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--json").stdout == result.stdout
     else:
@@ -172,3 +177,64 @@ def test_a_lock_file_that_is_a_symbolic_link_is_refused(repo: GitRepo, tmp_path:
     result = envgen("diff", "--git", "--format", "markdown")
     assert result.exit_code == 2, result.output
     assert "a5.yml is a symbolic link" in result.stderr
+
+
+def with_accelerate(lock: Lock, origin: Origin | None) -> Lock:
+    """`lock` holding accelerate 1.0 on each platform, declared by vllm-ascend at `origin` (none:
+    named by no source)."""
+    added = tuple(pip_entry("accelerate", "1.0", p) for p in DIFF_PLATFORMS)
+    declared = (TracedRequirement("accelerate>=1.0", origin),) if origin else ()
+    sources = tuple(
+        replace(s, requirements=declared) if s.source.name == "vllm-ascend" else s
+        for s in lock.sources
+    )
+    return replace(lock, pip=lock.pip + added, sources=sources)
+
+
+def vias(result: Result, name: str) -> dict[str, tuple[str, str | None]]:
+    (diff,) = json.loads(result.stdout)["results"]
+    return {p["platform"]: (p["kind"], p["via"]) for p in diff["packages"] if p["name"] == name}
+
+
+def test_a_package_a_source_declares_names_its_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    origin = Origin("requirements.txt", line=12, source="vllm-ascend")
+    for side, lock in (("old", diff_lock()), ("new", with_accelerate(diff_lock(), origin))):
+        (tmp_path / side).mkdir()
+        put(tmp_path / side, lock)
+    args = ("diff", "old/locks/a5.yml", "new/locks/a5.yml")
+    assert vias(envgen(*args, "--json"), "accelerate") == {
+        p: ("added", "vllm-ascend requirements.txt:12") for p in DIFF_PLATFORMS
+    }
+    lines = [line.split() for line in envgen(*args).stdout.splitlines() if "accelerate" in line]
+    assert lines == [
+        ["pip", "accelerate", "added", "1.0", "(via", "vllm-ascend", "requirements.txt:12)"]
+    ] * len(DIFF_PLATFORMS)
+
+
+def test_a_removed_package_names_the_root_it_had_on_the_old_side(repo: GitRepo) -> None:
+    # HEAD pins accelerate in the matrix (its derived requirements files say so); the work tree
+    # drops it, and keeps the bump, whose packages name their roots on the new side.
+    old, new = bump()
+    old = with_accelerate(old, None)
+    matrix = make_matrix(
+        "a5", platforms=DIFF_PLATFORMS, packages=(PipPackage("accelerate", "==1.0"),)
+    )
+    derived = [
+        (requirements_name("a5", p), render_requirements(old, p, matrix)) for p in old.platforms
+    ]
+    write_lock(Project(repo.path), "a5", old, render_recipe(old), derived)
+    repo.git("add", "locks")
+    repo.commit({}, "pin accelerate")
+    put(repo.path, new)
+    result = envgen("diff", "--git", "--json")
+    assert vias(result, "accelerate") == {
+        p: ("removed", "matrix pip.packages.accelerate") for p in DIFF_PLATFORMS
+    }
+    assert vias(result, "transformers") == {
+        p: ("upgraded", "vllm-ascend requirements.txt:38") for p in DIFF_PLATFORMS
+    }
+    text = envgen("diff", "--git", "--format", "markdown").stdout
+    assert "| removed | pip | `accelerate` | 1.0 | - | matrix pip.packages.accelerate |" in text

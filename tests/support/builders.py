@@ -342,12 +342,29 @@ def diff_lock(
     return dataclasses.replace(lock, **changes)  # type: ignore[arg-type]
 
 
+# What brings the bumped pip packages in, on both sides: transformers a requirement vllm-ascend
+# declares, mbridge an override.
+BUMP_VIA = {"transformers": "vllm-ascend requirements.txt:38", "mbridge": "override: mcore 0.15"}
+
+
+def _with_reasons(lock: Lock) -> Lock:
+    declared = TracedRequirement(
+        "transformers>=4.57", Origin("requirements.txt", line=38, source="vllm-ascend")
+    )
+    sources = tuple(
+        dataclasses.replace(s, requirements=(declared,)) if s.source.name == "vllm-ascend" else s
+        for s in lock.sources
+    )
+    override = AppliedOverride(Override("mbridge", "mbridge>=0.13", "mcore 0.15"))
+    return dataclasses.replace(lock, sources=sources, overrides=(override,))
+
+
 def bump() -> tuple[Lock, Lock]:
     """One conda package, two pip packages and one source commit bumped."""
     new = diff_lock(
         python="3.11.9", transformers="4.57.6", mbridge="0.15.1", vllm_ascend=NEW_COMMIT
     )
-    return diff_lock(), new
+    return _with_reasons(diff_lock()), _with_reasons(new)
 
 
 # --- a hand-built lock written as `envgen lock` writes one

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from envgen.commands.diff_via import explain
 from envgen.lockdiff.changes import LockDiff
-from envgen.lockdiff.compare import compare_url, diff_locks
+from envgen.lockdiff.compare import compare_url, diff_locks, with_via
 from envgen.lockdiff.render import MARKER, OPEN_ROWS, render_json, render_markdown, render_text
 from envgen.model import AppliedOverride, Lock, Override, Pending, Submodule
 
@@ -35,9 +36,15 @@ GOLDEN = Path(__file__).parents[1] / "data" / "golden"
 WORKFLOW = Path(__file__).parents[2] / ".github" / "workflows" / "lock-diff.yml"
 
 
+def no_derived(name: str) -> str | None:
+    return None
+
+
 def diff_bump() -> LockDiff:
+    """The bump as `envgen diff` shows it: each pip change naming its root (no derived files)."""
     old, new = bump()
-    return diff_locks(old, new, labels=("HEAD:locks/a5.yml", "locks/a5.yml"))
+    diff = diff_locks(old, new, labels=("HEAD:locks/a5.yml", "locks/a5.yml"))
+    return with_via(diff, explain(old, no_derived), explain(new, no_derived))
 
 
 @pytest.mark.parametrize(
@@ -378,3 +385,33 @@ def test_the_comment_updated_is_the_workflows_own_not_one_quoting_the_marker(
     }
     assert run([forged]) == [["create", 7]]
     assert run([forged, own]) == [["update", 2]]
+
+
+def test_hostile_roots_give_one_escaped_line_and_a_cycle_no_root() -> None:
+    # a and b require each other and nothing else brings them in; c's override reason carries an
+    # escape sequence and a newline; the platform names a file elsewhere, which is never read.
+    platform = "../../etc"
+    cycle = (
+        pip_entry("a", "1.0", platform, depends=(("b", ">=1"),)),
+        pip_entry("b", "1.0", platform, depends=(("a", ">=1"),)),
+        pip_entry("c", "1.0", platform),
+    )
+    reason = "red \x1b[31m\nnext line"
+    old = dataclasses.replace(diff_lock(), platforms=(platform,), conda=(), pip=(), sources=())
+    new = dataclasses.replace(
+        old, pip=cycle, overrides=(AppliedOverride(Override("c", "c==1.0", reason)),)
+    )
+    asked: list[str] = []
+
+    def derived(name: str) -> str | None:
+        asked.append(name)
+        return None
+
+    diff = with_via(diff_locks(old, new), explain(old, derived), explain(new, derived))
+    assert {c.name: c.via for c in diff.packages} == {
+        "a": None,
+        "b": None,
+        "c": "override: red \\x1b[31m next line",
+    }
+    assert asked == []
+    assert "(via override: red \\x1b[31m next line)" in render_text([diff])

@@ -189,6 +189,7 @@ def diff_command(
     With two files no project is needed; --git diffs the project's locks/ (unchanged ones are
     skipped).
     """
+    from envgen.commands.diff_via import explain
     from envgen.lockdiff.render import diff_results, render
     from envgen.lockdiff.revisions import diff_against_rev, diff_sides, read_side
 
@@ -198,11 +199,11 @@ def diff_command(
     if rev is not None:
         if old or new:
             raise click.UsageError("give either OLD NEW or --git [REV], not both")
-        diffs = diff_against_rev(current_project(), rev)
+        diffs = diff_against_rev(current_project(), rev, explain)
     else:
         if not (old and new):
             raise click.UsageError("give OLD and NEW (lock paths or REV:path), or --git [REV]")
-        diff = diff_sides(read_side(old, Path.cwd()), read_side(new, Path.cwd()))
+        diff = diff_sides(read_side(old, Path.cwd()), read_side(new, Path.cwd()), explain)
         diffs = [] if diff.empty else [diff]
     text = render(diffs, "text" if fmt == "json" else fmt)
     code = 1 if diffs and exit_code else 0

@@ -3,6 +3,7 @@ between two Locks of one env, and their counts by kind."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from envgen.commits import short_commit
@@ -12,6 +13,10 @@ KINDS = ("added", "removed", "upgraded", "downgraded", "changed", "rebuilt", "re
 # Same version, different artifact hash: "rebuilt" under a new file name, "replaced" under the same
 # one.
 HASH_KINDS = ("rebuilt", "replaced")
+# The root that brings a pip package into one side's lock, shown compactly (`vllm-ascend
+# requirements.txt:38`, `matrix pip.packages.torch`, `override: reason`): (platform, canonical
+# name) -> text, or None when the side records no reason for it.
+Via = Callable[[str, str], str | None]
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,8 @@ class PackageChange:
     new_hash: str | None = None
     old_url: str | None = None
     new_url: str | None = None
+    # The root that brought a pip package in (see Via); None for conda, or when none is recorded.
+    via: str | None = None
 
     @property
     def loud(self) -> bool:

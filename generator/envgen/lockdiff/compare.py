@@ -18,6 +18,7 @@ from envgen.lockdiff.changes import (
     PackageChange,
     SourceChange,
     SubmoduleChange,
+    Via,
 )
 from envgen.model import (
     AppliedOverride,
@@ -364,3 +365,18 @@ def _links(lock: Lock) -> dict[str, str]:
 
 def _show_index(url: str, explicit: bool) -> str:
     return f"{redact_url(url)} (explicit)" if explicit else redact_url(url)
+
+
+def with_via(diff: LockDiff, old: Via, new: Via) -> LockDiff:
+    """`diff` with each pip change naming the root that brought the package in: on the new side,
+    and for a removed package on the old one (see changes.Via)."""
+    packages = tuple(
+        dataclasses.replace(
+            c,
+            via=(old if c.kind == "removed" else new)(c.platform, str(canonicalize_name(c.name))),
+        )
+        if c.manager == "pip"
+        else c
+        for c in diff.packages
+    )
+    return dataclasses.replace(diff, packages=packages)

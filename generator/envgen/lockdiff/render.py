@@ -162,8 +162,8 @@ def render_text(diffs: list[LockDiff]) -> str:
             out.append(f"  platforms removed: {', '.join(diff.platforms_removed)}")
         for platform in sorted({c.platform for c in diff.packages}):
             out.append(f"  {platform}")
-            rows = [
-                (c.manager, c.name, c.kind, *_arrow(c))
+            rows: list[tuple[str, ...]] = [
+                (c.manager, c.name, c.kind, *_arrow(c), f"(via {c.via})" if c.via else "")
                 for c in diff.packages
                 if c.platform == platform
             ]
@@ -249,11 +249,12 @@ def _markdown_packages(platform: str, changes: list[PackageChange]) -> list[str]
     noun = "change" if len(changes) == 1 else "changes"
     details = "<details open>" if len(changes) <= OPEN_ROWS else "<details>"
     out = [f"{details}<summary><b>{platform}</b>: {len(changes)} package {noun}</summary>", ""]
-    out += ["| change | manager | package | old | new |", "|---|---|---|---|---|"]
+    out += ["| change | manager | package | old | new | via |", "|---|---|---|---|---|---|"]
     for c in changes:
         old, new = _old_new(c)
         kind = f"**{c.kind}** ⚠️" if c.loud else c.kind
-        out.append(f"| {kind} | {c.manager} | `{_cell(c.name)}` | {_cell(old)} | {_cell(new)} |")
+        cells = f"| {kind} | {c.manager} | `{_cell(c.name)}` | {_cell(old)} | {_cell(new)} |"
+        out.append(f"{cells} {_cell(c.via)} |")
     return [*out, "", "</details>", ""]
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, replace
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envgen.errors import InputError
 from envgen.inputs.files import read_input_text
-from envgen.lockdiff.changes import LockDiff
-from envgen.lockdiff.compare import diff_locks
+from envgen.lockdiff.changes import LockDiff, Via
+from envgen.lockdiff.compare import diff_locks, with_via
 from envgen.lockio.conda_lock_yml import LockYml, parse_lock_yml
 from envgen.lockio.integrity import checked, missing_files, tampered
 from envgen.lockio.store import parse_lock, read_files
@@ -115,15 +117,26 @@ def list_at_rev(root: Path, rev: str, reldir: str) -> list[str]:
 # ------------------------------------------------------------------------------------------
 
 
+def _no_file(name: str) -> str | None:
+    return None
+
+
+# A derived file next to a side's lock (`a5.linux-64.requirements.txt`): its text, None when absent.
+Derived = Callable[[str], str | None]
+# What names the roots of a side's pip packages (commands/diff_via.py): its Lock and derived files.
+Explain = Callable[[Lock, Derived], Via]
+
+
 @dataclass(frozen=True)
 class LockText:
     """One side of a diff as read: a label for humans, the env, the yml and (if present) its
-    sources.toml."""
+    sources.toml, and a reader of the derived files next to it."""
 
     label: str
     env: str
     yml: str
     sources: str | None
+    derived: Derived = field(default=_no_file, compare=False, repr=False)
 
 
 def sibling_sources(path: str) -> str:
@@ -166,8 +179,17 @@ def read_side(spec: str, cwd: Path) -> LockText:
 
 def _file_side(path: Path, label: str) -> LockText:
     sources = Path(sibling_sources(str(path)))
+
+    def derived(name: str) -> str | None:
+        file = path.parent / name
+        return _read(file) if file.is_file() else None
+
     return LockText(
-        label, env_of(str(path)), _read(path), _read(sources) if sources.is_file() else None
+        label,
+        env_of(str(path)),
+        _read(path),
+        _read(sources) if sources.is_file() else None,
+        derived,
     )
 
 
@@ -175,7 +197,12 @@ def _rev_side(root: Path, rev: str, relpath: str, label: str) -> LockText | None
     yml = show_at_rev(root, rev, relpath)
     if yml is None:
         return None
-    return LockText(label, env_of(relpath), yml, show_at_rev(root, rev, sibling_sources(relpath)))
+
+    def derived(name: str) -> str | None:
+        return show_at_rev(root, rev, posixpath.join(posixpath.dirname(relpath), name))
+
+    sources = show_at_rev(root, rev, sibling_sources(relpath))
+    return LockText(label, env_of(relpath), yml, sources, derived)
 
 
 def _read(path: Path) -> str:
@@ -209,15 +236,25 @@ def _lock_yml(side: LockText) -> LockYml:
         ) from exc
 
 
-def diff_sides(old: LockText, new: LockText) -> LockDiff:
-    """Diff two sides; when one lacks its sources.toml both are compared on their packages only."""
+def diff_sides(old: LockText, new: LockText, explain: Explain | None = None) -> LockDiff:
+    """Diff two sides; when one lacks its sources.toml both are compared on their packages only.
+    With `explain`, each pip change names the root that brought the package in."""
     complete = old.sources is not None and new.sources is not None
     # Parsed first: a file that is not a lock says so before anything about its sources.toml.
     locks = parse_side(old, with_sources=complete), parse_side(new, with_sources=complete)
     if not complete and (old.sources is not None or new.sources is not None):
         missing = old.label if old.sources is None else new.label
         log.warning("%s has no sources.toml next to it: comparing packages only", missing)
-    return diff_locks(*locks, labels=(old.label, new.label))
+    diff = diff_locks(*locks, labels=(old.label, new.label))
+    return _explained(diff, explain, (locks[0], old.derived), (locks[1], new.derived))
+
+
+def _explained(
+    diff: LockDiff, explain: Explain | None, old: tuple[Lock, Derived], new: tuple[Lock, Derived]
+) -> LockDiff:
+    if explain is None or not any(c.manager == "pip" for c in diff.packages):
+        return diff
+    return with_via(diff, explain(*old), explain(*new))
 
 
 def working_integrity(project: Project, env: str) -> tuple[str, ...]:
@@ -231,10 +268,10 @@ def working_integrity(project: Project, env: str) -> tuple[str, ...]:
     return found.problems if found is not None else ()
 
 
-def diff_against_rev(project: Project, rev: str) -> list[LockDiff]:
+def diff_against_rev(project: Project, rev: str, explain: Explain | None = None) -> list[LockDiff]:
     """Each lock in locks/ against the same file at `rev` (added and deleted locks too); unchanged
     ones left out. The work tree's locks are checked for integrity too: a hand-edited file is a
-    change to report."""
+    change to report. With `explain`, each pip change names the root that brought it in."""
     root = repo_root(project.locks_dir)
     verify_rev(root, rev)
     reldir = repo_path(root, project.locks_dir)
@@ -249,15 +286,15 @@ def diff_against_rev(project: Project, rev: str) -> list[LockDiff]:
         new = _file_side(working, relpath) if working.is_file() else None
         problems = working_integrity(project, env_of(relpath)) if present else ()
         if old is not None and new is not None:
-            diff = diff_sides(old, new)
+            diff = diff_sides(old, new, explain)
         elif new is not None:
-            diff = diff_locks(
-                Lock(new.env, (), "", (), (), ()), parse_side(new), labels=(f"{rev}: none", relpath)
-            )
+            none, lock = Lock(new.env, (), "", (), (), ()), parse_side(new)
+            diff = diff_locks(none, lock, labels=(f"{rev}: none", relpath))
+            diff = _explained(diff, explain, (none, _no_file), (lock, new.derived))
         elif old is not None:
-            diff = diff_locks(
-                parse_side(old), Lock(old.env, (), "", (), (), ()), labels=(old.label, "deleted")
-            )
+            lock, none = parse_side(old), Lock(old.env, (), "", (), (), ())
+            diff = diff_locks(lock, none, labels=(old.label, "deleted"))
+            diff = _explained(diff, explain, (lock, old.derived), (none, _no_file))
         diff = replace(diff, tampered=problems)
         if not diff.empty:
             diffs.append(diff)
