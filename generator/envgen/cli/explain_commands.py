@@ -3,12 +3,17 @@ of it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from envgen.cli.options import common_options, current_project, env_names, epilog
 from envgen.cli.output import Outcome
 from envgen.cli.running import reporting
 from envgen.lockgraph.walk import MAX_DEPTH
+
+if TYPE_CHECKING:
+    from envgen.commands.explain.command import Explained
 
 PLATFORM_HELP = "Only this platform of the lock (default: every one)."
 
@@ -42,10 +47,7 @@ def why_command(env: str, package: str, platform: str | None, limit: int) -> Out
     proj = current_project()
     proj.known_envs([env], locked=True)
     found = why_env(proj, env, package, platform=platform, limit=limit)
-    outcome = Outcome(results=found.results, text=found.text, exit_code=found.exit_code)
-    for note in found.notes:
-        outcome.note(note, "yellow")
-    return outcome
+    return _outcome(found)
 
 
 @click.command(
@@ -80,10 +82,7 @@ def tree_command(env: str, platform: str | None, depth: int, invert: str | None)
     proj = current_project()
     proj.known_envs([env], locked=True)
     found = tree_env(proj, env, platform=platform, depth=depth, invert=invert)
-    outcome = Outcome(results=found.results, text=found.text, exit_code=found.exit_code)
-    for note in found.notes:
-        outcome.note(note, "yellow")
-    return outcome
+    return _outcome(found)
 
 
 @click.command(
@@ -109,6 +108,11 @@ def audit_command(env: str, platform: str | None, markdown: bool) -> Outcome:
     proj = current_project()
     proj.known_envs([env], locked=True)
     found = audit_env(proj, env, platform=platform, markdown=markdown)
+    return _outcome(found)
+
+
+def _outcome(found: Explained) -> Outcome:
+    """What `why`, `tree` and `audit` found, as the command prints it (notes in yellow)."""
     outcome = Outcome(results=found.results, text=found.text, exit_code=found.exit_code)
     for note in found.notes:
         outcome.note(note, "yellow")

@@ -7,34 +7,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 from envgen import network
 from envgen.commands.cache import claimed_cache
-from envgen.commands.explain.command import graphs
+from envgen.commands.explain.command import Explained, graphs
 from envgen.errors import InputError, NetworkError, Unreached
 from envgen.inputs.matrix import load_env
 from envgen.lockgraph.audit import Advisory, audit_graph, audited, parse_answer, unused_ignores
 from envgen.lockgraph.audit_render import audit_document, audit_markdown, audit_text
 from envgen.project import Project
 from envgen.resolve.pypi.advisories import DEFAULT_URL, VARIABLE, Service, ask
-
-
-@dataclass
-class Audited:
-    """What `envgen audit` prints: one result per platform, the text (or markdown), notes for
-    stderr, the exit code (1: a finding no ignore covers)."""
-
-    results: list[dict[str, Any]] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    exit_code: int = 0
-
-    @property
-    def text(self) -> str:
-        return "".join(line + "\n" for line in self.lines)
 
 
 def service_url(environ: Mapping[str, str]) -> str:
@@ -56,7 +39,7 @@ def audit_env(
     platform: str | None = None,
     markdown: bool = False,
     environ: Mapping[str, str] | None = None,
-) -> Audited:
+) -> Explained:
     """The audit of the lock of `env` (every platform, or `platform`)."""
     environ = os.environ if environ is None else environ
     ignores = dict(load_env(project, env, conda_specs=False).audit_ignores)
@@ -76,7 +59,7 @@ def audit_env(
             hosts=[Unreached(base, why)],
         )
     audits = [audit_graph(g, answers, ignores) for g in chosen]
-    out = Audited(results=[audit_document(a) for a in audits])
+    out = Explained(results=[audit_document(a) for a in audits])
     out.lines = audit_markdown(env, audits) if markdown else audit_text(audits)
     for graph in chosen:
         out.notes += [f"{graph.platform}: {note}" for note in graph.notes]

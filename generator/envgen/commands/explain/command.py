@@ -22,8 +22,9 @@ from envgen.project import Project
 
 @dataclass
 class Explained:
-    """What a command prints: one result per platform, the text, notes for stderr, the exit code
-    (1: the package asked about is on no platform of the lock)."""
+    """What `why`, `tree` and `audit` print: one result per platform, the text (or markdown), notes
+    for stderr, the exit code (1: the package asked about is on no platform of the lock; for
+    `audit`, a finding no ignore covers)."""
 
     results: list[dict[str, Any]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
