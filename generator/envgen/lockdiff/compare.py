@@ -6,7 +6,6 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 from packaging.version import Version as PipVersion
 
@@ -28,6 +27,7 @@ from envgen.model import (
     Source,
     Submodule,
 )
+from envgen.names import package_key
 from envgen.redact import redact_url
 
 _FORGES = {"github.com": "https://github.com", "gitcode.com": "https://gitcode.com"}
@@ -64,9 +64,7 @@ def diff_locks(old: Lock, new: Lock, *, labels: tuple[str, str] = ("old", "new")
 
 
 def _by_name(entries: Iterable[CondaEntry | PipEntry]) -> dict[str, CondaEntry | PipEntry]:
-    return {
-        str(canonicalize_name(e.name)) if isinstance(e, PipEntry) else e.name: e for e in entries
-    }
+    return {package_key(e.name) if isinstance(e, PipEntry) else e.name: e for e in entries}
 
 
 def _diff_entries(

@@ -23,13 +23,14 @@ from typing import IO
 
 from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from envgen import atomic, network, platforms
 from envgen.digests import short_digest
 from envgen.errors import ResolutionError, VerificationError
 from envgen.inputs.untrusted import tree_path_problem
 from envgen.model import Archive, ArchiveMember, Lock, LockedArchive, Matrix
+from envgen.names import package_key
 from envgen.redact import redact_url
 from envgen.resolve.archives.fetch import archive_format, fetch
 from envgen.resolve.pypi import uv_pylock
@@ -191,7 +192,7 @@ def read_members(
     with _opened(path, url) as (names, opened):
         wheels = _wheels(names)
         for wanted in archive.wheels:
-            normal = canonicalize_name(wanted)
+            normal = package_key(wanted)
             fits = [w for w in wheels if w[1] == normal and w[3] & priority.keys()]
             if not fits:
                 held = ", ".join(w[0] for w in wheels) or "no wheel"
@@ -231,7 +232,7 @@ def _member(
 
 def _without_marker(requirement: Pep508) -> str:
     extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
-    return f"{canonicalize_name(requirement.name)}{extras}{requirement.specifier}"
+    return f"{package_key(requirement.name)}{extras}{requirement.specifier}"
 
 
 def archive_wheels(

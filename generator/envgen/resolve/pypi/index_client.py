@@ -24,7 +24,6 @@ import urllib3
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
-    canonicalize_name,
     parse_sdist_filename,
     parse_wheel_filename,
 )
@@ -35,6 +34,7 @@ from envgen.credentials import NO_CREDENTIALS, Credentials
 from envgen.errors import EnvgenError, NetworkError, ResolutionError, Unreached, VerificationError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import PipEntry
+from envgen.names import package_key
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve.pypi import uv_pylock
 from envgen.urls import same_host, url_host
@@ -302,8 +302,8 @@ def fetch_metadata(
 def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[str] | None:
     """The file names on an index's simple page for `name` (PEP 691 JSON or PEP 503 HTML); None on
     404."""
-    url = urljoin(index.url.rstrip("/") + "/", f"{canonicalize_name(name)}/")
-    shown = urljoin(index.shown.rstrip("/") + "/", f"{canonicalize_name(name)}/")
+    url = urljoin(index.url.rstrip("/") + "/", f"{package_key(name)}/")
+    shown = urljoin(index.shown.rstrip("/") + "/", f"{package_key(name)}/")
     try:
         response = client.get(
             url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}

@@ -33,7 +33,6 @@ import uv
 from build.env import DefaultIsolatedEnv
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envgen import atomic
@@ -44,6 +43,7 @@ from envgen.inputs.files import bounded_nesting
 from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
 from envgen.inputs.untrusted import one_line
 from envgen.model import Origin, Source, TracedRequirement
+from envgen.names import package_key
 from envgen.process import run, tail
 from envgen.redact import redact_text
 from envgen.resolve.pypi.uv_compile import (
@@ -210,7 +210,7 @@ def _scm_environment(source: Source, version: str) -> dict[str, str]:
     """setuptools-scm's version for the tree `git archive` gives (no .git to read one from): the
     per-distribution form for a build that knows its name, the plain one for a setup.py asking
     setuptools-scm itself (vLLM's `get_version()`); only the source's own hooks run with them."""
-    dist = canonicalize_name(source.distribution).replace("-", "_").upper()
+    dist = package_key(source.distribution).replace("-", "_").upper()
     return {_PRETEND: version, f"{_PRETEND}_FOR_{dist}": version}
 
 
@@ -371,7 +371,7 @@ def _install_failed(
 
 def _name_of(requirement: str) -> str | None:
     try:
-        return canonicalize_name(Pep508(requirement).name)
+        return package_key(Pep508(requirement).name)
     except InvalidRequirement:
         return None
 
