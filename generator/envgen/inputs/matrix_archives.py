@@ -3,9 +3,9 @@ tar of wheels, as sgl-kernel-npu publishes them), its URL and sha256 per platfor
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from envgen.digests import is_sha256
 from envgen.inputs.matrix_sections import SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
     KeyPath,
@@ -22,7 +22,6 @@ from envgen.model import Archive
 from envgen.names import is_project_name, package_key
 
 _KEYS = ("url", "sha256", "wheels", "note")
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 PerPlatform = tuple[tuple[str, str], ...]
 
 
@@ -147,4 +146,4 @@ def _names_taken(data: dict[str, Any]) -> dict[str, str]:
 
 
 def _sha256_problem(value: str) -> str | None:
-    return None if _SHA256.fullmatch(value) else f"'{value}' is not a sha256 (64 hex digits)"
+    return None if is_sha256(value, any_case=True) else f"'{value}' is not a sha256 (64 hex digits)"

@@ -3,13 +3,13 @@ indexes."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envgen.digests import is_sha256
 from envgen.inputs.matrix_sections import SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
     KeyPath,
@@ -30,7 +30,6 @@ from envgen.names import is_project_name, package_key
 
 _PACKAGE_KEYS = ("version", "extras", "marker", "index", "pending", "url", "sha256")
 Excluded = Exclusion | None
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 class PipSectionReader(SectionReader):
@@ -137,7 +136,7 @@ class PipSectionReader(SectionReader):
             )
         url = get_str(self.p, table, (*path, "url"))
         sha256 = get_str(self.p, table, (*path, "sha256"))
-        if sha256 is not None and not _SHA256.fullmatch(sha256):
+        if sha256 is not None and not is_sha256(sha256, any_case=True):
             self.p.add((*path, "sha256"), f"'{sha256}' is not a sha256 (64 hex digits)")
         self.key_conflicts(path, table)
         if len(self.p.items) > before:

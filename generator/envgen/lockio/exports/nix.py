@@ -16,7 +16,7 @@ from posixpath import basename
 from typing import TypeAlias
 from urllib.parse import unquote, urlsplit
 
-from envgen.digests import short_digest
+from envgen.digests import SHA256_HEX, short_digest
 from envgen.lockio.exports.common import bare_url, header
 from envgen.model import (
     ArchiveMember,
@@ -243,7 +243,7 @@ def render_nix(lock: Lock) -> str:
     return "\n".join(lines) + "\n" + _render(lock_value(lock), "") + "\n"
 
 
-_FETCHURL = re.compile(r'fetchurl = \{\s*url = "([^"]*)";\s*sha256 = "([0-9a-f]{64})";')
+_FETCHURL = re.compile(rf'fetchurl = \{{\s*url = "([^"]*)";\s*sha256 = "({SHA256_HEX})";')
 
 
 @dataclass(frozen=True, order=True)
