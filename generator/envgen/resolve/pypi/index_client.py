@@ -17,7 +17,7 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import requests
 import urllib3
@@ -37,7 +37,7 @@ from envgen.model import PipEntry
 from envgen.names import package_key
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve.pypi import uv_pylock
-from envgen.urls import same_host, url_host
+from envgen.urls import same_host, url_host, url_host_name
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ def _trusts(index: IndexAccess, url: str) -> bool:
     """Whether `url` is on the index's trusted host (pip's --trusted-host: host or host:port)."""
     if not index.trusted_host:
         return False
-    return index.trusted_host.lower() in (urlsplit(url).hostname, url_host(url))
+    return index.trusted_host.lower() in (url_host_name(url), url_host(url))
 
 
 def _cached(cache: Path, sha256: str) -> Path:
