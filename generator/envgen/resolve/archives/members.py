@@ -13,7 +13,6 @@ import functools
 import hashlib
 import logging
 import os
-import re
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -41,7 +40,6 @@ from envgen.scratch import scratch_dir
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
-_EXTRA = re.compile(r"\bextra\b")
 
 
 def member_path(cache: Path, member: ArchiveMember) -> Path:
@@ -225,7 +223,7 @@ def _member(
     requires = uv_pylock.parse_metadata(text, path).requires
     applying = [r for r in requires if r.marker is None or r.marker.evaluate(environment)]
     # Evaluated here for the platform: the resolution gets the requirement without its marker.
-    kept = [r for r in applying if not (r.marker and _EXTRA.search(str(r.marker)))]
+    kept = [r for r in applying if not uv_pylock.needs_extra(r)]
     plain = sorted({_without_marker(r) for r in kept})
     return ArchiveMember(path, name, version, sha256, tuple(plain))
 

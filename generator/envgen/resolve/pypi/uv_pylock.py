@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -170,6 +171,17 @@ def parse_metadata(text: str, where: str) -> Metadata:
         except InvalidRequirement as exc:
             log.warning("%s: ignoring unparsable Requires-Dist %r: %s", where, line, exc)
     return Metadata(tuple(requires))
+
+
+# A marker's text as packaging writes it: values quoted, variables bare.
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+_EXTRA = re.compile(r"\bextra\b")
+
+
+def needs_extra(req: Pep508) -> bool:
+    """Whether a requirement applies only as some extra decides: its marker names the `extra`
+    variable (on either side, with any operator), not merely a value spelled so."""
+    return req.marker is not None and _EXTRA.search(_QUOTED.sub("", str(req.marker))) is not None
 
 
 class Target:

@@ -53,6 +53,7 @@ from envgen.resolve.pypi.uv_compile import (
     render_uv_config,
     uv_environment,
 )
+from envgen.resolve.pypi.uv_pylock import needs_extra
 from envgen.resolve.sources.backend_warnings import BACKEND_WARNINGS
 from envgen.scratch import scratch_dir
 
@@ -64,7 +65,6 @@ CACHE_FORMAT = 2
 INSTALL_TIMEOUT = 1800.0
 # A backend's metadata hook (setup.py egg_info and the like) that runs longer than this is stuck.
 HOOK_TIMEOUT = 900.0
-_EXTRA = re.compile(r"\bextra\s*(==|!=|in\b|not\s+in\b)")
 _TRACEBACK = "Traceback (most recent call last):"
 _PRETEND = "SETUPTOOLS_SCM_PRETEND_VERSION"
 
@@ -127,7 +127,8 @@ def declared_dependencies(
         lines = parse_pyproject(
             data.decode("utf-8", errors="replace"), "pyproject.toml", context=context
         )
-        return Declared(tuple(line for line in lines if not _needs_extra(line.requirement)))
+        # An editable install requests no extras, so a requirement guarded by one never applies.
+        return Declared(tuple(line for line in lines if not needs_extra(line.requirement)))
     if data is None and read("setup.py") is None:
         return Declared(fallback="it has neither pyproject.toml nor setup.py")
     version = stated_version(source.ref, commit)
@@ -300,7 +301,8 @@ def build_requires(
                 Path(builder.metadata_path(out))
             ).metadata
             requires = metadata.get_all("Requires-Dist") or []
-    return [str(r) for r in map(_requirement, requires) if r is not None and not _needs_extra(r)]
+    # No extra is requested: a requirement guarded by one never applies.
+    return [str(r) for r in map(_requirement, requires) if r is not None and not needs_extra(r)]
 
 
 def _requirement(text: str) -> Pep508 | None:
@@ -309,11 +311,6 @@ def _requirement(text: str) -> Pep508 | None:
     except InvalidRequirement:
         log.warning("ignored `Requires-Dist: %s`: not a PEP 508 requirement", text)
         return None
-
-
-def _needs_extra(req: Pep508) -> bool:
-    # An editable install requests no extras, so a requirement guarded by one never applies.
-    return req.marker is not None and _EXTRA.search(str(req.marker)) is not None
 
 
 def _install(
