@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from envgen.redact import strip_credentials
-from envgen.urls import path_under, same_host
+from envgen.urls import path_under, same_host, url_host_name
 
 _HTTP = ("http", "https")
 
@@ -100,9 +100,7 @@ class Credentials:
     def headers(self, host: str, path: str) -> dict[str, str] | None:
         """rattler's AddHeadersMiddleware callback (it is given the host without its port): the
         Authorization header of the request, if any."""
-        found = _best(
-            [c for c in self.items if (urlsplit(c.url).hostname or "") == host.lower()], path
-        )
+        found = _best([c for c in self.items if url_host_name(c.url) == host.lower()], path)
         return {"Authorization": found.header} if found else None
 
     def git_environment(self, environ: Mapping[str, str]) -> dict[str, str]:
@@ -122,7 +120,7 @@ class Credentials:
         first wins)."""
         machines: dict[str, Credential] = {}
         for credential in self.items:
-            machines.setdefault(urlsplit(credential.url).hostname or "", credential)
+            machines.setdefault(url_host_name(credential.url), credential)
         return "".join(
             f"machine {host}\nlogin {_netrc_word(c.username)}\npassword {_netrc_word(c.password)}\n"
             for host, c in machines.items()

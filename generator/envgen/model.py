@@ -7,8 +7,6 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from packaging.utils import canonicalize_name
-
 # The install steps' data lives in model_steps.py, a lock's entries (one package of one platform) in
 # model_entries.py; both are part of the model.
 from envgen.model_entries import CondaEntry as CondaEntry
@@ -20,6 +18,7 @@ from envgen.model_steps import Exclusion as Exclusion
 from envgen.model_steps import Link as Link
 from envgen.model_steps import LockedArchive as LockedArchive
 from envgen.model_steps import Replacement as Replacement
+from envgen.names import package_key
 from envgen.npu import Npu
 
 # How a source's requirements are read: a file path inside the tree, or this word for PEP 621
@@ -292,8 +291,8 @@ class Matrix:
 
     def override_of(self, name: str) -> Override | None:
         """The override of the pip package `name` (any spelling of it), or None."""
-        key = canonicalize_name(name)
-        return next((o for o in self.overrides if canonicalize_name(o.name) == key), None)
+        key = package_key(name)
+        return next((o for o in self.overrides if package_key(o.name) == key), None)
 
     @property
     def default_indexes(self) -> tuple[Index, ...]:

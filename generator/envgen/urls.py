@@ -1,7 +1,8 @@
-"""Which index a URL belongs to, the one rule for every stage: the host it is on (`url_host`),
-whether it is on an index's host, so the index's credentials apply to it (`same_host`), and the
-index whose URL it lies under (`index_of`, `under`, `path_under`). Credentials in either URL never
-count; scheme and host compare in any case."""
+"""Which index a URL belongs to, the one rule for every stage: the host it is on (`url_host`; its
+name alone, `url_host_name`, where a tool knows no port), whether it is on an index's host, so the
+index's credentials apply to it (`same_host`), and the index whose URL it lies under (`index_of`,
+`under`, `path_under`). Credentials in either URL never count; scheme and host compare in any
+case."""
 
 from __future__ import annotations
 
@@ -16,6 +17,12 @@ def url_host(url: str) -> str:
     """The host (and port, when given) of a URL, lower-cased and without credentials; '' when it has
     none."""
     return urlsplit(url).netloc.rpartition("@")[2].lower()
+
+
+def url_host_name(url: str) -> str:
+    """The host name of a URL alone: no port, no credentials, lower-cased; '' when it has none (what
+    rattler's header callback is given, what a netrc's `machine` and pip's --trusted-host name)."""
+    return urlsplit(url).hostname or ""
 
 
 def same_host(url: str, other: str) -> bool:

@@ -304,3 +304,22 @@ def test_the_uv_config_allows_only_the_trusted_hosts_of_the_indexes() -> None:
     ]
     assert tomllib.loads(render_uv_config(indexes, []))["allow-insecure-host"] == ["t.example"]
     assert tomllib.loads(render_uv_config(indexes[:1], []))["allow-insecure-host"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "needs"),
+    [
+        ('a; extra == "test"', True),
+        ('a; extra != "test"', True),
+        ('a; "test" == extra', True),
+        ('a; python_version < "3.9" and extra == "test"', True),
+        ('a; (extra == "x" or extra == "y") and os_name == "posix"', True),
+        ('a; platform_machine == "extra"', False),
+        ('a; sys_platform == "linux"', False),
+        ("a", False),
+    ],
+)
+def test_a_requirement_needs_an_extra_when_its_marker_names_the_variable(
+    text: str, needs: bool
+) -> None:
+    assert uv_pylock.needs_extra(Pep508(text)) is needs

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from envgen.commits import is_full_commit
+from envgen.digests import is_sha256
 from envgen.errors import InputError, VerificationError
 from envgen.lockio.exports.requirements_txt import render_find_links
 from envgen.model import Lock, LockedSource, Submodule
@@ -25,7 +26,6 @@ FORMAT = 1
 _FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+!-]*$")
 # A member's path: such names joined by '/', so none is absolute, empty, hidden, '.' or '..'.
 _MEMBER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]*(?:/[A-Za-z0-9][A-Za-z0-9._+!-]*)*")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def parse_manifest(text: str, where: str) -> Manifest:
         ) from exc
     for member in members:
         plain = _MEMBER.fullmatch(member.path) and member.path != MANIFEST
-        if not plain or not _SHA256.fullmatch(member.sha256):
+        if not plain or not is_sha256(member.sha256):
             raise VerificationError(
                 f"{where}: member {member.path!r} is not a plain path with a sha256",
             )

@@ -9,7 +9,6 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envgen.errors import InputError, MatrixError
@@ -35,7 +34,7 @@ from envgen.inputs.toml_reader import (
     type_name,
 )
 from envgen.model import NEEDS, Channel, ImportCheck, Matrix, Override, Profile
-from envgen.names import env_name_problem, is_project_name, name_problem
+from envgen.names import env_name_problem, is_project_name, name_problem, package_key
 from envgen.platforms import PLATFORMS
 from envgen.project import Project
 
@@ -285,7 +284,7 @@ class MatrixReader(
                     (*path, "requirement"), f"'{text}' is not a PEP 508 requirement: {reason_text}"
                 )
                 continue
-            if canonicalize_name(requirement.name) != canonicalize_name(name):
+            if package_key(requirement.name) != package_key(name):
                 self.p.add(
                     (*path, "requirement"),
                     f"requirement names '{requirement.name}', not '{name}'; an "
@@ -300,7 +299,7 @@ class MatrixReader(
                         transitive=transitive,
                     )
                 )
-        return tuple(sorted(out, key=lambda o: canonicalize_name(o.name)))
+        return tuple(sorted(out, key=lambda o: package_key(o.name)))
 
     def activation(
         self, data: dict[str, Any]

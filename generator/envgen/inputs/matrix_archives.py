@@ -3,11 +3,9 @@ tar of wheels, as sgl-kernel-npu publishes them), its URL and sha256 per platfor
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
+from envgen.digests import is_sha256
 from envgen.inputs.matrix_sections import SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
     KeyPath,
@@ -21,10 +19,9 @@ from envgen.inputs.toml_reader import (
 )
 from envgen.inputs.untrusted import archive_url_problem, name_problem
 from envgen.model import Archive
-from envgen.names import is_project_name
+from envgen.names import is_project_name, package_key
 
 _KEYS = ("url", "sha256", "wheels", "note")
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 PerPlatform = tuple[tuple[str, str], ...]
 
 
@@ -115,10 +112,10 @@ class ArchiveSectionReader(SectionReader):
             what = "name at least one distribution whose wheel the archive holds"
             self.p.add((*path, "wheels"), what)
         for key, name in listed:
-            normal = canonicalize_name(name) if is_project_name(name) else ""
+            normal = package_key(name) if is_project_name(name) else ""
             if not normal:
                 self.p.add(key, f"'{name}' is not a valid Python project name (PEP 508)")
-            elif normal in {canonicalize_name(n) for n in names}:
+            elif normal in {package_key(n) for n in names}:
                 self.p.add(key, f"'{name}' is listed twice")
             elif taken.get(normal, f"archive {archive}") != f"archive {archive}":
                 self.p.add(key, f"'{name}' is also {taken[normal]}: one name comes from one place")
@@ -133,20 +130,20 @@ def _names_taken(data: dict[str, Any]) -> dict[str, str]:
     pip = dict_or_empty(data.get("pip"))
     taken: dict[str, str] = {}
     for name in dict_or_empty(pip.get("packages")):
-        taken.setdefault(canonicalize_name(name), f"pip package '{name}'")
+        taken.setdefault(package_key(name), f"pip package '{name}'")
     for name in dict_or_empty(pip.get("exclude")):
-        taken.setdefault(canonicalize_name(name), f"left out (pip.exclude.{name})")
+        taken.setdefault(package_key(name), f"left out (pip.exclude.{name})")
     for name, table in dict_or_empty(data.get("sources")).items():
         written = dict_or_empty(table).get("distribution")
         distribution = written if isinstance(written, str) and written else name
-        taken.setdefault(canonicalize_name(distribution), f"the distribution of source '{name}'")
+        taken.setdefault(package_key(distribution), f"the distribution of source '{name}'")
     for name, table in dict_or_empty(data.get("archives")).items():
         wheels = dict_or_empty(table).get("wheels")
         for wheel in wheels if isinstance(wheels, list) else []:
             if isinstance(wheel, str) and is_project_name(wheel):
-                taken.setdefault(canonicalize_name(wheel), f"archive {name}")
+                taken.setdefault(package_key(wheel), f"archive {name}")
     return taken
 
 
 def _sha256_problem(value: str) -> str | None:
-    return None if _SHA256.fullmatch(value) else f"'{value}' is not a sha256 (64 hex digits)"
+    return None if is_sha256(value, any_case=True) else f"'{value}' is not a sha256 (64 hex digits)"

@@ -3,14 +3,13 @@ indexes."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envgen.digests import is_sha256
 from envgen.inputs.matrix_sections import SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
     KeyPath,
@@ -27,11 +26,10 @@ from envgen.model import (
     Index,
     PipPackage,
 )
-from envgen.names import is_project_name
+from envgen.names import is_project_name, package_key
 
 _PACKAGE_KEYS = ("version", "extras", "marker", "index", "pending", "url", "sha256")
 Excluded = Exclusion | None
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 class PipSectionReader(SectionReader):
@@ -67,17 +65,17 @@ class PipSectionReader(SectionReader):
             package = self.package((*path, "packages", name), name, value)
             if package is not None:
                 packages.append(package)
-        return tuple(sorted(packages, key=lambda p: canonicalize_name(p.name)))
+        return tuple(sorted(packages, key=lambda p: package_key(p.name)))
 
     def exclusions(self, data: dict[str, Any]) -> tuple[Exclusion, ...]:
         """[pip.exclude.<name>]: packages the lock leaves out on purpose, each with its reason, on
         the platforms it names (all by default); never one the matrix itself asks for."""
         pip = data.get("pip")
         table = pip if isinstance(pip, dict) else {}
-        asked = {canonicalize_name(n) for n in dict_or_empty(table.get("packages"))}
+        asked = {package_key(n) for n in dict_or_empty(table.get("packages"))}
         for name, source in dict_or_empty(data.get("sources")).items():
             written = source.get("distribution") if isinstance(source, dict) else None
-            asked.add(canonicalize_name(written if isinstance(written, str) and written else name))
+            asked.add(package_key(written if isinstance(written, str) and written else name))
         out: list[Exclusion] = []
         seen: dict[str, str] = {}  # one exclusion per canonical name
         for name, value in get_table(self.p, table, ("pip", "exclude")).items():
@@ -87,14 +85,14 @@ class PipSectionReader(SectionReader):
             exclusion = self.exclusion(path, name, value, asked)
             if exclusion is not None:
                 out.append(exclusion)
-        return tuple(sorted(out, key=lambda e: canonicalize_name(e.name)))
+        return tuple(sorted(out, key=lambda e: package_key(e.name)))
 
     def exclusion(
         self,
         path: KeyPath,
         name: str,
         value: object,
-        asked: set[NormalizedName],
+        asked: set[str],
     ) -> Excluded:
         entry = as_table(self.p, path, value)
         if entry is None:
@@ -103,7 +101,7 @@ class PipSectionReader(SectionReader):
         check_keys(self.p, path, entry, ("reason", "platforms"), ("reason",))
         if not is_project_name(name):
             self.p.add(path, f"'{name}' is not a valid Python project name (PEP 508)")
-        elif canonicalize_name(name) in asked:
+        elif package_key(name) in asked:
             what = f"the matrix asks for {name} (a pip package or a source)"
             self.p.add(path, f"{what}: it cannot be left out")
         reason = get_str(self.p, entry, (*path, "reason"), empty=True)
@@ -138,7 +136,7 @@ class PipSectionReader(SectionReader):
             )
         url = get_str(self.p, table, (*path, "url"))
         sha256 = get_str(self.p, table, (*path, "sha256"))
-        if sha256 is not None and not _SHA256.fullmatch(sha256):
+        if sha256 is not None and not is_sha256(sha256, any_case=True):
             self.p.add((*path, "sha256"), f"'{sha256}' is not a sha256 (64 hex digits)")
         self.key_conflicts(path, table)
         if len(self.p.items) > before:

@@ -7,8 +7,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from envgen.inputs.toml_reader import (
     KeyPath,
     Problems,
@@ -21,6 +19,7 @@ from envgen.model import (
     Channel,
     Index,
 )
+from envgen.names import package_key
 
 # An importable module's dotted name (an import check's module, where a build records its chip).
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -50,7 +49,7 @@ class SectionReader:
     def claim(self, seen: dict[str, str], name: str, path: KeyPath, what: str) -> bool:
         """Record `name` as taken by `what`; False (and a problem) when another entry took it
         already."""
-        normal = canonicalize_name(name)
+        normal = package_key(name)
         if normal in seen:
             self.p.add(
                 path, f"{what} is the same name as {seen[normal]} after normalisation ('{normal}')"

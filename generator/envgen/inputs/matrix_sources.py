@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from envgen.commits import is_full_commit
 from envgen.inputs.matrix_sections import SectionReader, dict_or_empty
 from envgen.inputs.toml_reader import (
@@ -32,7 +30,7 @@ from envgen.model import (
     Replacement,
     Source,
 )
-from envgen.names import is_project_name, name_problem
+from envgen.names import is_project_name, name_problem, package_key
 
 INSTALL_MODES = ("editable", "plain")
 
@@ -139,7 +137,7 @@ class SourceSectionReader(SectionReader):
         for key, extra in get_str_list(self.p, table, (*path, "extras")):
             if problem := name_problem(extra, "extra"):
                 self.p.add(key, problem)
-            elif canonicalize_name(extra) in map(canonicalize_name, extras):
+            elif package_key(extra) in map(package_key, extras):
                 self.p.add(key, f"extra '{extra}' is listed twice")
             else:
                 extras.append(extra)

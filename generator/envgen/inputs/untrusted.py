@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from envgen.commits import is_abbreviated_commit, is_full_commit
+from envgen.digests import is_sha256
 from envgen.names import env_name_problem, name_problem
 from envgen.redact import redact_text
 
@@ -43,7 +44,7 @@ _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # leading `-`.
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
 _BUILD = re.compile(r"[A-Za-z0-9_.+-]*")
-_HEX = {"sha256": re.compile(r"[0-9a-f]{64}"), "md5": re.compile(r"[0-9a-f]{32}")}
+_MD5 = re.compile(r"[0-9a-f]{32}")
 # A component of a path inside a source tree or an env: a plain file or directory name, never
 # hidden, an option (`-x`) or a way out (`..`).
 _PATH_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")
@@ -209,9 +210,7 @@ def entry_problems(entry: CondaEntry | PipEntry) -> list[str]:
         if _VERSION.fullmatch(entry.version)
         else f"{entry.version!r} is not a version",
         "url": _artifact_url_problem(entry.url),
-        "sha256": None
-        if _HEX["sha256"].fullmatch(entry.sha256)
-        else f"{entry.sha256!r} is not a 64-hex sha256",
+        "sha256": None if is_sha256(entry.sha256) else f"{entry.sha256!r} is not a 64-hex sha256",
     }
     if isinstance(entry, CondaEntry):
         checks["build"] = (
@@ -219,9 +218,7 @@ def entry_problems(entry: CondaEntry | PipEntry) -> list[str]:
             if _BUILD.fullmatch(entry.build)
             else f"{entry.build!r} is not a conda build string"
         )
-        checks["md5"] = (
-            None if _HEX["md5"].fullmatch(entry.md5) else f"{entry.md5!r} is not a 32-hex md5"
-        )
+        checks["md5"] = None if _MD5.fullmatch(entry.md5) else f"{entry.md5!r} is not a 32-hex md5"
     return [f"{field}: {problem}" for field, problem in checks.items() if problem]
 
 
@@ -239,7 +236,7 @@ def url_word_problem(url: str) -> str | None:
 def input_hash_problem(digest: str) -> str | None:
     """Why `digest` is not an input hash (64 hex digits; every derived file's header and the Nix dev
     shell's shell command carry it), or None."""
-    return None if _HEX["sha256"].fullmatch(digest) else f"{digest!r} is not a 64-hex sha256"
+    return None if is_sha256(digest) else f"{digest!r} is not a 64-hex sha256"
 
 
 def requirement_problem(text: str) -> str | None:
@@ -333,7 +330,7 @@ def _version_problem(version: str) -> str | None:
 
 
 def _sha256_problem(sha256: str) -> str | None:
-    return None if _HEX["sha256"].fullmatch(sha256) else f"{sha256!r} is not a sha256"
+    return None if is_sha256(sha256) else f"{sha256!r} is not a sha256"
 
 
 def _link_problems(key: str, link: Link) -> Iterator[str]:

@@ -6,7 +6,6 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 from packaging.version import Version as PipVersion
 
@@ -29,6 +28,7 @@ from envgen.model import (
     Source,
     Submodule,
 )
+from envgen.names import package_key
 from envgen.redact import redact_url
 
 _FORGES = {"github.com": "https://github.com", "gitcode.com": "https://gitcode.com"}
@@ -65,9 +65,7 @@ def diff_locks(old: Lock, new: Lock, *, labels: tuple[str, str] = ("old", "new")
 
 
 def _by_name(entries: Iterable[CondaEntry | PipEntry]) -> dict[str, CondaEntry | PipEntry]:
-    return {
-        str(canonicalize_name(e.name)) if isinstance(e, PipEntry) else e.name: e for e in entries
-    }
+    return {package_key(e.name) if isinstance(e, PipEntry) else e.name: e for e in entries}
 
 
 def _diff_entries(
@@ -373,7 +371,7 @@ def with_via(diff: LockDiff, old: Via, new: Via) -> LockDiff:
     packages = tuple(
         dataclasses.replace(
             c,
-            via=(old if c.kind == "removed" else new)(c.platform, str(canonicalize_name(c.name))),
+            via=(old if c.kind == "removed" else new)(c.platform, package_key(c.name)),
         )
         if c.manager == "pip"
         else c

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 from envgen.model import AppliedOverride, Lock, LockedSource, Origin
+from envgen.names import package_key
 
 CONDA, PIP, ROOT = "conda", "pip", "root"
 
@@ -93,7 +93,7 @@ class Graph:
     def find(self, name: str) -> tuple[Key, ...]:
         """The nodes called `name` (a pip name compared canonical, a conda name lowercase), pip
         first."""
-        keys = ((PIP, canonicalize_name(name)), (CONDA, name.lower()))
+        keys = ((PIP, package_key(name)), (CONDA, name.lower()))
         return tuple(k for k in keys if k in self.nodes)
 
     def names(self) -> tuple[str, ...]:
@@ -120,7 +120,7 @@ def build(
     pin it ("env-templates/a5.toml: pip.packages.torch")."""
     b = _Builder()
     overrides: dict[str, AppliedOverride] = {
-        canonicalize_name(o.override.name): o for o in lock.overrides
+        package_key(o.override.name): o for o in lock.overrides
     }
     _conda(b, lock, platform)
     _pip(b, lock, platform, overrides)
@@ -132,11 +132,9 @@ def build(
         b.add(Edge((ROOT, OVERRIDES), (PIP, name), applied.override.requirement, reason))
     _hang_the_rest(b, CONDA, CONDA)
     _hang_the_rest(b, PIP, UNEXPLAINED)
-    absent: dict[str, str] = {
-        str(canonicalize_name(p.name)): f"pending: {p.note}" for p in lock.pending
-    }
+    absent: dict[str, str] = {package_key(p.name): f"pending: {p.note}" for p in lock.pending}
     for e in (e for e in lock.exclusions if e.applies(platform)):
-        absent[canonicalize_name(e.name)] = f"left out on purpose: {e.reason}"
+        absent[package_key(e.name)] = f"left out on purpose: {e.reason}"
     default = next((i.name for i in lock.indexes if not i.explicit), None)
     return replace(_graph(b, lock.env, platform, default, tuple(notes)), absent=absent)
 
@@ -145,7 +143,7 @@ def _matrix(
     b: _Builder, pins: Mapping[str, Sequence[str]], overrides: Mapping[str, AppliedOverride]
 ) -> None:
     for name, keys in sorted(pins.items()):
-        child = (PIP, canonicalize_name(name))
+        child = (PIP, package_key(name))
         applied = overrides.get(child[1])
         over = _overridden(applied, direct=True)
         for key in sorted(keys):
@@ -205,19 +203,19 @@ def _conda(b: _Builder, lock: Lock, platform: str) -> None:
 def _pip(b: _Builder, lock: Lock, platform: str, overrides: Mapping[str, AppliedOverride]) -> None:
     entries = lock.pip_for(platform)
     for e in entries:
-        name = canonicalize_name(e.name)
+        name = package_key(e.name)
         b.nodes[(PIP, name)] = Node(PIP, name, e.version, PIP, e.index)
     for e in entries:
         for dependency, spec in e.depends:
-            child = canonicalize_name(dependency)
+            child = package_key(dependency)
             over = _overridden(overrides.get(child), direct=False)
-            b.add(Edge((PIP, canonicalize_name(e.name)), (PIP, child), f"{child}{spec}", "", over))
+            b.add(Edge((PIP, package_key(e.name)), (PIP, child), f"{child}{spec}", "", over))
 
 
 def _sources(b: _Builder, lock: Lock, overrides: Mapping[str, AppliedOverride]) -> None:
     """Each source a node (by its distribution's name), hung from the source whose requirement file
     named it, else from the sources' root; its declared requirements its edges."""
-    keys = {s.source.name: (PIP, canonicalize_name(s.source.distribution)) for s in lock.sources}
+    keys = {s.source.name: (PIP, package_key(s.source.distribution)) for s in lock.sources}
     for locked in lock.sources:
         source = locked.source
         b.nodes.setdefault(
@@ -257,7 +255,7 @@ def _source_edges(
 def _archives(b: _Builder, lock: Lock, platform: str) -> None:
     for archive in lock.archives_for(platform):
         for member in archive.members:
-            key = (PIP, canonicalize_name(member.name))
+            key = (PIP, package_key(member.name))
             b.nodes.setdefault(
                 key, Node(PIP, key[1], member.version, "archive", None, archive.name)
             )
@@ -298,7 +296,7 @@ def _reach(down: Mapping[Key, list[Key]], starts: Iterable[Key], seen: set[Key])
 
 def _name(text: str) -> str | None:
     try:
-        return canonicalize_name(Requirement(text).name)
+        return package_key(Requirement(text).name)
     except InvalidRequirement:
         return None
 

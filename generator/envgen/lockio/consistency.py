@@ -17,11 +17,10 @@ from dataclasses import dataclass
 
 from packaging.requirements import Requirement as Pep508
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envgen.model import Lock, PipEntry
-from envgen.names import vcs_of
+from envgen.names import package_key, vcs_of
 from envgen.platforms import marker_environment
 
 
@@ -54,7 +53,7 @@ def _unmet(
     entries: Mapping[str, PipEntry],
     satisfied: AbstractSet[str],
 ) -> list[Violation]:
-    key = canonicalize_name(name)
+    key = package_key(name)
     if key in satisfied:
         return []
     entry = entries.get(key)
@@ -94,16 +93,14 @@ def violations(lock: Lock, python: Callable[[str], str]) -> list[Violation]:
     versions, and their own requirements must be met. The sources' requirements on an overridden
     name were replaced by the override, whose own requirement must be met instead.
     """
-    overridden = {canonicalize_name(o.override.name): o.override for o in lock.overrides}
-    satisfied: set[str] = {canonicalize_name(s.source.distribution) for s in lock.sources}
-    satisfied |= {canonicalize_name(p.name) for p in lock.pending}
+    overridden = {package_key(o.override.name): o.override for o in lock.overrides}
+    satisfied: set[str] = {package_key(s.source.distribution) for s in lock.sources}
+    satisfied |= {package_key(p.name) for p in lock.pending}
     found: list[Violation] = []
     for platform in lock.platforms:
         environment = {**marker_environment(platform, python(platform)), "extra": ""}
-        entries: dict[str, PipEntry] = {
-            canonicalize_name(e.name): e for e in lock.pip_for(platform)
-        }
-        left = {canonicalize_name(e.name) for e in lock.exclusions if e.applies(platform)}
+        entries: dict[str, PipEntry] = {package_key(e.name): e for e in lock.pip_for(platform)}
+        left = {package_key(e.name) for e in lock.exclusions if e.applies(platform)}
         here = _Platform(platform, entries | _wheels(lock, platform), satisfied | left)
         for entry in lock.pip_for(platform):
             for name, specifier in entry.depends:
@@ -113,7 +110,7 @@ def violations(lock: Lock, python: Callable[[str], str]) -> list[Violation]:
             for req in locked.requirements:
                 parsed = Pep508(req.text)
                 skipped = req.constraint or vcs_of(parsed.url) is not None
-                if skipped or canonicalize_name(parsed.name) in overridden:
+                if skipped or package_key(parsed.name) in overridden:
                     continue
                 if parsed.marker is None or parsed.marker.evaluate(environment):
                     found += here.unmet(str(req.origin), parsed.name, str(parsed.specifier))
@@ -141,7 +138,7 @@ def _archive_violations(lock: Lock, here: _Platform) -> list[Violation]:
 def _wheels(lock: Lock, platform: str) -> dict[str, PipEntry]:
     """The wheels of the platform's archives, as entries whose versions requirements are held to."""
     return {
-        canonicalize_name(m.name): PipEntry(m.name, m.version, platform, a.url, m.sha256)
+        package_key(m.name): PipEntry(m.name, m.version, platform, a.url, m.sha256)
         for a in lock.archives_for(platform)
         for m in a.members
     }
@@ -151,7 +148,7 @@ def explained(lock: Lock, violation: Violation) -> bool:
     """Whether a transitive override on the violated name records this pair."""
     return any(
         o.override.transitive
-        and canonicalize_name(o.override.name) == violation.name
+        and package_key(o.override.name) == violation.name
         and violation.pair in o.violates
         for o in lock.overrides
     )
@@ -159,9 +156,7 @@ def explained(lock: Lock, violation: Violation) -> bool:
 
 def record(lock: Lock, found: Sequence[Violation]) -> tuple[Lock, list[Violation]]:
     """`lock` with each violation a transitive override causes recorded under it; and the others."""
-    transitive = {
-        canonicalize_name(o.override.name) for o in lock.overrides if o.override.transitive
-    }
+    transitive = {package_key(o.override.name) for o in lock.overrides if o.override.transitive}
     pairs: dict[str, set[str]] = {}
     others = []
     for violation in found:
@@ -170,9 +165,7 @@ def record(lock: Lock, found: Sequence[Violation]) -> tuple[Lock, list[Violation
         else:
             others.append(violation)
     overrides = tuple(
-        dataclasses.replace(
-            o, violates=tuple(sorted(pairs.get(canonicalize_name(o.override.name), ())))
-        )
+        dataclasses.replace(o, violates=tuple(sorted(pairs.get(package_key(o.override.name), ()))))
         for o in lock.overrides
     )
     return dataclasses.replace(lock, overrides=overrides), others

@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from envgen.digests import is_sha256
 from envgen.errors import InputError
 from envgen.lockio.conda_lock_yml import load_lock_yml
 from envgen.lockio.store import LockTexts
 from envgen.model import LockedArchive, LockedSource
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 # What `--python-version` may be given: a version a conda solve chose, no option hidden in it.
 _PYTHON = re.compile(r"[0-9]+(?:\.[0-9]+){1,2}")
 _FIELDS = ("manager", "name", "version", "platform")
@@ -106,6 +106,6 @@ def _plain(entry: Any) -> bool:
 def _pinned(entry: dict[str, Any]) -> Predicted:
     hashes, url = entry.get("hash"), entry.get("url")
     sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
-    if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256) or not isinstance(url, str):
+    if not isinstance(sha256, str) or not is_sha256(sha256) or not isinstance(url, str):
         return Predicted(entry["name"], entry["version"], "", "")
     return Predicted(entry["name"], entry["version"], url, sha256)

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from envgen.digests import SHA256_HEX
 from envgen.urls import url_host
 
 # types only: the no-op lock imports this module (its content hash), and never the model
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
 # hashing, so the hash never covers itself.
 UNSEALED = "0" * 64
 
-_LINE = re.compile(r'^(content-hash = ")([0-9a-f]{64})(")$', re.MULTILINE)
-_DERIVED = re.compile(r'^(derived-hash = ")([0-9a-f]{64})(")$', re.MULTILINE)
+_LINE = re.compile(rf'^(content-hash = ")({SHA256_HEX})(")$', re.MULTILINE)
+_DERIVED = re.compile(rf'^(derived-hash = ")({SHA256_HEX})(")$', re.MULTILINE)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from envgen.resolve.pypi.index_client import IndexClient
 from envgen.resolve.request import Relock
 from envgen.resolve.settings import Settings
 from envgen.resolve.sources.pins import asks_remote
+from envgen.urls import url_host
 
 # Seconds one probe may take: a reachable host answers a single request in well under that.
 PROBE_TIMEOUT = 10.0
@@ -59,7 +60,7 @@ def host_of(url: str) -> str:
     URLs (`git@host:path`) name their host; a local path is `local`."""
     parts = urlsplit(url)
     if parts.scheme in ("http", "https", "ssh", "git") and parts.hostname:
-        return parts.hostname + (f":{parts.port}" if parts.port else "")
+        return url_host(url)
     scp = re.match(r"^(?:[^@/]+@)?([^:/]+):(?!//)", url)
     return scp.group(1) if scp and not parts.scheme.startswith("file") else "local"
 

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from packaging.utils import canonicalize_name
-
 from envgen.commands.check.report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
 from envgen.commands.check.static import pip_by_name, python_of, static_steps
 from envgen.commands.check.throwaway import Install, throwaway_steps
@@ -28,6 +26,7 @@ from envgen.installer.tools import InstallerName, installer_named
 from envgen.lockio.integrity import checked_lock
 from envgen.lockio.store import no_lock
 from envgen.model import Lock, Matrix, PipPackage
+from envgen.names import package_key
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.resolve.conda.stage import solve_conda_preferring
@@ -44,7 +43,7 @@ def pinned_matrix(matrix: Matrix, lock: Lock, platform: str) -> Matrix:
     packages = []
     named = set()
     for package in matrix.packages:
-        name = canonicalize_name(package.name)
+        name = package_key(package.name)
         named.add(name)
         entry = entries.get(name)
         if entry is not None and package.url is None and package.pending is None:
@@ -70,8 +69,8 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
         again = _again(platform, problems, unreachable, pip_again, conflicts)
         if again is None:
             continue
-        before = {(canonicalize_name(e.name), e.version, e.sha256) for e in lock.pip_for(platform)}
-        after = {(canonicalize_name(e.name), e.version, e.sha256) for e in again.entries}
+        before = {(package_key(e.name), e.version, e.sha256) for e in lock.pip_for(platform)}
+        after = {(package_key(e.name), e.version, e.sha256) for e in again.entries}
         problems += [
             f"{platform}: the lock has {n} {v} ({short_digest(s)}), not resolved now"
             for n, v, s in sorted(before - after)

@@ -13,7 +13,6 @@ from dataclasses import replace
 import rattler
 from packaging.markers import Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envgen.commands.check.report import OK, SKIPPED, Step, step_of
@@ -23,6 +22,7 @@ from envgen.digests import short_digest
 from envgen.lockio.consistency import explained, violations
 from envgen.lockio.exports.derived import derived_files, derived_problems
 from envgen.model import Lock, Matrix, PipEntry, PipPackage
+from envgen.names import package_key
 from envgen.platforms import marker_environment
 from envgen.project import Project
 from envgen.redact import strip_credentials
@@ -35,7 +35,7 @@ def python_of(lock: Lock, matrix: Matrix, platform: str) -> str:
 
 
 def pip_by_name(lock: Lock, platform: str) -> dict[str, PipEntry]:
-    return {canonicalize_name(e.name): e for e in lock.pip_for(platform)}
+    return {package_key(e.name): e for e in lock.pip_for(platform)}
 
 
 def version_in(specifier: str, version: str) -> bool:
@@ -58,7 +58,7 @@ def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
             f"platforms: the matrix has {', '.join(matrix.platforms)}, the lock "
             f"{', '.join(lock.platforms)}"
         )
-    provided = {canonicalize_name(s.source.distribution) for s in lock.sources}
+    provided = {package_key(s.source.distribution) for s in lock.sources}
     for platform in lock.platforms:
         environment = marker_environment(platform, python_of(lock, matrix, platform))
         entries = pip_by_name(lock, platform)
@@ -89,10 +89,10 @@ def pin_problems(matrix: Matrix, lock: Lock) -> list[str]:
 def _own_pins(matrix: Matrix) -> list[PipPackage]:
     """The matrix's packages, the pins an override replaces dropped: the dependencies step holds the
     lock to the override instead."""
-    gone = {canonicalize_name(o.name) for o in matrix.overrides}
+    gone = {package_key(o.name) for o in matrix.overrides}
     own = []
     for package in matrix.packages:
-        replaced = canonicalize_name(package.name) in gone
+        replaced = package_key(package.name) in gone
         own.append(replace(package, specifier="") if replaced else package)
     return own
 
@@ -105,7 +105,7 @@ def _package_problems(
     provided: AbstractSet[str],
     matrix: Matrix,
 ) -> list[str]:
-    name = canonicalize_name(package.name)
+    name = package_key(package.name)
     if package.pending is not None or not _applies(package.marker, environment) or name in provided:
         return []
     where = str(matrix.origin("pip", "packages", package.name))
@@ -167,10 +167,10 @@ def index_problems(matrix: Matrix, lock: Lock) -> list[str]:
     """Packages from an index they may not come from: explicit indexes serve only the packages
     naming them."""
     explicit = {i.name for i in lock.indexes if i.explicit}
-    packages = {canonicalize_name(p.name): p for p in matrix.packages}
+    packages = {package_key(p.name): p for p in matrix.packages}
     problems = []
     for entry in lock.pip:
-        package = packages.get(canonicalize_name(entry.name))
+        package = packages.get(package_key(entry.name))
         wanted = package.index_for(entry.platform) if package else None
         came = entry.index or "a direct URL"
         if wanted and entry.index != wanted and not (package and package.url):
@@ -196,7 +196,7 @@ def import_check_problems(matrix: Matrix, lock: Lock) -> list[str]:
             continue
         expected = Version(check.version)
         for platform in lock.platforms:
-            entry = pip_by_name(lock, platform).get(canonicalize_name(check.distribution))
+            entry = pip_by_name(lock, platform).get(package_key(check.distribution))
             if entry is None:
                 continue
             locked = Version(entry.version)

@@ -16,7 +16,6 @@ from shlex import quote
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 
 from envgen import interrupts
 from envgen.commands.check.npu import npu_step_names, npu_steps
@@ -29,6 +28,7 @@ from envgen.installer.destinations import destination
 from envgen.installer.interpreter import InterpreterRunner, run_interpreter
 from envgen.installer.tools import tool_environment
 from envgen.model import CANN_SCRIPT_SEPARATOR, DEFAULT_CANN_SET_ENV, ImportCheck, Lock
+from envgen.names import package_key
 from envgen.npu import Npu
 from envgen.process import tail
 from envgen.redact import redact_text
@@ -76,7 +76,7 @@ print(json.dumps(results))
 def _expected_version(check: ImportCheck, lock: Lock, platform: str) -> str | None:
     if check.version:
         return check.version
-    entry = pip_by_name(lock, platform).get(canonicalize_name(_distribution(check)))
+    entry = pip_by_name(lock, platform).get(package_key(_distribution(check)))
     return entry.version if entry else None
 
 
@@ -91,7 +91,7 @@ def _skip_reason(check: ImportCheck, hardware: Hardware, skipped: AbstractSet[st
         return f"needs CANN; {hardware.set_env} not found"
     if check.needs == "npu" and not hardware.npu:
         return "needs an NPU; npu-smi is not on PATH"
-    if check.distribution and canonicalize_name(check.distribution) in skipped:
+    if check.distribution and package_key(check.distribution) in skipped:
         return f"{check.distribution} comes from a source that was skipped (needs CANN)"
     return None
 
@@ -175,7 +175,7 @@ def pip_check_step(
             else ""
         )
         try:
-            name: str = canonicalize_name(Pep508(target).name)
+            name: str = package_key(Pep508(target).name)
         except InvalidRequirement:
             name = ""
         if name not in ignored:
@@ -206,15 +206,13 @@ def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
     proc = run_interpreter(cmd, env=tool_environment(), check=False)
     if proc.returncode != 0:
         return Step("env: installed set", FAILED, redact_text(tail(proc.stderr, 5)))
-    installed = {
-        canonicalize_name(name): version for name, version in json.loads(proc.stdout).items()
-    }
+    installed = {package_key(name): version for name, version in json.loads(proc.stdout).items()}
     entries = lock.pip_for(platform)
     # The wheels taken from release archives are held to their locked versions too.
     wheels = [(m.name, m.version) for a in lock.archives_for(platform) for m in a.members]
     problems = []
     for name, version in (*((e.name, e.version) for e in entries), *wheels):
-        have = installed.get(canonicalize_name(name))
+        have = installed.get(package_key(name))
         if have is None:
             problems.append(f"{name}: not installed ({version} locked)")
         elif have != version:
@@ -242,14 +240,14 @@ def _installed_env_steps(
     steps."""
     steps = [installed_set_step(env.path, lock, platform)]
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
-    skipped = {canonicalize_name(s.distribution) for s in cann_sources} if skip_cann else set()
+    skipped = {package_key(s.distribution) for s in cann_sources} if skip_cann else set()
     if skip_cann:
         names = ", ".join(s.name for s in cann_sources)
         reason = f"{names}: {hardware.set_env} not found"
         steps.append(Step("env: sources needing CANN", SKIPPED, reason))
-    ignored = skipped | {canonicalize_name(p.name) for p in lock.pending}
+    ignored = skipped | {package_key(p.name) for p in lock.pending}
     # What the lock leaves out on purpose is not installed, on purpose: not a broken requirement.
-    ignored |= {canonicalize_name(e.name) for e in lock.exclusions if e.applies(platform)}
+    ignored |= {package_key(e.name) for e in lock.exclusions if e.applies(platform)}
     steps.append(pip_check_step(env.path, ignored))
     steps += import_steps(
         lock,

@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from envgen.errors import InputError
 from envgen.lockgraph.graph import Graph, build
 from envgen.lockgraph.render import row_document, shown, tree_text, why_document, why_text
@@ -17,6 +15,7 @@ from envgen.lockio.exports.names import recorded_hash, requirements_name
 from envgen.lockio.exports.requirements_txt import matrix_keys
 from envgen.lockio.store import read_derived, require_lock
 from envgen.model import Lock
+from envgen.names import package_key
 from envgen.project import Project
 
 
@@ -92,7 +91,7 @@ def _absent(graph: Graph, package: str) -> dict[str, Any]:
         "platform": graph.platform,
         "found": False,
         "package": {"name": package},
-        "reason": graph.absent.get(canonicalize_name(package)),
+        "reason": graph.absent.get(package_key(package)),
         "nearest": nearest(graph, package),
     }
 
@@ -100,7 +99,7 @@ def _absent(graph: Graph, package: str) -> dict[str, Any]:
 def _absent_text(graph: Graph, package: str) -> str:
     """`torch-npu: not in the lock of a5 on linux-64 (pending: ...)`, or the nearest names."""
     where = f"{shown(package)}: not in the lock of {graph.env} on {graph.platform}"
-    reason = graph.absent.get(canonicalize_name(package))
+    reason = graph.absent.get(package_key(package))
     if reason:
         return f"{where} ({shown(reason)})"
     close = nearest(graph, package)

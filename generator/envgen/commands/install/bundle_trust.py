@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envgen.bundle.manifest import lock_paths
+from envgen.digests import is_sha256
 from envgen.errors import InputError
 from envgen.inputs.untrusted import one_line
 from envgen.lockio.integrity import checked_lock, integrity_problems, require_intact, tampered
@@ -42,7 +43,7 @@ def lock_sha256(texts: LockTexts) -> str:
 def trust_root(project: Project, env: str, sha256: str | None) -> TrustRoot:
     """The project's lock of `env` when it has one (refused, exit 4, when tampered); without one,
     the `--lock-sha256` that must then be given (exit 2 when it is not)."""
-    if sha256 is not None and (len(sha256) != 64 or sha256.strip("0123456789abcdef")):
+    if sha256 is not None and not is_sha256(sha256):
         raise InputError(f"--lock-sha256 {sha256!r} is not a sha256", hint=_SHA256_HINT)
     if checked_lock(project, env) is not None:
         return TrustRoot(read_files(project, env), require_intact(project, env), sha256)

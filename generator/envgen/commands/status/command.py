@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envgen import network
@@ -24,6 +23,7 @@ from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
 from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
+from envgen.names import package_key
 from envgen.project import Project
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git.remote import GitEnv, upstream_commit
@@ -330,11 +330,9 @@ def check_outdated(matrix: Matrix, lock: Lock) -> tuple[Outdated, ...]:
     found = []
     with IndexClient(indexes, network.limits(os.environ)) as client:
         for name in unpinned_packages(matrix):
-            key = canonicalize_name(name)
+            key = package_key(name)
             locked = tuple(
-                sorted(
-                    {e.version for e in lock.pip if canonicalize_name(e.name) == key}, key=Version
-                )
+                sorted({e.version for e in lock.pip if package_key(e.name) == key}, key=Version)
             )
             found.append(_newest_on_indexes(client, name, locked))
     return tuple(found)

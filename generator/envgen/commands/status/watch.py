@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
 from envgen import platforms
 from envgen.commands.status import watch_findings as judge
@@ -21,6 +20,7 @@ from envgen.commits import is_full_commit
 from envgen.errors import EnvgenError, ResolutionError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Lock, Matrix, PipPackage, TracedRequirement
+from envgen.names import package_key
 from envgen.resolve.git.cache import cached_repo
 from envgen.resolve.git.remote import ls_remote, resolve_ref
 from envgen.resolve.pypi.offered import Offer, candidate_indexes, fetch_offers
@@ -109,7 +109,7 @@ def _index_findings(
     found: Found = []
     for package in pending:
         offer = offers[_names(every)].get(package.name)
-        mine = [r for r in asks if _name(r) == canonicalize_name(package.name)]
+        mine = [r for r in asks if _name(r) == package_key(package.name)]
         hit = judge.installable(package.name, package.pending or "", mine, offer, environments)
         found += [hit] if hit else []
     for group, names in wanted.items():
@@ -121,16 +121,16 @@ def _index_findings(
 
 
 def _name(req: TracedRequirement) -> str:
-    return canonicalize_name(Requirement(req.text).name)
+    return package_key(Requirement(req.text).name)
 
 
 def matrix_demands(matrix: Matrix) -> list[TracedRequirement]:
     """What the matrix itself asks of the names it decides: each override, and each pin of a name no
     override replaces (an override takes the pin's place in the direct layer)."""
-    overridden = {canonicalize_name(o.name) for o in matrix.overrides}
+    overridden = {package_key(o.name) for o in matrix.overrides}
     out = [TracedRequirement(o.requirement, override_origin(matrix, o)) for o in matrix.overrides]
     for package in matrix.packages:
-        if _decides(package) and canonicalize_name(package.name) not in overridden:
+        if _decides(package) and package_key(package.name) not in overridden:
             origin = matrix.origin("pip", "packages", package.name, "version")
             out.append(TracedRequirement(package.requirement, origin))
     return out
@@ -155,7 +155,7 @@ def _moved_findings(
     # The primary platform's index of each package: where its releases are asked.
     primary = matrix.platforms[0]
     pins: dict[str, str | None] = {}
-    pins |= {canonicalize_name(p.name): p.index_for(primary) for p in matrix.packages}
+    pins |= {package_key(p.name): p.index_for(primary) for p in matrix.packages}
     found: Found = []
     for name, ref, upstream in drifted:
         if name not in locked:

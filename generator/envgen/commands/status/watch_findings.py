@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envgen.commits import is_full_commit, short_commit
 from envgen.lockdiff.compare import compare_url
 from envgen.model import Page, TracedRequirement
+from envgen.names import package_key
 from envgen.redact import redact_url
 from envgen.resolve.pypi.conflicts import by_name, find_conflicts, met_by
 from envgen.resolve.pypi.offered import Offer
@@ -95,7 +95,7 @@ def installable(
         return None
     meeting = set(offer.versions)
     for environment in environments.values():
-        here = by_name(asks, environment).get(canonicalize_name(name), ())
+        here = by_name(asks, environment).get(package_key(name), ())
         meeting &= set(met_by(here, offer.versions) if here else offer.versions)
     if not meeting:
         return None

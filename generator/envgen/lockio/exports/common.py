@@ -8,9 +8,9 @@ from urllib.parse import urlsplit
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 
 from envgen.model import Index, Lock, Matrix, PipEntry
+from envgen.names import package_key
 from envgen.redact import strip_credentials, written_url
 from envgen.urls import same_host
 
@@ -44,7 +44,7 @@ def origins(lock: Lock, matrix: Matrix | None, platform: str) -> dict[str, tuple
     found: dict[str, set[str]] = {}
 
     def add(name: str, why: str) -> None:
-        found.setdefault(canonicalize_name(name), set()).add(why)
+        found.setdefault(package_key(name), set()).add(why)
 
     if matrix is not None:
         for package in matrix.packages:

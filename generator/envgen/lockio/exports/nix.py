@@ -16,9 +16,7 @@ from posixpath import basename
 from typing import TypeAlias
 from urllib.parse import unquote, urlsplit
 
-from packaging.utils import canonicalize_name
-
-from envgen.digests import short_digest
+from envgen.digests import SHA256_HEX, short_digest
 from envgen.lockio.exports.common import bare_url, header
 from envgen.model import (
     ArchiveMember,
@@ -29,6 +27,7 @@ from envgen.model import (
     PipEntry,
     Source,
 )
+from envgen.names import package_key
 from envgen.platforms import machine
 
 Value: TypeAlias = str | bool | None | Sequence["Value"] | Mapping[str, "Value"]
@@ -95,7 +94,7 @@ def _conda(entry: CondaEntry) -> dict[str, Value]:
 
 def _pip(entry: PipEntry) -> dict[str, Value]:
     return {
-        "name": canonicalize_name(entry.name),
+        "name": package_key(entry.name),
         "version": entry.version,
         "index": entry.index,
         "fetchurl": _fetchurl(entry.url, entry.sha256),
@@ -107,9 +106,7 @@ def _platform(lock: Lock, platform: str) -> dict[str, Value]:
         "system": nix_system(platform),
         "python": lock.python_for(platform),
         "conda": [_conda(e) for e in lock.conda_for(platform)],
-        "pip": [
-            _pip(e) for e in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))
-        ],
+        "pip": [_pip(e) for e in sorted(lock.pip_for(platform), key=lambda e: package_key(e.name))],
         **_steps(lock, platform),
     }
 
@@ -246,7 +243,7 @@ def render_nix(lock: Lock) -> str:
     return "\n".join(lines) + "\n" + _render(lock_value(lock), "") + "\n"
 
 
-_FETCHURL = re.compile(r'fetchurl = \{\s*url = "([^"]*)";\s*sha256 = "([0-9a-f]{64})";')
+_FETCHURL = re.compile(rf'fetchurl = \{{\s*url = "([^"]*)";\s*sha256 = "({SHA256_HEX})";')
 
 
 @dataclass(frozen=True, order=True)

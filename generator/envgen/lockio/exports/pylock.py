@@ -11,7 +11,6 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import tomli_w
-from packaging.utils import canonicalize_name
 
 from envgen.digests import short_digest
 from envgen.errors import InputError
@@ -19,6 +18,7 @@ from envgen.inputs.files import bounded_nesting
 from envgen.lockio.exports.common import bare_url, entry_index, header
 from envgen.lockio.exports.names import pylock_name
 from envgen.model import Lock, PipEntry
+from envgen.names import package_key
 from envgen.platforms import PLATFORMS
 
 LOCK_VERSION = "1.0"
@@ -34,8 +34,8 @@ def _filename(url: str) -> str:
 
 
 def _package(lock: Lock, entry: PipEntry, names: AbstractSet[str]) -> dict[str, Any]:
-    package: dict[str, Any] = {"name": canonicalize_name(entry.name), "version": entry.version}
-    depends = sorted({canonicalize_name(d) for d, _ in entry.depends} & names)
+    package: dict[str, Any] = {"name": package_key(entry.name), "version": entry.version}
+    depends = sorted({package_key(d) for d, _ in entry.depends} & names)
     if depends:
         package["dependencies"] = [{"name": name} for name in depends]
     index = entry_index(lock, entry)
@@ -64,8 +64,8 @@ def render_pylock(lock: Lock, platform: str) -> str:
     if python:
         document["requires-python"] = f"=={'.'.join(python.split('.')[:2])}.*"
     document["created-by"] = "envgen"
-    entries = sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name))
-    names = {canonicalize_name(e.name) for e in entries}
+    entries = sorted(lock.pip_for(platform), key=lambda e: package_key(e.name))
+    names = {package_key(e.name) for e in entries}
     document["packages"] = [_package(lock, entry, names) for entry in entries]
     tool: dict[str, Any] = {"env": lock.env, "platform": platform, "input-hash": lock.input_hash}
     tool |= _steps(lock, platform)
@@ -153,7 +153,7 @@ def parse_pylock(text: str, where: str) -> tuple[LockedFile, ...]:
                 sha256 = file["hashes"]["sha256"]
                 files.append(
                     LockedFile(
-                        canonicalize_name(package["name"]), package["version"], file["url"], sha256
+                        package_key(package["name"]), package["version"], file["url"], sha256
                     )
                 )
         except (KeyError, TypeError) as exc:
@@ -167,7 +167,7 @@ def expected_pylock(lock: Lock, platform: str) -> tuple[LockedFile, ...]:
     """What the pylock of `platform` must name: the yml's artifacts and hashes, nothing else."""
     return tuple(
         sorted(
-            LockedFile(canonicalize_name(e.name), e.version, bare_url(e.url), e.sha256)
+            LockedFile(package_key(e.name), e.version, bare_url(e.url), e.sha256)
             for e in lock.pip_for(platform)
         )
     )

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 
 from envgen.digests import short_digest
 from envgen.errors import InputError
@@ -22,6 +21,7 @@ from envgen.lockio.exports.common import (
 )
 from envgen.lockio.exports.names import requirements_name
 from envgen.model import Lock, Matrix, PipEntry
+from envgen.names import package_key
 from envgen.redact import strip_credentials, written_url
 
 
@@ -119,12 +119,12 @@ def render_requirements(lock: Lock, platform: str, matrix: Matrix | None = None)
     matrix keys).
     """
     why = origins(lock, matrix, platform)
-    overrides = {canonicalize_name(o.override.name): o.override for o in lock.overrides}
+    overrides = {package_key(o.override.name): o.override for o in lock.overrides}
     lines = header(lock, f"The pip packages of env {lock.env} for {platform}, pinned by sha256.")
     lines += _usage(lock, platform)
     lines += _options(lock, platform)
-    for entry in sorted(lock.pip_for(platform), key=lambda e: canonicalize_name(e.name)):
-        name = canonicalize_name(entry.name)
+    for entry in sorted(lock.pip_for(platform), key=lambda e: package_key(e.name)):
+        name = package_key(entry.name)
         pin = (
             f"{name} @ {direct_url(lock, entry)}"
             if _is_direct(lock, entry)
@@ -209,7 +209,7 @@ def parse_requirements(text: str, where: str) -> tuple[RequirementLine, ...]:
             ) from exc
         version = next((s.version for s in parsed.specifier if s.operator == "=="), None)
         url = strip_credentials(parsed.url) if parsed.url else None
-        pinned.append(RequirementLine(canonicalize_name(parsed.name), version, url, hashes))
+        pinned.append(RequirementLine(package_key(parsed.name), version, url, hashes))
     return tuple(sorted(pinned))
 
 
@@ -227,7 +227,7 @@ def matrix_keys(text: str) -> dict[str, tuple[str, ...]]:
     for line in text.splitlines():
         pinned = _PINNED.match(line)
         if pinned:
-            name = canonicalize_name(pinned.group(1))
+            name = package_key(pinned.group(1))
             continue
         via = _VIA.match(line)
         reason = via and (via.group(1) or via.group(2)).strip()
@@ -241,7 +241,7 @@ def expected_requirements(lock: Lock, platform: str) -> tuple[RequirementLine, .
     else."""
     pinned = [
         RequirementLine(
-            canonicalize_name(e.name),
+            package_key(e.name),
             None if _is_direct(lock, e) else e.version,
             strip_credentials(e.url) if _is_direct(lock, e) else None,
             (e.sha256,),

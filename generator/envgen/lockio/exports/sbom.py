@@ -21,11 +21,11 @@ from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.model.dependency import Dependency
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
-from packaging.utils import canonicalize_name
 
 from envgen.digests import short_digest
 from envgen.lockio.exports.common import bare_url
 from envgen.model import CondaEntry, Lock, LockedArchive, LockedSource, PipEntry
+from envgen.names import package_key
 
 # Properties are namespaced as CycloneDX asks
 # (https://cyclonedx.github.io/cyclonedx-property-taxonomy/).
@@ -66,7 +66,7 @@ def _conda(entry: CondaEntry, channel: str | None) -> Component:
 
 
 def _pip(entry: PipEntry) -> Component:
-    name = canonicalize_name(entry.name)
+    name = package_key(entry.name)
     hashes = [HashType(alg=HashAlgorithm.SHA_256, content=entry.sha256)]
     properties = [Property(name=f"{NS}:platform", value=entry.platform)]
     if entry.index:
@@ -89,7 +89,7 @@ def _pip(entry: PipEntry) -> Component:
 
 def _wheel_purl(name: str, version: str, filename: str) -> PackageURL:
     qualifiers = {"file_name": filename}
-    name = canonicalize_name(name)
+    name = package_key(name)
     return PackageURL(type="pypi", name=name, version=version, qualifiers=qualifiers)
 
 
@@ -100,9 +100,9 @@ def _archive(archive: LockedArchive) -> Component:
     platform = Property(name=f"{NS}:platform", value=archive.platform)
     wheels = [
         Component(
-            name=canonicalize_name(m.name),
+            name=package_key(m.name),
             version=m.version,
-            bom_ref=f"archive:{archive.platform}:{archive.name}:{canonicalize_name(m.name)}",
+            bom_ref=f"archive:{archive.platform}:{archive.name}:{package_key(m.name)}",
             purl=_wheel_purl(m.name, m.version, m.filename),
             hashes=[HashType(alg=HashAlgorithm.SHA_256, content=m.sha256)],
             properties=[platform, Property(name=f"{NS}:archive-member", value=m.path)],
@@ -143,7 +143,7 @@ def _source(locked: LockedSource) -> Component:
         for sub in locked.submodules
     ]
     return _git(
-        canonicalize_name(source.distribution),
+        package_key(source.distribution),
         source.url,
         locked.commit,
         f"source:{source.name}",

@@ -13,7 +13,6 @@ import functools
 import hashlib
 import logging
 import os
-import re
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,13 +22,14 @@ from typing import IO
 
 from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from envgen import atomic, network, platforms
 from envgen.digests import short_digest
 from envgen.errors import ResolutionError, VerificationError
 from envgen.inputs.untrusted import tree_path_problem
 from envgen.model import Archive, ArchiveMember, Lock, LockedArchive, Matrix
+from envgen.names import package_key
 from envgen.redact import redact_url
 from envgen.resolve.archives.fetch import archive_format, fetch
 from envgen.resolve.pypi import uv_pylock
@@ -40,7 +40,6 @@ from envgen.scratch import scratch_dir
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
-_EXTRA = re.compile(r"\bextra\b")
 
 
 def member_path(cache: Path, member: ArchiveMember) -> Path:
@@ -191,7 +190,7 @@ def read_members(
     with _opened(path, url) as (names, opened):
         wheels = _wheels(names)
         for wanted in archive.wheels:
-            normal = canonicalize_name(wanted)
+            normal = package_key(wanted)
             fits = [w for w in wheels if w[1] == normal and w[3] & priority.keys()]
             if not fits:
                 held = ", ".join(w[0] for w in wheels) or "no wheel"
@@ -224,14 +223,14 @@ def _member(
     requires = uv_pylock.parse_metadata(text, path).requires
     applying = [r for r in requires if r.marker is None or r.marker.evaluate(environment)]
     # Evaluated here for the platform: the resolution gets the requirement without its marker.
-    kept = [r for r in applying if not (r.marker and _EXTRA.search(str(r.marker)))]
+    kept = [r for r in applying if not uv_pylock.needs_extra(r)]
     plain = sorted({_without_marker(r) for r in kept})
     return ArchiveMember(path, name, version, sha256, tuple(plain))
 
 
 def _without_marker(requirement: Pep508) -> str:
     extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
-    return f"{canonicalize_name(requirement.name)}{extras}{requirement.specifier}"
+    return f"{package_key(requirement.name)}{extras}{requirement.specifier}"
 
 
 def archive_wheels(

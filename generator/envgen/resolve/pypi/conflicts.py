@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envgen.model import TracedRequirement
+from envgen.names import package_key
 
 # How many offered releases a message shows (the JSON has them all).
 _SHOWN = 6
@@ -75,7 +75,7 @@ def by_name(
         parsed = Requirement(traced.text)
         if parsed.url or not applies(parsed, environment):
             continue
-        grouped.setdefault(canonicalize_name(parsed.name), []).append(traced)
+        grouped.setdefault(package_key(parsed.name), []).append(traced)
     return {name: tuple(demands) for name, demands in grouped.items()}
 
 

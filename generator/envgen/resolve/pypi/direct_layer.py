@@ -13,11 +13,11 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
 from envgen import network
 from envgen.errors import ConflictError
 from envgen.inputs.channels import IndexAccess
+from envgen.names import package_key
 from envgen.resolve.pypi.conflicts import asked, conflict_record, describe_conflicts, find_conflicts
 from envgen.resolve.pypi.offered import candidate_indexes, fetch_offers
 from envgen.resolve.pypi.uv_compile import Inputs
@@ -58,4 +58,4 @@ def explain_conflicts(
 
 
 def _name(text: str) -> str:
-    return canonicalize_name(Requirement(text).name)
+    return package_key(Requirement(text).name)

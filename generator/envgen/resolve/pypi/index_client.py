@@ -17,14 +17,13 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import requests
 import urllib3
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
-    canonicalize_name,
     parse_sdist_filename,
     parse_wheel_filename,
 )
@@ -35,9 +34,10 @@ from envgen.credentials import NO_CREDENTIALS, Credentials
 from envgen.errors import EnvgenError, NetworkError, ResolutionError, Unreached, VerificationError
 from envgen.inputs.channels import IndexAccess
 from envgen.model import PipEntry
+from envgen.names import package_key
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve.pypi import uv_pylock
-from envgen.urls import same_host, url_host
+from envgen.urls import same_host, url_host, url_host_name
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ def _trusts(index: IndexAccess, url: str) -> bool:
     """Whether `url` is on the index's trusted host (pip's --trusted-host: host or host:port)."""
     if not index.trusted_host:
         return False
-    return index.trusted_host.lower() in (urlsplit(url).hostname, url_host(url))
+    return index.trusted_host.lower() in (url_host_name(url), url_host(url))
 
 
 def _cached(cache: Path, sha256: str) -> Path:
@@ -302,8 +302,8 @@ def fetch_metadata(
 def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[str] | None:
     """The file names on an index's simple page for `name` (PEP 691 JSON or PEP 503 HTML); None on
     404."""
-    url = urljoin(index.url.rstrip("/") + "/", f"{canonicalize_name(name)}/")
-    shown = urljoin(index.shown.rstrip("/") + "/", f"{canonicalize_name(name)}/")
+    url = urljoin(index.url.rstrip("/") + "/", f"{package_key(name)}/")
+    shown = urljoin(index.shown.rstrip("/") + "/", f"{package_key(name)}/")
     try:
         response = client.get(
             url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}

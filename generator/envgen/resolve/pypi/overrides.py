@@ -16,14 +16,14 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envgen.model import AppliedOverride, Matrix, Origin, Override, TracedRequirement
+from envgen.names import package_key
 
 
 def _name(text: str) -> str:
-    return canonicalize_name(Pep508(text).name)
+    return package_key(Pep508(text).name)
 
 
 def override_origin(matrix: Matrix, override: Override) -> Origin:
@@ -42,9 +42,7 @@ def scope(
     them does.
     """
     overrides = matrix.overrides
-    by_name = {
-        canonicalize_name(o.name): o for o in overrides if canonicalize_name(o.name) not in excluded
-    }
+    by_name = {package_key(o.name): o for o in overrides if package_key(o.name) not in excluded}
     kept: list[TracedRequirement] = []
     required: set[str] = set()
     for req in requirements:
@@ -72,11 +70,11 @@ def replaced(
     """The requirements of the direct layer on the override's name that apply here: the matrix's
     own pin (the override takes its place, as it does the sources'), and the sources'
     requirements."""
-    name = canonicalize_name(override.name)
+    name = package_key(override.name)
     out = []
     for req in requirements:
         parsed = Pep508(req.text)
-        if canonicalize_name(parsed.name) != name:
+        if package_key(parsed.name) != name:
             continue
         if parsed.marker is None or parsed.marker.evaluate({**environment, "extra": ""}):
             out.append(req)

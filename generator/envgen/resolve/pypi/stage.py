@@ -10,7 +10,6 @@ from typing import Protocol
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 
 from envgen import platforms
 from envgen.errors import ConflictError, InputError, VerificationError
@@ -24,7 +23,7 @@ from envgen.model import (
     PipEntry,
     TracedRequirement,
 )
-from envgen.names import vcs_of
+from envgen.names import package_key, vcs_of
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.pypi import overrides, uv_pylock
 from envgen.resolve.pypi.uv_compile import (
@@ -63,11 +62,11 @@ def _excluded(
 ) -> set[str]:
     """The names no index resolves on `platform`: what a source provides, a pending package, an
     archive's wheels, and what the matrix leaves out."""
-    provided = {canonicalize_name(s.distribution) for s in matrix.sources}
-    provided |= {canonicalize_name(ls.source.distribution) for ls in sources}
-    provided |= {canonicalize_name(m.name) for a in mine for m in a.members}
-    pending = {canonicalize_name(p.name) for p in matrix.packages if p.pending is not None}
-    pending |= {canonicalize_name(e.name) for e in matrix.exclusions if e.applies(platform)}
+    provided = {package_key(s.distribution) for s in matrix.sources}
+    provided |= {package_key(ls.source.distribution) for ls in sources}
+    provided |= {package_key(m.name) for a in mine for m in a.members}
+    pending = {package_key(p.name) for p in matrix.packages if p.pending is not None}
+    pending |= {package_key(e.name) for e in matrix.exclusions if e.applies(platform)}
     return provided | pending
 
 
@@ -94,7 +93,7 @@ def gather_inputs(
     hashes: dict[str, tuple[str, Origin]] = {}
     direct: set[str] = set()
     for package in matrix.packages:
-        name = canonicalize_name(package.name)
+        name = package_key(package.name)
         if package.pending is not None or name in excluded:
             continue
         key = ("pip", "packages", package.name)
@@ -147,10 +146,10 @@ def _source_requirements(
                     "%s: %s is a git requirement, locked as a source", req.origin, parsed.name
                 )
                 continue
-            if canonicalize_name(parsed.name) in excluded:
+            if package_key(parsed.name) in excluded:
                 continue
             if parsed.url and not req.constraint:
-                direct.add(canonicalize_name(parsed.name))
+                direct.add(package_key(parsed.name))
             requirements.append(
                 TracedRequirement(str(parsed), req.origin, constraint=req.constraint)
             )
@@ -167,7 +166,7 @@ def _archive_requirements(
         for a in archives
         for m in a.members
         for text in m.requires
-        if canonicalize_name(Pep508(text).name) not in excluded
+        if package_key(Pep508(text).name) not in excluded
     ]
 
 
@@ -210,11 +209,11 @@ def apply_overrides(
 ) -> tuple[AppliedOverride, ...]:
     """Each matrix override with the direct-layer requirements it replaced here; one warning line
     each."""
-    versions = {canonicalize_name(e.name): e.version for e in entries}
+    versions = {package_key(e.name): e.version for e in entries}
     applied = []
     for override in matrix.overrides:
         here = overrides.replaced(override, inputs.replaced, environment)
-        version = versions.get(canonicalize_name(override.name))
+        version = versions.get(package_key(override.name))
         log.warning(
             "%s", overrides.describe(platform, override, overrides.judge(here, version), version)
         )

@@ -13,7 +13,6 @@ from typing import Protocol
 
 import tomli_w
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 
 from envgen import network, platforms
 from envgen.errors import (
@@ -26,6 +25,7 @@ from envgen.errors import (
 )
 from envgen.inputs.channels import IndexAccess
 from envgen.model import Matrix, Origin, TracedRequirement
+from envgen.names import package_key
 from envgen.process import Running, TimedOut, start, tail
 from envgen.redact import redact_text, redact_url
 from envgen.resolve.preferences import Preference, render_pylock
@@ -129,7 +129,7 @@ def uv_environment(
 
 
 def _mentioned(text: str) -> set[str]:
-    return {canonicalize_name(m.group(0)) for m in _NAME.finditer(text)}
+    return {package_key(m.group(0)) for m in _NAME.finditer(text)}
 
 
 def why_unreachable(stderr: str, limits: network.Limits, secrets: Sequence[str] = ()) -> str:
@@ -170,7 +170,7 @@ def explain_failure(
                 hint="run once without --offline to fill the cache",
             )
         names = _mentioned(stderr)
-        involved = [r for r in inputs.requirements if canonicalize_name(name_of(r.text)) in names]
+        involved = [r for r in inputs.requirements if package_key(name_of(r.text)) in names]
         listed = (
             "".join(f"\n  {r.text}  ({r.origin})" for r in involved)
             or "\n  (none of the inputs named)"
@@ -181,9 +181,7 @@ def explain_failure(
         return ConflictError(
             f"no PyPI resolution for {platform}; these requirements "
             f"conflict:{listed}\nuv says:\n{said}",
-            hint=conflict_hint(
-                sorted({canonicalize_name(name_of(r.text)) for r in involved}), matrix
-            ),
+            hint=conflict_hint(sorted({package_key(name_of(r.text)) for r in involved}), matrix),
             said=said,
         )
     if urls:
@@ -233,7 +231,7 @@ def _unreachable(
 def conflict_hint(names: Sequence[str], matrix: Matrix) -> str:
     """What to do about a conflict on `names`: an override for a name without one, `transitive` for
     one with."""
-    overridden = {canonicalize_name(o.name) for o in matrix.overrides}
+    overridden = {package_key(o.name) for o in matrix.overrides}
     new = [n for n in names if n not in overridden] or ([] if names else ["<name>"])
     hint = "relax one of them"
     if new:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,10 +15,11 @@ from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from envgen.errors import ResolutionError, ToolError
 from envgen.model import PipEntry
+from envgen.names import package_key
 from envgen.redact import strip_credentials
 
 log = logging.getLogger(__name__)
@@ -78,7 +80,7 @@ def parse_pylock(text: str) -> tuple[LockedPackage, ...]:
     data = tomllib.loads(text)
     packages = []
     for table in data.get("packages", []):
-        name, version = canonicalize_name(table["name"]), str(table.get("version", ""))
+        name, version = package_key(table["name"]), str(table.get("version", ""))
         if "vcs" in table or "directory" in table:
             raise ToolError(
                 f"uv locked {name} from a VCS or directory, which envgen only takes as a source"
@@ -171,6 +173,17 @@ def parse_metadata(text: str, where: str) -> Metadata:
     return Metadata(tuple(requires))
 
 
+# A marker's text as packaging writes it: values quoted, variables bare.
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+_EXTRA = re.compile(r"\bextra\b")
+
+
+def needs_extra(req: Pep508) -> bool:
+    """Whether a requirement applies only as some extra decides: its marker names the `extra`
+    variable (on either side, with any operator), not merely a value spelled so."""
+    return req.marker is not None and _EXTRA.search(_QUOTED.sub("", str(req.marker))) is not None
+
+
 class Target:
     """A platform's marker environment, and whether a requirement is active in it for an extra: each
     verdict is evaluated once (the extras' fixed point and every package's dependencies ask the same
@@ -211,8 +224,8 @@ def requested_extras(
     extras: dict[str, set[str]] = {}
     for req in roots:
         if target.active(req, ()):
-            extras.setdefault(canonicalize_name(req.name), set()).update(
-                canonicalize_name(e) for e in req.extras
+            extras.setdefault(package_key(req.name), set()).update(
+                package_key(e) for e in req.extras
             )
     changed = True
     while changed:
@@ -221,8 +234,8 @@ def requested_extras(
             for req in meta.requires:
                 if not target.active(req, extras.get(name, ())):
                     continue
-                wanted = extras.setdefault(canonicalize_name(req.name), set())
-                new = {canonicalize_name(e) for e in req.extras} - wanted
+                wanted = extras.setdefault(package_key(req.name), set())
+                new = {package_key(e) for e in req.extras} - wanted
                 if new:
                     wanted.update(new)
                     changed = True
@@ -234,9 +247,7 @@ def depends(meta: Metadata, target: Target, extras: Iterable[str]) -> tuple[tupl
     specs: dict[str, set[str]] = {}
     for req in meta.requires:
         if target.active(req, tuple(extras)):
-            specs.setdefault(canonicalize_name(req.name), set()).update(
-                str(s) for s in req.specifier
-            )
+            specs.setdefault(package_key(req.name), set()).update(str(s) for s in req.specifier)
     return tuple((name, ",".join(sorted(parts))) for name, parts in sorted(specs.items()))
 
 

@@ -33,7 +33,6 @@ import uv
 from build.env import DefaultIsolatedEnv
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envgen import atomic
@@ -44,6 +43,7 @@ from envgen.inputs.files import bounded_nesting
 from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
 from envgen.inputs.untrusted import one_line
 from envgen.model import Origin, Source, TracedRequirement
+from envgen.names import package_key
 from envgen.process import run, tail
 from envgen.redact import redact_text
 from envgen.resolve.pypi.uv_compile import (
@@ -53,6 +53,7 @@ from envgen.resolve.pypi.uv_compile import (
     render_uv_config,
     uv_environment,
 )
+from envgen.resolve.pypi.uv_pylock import needs_extra
 from envgen.resolve.sources.backend_warnings import BACKEND_WARNINGS
 from envgen.scratch import scratch_dir
 
@@ -64,7 +65,6 @@ CACHE_FORMAT = 2
 INSTALL_TIMEOUT = 1800.0
 # A backend's metadata hook (setup.py egg_info and the like) that runs longer than this is stuck.
 HOOK_TIMEOUT = 900.0
-_EXTRA = re.compile(r"\bextra\s*(==|!=|in\b|not\s+in\b)")
 _TRACEBACK = "Traceback (most recent call last):"
 _PRETEND = "SETUPTOOLS_SCM_PRETEND_VERSION"
 
@@ -127,7 +127,8 @@ def declared_dependencies(
         lines = parse_pyproject(
             data.decode("utf-8", errors="replace"), "pyproject.toml", context=context
         )
-        return Declared(tuple(line for line in lines if not _needs_extra(line.requirement)))
+        # An editable install requests no extras, so a requirement guarded by one never applies.
+        return Declared(tuple(line for line in lines if not needs_extra(line.requirement)))
     if data is None and read("setup.py") is None:
         return Declared(fallback="it has neither pyproject.toml nor setup.py")
     version = stated_version(source.ref, commit)
@@ -210,7 +211,7 @@ def _scm_environment(source: Source, version: str) -> dict[str, str]:
     """setuptools-scm's version for the tree `git archive` gives (no .git to read one from): the
     per-distribution form for a build that knows its name, the plain one for a setup.py asking
     setuptools-scm itself (vLLM's `get_version()`); only the source's own hooks run with them."""
-    dist = canonicalize_name(source.distribution).replace("-", "_").upper()
+    dist = package_key(source.distribution).replace("-", "_").upper()
     return {_PRETEND: version, f"{_PRETEND}_FOR_{dist}": version}
 
 
@@ -300,7 +301,8 @@ def build_requires(
                 Path(builder.metadata_path(out))
             ).metadata
             requires = metadata.get_all("Requires-Dist") or []
-    return [str(r) for r in map(_requirement, requires) if r is not None and not _needs_extra(r)]
+    # No extra is requested: a requirement guarded by one never applies.
+    return [str(r) for r in map(_requirement, requires) if r is not None and not needs_extra(r)]
 
 
 def _requirement(text: str) -> Pep508 | None:
@@ -309,11 +311,6 @@ def _requirement(text: str) -> Pep508 | None:
     except InvalidRequirement:
         log.warning("ignored `Requires-Dist: %s`: not a PEP 508 requirement", text)
         return None
-
-
-def _needs_extra(req: Pep508) -> bool:
-    # An editable install requests no extras, so a requirement guarded by one never applies.
-    return req.marker is not None and _EXTRA.search(str(req.marker)) is not None
 
 
 def _install(
@@ -371,7 +368,7 @@ def _install_failed(
 
 def _name_of(requirement: str) -> str | None:
     try:
-        return canonicalize_name(Pep508(requirement).name)
+        return package_key(Pep508(requirement).name)
     except InvalidRequirement:
         return None
 

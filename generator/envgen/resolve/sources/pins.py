@@ -10,11 +10,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from packaging.utils import canonicalize_name
-
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError, InputError, MatrixError
 from envgen.model import METADATA, LockedSource, Matrix, Source, Submodule, TracedRequirement
+from envgen.names import package_key
 from envgen.platforms import host_platform
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git.cache import CachedRepo, apply_cherry_picks, cached_repo, has_commits
@@ -192,7 +191,7 @@ def requirements_at(
 
 def _matrix_names(matrix: Matrix) -> frozenset[str]:
     """The names a source provides: no requirement on them is resolved from an index."""
-    return frozenset(canonicalize_name(n) for s in matrix.sources for n in (s.name, s.distribution))
+    return frozenset(package_key(n) for s in matrix.sources for n in (s.name, s.distribution))
 
 
 def _build_settings(matrix: Matrix, settings: Settings) -> BuildSettings:
@@ -209,7 +208,7 @@ def _host_pins(matrix: Matrix) -> tuple[tuple[str, str], ...]:
         host = host_platform()
     except InputError:  # a host no lock is made for: no platform's pins apply
         return ()
-    pinned = ((canonicalize_name(p.name), p.index_for(host)) for p in matrix.packages)
+    pinned = ((package_key(p.name), p.index_for(host)) for p in matrix.packages)
     return tuple(sorted((name, index) for name, index in pinned if index))
 
 

@@ -8,13 +8,11 @@ import logging
 from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
-from packaging.utils import canonicalize_name
-
 from envgen.errors import InputError, ResolutionError
 from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
 from envgen.inputs.untrusted import git_url_problem, ref_problem
 from envgen.model import PYPROJECT, Origin, Source, TracedRequirement
-from envgen.names import vcs_of
+from envgen.names import package_key, vcs_of
 from envgen.redact import redact_url, strip_credentials
 
 logger = logging.getLogger(__name__)
@@ -94,7 +92,7 @@ def split_requirements(
                 f"{where}: `{line.text}` is a {vcs} requirement; only git sources are supported",
                 hint="declare it as a source in the matrix with a git URL, or add an override",
             )
-        name = canonicalize_name(req.name)
+        name = package_key(req.name)
         if name in matrix_names:
             logger.info("%s: %s is satisfied by the matrix's source of that name", where, req.name)
             continue

@@ -21,13 +21,13 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
-from packaging.utils import canonicalize_name
 
 from envgen.commits import short_commit
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting
 from envgen.inputs.requirements import Line
 from envgen.model import Source
+from envgen.names import package_key
 
 Reader = Callable[[str], bytes | None]
 Exporter = Callable[[Path], None]
@@ -155,7 +155,7 @@ def extras_lines(tree: InstalledTree, context: str) -> tuple[Line, ...]:
     file = tree.origin("pyproject.toml")
     text = (data or b"").decode("utf-8", errors="replace").splitlines()
     lines: list[Line] = []
-    wanted, seen = [canonicalize_name(e) for e in source.extras], set()
+    wanted, seen = [package_key(e) for e in source.extras], set()
     while wanted:
         extra = wanted.pop(0)
         if extra in seen:
@@ -163,8 +163,8 @@ def extras_lines(tree: InstalledTree, context: str) -> tuple[Line, ...]:
         seen.add(extra)
         for dep in optional.get(extra, ()):
             requirement = _requirement(dep, f"{context}: {file}: optional-dependencies.{extra}")
-            if canonicalize_name(requirement.name) == canonicalize_name(source.distribution):
-                wanted += [canonicalize_name(e) for e in requirement.extras]
+            if package_key(requirement.name) == package_key(source.distribution):
+                wanted += [package_key(e) for e in requirement.extras]
                 continue
             lines.append(Line(text=str(requirement), file=file, line=_line_of(dep, text)))
     return tuple(dict.fromkeys(lines))
@@ -184,7 +184,7 @@ def _optional_dependencies(data: bytes, context: str) -> dict[str, list[str]] | 
         isinstance(deps, list) and all(isinstance(d, str) for d in deps) for deps in table.values()
     ):
         raise InputError(f"{context}: [project.optional-dependencies] is not a table of lists")
-    return {canonicalize_name(name): deps for name, deps in table.items()}
+    return {package_key(name): deps for name, deps in table.items()}
 
 
 def _requirement(text: str, where: str) -> Pep508:
