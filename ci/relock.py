@@ -8,11 +8,13 @@ installed.
 2. `envgen lock ENV` for each env that is stale, has no lock, or has a drifted source, with
    `--update NAME` for exactly its drifted sources (`--update` names instead of those;
    `--update all` moves every source);
-3. `envgen check ENV --no-env` (static checks and a re-solve) for each env whose lock files changed;
+3. `envgen check ENV --no-env` (static checks and a re-solve) and `envgen audit ENV` (known
+   vulnerabilities, PyPI's JSON API) for each env whose lock files changed;
 4. into --out: `status.json` always; when a lock changed also `relock.patch` (a binary git diff of
-   locks/
-   against --base), `pr-body.md` (the status summary, what the watch found, and
-   `envgen diff --format markdown`), `changed-envs.txt` and `checks/<env>.json`.
+   locks/ against --base), `pr-body.md` (the status summary, what the watch found, the checks, the
+   known vulnerabilities of the pip packages this change moved, and `envgen diff --format
+   markdown`), `changed-envs.txt`, `checks/<env>.json` and `audits/<env>.json`. An audit that
+   cannot ask its service is a line in the body and a warning, not a failure.
 
 Nothing changed: no patch and no body (what the watch found is a warning on the run). Writes
 `changed=true|false` to $GITHUB_OUTPUT when that is set. Exit codes: 0 done (with or without
@@ -194,8 +196,55 @@ def check_lines(checks: dict[str, dict]) -> list[str]:
     return [*lines, ""]
 
 
+def moved_releases(diff: dict) -> set[tuple[str, str, str, str]]:
+    """(env, platform, name, version) of every pip package `envgen diff --format json` says the
+    change brought in: added, or at another version or artifact."""
+    return {
+        (d["env"], p["platform"], p["name"], p["new_version"])
+        for d in diff.get("diffs", [])
+        for p in d.get("packages", [])
+        if p["manager"] == "pip" and p.get("new_version") and p["kind"] != "removed"
+    }
+
+
+def audit_lines(audits: dict[str, dict], moved: set[tuple[str, str, str, str]]) -> list[str]:
+    """Markdown: the known vulnerabilities `envgen audit` found in the pip packages this change
+    moved (one line each, platforms merged), how many others the changed locks hold, and each env
+    whose audit could not ask its service."""
+    lines = ["### Known vulnerabilities in what moved (`envgen audit`)", ""]
+    found: dict[tuple[str, str, str, str], list[str]] = {}
+    others = 0
+    for env, audit in audits.items():
+        if audit.get("error"):
+            lines.append(f"- **{env}**: not audited: {_cell(audit['error'].get('message', ''))}")
+            continue
+        for result in audit.get("results", []):
+            for f in result.get("findings", []):
+                if (env, result["platform"], f["name"], f["version"]) not in moved:
+                    others += 1
+                    continue
+                key = (env, f"{f['name']}=={f['version']}", f["id"], f.get("fixed") or "")
+                found.setdefault(key, []).append(result["platform"])
+    for (env, release, advisory, fixed), platforms in sorted(found.items()):
+        fix = f", fixed in {_cell(fixed)}" if fixed else ", no fixed release"
+        lines.append(
+            f"- **{env}** `{_cell(release)}` ({', '.join(sorted(platforms))}): "
+            f"{_cell(advisory)}{fix}"
+        )
+    if not found:
+        lines.append("- none in the pip packages this change moved")
+    if others:
+        lines.append(f"- {others} more known in what did not move: `envgen audit ENV` lists them")
+    return [*lines, ""]
+
+
 def pr_body(
-    reports: Sequence[dict], plans: Sequence[Plan], changed: Sequence[str], checks: dict, diff: str
+    reports: Sequence[dict],
+    plans: Sequence[Plan],
+    changed: Sequence[str],
+    checks: dict,
+    diff: str,
+    audits: Sequence[str] = (),
 ) -> str:
     """The pull request's body: summary first, then the lock diff, cut to what GitHub accepts."""
     lines = [
@@ -206,7 +255,7 @@ def pr_body(
         "",
     ]
     lines += moved_table(reports, changed) + status_lines(reports, plans, changed)
-    lines += watch_lines(reports) + check_lines(checks)
+    lines += watch_lines(reports) + check_lines(checks) + list(audits)
     body = "\n".join(lines) + "\n" + diff
     if len(body) > BODY_LIMIT:
         body = (
@@ -282,6 +331,7 @@ def _clear_outputs(out: Path) -> None:
     for stale in ("relock.patch", "pr-body.md", "changed-envs.txt"):
         (out / stale).unlink(missing_ok=True)
     shutil.rmtree(out / "checks", ignore_errors=True)
+    shutil.rmtree(out / "audits", ignore_errors=True)
 
 
 def _require_commit(root: Path, base: str) -> None:
@@ -318,6 +368,22 @@ def _check_changed(root: Path, out: Path, changed: Sequence[str]) -> dict[str, d
     return checks
 
 
+def _audit_changed(root: Path, out: Path, changed: Sequence[str], base: str) -> list[str]:
+    """`envgen audit` of each changed env, its report kept in out/audits/; the body's lines of
+    what it found in the pip packages the change moved. An audit that cannot ask (exit 3) is
+    reported, not raised."""
+    audits = {}
+    (out / "audits").mkdir(exist_ok=True)
+    for env in changed:
+        report = envgen(root, "audit", "--json", "--quiet", "--", env, ok=(0, 1, 3))
+        (out / "audits" / f"{env}.json").write_text(report)
+        audits[env] = json.loads(report)
+        if audits[env].get("error"):
+            _warn(f"{env}: not audited: {audits[env]['error'].get('message', '')}")
+    diff = json.loads(envgen(root, "diff", f"--git={base}", "--format=json", "--quiet"))
+    return audit_lines(audits, moved_releases(diff))
+
+
 def relock(
     root: Path, out: Path, envs: list[str], update: list[str], base: str
 ) -> tuple[bool, int]:
@@ -341,10 +407,11 @@ def relock(
         print("relock: no lock changed; no pull request", file=sys.stderr)
         return False, 0
     checks = _check_changed(root, out, changed)
+    audits = _audit_changed(root, out, changed, base)
     diff = envgen(root, "diff", f"--git={base}", "--format=markdown", "--quiet")
     (out / "relock.patch").write_bytes(patch)
     (out / "changed-envs.txt").write_text("".join(f"{env}\n" for env in changed))
-    (out / "pr-body.md").write_text(pr_body(reports, plans, changed, checks, diff))
+    (out / "pr-body.md").write_text(pr_body(reports, plans, changed, checks, diff, audits))
     failed = [env for env, report in checks.items() if not report.get("ok")]
     if failed:
         print(

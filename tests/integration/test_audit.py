@@ -18,10 +18,9 @@ from threading import Thread
 import pytest
 from envgen.example.http import serve_directory
 from envgen.example.project import Example
-from envgen.lockio.store import require_lock
 from envgen.project import Project
-from packaging.utils import canonicalize_name
 
+from tests.support.advisories import releases, stand_in
 from tests.support.builders import make_lock, pip_entry, write_intact
 from tests.support.example import run_envgen
 from tests.support.lk_locked import lock_once
@@ -49,28 +48,6 @@ def locked(served: Example) -> Example:
     for name, data in lock_once(served, ENV).items():
         (served.root / "locks" / name).write_bytes(data)
     return served
-
-
-def releases(example: Example) -> set[tuple[str, str]]:
-    """The lock's pip packages from an index (archive wheels and sources left out), every
-    platform's."""
-    lock = require_lock(Project(example.root), ENV)
-    return {
-        (canonicalize_name(e.name), e.version)
-        for platform in lock.platforms
-        for e in lock.pip_for(platform)
-    }
-
-
-def stand_in(root: Path, example: Example, advisories: dict[str, list[dict[str, object]]]) -> Path:
-    """A directory served as PyPI's JSON API: an answer for each of the lock's pip packages (no
-    vulnerability unless `advisories` names it); anything else is a 404."""
-    for name, version in sorted(releases(example)):
-        page = root / "pypi" / name / version / "json"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        body = {"info": {"name": name, "version": version}, "urls": []}
-        page.write_text(json.dumps(body | {"vulnerabilities": advisories.get(name, [])}))
-    return root
 
 
 @pytest.fixture

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 from envgen.commands.demo import commit_project, step_environment
+from envgen.example.http import serve_directory
 from envgen.example.project import ENV, GITHUB, Example, advance_branch
 
+from tests.support.advisories import stand_in
 from tests.support.example import served_example
+from tests.support.stalling import closed_url
 
 SCRIPT = Path(__file__).resolve().parents[2] / "ci" / "relock.py"
 TORCH_NEWS = "demo-torch ==2.10.0: newer in 2.10 on pypi: 2.10.1"
@@ -63,11 +66,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         served = Served(example, workdir)
         commit_project(served.root, "the project, no lock yet")
         # The first run finds no lock: it writes one (new files in the patch); that becomes the
-        # base.
+        # base. Its audit's service refuses connections: a line of the body, not a failure.
+        served.env |= {"ENVGEN_AUDIT_URL": closed_url(), "ENVGEN_RETRIES": "0"}
         first = served.relock()
         assert first.returncode == 0, first.stderr
         assert f"{ENV}: no lock yet" in first.stderr
-        assert f"- **{ENV}** (changed): no lock yet" in (served.out / "pr-body.md").read_text()
+        body = (served.out / "pr-body.md").read_text()
+        assert f"- **{ENV}** (changed): no lock yet" in body
+        assert f"- **{ENV}**: not audited: cannot ask http://127.0.0.1:" in body
+        assert json.loads((served.out / "audits" / f"{ENV}.json").read_text())["exit_code"] == 3
         assert "new file mode" in (served.out / "relock.patch").read_text()
         commit_project(served.root, "lock demo")
         yield served
@@ -103,11 +110,17 @@ def test_an_unreachable_remote_is_a_warning_not_a_failure(served: Served) -> Non
     assert not (served.out / "pr-body.md").exists()
 
 
-def test_moved_branch_relocks_that_source_and_writes_the_pr_body(served: Served) -> None:
+def test_moved_branch_relocks_that_source_and_writes_the_pr_body(
+    served: Served, tmp_path: Path
+) -> None:
     before = {name: served.locked(name) for name in ("rollout", "trainer", "post")}
+    advisory = {"id": "GHSA-demo-torc-0001", "aliases": [], "fixed_in": ["2.10.1"]}
+    answers = stand_in(tmp_path, served.example, {"demo-torch": [advisory]})
     moved = advance_branch(served.example, "trainer", "core_r0.12.0")
     try:
-        result = served.relock()
+        with serve_directory(answers) as url:
+            served.env["ENVGEN_AUDIT_URL"] = url
+            result = served.relock()
         assert result.returncode == 0, result.stderr
         assert served.outputs.read_text() == "changed=true\n"
         # Exactly the drifted source moved; the others stay at their locked commits.
@@ -135,6 +148,9 @@ def test_moved_branch_relocks_that_source_and_writes_the_pr_body(served: Served)
         heading = "### Upstream says otherwise (`envgen status --watch`)"
         assert f"{heading}\n\n- **{ENV}**: {TORCH_NEWS}\n" in body
         assert f"- **{ENV}**: ok (" in body
+        # The audit's finding is in a package the change did not move: counted, not listed.
+        audit = body.split("### Known vulnerabilities in what moved (`envgen audit`)\n\n", 1)[1]
+        assert audit.startswith("- none in the pip packages this change moved\n- 2 more known")
         # The lock diff follows the summary: the trainer commit change, nothing about rollout or
         # post.
         diff = body.split("### Checks", 1)[1]

@@ -74,3 +74,78 @@ def test_the_script_shortens_commits_as_envgen_does() -> None:
     from envgen.commits import SHORT_SHA
 
     assert relock.SHORT == SHORT_SHA
+
+
+def _finding(name: str, version: str, advisory: str, fixed: str | None) -> dict:
+    return {"name": name, "version": version, "id": advisory, "fixed": fixed}
+
+
+def test_the_body_names_the_vulnerabilities_of_what_moved_and_counts_the_rest() -> None:
+    diff = {
+        "diffs": [
+            {
+                "env": "a5",
+                "packages": [
+                    {
+                        "manager": "pip",
+                        "kind": "upgraded",
+                        "platform": "linux-64",
+                        "name": "transformers",
+                        "new_version": "4.57.6",
+                    },
+                    {
+                        "manager": "pip",
+                        "kind": "upgraded",
+                        "platform": "linux-aarch64",
+                        "name": "transformers",
+                        "new_version": "4.57.6",
+                    },
+                    {
+                        "manager": "pip",
+                        "kind": "removed",
+                        "platform": "linux-64",
+                        "name": "gone",
+                        "new_version": None,
+                    },
+                    {
+                        "manager": "conda",
+                        "kind": "upgraded",
+                        "platform": "linux-64",
+                        "name": "python",
+                        "new_version": "3.11.9",
+                    },
+                ],
+            }
+        ]
+    }
+    moved = relock.moved_releases(diff)
+    assert moved == {
+        ("a5", "linux-64", "transformers", "4.57.6"),
+        ("a5", "linux-aarch64", "transformers", "4.57.6"),
+    }
+    audits = {
+        "a5": {
+            "results": [
+                {
+                    "platform": platform,
+                    "findings": [
+                        _finding("transformers", "4.57.6", "GHSA-<b>x</b>", "4.58.0"),
+                        _finding("requests", "2.31.0", "GHSA-9wx4-h78v-vm56", None),
+                    ],
+                }
+                for platform in ("linux-64", "linux-aarch64")
+            ]
+        },
+        "a3": {"error": {"message": "cannot ask https://pypi.org: connection refused"}},
+    }
+    lines = relock.audit_lines(audits, moved)
+    assert lines == [
+        "### Known vulnerabilities in what moved (`envgen audit`)",
+        "",
+        "- **a3**: not audited: cannot ask https://pypi.org: connection refused",
+        "- **a5** `transformers==4.57.6` (linux-64, linux-aarch64): "
+        "GHSA-&lt;b&gt;x&lt;/b&gt;, fixed in 4.58.0",
+        "- 2 more known in what did not move: `envgen audit ENV` lists them",
+        "",
+    ]
+    assert relock.audit_lines({}, set())[2] == "- none in the pip packages this change moved"
