@@ -1,4 +1,7 @@
-"""The one error tree of envgen; each class carries the exit code the CLI uses."""
+"""The one error tree of envgen; each class carries the exit code the CLI uses.
+
+No module raises the root `EnvgenError` itself (tests/unit/test_architecture.py).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The one subprocess helper: command, cwd, env, timeout; a failure carries the stderr tail."""
+"""The one subprocess helper: command, cwd, env, timeout; a failure carries the stderr tail.
+
+`run` waits; `start` returns a `Running` child to wait for or stop later; each child runs in its
+own process group, tracked for interrupts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The one temporary-directory helper for work that must not outlive a run unless asked to."""
+"""The one temporary-directory helper for work that must not outlive a run unless asked to.
+
+`children_scratch` is also the TMPDIR of every child started meanwhile."""
 
 from __future__ import annotations
 

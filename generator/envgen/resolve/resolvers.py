@@ -1,5 +1,6 @@
 """The effects a re-lock goes through, each behind a small interface (pypa/installer's source and
-destination): git sources pinned, conda specs solved, uv run, indexes asked. The re-lock core
+destination): git sources pinned, conda specs solved, uv run, indexes asked,
+release archives locked. The re-lock core
 (resolve/pipeline.py) calls only these; `Resolvers.real` gives envgen's own, a head start
 (resolve/head_start.py) stands in for two of them, and a test gives fakes.
 
