@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from envgen.commands.check.from_bundle import check_from_bundle
 from envgen.commands.check.report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
 from envgen.commands.check.static import pip_by_name, python_of, static_steps
 from envgen.commands.check.throwaway import Install, throwaway_steps
-from envgen.commands.install.from_bundle import check_from_bundle
 from envgen.digests import short_digest
 from envgen.errors import ConflictError, EnvgenError, NetworkError
 from envgen.inputs.credentials import lock_credentials

@@ -23,15 +23,13 @@ from envgen.bundle.manifest import (
     requirements_path,
     wanted_artifacts,
 )
-from envgen.commands.check.report import OK, SKIPPED, CheckReport, Step, step_of
-from envgen.commands.check.throwaway import throwaway_steps
 from envgen.commands.install.bundle_trust import (
     TrustRoot,
     bundle_lock_texts,
     trust_root,
     trusted_lock,
 )
-from envgen.commands.lock.freshness import freshness, require_fresh
+from envgen.commands.lock.freshness import require_fresh
 from envgen.errors import VerificationError
 from envgen.installer.core import Installer, Request, check_request, install
 from envgen.installer.destinations import destination
@@ -160,43 +158,3 @@ def install_from_bundle(
             installer,
         )
     return prefix.absolute()
-
-
-def check_from_bundle(
-    project: Project,
-    env: str,
-    bundle: Path,
-    *,
-    cache: Path,
-    venv: bool,
-    require_npu: bool,
-    keep: bool,
-    installer: Installer,
-    lock_sha256: str | None = None,
-    frozen: bool = False,
-) -> CheckReport:
-    """`check`'s throwaway env, installed from `bundle` with no network: the installed set, pip
-    check, imports; skipped when the project's lock it is trusted through is stale (unless
-    `frozen`)."""
-    platform = host_platform()
-    with opened_bundle(project, env, bundle, platform, lock_sha256) as opened:
-        matched = f"{opened.members} members match the lock and bundle.json"
-        steps = [Step("bundle: members", OK, matched)]
-        fresh = None if frozen or not opened.project_lock else freshness(project, env, opened.lock)
-        stale = fresh.reasons if fresh is not None else ()
-        if stale:
-            fix = f"re-lock with `envgen lock {env}`, or check the lock as it is with --frozen"
-            steps.append(step_of("static: input hash", [f"{r}: {fix}" for r in stale]))
-            steps.append(Step("env: install", SKIPPED, "the lock is stale"))
-            return CheckReport(env, platform, tuple(steps), None)
-        env_steps, kept = throwaway_steps(
-            opened.lock,
-            opened.source,
-            installer,
-            platform=platform,
-            venv=venv,
-            cache=cache,
-            require_npu=require_npu,
-            keep=keep,
-        )
-    return CheckReport(env, platform, tuple(steps + env_steps), kept)
