@@ -60,8 +60,9 @@ from envgen.scratch import scratch_dir
 log = logging.getLogger(__name__)
 
 # Bumped when what is cached changes shape or meaning, so an old entry is never misread
-# (2: setuptools-scm is told the ref's version: a version it could not find is no failure now).
-CACHE_FORMAT = 2
+# (2: setuptools-scm is told the ref's version: a version it could not find is no failure now;
+# 3: keyed by the indexes' names, not their URLs).
+CACHE_FORMAT = 3
 INSTALL_TIMEOUT = 1800.0
 # A backend's metadata hook (setup.py egg_info and the like) that runs longer than this is stuck.
 HOOK_TIMEOUT = 900.0
@@ -221,7 +222,10 @@ def _cache_key(source: Source, tree: str, settings: BuildSettings, version: str)
         "tree": tree,
         "env": sorted(source.env),
         "build-isolation": source.build_isolation,
-        "indexes": [[i.name, i.url] for i in settings.for_source(source)],
+        # Which indexes, by name; not where they are served (as uv keys a source's built metadata
+        # by the source, not by the mirror its build requirements came from): a mirror or a port
+        # that changed rebuilds nothing.
+        "indexes": [i.name for i in settings.for_source(source)],
         "pins": [list(pin) for pin in settings.pins],
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
         "scm-version": version,
