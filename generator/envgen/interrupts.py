@@ -140,7 +140,7 @@ def check() -> None:
         raise Interrupted("interrupted")
 
 
-def track(proc: subprocess.Popen[str]) -> None:
+def track(proc: subprocess.Popen[Any]) -> None:
     """Track `proc` until `untrack`, so an interrupt can kill it (killed at once when one came
     already)."""
     with _lock:
@@ -149,7 +149,7 @@ def track(proc: subprocess.Popen[str]) -> None:
         kill_group(proc)
 
 
-def untrack(proc: subprocess.Popen[str]) -> None:
+def untrack(proc: subprocess.Popen[Any]) -> None:
     with _lock:
         _children.discard(proc)
 
@@ -185,7 +185,7 @@ def interrupt() -> list[str]:
         return list(_written)
 
 
-def kill_group(proc: subprocess.Popen[str]) -> None:
+def kill_group(proc: subprocess.Popen[Any]) -> None:
     """Kill a child and what it started (each child leads its own process group, see
     process.run)."""
     with suppress(ProcessLookupError, PermissionError):

@@ -200,8 +200,8 @@ def test_a_cache_repository_left_half_made_is_completed(tmp_path: Path, cache: P
     repo = GitRepo.create(tmp_path / "up", {"a.txt": "1\n"})
     resolve_sources(matrix(source("lib", repo, "main")), at(cache))
     (cached,) = (cache / "git").glob("*.git")
-    # as if interrupted
-    subprocess.run(["git", "remote", "remove", "origin"], cwd=cached, check=True)
+    # as if interrupted in `git init` (HEAD is its last file)
+    (cached / "HEAD").unlink()
     repo.commit({"a.txt": "2\n"}, "moved")
     (locked,) = resolve_sources(matrix(source("lib", repo, "main")), at(cache))
     assert locked.commit == repo.rev()

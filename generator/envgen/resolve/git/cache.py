@@ -10,8 +10,8 @@ import subprocess
 import tarfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,6 +21,7 @@ from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.errors import InputError, ResolutionError
 from envgen.process import run, tail
 from envgen.redact import redact_text, redact_url
+from envgen.resolve.git.objects import ObjectReader
 from envgen.resolve.git.remote import GitEnv, bare_url, ls_remote, remote_git
 from envgen.scratch import scratch_dir
 
@@ -37,6 +38,10 @@ class CachedRepo:
     url: str
     source: str
     git_env: GitEnv
+    objects: ObjectReader = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "objects", ObjectReader(self.path, self.git_env.environ()))
 
     def git(self, *args: str, check: bool = True, extra: Mapping[str, str] | None = None) -> str:
         env = self.git_env.environ(extra)
@@ -44,44 +49,36 @@ class CachedRepo:
         return proc.stdout
 
     def has_commit(self, sha: str) -> bool:
-        return self._exists(f"{sha}^{{commit}}")
+        found = self.objects.info(f"{sha}^{{commit}}")
+        return found is not None
 
     def has_file(self, commit: str, path: str) -> bool:
         """Whether the tree of `commit` holds `path`."""
-        return self._exists(f"{commit}:{path}")
-
-    def _exists(self, spec: str) -> bool:
-        cmd = ["git", "cat-file", "-e", "--end-of-options", spec]
-        proc = run(cmd, cwd=self.path, env=self.git_env.environ(), check=False)
-        return proc.returncode == 0
+        return self.objects.info(f"{commit}:{path}") is not None
 
     def blob(self, commit: str, path: str) -> str | None:
         """The blob id of the file `path` in the tree of `commit`; None when it has no such file."""
-        found = self._object(f"{commit}:{path}")
-        return found if found and self._object_type(found) == "blob" else None
-
-    def _object(self, spec: str) -> str | None:
-        cmd = ["git", "rev-parse", "--verify", "--quiet", "--end-of-options", spec]
-        proc = run(cmd, cwd=self.path, env=self.git_env.environ(), check=False)
-        return proc.stdout.strip() if proc.returncode == 0 else None
-
-    def _object_type(self, sha: str) -> str:
-        cmd = ["git", "cat-file", "-t", "--end-of-options", sha]
-        return run(cmd, cwd=self.path, env=self.git_env.environ(), check=False).stdout.strip()
+        found = self.objects.info(f"{commit}:{path}")
+        return found.sha if found is not None and found.type == "blob" else None
 
     def read(self, commit: str, path: str) -> bytes | None:
         """A text file of the tree at `commit` (newlines normalised), or None when it does not
         exist."""
-        cmd = ["git", "cat-file", "blob", "--end-of-options", f"{commit}:{path}"]
+        found = self.objects.contents(f"{commit}:{path}")
+        if found is None or found[0].type != "blob":
+            return None
         try:
-            proc = run(cmd, cwd=self.path, env=self.git_env.environ(), check=False)
+            text = found[1].decode()
         except UnicodeDecodeError as exc:
             raise InputError(
                 f"source {self.source} at commit {commit}: {path} is not UTF-8 text ({exc.reason})",
                 hint="a requirement file must be UTF-8; pin another ref or add overrides in "
                 "the matrix",
             ) from exc
-        return proc.stdout.encode() if proc.returncode == 0 else None
+        return text.replace("\r\n", "\n").replace("\r", "\n").encode()
+
+    def close(self) -> None:
+        self.objects.close()
 
     def export(self, commit: str, dest: Path) -> None:
         """The tree of `commit` as plain files under `dest` (through `git archive`; no worktree left
@@ -101,7 +98,9 @@ class CachedRepo:
         that."""
         if self.has_commit(sha):
             return
-        shallow_fetch = ["fetch", "--quiet", f"--depth={depth}", "--", "origin", sha]
+        # By URL, not through a configured remote: nothing but objects and refs is written here.
+        remote = bare_url(self.url)
+        shallow_fetch = ["fetch", "--quiet", f"--depth={depth}", "--", remote, sha]
         shallow = self._remote(shallow_fetch)
         if shallow.returncode == 0 and self.has_commit(sha):
             return
@@ -119,7 +118,7 @@ class CachedRepo:
             else []
         )
         refs = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
-        fetch_all = ["fetch", "--quiet", *unshallow, "--", "origin", *refs]
+        fetch_all = ["fetch", "--quiet", *unshallow, "--", remote, *refs]
         full = self._remote(fetch_all)
         if full.returncode != 0:
             raise ResolutionError(
@@ -152,7 +151,8 @@ def has_commits(cache: Path, url: str, shas: Sequence[str], git: GitEnv) -> bool
     path = repo_path(cache, url)
     if not (path / "HEAD").exists():
         return False
-    return all(CachedRepo(path, url, "", git).has_commit(sha) for sha in shas)
+    with closing(CachedRepo(path, url, "", git)) as repo:
+        return all(repo.has_commit(sha) for sha in shas)
 
 
 @contextmanager
@@ -160,8 +160,8 @@ def cached_repo(cache: Path, url: str, source: str, git: GitEnv) -> Iterator[Cac
     """The cache repository of `url`, created on first use and held exclusively (sources may share a
     URL); `git` is what every git call in it runs with.
 
-    The repository knows the URL without credentials (its `config` is a file on disk); fetches get
-    them from the environment (`GitEnv.environ(url=...)`)."""
+    Fetches name the URL without credentials (nothing on disk names them) and get them from the
+    environment (`GitEnv.environ(url=...)`); the repository's `config` records no remote."""
     path = repo_path(cache, url)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{path}.lock"):
@@ -170,10 +170,8 @@ def cached_repo(cache: Path, url: str, source: str, git: GitEnv) -> Iterator[Cac
         if not (path / "HEAD").exists():
             path.mkdir(parents=True, exist_ok=True)
             repo.git("init", "--quiet", "--bare")
-        # Set on every use (it is idempotent), so a repository an interrupted run left without it
-        # still works.
-        repo.git("config", "--", "remote.origin.url", bare_url(url))
-        yield repo
+        with closing(repo):
+            yield repo
 
 
 def remove_stale_git_locks(repo: Path, *, before: float) -> list[Path]:

@@ -1,0 +1,85 @@
+"""One `git cat-file --batch-command` answers a cache repository's questions about its objects."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from envgen.errors import ToolError
+from envgen.resolve.git.objects import ObjectReader
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    env |= {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a"}
+    env |= {"GIT_COMMITTER_EMAIL": "a@b"}
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+    return done.stdout.decode().strip()
+
+
+def commit(repo: Path, files: dict[str, bytes]) -> str:
+    for name, data in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes(data)
+    git(repo, "add", "--", *files)
+    git(repo, "commit", "--quiet", "-m", "c")
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    git(tmp_path, "init", "--quiet", "--initial-branch=main", "work")
+    return tmp_path / "work"
+
+
+def test_commits_files_and_blobs_are_found_and_what_is_not_is_none(repo: Path) -> None:
+    head = commit(repo, {"a.txt": b"one\r\ntwo\n", "dir/b.txt": b"\xff"})
+    reader = ObjectReader(repo, os.environ)
+    try:
+        found = reader.info(f"{head}^{{commit}}")
+        assert found is not None and (found.sha, found.type) == (head, "commit")
+        tree = reader.info(f"{head}:dir")
+        assert tree is not None and tree.type == "tree"
+        blob = reader.contents(f"{head}:a.txt")
+        assert blob is not None and blob[0].type == "blob" and blob[1] == b"one\r\ntwo\n"
+        assert blob[0].sha == git(repo, "rev-parse", f"{head}:a.txt")
+        binary = reader.contents(f"{head}:dir/b.txt")
+        assert binary is not None and binary[1] == b"\xff"
+        assert reader.info(f"{head}:missing.txt") is None
+        assert reader.info(f"{'0' * 40}^{{commit}}") is None
+        # A name that would be two requests of git's protocol is no object.
+        assert reader.info(f"{head}:a.txt\ninfo {head}") is None
+        assert reader.contents(f"{head}:a.txt\0") is None
+        # The next answer is still the next question's.
+        again = reader.info(f"{head}:a.txt")
+        assert again is not None and again.sha == blob[0].sha
+    finally:
+        reader.close()
+
+
+def test_objects_that_arrive_later_are_found_by_the_same_reader(repo: Path) -> None:
+    first = commit(repo, {"a.txt": b"1\n"})
+    reader = ObjectReader(repo, os.environ)
+    try:
+        assert reader.info(f"{first}^{{commit}}") is not None
+        second = commit(repo, {"a.txt": b"2\n"})
+        git(repo, "gc", "--quiet")  # packed, as a fetch leaves them
+        third = commit(repo, {"a.txt": b"3\n"})
+        for sha in (second, third):
+            assert reader.info(f"{sha}^{{commit}}") is not None
+    finally:
+        reader.close()
+    reader.close()  # closing twice is harmless
+
+
+@pytest.mark.parametrize("where", ["gone", "plain"])
+def test_a_reader_whose_git_cannot_answer_is_a_tool_error(tmp_path: Path, where: str) -> None:
+    (tmp_path / "plain").mkdir()
+    reader = ObjectReader(
+        tmp_path / where, {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    )
+    with pytest.raises(ToolError, match=where):
+        reader.info("HEAD")
+    reader.close()
