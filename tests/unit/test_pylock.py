@@ -202,13 +202,13 @@ def test_gather_inputs_keeps_origins_and_drops_what_sources_or_pending_cover() -
         ),
         ("transformers>=4.5", "source verl: requirements-npu.txt:1"),
     ]
-    assert arm.pins == ()
+    assert arm.index_for == ()
     assert arm.excluded == ("megatron-core", "torch-npu", "verl")
     assert arm.direct == ("private",)
     assert arm.hashes == (
         ("private", ("ab" * 32, Origin("env-templates/t.toml", key="pip.packages.private.sha256"))),
     )
-    assert gather_inputs(m, "linux-64", [verl], {"TOKEN": "t"}).pins == (("torch", "extra"),)
+    assert gather_inputs(m, "linux-64", [verl], {"TOKEN": "t"}).index_for == (("torch", "extra"),)
     with pytest.raises(InputError, match=r"pip\.packages\.private\.url.*\$\{TOKEN\}"):
         gather_inputs(m, ARM, [], {})
 

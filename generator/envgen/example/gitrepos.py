@@ -77,14 +77,15 @@ class GitRepo:
         if branch is not None:
             exists = self.git("branch", "--list", branch)
             self.git("checkout", "--quiet", *(() if exists else ("-b",)), branch)
+        removed = [name for name, text in files.items() if text is None]
         for name, text in files.items():
-            target = self.path / name
-            if text is None:
-                self.git("rm", "--quiet", "--", name)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
-            self.git("add", "--", name)
+            if text is not None:
+                (self.path / name).parent.mkdir(parents=True, exist_ok=True)
+                (self.path / name).write_text(text)
+        if removed:
+            self.git("rm", "--quiet", "--", *removed)
+        if added := [name for name, text in files.items() if text is not None]:
+            self.git("add", "--", *added)
         self.git("commit", "--quiet", "--allow-empty", "-m", message, env=self._stamp())
         return self.rev()
 

@@ -154,8 +154,8 @@ def _moved_findings(
     decided = {_name(d) for d in demands}
     # The primary platform's index of each package: where its releases are asked.
     primary = matrix.platforms[0]
-    pins: dict[str, str | None] = {}
-    pins |= {package_key(p.name): p.index_for(primary) for p in matrix.packages}
+    index_for: dict[str, str | None] = {}
+    index_for |= {package_key(p.name): p.index_for(primary) for p in matrix.packages}
     found: Found = []
     for name, ref, upstream in drifted:
         if name not in locked:
@@ -169,7 +169,7 @@ def _moved_findings(
             continue
         new = judge.new_requirements(locked[name].requirements, moved)
         new = [r for r in new if _name(r) in decided]
-        wanted = {n: candidate_indexes(n, pins.get(n), asked.accesses) for n in map(_name, new)}
+        wanted = {n: candidate_indexes(n, index_for.get(n), asked.accesses) for n in map(_name, new)}
         offers = asked.offers(wanted) if wanted else {}
         found += judge.moved_conflicts(name, (ref, upstream), new, demands, offers, environments)
     return found

@@ -36,10 +36,10 @@ def explain_conflicts(
 ) -> ConflictError:
     """uv's failure with the direct layer's conflicts first; `failure` itself when the direct layer
     has none (the conflict lies deeper, in third-party metadata: uv's explanation is the story)."""
-    pins = dict(inputs.pins)
+    index_for = dict(inputs.index_for)
     direct = set(inputs.direct)
     names = [n for n in asked(inputs.requirements, environment) if n not in direct]
-    wanted = {n: candidate_indexes(n, pins.get(n), indexes) for n in names}
+    wanted = {n: candidate_indexes(n, index_for.get(n), indexes) for n in names}
     offers = fetch_offers(wanted, indexes, limits)
     for name, error in offers.errors.items():
         log.debug("%s: the releases of %s are unknown: %s", platform, name, error)

@@ -89,7 +89,7 @@ def gather_inputs(
     mine = [a for a in archives if a.platform == platform]
     excluded = _excluded(matrix, platform, sources, mine)
     requirements: list[TracedRequirement] = []
-    pins: dict[str, str] = {}
+    index_for: dict[str, str] = {}
     hashes: dict[str, tuple[str, Origin]] = {}
     direct: set[str] = set()
     for package in matrix.packages:
@@ -116,7 +116,7 @@ def gather_inputs(
             requirements.append(TracedRequirement(str(_parse(package.requirement, origin)), origin))
         index = package.index_for(platform)
         if index:
-            pins[name] = index
+            index_for[name] = index
     requirements += _source_requirements(sources, excluded, direct)
     requirements += _archive_requirements(mine, excluded)
     scoped = overrides.scope(matrix, requirements, excluded)
@@ -124,7 +124,7 @@ def gather_inputs(
     return Inputs(
         requirements=scoped,
         replaced=tuple(r for r in requirements if r not in kept),
-        pins=tuple(sorted(pins.items())),
+        index_for=tuple(sorted(index_for.items())),
         excluded=tuple(sorted(excluded)),
         direct=tuple(sorted(direct)),
         hashes=tuple(sorted(hashes.items())),
@@ -193,9 +193,9 @@ def entry_index(
     found = index_of(choice.artifact.url, [(i.name, i.url) for i in indexes])
     if found:
         return found
-    pinned = dict(inputs.pins).get(name)
-    if pinned:
-        return pinned
+    chosen = dict(inputs.index_for).get(name)
+    if chosen:
+        return chosen
     defaults = [i.name for i in indexes if not i.explicit]
     return defaults[0] if len(defaults) == 1 else None
 

@@ -58,13 +58,13 @@ class Inputs:
     """What goes to uv for one platform.
 
     `requirements` are PEP 508 strings with origins (those flagged `constraint` only limit
-    versions); `pins` maps a package to the index it must come from; `excluded` are names uv must
+    versions); `index_for` maps a package to the index it must come from; `excluded` are names uv must
     not resolve (provided by a source, or pending); `direct` are packages locked by URL, and
     `hashes` maps those the matrix locks to the sha256 it gives.
     """
 
     requirements: tuple[TracedRequirement, ...]
-    pins: tuple[tuple[str, str], ...] = ()
+    index_for: tuple[tuple[str, str], ...] = ()
     excluded: tuple[str, ...] = ()
     direct: tuple[str, ...] = ()
     hashes: tuple[tuple[str, tuple[str, Origin]], ...] = ()
@@ -73,7 +73,7 @@ class Inputs:
 
 
 def render_pyproject(inputs: Inputs, indexes: Sequence[IndexAccess], python_version: str) -> str:
-    """The generated project uv resolves: dependencies, and per-package index pins for this
+    """The generated project uv resolves: dependencies, and each package's index for this
     platform."""
     project = {
         "name": INPUTS_PROJECT,
@@ -83,7 +83,7 @@ def render_pyproject(inputs: Inputs, indexes: Sequence[IndexAccess], python_vers
     }
     # uv checks the names a source pins against the project's own index list, so it is repeated
     # here.
-    sources = {name: {"index": index} for name, index in inputs.pins}
+    sources = {name: {"index": index} for name, index in inputs.index_for}
     uv = {"sources": sources, "index": _indexes(indexes)}
     return tomli_w.dumps({"project": project, "tool": {"uv": uv}})
 

@@ -82,19 +82,19 @@ class BuildSettings:
     cache: Path
     environ: Mapping[str, str]
     # The packages the matrix takes from an index on this host's platform (canonical name, index).
-    pins: tuple[tuple[str, str], ...] = ()
+    index_for: tuple[tuple[str, str], ...] = ()
 
     def for_source(self, source: Source) -> tuple[IndexAccess, ...]:
         """The default indexes, then the source's build index (usable for any build requirement),
-        then the explicit indexes a pin names (only for the pinned packages)."""
+        then the explicit indexes a package is taken from (only for those packages)."""
         used = [i for i in self.indexes if not i.explicit]
         used += [
             dataclasses.replace(i, explicit=False)
             for i in self.indexes
             if i.name == source.build_index
         ]
-        pinned = {index for _, index in self.pins} - {i.name for i in used}
-        return (*used, *(i for i in self.indexes if i.name in pinned))
+        chosen = {index for _, index in self.index_for} - {i.name for i in used}
+        return (*used, *(i for i in self.indexes if i.name in chosen))
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ def _cache_key(source: Source, tree: str, settings: BuildSettings, version: str)
         # by the source, not by the mirror its build requirements came from): a mirror or a port
         # that changed rebuilds nothing.
         "indexes": [i.name for i in settings.for_source(source)],
-        "pins": [list(pin) for pin in settings.pins],
+        "index-for": [list(choice) for choice in settings.index_for],
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
         "scm-version": version,
         # Only when set: a source's key without a subdirectory or replacements stays what it was.
@@ -329,7 +329,7 @@ def _install(
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     origin = Origin(file="pyproject.toml", key="build-system.requires", source=source.name)
     listed = tuple(TracedRequirement(r, origin) for r in sorted(requirements))
-    wanted = Inputs(listed, pins=settings.pins)
+    wanted = Inputs(listed, index_for=settings.index_for)
     with scratch_dir("envgen-build-reqs-") as tmp:
         config, project = tmp / "uv.toml", tmp / "pyproject.toml"
         config.write_text(render_uv_config(indexes, ()))
@@ -364,7 +364,7 @@ def _install_failed(
     said = one_line(redact_text(tail(stderr, 3), secrets))
     said = said.replace(INPUTS_PROJECT, f"{source.name}'s build")
     names = {_name_of(r) for r in requirements}
-    taken = ", ".join(f"{name} from {index}" for name, index in settings.pins if name in names)
+    taken = ", ".join(f"{name} from {index}" for name, index in settings.index_for if name in names)
     taken = f" ({taken}, as the matrix takes it on this platform)" if taken else ""
     what = f"installing its build requirements ({', '.join(sorted(requirements))}){taken}"
     return build.BuildException(f"{what} failed: {said}")

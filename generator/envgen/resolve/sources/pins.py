@@ -198,18 +198,18 @@ def _build_settings(matrix: Matrix, settings: Settings) -> BuildSettings:
     """How a source's metadata is built: the matrix's indexes and its pins for this host, the
     cache, the variables."""
     indexes = tuple(settings.access(i) for i in matrix.indexes)
-    return BuildSettings(indexes, settings.cache, settings.variables, pins=_host_pins(matrix))
+    return BuildSettings(indexes, settings.cache, settings.variables, index_for=_host_index_for(matrix))
 
 
-def _host_pins(matrix: Matrix) -> tuple[tuple[str, str], ...]:
+def _host_index_for(matrix: Matrix) -> tuple[tuple[str, str], ...]:
     """The packages the matrix takes from an index on this host's platform: a build here takes
     them from there too."""
     try:
         host = host_platform()
-    except InputError:  # a host no lock is made for: no platform's pins apply
+    except InputError:  # a host no lock is made for: no platform's index choices apply
         return ()
-    pinned = ((package_key(p.name), p.index_for(host)) for p in matrix.packages)
-    return tuple(sorted((name, index) for name, index in pinned if index))
+    chosen = ((package_key(p.name), p.index_for(host)) for p in matrix.packages)
+    return tuple(sorted((name, index) for name, index in chosen if index))
 
 
 def resolve_sources(
