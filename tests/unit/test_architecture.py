@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -182,3 +183,14 @@ def test_only_interrupts_installs_signal_handlers() -> None:
     assert _handles_signals(made) == [2, 3, 4], "the rule sees what it looks for"
     assert _handles_signals(ast.parse((PACKAGE / "interrupts.py").read_text()))
     assert len(_handles_signals(ast.parse((PACKAGE / "__main__.py").read_text()))) == 1
+
+
+def test_every_module_the_map_names_exists() -> None:
+    """docs/architecture.md stays true: each `path.py` it names is a file of the repository (a
+    module moved or removed is caught here, not by a newcomer)."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`([A-Za-z_][\w/]*\.py)`", text))
+    tops = ("generator", "tests", "benchmarks", "ci")
+    files = [p.relative_to(ROOT).as_posix() for top in tops for p in (ROOT / top).rglob("*.py")]
+    missing = sorted(n for n in named if not any(f == n or f.endswith(f"/{n}") for f in files))
+    assert len(named) > 50 and not missing, missing
