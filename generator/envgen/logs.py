@@ -72,37 +72,40 @@ class _Holding(logging.Filter):
                 return False
         return True
 
-    def release(self, keep: bool) -> None:
+    def release(self, least: int) -> None:
+        """Hand on the held records of level `least` or above, in their order; hold no more."""
         with self.guard:
             held, self.held, self.holding = self.held, [], False
-            for record in held if keep else ():
-                self.handler.handle(record)
+            for record in held:
+                if record.levelno >= least:
+                    self.handler.handle(record)
         self.handler.removeFilter(self)
 
 
 class HeldProgress:
     """envgen's progress and warnings (its records below ERROR, from every thread) held back while
-    a check runs alongside the work: told in their order once the check passes (`after`), dropped
-    when it failed (the work they told of was stopped, and the check's error is what matters)."""
+    a check runs alongside the work: told in their order once the check passes (`after`); when it
+    failed, only the warnings are told (the progress told of work that was stopped, and the check's
+    error is what matters, but a warning about the inputs still holds)."""
 
     def __init__(self) -> None:
         self._holding = [_Holding(h) for h in logging.getLogger("envgen").handlers]
         for each in self._holding:
             each.handler.addFilter(each)
 
-    def release(self, keep: bool = True) -> None:
-        """Tell what was held (or, `keep` false, drop it) and hold nothing more; once is enough."""
+    def release(self, least: int = logging.NOTSET) -> None:
+        """Tell what was held of level `least` or above and hold nothing more; once is enough."""
         for each in self._holding:
-            each.release(keep)
+            each.release(least)
 
     def after(self, check: Future[Any]) -> None:
         """Released as soon as `check` ends without an error (else held until `end`)."""
         check.add_done_callback(lambda done: self.release() if _passed(done) else None)
 
     def end(self, check: Future[Any] | None) -> None:
-        """Released, or dropped when `check` ended with an error."""
+        """Released; only the warnings when `check` ended with an error."""
         failed = check is not None and check.done() and not _passed(check)
-        self.release(keep=not failed)
+        self.release(logging.WARNING if failed else logging.NOTSET)
 
 
 def _passed(check: Future[Any]) -> bool:
