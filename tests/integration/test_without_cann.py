@@ -107,3 +107,16 @@ def test_check_passes_with_no_cann_step(example: Example) -> None:
     code, text, err = envgen(example, "check", ENV, "--no-env", "--no-solve")
     assert code == 0, text + err
     assert cann_lines(text) == []
+
+
+def test_install_into_a_conda_prefix_writes_and_says_nothing_of_cann(
+    example: Example, tmp_path: Path
+) -> None:
+    prefix = tmp_path / "env"
+    code, out, err = envgen(example, "install", ENV, "--prefix", str(prefix), "--installer", "uv")
+    assert code == 0, out + err
+    assert "for the env's variables (profiles) too, activate it" in err
+    assert cann_lines(out + err) == []
+    hooks = sorted((prefix / "etc" / "conda").glob("*.d/envgen-demo.sh"))
+    assert len(hooks) == 2
+    assert [cann_lines(hook.read_text()) for hook in hooks] == [[], []]
