@@ -236,7 +236,8 @@ class Matrix:
     platforms: tuple[str, ...]
     python: str
     glibc: str
-    cann: Cann
+    # [system.cann]; None for an env without CANN (CPU only): nothing of CANN is locked or written.
+    cann: Cann | None
     channels: tuple[Channel, ...]
     conda_specs: tuple[str, ...]
     indexes: tuple[Index, ...]

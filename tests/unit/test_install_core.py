@@ -4,6 +4,7 @@ touched."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from envgen.lockio.exports.names import requirements_name
 from envgen.model import CondaEntry, Lock, PipEntry, Profile
 from envgen.recipe.render import render_recipe
 
-from tests.support.builders import conda_entry, locked_source, make_lock, pip_entry
+from tests.support.builders import CANN, conda_entry, locked_source, make_lock, pip_entry
 
 PLATFORM = "linux-64"
 REQUIREMENTS = "demo.linux-64.requirements.txt"
@@ -162,7 +163,8 @@ def fakes(*, takes_conda: bool = True, kind: str = "conda prefix") -> Fakes:
 
 def test_a_conda_prefix_gets_the_platforms_conda_part_then_its_pip_part_then_the_recipe() -> None:
     log, source, prefix, installer, runner = fakes()
-    request = Request(demo_lock(), PLATFORM, profiles=("quiet",), skip_cann=True)
+    lock = dataclasses.replace(demo_lock(), cann=CANN)
+    request = Request(lock, PLATFORM, profiles=("quiet",), skip_cann=True)
     install(request, source, prefix, installer, runner=runner)
     assert log.events == [
         ("read recipe",),
@@ -179,6 +181,14 @@ def test_a_conda_prefix_gets_the_platforms_conda_part_then_its_pip_part_then_the
     headers = [v for k, v in runner.env.items() if k.startswith("GIT_CONFIG_VALUE_")]
     assert len(headers) == 1 and headers[0].startswith("Authorization: Basic ")
     assert runner.secrets == (SECRET,)
+
+
+def test_an_env_without_cann_passes_its_recipe_no_skip_cann() -> None:
+    """Its recipe has no --skip-cann (nothing needs CANN): asking to skip it changes nothing."""
+    log, source, prefix, installer, runner = fakes()
+    request = Request(demo_lock(), PLATFORM, skip_cann=True)
+    install(request, source, prefix, installer, runner=runner)
+    assert ("run", ("sh", "/src/demo.install.sh", "--prefix", "/envs/demo")) in log.events
 
 
 def test_a_venv_takes_no_conda_part_and_the_source_is_not_asked_for_one() -> None:

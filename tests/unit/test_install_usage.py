@@ -39,3 +39,11 @@ def test_a_venv_is_activated_by_its_own_activate_script(tmp_path: Path) -> None:
     assert len(lines) == 2
     assert lines[1].endswith(f"activate it: . {tmp_path}/v/bin/activate")
     assert "conda" not in "".join(lines)
+
+
+def test_an_env_without_cann_is_not_said_to_get_cann_on_activation(tmp_path: Path) -> None:
+    lines = how_to_use("demo", tmp_path / "p", venv=False, cache=tmp_path / "cache", cann=False)
+    assert "for the env's variables (profiles) too" in lines[1]
+    assert "CANN" not in "".join(lines)
+    with_cann = how_to_use("demo", tmp_path / "p", venv=False, cache=tmp_path / "cache")
+    assert "for the env's variables (CANN, profiles) too" in with_cann[1]

@@ -77,6 +77,7 @@ def install_command(
     recipe."""
     from envgen.commands.cache import claimed_cache
     from envgen.commands.install.command import how_to_use, install_lock
+    from envgen.lockio.store import read_lock
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=True)
     cache = claimed_cache()
@@ -96,7 +97,10 @@ def install_command(
     result = {"env": env, "prefix": str(installed), "profiles": list(profiles)}
     outcome = Outcome(results=[result])
     outcome.note(f"{env}: installed into {installed}")
-    for line in how_to_use(env, installed, venv=venv, cache=cache):
+    # An env without CANN names none (a bundle's lock is not at hand here: CANN is named).
+    lock = read_lock(proj, env) if from_bundle is None else None
+    cann = lock is None or lock.cann is not None
+    for line in how_to_use(env, installed, venv=venv, cache=cache, cann=cann):
         outcome.note(line)
     return outcome
 

@@ -20,12 +20,9 @@ description = "a starting point: rename the file and this name, then add package
 platforms = ["linux-64"]
 python = "3.11"
 
+# CPU only: no [system.cann]. An Ascend stack adds one naming its CANN (version = "8.1.RC1").
 [system]
 glibc = "2.28"
-
-[system.cann]
-version = "pending"
-note = "this example needs no CANN; an Ascend stack names its version (e.g. 8.1.RC1)"
 
 [conda]
 channels = ["conda-forge"]

@@ -7,6 +7,7 @@ import json
 import shlex
 from typing import Any
 
+from envgen.commands.show_system import system_document, system_rows
 from envgen.model import (
     METADATA,
     NONE,
@@ -19,7 +20,6 @@ from envgen.model import (
     PipPackage,
     Source,
 )
-from envgen.npu import GENERATIONS
 from envgen.redact import redact_url
 
 
@@ -39,7 +39,7 @@ def matrix_document(matrix: Matrix, lock: Lock | None = None) -> dict[str, Any]:
             # merged result.
             "extends": list(matrix.extends),
         },
-        "system": _system(matrix),
+        "system": system_document(matrix),
         "conda": {
             "channels": [{"name": c.name, "url": redact_url(c.url)} for c in matrix.channels],
             "specs": list(matrix.conda_specs),
@@ -90,23 +90,6 @@ def _watch(matrix: Matrix) -> dict[str, Any]:
         for p in watch.pages
     ]
     return {"pages": pages, "releases": {name: list(patterns) for name, patterns in watch.releases}}
-
-
-def _system(matrix: Matrix) -> dict[str, Any]:
-    cann = matrix.cann
-    return {
-        "glibc": matrix.glibc,
-        # `scripts`: the scripts sourced, in order (set_env holds them ':'-separated, as
-        # ASCEND_SET_ENV does)
-        "cann": {
-            "version": cann.version,
-            "pending": cann.pending,
-            "note": cann.note,
-            "set_env": cann.set_env,
-            "scripts": list(cann.scripts),
-        },
-        "npu": _npu(matrix),
-    }
 
 
 def _pip(matrix: Matrix) -> dict[str, Any]:
@@ -198,25 +181,10 @@ def _source(source: Source) -> dict[str, Any]:
     }
 
 
-def _npu(matrix: Matrix) -> dict[str, Any] | None:
-    npu = matrix.npu
-    if npu is None:
-        return None
-    generation = GENERATIONS[npu.generation]
-    return {
-        "generation": npu.generation,
-        "title": generation.title,
-        "soc_codes": [generation.soc_codes[0], generation.soc_codes[-1]],
-        "device_names": list(generation.device_names),
-        "soc_version": npu.soc_version,
-        "device_type": generation.device_types[0],
-        "build_info": npu.build_info,
-    }
-
-
 def _pending(matrix: Matrix) -> list[dict[str, str]]:
     """Everything without a public release yet: CANN when pending, then pending packages."""
-    items = [{"name": "CANN", "note": matrix.cann.note or ""}] if matrix.cann.pending else []
+    cann = matrix.cann
+    items = [{"name": "CANN", "note": cann.note or ""}] if cann and cann.pending else []
     items += [{"name": p.name, "note": p.pending} for p in matrix.packages if p.pending is not None]
     return items
 
@@ -232,7 +200,7 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
         f"{matrix.name}: {matrix.description}" if matrix.description else matrix.name,
         "",
     ]
-    lines += _system_text(matrix)
+    lines += _rows(system_rows(matrix))
     lines += _section(
         "conda channels", _rows([(c.name, redact_url(c.url)) for c in matrix.channels])
     )
@@ -245,7 +213,8 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
     )
     lines += _steps_text(matrix)
     lines += _section(
-        "sources (in install order)", [line for s in matrix.sources for line in _source_text(s)]
+        "sources (in install order)",
+        [line for s in matrix.sources for line in _source_text(s, matrix.cann is not None)],
     )
     order = " -> ".join(s.name for s in matrix.sources)
     lines += _section("install order", [f"  {order}"] if order else [])
@@ -260,31 +229,6 @@ def render_text(matrix: Matrix, lock: Lock | None = None) -> str:
     # An empty value (a profile without a description, no CANN scripts) must not leave a line ending
     # in spaces.
     return "\n".join(line.rstrip() for line in lines) + "\n"
-
-
-def _system_text(matrix: Matrix) -> list[str]:
-    """The rows above the sections: what it extends, its platforms, python, glibc, CANN and NPU."""
-    cann = matrix.cann
-    cann_text = (
-        f"pending ({cann.note})"
-        if cann.pending
-        else cann.version + (f" ({cann.note})" if cann.note else "")
-    )
-    return _rows(
-        [
-            *(
-                [("extends", " -> ".join(matrix.extends) + " (merged below)")]
-                if matrix.extends
-                else []
-            ),
-            ("platforms", ", ".join(matrix.platforms)),
-            ("python", matrix.python),
-            ("glibc", matrix.glibc),
-            ("CANN", cann_text),
-            ("CANN set_env", ", then ".join(cann.scripts)),
-            *([("NPU", _npu_text(matrix))] if matrix.npu else []),
-        ]
-    )
 
 
 def _overrides_text(matrix: Matrix, lock: Lock | None) -> list[str]:
@@ -388,20 +332,8 @@ def _package_text(matrix: Matrix, package: PipPackage) -> str:
     return "  ".join(parts)
 
 
-def _npu_text(matrix: Matrix) -> str:
-    doc = _npu(matrix) or {}
-    chip = f", built for {doc['soc_version']}" if doc["soc_version"] else ""
-    where = doc["build_info"]
-    recorded = f"; the build records device type {doc['device_type']} in {where}" if where else ""
-    codes = "-".join(str(c) for c in dict.fromkeys(doc["soc_codes"]))
-    names = " or ".join(doc["device_names"])
-    return (
-        f"{doc['generation']}: {doc['title']}, soc codes {codes}, device name "
-        f"{names}{chip}{recorded}"
-    )
-
-
-def _source_text(source: Source) -> list[str]:
+def _source_text(source: Source, cann: bool) -> list[str]:
+    """A source's rows; "needs CANN" only in an env that has CANN."""
     replaced = source.replacements
     rows = [
         ("url", redact_url(source.url)),
@@ -414,7 +346,11 @@ def _source_text(source: Source) -> list[str]:
         ),
         ("env", " ".join(f"{k}={shlex.quote(v)}" for k, v in source.env) or "-"),
         ("build isolation", "yes" if source.build_isolation else "no (--no-build-isolation)"),
-        ("needs CANN", "yes (set_env sourced first)" if source.needs_cann else "no"),
+        *(
+            [("needs CANN", "yes (set_env sourced first)" if source.needs_cann else "no")]
+            if cann
+            else []
+        ),
         (
             "submodules",
             "yes (those its tree records, at their gitlink commits)"

@@ -155,6 +155,8 @@ class MatrixReader(
         packages = self.pip(data)
         sources = self.order(data, self.sources(data))
         npu = self.npu(data, sources)
+        if cann is None and "system" in data:
+            self.without_cann(data, sources)
         self.check_names(data)
         activation_env, profiles = self.activation(data)
         return Matrix(

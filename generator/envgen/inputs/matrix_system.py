@@ -30,13 +30,15 @@ _VLLM_ASCEND_BUILD_INFO = "vllm_ascend._build_info"
 
 
 class SystemSectionReader(SectionReader):
-    """[system]: `glibc`, `[system.cann]` and `[system.npu]`."""
+    """[system]: `glibc`, `[system.cann]` (optional) and `[system.npu]`."""
 
-    def system(self, data: dict[str, Any]) -> tuple[str, Cann]:
+    def system(self, data: dict[str, Any]) -> tuple[str, Cann | None]:
+        """The glibc floor and CANN; None for CANN when the matrix has no [system.cann] (an env
+        without CANN: nothing of it is locked or written)."""
         path: KeyPath = ("system",)
-        table = self.section(data, path, ("glibc", "cann", "npu"), ("glibc", "cann"))
+        table = self.section(data, path, ("glibc", "cann", "npu"), ("glibc",))
         if table is None:
-            return "", Cann(version=PENDING, set_env=DEFAULT_CANN_SET_ENV)
+            return "", None
         glibc = get_str(self.p, table, (*path, "glibc")) or ""
         if glibc and not _GLIBC.fullmatch(glibc):
             self.p.add((*path, "glibc"), f"'{glibc}' is not a glibc version such as \"2.28\"")
@@ -47,6 +49,8 @@ class SystemSectionReader(SectionReader):
                 f"'{glibc}' is below 2.{OLDEST_GLIBC}, the oldest floor envgen can lock for",
             )
         cann_path: KeyPath = (*path, "cann")
+        if "cann" not in table:
+            return glibc, None
         cann = self.section(table, cann_path, ("version", "note", "set_env"), ("version",)) or {}
         version = get_str(self.p, cann, (*cann_path, "version")) or PENDING
         if version != PENDING:
@@ -64,6 +68,24 @@ class SystemSectionReader(SectionReader):
         return glibc, Cann(
             version=version, set_env=self.set_env(cann, (*cann_path, "set_env")), note=note
         )
+
+    def without_cann(
+        self, data: dict[str, Any], sources: list[Source] | tuple[Source, ...]
+    ) -> None:
+        """An env without [system.cann] asks for nothing of CANN: no source needing it, no import
+        check needing CANN or an NPU, no [system.npu]."""
+        why = "this env has no [system.cann]: add one, or leave this out"
+        system = dict_or_empty(data.get("system"))
+        if "npu" in system:
+            self.p.add(("system", "npu"), f"an NPU needs CANN; {why}")
+        for source in sources:
+            if source.needs_cann:
+                self.p.add(("sources", source.name, "needs-cann"), f"needs CANN, but {why}")
+        checks = dict_or_empty(data.get("checks")).get("imports")
+        for position, check in enumerate(checks if isinstance(checks, list) else []):
+            needs = check.get("needs") if isinstance(check, dict) else None
+            if needs in ("cann", "npu"):
+                self.p.add(("checks", "imports", position, "needs"), f"needs {needs}, but {why}")
 
     def set_env(self, cann: dict[str, Any], path: KeyPath) -> str:
         """CANN's environment scripts, one path or an array sourced in order, joined as

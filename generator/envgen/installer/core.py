@@ -230,7 +230,9 @@ def run_recipe(
     cmd = ["sh", str(recipe.path), "--prefix", str(prefix)]
     for name in request.profiles:
         cmd += ["--profile", name]
-    if request.skip_cann:
+    lock = request.lock
+    # The recipe of an env without CANN has no --skip-cann: there is nothing to skip.
+    if request.skip_cann and (lock.cann or any(s.source.needs_cann for s in lock.sources)):
         cmd.append("--skip-cann")
     if archives is not None:
         cmd += ["--archives", str(archives)]

@@ -22,7 +22,7 @@ from envgen.model import (
     LockedSource,
     Source,
 )
-from envgen.recipe.usage import usage
+from envgen.recipe.usage import has_cann, usage
 from envgen.redact import strip_credentials
 
 # Shell functions every recipe shares (package data, kept as shell so it reads as shell); the
@@ -48,7 +48,7 @@ def render_recipe(lock: Lock) -> str:
     parts = [
         _header(lock),
         usage(lock, cann_sources, set_env),
-        _FUNCTIONS,
+        _FUNCTIONS if has_cann(lock) else _without_cann(_FUNCTIONS),
         _profile_names(lock),
         _arguments(lock, cann_sources, set_env),
         *_archive_blocks(lock),
@@ -157,6 +157,17 @@ _PARSE_ARGUMENTS = (
 )
 
 
+def _without_cann(text: str) -> str:
+    """`text` without its CANN lines: the CANN functions (from `# cann_scripts:` to the next
+    function's comment) and the lines naming $skip_cann or $cann_set_env (an env without CANN)."""
+    start = text.find("# cann_scripts:")
+    if start >= 0:
+        end = text.index("\n# ", text.index("# use_cann ", start)) + 1
+        text = text[:start] + text[end:].lstrip("\n")
+    cann = ("skip_cann", "cann_set_env", "cann_sourced")
+    return "".join(line for line in text.splitlines(True) if not any(w in line for w in cann))
+
+
 def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     lines = [
         "prefix=${CONDA_PREFIX:-${VIRTUAL_ENV:-}}",
@@ -213,7 +224,8 @@ def _arguments(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     lines.append('say "installing into $prefix (sources in $src)"')
     lines += _archive_arguments(lock)
     lines.append('if [ -n "$bundle" ]; then use_bundle "$bundle"; fi')
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text if has_cann(lock) else _without_cann(text)
 
 
 def _archive_arguments(lock: Lock) -> list[str]:
@@ -356,7 +368,9 @@ def _hooks(lock: Lock) -> str:
     env = lock.env
     written = f"# envgen {env}: activation hook written by install.sh; rerun that to change it."
     lines = [
-        "# Activation hooks: CANN, the env's variables and the chosen profiles.",
+        "# Activation hooks: "
+        + "CANN, " * (lock.cann is not None)
+        + "the env's variables and the chosen profiles.",
         f"hook_prefix={quote(hook_prefix(env))}",
         "hook_vars=",
         "activate_hook() {",

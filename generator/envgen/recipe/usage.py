@@ -37,12 +37,14 @@ _OPTIONS_OFFLINE = (
 
 
 def usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
-    """The sh function `usage` printing the recipe's help, each line one quoted word."""
+    """The sh function `usage` printing the recipe's help, each line one quoted word; an env
+    without CANN has neither --skip-cann nor ASCEND_SET_ENV."""
     env = lock.env
+    cann = has_cann(lock)
     lines = [
         f"Usage: sh locks/{env}.install.sh [--prefix DIR] [--src DIR] [--profile "
         "NAME]... [--no-profile NAME]...",
-        "       [--skip-cann] [--bundle FILE] [--archives DIR] [--uv UV]",
+        "       " + "[--skip-cann] " * cann + "[--bundle FILE] [--archives DIR] [--uv UV]",
         "",
         f"Installs the git sources of env {env} at their locked commits, in order, each with",
         "`python -m pip install --no-deps` of the env's own python (uv with --uv), "
@@ -59,18 +61,15 @@ def usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         "again changes nothing and",
         "keeps the profiles an earlier run enabled (--no-profile NAME drops one); "
         "reactivate the env afterwards",
-        "so the activation hooks (CANN, the env's variables, profiles) take effect.",
+        "so the activation hooks ("
+        + "CANN, " * cann
+        + "the env's variables, profiles) take effect.",
         "",
         *_OPTIONS_DIRECTORIES,
         *(f"                    {p.name}: {one_line(p.description)}" for p in lock.profiles),
         *(["                    (this env defines none)"] if not lock.profiles else []),
         "  --no-profile NAME  drop a profile an earlier run enabled (repeatable)",
-        "  --skip-cann     skip the sources that need CANN"
-        + (
-            f" ({', '.join(cann_sources)}): the env is then incomplete"
-            if cann_sources
-            else " (none in this env)"
-        ),
+        *([_skip_cann(cann_sources)] if cann else []),
         *_OPTIONS_OFFLINE,
         "",
         *_usage_archives(lock),
@@ -79,13 +78,32 @@ def usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         *(["  (none)"] if not lock.sources else []),
         *(["", "Then links in site-packages:"] if lock.links else []),
         *(f"  {link.directory or '.'}: -> {link.target}" for link in lock.links),
+        *(_environment(set_env) if cann else []),
+    ]
+    body = " \\\n".join(f"\t\t{quote(line.rstrip())}" for line in lines)
+    return f"usage() {{\n\tprintf '%s\\n' \\\n{body}\n}}\n"
+
+
+def has_cann(lock: Lock) -> bool:
+    """Whether the recipe of `lock` deals with CANN: the env has it (or a source needs it)."""
+    return lock.cann is not None or any(s.source.needs_cann for s in lock.sources)
+
+
+def _skip_cann(cann_sources: list[str]) -> str:
+    return "  --skip-cann     skip the sources that need CANN" + (
+        f" ({', '.join(cann_sources)}): the env is then incomplete"
+        if cann_sources
+        else " (none in this env)"
+    )
+
+
+def _environment(set_env: str) -> list[str]:
+    return [
         "",
         "Environment:",
         "  ASCEND_SET_ENV  CANN's set_env.sh; several are separated by ':' and "
         f"sourced in order (default: {set_env})",
     ]
-    body = " \\\n".join(f"\t\t{quote(line.rstrip())}" for line in lines)
-    return f"usage() {{\n\tprintf '%s\\n' \\\n{body}\n}}\n"
 
 
 def _usage_source(locked: LockedSource) -> str:

@@ -216,7 +216,7 @@ def assemble_lock(
                 applied.override, tuple(sorted(replaced, key=lambda r: (r.text, str(r.origin))))
             )
     pending = [Pending(p.name, p.pending) for p in matrix.packages if p.pending]
-    if matrix.cann.pending:
+    if matrix.cann is not None and matrix.cann.pending:
         pending.append(Pending("CANN", matrix.cann.note or ""))
     return Lock(
         env=matrix.name,

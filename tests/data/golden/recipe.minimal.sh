@@ -13,7 +13,7 @@ PICK_FLAGS='--no-gpg-sign --cleanup=verbatim'
 usage() {
 	printf '%s\n' \
 		'Usage: sh locks/tiny.install.sh [--prefix DIR] [--src DIR] [--profile NAME]... [--no-profile NAME]...' \
-		'       [--skip-cann] [--bundle FILE] [--archives DIR] [--uv UV]' \
+		'       [--bundle FILE] [--archives DIR] [--uv UV]' \
 		'' \
 		'Installs the git sources of env tiny at their locked commits, in order, each with' \
 		'`python -m pip install --no-deps` of the env'"'"'s own python (uv with --uv), then writes activation hooks' \
@@ -25,7 +25,7 @@ usage() {
 		'  sh locks/tiny.install.sh' \
 		'`envgen install tiny --prefix DIR` does both steps. Running this script again changes nothing and' \
 		'keeps the profiles an earlier run enabled (--no-profile NAME drops one); reactivate the env afterwards' \
-		'so the activation hooks (CANN, the env'"'"'s variables, profiles) take effect.' \
+		'so the activation hooks (the env'"'"'s variables, profiles) take effect.' \
 		'' \
 		Options: \
 		'  --prefix DIR    the env to install into (default: $CONDA_PREFIX, else $VIRTUAL_ENV)' \
@@ -33,7 +33,6 @@ usage() {
 		'  --profile NAME  also set an optional activation profile (repeatable; remembered for re-runs):' \
 		'                    (this env defines none)' \
 		'  --no-profile NAME  drop a profile an earlier run enabled (repeatable)' \
-		'  --skip-cann     skip the sources that need CANN (none in this env)' \
 		'  --bundle FILE   offline: take the pip part and the sources from a bundle (envgen bundle), every' \
 		'                  member checked against its bundle.json (sha256sum) first; needs tar, sha256sum,' \
 		'                  git, pip (and zstd for .tar.zst), not envgen. The conda part stays conda-lock'"'"'s.' \
@@ -44,10 +43,7 @@ usage() {
 		'  -h, --help      show this help' \
 		'' \
 		'Sources, in install order:' \
-		'  (none)' \
-		'' \
-		Environment: \
-		'  ASCEND_SET_ENV  CANN'"'"'s set_env.sh; several are separated by '"'"':'"'"' and sourced in order (default: /usr/local/Ascend/cann/set_env.sh)'
+		'  (none)'
 }
 
 say() { printf '[%s] %s\n' "$ENVGEN_ENV" "$*" >&2; }
@@ -418,36 +414,6 @@ link() {
 	say "link ${at#"$site"/} -> $to"
 }
 
-# cann_scripts: CANN's environment scripts, one a line ($cann_set_env separates them with ':').
-cann_scripts() { printf '%s\n' "$cann_set_env" | tr ':' '\n'; }
-
-# cann_missing: the first of CANN's scripts that does not exist (nothing when all do).
-cann_missing() {
-	cann_scripts | while IFS= read -r script; do
-		if [ ! -f "$script" ]; then printf '%s\n' "$script"; break; fi
-	done
-}
-
-# use_cann NAME: source CANN's environment scripts once, in order, before the first source that needs them.
-use_cann() {
-	if [ "$cann_sourced" = 1 ]; then return 0; fi
-	_envgen_missing=$(cann_missing)
-	[ -z "$_envgen_missing" ] || die "source $1 needs CANN, but $_envgen_missing does not exist:" \
-		"install the CANN toolkit, set ASCEND_SET_ENV to its set_env.sh (several: separated by ':')," \
-		"or pass --skip-cann"
-	_envgen_rest=$cann_set_env
-	set --  # the scripts see no arguments
-	set +u
-	while [ -n "$_envgen_rest" ]; do
-		_envgen_script=${_envgen_rest%%:*}
-		case $_envgen_rest in *:*) _envgen_rest=${_envgen_rest#*:} ;; *) _envgen_rest= ;; esac
-		say "sourcing CANN's environment: $_envgen_script"
-		. "$_envgen_script"
-	done
-	set -u
-	cann_sourced=1
-}
-
 # pth_check PATH: die unless PATH can be written into a .pth file as the Python string literal '<PATH>':
 # printable ASCII without a quote (') or backslash, so the literal can neither end early nor hold an escape,
 # and the line no line break (site.py splits a .pth file at every one, and runs each line starting "import").
@@ -721,7 +687,6 @@ prefix=${CONDA_PREFIX:-${VIRTUAL_ENV:-}}
 src=
 profiles=
 dropped=
-skip_cann=0
 bundle=
 archives_dir=
 uv=
@@ -735,7 +700,6 @@ while [ $# -gt 0 ]; do
 		--profile=*) add_profile "${1#*=}"; shift ;;
 		--no-profile) [ $# -ge 2 ] || die "--no-profile needs a name"; drop_profile "$2"; shift 2 ;;
 		--no-profile=*) drop_profile "${1#*=}"; shift ;;
-		--skip-cann) skip_cann=1; shift ;;
 		--bundle) [ $# -ge 2 ] || die "--bundle needs a file"; bundle=$2; shift 2 ;;
 		--bundle=*) bundle=${1#*=}; shift ;;
 		--archives) [ $# -ge 2 ] || die "--archives needs a directory"; archives_dir=$2
@@ -765,8 +729,6 @@ src=$(cd "$src" && pwd -P)
 state=$prefix/etc/envgen/$ENVGEN_ENV
 mkdir -p "$state"
 settle_profiles
-cann_set_env=${ASCEND_SET_ENV:-/usr/local/Ascend/cann/set_env.sh}
-cann_sourced=0
 pth_dirs=
 say "installing into $prefix (sources in $src)"
 if [ -n "$bundle" ]; then use_bundle "$bundle"; fi
@@ -774,7 +736,7 @@ if [ -n "$bundle" ]; then use_bundle "$bundle"; fi
 # The sources with pythonpath = true, on sys.path without activation.
 write_pth
 
-# Activation hooks: CANN, the env's variables and the chosen profiles.
+# Activation hooks: the env's variables and the chosen profiles.
 hook_prefix=_ENVGEN_TINY_OLD_
 hook_vars=
 activate_hook() {

@@ -135,10 +135,10 @@ def install_lock(
         return prefix.absolute()
 
 
-def how_to_use(env: str, prefix: Path, *, venv: bool, cache: Path) -> list[str]:
+def how_to_use(env: str, prefix: Path, *, venv: bool, cache: Path, cann: bool = True) -> list[str]:
     """What `install` ends with: the env's python works as it is (the sources with pythonpath =
-    true too, through the .pth file the recipe writes); activation adds the env's variables (CANN,
-    the profiles), with conda or by sourcing one line."""
+    true too, through the .pth file the recipe writes); activation adds the env's variables (CANN
+    unless the env has none, the profiles), with conda or by sourcing one line."""
     python = prefix / "bin" / "python"
     lines = [
         f"  {python} imports every source of the env (pythonpath ones too) with nothing activated",
@@ -150,7 +150,7 @@ def how_to_use(env: str, prefix: Path, *, venv: bool, cache: Path) -> list[str]:
         ]
     return [
         *lines,
-        "  for the env's variables (CANN, profiles) too, activate it: "
+        f"  for the env's variables ({'CANN, ' * cann}profiles) too, activate it: "
         f"conda activate {quote(str(prefix))}",
         f"  or, without conda: {CondaPrefix(prefix, cache).activation(env)}",
     ]

@@ -141,7 +141,7 @@ def _fetchgit(url: str, rev: str) -> dict[str, Value]:
     return {"url": url, "rev": rev, "allRefs": True}
 
 
-def _source(locked: LockedSource) -> dict[str, Value]:
+def _source(locked: LockedSource, cann: bool) -> dict[str, Value]:
     source = locked.source
     url = bare_url(source.url)
     return {
@@ -170,7 +170,8 @@ def _source(locked: LockedSource) -> dict[str, Value]:
         "editable": source.editable,
         "pythonpath": source.pythonpath,
         "buildIsolation": source.build_isolation,
-        "needsCann": source.needs_cann,
+        # an env without CANN names none
+        **({"needsCann": source.needs_cann} if cann else {}),
         "env": dict(source.env),
         **_layout(source),
     }
@@ -203,7 +204,7 @@ def lock_value(lock: Lock) -> dict[str, Value]:
         "inputHash": lock.input_hash,
         "systems": {nix_system(p): p for p in lock.platforms},
         "platforms": {p: _platform(lock, p) for p in lock.platforms},
-        "sources": [_source(s) for s in lock.sources],
+        "sources": [_source(s, cann is not None) for s in lock.sources],
         "order": [s.source.name for s in lock.sources],
         "activation": {
             "env": dict(lock.activation_env),
@@ -211,9 +212,12 @@ def lock_value(lock: Lock) -> dict[str, Value]:
                 p.name: {"description": p.description, "env": dict(p.env)} for p in lock.profiles
             },
         },
-        "cann": None
-        if cann is None
-        else {"version": cann.version, "setEnv": cann.set_env, "note": cann.note},
+        # no key at all for an env without CANN
+        **(
+            {}
+            if cann is None
+            else {"cann": {"version": cann.version, "setEnv": cann.set_env, "note": cann.note}}
+        ),
         "overrides": [
             {
                 "name": o.override.name,
@@ -238,7 +242,9 @@ def render_nix(lock: Lock) -> str:
         "# s.fetchGit a source at its locked commit. `nix develop .#"
         + lock.env
         + "` (flake.nix) builds a shell",
-        "# from it. CANN and the NPU driver are system software, outside this file.",
+        "# from it. CANN and the NPU driver are system software, outside this file."
+        if lock.cann is not None
+        else "# from it.",
     ]
     return "\n".join(lines) + "\n" + _render(lock_value(lock), "") + "\n"
 

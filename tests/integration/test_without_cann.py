@@ -1,0 +1,122 @@
+"""An env without [system.cann], end to end on the served example: locked, shown and checked, with
+no CANN in anything it writes or prints. Before: a matrix without [system.cann] did not load."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envgen.cli import cli
+from envgen.example.project import Example
+from envgen.lockio.store import read_lock
+from envgen.project import Project
+
+from tests.support.example import served_example
+
+ENV = "demo"
+CANN_TABLE = (
+    '[system.cann]\nversion = "pending"\nnote = "stands in for CANN: no public release yet"\n'
+    'set_env = "/usr/local/Ascend/cann/set_env.sh"\n'
+)
+
+
+def envgen(example: Example, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    """The example without [system.cann] (and its import check needing CANN), locked."""
+    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
+        text = example.matrix.read_text()
+        assert CANN_TABLE in text and 'needs = "cann"\n' in text
+        example.matrix.write_text(text.replace(CANN_TABLE, "").replace('needs = "cann"\n', ""))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("GIT_CONFIG_GLOBAL", str(example.gitconfig))
+            patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+            patch.setenv("PIP_CONFIG_FILE", "/dev/null")
+            code, _, err = envgen(example, "lock", ENV, "-q")
+            assert code == 0, err
+            yield example
+
+
+@pytest.fixture
+def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Example:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("ASCEND_SET_ENV", raising=False)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    return served
+
+
+def cann_lines(text: str) -> list[str]:
+    """The lines naming CANN (ASCEND_SET_ENV, --skip-cann, needsCann...), "cannot" aside."""
+    return [line for line in text.splitlines() if re.search(r"cann(?!ot)|ascend_set", line, re.I)]
+
+
+def test_the_lock_and_every_derived_file_hold_no_cann(example: Example) -> None:
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    assert lock.cann is None
+    assert [p.name for p in lock.pending] == ["demo-npu"]
+    written = sorted(p for p in (example.root / "locks").iterdir() if p.is_file())
+    assert len(written) > 3
+    for path in written:
+        if path.name.startswith("."):
+            continue
+        assert cann_lines(path.read_text()) == [], path.name
+
+
+@pytest.mark.parametrize("form", ["requirements", "pylock", "nix", "cyclonedx"])
+def test_no_export_names_cann(example: Example, form: str) -> None:
+    platform = () if form == "nix" else ("--platform", "linux-64")
+    code, out, err = envgen(example, "export", ENV, "--format", form, *platform)
+    assert code == 0, err
+    assert out.strip()
+    assert cann_lines(out) == []
+
+
+def test_show_names_no_cann(example: Example) -> None:
+    code, text, err = envgen(example, "show", ENV)
+    assert code == 0, err
+    assert cann_lines(text) == []
+    code, out, err = envgen(example, "show", ENV, "--json")
+    assert code == 0, err
+    document = json.loads(out)["results"][0]
+    assert document["system"]["cann"] is None
+    assert [p["name"] for p in document["pending"]] == ["demo-npu"]
+
+
+def test_check_passes_with_no_cann_step(example: Example) -> None:
+    code, out, err = envgen(
+        example, "check", ENV, "--venv", "--installer", "uv", "--no-solve", "--json"
+    )
+    assert code == 0, out + err
+    steps = {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
+    assert not [s for s in steps.values() if s["status"] == "failed"]
+    assert steps["env: pip check"]["status"] == "ok"
+    assert steps["import demo_triton"]["status"] == "ok"
+    assert cann_lines(json.dumps(steps)) == []
+    code, text, err = envgen(example, "check", ENV, "--no-env", "--no-solve")
+    assert code == 0, text + err
+    assert cann_lines(text) == []
+
+
+def test_install_into_a_conda_prefix_writes_and_says_nothing_of_cann(
+    example: Example, tmp_path: Path
+) -> None:
+    prefix = tmp_path / "env"
+    code, out, err = envgen(example, "install", ENV, "--prefix", str(prefix), "--installer", "uv")
+    assert code == 0, out + err
+    assert "for the env's variables (profiles) too, activate it" in err
+    assert cann_lines(out + err) == []
+    hooks = sorted((prefix / "etc" / "conda").glob("*.d/envgen-demo.sh"))
+    assert len(hooks) == 2
+    assert [cann_lines(hook.read_text()) for hook in hooks] == [[], []]
