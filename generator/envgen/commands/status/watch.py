@@ -169,7 +169,8 @@ def _moved_findings(
             continue
         new = judge.new_requirements(locked[name].requirements, moved)
         new = [r for r in new if _name(r) in decided]
-        wanted = {n: candidate_indexes(n, index_for.get(n), asked.accesses) for n in map(_name, new)}
+        names = map(_name, new)
+        wanted = {n: candidate_indexes(n, index_for.get(n), asked.accesses) for n in names}
         offers = asked.offers(wanted) if wanted else {}
         found += judge.moved_conflicts(name, (ref, upstream), new, demands, offers, environments)
     return found

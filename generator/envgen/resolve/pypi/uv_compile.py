@@ -58,8 +58,8 @@ class Inputs:
     """What goes to uv for one platform.
 
     `requirements` are PEP 508 strings with origins (those flagged `constraint` only limit
-    versions); `index_for` maps a package to the index it must come from; `excluded` are names uv must
-    not resolve (provided by a source, or pending); `direct` are packages locked by URL, and
+    versions); `index_for` maps a package to the index it must come from; `excluded` are names uv
+    must not resolve (provided by a source, or pending); `direct` are packages locked by URL, and
     `hashes` maps those the matrix locks to the sha256 it gives.
     """
 

@@ -198,7 +198,8 @@ def _build_settings(matrix: Matrix, settings: Settings) -> BuildSettings:
     """How a source's metadata is built: the matrix's indexes and its pins for this host, the
     cache, the variables."""
     indexes = tuple(settings.access(i) for i in matrix.indexes)
-    return BuildSettings(indexes, settings.cache, settings.variables, index_for=_host_index_for(matrix))
+    index_for = _host_index_for(matrix)
+    return BuildSettings(indexes, settings.cache, settings.variables, index_for=index_for)
 
 
 def _host_index_for(matrix: Matrix) -> tuple[tuple[str, str], ...]:
