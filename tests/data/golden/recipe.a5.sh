@@ -305,7 +305,12 @@ elif command == "fetch":
     from urllib.parse import urlsplit
     def origin(url):
         parts = urlsplit(url)
-        return parts.scheme.lower(), parts.netloc.rpartition("@")[2].lower()
+        scheme = parts.scheme.lower()
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        except ValueError:
+            port = None
+        return scheme, parts.hostname or "", port
     class Redirects(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, req, fp, code, msg, headers, newurl):
             host = urlsplit(newurl).hostname or ""
@@ -313,7 +318,7 @@ elif command == "fetch":
                 sys.exit("%s redirects to the host %s (%s); an archive is fetched from its own "
                     "scheme, host and port only: if %s rightly serves the archive, add \"%s\" to "
                     "archives.%s.redirect-hosts in the matrix and lock again"
-                    % (args[0], origin(newurl)[1], newurl, host, host, args[2]))
+                    % (args[0], urlsplit(newurl).netloc, newurl, host, host, args[2]))
             return super().redirect_request(req, fp, code, msg, headers, newurl)
     try:
         with urllib.request.build_opener(Redirects).open(args[0], timeout=60) as answer, \

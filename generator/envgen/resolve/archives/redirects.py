@@ -16,13 +16,22 @@ from envgen.redact import redact_url
 from envgen.resolve.pypi.index_client import IndexClient
 from envgen.urls import url_host, url_host_name
 
-# As many as pip's and uv's HTTP clients take before giving up on a loop.
+# More hops than this is a loop (uv's HTTP client, reqwest, stops at 10 too).
 MAX_REDIRECTS = 10
+# The port a URL without one is on.
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def origin(url: str) -> tuple[str, str]:
-    """The scheme and host (with its port, when given) a URL is on: what `same origin` compares."""
-    return urlsplit(url).scheme.lower(), url_host(url)
+def origin(url: str) -> tuple[str, str, int | None]:
+    """The scheme, host name and port a URL is on (its scheme's port when it names none; None for a
+    port that is no number): what `own host` compares."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or _DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, url_host_name(url), port
 
 
 def allowed(url: str, target: str, hosts: Sequence[str]) -> bool:
@@ -40,24 +49,37 @@ def followed(
     """
     at = url
     for _ in range(MAX_REDIRECTS + 1):
-        response = client.get(at, stream=True, redirects=False)
+        try:
+            response = client.get(at, stream=True, redirects=False)
+        except ValueError as exc:  # requests splits a redirect's Location before answering
+            if isinstance(exc, requests.RequestException):
+                raise
+            raise _no_url(name, url, f"a Location that is no URL ({exc})") from exc
         if not response.is_redirect:
             with response:
                 yield response
             return
-        target = urljoin(at, response.headers["Location"])
+        location = response.headers["Location"]
         response.close()
-        if urlsplit(target).scheme.lower() not in ("https", "http"):
-            raise ResolutionError(
-                f"archive {name}: {redact_url(url)} redirects to {redact_url(target)}, no "
-                "https:// or http:// URL",
-                hint="check the URL names the release archive",
-            )
+        try:
+            target = urljoin(at, location)
+            scheme = urlsplit(target).scheme.lower()
+        except ValueError:
+            target, scheme = location, ""
+        if scheme not in ("https", "http") or not url_host_name(target):
+            raise _no_url(name, url, f"{redact_url(target)}, no https:// or http:// URL")
         if not allowed(url, target, hosts):
             raise _refused(name, url, target)
         at = target
     raise ResolutionError(
         f"archive {name}: {redact_url(url)} redirects more than {MAX_REDIRECTS} times",
+        hint="check the URL names the release archive",
+    )
+
+
+def _no_url(name: str, url: str, what: str) -> ResolutionError:
+    return ResolutionError(
+        f"archive {name}: {redact_url(url)} redirects to {what}",
         hint="check the URL names the release archive",
     )
 
