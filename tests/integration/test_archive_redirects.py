@@ -123,14 +123,15 @@ def test_lock_refuses_a_redirect_to_another_host_with_exit_3_and_nothing_cached(
     assert not (example.root / "locks" / f"{ENV}.yml").exists()
 
 
-def test_a_listed_host_is_followed_and_locked_and_install_refuses_a_host_not_listed(
+def test_a_listed_host_is_followed_and_locked_and_every_download_after_refuses_one_not_listed(
     example: Example,
     cache: Path,
     redirected: tuple[dict[str, str], str, str],
     tmp_path: Path,
 ) -> None:
-    """`redirect-hosts` travels into the lock (lock --check agrees); install follows the lock's
-    list: the releases moved to another port of 127.0.0.1, a host the lock does not list."""
+    """`redirect-hosts` travels into the lock (lock --check agrees); install, bundle and check
+    follow the lock's list: the releases moved to another port of 127.0.0.1, a host the lock does
+    not list."""
     to, _, base = redirected
     allow(example, "127.0.0.2")
     code, _, err = run_envgen(example, "lock", ENV)
@@ -145,14 +146,21 @@ def test_a_listed_host_is_followed_and_locked_and_install_refuses_a_host_not_lis
         for path in (cache / "archives").rglob("*"):
             if path.is_file():
                 path.unlink()
-        prefix = tmp_path / "prefix"
-        code, _, err = run_envgen(example, "install", ENV, "--venv", "--prefix", str(prefix))
-    assert code == 3, err
-    assert f"error: archive {ARCHIVE}: {base}/same/{RELEASES}/" in err, err
-    assert f"redirects to the host {moved[7:]} ({moved}/{RELEASES}/" in err, err
-    assert f'add "127.0.0.1" to archives.{ARCHIVE}.redirect-hosts' in err, err
-    assert "Traceback" not in err
-    assert not prefix.exists()
+        prefix, bundle = tmp_path / "prefix", tmp_path / "demo.tar"
+        install = run_envgen(example, "install", ENV, "--venv", "--prefix", str(prefix))
+        bundled = run_envgen(example, "bundle", ENV, "--platform", "linux-64", "-o", str(bundle))
+        checked = run_envgen(example, "check", ENV, "--venv", "--no-solve")
+    for code, _, err in (install, bundled):
+        assert code == 3, err
+        assert f"error: archive {ARCHIVE}: {base}/same/{RELEASES}/" in err, err
+        assert f"redirects to the host {moved[7:]} ({moved}/{RELEASES}/" in err, err
+        assert f'add "127.0.0.1" to archives.{ARCHIVE}.redirect-hosts' in err, err
+        assert "Traceback" not in err
+    assert not prefix.exists() and not bundle.exists()
+    # check's install step fails as a step (exit 4), naming the same.
+    assert checked[0] == 4, checked[1]
+    assert f"failed  env: install (venv): archive {ARCHIVE}: {base}/same/" in checked[1]
+    assert f"redirects to the host {moved[7:]} (" in checked[1]
 
 
 def test_a_redirect_on_its_own_host_is_followed_without_the_key(
