@@ -29,6 +29,8 @@ class Archive:
     wheels: tuple[str, ...]
     sha256: tuple[tuple[str, str], ...] = ()
     note: str | None = None
+    # The other hosts its URLs may redirect to (host names, lower-cased): none but their own else.
+    redirect_hosts: tuple[str, ...] = ()
 
     def url_for(self, platform: str) -> str | None:
         return dict(self.urls).get(platform)
@@ -82,10 +84,11 @@ class ArchiveMember:
 @dataclass(frozen=True)
 class LockedArchive:
     """An archive of the matrix as locked for one platform: the URL, the archive's sha256, the
-    wheels taken from it."""
+    wheels taken from it, and the other hosts the URL may redirect to (the matrix's)."""
 
     name: str
     platform: str
     url: str
     sha256: str
     members: tuple[ArchiveMember, ...]
+    redirect_hosts: tuple[str, ...] = ()

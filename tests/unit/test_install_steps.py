@@ -26,7 +26,7 @@ from envgen.model import (
     Source,
     TracedRequirement,
 )
-from envgen.recipe.render import install_key, render_recipe
+from envgen.recipe.render import archive_key, install_key, render_recipe
 
 from tests.support.builders import digest, make_lock, pip_entry
 
@@ -80,6 +80,20 @@ def test_sources_toml_records_every_step_and_reads_it_back() -> None:
     assert '{ from = "python/pyproject_npu.toml", to = "python/pyproject.toml" }' in text
 
 
+def test_an_archive_s_redirect_hosts_are_recorded_read_back_and_given_to_the_recipe() -> None:
+    """Only an archive that lists some records the key: a lock from before it reads the same."""
+    hosts = ("objects.githubusercontent.com", "cdn.example.com")
+    listed = dataclasses.replace(archive("linux-64"), redirect_hosts=hosts)
+    lock = route_lock(archives=(archive("linux-aarch64"), listed))
+    text = render_sources_toml(lock)
+    assert text.count("redirect-hosts = [") == 1
+    assert parse_sources_toml(text, "a3-sglang.sources.toml").lock.archives == lock.archives
+    recipe = render_recipe(lock)
+    assert f" {listed.sha256} {archive_key(listed)} '{' '.join(hosts)}' " in recipe
+    first = lock.archives[0]
+    assert f" {first.sha256} {archive_key(first)} '' " in recipe
+
+
 def test_a_lock_without_the_steps_renders_as_before() -> None:
     plain = render_sources_toml(make_lock("plain"))
     keys = ("archives", "links", "excluded", "subdirectory", "extras")
@@ -92,6 +106,16 @@ def test_a_lock_without_the_steps_renders_as_before() -> None:
         ('path = "wheels/deep_ep-', 'path = "../deep_ep-', "archives[0].members[0].path"),
         (f'url = "{KERNELS}', f'url = "https://u:t@{KERNELS[8:]}', "archives[0].url"),
         (f'url = "{KERNELS}', f'url = "file:///{KERNELS[8:]}', "archives[0].url"),
+        (
+            f'sha256 = "{digest("aarch64")}"\n',
+            f'sha256 = "{digest("aarch64")}"\nredirect-hosts = ["https://evil.example"]\n',
+            "archives[0].redirect-hosts[0]",
+        ),
+        (
+            f'sha256 = "{digest("aarch64")}"\n',
+            f'sha256 = "{digest("aarch64")}"\nredirect-hosts = ["-oProxy"]\n',
+            "archives[0].redirect-hosts[0]",
+        ),
         ('target = "deep_ep/deep_ep_cpp*.so"', 'target = "../../x.so"', "links[0].target"),
         ('target = "deep_ep/deep_ep_cpp*.so"', 'target = "$(reboot)*.so"', "links[0].target"),
         ('from = "python/pyproject_npu.toml"', 'from = "/etc/x"', "sources[0].replace[0].from"),

@@ -125,6 +125,7 @@ def _archive(matrix: Matrix, archive: Archive) -> dict[str, Any]:
         "url": {p: archive.url_for(p) for p in matrix.platforms},
         "sha256": {p: archive.sha256_for(p) for p in matrix.platforms},
         "wheels": list(archive.wheels),
+        "redirect_hosts": list(archive.redirect_hosts),
         "note": archive.note,
     }
 

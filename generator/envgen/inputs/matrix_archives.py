@@ -17,11 +17,11 @@ from envgen.inputs.toml_reader import (
     get_table,
     type_name,
 )
-from envgen.inputs.untrusted import archive_url_problem, name_problem
+from envgen.inputs.untrusted import archive_url_problem, name_problem, redirect_host_problem
 from envgen.model import Archive
 from envgen.names import is_project_name, package_key
 
-_KEYS = ("url", "sha256", "wheels", "note")
+_KEYS = ("url", "sha256", "wheels", "redirect-hosts", "note")
 PerPlatform = tuple[tuple[str, str], ...]
 
 
@@ -58,11 +58,24 @@ class ArchiveSectionReader(SectionReader):
                 key = (*path, "sha256", platform)
                 self.p.add(key, f"no url for {platform} to check it against")
         wheels = self.wheels(path, table, taken, name)
+        hosts = self.redirect_hosts((*path, "redirect-hosts"), table)
         note = get_str(self.p, table, (*path, "note"), empty=True)
         if len(self.p.items) > before:
             return None
         lowered = tuple((platform, sha.lower()) for platform, sha in shas)
-        return Archive(name=name, urls=urls, wheels=wheels, sha256=lowered, note=note)
+        return Archive(name, urls, wheels, lowered, note, redirect_hosts=hosts)
+
+    def redirect_hosts(self, path: KeyPath, table: dict[str, Any]) -> tuple[str, ...]:
+        """The other hosts the archive's URLs may redirect to: host names, each once."""
+        hosts: list[str] = []
+        for key, host in get_str_list(self.p, table, path):
+            if problem := redirect_host_problem(host):
+                self.p.add(key, problem)
+            elif host.lower() in hosts:
+                self.p.add(key, f"'{host}' is listed twice")
+            else:
+                hosts.append(host.lower())
+        return tuple(hosts)
 
     def per_platform(self, path: KeyPath, table: dict[str, Any], problem: Any) -> PerPlatform:
         """A string for every platform of the env, or a table platform -> string for those named."""

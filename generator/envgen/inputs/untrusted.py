@@ -39,6 +39,9 @@ _GIT_SCHEMES = ("https", "http", "ssh", "file")
 # `user@host:path`, git's scp-like ssh form.
 _SCP = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z0-9][A-Za-z0-9.-]*:[^-].*")
 _HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?")
+# A host name alone (an IPv4 address is one): dot-separated labels of letters, digits and inner `-`.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A locked version or conda build string: what conda and PEP 440 write, never whitespace or a
 # leading `-`.
@@ -309,6 +312,9 @@ def _archive_problems(key: str, archive: LockedArchive) -> Iterator[str]:
         "platform": control_problem(archive.platform),
         "url": archive_url_problem(archive.url),
         "sha256": _sha256_problem(archive.sha256),
+        "redirect-hosts": next(
+            filter(None, map(redirect_host_problem, archive.redirect_hosts)), None
+        ),
     }
     yield from (f"{key}.{field}: {problem}" for field, problem in checks.items() if problem)
     for i, member in enumerate(archive.members):
@@ -396,6 +402,14 @@ def lock_problems(lock: Lock) -> list[str]:
 def host_problem(host: str) -> str | None:
     """Why `host` is not a host name or host:port (pip's --trusted-host), or None."""
     return None if _HOST.fullmatch(host) else f"{host!r} is not a host name (host or host:port)"
+
+
+def redirect_host_problem(host: str) -> str | None:
+    """Why `host` is not a host name an archive may be redirected to (no scheme, port, path or
+    option: `objects.githubusercontent.com`), or None."""
+    if len(host) <= 253 and _HOST_NAME.fullmatch(host):
+        return None
+    return f"{host!r} is not a host name (letters, digits, '-' and '.': no scheme, port or path)"
 
 
 _INDEX_SCHEMES = ("https", "http", "file")

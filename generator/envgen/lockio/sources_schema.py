@@ -21,6 +21,7 @@ from envgen.inputs.untrusted import (
     git_url_problem,
     host_problem,
     input_hash_problem,
+    redirect_host_problem,
     ref_problem,
     requirement_problem,
     submodule_path_problem,
@@ -142,6 +143,7 @@ class ArchiveRow(_Row):
     platform: Text
     url: Annotated[Text, _rule(archive_url_problem)]
     sha256: Sha256
+    redirect_hosts: list[Annotated[Text, _rule(redirect_host_problem)]] = []
     members: list[MemberRow] = []
 
 

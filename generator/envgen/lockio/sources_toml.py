@@ -130,6 +130,7 @@ def _archive_row(archive: LockedArchive) -> ArchiveRow:
         platform=archive.platform,
         url=archive.url,
         sha256=archive.sha256,
+        redirect_hosts=list(archive.redirect_hosts),
         members=members,
     )
 
@@ -334,7 +335,8 @@ def _member(row: MemberRow) -> ArchiveMember:
 
 def _locked_archive(row: ArchiveRow) -> LockedArchive:
     members = tuple(_member(m) for m in row.members)
-    return LockedArchive(row.name, row.platform, row.url, row.sha256, members)
+    hosts = tuple(row.redirect_hosts)
+    return LockedArchive(row.name, row.platform, row.url, row.sha256, members, hosts)
 
 
 def _requirement(row: RequirementRow) -> TracedRequirement:

@@ -336,7 +336,8 @@ def _archive_blocks(lock: Lock) -> list[str]:
         lines = [f"# archive {name}: wheels from a release archive", "case $platform in"]
         for archive in locked:
             members = " ".join(_member_words(m) for m in archive.members)
-            where = f"{quote(archive.url)} {quote(archive.sha256)} {archive_key(archive)}"
+            hosts = quote(" ".join(archive.redirect_hosts))
+            where = f"{quote(archive.url)} {quote(archive.sha256)} {archive_key(archive)} {hosts}"
             call = f"archive {quote(name)} {where}"
             lines.append(f"\t{quote(archive.platform)}) {call} {members} ;;")
         lines.append(f"\t*) say {quote(f'archive {name}: none for this platform')} ;;")

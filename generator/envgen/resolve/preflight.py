@@ -110,8 +110,9 @@ def _probe(
     if target.kind == "git remote":
         return _probe_git(target.url, settings, timeout)
     if target.kind == "archive":
+        # Its redirect is its answer: the lock follows one only where the matrix allows it.
         with IndexClient([], settings.limits) as client:
-            return _probe_http(client, target.url, timeout)
+            return _probe_http(client, target.url, timeout, redirects=False)
     if target.kind == "conda channel":
         # A channel's `user:token@` travels as an index's would: apart from the URL, as a header.
         access = settings.access(Index(f"conda channel {redact_url(target.url)}", target.url))
@@ -143,14 +144,16 @@ def _probe_git(url: str, settings: Settings, timeout: float) -> str | None:
     return re.sub(r"^unable to access '[^']*': ", "", lines[-1].removeprefix("fatal: "))
 
 
-def _probe_http(client: IndexClient, url: str, timeout: float) -> str | None:
+def _probe_http(
+    client: IndexClient, url: str, timeout: float, *, redirects: bool = True
+) -> str | None:
     """A HEAD (a GET whose body is never read, for a server that does not take HEAD): any answer but
     a server error or a refused login is a reachable host. Not a plain GET: PyPI's root page is 40
     MB, and it takes PyPI up to a second to start sending it."""
     try:
-        status = client.head(url, timeout=timeout).status_code
+        status = client.head(url, timeout=timeout, redirects=redirects).status_code
         if status in (405, 501):  # HEAD not allowed, or not implemented
-            with client.get(url, stream=True, timeout=timeout) as response:
+            with client.get(url, stream=True, timeout=timeout, redirects=redirects) as response:
                 status = response.status_code
     except requests.RequestException as exc:
         return f"no answer within {timeout:g} s" if client.limit_reached(exc) else client.why(exc)

@@ -270,8 +270,10 @@ inside() {
 }
 
 # archive_py COMMAND ARG...: what the archive steps need of python, with the env's own interpreter:
-# `sha256 FILE`, `fetch URL FILE` (within ENVGEN_NETWORK_BUDGET seconds and ENVGEN_DOWNLOAD_LIMIT
-# bytes, as envgen's own downloads), `extract ARCHIVE MEMBER FILE` (a zip or tar; one regular member).
+# `sha256 FILE`, `fetch URL FILE NAME HOSTS` (within ENVGEN_NETWORK_BUDGET seconds and
+# ENVGEN_DOWNLOAD_LIMIT bytes, a redirect followed to the URL's own scheme, host and port or to a host
+# name HOSTS lists, as envgen's own downloads), `extract ARCHIVE MEMBER FILE` (a zip or tar; one
+# regular member).
 archive_py() {
 	"$python" -c '
 import hashlib, shutil, sys, tarfile, urllib.request, zipfile
@@ -292,14 +294,36 @@ elif command == "fetch":
     budget = limit("ENVGEN_NETWORK_BUDGET", 900)
     ceiling = limit("ENVGEN_DOWNLOAD_LIMIT", 1 << 34)
     deadline, size = time.monotonic() + budget, 0
-    with urllib.request.urlopen(args[0], timeout=60) as answer, open(args[1], "wb") as out:
-        for chunk in iter(lambda: answer.read(1 << 20), b""):
-            size += len(chunk)
-            if size > ceiling:
-                sys.exit("more than %d bytes (ENVGEN_DOWNLOAD_LIMIT)" % ceiling)
-            if time.monotonic() > deadline:
-                sys.exit("not complete within %g s (ENVGEN_NETWORK_BUDGET)" % budget)
-            out.write(chunk)
+    from urllib.parse import urlsplit
+    def origin(url):
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        except ValueError:
+            port = None
+        return scheme, parts.hostname or "", port
+    class Redirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            host = urlsplit(newurl).hostname or ""
+            if origin(newurl) != origin(args[0]) and host not in args[3].lower().split():
+                sys.exit("%s redirects to the host %s (%s); an archive is fetched from its own "
+                    "scheme, host and port only: if %s rightly serves the archive, add \"%s\" to "
+                    "archives.%s.redirect-hosts in the matrix and lock again"
+                    % (args[0], urlsplit(newurl).netloc, newurl, host, host, args[2]))
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+    try:
+        with urllib.request.build_opener(Redirects).open(args[0], timeout=60) as answer, \
+                open(args[1], "wb") as out:
+            for chunk in iter(lambda: answer.read(1 << 20), b""):
+                size += len(chunk)
+                if size > ceiling:
+                    sys.exit("more than %d bytes (ENVGEN_DOWNLOAD_LIMIT)" % ceiling)
+                if time.monotonic() > deadline:
+                    sys.exit("not complete within %g s (ENVGEN_NETWORK_BUDGET)" % budget)
+                out.write(chunk)
+    except (OSError, ValueError) as exc:
+        sys.exit("%s: %s" % (args[0], exc))
 elif zipfile.is_zipfile(args[0]):
     with zipfile.ZipFile(args[0]) as archive, archive.open(args[1]) as member:
         with open(args[2], "wb") as out:
@@ -314,14 +338,14 @@ else:
 ' "$@"
 }
 
-# archive NAME URL SHA256 KEY [MEMBER SHA256 DISTRIBUTION]...: the wheels a release archive holds,
-# each checked against the lock's sha256, installed with `pip install --no-deps`. The archive is
-# fetched into the env's state (or, with --archives DIR or --bundle, each wheel is taken from there
-# by its name) and checked against its sha256 first; nothing of an archive or wheel that does not
-# match is installed.
+# archive NAME URL SHA256 KEY HOSTS [MEMBER SHA256 DISTRIBUTION]...: the wheels a release archive
+# holds, each checked against the lock's sha256, installed with `pip install --no-deps`. The archive
+# is fetched into the env's state (redirected only to its own host or to a host name HOSTS lists; or,
+# with --archives DIR or --bundle, each wheel is taken from there by its name) and checked against its
+# sha256 first; nothing of an archive or wheel that does not match is installed.
 archive() {
-	name=$1 url=$2 sha=$3 key=$4
-	shift 4
+	name=$1 url=$2 sha=$3 key=$4 hosts=$5
+	shift 5
 	if archive_installed "$name" "$key" "$@"; then
 		say "$name: already installed from $url"
 		return 0
@@ -333,9 +357,9 @@ archive() {
 	if [ -f "$file" ]; then fetched=$(archive_py sha256 "$file"); fi
 	if [ -z "$archives_dir" ] && [ "$fetched" != "$sha" ]; then
 		say "$name: fetching $url"
-		if ! archive_py fetch "$url" "$file.part"; then
+		if ! archive_py fetch "$url" "$file.part" "$name" "$hosts"; then
 			rm -f -- "$file.part"
-			die "$name: cannot fetch $url: check the URL is reachable"
+			die "$name: cannot fetch $url (why above): check the URL is reachable"
 		fi
 		got=$(archive_py sha256 "$file.part")
 		if [ "$got" != "$sha" ]; then

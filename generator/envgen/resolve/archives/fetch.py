@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Literal
 
@@ -17,6 +18,7 @@ from envgen import atomic, network
 from envgen.digests import short_digest
 from envgen.errors import ResolutionError, VerificationError
 from envgen.redact import redact_url
+from envgen.resolve.archives.redirects import followed
 from envgen.resolve.pypi.index_client import IndexClient, arrived
 
 log = logging.getLogger(__name__)
@@ -35,9 +37,12 @@ def fetch(
     *,
     offline: bool,
     pinned_by: str,
+    name: str,
+    redirect_hosts: Sequence[str] = (),
 ) -> Path:
-    """The archive at `url` in the cache, downloaded unless the cache has `sha256`; its bytes must
-    have that sha256 when one is given (VerificationError, exit 4, naming who pins it).
+    """The archive `name` at `url` in the cache, downloaded unless the cache has `sha256`; its bytes
+    must have that sha256 when one is given (VerificationError, exit 4, naming who pins it). A
+    redirect is followed to the URL's own host, or to one of `redirect_hosts` (redirects.py).
 
     A cached copy is hashed again before use: one that no longer matches (a shared or restored
     cache) is reported, removed and downloaded anew, never taken for the pinned bytes. A download
@@ -56,7 +61,7 @@ def fetch(
     partial = cache / "archives" / "partial" / key
     partial.parent.mkdir(parents=True, exist_ok=True)
     with atomic.part_file(partial) as part:
-        found = _download(client, url, part.handle)
+        found = _download(client, url, part.handle, name=name, hosts=redirect_hosts)
         if sha256 and found != sha256:
             raise VerificationError(
                 f"the archive {redact_url(url)} has sha256 {found}, but {pinned_by} says {sha256}",
@@ -91,14 +96,16 @@ def _verified_copy(cache: Path, sha256: str) -> Path | None:
     return None
 
 
-def _download(client: IndexClient, url: str, out: IO[bytes]) -> str:
+def _download(
+    client: IndexClient, url: str, out: IO[bytes], *, name: str, hosts: Sequence[str]
+) -> str:
     """The body at `url` written to `out`, its sha256; at most the download limit in bytes, within
-    the network budget."""
+    the network budget, redirects followed only where `followed` allows."""
     limits = client.limits
     deadline = time.monotonic() + limits.budget
     digest, size = hashlib.sha256(), 0
     try:
-        with client.get(url, stream=True) as response:
+        with followed(client, url, name=name, hosts=hosts) as response:
             response.raise_for_status()
             announced = response.headers.get("Content-Length", "")
             if announced.isdigit() and int(announced) > limits.download:

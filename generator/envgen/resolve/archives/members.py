@@ -89,7 +89,17 @@ def lock_archives(
                         recorded[(archive.name, platform, url)],
                         "the lock it was locked in",
                     )
-                path = fetch(client, url, pinned, cache, offline=offline, pinned_by=origin)
+                hosts = archive.redirect_hosts
+                path = fetch(
+                    client,
+                    url,
+                    pinned,
+                    cache,
+                    offline=offline,
+                    pinned_by=origin,
+                    name=archive.name,
+                    redirect_hosts=hosts,
+                )
                 members = read_members(path, archive, platform, matrix, url)
                 log.info(
                     "archive %s for %s: %s -> %s",
@@ -98,7 +108,7 @@ def lock_archives(
                     redact_url(url),
                     short_digest(path.name),
                 )
-                locked.append(LockedArchive(archive.name, platform, url, path.name, members))
+                locked.append(LockedArchive(archive.name, platform, url, path.name, members, hosts))
     return tuple(locked)
 
 
@@ -239,7 +249,16 @@ def archive_wheels(
     """The wheels of a locked archive as files (member sha256 -> path): the archive fetched or taken
     from the cache, checked against the lock's sha256, each wheel against its own (exit 4)."""
     where = f"the lock of archive {locked.name} ({locked.platform})"
-    path = fetch(client, locked.url, locked.sha256, cache, offline=offline, pinned_by=where)
+    path = fetch(
+        client,
+        locked.url,
+        locked.sha256,
+        cache,
+        offline=offline,
+        pinned_by=where,
+        name=locked.name,
+        redirect_hosts=locked.redirect_hosts,
+    )
     found: dict[str, Path] = {}
     with _opened(path, locked.url) as (names, opened):
         for member in locked.members:

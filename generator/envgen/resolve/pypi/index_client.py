@@ -111,19 +111,25 @@ class IndexClient:
         *,
         stream: bool = False,
         timeout: float | None = None,
+        redirects: bool = True,
     ) -> requests.Response:
         """GET `url` with the credentials of the index on its host; a trusted host's certificate is
         not verified.
 
         `stream` leaves the body unread, for artifacts too large to hold in memory. The connection
         and each wait for data are bounded by the network limits, or by `timeout` (seconds) when
-        given (a brief probe)."""
-        return self._request("GET", url, headers, stream=stream, timeout=timeout)
+        given (a brief probe). Without `redirects` a redirect is the answer, for the caller to
+        follow or not (an archive's, resolve/archives/redirects.py)."""
+        return self._request(
+            "GET", url, headers, stream=stream, timeout=timeout, redirects=redirects
+        )
 
-    def head(self, url: str, *, timeout: float | None = None) -> requests.Response:
-        """HEAD `url` as `get` would GET it, redirects followed: whether a host answers, without a
-        body (an index's root page or a channel's repodata may be tens of megabytes)."""
-        return self._request("HEAD", url, None, stream=False, timeout=timeout)
+    def head(
+        self, url: str, *, timeout: float | None = None, redirects: bool = True
+    ) -> requests.Response:
+        """HEAD `url` as `get` would GET it, redirects followed unless told: whether a host answers,
+        without a body (an index's root page or a channel's repodata may be tens of megabytes)."""
+        return self._request("HEAD", url, None, stream=False, timeout=timeout, redirects=redirects)
 
     def _request(
         self,
@@ -133,6 +139,7 @@ class IndexClient:
         *,
         stream: bool,
         timeout: float | None,
+        redirects: bool = True,
     ) -> requests.Response:
         index = next((i for i in self.indexes if same_host(i.url, url) and i.secrets), None)
         other = self.credentials.for_url(url) if index is None else None
@@ -148,7 +155,7 @@ class IndexClient:
             timeout=limit,
             verify=verify,
             stream=stream,
-            allow_redirects=True,
+            allow_redirects=redirects,
         )
 
     @staticmethod
