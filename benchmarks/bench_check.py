@@ -68,7 +68,8 @@ def time_pip_part(entries: Sequence[PipEntry], work: Path, repeat: int) -> list[
                     shutil.rmtree(cache, ignore_errors=True)
                 prefix = _fresh_venv(work / "env")
                 start = time.perf_counter()
-                tool = installer_named("uv" if name == "uv" else "pip", cache)
+                settings = Settings.live(os.environ, cache=cache)
+                tool = installer_named("uv" if name == "uv" else "pip", settings)
                 tool.install(prefix / "bin" / "python", part)
                 return time.perf_counter() - start
 

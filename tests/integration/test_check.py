@@ -27,7 +27,7 @@ from envgen.model import ImportCheck, Lock, Matrix
 from envgen.platforms import host_platform
 from envgen.project import Project, cache_dir
 
-from tests.support.builders import make_lock
+from tests.support.builders import make_lock, tools_at
 from tests.support.chk_venv import copied_install
 from tests.support.example import served_example
 from tests.support.venvs import fresh_venv
@@ -433,8 +433,9 @@ def test_an_expected_version_is_compared_even_without_a_named_distribution(
         s.name: s
         for s in import_steps(
             lock,
-            Venv(prefix),
+            Venv(prefix, tools_at(tmp_path)),
             host_platform(),
+            settings=tools_at(tmp_path),
             hardware=hardware,
             require_npu=False,
             skipped=set(),

@@ -30,7 +30,7 @@ from envgen.installer.tools import Pip
 from envgen.npu import Npu
 from envgen.project import Project
 
-from tests.support.builders import make_lock
+from tests.support.builders import bare_at, make_lock, tools_at
 from tests.support.chk_venv import compile_pip
 from tests.support.example import served_example
 from tests.support.shared import build_once, session_root
@@ -318,7 +318,9 @@ def test_a_hanging_npu_smi_fails_its_step_without_stopping_the_check(
     target = Npu("a3", "ascend910_9392", "fake_legacy._build_info")
     steps = {
         s.name: s
-        for s in check_npu.npu_steps(target, tmp_path / "no-env", "true", require_npu=True)
+        for s in check_npu.npu_steps(
+            target, tmp_path / "no-env", "true", tools_at(tmp_path), require_npu=True
+        )
     }
     assert steps["npu: npu-smi"].status == "failed"
     assert "did not finish within 1 s" in steps["npu: npu-smi"].detail
@@ -337,9 +339,10 @@ def test_a_failed_install_skips_the_npu_steps(
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     lock = make_lock("x")
-    source = IndexSource(Project(tmp_path), cache=tmp_path)
+    source = IndexSource(Project(tmp_path), settings=bare_at(tmp_path))
+    tools = tools_at(tmp_path)
     steps, _ = throwaway_steps(
-        lock, source, Pip(tmp_path), platform="linux-64", venv=True, cache=tmp_path,
+        lock, source, Pip(tools), platform="linux-64", venv=True, settings=tools,
         require_npu=True, keep=False, install=failing_install, npu=Npu("a3"),
     )  # fmt: skip
     assert [(s.name, s.status, s.detail) for s in steps if s.name.startswith("npu: ")] == [

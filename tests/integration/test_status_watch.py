@@ -182,7 +182,8 @@ def test_a_changed_guide_page_is_reported_with_a_compare_link(example: Example) 
 
 
 def without_timings(text: str) -> str:
-    """git's curl errors say how long a refused connect took ("after 4 ms"); two asks differ in that alone."""
+    """git's curl errors say how long a refused connect took ("after 4 ms"); two asks differ in
+    that alone."""
     return re.sub(r"after \d+ ms", "after N ms", text)
 
 

@@ -96,7 +96,7 @@ def install_command(
     result = {"env": env, "prefix": str(installed), "profiles": list(profiles)}
     outcome = Outcome(results=[result])
     outcome.note(f"{env}: installed into {installed}")
-    for line in how_to_use(env, installed, venv=venv, cache=cache):
+    for line in how_to_use(env, installed, venv=venv):
         outcome.note(line)
     return outcome
 

@@ -230,19 +230,19 @@ class EnvOptions:
 
 
 def _env_steps(
-    project: Project, lock: Lock, matrix: Matrix, options: EnvOptions, *, cache: Path
+    project: Project, lock: Lock, matrix: Matrix, options: EnvOptions, *, settings: Settings
 ) -> tuple[list[Step], str | None]:
     """The throwaway env of this host's part of `lock`, installed from its channels and indexes
-    with the lock's credentials."""
-    credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
-    source = IndexSource(project, credentials, os.environ, cache=cache)
+    with the lock's credentials, in `settings`."""
+    credentials = lock_credentials(lock, project.channels_dir, matrix, settings.variables)
+    source = IndexSource(project, credentials, settings=settings)
     return throwaway_steps(
         lock,
         source,
-        installer_named(options.installer, cache),
+        installer_named(options.installer, settings),
         platform=host_platform(),
         venv=options.venv,
-        cache=cache,
+        settings=settings,
         require_npu=options.require_npu,
         keep=options.keep,
         npu=matrix.npu,
@@ -255,7 +255,7 @@ def _bundle_check(
     env: str,
     bundle: Path,
     options: EnvOptions,
-    cache: Path,
+    settings: Settings,
     lock_sha256: str | None,
     *,
     frozen: bool,
@@ -265,12 +265,12 @@ def _bundle_check(
         project,
         env,
         bundle,
-        cache=cache,
+        settings=settings,
         venv=options.venv,
         require_npu=options.require_npu,
         keep=options.keep,
         lock_sha256=lock_sha256,
-        installer=installer_named(options.installer, cache),
+        installer=installer_named(options.installer, settings),
         frozen=frozen,
     )
 
@@ -296,8 +296,11 @@ def check_env(
     from that bundle with no network, trusted through the project's lock or `lock_sha256`
     (bundle_trust.py)."""
     platform = host_platform()
+    # What the throwaway env's tools run in: the process's variables as each starts (its scratch
+    # TMPDIR), within the limits read once here.
+    tools = Settings.live(os.environ, cache=cache)
     if bundle is not None:
-        return _bundle_check(project, env, bundle, options, cache, lock_sha256, frozen=frozen)
+        return _bundle_check(project, env, bundle, options, tools, lock_sha256, frozen=frozen)
     loaded = _load(project, env)
     if isinstance(loaded, Step):
         return CheckReport(env, platform, (loaded,), None, require_env=require_env)
@@ -318,6 +321,6 @@ def check_env(
         why = "--no-env" if not throwaway else f"the lock has no {platform} part"
         steps.append(Step("env: install", SKIPPED, why))
     else:
-        env_steps, kept = _env_steps(project, lock, matrix, options, cache=cache)
+        env_steps, kept = _env_steps(project, lock, matrix, options, settings=tools)
         steps += env_steps
     return CheckReport(env, platform, tuple(steps), kept, require_env=require_env)

@@ -12,6 +12,7 @@ from envgen.commands.lock.freshness import freshness
 from envgen.installer.core import Installer
 from envgen.platforms import host_platform
 from envgen.project import Project
+from envgen.resolve.settings import Settings
 
 
 def check_from_bundle(
@@ -19,7 +20,7 @@ def check_from_bundle(
     env: str,
     bundle: Path,
     *,
-    cache: Path,
+    settings: Settings,
     venv: bool,
     require_npu: bool,
     keep: bool,
@@ -29,7 +30,7 @@ def check_from_bundle(
 ) -> CheckReport:
     """`check`'s throwaway env, installed from `bundle` with no network: the installed set, pip
     check, imports; skipped when the project's lock it is trusted through is stale (unless
-    `frozen`)."""
+    `frozen`); every tool runs in `settings`."""
     platform = host_platform()
     with opened_bundle(project, env, bundle, platform, lock_sha256) as opened:
         matched = f"{opened.members} members match the lock and bundle.json"
@@ -47,7 +48,7 @@ def check_from_bundle(
             installer,
             platform=platform,
             venv=venv,
-            cache=cache,
+            settings=settings,
             require_npu=require_npu,
             keep=keep,
         )

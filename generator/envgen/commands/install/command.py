@@ -17,13 +17,14 @@ from envgen.errors import EnvgenError, InputError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
 from envgen.installer.core import Request, check_request, install
-from envgen.installer.destinations import CondaPrefix, Venv, destination
+from envgen.installer.destinations import conda_activation, destination, venv_activation
 from envgen.installer.sources import IndexSource
 from envgen.installer.tools import InstallerName, installer_named
 from envgen.lockio.integrity import require_intact
 from envgen.model import Lock, Matrix
 from envgen.platforms import host_platform
 from envgen.project import Project
+from envgen.resolve.settings import Settings
 from envgen.scratch import children_scratch
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,10 @@ def install_lock(
     through the project's lock, or `lock_sha256`). An install that fails or is interrupted removes
     a new prefix. The children's temporary files are in one scratch directory, removed at the end
     (an interrupt kills them mid-work)."""
-    tool = installer_named(installer, cache)
+    # What every tool and the recipe run in: the process's variables as each starts (the scratch
+    # TMPDIR below), within the network limits read once here.
+    settings = Settings.live(os.environ, cache=cache)
+    tool = installer_named(installer, settings)
     with children_scratch("envgen-install-"), removed_unless_installed(prefix.absolute()):
         if bundle is not None:
             return install_from_bundle(
@@ -110,7 +114,7 @@ def install_lock(
                 env,
                 bundle,
                 prefix,
-                cache=cache,
+                settings=settings,
                 venv=venv,
                 installer=tool,
                 profiles=profiles,
@@ -124,18 +128,18 @@ def install_lock(
         request = Request(lock, host_platform(), tuple(profiles), skip_cann)
         check_request(request)  # bad input before the lock's freshness is asked
         matrix = _matrix(project, env, lock, frozen=frozen)
-        credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
-        source = IndexSource(project, credentials, os.environ, cache=cache)
+        credentials = lock_credentials(lock, project.channels_dir, matrix, settings.variables)
+        source = IndexSource(project, credentials, settings=settings)
         install(
             request,
             source,
-            destination(prefix, venv=venv, cache=cache, compiled=tool.runs_env_pip),
+            destination(prefix, venv=venv, settings=settings, compiled=tool.runs_env_pip),
             tool,
         )
         return prefix.absolute()
 
 
-def how_to_use(env: str, prefix: Path, *, venv: bool, cache: Path) -> list[str]:
+def how_to_use(env: str, prefix: Path, *, venv: bool) -> list[str]:
     """What `install` ends with: the env's python works as it is (the sources with pythonpath =
     true too, through the .pth file the recipe writes); activation adds the env's variables (CANN,
     the profiles), with conda or by sourcing one line."""
@@ -146,11 +150,11 @@ def how_to_use(env: str, prefix: Path, *, venv: bool, cache: Path) -> list[str]:
     if venv:
         return [
             *lines,
-            f"  for the env's variables too, activate it: {Venv(prefix).activation(env)}",
+            f"  for the env's variables too, activate it: {venv_activation(prefix)}",
         ]
     return [
         *lines,
         "  for the env's variables (CANN, profiles) too, activate it: "
         f"conda activate {quote(str(prefix))}",
-        f"  or, without conda: {CondaPrefix(prefix, cache).activation(env)}",
+        f"  or, without conda: {conda_activation(prefix, env)}",
     ]

@@ -39,6 +39,7 @@ from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.resolve.git.remote import GitEnv
+from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,7 @@ def install_from_bundle(
     bundle: Path,
     prefix: Path,
     *,
-    cache: Path,
+    settings: Settings,
     venv: bool,
     installer: Installer,
     profiles: Sequence[str],
@@ -143,7 +144,7 @@ def install_from_bundle(
 ) -> Path:
     """Install the lock of `env` from `bundle` for this host into `prefix`, with no network;
     returns the prefix. The bundle is trusted through the project's lock (refused when stale,
-    unless `frozen`) or `lock_sha256`."""
+    unless `frozen`) or `lock_sha256`. Every tool runs in `settings`."""
     platform = host_platform()
     with opened_bundle(project, env, bundle, platform, lock_sha256) as opened:
         request = Request(opened.lock, platform, tuple(profiles), skip_cann)
@@ -154,7 +155,7 @@ def install_from_bundle(
         install(
             request,
             opened.source,
-            destination(prefix, venv=venv, cache=cache, compiled=installer.runs_env_pip),
+            destination(prefix, venv=venv, settings=settings, compiled=installer.runs_env_pip),
             installer,
         )
     return prefix.absolute()
