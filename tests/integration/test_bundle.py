@@ -25,6 +25,7 @@ from envgen.bundle.manifest import MANIFEST, Wanted, parse_manifest
 from envgen.commands.check.throwaway import Hardware, import_steps
 from envgen.commands.install.bundle import bundle_env
 from envgen.commands.install.from_bundle import install_from_bundle
+from envgen.commands.install.options import InstallOptions
 from envgen.errors import ToolError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
@@ -288,15 +289,10 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
         project,
         ENV,
         out,
-        prefix,
-        settings=tools_at(tmp_path / "cache"),
-        venv=True,
-        installer=Uv(
-            tools_at(tmp_path / "cache")
-        ),  # the subject is git's part: uv installs the source
-        profiles=(),
-        skip_cann=False,
-        frozen=True,  # the project has this lock, not its matrix
+        # The subject is git's part: uv installs the source. Frozen: the project has this lock,
+        # not its matrix.
+        InstallOptions(prefix, tmp_path / "cache", venv=True, installer="uv", frozen=True),
+        tools_at(tmp_path / "cache"),
     )
     checkout = prefix / "src" / "parentpkg" / "csrc" / "kernels"
     assert (checkout / "kernel.txt").read_text() == "locked\n"

@@ -18,6 +18,7 @@ from envgen.cli import cli
 from envgen.commands.check import command as check
 from envgen.commands.check import npu as check_npu
 from envgen.commands.check import throwaway as check_throwaway
+from envgen.commands.check.options import CheckOptions
 from envgen.commands.check.throwaway import throwaway_steps
 from envgen.errors import VerificationError
 from envgen.example.project import GITHUB, Example
@@ -158,7 +159,9 @@ def host(
     monkeypatch.setattr(check_throwaway, "destination", lambda _, **kw: destination(shared, **kw))
     install = functools.partial(_installed_once, tmp_path_factory)
     # The command line's own options, its install the one below: the CLI stays the path checked.
-    monkeypatch.setattr(check, "EnvOptions", functools.partial(check.EnvOptions, install=install))
+    monkeypatch.setattr(
+        check, "CheckOptions", functools.partial(check.CheckOptions, install=install)
+    )
     yield served
 
 
@@ -341,10 +344,10 @@ def test_a_failed_install_skips_the_npu_steps(
     lock = make_lock("x")
     source = IndexSource(Project(tmp_path), settings=bare_at(tmp_path))
     tools = tools_at(tmp_path)
+    options = CheckOptions(tmp_path, venv=True, require_npu=True, install=failing_install)
     steps, _ = throwaway_steps(
-        lock, source, Pip(tools), platform="linux-64", venv=True, settings=tools,
-        require_npu=True, keep=False, install=failing_install, npu=Npu("a3"),
-    )  # fmt: skip
+        lock, source, Pip(tools), options, platform="linux-64", settings=tools, npu=Npu("a3")
+    )
     assert [(s.name, s.status, s.detail) for s in steps if s.name.startswith("npu: ")] == [
         (f"npu: {name}", "skipped", "the install failed")
         for name in ("npu-smi", "device", "soc version", "device name")

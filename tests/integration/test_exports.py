@@ -494,7 +494,9 @@ def test_check_installs_from_the_derived_file_and_compares_the_installed_set(
         given.append((tool.name, part.requirements))
         shutil.copytree(shared, env.path, symlinks=True)
 
-    monkeypatch.setattr(check, "EnvOptions", functools.partial(check.EnvOptions, install=copied))
+    monkeypatch.setattr(
+        check, "CheckOptions", functools.partial(check.CheckOptions, install=copied)
+    )
     code, out, err = envgen(
         example, "check", ENV, "--venv", "--no-solve", "--installer", installer, "--json"
     )

@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,10 +19,10 @@ from packaging.requirements import Requirement as Pep508
 
 from envgen import interrupts
 from envgen.commands.check.npu import npu_step_names, npu_steps
+from envgen.commands.check.options import CheckOptions
 from envgen.commands.check.report import FAILED, OK, SKIPPED, Step, step_of
 from envgen.commands.check.static import pip_by_name, version_in
 from envgen.errors import EnvgenError, NetworkError
-from envgen.installer import core
 from envgen.installer.core import Destination, Installer, Request, Source
 from envgen.installer.destinations import destination
 from envgen.installer.interpreter import InterpreterRunner, run_interpreter
@@ -226,10 +226,6 @@ def installed_set_step(prefix: Path, lock: Lock, platform: str, settings: Settin
     return step_of("env: installed set", problems, detail)
 
 
-# What installs the throwaway env: installer.core.install, or a test's stand-in.
-Install = Callable[[Request, Source, Destination, Installer], None]
-
-
 def _installed_env_steps(
     lock: Lock,
     env: Destination,
@@ -281,25 +277,22 @@ def throwaway_steps(
     lock: Lock,
     source: Source,
     installer: Installer,
+    options: CheckOptions,
     *,
     platform: str,
-    venv: bool,
     settings: Settings,
-    require_npu: bool,
-    keep: bool,
     npu: Npu | None = None,
-    install: Install = core.install,
 ) -> tuple[list[Step], str | None]:
     """Install the lock from `source` into a temporary env, run pip check, the import checks and,
-    for an env targeting `npu`, the NPU steps; the env is removed unless `keep`.
+    for an env targeting `npu`, the NPU steps; the env is removed unless `options.keep`.
 
     Two kinds of env: a conda prefix of the lock's conda part (its python must be the prefix's
-    own), or with `venv` a venv of this interpreter. The pip part is installed by `installer`
-    (pip or uv) from the file `source` gives it (the lock's derived one, or a bundle's); every tool
-    runs in `settings`. Sources
-    and checks needing CANN or an NPU the host lacks are skipped with the reason; `require_npu`
-    makes them fail instead.
+    own), or with `options.venv` a venv of this interpreter, made by `options.install`. The pip
+    part is installed by `installer` (pip or uv) from the file `source` gives it (the lock's derived
+    one, or a bundle's); every tool runs in `settings`. Sources and checks needing CANN or an NPU
+    the host lacks are skipped with the reason; `options.require_npu` makes them fail instead.
     """
+    venv, require_npu, keep = options.venv, options.require_npu, options.keep
     hardware = detect_hardware(lock)
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
     skip_cann = bool(cann_sources) and not hardware.cann and not require_npu
@@ -313,7 +306,7 @@ def throwaway_steps(
         log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, env.path)
         name = f"env: install ({env.kind})"
         try:
-            install(Request(lock, platform, skip_cann=skip_cann), source, env, installer)
+            options.install(Request(lock, platform, skip_cann=skip_cann), source, env, installer)
         except EnvgenError as exc:
             return _install_failed(name, exc, lock, npu), str(tmp) if keep else None
         part = source.pip(lock, platform, installer)
