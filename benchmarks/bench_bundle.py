@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from envgen.commands.install.bundle import bundle_env
 from envgen.commands.install.command import install_lock
+from envgen.commands.install.options import InstallOptions
 from envgen.commands.lock.command import lock_env
 from envgen.example.project import serve_example
 from envgen.platforms import host_platform
@@ -38,17 +39,8 @@ def _timed(label: str, rows: list[tuple[str, str]], run: Callable[[], T]) -> T:
 
 
 def _install(project: Project, prefix: Path, cache: Path, bundle: Path | None = None) -> Path:
-    return install_lock(
-        project,
-        "demo",
-        prefix,
-        cache=cache,
-        venv=True,
-        installer="pip",
-        profiles=(),
-        skip_cann=False,
-        bundle=bundle,
-    )
+    options = InstallOptions(prefix, cache, venv=True, installer="pip", bundle=bundle)
+    return install_lock(project, "demo", options)
 
 
 def _recipe(project: Project, work: Path, bundle: Path) -> None:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from envgen.commands.check.command import EnvOptions, check_env
+from envgen.commands.check.command import CheckOptions, check_env
 from envgen.commands.lock.command import lock_env
 from envgen.example.project import serve_example
 from envgen.installer.core import PipPart
@@ -68,7 +68,8 @@ def time_pip_part(entries: Sequence[PipEntry], work: Path, repeat: int) -> list[
                     shutil.rmtree(cache, ignore_errors=True)
                 prefix = _fresh_venv(work / "env")
                 start = time.perf_counter()
-                tool = installer_named("uv" if name == "uv" else "pip", cache)
+                settings = Settings.live(os.environ, cache=cache)
+                tool = installer_named("uv" if name == "uv" else "pip", settings)
                 tool.install(prefix / "bin" / "python", part)
                 return time.perf_counter() - start
 
@@ -127,9 +128,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             for solve in (False, True):
 
                 def check(solve: bool = solve) -> None:
-                    options = EnvOptions(venv=True)
-                    cache = work / "envgen-cache"
-                    report = check_env(project, "demo", cache=cache, options=options, solve=solve)
+                    options = CheckOptions(work / "envgen-cache", venv=True, solve=solve)
+                    report = check_env(project, "demo", options)
                     assert report.ok, report
 
                 print(

@@ -25,6 +25,7 @@ from envgen.bundle.manifest import MANIFEST, Wanted, parse_manifest
 from envgen.commands.check.throwaway import Hardware, import_steps
 from envgen.commands.install.bundle import bundle_env
 from envgen.commands.install.from_bundle import install_from_bundle
+from envgen.commands.install.options import InstallOptions
 from envgen.errors import ToolError
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
@@ -35,7 +36,7 @@ from envgen.lockio.store import read_lock, write_lock
 from envgen.project import Project
 from envgen.recipe.render import render_recipe
 
-from tests.support.builders import conda_entry, make_lock
+from tests.support.builders import conda_entry, make_lock, tools_at
 from tests.support.bundles import (
     ENV,
     HOST,
@@ -99,8 +100,11 @@ def test_install_from_the_bundle_with_nothing_served(offline: Bundled, tmp_path:
     lock = read_lock(Project(offline.root), ENV)
     assert lock is not None
     no_npu = Hardware("", cann=False, npu=False)
-    env = Venv(prefix)
-    steps = import_steps(lock, env, HOST, hardware=no_npu, require_npu=False, skipped=set())
+    tools = tools_at(tmp_path / "cache")
+    env = Venv(prefix, tools)
+    steps = import_steps(
+        lock, env, HOST, settings=tools, hardware=no_npu, require_npu=False, skipped=set()
+    )
     ran = {s.name: s.status for s in steps}
     assert ran["import rollout"] == ran["import post"] == ran["import demo_queue"] == "ok", steps
     assert ran["import demo_torch"] == ran["import trainer"] == "ok", steps
@@ -285,13 +289,10 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
         project,
         ENV,
         out,
-        prefix,
-        cache=tmp_path / "cache",
-        venv=True,
-        installer=Uv(tmp_path / "cache"),  # the subject is git's part: uv installs the source
-        profiles=(),
-        skip_cann=False,
-        frozen=True,  # the project has this lock, not its matrix
+        # The subject is git's part: uv installs the source. Frozen: the project has this lock,
+        # not its matrix.
+        InstallOptions(prefix, tmp_path / "cache", venv=True, installer="uv", frozen=True),
+        tools_at(tmp_path / "cache"),
     )
     checkout = prefix / "src" / "parentpkg" / "csrc" / "kernels"
     assert (checkout / "kernel.txt").read_text() == "locked\n"
@@ -551,7 +552,7 @@ def run_recipe_with_bundle(
     recipe = root / "locks" / f"{ENV}.install.sh"
     cmd = ["sh", str(recipe), "--prefix", str(prefix), "--bundle", str(bundle)]
     if uv:
-        options = Uv(prefix.parent / "cache").recipe_options()
+        options = Uv(tools_at(prefix.parent / "cache")).recipe_options()
         cmd += options.args
         env = options.environment(env)
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
@@ -567,8 +568,11 @@ def test_the_recipe_installs_the_pip_part_and_sources_from_the_bundle_without_en
     lock = read_lock(Project(offline.root), ENV)
     assert lock is not None
     no_npu = Hardware("", cann=False, npu=False)
-    env = Venv(prefix)
-    steps = import_steps(lock, env, HOST, hardware=no_npu, require_npu=False, skipped=set())
+    tools = tools_at(tmp_path / "cache")
+    env = Venv(prefix, tools)
+    steps = import_steps(
+        lock, env, HOST, settings=tools, hardware=no_npu, require_npu=False, skipped=set()
+    )
     ran = {s.name: s.status for s in steps}
     assert ran["import rollout"] == ran["import post"] == ran["import demo_queue"] == "ok", steps
     assert ran["import demo_torch"] == ran["import trainer"] == "ok", steps

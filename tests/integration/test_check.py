@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
-from envgen.commands.check.command import EnvOptions, check_env, solve_step
+from envgen.commands.check.command import CheckOptions, check_env, solve_step
+from envgen.commands.check.options import Install
 from envgen.commands.check.static import dependencies_step, index_problems, pin_problems
-from envgen.commands.check.throwaway import Hardware, Install, import_steps
+from envgen.commands.check.throwaway import Hardware, import_steps
 from envgen.errors import InputError
 from envgen.example.condapkgs import host_python
 from envgen.example.project import Example, bump_version
@@ -27,7 +28,7 @@ from envgen.model import ImportCheck, Lock, Matrix
 from envgen.platforms import host_platform
 from envgen.project import Project, cache_dir
 
-from tests.support.builders import make_lock
+from tests.support.builders import make_lock, tools_at
 from tests.support.chk_venv import copied_install
 from tests.support.example import served_example
 from tests.support.venvs import fresh_venv
@@ -280,9 +281,9 @@ def test_a_tampered_wheel_fails_the_install_step_and_the_env_is_removed(
     assert throwaways(tmp_path) == []
 
 
-def venv_with(install: Install) -> EnvOptions:
-    """A throwaway venv installed by `install`, a stand-in for the install core."""
-    return EnvOptions(venv=True, install=install)
+def venv_with(install: Install) -> CheckOptions:
+    """A throwaway venv installed by `install`, a stand-in for the install core (no re-solve)."""
+    return CheckOptions(cache_dir(), venv=True, solve=False, install=install)
 
 
 def test_an_interrupt_inside_a_step_still_removes_the_throwaway_env(
@@ -295,7 +296,7 @@ def test_an_interrupt_inside_a_step_still_removes_the_throwaway_env(
 
     with pytest.raises(KeyboardInterrupt):
         options = venv_with(interrupted)
-        check_env(Project(example.root), ENV, cache=cache_dir(), options=options, solve=False)
+        check_env(Project(example.root), ENV, options)
     assert throwaways(tmp_path) == []
 
 
@@ -308,7 +309,7 @@ def test_a_failing_step_with_a_bug_still_removes_the_throwaway_env(
 
     with pytest.raises(RuntimeError):
         options = venv_with(broken)
-        check_env(Project(example.root), ENV, cache=cache_dir(), options=options, solve=False)
+        check_env(Project(example.root), ENV, options)
     assert throwaways(tmp_path) == []
 
 
@@ -408,7 +409,7 @@ def test_a_missing_lock_fails_the_first_step(tmp_path: Path) -> None:
     project = Project(tmp_path / "empty")
     (project.root / "locks").mkdir(parents=True)
     with pytest.raises(InputError, match="no lock for demo yet") as raised:
-        check_env(project, ENV, cache=cache_dir(), options=EnvOptions(venv=True))
+        check_env(project, ENV, CheckOptions(cache_dir(), venv=True))
     assert raised.value.exit_code == 2
 
 
@@ -433,8 +434,9 @@ def test_an_expected_version_is_compared_even_without_a_named_distribution(
         s.name: s
         for s in import_steps(
             lock,
-            Venv(prefix),
+            Venv(prefix, tools_at(tmp_path)),
             host_platform(),
+            settings=tools_at(tmp_path),
             hardware=hardware,
             require_npu=False,
             skipped=set(),

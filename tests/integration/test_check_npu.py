@@ -18,6 +18,7 @@ from envgen.cli import cli
 from envgen.commands.check import command as check
 from envgen.commands.check import npu as check_npu
 from envgen.commands.check import throwaway as check_throwaway
+from envgen.commands.check.options import CheckOptions
 from envgen.commands.check.throwaway import throwaway_steps
 from envgen.errors import VerificationError
 from envgen.example.project import GITHUB, Example
@@ -30,7 +31,7 @@ from envgen.installer.tools import Pip
 from envgen.npu import Npu
 from envgen.project import Project
 
-from tests.support.builders import make_lock
+from tests.support.builders import bare_at, make_lock, tools_at
 from tests.support.chk_venv import compile_pip
 from tests.support.example import served_example
 from tests.support.shared import build_once, session_root
@@ -158,7 +159,9 @@ def host(
     monkeypatch.setattr(check_throwaway, "destination", lambda _, **kw: destination(shared, **kw))
     install = functools.partial(_installed_once, tmp_path_factory)
     # The command line's own options, its install the one below: the CLI stays the path checked.
-    monkeypatch.setattr(check, "EnvOptions", functools.partial(check.EnvOptions, install=install))
+    monkeypatch.setattr(
+        check, "CheckOptions", functools.partial(check.CheckOptions, install=install)
+    )
     yield served
 
 
@@ -318,7 +321,9 @@ def test_a_hanging_npu_smi_fails_its_step_without_stopping_the_check(
     target = Npu("a3", "ascend910_9392", "fake_legacy._build_info")
     steps = {
         s.name: s
-        for s in check_npu.npu_steps(target, tmp_path / "no-env", "true", require_npu=True)
+        for s in check_npu.npu_steps(
+            target, tmp_path / "no-env", "true", tools_at(tmp_path), require_npu=True
+        )
     }
     assert steps["npu: npu-smi"].status == "failed"
     assert "did not finish within 1 s" in steps["npu: npu-smi"].detail
@@ -337,11 +342,12 @@ def test_a_failed_install_skips_the_npu_steps(
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     lock = make_lock("x")
-    source = IndexSource(Project(tmp_path), cache=tmp_path)
+    source = IndexSource(Project(tmp_path), settings=bare_at(tmp_path))
+    tools = tools_at(tmp_path)
+    options = CheckOptions(tmp_path, venv=True, require_npu=True, install=failing_install)
     steps, _ = throwaway_steps(
-        lock, source, Pip(tmp_path), platform="linux-64", venv=True, cache=tmp_path,
-        require_npu=True, keep=False, install=failing_install, npu=Npu("a3"),
-    )  # fmt: skip
+        lock, source, Pip(tools), options, platform="linux-64", settings=tools, npu=Npu("a3")
+    )
     assert [(s.name, s.status, s.detail) for s in steps if s.name.startswith("npu: ")] == [
         (f"npu: {name}", "skipped", "the install failed")
         for name in ("npu-smi", "device", "soc version", "device name")

@@ -29,6 +29,7 @@ from envgen.example.http import serve_directory
 from envgen.example.wheels import FixtureDist, build_wheel
 from envgen.installer.conda import install_conda
 from envgen.model import Channel, Matrix
+from envgen.network import limits
 from envgen.platforms import virtual_packages
 from envgen.resolve.conda.stage import python_version, solve_conda
 
@@ -178,7 +179,7 @@ def test_install_creates_a_prefix_over_http(
     entries = solve_conda(matrix(channel_url), "linux-64", at(tmp_path / "cache"))
     prefix = tmp_path / "env"
 
-    install_conda(entries, prefix, cache=tmp_path / "cache")
+    install_conda(entries, prefix, cache=tmp_path / "cache", limits=limits())
 
     files = _prefix_files(prefix)
     assert {"bin/python", "bin/pip", "bin/pip3", "pyvenv.cfg", "lib/libdemo.txt"} <= files
@@ -202,7 +203,7 @@ def test_the_prefix_python_is_its_own_and_its_pip_installs_into_it(
     never into the host's python."""
     entries = solve_conda(matrix(channel_url), "linux-64", at(tmp_path / "cache"))
     prefix = tmp_path / "env"
-    install_conda(entries, prefix, cache=tmp_path / "cache")
+    install_conda(entries, prefix, cache=tmp_path / "cache", limits=limits())
     clean = {"PATH": os.environ["PATH"], "PIP_CONFIG_FILE": os.devnull}
     clean["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
 
@@ -242,7 +243,9 @@ def test_install_fails_when_a_served_artifact_was_tampered(
         (tmp_path / "served/demo/linux-64" / libdemo.filename).write_bytes(package_bytes(evil))
 
         with pytest.raises(VerificationError) as info:
-            install_conda(entries, tmp_path / "env", cache=tmp_path / "fresh-cache")
+            install_conda(
+                entries, tmp_path / "env", cache=tmp_path / "fresh-cache", limits=limits()
+            )
 
     assert "libdemo-1.0-h0_0.tar.bz2" in str(info.value)
     assert info.value.exit_code == 4
@@ -254,7 +257,7 @@ def test_install_rejects_entries_of_two_platforms(channel_url: str, tmp_path: Pa
         matrix(channel_url), "linux-aarch64", at(tmp_path)
     )
     with pytest.raises(InputError, match="one platform"):
-        install_conda(both, tmp_path / "env", cache=tmp_path)
+        install_conda(both, tmp_path / "env", cache=tmp_path, limits=limits())
 
 
 def test_packages_are_reproducible(packages: tuple[CondaPackage, ...]) -> None:

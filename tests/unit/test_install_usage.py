@@ -19,7 +19,7 @@ def test_a_conda_prefix_is_used_as_it_is_by_conda_activate_or_by_one_line_source
     (prefix / "bin" / "python").write_text("#!/bin/sh\necho the env python\n")
     (prefix / "bin" / "python").chmod(0o755)
 
-    bare, conda, without = how_to_use("demo", prefix, venv=False, cache=tmp_path / "cache")
+    bare, conda, without = how_to_use("demo", prefix, venv=False)
     assert bare.strip().startswith(f"{prefix}/bin/python imports every source")
     assert "nothing activated" in bare
     assert conda.endswith(f"activate it: conda activate '{prefix}'")
@@ -35,15 +35,15 @@ def test_a_conda_prefix_is_used_as_it_is_by_conda_activate_or_by_one_line_source
 
 
 def test_a_venv_is_activated_by_its_own_activate_script(tmp_path: Path) -> None:
-    lines = how_to_use("demo", tmp_path / "v", venv=True, cache=tmp_path / "cache")
+    lines = how_to_use("demo", tmp_path / "v", venv=True)
     assert len(lines) == 2
     assert lines[1].endswith(f"activate it: . {tmp_path}/v/bin/activate")
     assert "conda" not in "".join(lines)
 
 
 def test_an_env_without_cann_is_not_said_to_get_cann_on_activation(tmp_path: Path) -> None:
-    lines = how_to_use("demo", tmp_path / "p", venv=False, cache=tmp_path / "cache", cann=False)
+    lines = how_to_use("demo", tmp_path / "p", venv=False, cann=False)
     assert "for the env's variables (profiles) too" in lines[1]
     assert "CANN" not in "".join(lines)
-    with_cann = how_to_use("demo", tmp_path / "p", venv=False, cache=tmp_path / "cache")
+    with_cann = how_to_use("demo", tmp_path / "p", venv=False)
     assert "for the env's variables (CANN, profiles) too" in with_cann[1]

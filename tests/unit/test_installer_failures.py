@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from envgen.errors import NetworkError, Unreached
 from envgen.installer.tools import unreachable_hosts
+from envgen.network import DEFAULTS
 
 REFUSED = (
     "Looking in indexes: http://127.0.0.1:34207/simple\n"
@@ -19,7 +20,7 @@ REFUSED = (
 
 
 def test_a_refused_connection_names_its_host_whatever_numbers_the_paths_hold() -> None:
-    failed = unreachable_hosts(REFUSED, "pip could not download the locked pip packages")
+    failed = unreachable_hosts(REFUSED, "pip could not download the locked pip packages", DEFAULTS)
     assert isinstance(failed, NetworkError)
     assert "127.0.0.1:45595: connection refused" in failed.message
     assert failed.hosts == (Unreached("127.0.0.1:45595", "connection refused"),) and failed.listed
@@ -34,4 +35,4 @@ def test_a_refused_connection_names_its_host_whatever_numbers_the_paths_hold() -
     ],
 )
 def test_a_host_that_answered_is_no_network_failure(answer: str) -> None:
-    assert unreachable_hosts(f"{REFUSED}{answer}\n", "pip could not download") is None
+    assert unreachable_hosts(f"{REFUSED}{answer}\n", "pip could not download", DEFAULTS) is None

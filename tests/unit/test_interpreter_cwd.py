@@ -13,7 +13,7 @@ from envgen.commands.check.throwaway import installed_set_step
 from envgen.installer.interpreter import run_interpreter
 from envgen.process import run
 
-from tests.support.builders import make_lock
+from tests.support.builders import make_lock, tools_at
 
 # Imported by every probe envgen runs in an env: a stand-in that leaves a mark where it ran.
 PLANTED = "import pathlib\npathlib.Path(__file__).with_name('RAN').touch()\nraise SystemExit(9)\n"
@@ -44,6 +44,6 @@ def test_the_installed_set_is_read_past_a_planted_module(planted: Path, tmp_path
     lock's nothing installed."""
     prefix = tmp_path / "env"
     venv.EnvBuilder(symlinks=True, with_pip=False).create(prefix)
-    step = installed_set_step(prefix, make_lock(), "linux-64")
+    step = installed_set_step(prefix, make_lock(), "linux-64", tools_at(tmp_path))
     assert step.status == OK, step
     assert not (planted / "RAN").exists()

@@ -11,6 +11,8 @@ from pathlib import Path
 from envgen.commands.check.report import FAILED, OK
 from envgen.commands.check.throwaway import pip_check_step
 
+from tests.support.builders import tools_at
+
 
 class PipCheckSays:
     """A Runner answering `pip check` with fixed output, recording the command it was given."""
@@ -32,7 +34,7 @@ def test_broken_requirements_fail_except_on_ignored_names(tmp_path: Path) -> Non
         "tool 2.0 has requirement Pending-Pkg>=1, but you have pending-pkg 0.5.\n",
         1,
     )
-    step = pip_check_step(tmp_path, {"pending-pkg"}, runner)
+    step = pip_check_step(tmp_path, {"pending-pkg"}, tools_at(tmp_path), runner)
     assert runner.commands == [[str(tmp_path / "bin" / "python"), "-m", "pip", "check"]]
     assert (step.status, step.problems) == (
         FAILED,
@@ -42,10 +44,15 @@ def test_broken_requirements_fail_except_on_ignored_names(tmp_path: Path) -> Non
 
 def test_a_clean_env_and_a_pip_that_cannot_run(tmp_path: Path) -> None:
     assert (
-        pip_check_step(tmp_path, set(), PipCheckSays("No broken requirements found.\n", 0)).status
+        pip_check_step(
+            tmp_path, set(), tools_at(tmp_path), PipCheckSays("No broken requirements found.\n", 0)
+        ).status
         == OK
     )
     crashed = pip_check_step(
-        tmp_path, set(), PipCheckSays("", 1, "Traceback ...\nModuleNotFoundError: pip\n")
+        tmp_path,
+        set(),
+        tools_at(tmp_path),
+        PipCheckSays("", 1, "Traceback ...\nModuleNotFoundError: pip\n"),
     )
     assert crashed.status == FAILED and "ModuleNotFoundError: pip" in crashed.problems[0]

@@ -18,7 +18,7 @@ import pytest
 import tomli_w
 from envgen.commands.lock.changes import EDITED
 from envgen.commands.lock.command import LockOptions, relock_files
-from envgen.errors import InputError, NetworkError, ResolutionError, Unreached
+from envgen.errors import ConflictError, InputError, NetworkError, ResolutionError, Unreached
 from envgen.inputs.channels import IndexAccess
 from envgen.lockio.store import LockTexts, read_files, read_lock
 from envgen.model import CondaEntry, Index, LockedSource, Matrix, PipEntry, PipPackage, Source
@@ -27,6 +27,8 @@ from envgen.project import Project
 from envgen.resolve.conda.stage import CondaSolve
 from envgen.resolve.movable import NOTHING, Movable
 from envgen.resolve.pipeline import Relocked, relock
+from envgen.resolve.pypi import index_client
+from envgen.resolve.pypi.offered import Offer, Offers
 from envgen.resolve.pypi.uv_compile import UvJob, UvOutcome
 from envgen.resolve.pypi.uv_pylock import Choice
 from envgen.resolve.request import Relock
@@ -96,10 +98,12 @@ def preferences(job: UvJob) -> list[dict[str, str]]:
 
 
 class FakeIndexes:
-    """An `IndexReader` answering from RELEASES and REQUIRES (`requires` replaces the latter)."""
+    """An `IndexReader` answering from RELEASES and REQUIRES (`requires` replaces the latter);
+    `asked` records the packages whose offers were asked, per ask."""
 
     def __init__(self, requires: Mapping[str, Sequence[str]] = REQUIRES) -> None:
         self.requires = requires
+        self.asked: list[list[str]] = []
 
     def metadata(
         self,
@@ -116,6 +120,17 @@ class FakeIndexes:
 
     def offered(self, entries: Sequence[PipEntry], indexes: Mapping[str, IndexAccess]) -> set[str]:
         return {e.name for e in entries if e.version in RELEASES.get(e.name, ())}
+
+    def offers(
+        self, wanted: Mapping[str, Sequence[IndexAccess]], indexes: Sequence[IndexAccess]
+    ) -> Offers:
+        self.asked.append(sorted(wanted))
+        found = {
+            name: Offer(candidates[0].name, tuple(Version(v) for v in RELEASES[name]))
+            for name, candidates in wanted.items()
+            if name in RELEASES and candidates
+        }
+        return Offers(found)
 
 
 class FakeConda:
@@ -392,3 +407,34 @@ def test_a_hand_edited_lock_with_its_inputs_unchanged_is_one_a_re_lock_would_cha
     assert result.unwritten.reasons == (EDITED,)
     assert result.moves == ()
     assert lock_files(project) == before
+
+
+# uv's word for a resolution that does not exist, naming the package it stopped at.
+NO_SOLUTION = """  x No solution found when resolving dependencies:
+  `-> Because there is no version of demo-torch==9.9 and envgen-inputs depends on demo-torch==9.9,
+      we can conclude that your requirements are unsatisfiable.
+"""
+
+
+def test_a_conflict_is_explained_from_the_index_reader_the_core_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """uv finds no resolution: the releases that name the direct layer's conflicts are asked of the
+    core's index reader (here the fake's), never of an index client the core would open itself."""
+
+    def no_request(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the re-lock core opened an index client of its own")
+
+    monkeypatch.setattr(index_client, "IndexClient", no_request)
+    indexes = FakeIndexes()
+    resolvers = fakes(uv=FakeUv(fail=NO_SOLUTION), indexes=indexes)
+    with pytest.raises(ConflictError) as raised:
+        relock(Relock(demo("==9.9"), files=FILE_DIGESTS), SETTINGS, resolvers)
+    assert indexes.asked == [["demo-torch"]]
+    message = raised.value.message
+    assert "no release meets every requirement on demo-torch" in message
+    assert "demo-torch (pypi offers 2.10.1, 2.10.0)" in message
+    (conflict,) = raised.value.conflicts
+    assert (conflict["name"], conflict["index"]) == ("demo-torch", "pypi")
+    assert conflict["offered"] == ["2.10.0", "2.10.1"]
+    assert "then uv says:" in message and "No solution found" in message

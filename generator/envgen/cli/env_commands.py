@@ -77,15 +77,13 @@ def install_command(
     recipe."""
     from envgen.commands.cache import claimed_cache
     from envgen.commands.install.command import how_to_use, install_lock
+    from envgen.commands.install.options import InstallOptions
     from envgen.lockio.store import read_lock
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=True)
-    cache = claimed_cache()
-    installed = install_lock(
-        proj,
-        env,
+    options = InstallOptions(
         prefix,
-        cache=cache,
+        claimed_cache(),
         venv=venv,
         installer="uv" if installer == "uv" else "pip",
         profiles=profiles,
@@ -94,13 +92,14 @@ def install_command(
         lock_sha256=lock_sha256,
         frozen=frozen,
     )
+    installed = install_lock(proj, env, options)
     result = {"env": env, "prefix": str(installed), "profiles": list(profiles)}
     outcome = Outcome(results=[result])
     outcome.note(f"{env}: installed into {installed}")
     # An env without CANN names none (a bundle's lock is not at hand here: CANN is named).
     lock = read_lock(proj, env) if from_bundle is None else None
     cann = lock is None or lock.cann is not None
-    for line in how_to_use(env, installed, venv=venv, cache=cache, cann=cann):
+    for line in how_to_use(env, installed, venv=venv, cann=cann):
         outcome.note(line)
     return outcome
 
@@ -216,18 +215,16 @@ def check_command(
     """Verify the lock of ENV: static checks, a re-solve, a throwaway install with pip check and
     imports."""
     from envgen.commands.cache import claimed_cache
-    from envgen.commands.check.command import EnvOptions, check_env
+    from envgen.commands.check.command import CheckOptions, check_env
     from envgen.commands.check.report import render_report
-    from envgen.installer.tools import InstallerName
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=False)
-    tool: InstallerName = "uv" if installer == "uv" else "pip"
-    options = EnvOptions(venv=venv, installer=tool, keep=keep, require_npu=require_npu)
-    report = check_env(
-        proj,
-        env,
-        cache=claimed_cache(),
-        options=options,
+    options = CheckOptions(
+        claimed_cache(),
+        venv=venv,
+        installer="uv" if installer == "uv" else "pip",
+        keep=keep,
+        require_npu=require_npu,
         solve=not no_solve,
         throwaway=not no_env,
         require_env=require_env,
@@ -235,6 +232,7 @@ def check_command(
         lock_sha256=lock_sha256,
         frozen=frozen,
     )
+    report = check_env(proj, env, options)
     text = render_report(report)
     outcome = Outcome(results=[report.as_dict()], text=text, exit_code=report.exit_code)
     if report.kept:

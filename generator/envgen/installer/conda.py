@@ -34,13 +34,14 @@ def install_conda(
     prefix: Path,
     *,
     cache: Path,
+    limits: network.Limits,
     credentials: Credentials = NO_CREDENTIALS,
 ) -> None:
     """Create (or update) the conda prefix `prefix` from one platform's locked entries.
 
     Packages are downloaded into `cache/conda/pkgs`; rattler checks each http(s) download against
-    its sha256. `credentials` go with the downloads from their channels' hosts, as headers (the URLs
-    carry none).
+    its sha256, within the network `limits`. `credentials` go with the downloads from their
+    channels' hosts, as headers (the URLs carry none).
     """
     platforms = sorted({e.platform for e in entries})
     if len(platforms) != 1:
@@ -51,7 +52,6 @@ def install_conda(
         )
     platform = platforms[0]
     log.info("installing %d conda packages for %s into %s", len(entries), platform, prefix)
-    limits = network.limits()
     work = rattler.install(
         [repodata_record(e) for e in entries],
         prefix,
@@ -74,15 +74,17 @@ def install_conda(
     try:
         network.run_bounded(work, budget=limits.budget, over=over)
     except _INSTALL_ERRORS as exc:
-        raise _failure(str(exc), platform, prefix, credentials) from exc
+        raise _failure(str(exc), platform, prefix, credentials, limits) from exc
 
 
-def _failure(said: str, platform: str, prefix: Path, credentials: Credentials) -> EnvgenError:
+def _failure(
+    said: str, platform: str, prefix: Path, credentials: Credentials, limits: network.Limits
+) -> EnvgenError:
     """What rattler's failure means: a host not reached (NetworkError), else a verdict on the
     lock or the channel (VerificationError)."""
     said = redact_text(said, credentials.secrets)
     unreachable = unreachable_hosts(
-        said, f"downloading the locked conda packages for {platform}", platform
+        said, f"downloading the locked conda packages for {platform}", limits, platform
     )
     if unreachable is not None:
         network.abandoned.set()

@@ -21,6 +21,7 @@ from envgen.installer.interpreter import run_interpreter
 from envgen.installer.tools import tool_environment
 from envgen.model import Lock
 from envgen.process import run
+from envgen.resolve.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +29,10 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class CondaPrefix:
     """A conda prefix: rattler installs the lock's conda part, whose python must be the prefix's
-    own (packages are downloaded into `cache`)."""
+    own (packages are downloaded into the cache of `settings`, within its network limits)."""
 
     path: Path
-    cache: Path
+    settings: Settings
     kind: str = "conda prefix"
     takes_conda: bool = True
 
@@ -40,7 +41,13 @@ class CondaPrefix:
         return self.path / "bin" / "python"
 
     def create(self, lock: Lock, platform: str, conda: CondaPart) -> None:
-        install_conda(conda.entries, self.path, cache=self.cache, credentials=conda.credentials)
+        install_conda(
+            conda.entries,
+            self.path,
+            cache=self.settings.cache,
+            limits=self.settings.limits,
+            credentials=conda.credentials,
+        )
         if not self.python.exists():
             part = f"the conda part of the lock of {lock.env} for {platform}"
             raise VerificationError(
@@ -48,20 +55,31 @@ class CondaPrefix:
                 hint="add `python X.Y.*` to [conda] specs and re-lock, or install into a venv of "
                 "this python with --venv",
             )
-        ensure_own_python(self.path)
-        compile_noarch_python(self.path)
+        ensure_own_python(self.path, self.settings)
+        compile_noarch_python(self.path, self.settings)
 
     def activation(self, env: str) -> str:
-        hook = self.path / "etc" / "conda" / "activate.d" / f"envgen-{env}.sh"
-        return f'export PATH={quote(str(self.path / "bin"))}:"$PATH"; . {quote(str(hook))}'
+        return conda_activation(self.path, env)
+
+
+def conda_activation(prefix: Path, env: str) -> str:
+    """The line that activates the conda prefix `prefix` of `env` without conda."""
+    hook = prefix / "etc" / "conda" / "activate.d" / f"envgen-{env}.sh"
+    return f'export PATH={quote(str(prefix / "bin"))}:"$PATH"; . {quote(str(hook))}'
+
+
+def venv_activation(prefix: Path) -> str:
+    """The line that activates the venv `prefix`: its own activate script."""
+    return f". {quote(str(prefix / 'bin' / 'activate'))}"
 
 
 @dataclass(frozen=True)
 class Venv:
     """A venv made by `interpreter` (this one by default), whose version must be the lock's; the
-    lock's conda part is not installed."""
+    lock's conda part is not installed. Its python is asked in `settings`."""
 
     path: Path
+    settings: Settings
     interpreter: str = sys.executable
     # Whether its seed packages get their bytecode: worth it where pip installs the env (it runs
     # once per source), not where uv does (pip then runs once, for pip check).
@@ -76,27 +94,29 @@ class Venv:
     def create(self, lock: Lock, platform: str, conda: CondaPart) -> None:
         del conda  # a venv takes none
         create_venv(self.path, lock, platform, python=self.interpreter, compiled=self.compiled)
-        ensure_own_python(self.path)
+        ensure_own_python(self.path, self.settings)
 
     def activation(self, env: str) -> str:
         del env  # a venv's own activate script
-        return f". {quote(str(self.path / 'bin' / 'activate'))}"
+        return venv_activation(self.path)
 
 
-def destination(path: Path, *, venv: bool, cache: Path, compiled: bool = True) -> Destination:
-    """The env `install` and `check` make at `path`: a venv with `--venv` (its seeds `compiled`
-    or not, see Venv), else a conda prefix."""
+def destination(
+    path: Path, *, venv: bool, settings: Settings, compiled: bool = True
+) -> Destination:
+    """The env `install` and `check` make at `path`, in `settings`: a venv with `--venv` (its seeds
+    `compiled` or not, see Venv), else a conda prefix."""
     if venv:
-        return Venv(path.absolute(), compiled=compiled)
-    return CondaPrefix(path.absolute(), cache)
+        return Venv(path.absolute(), settings, compiled=compiled)
+    return CondaPrefix(path.absolute(), settings)
 
 
-def ensure_own_python(prefix: Path) -> None:
+def ensure_own_python(prefix: Path, settings: Settings) -> None:
     """The prefix's python must install into the prefix: one that runs another interpreter's
     installation (a wrapper of a python elsewhere) would put the pip part there."""
     python = prefix / "bin" / "python"
     probe = [str(python), "-c", "import sys; print(sys.prefix)"]
-    proc = run_interpreter(probe, env=tool_environment(), check=False)
+    proc = run_interpreter(probe, env=tool_environment(settings), check=False)
     runs_in = proc.stdout.strip()
     if proc.returncode != 0 or Path(runs_in).resolve() != prefix.resolve():
         where = f"runs with sys.prefix {runs_in}" if proc.returncode == 0 else "does not run"
@@ -109,7 +129,7 @@ def ensure_own_python(prefix: Path) -> None:
         )
 
 
-def compile_noarch_python(prefix: Path) -> None:
+def compile_noarch_python(prefix: Path, settings: Settings) -> None:
     """The bytecode of the packages in the prefix that ship python sources without it (`noarch:
     python` ones: a bundle's records name their subdir as the platform's), compiled by the prefix's
     own python, as conda compiles it when it links them (rattler does not).
@@ -130,7 +150,8 @@ def compile_noarch_python(prefix: Path) -> None:
     )
     compile_files = [str(prefix / "bin" / "python"), "-m", "compileall", "-q", "-i", "-"]
     listed = "".join(f"{prefix / name}\n" for name in sources)
-    proc = run_interpreter(compile_files, env=tool_environment(), input=listed, check=False)
+    env = tool_environment(settings)
+    proc = run_interpreter(compile_files, env=env, input=listed, check=False)
     if proc.returncode != 0:
         log.debug(
             "some did not compile (python compiles them on import):\n%s", proc.stdout + proc.stderr

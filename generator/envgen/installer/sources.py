@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from envgen import network
 from envgen.credentials import NO_LOCK_CREDENTIALS, LockCredentials
 from envgen.errors import InputError, VerificationError
 from envgen.inputs.files import read_input_text
@@ -21,6 +20,7 @@ from envgen.lockio.store import read_files, repair_hint
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.project import Project
 from envgen.resolve.archives.members import bundled_wheels, fetched_wheels
+from envgen.resolve.settings import Settings
 
 _E = TypeVar("_E", CondaEntry, PipEntry)
 
@@ -30,12 +30,12 @@ class IndexSource:
     """The project's lock installed from the channels and indexes it names, each sent the lock's
     credentials for its own host. The pip part comes from the lock's derived file its installer
     reads (the requirements.txt, the pylock), once what the tool reads of it is what the lock
-    renders; the recipe's git runs in `environ`; release archives are fetched into `cache`."""
+    renders; the recipe's git runs in the variables of `settings`; release archives are fetched
+    into its cache, within its network limits."""
 
     project: Project
     credentials: LockCredentials = NO_LOCK_CREDENTIALS
-    environ: Mapping[str, str] = field(default_factory=dict)
-    cache: Path = field(kw_only=True)
+    settings: Settings = field(kw_only=True)
 
     def recipe(self, lock: Lock) -> Recipe:
         texts = read_files(self.project, lock.env)
@@ -43,7 +43,7 @@ class IndexSource:
         if texts.recipe is None:
             why = texts.unreadable.message if texts.unreadable is not None else "it is missing"
             raise InputError(f"cannot read the recipe {path}: {why}", hint=repair_hint(lock.env))
-        return Recipe(path, texts.recipe, self.environ, self.credentials.git)
+        return Recipe(path, texts.recipe, self.settings.variables, self.credentials.git)
 
     def conda(self, lock: Lock, platform: str) -> CondaPart:
         return CondaPart(lock.conda_for(platform), self.credentials.conda)
@@ -58,7 +58,7 @@ class IndexSource:
         return PipPart(requirements, entries, trusted=trusted, credentials=self.credentials.pip)
 
     def archives(self, lock: Lock, platform: str) -> AbstractContextManager[Path | None]:
-        return fetched_wheels(lock, platform, self.cache, network.limits())
+        return fetched_wheels(lock, platform, self.settings.cache, self.settings.limits)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,6 +19,7 @@ from envgen.installer.core import Installer, PipPart, RecipeOptions
 from envgen.lockio.exports.names import pylock_name, requirements_name
 from envgen.process import TimedOut, run, tail
 from envgen.redact import redact_text
+from envgen.resolve.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -47,24 +47,25 @@ _ANSWERED = re.compile(
 _HOST = re.compile(r"host='([^']+)', port=(\d+)|[a-z][a-z0-9+.-]*://(?:[^@/\s]*@)?([^/\s'\"`)]+)")
 
 
-def tool_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for pip and uv: the machine's pip/uv configuration and any active env left
-    out."""
-    environ = os.environ if environ is None else environ
+def tool_environment(settings: Settings) -> dict[str, str]:
+    """The environment for pip and uv: the command's variables without the machine's pip/uv
+    configuration and any active env, within its network limits."""
+    environ = settings.variables
     dropped = ("PIP_", "UV_", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX")
     env = {k: v for k, v in environ.items() if not k.startswith(dropped)}
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
     env.update(UV_NO_CONFIG="1")
-    env.update(network.uv_environment(network.limits()))
+    env.update(network.uv_environment(settings.limits))
     return env
 
 
-def unreachable_hosts(output: str, what: str, platform: str | None = None) -> NetworkError | None:
+def unreachable_hosts(
+    output: str, what: str, limits: network.Limits, platform: str | None = None
+) -> NetworkError | None:
     """A download failure in a tool's output as one line per host it could not reach (None: not
-    one)."""
+    one); its hints name the `limits` it ran within."""
     if not _DOWNLOAD_FAILED.search(output) or _ANSWERED.search(output):
         return None
-    limits = network.limits()
     # The lines reporting the failure name the hosts that failed (pip also lists every file it
     # collects); when none does, every host the output names is a suspect.
     failed = "\n".join(line for line in output.splitlines() if _DOWNLOAD_FAILED.search(line))
@@ -89,9 +90,10 @@ def named_hosts(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Pip:
-    """pip of the env itself, from the lock's requirements.txt (`--require-hashes`)."""
+    """pip of the env itself, from the lock's requirements.txt (`--require-hashes`), run in the
+    command's `settings` (its variables, network limits and cache)."""
 
-    cache: Path
+    settings: Settings
     name: str = "pip"
     runs_env_pip: bool = True
 
@@ -99,15 +101,16 @@ class Pip:
         return requirements_name(env, platform)
 
     def command(self, python: Path, part: PipPart) -> list[str]:
-        cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(self.cache / "pip")]
-        cmd += network.pip_options(network.limits())
+        cache = self.settings.cache / "pip"
+        cmd = [str(python), "-m", "pip", "install", "--cache-dir", str(cache)]
+        cmd += network.pip_options(self.settings.limits)
         cmd += [arg for host in part.trusted for arg in ("--trusted-host", host)]
         if part.find_links is not None:
             cmd += ["--no-index", "--find-links", str(part.find_links)]
         return [*cmd, "--no-deps", "--require-hashes", "-r", str(part.requirements)]
 
     def install(self, python: Path, part: PipPart) -> None:
-        run_installer(self, self.command(python, part), python, part)
+        run_installer(self, self.command(python, part), python, part, self.settings)
 
     def recipe_options(self) -> RecipeOptions:
         return RecipeOptions()  # the recipe's default: the env's own pip
@@ -115,9 +118,10 @@ class Pip:
 
 @dataclass(frozen=True)
 class Uv:
-    """uv installing into the env's python, from the lock's PEP 751 pylock."""
+    """uv installing into the env's python, from the lock's PEP 751 pylock, run in the command's
+    `settings`."""
 
-    cache: Path
+    settings: Settings
     name: str = "uv"
     runs_env_pip: bool = False
 
@@ -126,39 +130,41 @@ class Uv:
 
     def command(self, python: Path, part: PipPart) -> list[str]:
         cmd = [find_uv_bin(), "pip", "install", "--python", str(python)]
-        cmd += ["--cache-dir", str(self.cache / "uv")]
+        cmd += ["--cache-dir", str(self.settings.cache / "uv")]
         cmd += [arg for host in part.trusted for arg in ("--allow-insecure-host", host)]
         if part.find_links is not None:
             cmd += ["--no-index", "--offline", "--find-links", str(part.find_links)]
         return [*cmd, "--no-deps", "--require-hashes", "-r", str(part.requirements)]
 
     def install(self, python: Path, part: PipPart) -> None:
-        run_installer(self, self.command(python, part), python, part)
+        run_installer(self, self.command(python, part), python, part, self.settings)
 
     def recipe_options(self) -> RecipeOptions:
         # The recipe's uv configured as envgen's own: no config file, no UV_* of the process, the
         # network limits and the cache.
-        environ = {"UV_NO_CONFIG": "1", "UV_CACHE_DIR": str(self.cache / "uv")}
-        environ |= network.uv_environment(network.limits())
+        environ = {"UV_NO_CONFIG": "1", "UV_CACHE_DIR": str(self.settings.cache / "uv")}
+        environ |= network.uv_environment(self.settings.limits)
         return RecipeOptions(("--uv", find_uv_bin()), environ, replaced=("UV_",))
 
 
-def installer_named(name: InstallerName, cache: Path) -> Pip | Uv:
-    """The installer `--installer` names."""
-    return Uv(cache) if name == "uv" else Pip(cache)
+def installer_named(name: InstallerName, settings: Settings) -> Pip | Uv:
+    """The installer `--installer` names, run in `settings`."""
+    return Uv(settings) if name == "uv" else Pip(settings)
 
 
-def run_installer(installer: Installer, cmd: list[str], python: Path, part: PipPart) -> None:
-    """Run `cmd`, the install of `part` into `python`'s env, within the network budget; a hash
-    mismatch is a VerificationError, a host not reached a NetworkError, any other failure a
-    ToolError. `part`'s credentials reach the tool as a netrc in memory, for the artifacts on their
-    hosts: the files it reads and every file on disk stay without them."""
+def run_installer(
+    installer: Installer, cmd: list[str], python: Path, part: PipPart, settings: Settings
+) -> None:
+    """Run `cmd`, the install of `part` into `python`'s env, in `settings` (within its network
+    budget); a hash mismatch is a VerificationError, a host not reached a NetworkError, any other
+    failure a ToolError. `part`'s credentials reach the tool as a netrc in memory, for the
+    artifacts on their hosts: the files it reads and every file on disk stay without them."""
     prefix = python.parent.parent
     credentials = NO_CREDENTIALS if part.find_links is not None else part.credentials
-    limits = network.limits()
+    limits = settings.limits
     try:
         with netrc_in_memory(credentials) as (netrc, fds):
-            env = {**tool_environment(), **netrc}
+            env = {**tool_environment(settings), **netrc}
             proc = run(
                 cmd,
                 env=env,
@@ -177,10 +183,14 @@ def run_installer(installer: Installer, cmd: list[str], python: Path, part: PipP
             hosts=[Unreached(host, f"no complete answer {within}") for host in asked],
         ) from exc
     if proc.returncode != 0:
-        raise _failure(installer.name, proc.stderr + proc.stdout, prefix, credentials.secrets)
+        raise _failure(
+            installer.name, proc.stderr + proc.stdout, prefix, credentials.secrets, limits
+        )
 
 
-def _failure(tool: str, said: str, prefix: Path, secrets: tuple[str, ...]) -> Exception:
+def _failure(
+    tool: str, said: str, prefix: Path, secrets: tuple[str, ...], limits: network.Limits
+) -> Exception:
     output = redact_text(tail(said), secrets)
     if any(marker in said for marker in _HASH_MISMATCH):
         where = f"{tool} install into {prefix}"
@@ -189,7 +199,7 @@ def _failure(tool: str, said: str, prefix: Path, secrets: tuple[str, ...]) -> Ex
             hint="the index serves other bytes than were locked: find out why, then re-lock",
         )
     what = f"{tool} could not download the locked pip packages"
-    unreachable = unreachable_hosts(redact_text(said, secrets), what)
+    unreachable = unreachable_hosts(redact_text(said, secrets), what, limits)
     if unreachable is not None:
         log.debug("%s said:\n%s", tool, output)
         return unreachable

@@ -17,7 +17,8 @@ from envgen.resolve.git.remote import GitEnv
 
 @dataclass(frozen=True)
 class Settings:
-    """The environment a re-lock (or a re-solve, or the watch) resolves in."""
+    """The environment a re-lock (or a re-solve, or the watch) resolves in, or an install (or a
+    check's env) installs in."""
 
     variables: Mapping[str, str]
     limits: network.Limits
@@ -35,6 +36,12 @@ class Settings:
 
         variables = MappingProxyType(dict(environ))
         return cls(variables, network.limits(variables), cache, offline, find_uv_bin())
+
+    @classmethod
+    def live(cls, environ: Mapping[str, str], *, cache: Path) -> Settings:
+        """The settings of an install: its tools and recipe run in `environ` as it is when each
+        starts (the scratch TMPDIR of the command included), within the limits read now."""
+        return cls(environ, network.limits(environ), cache)
 
     @property
     def git(self) -> GitEnv:

@@ -8,21 +8,20 @@ import functools
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from envgen.commands.check.from_bundle import check_from_bundle
+from envgen.commands.check.options import CheckOptions
 from envgen.commands.check.report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
 from envgen.commands.check.static import pip_by_name, python_of, static_steps
-from envgen.commands.check.throwaway import Install, throwaway_steps
+from envgen.commands.check.throwaway import throwaway_steps
 from envgen.digests import short_digest
 from envgen.errors import ConflictError, EnvgenError, NetworkError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
-from envgen.installer import core
 from envgen.installer.sources import IndexSource
-from envgen.installer.tools import InstallerName, installer_named
+from envgen.installer.tools import installer_named
 from envgen.lockio.integrity import checked_lock
 from envgen.lockio.store import no_lock
 from envgen.model import Lock, Matrix, PipPackage
@@ -216,88 +215,39 @@ def _static_and_solve(
     return [*steps, conda_solve_step(matrix, lock, cache=cache)]
 
 
-@dataclass(frozen=True)
-class EnvOptions:
-    """How check's throwaway env is made: a venv or a conda prefix, by pip or uv, kept or not,
-    whether what needs an NPU fails rather than skips; `install` is the install core or a
-    test's stand-in."""
-
-    venv: bool = False
-    installer: InstallerName = "pip"
-    keep: bool = False
-    require_npu: bool = False
-    install: Install = core.install
-
-
 def _env_steps(
-    project: Project, lock: Lock, matrix: Matrix, options: EnvOptions, *, cache: Path
+    project: Project, lock: Lock, matrix: Matrix, options: CheckOptions, settings: Settings
 ) -> tuple[list[Step], str | None]:
     """The throwaway env of this host's part of `lock`, installed from its channels and indexes
-    with the lock's credentials."""
-    credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
-    source = IndexSource(project, credentials, os.environ, cache=cache)
+    with the lock's credentials, in `settings`."""
+    credentials = lock_credentials(lock, project.channels_dir, matrix, settings.variables)
+    source = IndexSource(project, credentials, settings=settings)
     return throwaway_steps(
         lock,
         source,
-        installer_named(options.installer, cache),
+        installer_named(options.installer, settings),
+        options,
         platform=host_platform(),
-        venv=options.venv,
-        cache=cache,
-        require_npu=options.require_npu,
-        keep=options.keep,
+        settings=settings,
         npu=matrix.npu,
-        install=options.install,
     )
 
 
-def _bundle_check(
-    project: Project,
-    env: str,
-    bundle: Path,
-    options: EnvOptions,
-    cache: Path,
-    lock_sha256: str | None,
-    *,
-    frozen: bool,
-) -> CheckReport:
-    """`check --from-bundle`: the throwaway env from the bundle, with no network."""
-    return check_from_bundle(
-        project,
-        env,
-        bundle,
-        cache=cache,
-        venv=options.venv,
-        require_npu=options.require_npu,
-        keep=options.keep,
-        lock_sha256=lock_sha256,
-        installer=installer_named(options.installer, cache),
-        frozen=frozen,
-    )
-
-
-def check_env(
-    project: Project,
-    env: str,
-    *,
-    cache: Path,
-    options: EnvOptions = EnvOptions(),
-    solve: bool = True,
-    throwaway: bool = True,
-    require_env: bool = False,
-    bundle: Path | None = None,
-    lock_sha256: str | None = None,
-    frozen: bool = False,
-) -> CheckReport:
-    """Check the lock of `env`: static steps, a re-solve, a throwaway install on this host. Raises
-    only for bad input (no lock, a malformed matrix), bugs and interrupts (the throwaway env is
-    removed even then). A stale lock fails its static step, and the rest is skipped, unless
-    `frozen` (checked as it is). The env's pip part comes from the lock's derived file
-    (requirements.txt with pip, the pylock with uv), with the lock's credentials; with `bundle`,
-    from that bundle with no network, trusted through the project's lock or `lock_sha256`
-    (bundle_trust.py)."""
+def check_env(project: Project, env: str, options: CheckOptions) -> CheckReport:
+    """Check the lock of `env` as `options` ask: static steps, a re-solve, a throwaway install on
+    this host. Raises only for bad input (no lock, a malformed matrix), bugs and interrupts (the
+    throwaway env is removed even then). A stale lock fails its static step, and the rest is
+    skipped, unless `options.frozen` (checked as it is). The env's pip part comes from the lock's
+    derived file (requirements.txt with pip, the pylock with uv), with the lock's credentials; with
+    `options.bundle`, from that bundle with no network, trusted through the project's lock or
+    `options.lock_sha256` (bundle_trust.py)."""
     platform = host_platform()
-    if bundle is not None:
-        return _bundle_check(project, env, bundle, options, cache, lock_sha256, frozen=frozen)
+    cache, require_env = options.cache, options.require_env
+    # What the throwaway env's tools run in: the process's variables as each starts (its scratch
+    # TMPDIR), within the limits read once here.
+    tools = Settings.live(os.environ, cache=cache)
+    if options.bundle is not None:
+        return check_from_bundle(project, env, options.bundle, options, tools)
     loaded = _load(project, env)
     if isinstance(loaded, Step):
         return CheckReport(env, platform, (loaded,), None, require_env=require_env)
@@ -307,17 +257,17 @@ def check_env(
         lock,
         matrix,
         integrity,
-        solve=solve,
+        solve=options.solve,
         cache=cache,
-        frozen=frozen,
+        frozen=options.frozen,
     )
     kept = None
     if any(s.status == FAILED for s in steps if s.name.startswith("static")):
         steps.append(Step("env: install", SKIPPED, "static checks failed"))
-    elif not throwaway or platform not in lock.platforms:
-        why = "--no-env" if not throwaway else f"the lock has no {platform} part"
+    elif not options.throwaway or platform not in lock.platforms:
+        why = "--no-env" if not options.throwaway else f"the lock has no {platform} part"
         steps.append(Step("env: install", SKIPPED, why))
     else:
-        env_steps, kept = _env_steps(project, lock, matrix, options, cache=cache)
+        env_steps, kept = _env_steps(project, lock, matrix, options, tools)
         steps += env_steps
     return CheckReport(env, platform, tuple(steps), kept, require_env=require_env)

@@ -30,6 +30,7 @@ from envgen.npu import (
 )
 from envgen.process import run, tail
 from envgen.redact import redact_text
+from envgen.resolve.settings import Settings
 
 SMI_TIMEOUT = 60
 STEPS = ("npu-smi", "device", "soc version", "device name", "built for")
@@ -60,8 +61,11 @@ print(json.dumps(out))
 """
 
 
-def npu_steps(npu: Npu | None, prefix: Path, activation: str, *, require_npu: bool) -> list[Step]:
-    """The NPU steps for an env targeting `npu` (none when the matrix names no hardware)."""
+def npu_steps(
+    npu: Npu | None, prefix: Path, activation: str, settings: Settings, *, require_npu: bool
+) -> list[Step]:
+    """The NPU steps for an env targeting `npu` (none when the matrix names no hardware), asked in
+    `settings`."""
     if npu is None:
         return []
     names = npu_step_names(npu)
@@ -72,7 +76,7 @@ def npu_steps(npu: Npu | None, prefix: Path, activation: str, *, require_npu: bo
             f"{GENERATIONS[npu.generation].title}"
         )
         return [Step(name, FAILED if require_npu else SKIPPED, reason) for name in names]
-    probe = _probe(npu, smi, prefix, activation)
+    probe = _probe(npu, smi, prefix, activation, tool_environment(settings))
     return _steps(npu, probe, names)
 
 
@@ -84,11 +88,11 @@ def npu_step_names(npu: Npu | None) -> list[str]:
     return [f"npu: {step}" for step in steps]
 
 
-def _probe(npu: Npu, smi: str, prefix: Path, activation: str) -> Probe:
-    """Ask npu-smi on the host and torch_npu in the env."""
+def _probe(npu: Npu, smi: str, prefix: Path, activation: str, environ: dict[str, str]) -> Probe:
+    """Ask npu-smi on the host and torch_npu in the env, each run in `environ`."""
     smi_error = None
     try:
-        proc = run([smi, "info"], env=tool_environment(), check=False, timeout=SMI_TIMEOUT)
+        proc = run([smi, "info"], env=environ, check=False, timeout=SMI_TIMEOUT)
     # it hung, or vanished since `which` found it: a failed step, not a failed check
     except ToolError as exc:
         smi_error = exc.message
@@ -101,7 +105,7 @@ def _probe(npu: Npu, smi: str, prefix: Path, activation: str) -> Probe:
     script = f'{activation}; exec {quote(str(prefix / "bin" / "python"))} -c "$0" "$@"'
     argv = [npu.build_info or "", DEVICE_TYPE_ATTRIBUTE, LEGACY_SOC_ATTRIBUTE]
     probe = ["sh", "-c", script, _PROBE, *argv]
-    proc = run_interpreter(probe, env=tool_environment(), check=False)
+    proc = run_interpreter(probe, env=environ, check=False)
     try:
         found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):

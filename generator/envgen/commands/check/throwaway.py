@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,10 +19,10 @@ from packaging.requirements import Requirement as Pep508
 
 from envgen import interrupts
 from envgen.commands.check.npu import npu_step_names, npu_steps
+from envgen.commands.check.options import CheckOptions
 from envgen.commands.check.report import FAILED, OK, SKIPPED, Step, step_of
 from envgen.commands.check.static import pip_by_name, version_in
 from envgen.errors import EnvgenError, NetworkError
-from envgen.installer import core
 from envgen.installer.core import Destination, Installer, Request, Source
 from envgen.installer.destinations import destination
 from envgen.installer.interpreter import InterpreterRunner, run_interpreter
@@ -32,6 +32,7 @@ from envgen.names import package_key
 from envgen.npu import Npu
 from envgen.process import tail
 from envgen.redact import redact_text
+from envgen.resolve.settings import Settings
 from envgen.scratch import children_scratch, scratch_dir
 
 log = logging.getLogger(__name__)
@@ -101,12 +102,13 @@ def import_steps(
     env: Destination,
     platform: str,
     *,
+    settings: Settings,
     hardware: Hardware,
     require_npu: bool,
     skipped: AbstractSet[str],
 ) -> list[Step]:
-    """The matrix's import checks in the activated env (one interpreter), each with its expected
-    version."""
+    """The matrix's import checks in the activated env (one interpreter, run in `settings`), each
+    with its expected version."""
     reasons = {c.module: _skip_reason(c, hardware, skipped) for c in lock.checks}
     expected = {c.module: _expected_version(c, lock, platform) for c in lock.checks}
     runnable = [c for c in lock.checks if reasons[c.module] is None]
@@ -118,7 +120,7 @@ def import_steps(
         python = quote(str(env.python))
         script = f'{env.activation(lock.env)}; exec {python} -c "$0" "$1"'
         probe = ["sh", "-c", script, _IMPORTS, argument]
-        proc = run_interpreter(probe, env=tool_environment(), check=False)
+        proc = run_interpreter(probe, env=tool_environment(settings), check=False)
         try:
             results = json.loads(proc.stdout.strip().splitlines()[-1])
         except (IndexError, json.JSONDecodeError):
@@ -150,13 +152,15 @@ def _import_step(check: ImportCheck, result: dict[str, object], expected: str | 
 
 
 def pip_check_step(
-    prefix: Path, ignored: AbstractSet[str], runner: InterpreterRunner = run_interpreter
+    prefix: Path,
+    ignored: AbstractSet[str],
+    settings: Settings,
+    runner: InterpreterRunner = run_interpreter,
 ) -> Step:
-    """`pip check` of the env, minus requirements on pending packages, skipped sources (reported
-    apart) and the packages the lock leaves out on purpose."""
-    proc = runner(
-        [prefix / "bin" / "python", "-m", "pip", "check"], env=tool_environment(), check=False
-    )
+    """`pip check` of the env (run in `settings`), minus requirements on pending packages,
+    skipped sources (reported apart) and the packages the lock leaves out on purpose."""
+    pip_check: list[str | Path] = [prefix / "bin" / "python", "-m", "pip", "check"]
+    proc = runner(pip_check, env=tool_environment(settings), check=False)
     lines = [
         line
         for line in proc.stdout.splitlines()
@@ -199,11 +203,11 @@ print(json.dumps(installed))
 """
 
 
-def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
+def installed_set_step(prefix: Path, lock: Lock, platform: str, settings: Settings) -> Step:
     """The env's distributions against the lock: every pip entry of `platform` at its locked
-    version."""
+    version (its python run in `settings`)."""
     cmd = [str(prefix / "bin" / "python"), "-c", _DISTRIBUTIONS]
-    proc = run_interpreter(cmd, env=tool_environment(), check=False)
+    proc = run_interpreter(cmd, env=tool_environment(settings), check=False)
     if proc.returncode != 0:
         return Step("env: installed set", FAILED, redact_text(tail(proc.stderr, 5)))
     installed = {package_key(name): version for name, version in json.loads(proc.stdout).items()}
@@ -222,15 +226,12 @@ def installed_set_step(prefix: Path, lock: Lock, platform: str) -> Step:
     return step_of("env: installed set", problems, detail)
 
 
-# What installs the throwaway env: installer.core.install, or a test's stand-in.
-Install = Callable[[Request, Source, Destination, Installer], None]
-
-
 def _installed_env_steps(
     lock: Lock,
     env: Destination,
     platform: str,
     *,
+    settings: Settings,
     hardware: Hardware,
     require_npu: bool,
     skip_cann: bool,
@@ -238,7 +239,7 @@ def _installed_env_steps(
 ) -> list[Step]:
     """What is checked in the installed env: its set against the lock, pip check, imports, the NPU
     steps."""
-    steps = [installed_set_step(env.path, lock, platform)]
+    steps = [installed_set_step(env.path, lock, platform, settings)]
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
     skipped = {package_key(s.distribution) for s in cann_sources} if skip_cann else set()
     if skip_cann:
@@ -248,16 +249,18 @@ def _installed_env_steps(
     ignored = skipped | {package_key(p.name) for p in lock.pending}
     # What the lock leaves out on purpose is not installed, on purpose: not a broken requirement.
     ignored |= {package_key(e.name) for e in lock.exclusions if e.applies(platform)}
-    steps.append(pip_check_step(env.path, ignored))
+    steps.append(pip_check_step(env.path, ignored, settings))
     steps += import_steps(
         lock,
         env,
         platform,
+        settings=settings,
         hardware=hardware,
         require_npu=require_npu,
         skipped=skipped,
     )
-    steps += npu_steps(npu, env.path, env.activation(lock.env), require_npu=require_npu)
+    activation = env.activation(lock.env)
+    steps += npu_steps(npu, env.path, activation, settings, require_npu=require_npu)
     return steps
 
 
@@ -274,24 +277,22 @@ def throwaway_steps(
     lock: Lock,
     source: Source,
     installer: Installer,
+    options: CheckOptions,
     *,
     platform: str,
-    venv: bool,
-    cache: Path,
-    require_npu: bool,
-    keep: bool,
+    settings: Settings,
     npu: Npu | None = None,
-    install: Install = core.install,
 ) -> tuple[list[Step], str | None]:
     """Install the lock from `source` into a temporary env, run pip check, the import checks and,
-    for an env targeting `npu`, the NPU steps; the env is removed unless `keep`.
+    for an env targeting `npu`, the NPU steps; the env is removed unless `options.keep`.
 
     Two kinds of env: a conda prefix of the lock's conda part (its python must be the prefix's
-    own), or with `venv` a venv of this interpreter. The pip part is installed by `installer`
-    (pip or uv) from the file `source` gives it (the lock's derived one, or a bundle's). Sources
-    and checks needing CANN or an NPU the host lacks are skipped with the reason; `require_npu`
-    makes them fail instead.
+    own), or with `options.venv` a venv of this interpreter, made by `options.install`. The pip
+    part is installed by `installer` (pip or uv) from the file `source` gives it (the lock's derived
+    one, or a bundle's); every tool runs in `settings`. Sources and checks needing CANN or an NPU
+    the host lacks are skipped with the reason; `options.require_npu` makes them fail instead.
     """
+    venv, require_npu, keep = options.venv, options.require_npu, options.keep
     hardware = detect_hardware(lock)
     cann_sources = [s.source for s in lock.sources if s.source.needs_cann]
     skip_cann = bool(cann_sources) and not hardware.cann and not require_npu
@@ -300,11 +301,12 @@ def throwaway_steps(
         _said_when_interrupted(tmp, keep),
         children_scratch("envgen-check-tmp-"),  # the children's temp files, gone even if killed
     ):
-        env = destination(tmp / "env", venv=venv, cache=cache, compiled=installer.runs_env_pip)
+        compiled = installer.runs_env_pip
+        env = destination(tmp / "env", venv=venv, settings=settings, compiled=compiled)
         log.info("check %s: installing %s into the throwaway env %s", lock.env, platform, env.path)
         name = f"env: install ({env.kind})"
         try:
-            install(Request(lock, platform, skip_cann=skip_cann), source, env, installer)
+            options.install(Request(lock, platform, skip_cann=skip_cann), source, env, installer)
         except EnvgenError as exc:
             return _install_failed(name, exc, lock, npu), str(tmp) if keep else None
         part = source.pip(lock, platform, installer)
@@ -316,6 +318,7 @@ def throwaway_steps(
             lock,
             env,
             platform,
+            settings=settings,
             hardware=hardware,
             require_npu=require_npu,
             skip_cann=skip_cann,

@@ -5,25 +5,27 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from shlex import quote
 
 from envgen import interrupts
 from envgen.commands.install.from_bundle import install_from_bundle
+from envgen.commands.install.options import InstallOptions
 from envgen.commands.lock.freshness import require_fresh
 from envgen.errors import EnvgenError, InputError
 from envgen.inputs.credentials import lock_credentials
 from envgen.inputs.matrix import load_env
 from envgen.installer.core import Request, check_request, install
-from envgen.installer.destinations import CondaPrefix, Venv, destination
+from envgen.installer.destinations import conda_activation, destination, venv_activation
 from envgen.installer.sources import IndexSource
-from envgen.installer.tools import InstallerName, installer_named
+from envgen.installer.tools import installer_named
 from envgen.lockio.integrity import require_intact
 from envgen.model import Lock, Matrix
 from envgen.platforms import host_platform
 from envgen.project import Project
+from envgen.resolve.settings import Settings
 from envgen.scratch import children_scratch
 
 log = logging.getLogger(__name__)
@@ -80,62 +82,42 @@ def removed_unless_installed(prefix: Path) -> Iterator[None]:
         raise
 
 
-def install_lock(
-    project: Project,
-    env: str,
-    prefix: Path,
-    *,
-    cache: Path,
-    venv: bool,
-    installer: InstallerName,
-    profiles: Sequence[str],
-    skip_cann: bool,
-    bundle: Path | None = None,
-    lock_sha256: str | None = None,
-    frozen: bool = False,
-) -> Path:
-    """Install the lock of `env` for this host's platform into `prefix`; returns its absolute path.
+def install_lock(project: Project, env: str, options: InstallOptions) -> Path:
+    """Install the lock of `env` for this host's platform into `options.prefix`; returns its
+    absolute path.
 
     A tampered lock (lockio/integrity.py) is refused with exit 4, a stale one
-    (commands/lock/freshness.py) with exit 1 unless `frozen`, both before anything is installed.
-    With `bundle`, everything the lock names comes from that bundle, with no network (trusted
-    through the project's lock, or `lock_sha256`). An install that fails or is interrupted removes
-    a new prefix. The children's temporary files are in one scratch directory, removed at the end
-    (an interrupt kills them mid-work)."""
-    tool = installer_named(installer, cache)
+    (commands/lock/freshness.py) with exit 1 unless `options.frozen`, both before anything is
+    installed. With `options.bundle`, everything the lock names comes from that bundle, with no
+    network (trusted through the project's lock, or `options.lock_sha256`). An install that fails
+    or is interrupted removes a new prefix. The children's temporary files are in one scratch
+    directory, removed at the end (an interrupt kills them mid-work)."""
+    # What every tool and the recipe run in: the process's variables as each starts (the scratch
+    # TMPDIR below), within the network limits read once here.
+    settings = Settings.live(os.environ, cache=options.cache)
+    prefix = options.prefix
     with children_scratch("envgen-install-"), removed_unless_installed(prefix.absolute()):
-        if bundle is not None:
-            return install_from_bundle(
-                project,
-                env,
-                bundle,
-                prefix,
-                cache=cache,
-                venv=venv,
-                installer=tool,
-                profiles=profiles,
-                skip_cann=skip_cann,
-                lock_sha256=lock_sha256,
-                frozen=frozen,
-            )
+        if options.bundle is not None:
+            return install_from_bundle(project, env, options.bundle, options, settings)
+        tool = installer_named(options.installer, settings)
         # Refused before the prefix is touched when the lock's files are not as `envgen lock`
         # wrote them, or (unless frozen) when its inputs changed since.
         lock = require_intact(project, env)
-        request = Request(lock, host_platform(), tuple(profiles), skip_cann)
+        request = Request(lock, host_platform(), options.profiles, options.skip_cann)
         check_request(request)  # bad input before the lock's freshness is asked
-        matrix = _matrix(project, env, lock, frozen=frozen)
-        credentials = lock_credentials(lock, project.channels_dir, matrix, os.environ)
-        source = IndexSource(project, credentials, os.environ, cache=cache)
+        matrix = _matrix(project, env, lock, frozen=options.frozen)
+        credentials = lock_credentials(lock, project.channels_dir, matrix, settings.variables)
+        source = IndexSource(project, credentials, settings=settings)
         install(
             request,
             source,
-            destination(prefix, venv=venv, cache=cache, compiled=tool.runs_env_pip),
+            destination(prefix, venv=options.venv, settings=settings, compiled=tool.runs_env_pip),
             tool,
         )
         return prefix.absolute()
 
 
-def how_to_use(env: str, prefix: Path, *, venv: bool, cache: Path, cann: bool = True) -> list[str]:
+def how_to_use(env: str, prefix: Path, *, venv: bool, cann: bool = True) -> list[str]:
     """What `install` ends with: the env's python works as it is (the sources with pythonpath =
     true too, through the .pth file the recipe writes); activation adds the env's variables (CANN
     unless the env has none, the profiles), with conda or by sourcing one line."""
@@ -146,11 +128,11 @@ def how_to_use(env: str, prefix: Path, *, venv: bool, cache: Path, cann: bool = 
     if venv:
         return [
             *lines,
-            f"  for the env's variables too, activate it: {Venv(prefix).activation(env)}",
+            f"  for the env's variables too, activate it: {venv_activation(prefix)}",
         ]
     return [
         *lines,
         f"  for the env's variables ({'CANN, ' * cann}profiles) too, activate it: "
         f"conda activate {quote(str(prefix))}",
-        f"  or, without conda: {CondaPrefix(prefix, cache).activation(env)}",
+        f"  or, without conda: {conda_activation(prefix, env)}",
     ]

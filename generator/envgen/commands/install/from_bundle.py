@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,16 +29,19 @@ from envgen.commands.install.bundle_trust import (
     trust_root,
     trusted_lock,
 )
+from envgen.commands.install.options import InstallOptions
 from envgen.commands.lock.freshness import require_fresh
 from envgen.errors import VerificationError
-from envgen.installer.core import Installer, Request, check_request, install
+from envgen.installer.core import Request, check_request, install
 from envgen.installer.destinations import destination
 from envgen.installer.sources import LocalSource
+from envgen.installer.tools import installer_named
 from envgen.lockio.store import LockTexts
 from envgen.model import Lock
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.resolve.git.remote import GitEnv
+from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
@@ -128,33 +131,26 @@ def opened_bundle(
 
 
 def install_from_bundle(
-    project: Project,
-    env: str,
-    bundle: Path,
-    prefix: Path,
-    *,
-    cache: Path,
-    venv: bool,
-    installer: Installer,
-    profiles: Sequence[str],
-    skip_cann: bool,
-    lock_sha256: str | None = None,
-    frozen: bool = False,
+    project: Project, env: str, bundle: Path, options: InstallOptions, settings: Settings
 ) -> Path:
-    """Install the lock of `env` from `bundle` for this host into `prefix`, with no network;
-    returns the prefix. The bundle is trusted through the project's lock (refused when stale,
-    unless `frozen`) or `lock_sha256`."""
+    """Install the lock of `env` from `bundle` for this host into `options.prefix`, with no
+    network; returns the prefix. The bundle is trusted through the project's lock (refused when
+    stale, unless `options.frozen`) or `options.lock_sha256`. Every tool runs in `settings`."""
     platform = host_platform()
-    with opened_bundle(project, env, bundle, platform, lock_sha256) as opened:
-        request = Request(opened.lock, platform, tuple(profiles), skip_cann)
+    prefix = options.prefix
+    installer = installer_named(options.installer, settings)
+    with opened_bundle(project, env, bundle, platform, options.lock_sha256) as opened:
+        request = Request(opened.lock, platform, options.profiles, options.skip_cann)
         check_request(request)
-        if not frozen and opened.project_lock:  # a bundle of a stale lock is stale too
+        if not options.frozen and opened.project_lock:  # a bundle of a stale lock is stale too
             require_fresh(project, env, opened.lock, "install")
         log.info("installing %s for %s from %s with no network", env, platform, bundle)
         install(
             request,
             opened.source,
-            destination(prefix, venv=venv, cache=cache, compiled=installer.runs_env_pip),
+            destination(
+                prefix, venv=options.venv, settings=settings, compiled=installer.runs_env_pip
+            ),
             installer,
         )
     return prefix.absolute()

@@ -14,12 +14,11 @@ from collections.abc import Mapping, Sequence
 
 from packaging.requirements import Requirement
 
-from envgen import network
 from envgen.errors import ConflictError
 from envgen.inputs.channels import IndexAccess
 from envgen.names import package_key
 from envgen.resolve.pypi.conflicts import asked, conflict_record, describe_conflicts, find_conflicts
-from envgen.resolve.pypi.offered import candidate_indexes, fetch_offers
+from envgen.resolve.pypi.offered import OfferReader, candidate_indexes
 from envgen.resolve.pypi.uv_compile import Inputs
 
 log = logging.getLogger(__name__)
@@ -32,15 +31,16 @@ def explain_conflicts(
     indexes: Sequence[IndexAccess],
     platform: str,
     environment: Mapping[str, str],
-    limits: network.Limits,
+    reader: OfferReader,
 ) -> ConflictError:
-    """uv's failure with the direct layer's conflicts first; `failure` itself when the direct layer
-    has none (the conflict lies deeper, in third-party metadata: uv's explanation is the story)."""
+    """uv's failure with the direct layer's conflicts first, from the releases `reader` finds
+    offered; `failure` itself when the direct layer has none (the conflict lies deeper, in
+    third-party metadata: uv's explanation is the story)."""
     index_for = dict(inputs.index_for)
     direct = set(inputs.direct)
     names = [n for n in asked(inputs.requirements, environment) if n not in direct]
     wanted = {n: candidate_indexes(n, index_for.get(n), indexes) for n in names}
-    offers = fetch_offers(wanted, indexes, limits)
+    offers = reader.offers(wanted, indexes)
     for name, error in offers.errors.items():
         log.debug("%s: the releases of %s are unknown: %s", platform, name, error)
     requirements = [r for r in inputs.requirements if _name(r.text) not in direct]

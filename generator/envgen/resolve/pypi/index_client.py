@@ -37,6 +37,7 @@ from envgen.model import PipEntry
 from envgen.names import package_key
 from envgen.redact import redact_text, redact_url, strip_credentials
 from envgen.resolve.pypi import uv_pylock
+from envgen.resolve.pypi.offered import Offers, fetch_offers
 from envgen.urls import same_host, url_host, url_host_name
 
 log = logging.getLogger(__name__)
@@ -393,7 +394,8 @@ def offers(client: IndexClient, index: IndexAccess, name: str, version: str) -> 
 class Indexes:
     """What the pip stage asks the indexes (its `IndexReader`, resolve/pypi/stage.py): the core
     metadata of chosen artifacts, from envgen's cache by sha256 or else fetched eight at a time;
-    whether the index a locked entry came from still offers its version."""
+    whether the index a locked entry came from still offers its version; the releases offered of
+    the packages a conflict names."""
 
     def __init__(self, cache: Path, limits: network.Limits, *, offline: bool) -> None:
         self.cache, self.limits, self.offline = cache, limits, offline
@@ -429,6 +431,11 @@ class Indexes:
                     shown = f"{entry.name} {entry.version}"
                     log.debug("cannot ask %s about %s: %s", index.name, shown, exc.message)
         return found
+
+    def offers(
+        self, wanted: Mapping[str, Sequence[IndexAccess]], indexes: Sequence[IndexAccess]
+    ) -> Offers:
+        return fetch_offers(wanted, indexes, self.limits)
 
 
 # What a streamed body is read in: a piece as soon as it arrives, at most this many bytes.

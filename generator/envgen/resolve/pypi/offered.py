@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from packaging.version import Version
 
@@ -50,6 +50,15 @@ class Offers:
     def index(self, name: str) -> str | None:
         offer = self.found.get(name)
         return offer.index if offer is not None else None
+
+
+class OfferReader(Protocol):
+    """What explaining a conflict asks the indexes (`index_client.Indexes`, a test's fake): the
+    offer of each package of `wanted` (name -> the indexes it may come from, in order)."""
+
+    def offers(
+        self, wanted: Mapping[str, Sequence[IndexAccess]], indexes: Sequence[IndexAccess]
+    ) -> Offers: ...
 
 
 def candidate_indexes(

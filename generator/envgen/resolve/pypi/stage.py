@@ -26,6 +26,7 @@ from envgen.model import (
 from envgen.names import package_key, vcs_of
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.pypi import overrides, uv_pylock
+from envgen.resolve.pypi.offered import Offers
 from envgen.resolve.pypi.uv_compile import (
     Inputs,
     PlainRunner,
@@ -238,7 +239,8 @@ def _check_matrix_hashes(choices: Sequence[uv_pylock.Choice], inputs: Inputs) ->
 class IndexReader(Protocol):
     """What the pip stage asks the indexes (`index_client.Indexes`): the core metadata of each
     chosen artifact, by choice; the names among locked entries whose version their index (by name
-    in `indexes`) still offers."""
+    in `indexes`) still offers; when uv finds no resolution, the releases each package of the
+    direct layer is offered (offered.OfferReader)."""
 
     def metadata(
         self, choices: Sequence[uv_pylock.Choice], indexes: Sequence[IndexAccess]
@@ -249,6 +251,10 @@ class IndexReader(Protocol):
         entries: Sequence[PipEntry],
         indexes: Mapping[str, IndexAccess],
     ) -> set[str]: ...
+
+    def offers(
+        self, wanted: Mapping[str, Sequence[IndexAccess]], indexes: Sequence[IndexAccess]
+    ) -> Offers: ...
 
 
 def _http_reader(settings: Settings) -> IndexReader:
@@ -301,7 +307,7 @@ def lock_pypi(
         preferred=preferred,
     )
     environment = platforms.marker_environment(platform, python_version)
-    text = _resolve(job, matrix, inputs, indexes, environment, settings, runner)
+    text = _resolve(job, matrix, inputs, indexes, environment, settings, runner, reader)
     tags = platforms.platform_tags(platform, python_version, matrix.glibc)
     packages = [p for p in uv_pylock.parse_pylock(text) if uv_pylock.applies(p.marker, environment)]
     priority = uv_pylock.tag_priority(tags)
@@ -324,9 +330,10 @@ def _resolve(
     environment: Mapping[str, str],
     settings: Settings,
     runner: UvRunner,
+    reader: IndexReader,
 ) -> str:
     """uv's pylock.toml for the job; when uv finds no resolution, every conflict of the direct layer
-    first, then uv's explanation."""
+    first (the releases offered asked through `reader`), then uv's explanation."""
     try:
         return run_uv_compile(job, matrix, inputs, indexes, settings, runner)
     except ConflictError as exc:
@@ -342,7 +349,7 @@ def _resolve(
             indexes,
             job.platform,
             environment,
-            settings.limits,
+            reader,
         )
         if explained is exc:
             raise
