@@ -120,7 +120,7 @@ CACHE_ENTRIES = (
     "conda",  # channels' repodata (resolve/conda/stage.py) and packages (installer/)
     "git",  # bare repositories of the sources (resolve/git/cache.py)
     "pip",  # pip's cache of the installs (installer/)
-    "pypi-metadata",  # package metadata by sha256 (resolve/pypi/index_client.py)
+    "pypi-metadata",  # package metadata by sha256 (resolve/pypi/indexes.py)
     "source-metadata",  # a source's dependencies at a tree (resolve/sources/metadata.py)
     "uv",  # uv's cache (resolve/pypi/uv_compile.py, installer/)
 )

@@ -19,7 +19,7 @@ from envgen.inputs.matrix import load_env
 from envgen.lockio.store import read_lock
 from envgen.network import Limits
 from envgen.project import Project
-from envgen.resolve.pypi.index_client import Indexes
+from envgen.resolve.pypi.indexes import Indexes
 
 from tests.support.builders import at
 from tests.support.example import restored_example, run_envgen

@@ -300,6 +300,6 @@ def _archives(
 def _warm_metadata(cache: Path, artifacts: Sequence[tuple[str, str]]) -> None:
     # Imported here, in the background: the index client (requests) is not needed before uv has
     # started.
-    from envgen.resolve.pypi.index_client import warm_metadata
+    from envgen.resolve.pypi.indexes import warm_metadata
 
     warm_metadata(cache, artifacts)

@@ -71,7 +71,7 @@ class Resolvers:
         """git, rattler, uv and HTTP, as `settings` say."""
         from envgen.resolve.archives.members import ArchiveFetcher
         from envgen.resolve.conda.stage import RattlerSolver
-        from envgen.resolve.pypi.index_client import Indexes
+        from envgen.resolve.pypi.indexes import Indexes
         from envgen.resolve.pypi.uv_compile import PlainRunner
         from envgen.resolve.sources.pins import GitPinner
 

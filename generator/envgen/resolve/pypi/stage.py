@@ -259,7 +259,7 @@ class IndexReader(Protocol):
 
 def _http_reader(settings: Settings) -> IndexReader:
     # Imported here: requests is not needed before uv has started.
-    from envgen.resolve.pypi.index_client import Indexes
+    from envgen.resolve.pypi.indexes import Indexes
 
     return Indexes(settings.cache, settings.limits, offline=settings.offline)
 
