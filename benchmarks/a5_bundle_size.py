@@ -19,13 +19,12 @@ from pathlib import Path
 
 import requests
 from envgen.model import PipPackage
-from envgen.resolve.pypi.stage import lock_pypi
 from packaging.utils import canonicalize_name
 from rich.filesize import decimal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.a5 import a5_pypi_matrix  # noqa: E402
-from tests.support.builders import at  # noqa: E402
+from tests.support.builders import at, lock_pip  # noqa: E402
 
 SIMPLE = "https://pypi.org/simple"
 JSON = "application/vnd.pypi.simple.v1+json"
@@ -55,7 +54,7 @@ def main() -> None:
     matrix = a5_pypi_matrix((args.platform,))
     matrix = replace(matrix, packages=matrix.packages + tuple(PipPackage(n) for n in args.add))
     with tempfile.TemporaryDirectory(prefix="envgen-a5-size-") as tmp:
-        lock = lock_pypi(matrix, args.platform, "3.11", (), at(Path(tmp) / "cache"))
+        lock = lock_pip(matrix, args.platform, "3.11", (), at(Path(tmp) / "cache"))
     rows = []
     with requests.Session() as session:
         for entry in lock.entries:

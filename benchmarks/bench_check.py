@@ -31,6 +31,7 @@ from envgen.model import Cann, Index, Matrix, PipEntry, PipPackage
 from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.resolve.pypi.stage import lock_pypi
+from envgen.resolve.resolvers import Resolvers
 from envgen.resolve.settings import Settings
 
 PYPI_PACKAGES = (PipPackage("transformers", "==4.57.6"),)
@@ -97,7 +98,10 @@ def pypi_entries(platform: str, work: Path) -> tuple[PipEntry, ...]:
     )
     version = ".".join(map(str, sys.version_info[:3]))
     settings = Settings.read(os.environ, cache=work / "lock-cache")
-    return lock_pypi(matrix, platform, version, (), settings).entries
+    real = Resolvers.real(settings)
+    return lock_pypi(
+        matrix, platform, version, (), settings, runner=real.uv, reader=real.indexes
+    ).entries
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -19,13 +19,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import uv
+from envgen import network
 from envgen.example.http import serve_directory
 from envgen.example.wheels import FixtureDist, build_index
 from envgen.inputs.channels import access_index
 from envgen.model import Index, Matrix, PipPackage
 from envgen.platforms import uv_python_platform
 from envgen.process import run
-from envgen.resolve.pypi.stage import gather_inputs, lock_pypi
+from envgen.resolve.pypi.stage import gather_inputs
 from envgen.resolve.pypi.uv_compile import uv_environment
 
 # Run as a script, Python puts benchmarks/ first on sys.path; the tests import tests.support from
@@ -35,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from timing import interleaved_medians  # noqa: E402
 
 from tests.support.a5 import a5_pypi_matrix  # noqa: E402
-from tests.support.builders import at, make_matrix  # noqa: E402
+from tests.support.builders import at, lock_pip, make_matrix  # noqa: E402
 
 PYTHON = "3.11"
 ARCHES: tuple[str, ...] = (
@@ -111,7 +112,7 @@ def bare_compile(
     # The same interpreter flag envgen passes, so both skip uv's interpreter discovery alike.
     cmd += ["--format", "pylock.toml", "--output-file", "pylock.bare.toml", "--no-python-downloads"]
     cmd += ["--python", sys.executable]
-    run(cmd, cwd=work, env=uv_environment([index], cache, os.environ))
+    run(cmd, cwd=work, env=uv_environment([index], cache, os.environ, network.limits(os.environ)))
 
 
 def main(argv: list[str]) -> int:
@@ -125,11 +126,11 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-pypi-") as tmp:
         work, cache = Path(tmp), Path(tmp) / "cache"
         with inputs(args.network, work) as matrix:
-            locked = lock_pypi(matrix, args.platform, PYTHON, (), at(cache))
+            locked = lock_pip(matrix, args.platform, PYTHON, (), at(cache))
             medians = interleaved_medians(
                 {
-                    "ours": lambda: lock_pypi(matrix, args.platform, PYTHON, (), at(cache)),
-                    "ours-prefs": lambda: lock_pypi(
+                    "ours": lambda: lock_pip(matrix, args.platform, PYTHON, (), at(cache)),
+                    "ours-prefs": lambda: lock_pip(
                         matrix, args.platform, PYTHON, (), at(cache), preferred=locked.entries
                     ),
                     "bare": lambda: bare_compile(matrix, args.platform, cache, work),

@@ -28,7 +28,7 @@ from envgen.model import ImportCheck, Lock, Matrix
 from envgen.platforms import host_platform
 from envgen.project import Project, cache_dir
 
-from tests.support.builders import make_lock, tools_at
+from tests.support.builders import at, make_lock, tools_at
 from tests.support.chk_venv import copied_install
 from tests.support.example import served_example
 from tests.support.venvs import fresh_venv
@@ -394,11 +394,11 @@ def test_the_solve_step_reports_an_artifact_the_indexes_no_longer_resolve_to(
     example: Example,
 ) -> None:
     matrix, lock = _loaded(example)
-    assert solve_step(matrix, lock, cache=cache_dir()).status == "ok"
+    assert solve_step(matrix, lock, at(cache_dir())).status == "ok"
     pip = tuple(
         dataclasses.replace(e, sha256="f" * 64) if e.name == "demo-numpy" else e for e in lock.pip
     )
-    step = solve_step(matrix, dataclasses.replace(lock, pip=pip), cache=cache_dir())
+    step = solve_step(matrix, dataclasses.replace(lock, pip=pip), at(cache_dir()))
     assert step.status == "failed"
     assert (
         "linux-64: the lock has demo-numpy 1.26.4 (ffffffffffff), not resolved now" in step.problems

@@ -25,9 +25,9 @@ from envgen.model import (
     TracedRequirement,
 )
 from envgen.resolve.pipeline import consistent
-from envgen.resolve.pypi.stage import PypiLock, lock_pypi
+from envgen.resolve.pypi.stage import PypiLock
 
-from tests.support.builders import at, make_lock, make_matrix
+from tests.support.builders import at, lock_pip, make_lock, make_matrix
 
 PLATFORM = "linux-64"
 PLATFORMS = ("linux-aarch64", "linux-64")
@@ -87,14 +87,14 @@ def test_a_scoped_override_makes_the_resolver_pick_an_older_compatible_release(
 ) -> None:
     verl = source("base>=2")
     # Without the override: the newest of everything.
-    free = lock_pypi(matrix(urls, (PipPackage("pkg-b"),)), PLATFORM, "3.11", (verl,), at(tmp_path))
+    free = lock_pip(matrix(urls, (PipPackage("pkg-b"),)), PLATFORM, "3.11", (verl,), at(tmp_path))
     assert versions(free) == {"pkg-b": "3.0", "base": "2.1"}
     m = matrix(
         urls,
         (PipPackage("pkg-b"),),
         Override("base", BASE_126, "the kernels are built against 1.26"),
     )
-    scoped = lock_pypi(m, PLATFORM, "3.11", (verl,), at(tmp_path))
+    scoped = lock_pip(m, PLATFORM, "3.11", (verl,), at(tmp_path))
     # pkg-b 3.0 needs base>=2, which the override does not rewrite: the resolver goes back to pkg-b
     # 2.0.
     assert versions(scoped) == {"pkg-b": "2.0", "base": "1.26"}
@@ -112,7 +112,7 @@ def test_an_override_of_a_transitive_only_name_limits_without_adding_it(
         urls, (PipPackage("pkg-b"),), Override("base", BASE_126, "r"), Override("tr", "tr<5", "r")
     )
     # base comes only through pkg-b: still pkg-b 2.0; tr is required by nobody: not locked at all.
-    assert versions(lock_pypi(m, PLATFORM, "3.11", (), at(tmp_path))) == {
+    assert versions(lock_pip(m, PLATFORM, "3.11", (), at(tmp_path))) == {
         "pkg-b": "2.0",
         "base": "1.26",
     }
@@ -124,7 +124,7 @@ def test_a_transitive_override_records_and_prints_what_it_contradicts(
     verl = source("base>=2")
     override = Override("base", BASE_126, "the kernels are built against 1.26", transitive=True)
     m = matrix(urls, (PipPackage("pkg-b"),), override)
-    pypi = lock_pypi(m, PLATFORM, "3.11", (verl,), at(tmp_path))
+    pypi = lock_pip(m, PLATFORM, "3.11", (verl,), at(tmp_path))
     # uv's global override rewrites pkg-b 3.0's own requirement: the newest pkg-b, contradicted.
     assert versions(pypi) == {"pkg-b": "3.0", "base": "1.26"}
     caplog.clear()
@@ -141,7 +141,7 @@ def test_any_other_contradiction_fails_the_lock_naming_both_packages(
     urls: tuple[str, str], tmp_path: Path
 ) -> None:
     m = matrix(urls, (PipPackage("pkg-b"),))
-    pypi = lock_pypi(m, PLATFORM, "3.11", (), at(tmp_path))
+    pypi = lock_pip(m, PLATFORM, "3.11", (), at(tmp_path))
     broken = tuple(
         dataclasses.replace(e, version="1.26") if e.name == "base" else e for e in pypi.entries
     )
@@ -155,7 +155,7 @@ def test_any_other_contradiction_fails_the_lock_naming_both_packages(
     lock = as_lock(m, scoped, ())
     lock = dataclasses.replace(
         lock,
-        overrides=lock_pypi(
+        overrides=lock_pip(
             matrix(urls, (PipPackage("pkg-b"),), Override("base", BASE_126, "r")),
             PLATFORM,
             "3.11",
@@ -172,7 +172,7 @@ def test_an_override_of_an_index_pinned_package_keeps_its_index(
 ) -> None:
     pinned = PipPackage("tr", index=((PLATFORM, "extra"),))
     m = matrix(urls, (pinned,), Override("tr", "tr==3.2.2", "3.3 breaks the kernels"))
-    lock = lock_pypi(m, PLATFORM, "3.11", (source("tr>=3.3"),), at(tmp_path))
+    lock = lock_pip(m, PLATFORM, "3.11", (source("tr>=3.3"),), at(tmp_path))
     (tr,) = lock.entries
     # From the explicit index, although the default index's decoy 9.9.9 is higher.
     assert (tr.version, tr.index) == ("3.2.2", "extra")
@@ -188,7 +188,7 @@ def test_the_warning_lists_only_what_applies_here(
     override = Override("base", BASE_126, "kernels", transitive=True)
     m = matrix(urls, (PipPackage("big"),), override)
     with caplog.at_level(logging.WARNING):
-        pypi = lock_pypi(m, PLATFORM, "3.11", (verl,), at(tmp_path))
+        pypi = lock_pip(m, PLATFORM, "3.11", (verl,), at(tmp_path))
         lock = consistent(as_lock(m, pypi, (verl,)), m)
     assert versions(pypi) == {"big": "1.0", "base": "1.26"}
     told = [r.getMessage() for r in caplog.records]
@@ -216,7 +216,7 @@ def test_a_conflict_on_an_overridden_name_suggests_transitive_not_the_same_overr
 ) -> None:
     m = matrix(urls, (PipPackage("pkg-b", "==3.0"),), Override("base", BASE_126, "kernels"))
     with pytest.raises(ResolutionError) as caught:
-        lock_pypi(m, PLATFORM, "3.11", (source("base>=2"),), at(tmp_path))
+        lock_pip(m, PLATFORM, "3.11", (source("base>=2"),), at(tmp_path))
     text = f"error: {caught.value.message}\n  hint: {caught.value.hint}\n"
     assert "envgen-inputs" not in text
     assert "add [overrides.base]" not in text
@@ -238,7 +238,7 @@ def test_override_diagnostics_golden(
         )
         caplog.clear()
         with caplog.at_level(logging.WARNING):
-            pypi = {p: lock_pypi(m, p, "3.11", (verl,), at(tmp_path)) for p in PLATFORMS}
+            pypi = {p: lock_pip(m, p, "3.11", (verl,), at(tmp_path)) for p in PLATFORMS}
             entries = tuple(e for p in PLATFORMS for e in pypi[p].entries)
             lock = make_lock(
                 "t",

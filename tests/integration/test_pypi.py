@@ -26,9 +26,9 @@ from envgen.model import (
     Source,
     TracedRequirement,
 )
-from envgen.resolve.pypi.stage import PypiLock, lock_pypi
+from envgen.resolve.pypi.stage import PypiLock
 
-from tests.support.builders import at, make_matrix
+from tests.support.builders import at, lock_pip, make_matrix
 from tests.support.tls import serve_tls
 
 MATRIX = "env-templates/test.toml"
@@ -119,12 +119,12 @@ def test_explicit_index_beats_a_higher_decoy_pinned_or_not(
         matrix = pypi_matrix(
             pypi, extra, (PipPackage("tr", spec, index=(("linux-aarch64", "extra"),)),)
         )
-        tr = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache)))["tr"]
+        tr = by_name(lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache)))["tr"]
         assert (tr.version, tr.index) == ("3.2.2", "extra")
         assert tr.url.startswith(extra.removesuffix("simple"))
         assert tr.url.endswith("/tr-3.2.2-py3-none-any.whl")
     unpinned = pypi_matrix(pypi, extra, (PipPackage("tr"),))
-    free = by_name(lock_pypi(unpinned, "linux-aarch64", "3.11", (), at(cache)))
+    free = by_name(lock_pip(unpinned, "linux-aarch64", "3.11", (), at(cache)))
     assert free["tr"].version == "9.9.9"
 
 
@@ -134,7 +134,7 @@ def test_a_source_requirement_on_a_pinned_name_also_comes_from_the_explicit_inde
     pypi, extra = urls
     matrix = pypi_matrix(pypi, extra, (PipPackage("tr", index=(("linux-aarch64", "extra"),)),))
     verl = locked_source("verl", "verl", "tr")
-    capped = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), at(cache)))
+    capped = by_name(lock_pip(matrix, "linux-aarch64", "3.11", (verl,), at(cache)))
     assert capped["tr"].version == "3.2.2"
 
 
@@ -143,22 +143,22 @@ def test_index_pinned_on_one_platform_only(urls: tuple[str, str], cache: Path) -
     matrix = pypi_matrix(
         pypi, extra, (PipPackage("torch", "==2.10.0", index=(("linux-64", "extra"),)),)
     )
-    x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), at(cache)))
-    arm = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache)))
+    x86 = by_name(lock_pip(matrix, "linux-64", "3.11", (), at(cache)))
+    arm = by_name(lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache)))
     assert (x86["torch"].version, x86["torch"].index) == ("2.10.0+cpu", "extra")
     assert "nvidia-fake" not in x86
     assert (arm["torch"].version, arm["torch"].index) == ("2.10.0", "pypi")
     assert arm["torch"].url.endswith("manylinux_2_28_aarch64.whl")
     # Two wheels of torch fit x86_64 (a build-tag rebuild): the rebuild is chosen, every time.
     assert x86["torch"].url.endswith("torch-2.10.0+cpu-3-cp311-cp311-manylinux_2_28_x86_64.whl")
-    assert lock_pypi(matrix, "linux-64", "3.11", (), at(cache)).entries == tuple(x86.values())
+    assert lock_pip(matrix, "linux-64", "3.11", (), at(cache)).entries == tuple(x86.values())
 
 
 def test_without_the_pin_x86_64_gets_the_cuda_style_build(
     urls: tuple[str, str], cache: Path
 ) -> None:
     matrix = pypi_matrix(*urls, (PipPackage("torch", "==2.10.0"),))
-    x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), at(cache)))
+    x86 = by_name(lock_pip(matrix, "linux-64", "3.11", (), at(cache)))
     assert x86["torch"].version == "2.10.0"
     assert x86["torch"].depends == (("nvidia-fake", ""),)
     assert "nvidia-fake" in x86
@@ -169,8 +169,8 @@ def test_marker_dependencies_extras_sdists_and_depends(
 ) -> None:
     matrix = pypi_matrix(*urls, (PipPackage("app", "==1.0"),))
     with caplog.at_level(logging.WARNING):
-        arm = lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache))
-    x86 = lock_pypi(matrix, "linux-64", "3.11", (), at(cache))
+        arm = lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache))
+    x86 = lock_pip(matrix, "linux-64", "3.11", (), at(cache))
     assert [e.name for e in arm.entries] == ["app", "dep", "plus", "speedy"]
     assert [e.name for e in x86.entries] == ["app", "dep", "plus", "speedy", "xonly"]
     entries = by_name(arm)
@@ -188,11 +188,11 @@ def test_marker_dependencies_extras_sdists_and_depends(
 
 def test_glibc_floor_excludes_newer_manylinux(urls: tuple[str, str], cache: Path) -> None:
     matrix = pypi_matrix(*urls, (PipPackage("fastlib"), PipPackage("newlib")))
-    entries = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache)))
+    entries = by_name(lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache)))
     assert entries["fastlib"].url.endswith("fastlib-1.0-cp311-cp311-manylinux_2_28_aarch64.whl")
     assert entries["newlib"].version == "1.0"
     raised = dataclasses.replace(matrix, glibc="2.34")
-    entries = by_name(lock_pypi(raised, "linux-aarch64", "3.11", (), at(cache)))
+    entries = by_name(lock_pip(raised, "linux-aarch64", "3.11", (), at(cache)))
     assert entries["fastlib"].url.endswith("manylinux_2_34_aarch64.whl")
     assert entries["newlib"].version == "2.0"
 
@@ -210,7 +210,7 @@ def test_sources_provide_names_and_git_requirements_stay_out(
         "nosuch-megatron>=0.12",
     )
     megatron = locked_source("megatron-lm", "nosuch_megatron")
-    entries = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (verl, megatron), at(cache)))
+    entries = by_name(lock_pip(matrix, "linux-aarch64", "3.11", (verl, megatron), at(cache)))
     assert list(entries) == ["dep"]
 
 
@@ -225,7 +225,7 @@ def test_constraints_of_a_source_limit_versions_without_requiring(
         TracedRequirement("xonly==2.0", origin, constraint=True),
     )
     verl = dataclasses.replace(verl, requirements=verl.requirements + limits)
-    entries = by_name(lock_pypi(matrix, "linux-64", "3.11", (verl,), at(cache)))
+    entries = by_name(lock_pip(matrix, "linux-64", "3.11", (verl,), at(cache)))
     assert {name: e.version for name, e in entries.items()} == {"dep": "1.0"}
 
 
@@ -235,7 +235,7 @@ def test_a_url_requirement_of_a_source_is_attributed_to_no_index(
     pypi, extra = urls
     url = f"{pypi.removesuffix('/simple')}/files/dep-1.0-py3-none-any.whl"
     verl = locked_source("verl", "verl", f"dep @ {url}")
-    (dep,) = lock_pypi(pypi_matrix(pypi, extra, ()), "linux-64", "3.11", (verl,), at(cache)).entries
+    (dep,) = lock_pip(pypi_matrix(pypi, extra, ()), "linux-64", "3.11", (verl,), at(cache)).entries
     assert (dep.version, dep.url, dep.index) == ("1.0", url, None)
 
 
@@ -248,20 +248,20 @@ def test_a_package_locked_by_url_keeps_its_url_and_hash(
     url = f"{pypi.removesuffix('/simple')}/files/{wheel.name}"
     private = PipPackage("app", url=url, sha256=sha256, marker="platform_machine == 'x86_64'")
     matrix = pypi_matrix(pypi, extra, (private,))
-    x86 = by_name(lock_pypi(matrix, "linux-64", "3.11", (), at(cache)))
+    x86 = by_name(lock_pip(matrix, "linux-64", "3.11", (), at(cache)))
     assert (x86["app"].url, x86["app"].sha256, x86["app"].index) == (url, sha256, None)
     assert {"dep", "plus", "speedy", "xonly"} <= set(x86)
-    assert lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache)).entries == ()
+    assert lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache)).entries == ()
     tampered = pypi_matrix(pypi, extra, (dataclasses.replace(private, sha256="0" * 64),))
     with pytest.raises(VerificationError, match=r"pip\.packages\.app\.sha256"):
-        lock_pypi(tampered, "linux-64", "3.11", (), at(cache))
+        lock_pip(tampered, "linux-64", "3.11", (), at(cache))
 
 
 def test_conflict_names_both_origins(urls: tuple[str, str], cache: Path) -> None:
     matrix = pypi_matrix(*urls, (PipPackage("dep", "==1.0"),))
     verl = locked_source("verl", "verl", "tr", "dep>=1.1")
     with pytest.raises(ResolutionError) as raised:
-        lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), at(cache))
+        lock_pip(matrix, "linux-aarch64", "3.11", (verl,), at(cache))
     text = str(raised.value)
     assert "linux-aarch64" in text
     assert f"{MATRIX}: pip.packages.dep.version" in text
@@ -279,7 +279,7 @@ def test_an_astral_plane_character_reaches_uv_as_toml(urls: tuple[str, str], cac
     override = Override("dep", f"dep==1.0 ; {marker}", "pinned \U0001f600", transitive=True)
     matrix = pypi_matrix(*urls, (PipPackage("app", "==1.0"),), overrides=(override,))
     verl = locked_source("verl", "verl", f"xonly ; {marker}")
-    entries = by_name(lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), at(cache)))
+    entries = by_name(lock_pip(matrix, "linux-aarch64", "3.11", (verl,), at(cache)))
     assert (entries["dep"].version, entries["xonly"].version) == ("1.0", "2.0")
 
 
@@ -295,7 +295,7 @@ def test_override_is_applied_and_records_what_it_replaced(
     )
     verl = locked_source("verl", "verl", "dep>=1.1", "dep ; platform_machine == 'x86_64'")
     with caplog.at_level(logging.WARNING):
-        lock = lock_pypi(matrix, "linux-aarch64", "3.11", (verl,), at(cache))
+        lock = lock_pip(matrix, "linux-aarch64", "3.11", (verl,), at(cache))
     assert by_name(lock)["dep"].version == "1.0"
     (applied,) = lock.overrides
     assert applied.override == override
@@ -328,19 +328,19 @@ def test_basic_auth_index_and_no_credential_leaks(
             f"http://alice:${{EXTRA_TOKEN}}@{host}/simple",
         ):
             by_url = pypi_matrix(pypi, url, (package,))
-            lock = lock_pypi(by_url, "linux-aarch64", "3.11", (), at(cache))
+            lock = lock_pip(by_url, "linux-aarch64", "3.11", (), at(cache))
             (tr,) = lock.entries
             assert (tr.version, tr.index) == ("3.2.2", "extra")
             assert tr.url == f"http://{host}/files/tr-3.2.2-py3-none-any.whl"
             assert "s3cr3t" not in repr(lock) and "alice" not in repr(lock)
         wrong = pypi_matrix(pypi, f"http://alice:wr0ng-t0ken@{host}/simple", (package,))
         with pytest.raises(ResolutionError) as raised:
-            lock_pypi(wrong, "linux-aarch64", "3.11", (), at(tmp_cache(cache)))
+            lock_pip(wrong, "linux-aarch64", "3.11", (), at(tmp_cache(cache)))
         assert "wr0ng-t0ken" not in str(raised.value) and f"***@{host}" in str(raised.value)
     monkeypatch.delenv("EXTRA_TOKEN")
     missing = pypi_matrix(pypi, "http://alice:${EXTRA_TOKEN}@127.0.0.1:9/simple", (package,))
     with pytest.raises(InputError, match=r"index extra.*EXTRA_TOKEN"):
-        lock_pypi(missing, "linux-aarch64", "3.11", (), at(cache))
+        lock_pip(missing, "linux-aarch64", "3.11", (), at(cache))
 
 
 def tmp_cache(cache: Path) -> Path:
@@ -361,7 +361,7 @@ def test_unreachable_index_names_the_redacted_url(urls: tuple[str, str], cache: 
         pypi_matrix(pypi, extra, (PipPackage("dep"),)), indexes=(Index("mirror", dead),)
     )
     with pytest.raises(ResolutionError) as raised:
-        lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache))
+        lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache))
     text = str(raised.value)
     assert "index mirror" in text and dead.replace("bob:hunter22", "***") in text
     assert "hunter22" not in text and "bob" not in text
@@ -375,7 +375,7 @@ def test_depends_come_from_the_wheel_itself_without_pep_658(tmp_path: Path, cach
         matrix = pypi_matrix(
             f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),)
         )
-        entries = by_name(lock_pypi(matrix, "linux-64", "3.11", (), at(cache)))
+        entries = by_name(lock_pip(matrix, "linux-64", "3.11", (), at(cache)))
     assert entries["app"].depends == (("dep", ">=1"), ("plus", ""), ("xonly", ""))
     assert entries["plus"].depends == (("speedy", ""),)
 
@@ -390,11 +390,11 @@ def test_offline_relock_from_cache(
         matrix = pypi_matrix(
             f"{base}/simple", f"{base}/simple-extra", (PipPackage("app", "==1.0"),)
         )
-        online = lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache))
-    offline = lock_pypi(matrix, "linux-aarch64", "3.11", (), at(cache, offline=True))
+        online = lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache))
+    offline = lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache, offline=True))
     assert offline == online
     with pytest.raises(ResolutionError, match="offline"):
-        lock_pypi(matrix, "linux-aarch64", "3.11", (), at(tmp_cache(cache), offline=True))
+        lock_pip(matrix, "linux-aarch64", "3.11", (), at(tmp_cache(cache), offline=True))
 
 
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
@@ -408,7 +408,7 @@ def test_trusted_host_reaches_an_index_whose_certificate_is_not_verified(
         with pytest.raises(
             ResolutionError, match=r"index extra at https://127\.0\.0\.1:\d+/simple"
         ) as raised:
-            lock_pypi(untrusted, "linux-aarch64", "3.11", (), at(tmp_path / "cache-untrusted"))
+            lock_pip(untrusted, "linux-aarch64", "3.11", (), at(tmp_path / "cache-untrusted"))
         assert "set trusted_host in channels/extra.toml" in str(raised.value)
         host = base.removeprefix("https://")
         trusted = dataclasses.replace(
@@ -419,7 +419,7 @@ def test_trusted_host_reaches_an_index_whose_certificate_is_not_verified(
             ),
         )
         # A fresh cache: the metadata of tr is read from the TLS server too.
-        (tr,) = lock_pypi(trusted, "linux-aarch64", "3.11", (), at(tmp_path / "cache")).entries
+        (tr,) = lock_pip(trusted, "linux-aarch64", "3.11", (), at(tmp_path / "cache")).entries
     assert (tr.version, tr.index, tr.url) == (
         "3.2.2",
         "extra",

@@ -6,17 +6,16 @@ from pathlib import Path
 
 import pytest
 from envgen.platforms import platform_tags
-from envgen.resolve.pypi.stage import lock_pypi
 from packaging.utils import parse_wheel_filename
 
 from tests.support.a5 import a5_pypi_matrix
-from tests.support.builders import at
+from tests.support.builders import at, lock_pip
 
 pytestmark = pytest.mark.network
 
 
 def test_a5_set_resolves_for_aarch64_with_one_wheel_each(tmp_path: Path) -> None:
-    lock = lock_pypi(a5_pypi_matrix(), "linux-aarch64", "3.11", (), at(tmp_path / "cache"))
+    lock = lock_pip(a5_pypi_matrix(), "linux-aarch64", "3.11", (), at(tmp_path / "cache"))
     names = [e.name for e in lock.entries]
     assert {
         "torch",

@@ -16,11 +16,10 @@ from envgen.example.srcprojects import backend_project
 from envgen.example.wheels import FixtureDist, build_dists, build_index, write_index
 from envgen.model import FILES, Index, LockedSource, Matrix, PipPackage, Source
 from envgen.platforms import host_platform
-from envgen.resolve.pypi.stage import lock_pypi
 from envgen.resolve.sources.pins import resolve_sources
 from pyproject_hooks import BuildBackendWarning
 
-from tests.support.builders import at, make_matrix
+from tests.support.builders import at, lock_pip, make_matrix
 from tests.support.example import empty_git_config
 from tests.support.local_wheels import wheels_of
 
@@ -196,12 +195,12 @@ def test_a_vcs_discovered_source_has_its_declared_dependencies_honoured(
     assert origins(sources[1]) == {
         "base<2": "source queue: pyproject.toml (build backend metadata)"
     }
-    locked = lock_pypi(matrix, "linux-64", "3.11", sources, at(tmp_path / "cache"))
+    locked = lock_pip(matrix, "linux-64", "3.11", sources, at(tmp_path / "cache"))
     entries = {e.name: e.version for e in locked.entries}
     # base 2.1 is the newest release, but queue's metadata excludes it.
     assert entries == {"base": "1.5"}
     without = dataclasses.replace(sources[1], requirements=())
-    unchecked = lock_pypi(matrix, "linux-64", "3.11", (sources[0], without), at(tmp_path / "cache"))
+    unchecked = lock_pip(matrix, "linux-64", "3.11", (sources[0], without), at(tmp_path / "cache"))
     assert {e.name: e.version for e in unchecked.entries} == {"base": "2.1"}
 
 

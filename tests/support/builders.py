@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from envgen import network
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_hash
@@ -40,6 +42,9 @@ from envgen.resolve.git.remote import GitEnv
 from envgen.resolve.settings import Settings
 from envgen.urls import url_host
 
+if TYPE_CHECKING:
+    from envgen.resolve.pypi.stage import PypiLock
+
 CANN = Cann("pending", "/usr/local/Ascend/cann/set_env.sh")
 CONDA_FORGE = "https://conda.anaconda.org/conda-forge"
 FILES = "https://files.example.org"
@@ -57,6 +62,24 @@ def current_git() -> GitEnv:
 def at(cache: Path, *, offline: bool = False) -> Settings:
     """What resolving takes from this process (the test's environment), `cache` its cache."""
     return Settings.read(os.environ, cache=cache, offline=offline)
+
+
+def lock_pip(
+    matrix: Matrix,
+    platform: str,
+    python: str,
+    sources: Sequence[LockedSource],
+    settings: Settings,
+    **options: Any,
+) -> PypiLock:
+    """`lock_pypi` with the real uv and indexes (`Resolvers.real(settings)`)."""
+    from envgen.resolve.pypi.stage import lock_pypi
+    from envgen.resolve.resolvers import Resolvers
+
+    real = Resolvers.real(settings)
+    return lock_pypi(
+        matrix, platform, python, sources, settings, runner=real.uv, reader=real.indexes, **options
+    )
 
 
 def tools_at(cache: Path) -> Settings:

@@ -22,6 +22,7 @@ from envgen.errors import ConflictError, InputError, NetworkError, ResolutionErr
 from envgen.inputs.channels import IndexAccess
 from envgen.lockio.store import LockTexts, read_files, read_lock
 from envgen.model import CondaEntry, Index, LockedSource, Matrix, PipEntry, PipPackage, Source
+from envgen.model_steps import Archive, ArchiveMember, LockedArchive
 from envgen.network import Limits
 from envgen.project import Project
 from envgen.resolve.conda.stage import CondaSolve
@@ -73,13 +74,19 @@ class FakeUv:
         wanted = [Requirement(r) for r in project["dependencies"]]
         preferred = {p["name"]: p["version"] for p in preferences(job)}
         chosen: dict[str, str] = {}
+        specs: dict[str, SpecifierSet] = {}
         while wanted:
             req = wanted.pop()
             name = canonicalize_name(req.name)
-            allowed = [v for v in RELEASES[name] if SpecifierSet(str(req.specifier)).contains(v)]
+            # Every requirement on a name holds at once.
+            spec = specs.get(name, SpecifierSet()) & req.specifier
+            if name in specs and spec == specs[name]:
+                continue
+            specs[name] = spec
+            allowed = [v for v in RELEASES[name] if spec.contains(v)]
             kept = preferred.get(name)
             chosen[name] = kept if kept in allowed else max(allowed, key=Version)
-            wanted += [Requirement(r) for r in REQUIRES.get(name, ()) if r not in chosen]
+            wanted += [Requirement(r) for r in REQUIRES.get(name, ())]
         packages = [_package(n, v) for n, v in sorted(chosen.items())]
         return UvOutcome(0, "", tomli_w.dumps({"lock-version": "1.0", "packages": packages}))
 
@@ -438,3 +445,69 @@ def test_a_conflict_is_explained_from_the_index_reader_the_core_is_given(
     assert (conflict["name"], conflict["index"]) == ("demo-torch", "pypi")
     assert conflict["offered"] == ["2.10.0", "2.10.1"]
     assert "then uv says:" in message and "No solution found" in message
+
+
+def test_each_platform_is_resolved_on_its_own_and_a_relock_keeps_each_ones_versions() -> None:
+    """Two platforms: uv runs once for each with that platform's inputs, rattler is asked per
+    platform, and a re-lock prefers each platform's own previous versions."""
+    both = dataclasses.replace(demo(), platforms=("linux-64", "linux-aarch64"))
+    uv, conda = FakeUv(), FakeConda()
+    first = relock(Relock(both, files=FILE_DIGESTS), SETTINGS, fakes(uv=uv, conda=conda))
+    assert sorted(first.lock.platforms) == ["linux-64", "linux-aarch64"]
+    assert len(uv.jobs) == 2 and len(conda.preferred) == 2
+    assert {e.platform for e in first.lock.pip} == {"linux-64", "linux-aarch64"}
+    # The aarch64 half was locked with numpy 1.26.4 (as if before its 2.0.0 was chosen): kept there.
+    url = wheel("demo-numpy", "1.26.4")
+    older = tuple(
+        dataclasses.replace(e, version="1.26.4", url=url, sha256=digest(url))
+        if (e.platform, e.name) == ("linux-aarch64", "demo-numpy")
+        else e
+        for e in first.lock.pip
+    )
+    previous = dataclasses.replace(first.lock, pip=older)
+    again = relock(Relock(both, previous, FILE_DIGESTS), SETTINGS, fakes())
+    found = {(e.platform, e.name): e.version for e in again.lock.pip}
+    assert found[("linux-aarch64", "demo-numpy")] == "1.26.4"
+    assert found[("linux-64", "demo-numpy")] == "2.0.0"
+    assert again.moves == ()
+
+
+class FakeArchives:
+    """An `ArchiveLocker`: each archive locked with one wheel whose metadata requires demo-numpy<2,
+    recording the sha256s it was handed from the previous lock."""
+
+    def __init__(self) -> None:
+        self.recorded: list[tuple[LockedArchive, ...]] = []
+
+    def lock(self, matrix: Matrix, previous: Sequence[LockedArchive]) -> tuple[LockedArchive, ...]:
+        self.recorded.append(tuple(previous))
+        member = ArchiveMember(
+            "kernels/demo_kernel-1.0-py3-none-any.whl",
+            "demo-kernel",
+            "1.0",
+            "d" * 64,
+            requires=("demo-numpy<2",),
+        )
+        return tuple(
+            LockedArchive(a.name, p, url, "a" * 64, (member,))
+            for a in matrix.archives
+            for p, url in a.urls
+        )
+
+
+def test_an_archives_wheels_are_locked_through_the_archive_resolver_and_constrain_pip() -> None:
+    """The matrix's release archive: locked by the core's archive resolver, its wheel's
+    requirements resolved with the pip part (numpy held below 2), the previous lock's archives
+    handed back on a re-lock."""
+    archive = Archive(
+        "kernels", ((PLATFORM, "https://files.example/kernels.zip"),), ("demo-kernel",)
+    )
+    matrix = dataclasses.replace(demo(), archives=(archive,))
+    archives = FakeArchives()
+    first = relock(Relock(matrix, files=FILE_DIGESTS), SETTINGS, fakes(archives=archives))
+    (locked,) = first.lock.archives
+    assert (locked.name, locked.platform, locked.sha256) == ("kernels", PLATFORM, "a" * 64)
+    assert versions(first)["demo-numpy"] == "1.26.4"
+    assert archives.recorded == [()]
+    relock(Relock(matrix, first.lock, FILE_DIGESTS), SETTINGS, fakes(archives=archives))
+    assert archives.recorded[-1] == (locked,)

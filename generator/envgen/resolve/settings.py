@@ -10,8 +10,10 @@ from pathlib import Path
 from types import MappingProxyType
 
 from envgen import network
+from envgen.errors import InputError
 from envgen.inputs.channels import IndexAccess, access_index, expand_url
 from envgen.model import Index
+from envgen.platforms import host_platform
 from envgen.resolve.git.remote import GitEnv
 
 
@@ -25,6 +27,9 @@ class Settings:
     cache: Path
     offline: bool = False
     uv: str = "uv"
+    # The platform of this machine, when a lock is made for one (a build here takes the packages
+    # the matrix takes from an index on it from there).
+    host: str | None = None
 
     @classmethod
     def read(cls, environ: Mapping[str, str], *, cache: Path, offline: bool = False) -> Settings:
@@ -35,7 +40,8 @@ class Settings:
         from uv import find_uv_bin
 
         variables = MappingProxyType(dict(environ))
-        return cls(variables, network.limits(variables), cache, offline, find_uv_bin())
+        limits = network.limits(variables)
+        return cls(variables, limits, cache, offline, find_uv_bin(), _host())
 
     @classmethod
     def live(cls, environ: Mapping[str, str], *, cache: Path) -> Settings:
@@ -59,3 +65,11 @@ class Settings:
     def expand(self, url: str, what: str) -> str:
         """`url` with every `${VAR}` expanded from the variables (`what` it is, for the message)."""
         return expand_url(url, what, self.variables)
+
+
+def _host() -> str | None:
+    """This machine's platform; None on one no lock is made for."""
+    try:
+        return host_platform()
+    except InputError:
+        return None

@@ -30,6 +30,7 @@ from envgen.platforms import host_platform
 from envgen.project import Project
 from envgen.resolve.conda.stage import solve_conda_preferring
 from envgen.resolve.pypi.stage import PypiLock, lock_pypi
+from envgen.resolve.resolvers import Resolvers
 from envgen.resolve.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -56,15 +57,16 @@ def pinned_matrix(matrix: Matrix, lock: Lock, platform: str) -> Matrix:
     return dataclasses.replace(matrix, packages=tuple(packages))
 
 
-def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
-    """Resolve again with every package pinned to its locked version: the same files must come
-    out."""
+def solve_step(matrix: Matrix, lock: Lock, settings: Settings) -> Step:
+    """Resolve again with every package pinned to its locked version, in `settings`: the same files
+    must come out."""
     problems: list[str] = []
     # one line per host: its failure -> the platforms it failed
     unreachable: dict[str, list[str]] = {}
     conflicts: list[dict[str, object]] = []  # the direct layer's, where no resolution was found
+    resolvers = Resolvers.real(settings)
     for platform in lock.platforms:
-        pip_again = functools.partial(_pip_again, matrix, lock, platform, cache)
+        pip_again = functools.partial(_pip_again, matrix, lock, platform, settings, resolvers)
         again = _again(platform, problems, unreachable, pip_again, conflicts)
         if again is None:
             continue
@@ -83,11 +85,12 @@ def solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     return dataclasses.replace(step, conflicts=tuple(conflicts))
 
 
-def _pip_again(matrix: Matrix, lock: Lock, platform: str, cache: Path) -> PypiLock:
+def _pip_again(
+    matrix: Matrix, lock: Lock, platform: str, settings: Settings, resolvers: Resolvers
+) -> PypiLock:
     pinned = pinned_matrix(matrix, lock, platform)
     python = python_of(lock, matrix, platform)
     yml = f"locks/{lock.env}.yml"
-    settings = Settings.read(os.environ, cache=cache)
     # The archives' wheels as locked: their requirements are resolved again too.
     return lock_pypi(
         pinned,
@@ -95,6 +98,8 @@ def _pip_again(matrix: Matrix, lock: Lock, platform: str, cache: Path) -> PypiLo
         python,
         lock.sources,
         settings,
+        runner=resolvers.uv,
+        reader=resolvers.indexes,
         pinned_from=yml,
         archives=lock.archives,
     )
@@ -134,7 +139,7 @@ def _solve_verdict(
     return step_of(name, problems + hosts, f"{entries} on {len(lock.platforms)} platforms")
 
 
-def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
+def conda_solve_step(matrix: Matrix, lock: Lock, settings: Settings) -> Step:
     """Solve the conda part again, preferring every locked file: each must still be a file the
     channels serve (matched by its sha256, so a changed hash shows even where the env step installs
     no conda package: --venv, --no-env), and the same set must come out."""
@@ -143,7 +148,6 @@ def conda_solve_step(matrix: Matrix, lock: Lock, *, cache: Path) -> Step:
     unreachable: dict[str, list[str]] = {}
     for platform in lock.platforms:
         locked = lock.conda_for(platform)
-        settings = Settings.read(os.environ, cache=cache)
         solve = functools.partial(solve_conda_preferring, matrix, platform, locked, settings)
         again = _again(platform, problems, unreachable, solve)
         if again is None:
@@ -209,10 +213,12 @@ def _static_and_solve(
         return [*steps, *(Step(name, SKIPPED, "static checks failed") for name in names)]
     if not solve:
         return [*steps, *(Step(name, SKIPPED, "--no-solve") for name in names)]
+    # What the re-solve takes from the process, read once for every platform and both parts.
+    settings = Settings.read(os.environ, cache=cache)
     log.info("check %s: resolving the pip set again with every version pinned", lock.env)
-    steps.append(solve_step(matrix, lock, cache=cache))
+    steps.append(solve_step(matrix, lock, settings))
     log.info("check %s: solving the conda part again, preferring every locked file", lock.env)
-    return [*steps, conda_solve_step(matrix, lock, cache=cache)]
+    return [*steps, conda_solve_step(matrix, lock, settings)]
 
 
 def _env_steps(

@@ -29,7 +29,6 @@ from envgen.resolve.pypi import overrides, uv_pylock
 from envgen.resolve.pypi.offered import Offers
 from envgen.resolve.pypi.uv_compile import (
     Inputs,
-    PlainRunner,
     UvJob,
     UvRunner,
     plan_uv_compile,
@@ -257,13 +256,6 @@ class IndexReader(Protocol):
     ) -> Offers: ...
 
 
-def _http_reader(settings: Settings) -> IndexReader:
-    # Imported here: requests is not needed before uv has started.
-    from envgen.resolve.pypi.indexes import Indexes
-
-    return Indexes(settings.cache, settings.limits, offline=settings.offline)
-
-
 def lock_pypi(
     matrix: Matrix,
     platform: str,
@@ -272,8 +264,8 @@ def lock_pypi(
     settings: Settings,
     *,
     preferred: Sequence[PipEntry] = (),
-    runner: UvRunner | None = None,
-    reader: IndexReader | None = None,
+    runner: UvRunner,
+    reader: IndexReader,
     pinned_from: str | None = None,
     archives: Sequence[LockedArchive] = (),
 ) -> PypiLock:
@@ -281,13 +273,11 @@ def lock_pypi(
 
     Only the matrix's indexes are used (never the machine's pip/uv config); every package gets
     exactly one artifact for the platform, pinned by URL and sha256. `preferred` versions are kept
-    where the inputs allow. uv runs through `runner` and the indexes are asked through `reader` (by
-    default as planned and over HTTP). `pinned_from` names the lock whose versions the matrix was
-    pinned to (check's re-solve). `archives` are the matrix's archives as locked: their wheels'
-    requirements are resolved too.
+    where the inputs allow. uv runs through `runner` and the indexes are asked through `reader`
+    (`Resolvers.real`: as planned and over HTTP). `pinned_from` names the lock whose versions the
+    matrix was pinned to (check's re-solve). `archives` are the matrix's archives as locked: their
+    wheels' requirements are resolved too.
     """
-    runner = runner or PlainRunner(settings.limits.budget)
-    reader = reader or _http_reader(settings)
     accesses = settings.accesses(matrix.indexes)
     indexes = ordered_indexes(matrix, accesses)
     inputs = gather_inputs(matrix, platform, sources, settings.variables, pinned_from, archives)

@@ -115,14 +115,14 @@ def render_uv_config(indexes: Sequence[IndexAccess], overrides: Sequence[str]) -
 
 
 def uv_environment(
-    indexes: Sequence[IndexAccess], cache: Path, environ: Mapping[str, str]
+    indexes: Sequence[IndexAccess], cache: Path, environ: Mapping[str, str], limits: network.Limits
 ) -> dict[str, str]:
-    """uv's environment: its cache, TLS and proxy settings, envgen's network limits (as `environ`
-    sets them), index credentials; no UV_*/PIP_* of the caller."""
+    """uv's environment: its cache, TLS and proxy settings (from `environ`), envgen's network
+    `limits`, index credentials; no UV_*/PIP_* of the caller."""
     env = {k: environ[k] for k in _PASSED_ENV if k in environ}
     env["UV_CACHE_DIR"] = str(cache / "uv")
     env["UV_NO_PROGRESS"] = "1"
-    env.update(network.uv_environment(network.limits(environ)))
+    env.update(network.uv_environment(limits))
     for index in indexes:
         env.update(index.env)
     return env
@@ -341,7 +341,7 @@ def plan_uv_compile(
     cmd += ["--python", sys.executable, "--no-python-downloads", "--color", "never"]
     if settings.offline:
         cmd.append("--offline")
-    env = uv_environment(indexes, settings.cache, settings.variables)
+    env = uv_environment(indexes, settings.cache, settings.variables, settings.limits)
     secrets = tuple(s for i in indexes for s in i.secrets)
     return UvJob(
         platform, tuple(sorted(files.items())), tuple(cmd), tuple(sorted(env.items())), secrets

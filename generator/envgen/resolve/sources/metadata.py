@@ -29,13 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import build
-import uv
 from build.env import DefaultIsolatedEnv
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.version import InvalidVersion, Version
 
-from envgen import atomic
+from envgen import atomic, network
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import InputError, ToolError
 from envgen.inputs.channels import IndexAccess
@@ -81,8 +80,11 @@ class BuildSettings:
     indexes: tuple[IndexAccess, ...]
     cache: Path
     environ: Mapping[str, str]
+    limits: network.Limits
     # The packages the matrix takes from an index on this host's platform (canonical name, index).
     index_for: tuple[tuple[str, str], ...] = ()
+    # The uv that installs the build requirements (Settings.uv).
+    uv: str = "uv"
 
     def for_source(self, source: Source) -> tuple[IndexAccess, ...]:
         """The default indexes, then the source's build index (usable for any build requirement),
@@ -335,7 +337,7 @@ def _install(
         config.write_text(render_uv_config(indexes, ()))
         project.write_text(render_pyproject(wanted, indexes, version))
         cmd = [
-            uv.find_uv_bin(),
+            settings.uv,
             "pip",
             "install",
             "--config-file",
@@ -345,7 +347,7 @@ def _install(
             "--quiet",
         ]
         cmd += ["--no-python-downloads", "--color", "never", "-r", str(project)]
-        env = uv_environment(indexes, settings.cache, settings.environ)
+        env = uv_environment(indexes, settings.cache, settings.environ, settings.limits)
         secrets = tuple(s for i in indexes for s in i.secrets)
         proc = run(cmd, env=env, timeout=INSTALL_TIMEOUT, check=False, secrets=secrets)
     if proc.returncode != 0:

@@ -14,7 +14,6 @@ from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError, InputError, MatrixError
 from envgen.model import METADATA, LockedSource, Matrix, Source, Submodule, TracedRequirement
 from envgen.names import package_key
-from envgen.platforms import host_platform
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git.cache import CachedRepo, apply_cherry_picks, cached_repo, has_commits
 from envgen.resolve.git.remote import upstream_commit
@@ -198,16 +197,21 @@ def _build_settings(matrix: Matrix, settings: Settings) -> BuildSettings:
     """How a source's metadata is built: the matrix's indexes and its pins for this host, the
     cache, the variables."""
     indexes = tuple(settings.access(i) for i in matrix.indexes)
-    index_for = _host_index_for(matrix)
-    return BuildSettings(indexes, settings.cache, settings.variables, index_for=index_for)
+    index_for = _host_index_for(matrix, settings.host)
+    return BuildSettings(
+        indexes,
+        settings.cache,
+        settings.variables,
+        settings.limits,
+        index_for=index_for,
+        uv=settings.uv,
+    )
 
 
-def _host_index_for(matrix: Matrix) -> tuple[tuple[str, str], ...]:
-    """The packages the matrix takes from an index on this host's platform: a build here takes
-    them from there too."""
-    try:
-        host = host_platform()
-    except InputError:  # a host no lock is made for: no platform's index choices apply
+def _host_index_for(matrix: Matrix, host: str | None) -> tuple[tuple[str, str], ...]:
+    """The packages the matrix takes from an index on the `host` platform (this machine's): a build
+    here takes them from there too. None on a host no lock is made for: no platform's choices."""
+    if host is None:
         return ()
     chosen = ((package_key(p.name), p.index_for(host)) for p in matrix.packages)
     return tuple(sorted((name, index) for name, index in chosen if index))
