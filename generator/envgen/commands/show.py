@@ -282,8 +282,8 @@ def _steps_text(matrix: Matrix) -> list[str]:
     for archive in matrix.archives:
         archives.append(f"  {archive.name}: wheels {', '.join(archive.wheels)}")
         for platform, url in archive.urls:
-            pinned = archive.sha256_for(platform)
-            sha = f"sha256:{pinned}" if pinned else "sha256 pinned by the lock"
+            expected = archive.sha256_for(platform)
+            sha = f"sha256:{expected}" if expected else "sha256 pinned by the lock"
             archives.append(f"    {platform}: {redact_url(url)}  {sha}")
         archives += [f"    note: {archive.note}"] if archive.note else []
     if archives:

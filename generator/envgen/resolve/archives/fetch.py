@@ -36,16 +36,16 @@ def fetch(
     cache: Path,
     *,
     offline: bool,
-    pinned_by: str,
+    expected_by: str,
     name: str,
     redirect_hosts: Sequence[str] = (),
 ) -> Path:
     """The archive `name` at `url` in the cache, downloaded unless the cache has `sha256`; its bytes
-    must have that sha256 when one is given (VerificationError, exit 4, naming who pins it). A
+    must have that sha256 when one is given (VerificationError, exit 4, naming who expects it). A
     redirect is followed to the URL's own host, or to one of `redirect_hosts` (redirects.py).
 
     A cached copy is hashed again before use: one that no longer matches (a shared or restored
-    cache) is reported, removed and downloaded anew, never taken for the pinned bytes. A download
+    cache) is reported, removed and downloaded anew, never taken for the expected bytes. A download
     is bounded by the network budget in all and by the download limit in bytes (ResolutionError,
     exit 3), and lands in the cache only once hashed and found to be a zip or tar archive."""
     if sha256:
@@ -64,7 +64,8 @@ def fetch(
         found = _download(client, url, part.handle, name=name, hosts=redirect_hosts)
         if sha256 and found != sha256:
             raise VerificationError(
-                f"the archive {redact_url(url)} has sha256 {found}, but {pinned_by} says {sha256}",
+                f"the archive {redact_url(url)} has sha256 {found}, "
+                f"but {expected_by} says {sha256}",
                 hint="it is not the archive that was pinned: find out why; if the new one "
                 "is wanted, "
                 "write its sha256 into the matrix (archives.<name>.sha256) and lock again",

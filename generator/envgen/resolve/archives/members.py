@@ -82,10 +82,10 @@ def lock_archives(
                 url = archive.url_for(platform)
                 if url is None:
                     continue
-                pinned = archive.sha256_for(platform)
+                expected = archive.sha256_for(platform)
                 origin = str(matrix.origin("archives", archive.name, "sha256"))
-                if pinned is None and (archive.name, platform, url) in recorded:
-                    pinned, origin = (
+                if expected is None and (archive.name, platform, url) in recorded:
+                    expected, origin = (
                         recorded[(archive.name, platform, url)],
                         "the lock it was locked in",
                     )
@@ -93,10 +93,10 @@ def lock_archives(
                 path = fetch(
                     client,
                     url,
-                    pinned,
+                    expected,
                     cache,
                     offline=offline,
-                    pinned_by=origin,
+                    expected_by=origin,
                     name=archive.name,
                     redirect_hosts=hosts,
                 )
@@ -255,7 +255,7 @@ def archive_wheels(
         locked.sha256,
         cache,
         offline=offline,
-        pinned_by=where,
+        expected_by=where,
         name=locked.name,
         redirect_hosts=locked.redirect_hosts,
     )
