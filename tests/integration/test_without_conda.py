@@ -1,0 +1,91 @@
+"""An env without [conda], end to end on the served example: locked with pip entries only (the
+channel is never asked) and exported. Before: a matrix without [conda] did not load."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from envgen.example.project import Example
+from envgen.lockio.conda_lock_yml import parse_lock_yml
+from envgen.lockio.store import read_lock
+from envgen.project import Project
+
+from tests.support.example import run_envgen, served_example, use_git_config
+
+ENV = "demo"
+CONDA_TABLE = '[conda]\nchannels = ["demo-forge"]\nspecs = ["python 3.11.*", "pip", "libdemo"]\n'
+
+
+def without_conda(example: Example) -> None:
+    """The example's matrix without [conda]; its channel file points at a port nothing serves, so
+    any request to it fails."""
+    text = example.matrix.read_text()
+    assert CONDA_TABLE in text
+    example.matrix.write_text(text.replace(CONDA_TABLE, ""))
+    (example.root / "channels" / "demo-forge.toml").write_text(
+        'kind = "conda"\nurl = "http://127.0.0.1:9/demo-forge"\n'
+    )
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
+    """The example without [conda], locked."""
+    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
+        without_conda(example)
+        with pytest.MonkeyPatch.context() as patch:
+            use_git_config(example.gitconfig, patch)
+            patch.setenv("PIP_CONFIG_FILE", "/dev/null")
+            code, _, err = run_envgen(example, "lock", ENV, "-q")
+            assert code == 0, err
+            yield example
+
+
+@pytest.fixture
+def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Example:
+    use_git_config(served.gitconfig, monkeypatch)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    return served
+
+
+def test_the_lock_holds_pip_entries_only_and_its_python(example: Example) -> None:
+    lock = read_lock(Project(example.root), ENV)
+    assert lock is not None
+    assert lock.conda == () and lock.channels == ()
+    assert lock.python == "3.11" and not lock.has_conda
+    assert {e.platform for e in lock.pip} == {"linux-aarch64", "linux-64"}
+    assert "demo-torch" in {e.name for e in lock.pip}
+    sources = (example.root / "locks" / f"{ENV}.sources.toml").read_text()
+    assert re.search(r'^python = "3\.11"$', sources, re.M)
+    assert "demo-forge" not in "".join(
+        p.read_text() for p in (example.root / "locks").iterdir() if p.is_file()
+    )
+
+
+def test_the_pip_only_lock_is_a_conda_lock_file(example: Example, tmp_path: Path) -> None:
+    """conda-lock's own parser reads it: its metadata names no channel, every package is pip's."""
+    from conda_lock.lockfile import parse_conda_lock_file
+
+    yml = example.root / "locks" / f"{ENV}.yml"
+    parsed = parse_conda_lock_file(yml)
+    assert parsed.metadata.channels == []
+    assert parsed.package and {p.manager for p in parsed.package} == {"pip"}
+    assert len(parse_lock_yml(yml.read_text()).pip) == len(parsed.package)
+
+
+@pytest.mark.parametrize("form", ["requirements", "pylock", "nix", "cyclonedx"])
+def test_every_export_is_written(example: Example, form: str) -> None:
+    platform = () if form == "nix" else ("--platform", "linux-64")
+    code, out, err = run_envgen(example, "export", ENV, "--format", form, *platform)
+    assert code == 0, err
+    assert "demo-torch" in out and "demo-forge" not in out
+
+
+def test_a_relock_is_a_no_op(example: Example) -> None:
+    code, out, err = run_envgen(example, "lock", ENV, "--json")
+    assert code == 0, err
+    assert '"status": "up-to-date"' in out
