@@ -1,15 +1,19 @@
 """An env without [conda], end to end on the served example: locked with pip entries only (the
-channel is never asked) and exported. Before: a matrix without [conda] did not load."""
+channel is never asked), exported, installed into a venv of its python and checked. Before: a matrix
+without [conda] did not load."""
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from envgen.commands.install import command as install_command
 from envgen.example.project import Example
+from envgen.installer.destinations import Venv
 from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
 from envgen.project import Project
@@ -89,3 +93,53 @@ def test_a_relock_is_a_no_op(example: Example) -> None:
     code, out, err = run_envgen(example, "lock", ENV, "--json")
     assert code == 0, err
     assert '"status": "up-to-date"' in out
+
+
+def test_install_into_a_venv_then_check_it(example: Example, tmp_path: Path) -> None:
+    prefix = tmp_path / "venv"
+    code, out, err = run_envgen(
+        example, "install", ENV, "--prefix", str(prefix), "--venv", "--installer", "uv"
+    )
+    assert code == 0, out + err
+    assert (prefix / "pyvenv.cfg").is_file() and not (prefix / "conda-meta").exists()
+    imported = run_envgen(example, "check", ENV, "--venv", "--installer", "uv", "--json")
+    code, out, err = imported
+    assert code == 0, out + err
+    steps = {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
+    assert not [s for s in steps.values() if s["status"] == "failed"]
+    conda = steps["solve: same conda set"]
+    assert (conda["status"], conda["detail"]) == (
+        "skipped",
+        "the env has no conda part (no [conda])",
+    )
+    assert steps["solve: same pip set"]["status"] == "ok"
+    assert steps["env: pip check"]["status"] == "ok"
+    assert steps["import demo_torch"]["status"] == "ok"
+
+
+def test_a_conda_prefix_is_refused(example: Example, tmp_path: Path) -> None:
+    prefix = tmp_path / "env"
+    code, out, err = run_envgen(example, "install", ENV, "--prefix", str(prefix))
+    assert code != 0
+    assert "has no conda part" in err and "--venv" in err
+    assert not prefix.exists()
+    code, out, err = run_envgen(example, "check", ENV, "--no-solve", "--json")
+    assert code != 0
+    steps = {s["name"]: s for s in json.loads(out)["results"][0]["steps"]}
+    assert "has no conda part" in steps["env: install (conda prefix)"]["detail"]
+
+
+def test_an_interpreter_of_another_python_is_refused(
+    example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A python 3.10 (a stand-in that answers the probe so) makes no venv of a lock of 3.11."""
+    fake = tmp_path / "python3.10"
+    fake.write_text("#!/bin/sh\necho 3.10.14\necho\n")
+    fake.chmod(0o755)
+    made = lambda path, **_: Venv(path.absolute(), interpreter=str(fake))  # noqa: E731
+    monkeypatch.setattr(install_command, "destination", made)
+    prefix = tmp_path / "venv"
+    code, out, err = run_envgen(example, "install", ENV, "--prefix", str(prefix), "--venv")
+    assert code != 0
+    assert f"{fake} is python 3.10.14, but the lock of {ENV} has python 3.11" in err
+    assert not prefix.exists()
