@@ -120,7 +120,7 @@ def test_install_into_a_venv_then_check_it(example: Example, tmp_path: Path) -> 
 def test_a_conda_prefix_is_refused(example: Example, tmp_path: Path) -> None:
     prefix = tmp_path / "env"
     code, out, err = run_envgen(example, "install", ENV, "--prefix", str(prefix))
-    assert code != 0
+    assert code == 2
     assert "has no conda part" in err and "--venv" in err
     assert not prefix.exists()
     code, out, err = run_envgen(example, "check", ENV, "--no-solve", "--json")
@@ -140,6 +140,6 @@ def test_an_interpreter_of_another_python_is_refused(
     monkeypatch.setattr(install_command, "destination", made)
     prefix = tmp_path / "venv"
     code, out, err = run_envgen(example, "install", ENV, "--prefix", str(prefix), "--venv")
-    assert code != 0
+    assert code == 2
     assert f"{fake} is python 3.10.14, but the lock of {ENV} has python 3.11" in err
     assert not prefix.exists()

@@ -1,6 +1,6 @@
 """A matrix without [conda]: pip only, for a venv of its [env] python; the lock of one records that
 python and no conda entry, and reads back as written (a conda-lock file conda-lock's parser reads).
-Before: [conda] was required."""
+`envgen init --no-conda` starts a project with one. Before: [conda] was required."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conda_lock.lockfile import parse_conda_lock_file
+from envgen.cli import cli
+from envgen.commands.init import EXAMPLE_MATRIX, init_project
 from envgen.errors import InputError, MatrixError
 from envgen.inputs.matrix import load_matrix
 from envgen.lockio.conda_lock_yml import parse_lock_yml, render_lock_yml
@@ -71,3 +74,22 @@ def test_a_python_that_is_no_major_minor_is_refused() -> None:
     sources = render_sources_toml(pip_only(sample_lock())).replace('"3.11"', '"3.11; x"')
     with pytest.raises(InputError, match="not a major.minor Python version"):
         parse_sources_toml(sources)
+
+
+def test_init_no_conda_starts_a_pip_only_project(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["init", "--no-conda", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "--prefix DIR --venv" in result.stderr
+    assert sorted(p.name for p in (tmp_path / "channels").iterdir()) == ["pypi.toml"]
+    text = (tmp_path / "env-templates" / "example.toml").read_text()
+    assert "\n[conda]" not in text and "conda-forge" not in text
+    matrix = load_matrix(tmp_path / "env-templates" / "example.toml", tmp_path / "channels")
+    assert not matrix.has_conda and matrix.python == "3.11"
+    assert [p.name for p in matrix.packages] == ["numpy", "requests"]
+
+
+def test_init_writes_the_conda_example_as_before(tmp_path: Path) -> None:
+    init_project(tmp_path)
+    text = (tmp_path / "env-templates" / "example.toml").read_text()
+    assert text == EXAMPLE_MATRIX and "[conda]" in text
+    assert load_matrix(tmp_path / "env-templates" / "example.toml", tmp_path / "channels").has_conda
