@@ -143,3 +143,15 @@ def test_an_interpreter_of_another_python_is_refused(
     assert code == 2
     assert f"{fake} is python 3.10.14, but the lock of {ENV} has python 3.11" in err
     assert not prefix.exists()
+
+
+@pytest.mark.parametrize(
+    "command", [("show", ENV), ("status",), ("bundle", ENV, "--platform", "linux-64")]
+)
+def test_show_status_and_bundle_need_no_conda_part(
+    example: Example, command: tuple[str, ...], tmp_path: Path
+) -> None:
+    extra = ("--output", str(tmp_path / "demo.tar")) if command[0] == "bundle" else ()
+    code, out, err = run_envgen(example, *command, *extra)
+    assert code == 0, out + err
+    assert "demo-forge" not in out + err
