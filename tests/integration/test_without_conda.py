@@ -95,6 +95,19 @@ def test_a_relock_is_a_no_op(example: Example) -> None:
     assert '"status": "up-to-date"' in out
 
 
+def test_a_forced_relock_starts_uv_ahead_on_the_matrix_python_and_writes_the_same_bytes(
+    example: Example,
+) -> None:
+    locks = example.root / "locks"
+    before = {p.name: p.read_bytes() for p in locks.iterdir() if p.is_file()}
+    code, _, err = run_envgen(example, "-v", "lock", ENV, "--force")
+    assert code == 0, err
+    for platform in ("linux-aarch64", "linux-64"):
+        assert f"{platform}: uv started ahead, on python 3.11 " in err, err
+        assert f"{platform}: adopting the uv run started ahead" in err, err
+    assert {p.name: p.read_bytes() for p in locks.iterdir() if p.is_file()} == before
+
+
 def test_install_into_a_venv_then_check_it(example: Example, tmp_path: Path) -> None:
     prefix = tmp_path / "venv"
     code, out, err = run_envgen(
