@@ -263,6 +263,8 @@ class Matrix:
     # tuple: `("overrides", "numpy", "requirement")`), tables and array positions included. Empty
     # otherwise.
     key_files: tuple[tuple[tuple[str | int, ...], str], ...] = ()
+    # Whether it has [conda]; without, the lock holds pip entries only, for a venv of `python`.
+    has_conda: bool = True
 
     @property
     def extends(self) -> tuple[str, ...]:
@@ -414,6 +416,14 @@ class Lock:
     archives: tuple[LockedArchive, ...] = ()
     links: tuple[Link, ...] = ()
     exclusions: tuple[Exclusion, ...] = ()
+    # The major.minor python of a lock without a conda part (its venv's interpreter); "" when the
+    # conda part holds the python.
+    python: str = ""
+
+    @property
+    def has_conda(self) -> bool:
+        """Whether the lock has a conda part (a lock without one installs into a venv only)."""
+        return not self.python
 
     def archives_for(self, platform: str) -> tuple[LockedArchive, ...]:
         return tuple(a for a in self.archives if a.platform == platform)
@@ -426,6 +436,8 @@ class Lock:
 
     def python_for(self, platform: str) -> str | None:
         """The exact python version the conda part holds for `platform`; None unless it holds
-        exactly one."""
+        exactly one. A lock without a conda part gives its major.minor python."""
+        if self.python:
+            return self.python
         versions = python_versions(self.conda_for(platform))
         return versions[0] if len(versions) == 1 else None

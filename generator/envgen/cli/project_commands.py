@@ -15,12 +15,21 @@ from envgen.errors import EnvgenError
 @click.command(
     "init",
     short_help="Start a project: an example matrix and its channels.",
-    epilog=epilog("envgen init", "envgen init my-stack && cd my-stack && envgen show example"),
+    epilog=epilog(
+        "envgen init",
+        "envgen init my-stack && cd my-stack && envgen show example",
+        "envgen init --no-conda my-stack",
+    ),
 )
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@click.option(
+    "--no-conda",
+    is_flag=True,
+    help="An example without [conda]: pip only, installed into a venv.",
+)
 @common_options
 @reporting("init")
-def init_command(directory: Path) -> Outcome:
+def init_command(directory: Path, no_conda: bool) -> Outcome:
     """Start a project in DIRECTORY (default: here): an example matrix, its channels, a .gitignore
     entry.
 
@@ -28,12 +37,16 @@ def init_command(directory: Path) -> Outcome:
     """
     from envgen.commands.init import init_project
 
-    created = init_project(directory)
+    created = init_project(directory, conda=not no_conda)
     root = str(directory.resolve())
     outcome = Outcome(results=[{"root": root, "created": [str(p) for p in created]}])
     for path in created:
         outcome.note(f"created {path}")
     outcome.note(f"next: `envgen show example`, then `envgen lock example` in {directory}")
+    if no_conda:
+        outcome.note(
+            "then `envgen install example --prefix DIR --venv` (a python 3.11 runs envgen)"
+        )
     return outcome
 
 

@@ -40,6 +40,17 @@ module = "numpy"
 distribution = "numpy"
 """
 
+# `envgen init --no-conda`: the same matrix, pip only (a venv of a python 3.11 installs it).
+_CONDA_TABLE = '[conda]\nchannels = ["conda-forge"]\nspecs = ["python 3.11.*", "pip"]\n'
+_NO_CONDA = (
+    "# No [conda]: pip only, installed into a venv of a python 3.11 interpreter\n"
+    "# (`envgen install example --prefix DIR --venv`); [env] python names it.\n"
+)
+PIP_ONLY_MATRIX = EXAMPLE_MATRIX.replace(
+    "# An example matrix: one conda python and two pip pins,",
+    "# An example matrix: two pip pins for a venv of python 3.11,",
+).replace(_CONDA_TABLE, _NO_CONDA)
+
 CHANNELS = {
     "conda-forge.toml": "# A conda channel. The file name is the name matrices use.\n"
     'kind = "conda"\nurl = "https://conda.anaconda.org/conda-forge"\n',
@@ -74,9 +85,10 @@ def _gitignore(path: Path) -> str:
     return read_input_text(path, hint="make it a UTF-8 text file, or move it away and run again")
 
 
-def init_project(directory: Path) -> list[Path]:
+def init_project(directory: Path, *, conda: bool = True) -> list[Path]:
     """Create env-templates/example.toml, channels/ and a .gitignore entry in `directory`; returns
-    what it created. Refuses a directory that already is, or is inside, a project (it would shadow
+    what it created (without `conda`: an example with no [conda], pip only for a venv, and no
+    conda channel). Refuses a directory that already is, or is inside, a project (it would shadow
     it), and a path leading out of `directory` through a symlink; all is checked before a write."""
     try:
         existing = find_project(directory) if directory.exists() else None
@@ -89,8 +101,8 @@ def init_project(directory: Path) -> list[Path]:
             "outside it",
         )
     files = {
-        Path(MARKERS[0]) / "example.toml": EXAMPLE_MATRIX,
-        **{Path(MARKERS[1]) / n: t for n, t in CHANNELS.items()},
+        Path(MARKERS[0]) / "example.toml": EXAMPLE_MATRIX if conda else PIP_ONLY_MATRIX,
+        **{Path(MARKERS[1]) / n: t for n, t in CHANNELS.items() if conda or n == "pypi.toml"},
     }
     gitignore = directory / ".gitignore"
     for path in (*(directory / relative for relative in files), gitignore):

@@ -54,7 +54,7 @@ _TOP_KEYS = (
     "archives",
     "audit",
 )
-_TOP_REQUIRED = ("schema", "env", "system", "conda", "pip")
+_TOP_REQUIRED = ("schema", "env", "system", "pip")
 _MAJOR_MINOR = re.compile(r"\d+\.\d+")
 
 
@@ -184,6 +184,7 @@ class MatrixReader(
             links=self.links(data),
             exclusions=self.exclusions(data),
             audit_ignores=self.audit_ignores(data),
+            has_conda="conda" in data,
         )
 
     def env(self, data: dict[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:

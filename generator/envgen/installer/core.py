@@ -168,6 +168,7 @@ def install(
     touched: a source lacking an artifact or an edited recipe fails with nothing installed."""
     lock, platform = request.lock, request.platform
     check_request(request)
+    check_destination(lock, destination)
     recipe = source.recipe(lock)
     verify_recipe(lock, recipe)
     conda = source.conda(lock, platform) if destination.takes_conda else CondaPart(())
@@ -203,6 +204,16 @@ def check_request(request: Request) -> None:
         raise InputError(
             f"the lock of {lock.env} has no profile {', '.join(map(repr, unknown))}",
             hint=f"known profiles: {listed} (they are [activation.profiles] in the matrix)",
+        )
+
+
+def check_destination(lock: Lock, destination: Destination) -> None:
+    """A lock without a conda part (a matrix without [conda]) installs into a venv only."""
+    if destination.takes_conda and not lock.has_conda:
+        raise InputError(
+            f"the lock of {lock.env} has no conda part (its matrix has no [conda]), so it cannot "
+            f"install into the {destination.kind} {destination.path}",
+            hint=f"install it into a venv with --venv (a python {lock.python} runs envgen)",
         )
 
 

@@ -198,10 +198,11 @@ def create_venv(
     have, _, bundled = proc.stdout.strip().partition("\n")
     if have.split(".")[:2] != wanted.split(".")[:2]:
         minor = ".".join(wanted.split(".")[:2])
+        other = ", or install without --venv" if lock.has_conda else " (the lock has no conda part)"
         locked = f"the lock of {lock.env} has python {wanted} for {platform}"
         raise InputError(
             f"{python} is python {have}, but {locked}",
-            hint=f"run envgen with a python {minor} interpreter, or install without --venv",
+            hint=f"run envgen with a python {minor} interpreter{other}",
         )
     if (prefix / "pyvenv.cfg").is_file():
         log.info("reusing the venv at %s", prefix)

@@ -9,6 +9,7 @@ refs, commits and paths are each what git and the recipe may be given.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Annotated
 
@@ -54,6 +55,12 @@ Variable = Annotated[Text, _rule(variable_problem)]
 Environment = dict[Variable, Text]
 TreePath = Annotated[Text, _rule(tree_path_problem)]
 Sha256 = Annotated[Text, _rule(lambda sha: input_hash_problem(sha))]
+
+
+def _python_problem(version: str) -> str | None:
+    if re.fullmatch(r"\d+\.\d+", version):
+        return None
+    return f"'{version}' is not a major.minor Python version such as \"3.11\""
 
 
 def _optional_path(path: str) -> str | None:
@@ -222,6 +229,8 @@ class SourcesDocument(_Row):
     schema_version: int = Field(alias="schema")
     env: Annotated[Text, _rule(env_name_problem)]
     input_hash: Annotated[Text, _rule(input_hash_problem)]
+    # The interpreter of a lock without a conda part (major.minor); none where conda holds it.
+    python: Annotated[Text, _rule(_python_problem)] | None = None
     # Filled in by `seal` once the three files are rendered (lockio/seal.py); a lock without one is
     # the integrity check's to report (lockio/integrity.py), so it still reads.
     content_hash: Text | None = None

@@ -185,6 +185,7 @@ def sources_document(lock: Lock) -> SourcesDocument:
         schema_version=LOCK_SCHEMA,
         env=lock.env,
         input_hash=lock.input_hash,
+        python=lock.python or None,
         content_hash=UNSEALED,
         derived_hash=UNSEALED,
         inputs=dict(sorted(lock.inputs)),
@@ -326,6 +327,7 @@ def _lock(document: SourcesDocument) -> Lock:
         archives=tuple(map(_locked_archive, document.archives)),
         links=tuple(Link(row.target, row.reason, row.directory) for row in document.links),
         exclusions=tuple(Exclusion(x.name, x.reason, tuple(x.platforms)) for x in excluded),
+        python=document.python or "",
     )
 
 

@@ -54,11 +54,10 @@ def usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
         f"and site-packages/envgen-{env}.pth: the sources on sys.path import by the env's "
         "python with no activation.",
         "Install the locked packages first, then run this script in that env:",
-        f"  conda-lock install -n NAME locks/{env}.yml   (or -p DIR)",
-        "  conda activate NAME",
+        *_first_steps(lock),
         f"  sh locks/{env}.install.sh",
-        f"`envgen install {env} --prefix DIR` does both steps. Running this script "
-        "again changes nothing and",
+        f"`envgen install {env} --prefix DIR{' --venv' * (not lock.has_conda)}` does both steps. "
+        "Running this script again changes nothing and",
         "keeps the profiles an earlier run enabled (--no-profile NAME drops one); "
         "reactivate the env afterwards",
         "so the activation hooks ("
@@ -82,6 +81,22 @@ def usage(lock: Lock, cann_sources: list[str], set_env: str) -> str:
     ]
     body = " \\\n".join(f"\t\t{quote(line.rstrip())}" for line in lines)
     return f"usage() {{\n\tprintf '%s\\n' \\\n{body}\n}}\n"
+
+
+def _first_steps(lock: Lock) -> list[str]:
+    """How the locked packages are installed: conda-lock's install, or for a lock without a conda
+    part a venv of its python and pip."""
+    env = lock.env
+    if lock.has_conda:
+        return [
+            f"  conda-lock install -n NAME locks/{env}.yml   (or -p DIR)",
+            "  conda activate NAME",
+        ]
+    return [
+        f"  python{lock.python} -m venv DIR && . DIR/bin/activate   (the lock has no conda part)",
+        "  python -m pip install --require-hashes --no-deps -r "
+        f"locks/{env}.PLATFORM.requirements.txt",
+    ]
 
 
 def has_cann(lock: Lock) -> bool:

@@ -219,10 +219,11 @@ def _start_platforms(
     settings: Settings,
     upgrade: Movable,
 ) -> None:
-    """Each platform's uv run started, on the python and pins `prediction` gives it."""
+    """Each platform's uv run started, on the python and pins `prediction` gives it (a matrix
+    without a conda part names its python itself, as the re-lock takes it)."""
     indexes = ordered_indexes(matrix, settings.accesses(matrix.indexes))
     for platform in matrix.platforms:
-        python = prediction.python.get(platform)
+        python = prediction.python.get(platform) if matrix.has_conda else matrix.python
         if python is None:
             continue
         variables = settings.variables

@@ -78,7 +78,7 @@ def relock(request: Relock, settings: Settings, resolvers: Resolvers) -> Relocke
     try:
         solving = {
             p: pool.submit(resolvers.conda.solve, matrix, p, kept(conda_of(previous, p), upgrade))
-            for p in matrix.platforms
+            for p in (matrix.platforms if matrix.has_conda else ())
         }
         sources = resolvers.sources.pin(matrix, request.kept, request.moving)
         archives = lock_archives(request, resolvers)
@@ -118,21 +118,19 @@ def lock_platforms(
     archives: Sequence[LockedArchive] = (),
 ) -> dict[str, PlatformLock]:
     """Per platform, concurrently: the conda solve `solving` it (it decides the exact python), then
-    pip for that python. Each stage prefers the previous lock's entries of the platform, except
-    those the upgrade covers."""
+    pip for that python (the matrix's major.minor one without a conda part). Each stage prefers the
+    previous lock's entries of the platform, except those the upgrade covers."""
     matrix = request.matrix
 
     def one(platform: str) -> PlatformLock:
-        solved = solving[platform].result()
-        python = python_version(solved.entries)
-        count = len(solved.entries)
-        log.info(
-            "%s %s: conda solved, %d packages, python %s",
-            matrix.name,
-            platform,
-            count,
-            python,
-        )
+        solved, python = CondaSolve(()), matrix.python
+        if matrix.has_conda:
+            solved = solving[platform].result()
+            python = python_version(solved.entries)
+            count = len(solved.entries)
+            log.info(
+                "%s %s: conda solved, %d packages, python %s", matrix.name, platform, count, python
+            )
         before = request.previous.pip_for(platform) if request.previous else ()
         pypi = lock_pypi(
             matrix,
@@ -237,6 +235,7 @@ def assemble_lock(
         archives=tuple(archives),
         links=matrix.links,
         exclusions=matrix.exclusions,
+        python="" if matrix.has_conda else matrix.python,
     )
 
 

@@ -142,7 +142,10 @@ def _solve_verdict(
 def conda_solve_step(matrix: Matrix, lock: Lock, settings: Settings) -> Step:
     """Solve the conda part again, preferring every locked file: each must still be a file the
     channels serve (matched by its sha256, so a changed hash shows even where the env step installs
-    no conda package: --venv, --no-env), and the same set must come out."""
+    no conda package: --venv, --no-env), and the same set must come out. Skipped for a lock
+    without a conda part."""
+    if not lock.has_conda:
+        return Step("solve: same conda set", SKIPPED, "the env has no conda part (no [conda])")
     problems: list[str] = []
     # one line per host: its failure -> the platforms it failed
     unreachable: dict[str, list[str]] = {}
