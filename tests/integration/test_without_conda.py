@@ -17,6 +17,7 @@ from envgen.installer.destinations import Venv
 from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
 from envgen.project import Project
+from envgen.resolve.settings import Settings
 
 from tests.support.example import run_envgen, served_example, use_git_config
 
@@ -149,7 +150,10 @@ def test_an_interpreter_of_another_python_is_refused(
     fake = tmp_path / "python3.10"
     fake.write_text("#!/bin/sh\necho 3.10.14\necho\n")
     fake.chmod(0o755)
-    made = lambda path, **_: Venv(path.absolute(), interpreter=str(fake))  # noqa: E731
+
+    def made(path: Path, *, settings: Settings, **_: object) -> Venv:
+        return Venv(path.absolute(), settings, interpreter=str(fake))
+
     monkeypatch.setattr(install_command, "destination", made)
     prefix = tmp_path / "venv"
     code, out, err = run_envgen(example, "install", ENV, "--prefix", str(prefix), "--venv")
