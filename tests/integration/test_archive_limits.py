@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import http.server
 import os
-import threading
 import time
 import zipfile
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from envgen.resolve.archives.members import archive_wheels
 from envgen.resolve.pypi.index_client import IndexClient
 
 from tests.support.example import run_envgen
+from tests.support.servers import serving
 
 ENV = "demo"
 
@@ -67,16 +67,8 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
 @contextmanager
 def hostile_server(mode: str) -> Iterator[str]:
     """The URL of a release archive served on 127.0.0.1 in `mode`."""
-    handler = type("Handler", (_Hostile,), {"mode": mode})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/release.zip"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(type("Handler", (_Hostile,), {"mode": mode})) as url:
+        yield f"{url}/release.zip"
 
 
 def point_archives_at(example: Example, url: str) -> None:

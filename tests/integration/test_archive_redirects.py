@@ -9,7 +9,6 @@ import functools
 import hashlib
 import http.server
 import re
-import threading
 import tomllib
 import zipfile
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from tests.integration.test_archive_limits import nothing_cached
 from tests.integration.test_recipe_run import in_env, run_recipe
 from tests.support.builders import make_lock
 from tests.support.example import run_envgen
+from tests.support.servers import serving
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
@@ -59,17 +59,8 @@ def redirector(root: Path, to: dict[str, str]) -> Iterator[str]:
     """The base URL of a server on 127.0.0.1 redirecting (or serving `root`) as `_Redirecting`
     says."""
     handler = type("Handler", (_Redirecting,), {"to": to})
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=str(root))
-    )
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(functools.partial(handler, directory=str(root))) as url:
+        yield url
 
 
 @pytest.fixture

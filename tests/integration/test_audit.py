@@ -11,9 +11,8 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from threading import Thread
 
 import pytest
 from envgen.example.http import serve_directory
@@ -25,6 +24,7 @@ from tests.support.builders import make_lock, pip_entry, write_intact
 from tests.support.example import run_envgen
 from tests.support.lk_locked import lock_once
 from tests.support.schemas import validate
+from tests.support.servers import serving as loopback
 from tests.support.stalling import closed_url, stalling_server
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "cli.schema.json").read_text())
@@ -177,14 +177,8 @@ class _Failing(BaseHTTPRequestHandler):
 
 @contextmanager
 def failing_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
-    thread = Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback(_Failing) as url:
+        yield url
 
 
 def test_a_500_and_an_answer_not_the_apis_are_exit_3(

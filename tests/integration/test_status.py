@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ from envgen.resolve.pypi.index_client import IndexClient, fetch_filenames
 
 from tests.support.builders import make_lock, pip_entry
 from tests.support.schemas import validate
+from tests.support.servers import serving
 
 STATUS_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "status.schema.json"
 
@@ -393,13 +393,8 @@ class _Pep691(BaseHTTPRequestHandler):
 
 
 def test_pep691_json_pages_are_read() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Pep691)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        base = IndexAccess(
-            "json", f"http://127.0.0.1:{server.server_address[1]}/simple", explicit=False
-        )
+    with serving(_Pep691) as url:
+        base = IndexAccess("json", f"{url}/simple", explicit=False)
         with IndexClient([base], Limits()) as client:
             assert fetch_filenames(client, base, "MBridge") == ["mbridge-0.15.1-py3-none-any.whl"]
             assert fetch_filenames(client, base, "absent") is None
@@ -414,9 +409,6 @@ def test_pep691_json_pages_are_read() -> None:
             ) as answered:
                 fetch_filenames(client, base, "failing")
             assert not isinstance(answered.value, NetworkError) and answered.value.exit_code == 3
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_index_urls_expand_variables_and_name_missing_ones() -> None:

@@ -5,7 +5,6 @@ in one error, never a traceback."""
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -14,6 +13,8 @@ from envgen import network
 from envgen.errors import ResolutionError
 from envgen.resolve.archives.redirects import MAX_REDIRECTS, allowed, followed
 from envgen.resolve.pypi.index_client import IndexClient
+
+from tests.support.servers import serving
 
 ARCHIVE = "https://github.com/org/kernels/releases/download/1/k.zip"
 
@@ -55,15 +56,8 @@ class _Answer(http.server.BaseHTTPRequestHandler):
 
 @contextmanager
 def answering(location: str) -> Iterator[str]:
-    handler = type("Handler", (_Answer,), {"location": location})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/k.zip"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(type("Handler", (_Answer,), {"location": location})) as url:
+        yield f"{url}/k.zip"
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,9 @@ nothing)."""
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from envgen.resolve.request import Relock
 
 from tests.support.builders import at, locked_source, make_lock, make_matrix
 from tests.support.preflight import verdict
+from tests.support.servers import serving
 
 SHA = "a" * 40
 
@@ -95,14 +95,8 @@ class _Recording(BaseHTTPRequestHandler):
 @contextmanager
 def index_root(head: int | None) -> Iterator[tuple[str, list[str]]]:
     handler = type("Handler", (_Recording,), {"head": head, "seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple/", handler.seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(handler) as url:
+        yield f"{url}/simple/", handler.seen
 
 
 @pytest.mark.parametrize(
