@@ -16,7 +16,7 @@ from envgen.example.project import Example
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 
-from tests.support.example import served_example
+from tests.support.example import locked_variant
 
 ENV = "demo"
 CANN_TABLE = (
@@ -33,17 +33,14 @@ def envgen(example: Example, *args: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
     """The example without [system.cann] (and its import check needing CANN), locked."""
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
-        text = example.matrix.read_text()
-        assert CANN_TABLE in text and 'needs = "cann"\n' in text
-        example.matrix.write_text(text.replace(CANN_TABLE, "").replace('needs = "cann"\n', ""))
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("GIT_CONFIG_GLOBAL", str(example.gitconfig))
-            patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-            patch.setenv("PIP_CONFIG_FILE", "/dev/null")
-            code, _, err = envgen(example, "lock", ENV, "-q")
-            assert code == 0, err
-            yield example
+    with locked_variant(tmp_path_factory, ENV, without_cann) as example:
+        yield example
+
+
+def without_cann(example: Example) -> None:
+    text = example.matrix.read_text()
+    assert CANN_TABLE in text and 'needs = "cann"\n' in text
+    example.matrix.write_text(text.replace(CANN_TABLE, "").replace('needs = "cann"\n', ""))
 
 
 @pytest.fixture

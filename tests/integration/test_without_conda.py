@@ -19,7 +19,7 @@ from envgen.lockio.store import read_lock
 from envgen.project import Project
 from envgen.resolve.settings import Settings
 
-from tests.support.example import run_envgen, served_example, use_git_config
+from tests.support.example import locked_variant, run_envgen, use_git_config
 
 ENV = "demo"
 CONDA_TABLE = '[conda]\nchannels = ["demo-forge"]\nspecs = ["python 3.11.*", "pip", "libdemo"]\n'
@@ -39,14 +39,8 @@ def without_conda(example: Example) -> None:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
     """The example without [conda], locked."""
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
-        without_conda(example)
-        with pytest.MonkeyPatch.context() as patch:
-            use_git_config(example.gitconfig, patch)
-            patch.setenv("PIP_CONFIG_FILE", "/dev/null")
-            code, _, err = run_envgen(example, "lock", ENV, "-q")
-            assert code == 0, err
-            yield example
+    with locked_variant(tmp_path_factory, ENV, without_conda) as example:
+        yield example
 
 
 @pytest.fixture

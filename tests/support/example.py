@@ -3,8 +3,9 @@ a copy."""
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -66,3 +67,19 @@ def run_envgen(example: Example, *args: str) -> tuple[int, str, str]:
     """`envgen ARGS --root <example>` in process: exit code, stdout, stderr."""
     result = CliRunner().invoke(cli, [*args, "--root", str(example.root)], catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
+
+
+@contextmanager
+def locked_variant(
+    factory: pytest.TempPathFactory, env: str, edit: Callable[[Example], None]
+) -> Iterator[Example]:
+    """A served copy of the example with `edit` made to it, locked (`envgen lock ENV`): a module's
+    variant of the example (without CANN, without conda)."""
+    with served_example(factory, factory.mktemp("example")) as example:
+        edit(example)
+        with pytest.MonkeyPatch.context() as patch:
+            use_git_config(example.gitconfig, patch)
+            patch.setenv("PIP_CONFIG_FILE", os.devnull)
+            code, _, err = run_envgen(example, "lock", env, "-q")
+        assert code == 0, err
+        yield example
