@@ -27,8 +27,13 @@ class EnvgenError(Exception):
         """The same error (its class, exit code, hint and parts: a conflict's, an unreachable
         host's) saying `message`."""
         other = type(self).__new__(type(self), message)
-        other.__dict__.update(self.__dict__)
-        other.message = message
+        other.__dict__.update(self.__dict__, message=message)
+        return other
+
+    def with_hint(self, hint: str | None) -> Self:
+        """The same error (its class, exit code, message and parts) with `hint` instead."""
+        other = type(self).__new__(type(self), self.message)
+        other.__dict__.update(self.__dict__, hint=hint)
         return other
 
 
