@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from envgen.commands.status.command import headline
-from envgen.errors import InputError, Unreached
+from envgen.errors import InputError, ToolError, Unreached
 from envgen.inputs.files import read_input_text
 from envgen.lockdiff.revisions import LockText, diff_sides
 from envgen.network import Limits
@@ -21,15 +20,15 @@ def test_an_unreachable_remote_without_detail_has_no_dangling_colon() -> None:
         silent.message
         == "source x: cannot reach git remote https://example.com/x.git (git said nothing)"
     )
-    assert headline(silent.message) == silent.message
+    assert silent.summary == silent.message
     assert silent.hosts == (Unreached("https://example.com/x.git", "git said nothing"),)
     said = unreachable("https://example.com/x.git", "x", "\nfatal: unable to access\n", Limits())
     assert (
-        headline(said.message)
+        said.summary
         == "source x: cannot reach git remote https://example.com/x.git: fatal: unable to access"
     )
     assert said.hosts == (Unreached("https://example.com/x.git", "fatal: unable to access"),)
-    assert headline("headline:\n\n") == "headline"
+    assert ToolError("headline:\n\n").summary == "headline"
 
 
 def test_a_file_that_is_not_a_lock_says_so_plainly(tmp_path: Path) -> None:

@@ -227,7 +227,7 @@ def _lock_yml(side: LockText) -> LockYml:
     try:
         return parse_lock_yml(side.yml, side.label)
     except InputError as exc:
-        reason = exc.message.removeprefix(f"{side.label}: ").splitlines()[0]
+        reason = exc.gist if exc.file == side.label else exc.headline
         raise InputError(
             f"{side.label} is not an envgen lock (locks/<env>.yml in conda-lock format "
             f"1): {reason}",
