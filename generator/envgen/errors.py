@@ -209,6 +209,12 @@ class Problem:
     def __repr__(self) -> str:
         return f"Problem({self})"
 
+    def error(self, hint: str | None = None) -> InputError:
+        """This problem alone as the error that stops a command, its parts carried."""
+        return InputError(
+            file=self.file, line=self.line, key=self.key or None, reason=self.message, hint=hint
+        )
+
 
 class MatrixError(InputError):
     """Every problem found in a matrix or channel file, reported at once."""

@@ -3,6 +3,7 @@ a lock'."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,34 @@ def test_an_input_read_under_another_name_is_named_so_in_every_message(tmp_path:
         assert str(tmp_path) not in raised.value.message
     with pytest.raises(InputError, match=f"cannot read {tmp_path / 'bad'}: not UTF-8"):
         read_input_text(tmp_path / "bad", hint="make it again")
+
+
+def test_an_error_built_from_its_parts_says_them_in_one_format_and_carries_them() -> None:
+    """`file[:line]: key: reason`, each part left out when not known; --json carries the parts;
+    an error is never changed once built (reworded, with_hint make new ones)."""
+    from envgen.cli.output import envelope
+
+    placed = InputError(file="locks/a5.yml", line=3, key="version", reason="expected 1", hint="h")
+    assert placed.message == "locks/a5.yml:3: version: expected 1"
+    assert (placed.headline, placed.gist) == (placed.message, "version: expected 1")
+    assert InputError(file="locks/a5.yml", reason="not valid YAML: x\ny").message == (
+        "locks/a5.yml: not valid YAML: x\ny"
+    )
+    error = json.loads(envelope("diff", 2, [], placed))["error"]
+    assert error == {
+        "message": placed.message,
+        "hint": "h",
+        "file": "locks/a5.yml",
+        "line": 3,
+        "key": "version",
+        "reason": "expected 1",
+    }
+    assert "file" not in json.loads(envelope("diff", 2, [], InputError("plain")))["error"]
+    hinted = placed.with_hint("other")
+    named = placed.reworded(f"a5: {placed.message}\n(env b failed too)")
+    assert (hinted.hint, hinted.message, placed.hint) == ("other", placed.message, "h")
+    assert (named.headline, named.key, placed.headline) == (
+        "a5: locks/a5.yml:3: version: expected 1",
+        "version",
+        "locks/a5.yml:3: version: expected 1",
+    )

@@ -75,6 +75,11 @@ def envelope(
     if error is not None:
         hint = error.hint and redact_text(error.hint)
         document["error"] = {"message": redact_text(error.message), "hint": hint}
+        # The parts of a problem found in an input, as the message names them.
+        parts = error.parts()
+        document["error"] |= {
+            k: redact_text(v) if isinstance(v, str) else v for k, v in parts.items()
+        }
         if isinstance(error, ConflictError) and error.conflicts:
             document["error"]["conflicts"] = list(error.conflicts)
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

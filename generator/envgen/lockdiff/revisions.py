@@ -149,7 +149,7 @@ def env_of(path: str) -> str:
     git."""
     env = Path(path).name.removesuffix(".yml")
     if problem := env_name_problem(env):
-        raise InputError(f"{path}: {problem}", hint="rename the lock file to locks/<env>.yml")
+        raise InputError(file=path, reason=problem, hint="rename the lock file to locks/<env>.yml")
     return env
 
 
