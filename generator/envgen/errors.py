@@ -209,6 +209,11 @@ class Problem:
     def __repr__(self) -> str:
         return f"Problem({self})"
 
+    def parts(self) -> dict[str, str | int]:
+        """Its parts as `--json` gives them (those known): file, line, key, reason."""
+        given = {"file": self.file, "line": self.line, "key": self.key or None}
+        return {name: value for name, value in given.items() if value} | {"reason": self.message}
+
     def error(self, hint: str | None = None) -> InputError:
         """This problem alone as the error that stops a command, its parts carried."""
         return InputError(

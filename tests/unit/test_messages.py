@@ -7,11 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from envgen.errors import InputError, ToolError, Unreached
+from envgen.errors import InputError, MatrixError, Problem, ToolError, Unreached
 from envgen.inputs.files import read_input_text
 from envgen.lockdiff.revisions import LockText, diff_sides
 from envgen.network import Limits
 from envgen.resolve.git.remote import unreachable
+
+from tests.support.schemas import validate
+
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "cli.schema.json").read_text())
 
 
 def test_an_unreachable_remote_without_detail_has_no_dangling_colon() -> None:
@@ -87,6 +91,17 @@ def test_an_error_built_from_its_parts_says_them_in_one_format_and_carries_them(
         "reason": "expected 1",
     }
     assert "file" not in json.loads(envelope("diff", 2, [], InputError("plain")))["error"]
+    found = [
+        Problem("env-templates/a5.toml", "pip.x", "bad", 4),
+        Problem("channels/c.toml", "", "no"),
+    ]
+    document = json.loads(envelope("lock", 2, [], MatrixError(found)))
+    validate(document, SCHEMA)
+    assert document["error"]["problems"] == [
+        {"file": "env-templates/a5.toml", "line": 4, "key": "pip.x", "reason": "bad"},
+        {"file": "channels/c.toml", "reason": "no"},
+    ]
+    validate(json.loads(envelope("diff", 2, [], placed)), SCHEMA)
     hinted = placed.with_hint("other")
     named = placed.reworded(f"a5: {placed.message}\n(env b failed too)")
     assert (hinted.hint, hinted.message, placed.hint) == ("other", placed.message, "h")
