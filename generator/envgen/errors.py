@@ -143,7 +143,7 @@ class NetworkError(ResolutionError):
         failure: str | None = None,
         listed: bool = False,
     ) -> None:
-        super().__init__(message, hint)
+        super().__init__(message, hint, headline=failure if listed else None)
         self.hosts = tuple(hosts)
         self.platform = platform
         self.failure = message if failure is None else failure
