@@ -10,25 +10,83 @@ from dataclasses import dataclass
 from typing import Self
 
 
+def placed(file: str | None, line: int | None, key: str | None, reason: str) -> str:
+    """The one format of a problem at a place: `file[:line]: key: reason`, each part left out when
+    not known."""
+    where = f"{file}:{line}" if file and line else file
+    return ": ".join(part for part in (where, key, reason) if part)
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 class EnvgenError(Exception):
-    """Root of every error envgen reports to a user (never a bug)."""
+    """Root of every error envgen reports to a user (never a bug).
+
+    Its message is given, or composed (`placed`) from the parts of a problem found in an input:
+    the `reason`, in `file` (at `line`) under `key`; those parts stay on the error as data (`--json`
+    carries them). `headline` is the message's first line, or the one given where the error is
+    built."""
 
     exit_code = 1
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str | None = None,
+        hint: str | None = None,
+        *,
+        headline: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        if message is None:
+            message = placed(file, line, key, reason or "")
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.file, self.line, self.key, self.reason = file, line, key, reason
+        self.headline = _first_line(message) if headline is None else headline
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
 
+    @property
+    def gist(self) -> str:
+        """What went wrong in one line, without the file it happened in: `key: reason` when the
+        error was built from its parts, else the headline."""
+        if self.reason is None:
+            return self.headline
+        return _first_line(placed(None, None, self.key, self.reason))
+
+    @property
+    def summary(self) -> str:
+        """The headline and, when it ends in a colon, the first detail under it (never a dangling
+        colon); empty for an empty message."""
+        if not self.headline.endswith(":"):
+            return self.headline
+        lines = [line.strip() for line in self.message.splitlines() if line.strip()]
+        rest = lines[1:] if lines and lines[0] == self.headline else lines
+        return f"{self.headline} {rest[0]}" if rest else self.headline.rstrip(":")
+
+    def parts(self) -> dict[str, str | int]:
+        """The parts the error was built from (file, line, key, reason), those known."""
+        given = {"file": self.file, "line": self.line, "key": self.key, "reason": self.reason}
+        return {name: value for name, value in given.items() if value is not None}
+
     def reworded(self, message: str) -> Self:
         """The same error (its class, exit code, hint and parts: a conflict's, an unreachable
-        host's) saying `message`."""
+        host's, a place's) saying `message`, headed by its first line."""
         other = type(self).__new__(type(self), message)
-        other.__dict__.update(self.__dict__)
-        other.message = message
+        other.__dict__.update(self.__dict__, message=message, headline=_first_line(message))
+        return other
+
+    def with_hint(self, hint: str | None) -> Self:
+        """The same error (its class, exit code, message and parts) with `hint` instead."""
+        other = type(self).__new__(type(self), self.message)
+        other.__dict__.update(self.__dict__, hint=hint)
         return other
 
 
@@ -85,7 +143,7 @@ class NetworkError(ResolutionError):
         failure: str | None = None,
         listed: bool = False,
     ) -> None:
-        super().__init__(message, hint)
+        super().__init__(message, hint, headline=failure if listed else None)
         self.hosts = tuple(hosts)
         self.platform = platform
         self.failure = message if failure is None else failure
@@ -146,11 +204,21 @@ class Problem:
         self.file, self.key, self.message, self.line = file, key, message, line
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+        return placed(self.file, self.line, self.key, self.message)
 
     def __repr__(self) -> str:
         return f"Problem({self})"
+
+    def parts(self) -> dict[str, str | int]:
+        """Its parts as `--json` gives them (those known): file, line, key, reason."""
+        given = {"file": self.file, "line": self.line, "key": self.key or None}
+        return {name: value for name, value in given.items() if value} | {"reason": self.message}
+
+    def error(self, hint: str | None = None) -> InputError:
+        """This problem alone as the error that stops a command, its parts carried."""
+        return InputError(
+            file=self.file, line=self.line, key=self.key or None, reason=self.message, hint=hint
+        )
 
 
 class MatrixError(InputError):

@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 
 # The install steps' data lives in model_steps.py, a lock's entries (one package of one platform) in
 # model_entries.py; both are part of the model.
+from envgen.errors import InputError
 from envgen.model_entries import CondaEntry as CondaEntry
 from envgen.model_entries import PipEntry as PipEntry
 from envgen.model_entries import python_versions as python_versions
@@ -325,6 +326,13 @@ class Origin:
                 else f"source {self.source}: {where}"
             )
         return f"{self.file}: {self.key}" if self.key else self.file
+
+    def error(self, reason: str) -> InputError:
+        """`reason` as an error about what is written here: a matrix's key as data (file, key),
+        a source's file as text."""
+        if self.source:
+            return InputError(f"{self}: {reason}")
+        return InputError(file=self.file, key=self.key, reason=reason)
 
 
 @dataclass(frozen=True)

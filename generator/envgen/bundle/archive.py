@@ -159,7 +159,9 @@ def _extract(bundle: Path, member: _Member, dest: Path, want: Member | None) -> 
                 out.write(chunk)
     except OSError as exc:
         why = exc.strerror or exc
-        raise VerificationError(f"{bundle}: cannot unpack member {info.name}: {why}") from exc
+        raise VerificationError(
+            file=str(bundle), reason=f"cannot unpack member {info.name}: {why}"
+        ) from exc
     if want is not None and digest.hexdigest() != want.sha256:
         target.unlink()
         raise VerificationError(
@@ -220,7 +222,9 @@ def read_head(bundle: Path, dest: Path, texts: Sequence[str]) -> Head:
     with _members(bundle) as members:
         first = next(members, None)
         if first is None or first[0].name != MANIFEST:
-            raise VerificationError(f"{bundle}: its first member is not {MANIFEST}", hint=_AGAIN)
+            raise VerificationError(
+                file=str(bundle), reason=f"its first member is not {MANIFEST}", hint=_AGAIN
+            )
         manifest = _manifest(bundle, _extract(bundle, first, dest, None))
         _check_total(bundle, manifest)
         listed = {m.path: m for m in manifest.members if m.path in texts}
@@ -252,7 +256,9 @@ def extract_members(
         for member in members:
             name = member[0].name
             if name in seen:
-                raise VerificationError(f"{bundle}: member {name} comes twice", hint=_AGAIN)
+                raise VerificationError(
+                    file=str(bundle), reason=f"member {name} comes twice", hint=_AGAIN
+                )
             seen.add(name)
             if name in done:
                 continue
@@ -263,4 +269,6 @@ def extract_members(
     missing = sorted(set(expected) - seen)
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise VerificationError(f"{bundle}: member {missing[0]} is missing{more}", hint=_AGAIN)
+        raise VerificationError(
+            file=str(bundle), reason=f"member {missing[0]} is missing{more}", hint=_AGAIN
+        )

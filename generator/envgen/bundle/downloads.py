@@ -93,11 +93,10 @@ def _download(
                     display.received(len(chunk))
         except requests.RequestException as exc:
             error = client.unreachable("download", wanted.url, exc)
-            error.hint = (
+            raise error.with_hint(
                 "a bundle needs every index and channel it names (files downloaded stay "
                 f"cached); {error.hint}"
-            )
-            raise error from exc
+            ) from exc
         if digest.hexdigest() != wanted.sha256:
             raise VerificationError(
                 f"{redact_url(wanted.url)} has sha256 {digest.hexdigest()}, the lock "

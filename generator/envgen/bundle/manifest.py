@@ -202,16 +202,21 @@ def parse_manifest(text: str, where: str) -> Manifest:
         )
     except (ValueError, KeyError, TypeError, OverflowError) as exc:
         raise VerificationError(
-            f"{where}: not a valid bundle manifest ({exc})", hint="make the bundle again"
+            file=where,
+            reason=f"not a valid bundle manifest ({exc})",
+            hint="make the bundle again",
         ) from exc
     for member in members:
         plain = _MEMBER.fullmatch(member.path) and member.path != MANIFEST
         if not plain or not is_sha256(member.sha256):
             raise VerificationError(
-                f"{where}: member {member.path!r} is not a plain path with a sha256",
+                file=where,
+                reason=f"member {member.path!r} is not a plain path with a sha256",
             )
     if len({m.path for m in members}) != len(members):
-        raise VerificationError(f"{where}: a member is listed twice", hint="make the bundle again")
+        raise VerificationError(
+            file=where, reason="a member is listed twice", hint="make the bundle again"
+        )
     return manifest
 
 

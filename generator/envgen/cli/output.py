@@ -14,7 +14,7 @@ from typing import Any, TextIO
 import click
 
 from envgen.cli.options import Settings
-from envgen.errors import ConflictError, EnvgenError
+from envgen.errors import ConflictError, EnvgenError, MatrixError
 from envgen.redact import redact_text
 
 
@@ -75,9 +75,17 @@ def envelope(
     if error is not None:
         hint = error.hint and redact_text(error.hint)
         document["error"] = {"message": redact_text(error.message), "hint": hint}
+        # The parts of a problem found in an input, as the message names them; each of a matrix's.
+        document["error"] |= _redacted(error.parts())
+        if isinstance(error, MatrixError):
+            document["error"]["problems"] = [_redacted(p.parts()) for p in error.problems]
         if isinstance(error, ConflictError) and error.conflicts:
             document["error"]["conflicts"] = list(error.conflicts)
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _redacted(parts: dict[str, str | int]) -> dict[str, str | int]:
+    return {k: redact_text(v) if isinstance(v, str) else v for k, v in parts.items()}
 
 
 def emit(command: str, flags: Settings, outcome: Outcome) -> None:

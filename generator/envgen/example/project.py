@@ -265,7 +265,7 @@ def bump_version(example: Example, package: str, old: str, new: str) -> None:
     text = example.matrix.read_text()
     before = f'{package} = {{ version = "=={old}" }}'
     if before not in text:
-        raise InputError(f"{example.matrix}: no pin {package}=={old} to bump")
+        raise InputError(file=str(example.matrix), reason=f"no pin {package}=={old} to bump")
     text = text.replace(before, f'{package} = {{ version = "=={new}" }}')
     expected = f'distribution = "{package}"\nversion = "{old}"'
     example.matrix.write_text(

@@ -83,7 +83,8 @@ def bounded_nesting(where: str) -> Iterator[None]:
         yield
     except RecursionError:
         raise InputError(
-            f"{where}: nested too deeply to read (arrays or tables thousands of levels deep)",
+            file=where,
+            reason="nested too deeply to read (arrays or tables thousands of levels deep)",
             hint="no envgen input nests more than a few levels: the file is damaged or hostile",
         ) from None
 

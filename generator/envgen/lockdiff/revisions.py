@@ -149,7 +149,7 @@ def env_of(path: str) -> str:
     git."""
     env = Path(path).name.removesuffix(".yml")
     if problem := env_name_problem(env):
-        raise InputError(f"{path}: {problem}", hint="rename the lock file to locks/<env>.yml")
+        raise InputError(file=path, reason=problem, hint="rename the lock file to locks/<env>.yml")
     return env
 
 
@@ -227,7 +227,7 @@ def _lock_yml(side: LockText) -> LockYml:
     try:
         return parse_lock_yml(side.yml, side.label)
     except InputError as exc:
-        reason = exc.message.removeprefix(f"{side.label}: ").splitlines()[0]
+        reason = exc.gist if exc.file == side.label else exc.headline
         raise InputError(
             f"{side.label} is not an envgen lock (locks/<env>.yml in conda-lock format "
             f"1): {reason}",

@@ -144,7 +144,9 @@ def _entry(dep: schema.Package, where: str) -> CondaEntry | PipEntry:
     problems = entry_problems(entry)
     if problems:
         raise InputError(
-            f"{where}: package {dep.name!r} ({dep.platform}): {problems[0]}",
+            file=where,
+            key=f"package {dep.name!r} ({dep.platform})",
+            reason=problems[0],
             hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
         )
     return entry
@@ -154,7 +156,8 @@ def _plain_entry(dep: schema.Package, where: str) -> CondaEntry | PipEntry:
     depends = tuple(sorted(dep.dependencies.items()))
     if not dep.hash.sha256:
         raise InputError(
-            f"{where}: package {dep.name} ({dep.platform}) has no sha256",
+            file=where,
+            reason=f"package {dep.name} ({dep.platform}) has no sha256",
             hint="envgen locks every artifact by sha256: re-run `envgen lock`",
         )
     if dep.manager == "conda":
@@ -186,9 +189,9 @@ def _lock_yml(lockfile: schema.Lockfile, where: str) -> LockYml:
     recorded = (meta.custom_metadata or {}).get("envgen_input_hash")
     if recorded is None or hashes - {recorded} or input_hash_problem(recorded):
         raise InputError(
-            f"{where}: metadata.custom_metadata.envgen_input_hash is missing, not a "
-            "64-hex sha256, or differs from "
-            "content_hash",
+            file=where,
+            reason="metadata.custom_metadata.envgen_input_hash is missing, not a 64-hex sha256, "
+            "or differs from content_hash",
             hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
         )
     platforms = tuple(meta.platforms)
@@ -196,7 +199,8 @@ def _lock_yml(lockfile: schema.Lockfile, where: str) -> LockYml:
     for platform in [*platforms, *(dep.platform for dep in lockfile.package)]:
         if platform not in PLATFORMS or platform not in platforms:
             raise InputError(
-                f"{where}: platform {platform!r} is not one envgen locks ({', '.join(PLATFORMS)}) "
+                file=where,
+                reason=f"platform {platform!r} is not one envgen locks ({', '.join(PLATFORMS)}) "
                 "or not in metadata.platforms",
                 hint="this file was not written by `envgen lock`, or was edited: re-run "
                 "`envgen lock`",
@@ -223,10 +227,14 @@ def load_lock_yml(text: str, where: str = "lock file") -> dict[str, Any]:
         with bounded_nesting(where):
             content = safe_yaml(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"{where}: not valid YAML: {exc}", hint="re-run `envgen lock`") from exc
+        raise InputError(
+            file=where, reason=f"not valid YAML: {exc}", hint="re-run `envgen lock`"
+        ) from exc
     if not isinstance(content, dict) or content.get("version") != 1:
         raise InputError(
-            f"{where}: version: expected a conda-lock version 1 file",
+            file=where,
+            key="version",
+            reason="expected a conda-lock version 1 file",
             hint="re-run `envgen lock` to rewrite it",
         )
     return content
@@ -238,7 +246,8 @@ def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
         lockfile = schema.validated(load_lock_yml(text, where))
     except schema.Refused as refused:
         raise InputError(
-            f"{where}: not a conda-lock version 1 file as envgen writes it: {refused}",
+            file=where,
+            reason=f"not a conda-lock version 1 file as envgen writes it: {refused}",
             hint="re-run `envgen lock`",
         ) from None
     return _lock_yml(lockfile, where)

@@ -260,7 +260,7 @@ def _located(where: str, text: str, path: KeyPath, message: str) -> InputError:
     with bounded_nesting(where):
         problems = Problems(where, key_lines(text))
     problems.add(path, message)
-    return InputError(str(problems.items[0]), hint=HINT)
+    return problems.items[0].error(HINT)
 
 
 def _validated(text: str, where: str) -> SourcesDocument:
@@ -268,7 +268,7 @@ def _validated(text: str, where: str) -> SourcesDocument:
         with bounded_nesting(where):
             data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(str(syntax_problem(where, text, exc)), hint=HINT) from exc
+        raise syntax_problem(where, text, exc).error(HINT) from exc
     try:
         with bounded_nesting(where):
             document = SourcesDocument.model_validate(data)
@@ -298,7 +298,7 @@ def parse_sources_toml(text: str, where: str = "sources.toml") -> SourcesToml:
     # the renderer's own guard.
     unsafe = lock_problems(lock)
     if unsafe:
-        raise InputError(str(Problem(where, "", unsafe[0])), hint=HINT)
+        raise Problem(where, "", unsafe[0]).error(HINT)
     pip_indexes = tuple(((r.platform, r.package), r.index) for r in document.pip_indexes)
     hosts = tuple((i.name, tuple(i.file_hosts)) for i in document.indexes if i.file_hosts)
     return SourcesToml(lock, pip_indexes, hosts)

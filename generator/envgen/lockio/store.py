@@ -194,7 +194,9 @@ def lock_of(texts: LockTexts) -> Lock | None:
     lock = parse_lock(texts.yml, texts.sources, yml_name, sources_name)
     if lock.env != texts.env:
         raise InputError(
-            f"{sources_name}: env: the file is the lock of {lock.env!r}, not {texts.env!r}",
+            file=sources_name,
+            key="env",
+            reason=f"the file is the lock of {lock.env!r}, not {texts.env!r}",
             hint=f"re-run `envgen lock {texts.env}`",
         )
     return lock

@@ -77,9 +77,9 @@ def removed_unless_installed(prefix: Path) -> Iterator[None]:
         raise
     except EnvgenError as exc:
         note = _undone(prefix, fresh, existed)
-        if note is not None:
-            exc.hint = f"{exc.hint}; {note}" if exc.hint else note
-        raise
+        if note is None:
+            raise
+        raise exc.with_hint(f"{exc.hint}; {note}" if exc.hint else note) from exc
 
 
 def install_lock(project: Project, env: str, options: InstallOptions) -> Path:

@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from envgen import interrupts
 from envgen.commands.cache import claimed_cache
@@ -237,7 +237,7 @@ def _relock_stale(
         if held is not None:
             held.end(asked)
     if failed:
-        raise _first_failure(failed, several=len(stale) > 1)
+        _raise_first_failure(failed, several=len(stale) > 1)
     return {env: future.result() for env, future in futures.items()}
 
 
@@ -423,9 +423,9 @@ def _stop(futures: Iterable[Future[LockResult]]) -> None:
         interrupts.reset()
 
 
-def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> EnvgenError:
-    """The first env's error, naming that env (and the others that failed) when several were locked
-    together."""
+def _raise_first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> NoReturn:
+    """Raise the first env's error, naming that env (and the others that failed) when several were
+    locked together."""
     env, error = failed[0]
     if several:
         others = [name for name, _ in failed[1:]]
@@ -434,5 +434,5 @@ def _first_failure(failed: list[tuple[str, EnvgenError]], *, several: bool) -> E
             if others
             else ""
         )
-        error.message = f"{env}: {error.message}{also}"
-    return error
+        raise error.reworded(f"{env}: {error.message}{also}") from error
+    raise error

@@ -284,18 +284,6 @@ def status_exit_code(reports: Sequence[StatusReport]) -> int:
     return 0 if all(r.ok for r in reports) and not any(w.findings for w in watched) else 1
 
 
-def headline(message: str) -> str:
-    """A multi-line error in one line: its headline and, when the headline ends in a colon, the
-    first detail (never a dangling colon)."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    if not lines:
-        return "no detail"
-    head = lines[0]
-    if head.endswith(":"):
-        return f"{head} {lines[1]}" if len(lines) > 1 else head.rstrip(":")
-    return head
-
-
 def check_drift(
     sources: Sequence[LockedSource], matrix: Matrix | None = None
 ) -> tuple[SourceDrift, ...]:
@@ -314,9 +302,8 @@ def check_drift(
             now = upstream_commit(asked, git)
         except EnvgenError as exc:
             log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
-            found.append(
-                SourceDrift(src.name, url, src.ref, locked.commit, error=headline(exc.message))
-            )
+            said = exc.summary or "no detail"
+            found.append(SourceDrift(src.name, url, src.ref, locked.commit, error=said))
             continue
         found.append(SourceDrift(src.name, url, src.ref, locked.commit, upstream=now))
     return tuple(found)

@@ -41,8 +41,7 @@ class _Asked:
         self._refs: dict[str, Mapping[str, str] | None] = {}
 
     def failed(self, exc: EnvgenError) -> None:
-        lines = [line.strip() for line in exc.message.splitlines() if line.strip()]
-        self.errors.append(lines[0] if lines else type(exc).__name__)
+        self.errors.append(exc.headline or type(exc).__name__)
 
     def refs(self, url: str, who: str) -> Mapping[str, str] | None:
         """The refs `url` lists (`git ls-remote`, mirrors honoured); None when it did not answer."""

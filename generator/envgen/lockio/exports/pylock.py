@@ -135,7 +135,9 @@ def uv_reads(text: str, where: str = "the pylock") -> dict[str, Any]:
         with bounded_nesting(where):
             return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{where}: not valid TOML: {exc}", hint="re-run `envgen lock`") from exc
+        raise InputError(
+            file=where, reason=f"not valid TOML: {exc}", hint="re-run `envgen lock`"
+        ) from exc
 
 
 def parse_pylock(text: str, where: str) -> tuple[LockedFile, ...]:
@@ -144,7 +146,10 @@ def parse_pylock(text: str, where: str) -> tuple[LockedFile, ...]:
     data = uv_reads(text, where)
     if data.get("lock-version") != LOCK_VERSION:
         raise InputError(
-            f"{where}: lock-version: expected {LOCK_VERSION!r}", hint="re-run `envgen lock`"
+            file=where,
+            key="lock-version",
+            reason=f"expected {LOCK_VERSION!r}",
+            hint="re-run `envgen lock`",
         )
     files: list[LockedFile] = []
     for i, package in enumerate(data.get("packages", [])):
@@ -158,7 +163,10 @@ def parse_pylock(text: str, where: str) -> tuple[LockedFile, ...]:
                 )
         except (KeyError, TypeError) as exc:
             raise InputError(
-                f"{where}: packages[{i}]: missing {exc}", hint="re-run `envgen lock`"
+                file=where,
+                key=f"packages[{i}]",
+                reason=f"missing {exc}",
+                hint="re-run `envgen lock`",
             ) from exc
     return tuple(sorted(files))
 

@@ -199,13 +199,19 @@ def parse_requirements(text: str, where: str) -> tuple[RequirementLine, ...]:
         )
         if options and not options.startswith("hash"):
             raise InputError(
-                f"{where}:{number}: only --hash options belong to a requirement", hint="re-lock"
+                file=where,
+                line=number,
+                reason="only --hash options belong to a requirement",
+                hint="re-lock",
             )
         try:
             parsed = Pep508(requirement.strip())
         except InvalidRequirement as exc:
             raise InputError(
-                f"{where}:{number}: not a requirement: {exc}", hint="re-run `envgen lock`"
+                file=where,
+                line=number,
+                reason=f"not a requirement: {exc}",
+                hint="re-run `envgen lock`",
             ) from exc
         version = next((s.version for s in parsed.specifier if s.operator == "=="), None)
         url = strip_credentials(parsed.url) if parsed.url else None

@@ -110,8 +110,8 @@ def _channel_url(channel: Channel, environ: Mapping[str, str]) -> str:
     if _PATH_TOKEN.search(urlsplit(url).path):
         shown = _PATH_TOKEN.sub(r"/t/***\1", redact_url(channel.url))
         raise InputError(
-            f"channels/{channel.name}.toml: url {shown} has a token in its path "
-            "(/t/...), which every package URL "
+            file=f"channels/{channel.name}.toml",
+            reason=f"url {shown} has a token in its path (/t/...), which every package URL "
             "of the lock and rattler's cache would carry",
             hint="give it as user:token@ (sent as a header, e.g. "
             "https://user:${TOKEN}@host/channel), or store "

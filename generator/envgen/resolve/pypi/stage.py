@@ -54,7 +54,7 @@ def _parse(text: str, origin: Origin) -> Pep508:
     try:
         return Pep508(text)
     except InvalidRequirement as exc:
-        raise InputError(f"{origin}: {text!r} is not a PEP 508 requirement: {exc}") from exc
+        raise origin.error(f"{text!r} is not a PEP 508 requirement: {exc}") from exc
 
 
 def _excluded(
