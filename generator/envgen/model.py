@@ -328,8 +328,7 @@ class Origin:
         return f"{self.file}: {self.key}" if self.key else self.file
 
     def error(self, reason: str) -> InputError:
-        """`reason` as an error about what is written here: a matrix's key as data (file, key),
-        a source's file as text."""
+        """`reason` as an error about this place (a matrix's key as data, a source's as text)."""
         if self.source:
             return InputError(f"{self}: {reason}")
         return InputError(file=self.file, key=self.key, reason=reason)
