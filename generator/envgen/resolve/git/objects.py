@@ -120,6 +120,8 @@ class ObjectReader:
 
     def _broken(self) -> ToolError:
         self.close()
+        # Killed by an interrupt (envgen.interrupts stops every child): that is the interrupt's.
+        interrupts.check()
         return ToolError(
             f"git cat-file in {self._repo} ended before answering",
             hint="check that git works and the cache is readable, then retry",
