@@ -24,7 +24,8 @@ def check_from_bundle(
     `options.lock_sha256`) is stale (unless `options.frozen`); every tool runs in `settings`."""
     platform = host_platform()
     frozen = options.frozen
-    with opened_bundle(project, env, bundle, platform, options.lock_sha256) as opened:
+    trusted = options.lock_sha256
+    with opened_bundle(project, env, bundle, platform, trusted, settings.git) as opened:
         matched = f"{opened.members} members match the lock and bundle.json"
         steps = [Step("bundle: members", OK, matched)]
         fresh = None if frozen or not opened.project_lock else freshness(project, env, opened.lock)

@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.filesize import decimal
 
 import envgen
-from envgen import interrupts, network
+from envgen import interrupts
 from envgen.bundle.archive import file_sha256, write_archive
 from envgen.bundle.downloads import Display, fetch_all
 from envgen.bundle.gitpacks import pack_source
@@ -27,7 +27,6 @@ from envgen.bundle.manifest import (
 )
 from envgen.commands.install.bundle_trust import lock_sha256
 from envgen.errors import InputError
-from envgen.inputs.channels import access_index
 from envgen.inputs.credentials import lock_credentials
 from envgen.lockio.exports.requirements_txt import render_find_links
 from envgen.lockio.integrity import require_intact
@@ -36,8 +35,8 @@ from envgen.model import Lock
 from envgen.outputs import checked_output
 from envgen.project import Project
 from envgen.resolve.archives.members import archive_wheels
-from envgen.resolve.git.remote import GitEnv
 from envgen.resolve.pypi.index_client import IndexClient
+from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
@@ -124,10 +123,11 @@ def _bundle(
     content_hash = lock_sha256(read_files(project, env))
     chosen = _platforms(lock, platforms)
     wanted = wanted_artifacts(lock, chosen)
-    found = lock_credentials(lock, project.channels_dir, None, os.environ)
-    indexes = [access_index(i, os.environ) for i in lock.indexes]
-    limits = network.limits(os.environ)
-    with IndexClient(indexes, limits, credentials=found.pip + found.conda) as client:
+    # What the downloads and git run in, read once.
+    settings = Settings.live(os.environ, cache=cache)
+    found = lock_credentials(lock, project.channels_dir, None, settings.variables)
+    indexes = [settings.access(i) for i in lock.indexes]
+    with IndexClient(indexes, settings.limits, credentials=found.pip + found.conda) as client:
         paths, downloaded = fetch_all(client, wanted, cache, display=display)
         artifacts = len(paths)  # one per sha256: a file two platforms name is fetched once
         wheels = archived_wheels(lock, chosen)
@@ -147,7 +147,7 @@ def _bundle(
         packs = []
         for locked in lock.sources:
             log.info("source %s: bundling commit %s", locked.source.name, locked.commit)
-            for pack in pack_source(cache, locked, scratch, GitEnv.read(os.environ)):
+            for pack in pack_source(cache, locked, scratch, settings.git):
                 packs.append(pack)
                 files.append((pack.path, scratch / pack.path, ""))
         # Files made here (git bundles) or read from locks/ are hashed now; the artifacts are hashed

@@ -97,7 +97,7 @@ def _verified(
 
 @contextmanager
 def opened_bundle(
-    project: Project, env: str, bundle: Path, platform: str, lock_sha256: str | None
+    project: Project, env: str, bundle: Path, platform: str, lock_sha256: str | None, git: GitEnv
 ) -> Iterator[OpenedBundle]:
     """Unpack `bundle` into a scratch directory (removed afterwards), checked before any use.
 
@@ -113,7 +113,7 @@ def opened_bundle(
         mirrors = []
         for number, pack in enumerate(expected.git):
             mirror = scratch / "mirrors" / f"{number}.git"
-            make_mirror(pack, unpacked / pack.path, mirror, GitEnv.read(os.environ))
+            make_mirror(pack, unpacked / pack.path, mirror, git)
             mirrors.append((pack, mirror))
         log.info("verified %d members of %s", len(expected.members), bundle)
         source = LocalSource(
@@ -139,7 +139,7 @@ def install_from_bundle(
     platform = host_platform()
     prefix = options.prefix
     installer = installer_named(options.installer, settings)
-    with opened_bundle(project, env, bundle, platform, options.lock_sha256) as opened:
+    with opened_bundle(project, env, bundle, platform, options.lock_sha256, settings.git) as opened:
         request = Request(opened.lock, platform, options.profiles, options.skip_cann)
         check_request(request)
         if not options.frozen and opened.project_lock:  # a bundle of a stale lock is stale too

@@ -13,20 +13,19 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from envgen import network
 from envgen.commands.lock.freshness import freshness
 from envgen.commands.status.watch_findings import WatchReport
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError
-from envgen.inputs.channels import access_index
 from envgen.inputs.matrix import load_env
 from envgen.lockdiff.compare import compare_url
 from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.names import package_key
-from envgen.project import Project
+from envgen.project import Project, cache_dir
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git.remote import GitEnv, upstream_commit
+from envgen.resolve.settings import Settings
 
 if TYPE_CHECKING:
     # The index client (requests, urllib3, ssl) is imported by --outdated alone.
@@ -234,11 +233,16 @@ def status_env(
     """The status of `env`: the lock's integrity, inputs re-digested, derived files compared, moving
     refs asked upstream, with `outdated` the indexes, and with `watch` (the cache directory) the
     watch."""
+    # What the remotes, the indexes and the watch are asked in, read once (the watch's objects go
+    # in its cache).
+    settings = Settings.live(os.environ, cache=watch if watch is not None else cache_dir())
     checked = checked_lock(project, env)
     if checked is None:
         # With no lock yet the watch still follows the matrix's pages, release refs and pins.
         none = build_report(env, None, ())
-        return none if watch is None else _watched(none, load_env(project, env), None, (), watch)
+        if watch is None:
+            return none
+        return _watched(none, load_env(project, env), None, (), settings)
     if checked.problems or checked.lock is None:
         # Nothing else about a tampered lock can be trusted: its inputs and sources are what was
         # edited.
@@ -248,10 +252,10 @@ def status_env(
     if fresh.matrix is None:
         return build_report(env, lock, fresh.reasons)
     matrix, reasons = fresh.matrix, fresh.reasons
-    drift = check_drift(moving_sources(lock), matrix)
-    found = check_outdated(matrix, lock) if outdated else ()
+    drift = check_drift(moving_sources(lock), settings.git, matrix)
+    found = check_outdated(matrix, lock, settings) if outdated else ()
     report = build_report(env, lock, reasons, drift, found)
-    return _watched(report, matrix, lock, drift, watch)
+    return _watched(report, matrix, lock, drift, settings if watch is not None else None)
 
 
 def _watched(
@@ -259,17 +263,18 @@ def _watched(
     matrix: Matrix,
     lock: Lock | None,
     drift: Sequence[SourceDrift],
-    cache: Path | None,
+    settings: Settings | None,
 ) -> StatusReport:
-    """The report with the watch's, when asked for (`cache`: where its git objects go)."""
-    if cache is None:
+    """The report with the watch's, when asked for (`settings`, its cache where its git objects
+    go)."""
+    if settings is None:
         return report
     from envgen.commands.status.watch import (
         watch_env,  # git, indexes, moved trees: only with --watch
     )
 
     drifted = [(d.name, d.ref, d.upstream) for d in drift if d.upstream and d.drifted]
-    return dataclasses.replace(report, watch=watch_env(matrix, lock, drifted, cache=cache))
+    return dataclasses.replace(report, watch=watch_env(matrix, lock, drifted, settings))
 
 
 def status_exit_code(reports: Sequence[StatusReport]) -> int:
@@ -285,14 +290,13 @@ def status_exit_code(reports: Sequence[StatusReport]) -> int:
 
 
 def check_drift(
-    sources: Sequence[LockedSource], matrix: Matrix | None = None
+    sources: Sequence[LockedSource], git: GitEnv, matrix: Matrix | None = None
 ) -> tuple[SourceDrift, ...]:
     """Ask each source's remote (through git, so `insteadOf` mirrors apply) what its ref names now.
 
     A lock records URLs without credentials: a source the matrix gives with `user:password@` is
     asked with them."""
     given = {strip_credentials(s.url): s.url for s in matrix.sources} if matrix else {}
-    git = GitEnv.read(os.environ)
     found = []
     for locked in sources:
         src = locked.source
@@ -309,13 +313,13 @@ def check_drift(
     return tuple(found)
 
 
-def check_outdated(matrix: Matrix, lock: Lock) -> tuple[Outdated, ...]:
+def check_outdated(matrix: Matrix, lock: Lock, settings: Settings) -> tuple[Outdated, ...]:
     """For each unpinned package, the newest version on the first default index that has it."""
     from envgen.resolve.pypi.index_client import IndexClient
 
-    indexes = [access_index(i, os.environ) for i in matrix.default_indexes]
+    indexes = [settings.access(i) for i in matrix.default_indexes]
     found = []
-    with IndexClient(indexes, network.limits(os.environ)) as client:
+    with IndexClient(indexes, settings.limits) as client:
         for name in unpinned_packages(matrix):
             key = package_key(name)
             locked = tuple(

@@ -8,9 +8,7 @@ watched page's repository for the blob the page is now. What was found is judged
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from packaging.requirements import Requirement
 
@@ -64,12 +62,10 @@ def watch_env(
     matrix: Matrix,
     lock: Lock | None,
     drifted: Sequence[tuple[str, str, str]],
-    *,
-    cache: Path,
+    settings: Settings,
 ) -> judge.WatchReport:
-    """Everything the watch finds for `matrix` and its `lock`; `drifted` is each source whose ref
-    names another commit upstream now: (name, ref, that commit)."""
-    settings = Settings.read(os.environ, cache=cache)
+    """Everything the watch finds for `matrix` and its `lock`, asked in `settings`; `drifted` is
+    each source whose ref names another commit upstream now: (name, ref, that commit)."""
     asked = _Asked(settings, [settings.access(i) for i in matrix.indexes])
     environments = {p: platforms.marker_environment(p, matrix.python) for p in matrix.platforms}
     found = [
