@@ -40,7 +40,7 @@ def _timed(label: str, rows: list[tuple[str, str]], run: Callable[[], T]) -> T:
 
 def _install(project: Project, prefix: Path, cache: Path, bundle: Path | None = None) -> Path:
     options = InstallOptions(prefix, cache, venv=True, installer="pip", bundle=bundle)
-    return install_lock(project, "demo", options)
+    return install_lock(project, "demo", options).prefix
 
 
 def _recipe(project: Project, work: Path, bundle: Path) -> None:

@@ -117,3 +117,17 @@ def test_install_into_a_conda_prefix_writes_and_says_nothing_of_cann(
     hooks = sorted((prefix / "etc" / "conda").glob("*.d/envgen-demo.sh"))
     assert len(hooks) == 2
     assert [cann_lines(hook.read_text()) for hook in hooks] == [[], []]
+
+
+def test_an_install_from_a_bundle_says_nothing_of_cann(example: Example, tmp_path: Path) -> None:
+    """The advice an install ends with comes from the lock installed: a bundle's too."""
+    bundle = tmp_path / "demo.tar"
+    code, out, err = envgen(example, "bundle", ENV, "--platform", "linux-64", "-o", str(bundle))
+    assert code == 0, out + err
+    prefix = tmp_path / "env"
+    code, out, err = envgen(
+        example, "install", ENV, "--prefix", str(prefix), "--from-bundle", str(bundle)
+    )
+    assert code == 0, out + err
+    assert "for the env's variables (profiles) too, activate it" in err
+    assert cann_lines(out + err) == []

@@ -78,7 +78,6 @@ def install_command(
     from envgen.commands.cache import claimed_cache
     from envgen.commands.install.command import how_to_use, install_lock
     from envgen.commands.install.options import InstallOptions
-    from envgen.lockio.store import read_lock
 
     proj = bundle_project(env, from_bundle, lock_sha256, locked=True)
     options = InstallOptions(
@@ -93,13 +92,11 @@ def install_command(
         frozen=frozen,
     )
     installed = install_lock(proj, env, options)
-    result = {"env": env, "prefix": str(installed), "profiles": list(profiles)}
+    result = {"env": env, "prefix": str(installed.prefix), "profiles": list(profiles)}
     outcome = Outcome(results=[result])
-    outcome.note(f"{env}: installed into {installed}")
-    # An env without CANN names none (a bundle's lock is not at hand here: CANN is named).
-    lock = read_lock(proj, env) if from_bundle is None else None
-    cann = lock is None or lock.cann is not None
-    for line in how_to_use(env, installed, venv=venv, cann=cann):
+    outcome.note(f"{env}: installed into {installed.prefix}")
+    cann = installed.lock.cann is not None
+    for line in how_to_use(env, installed.prefix, venv=venv, cann=cann):
         outcome.note(line)
     return outcome
 

@@ -12,7 +12,7 @@ from shlex import quote
 
 from envgen import interrupts
 from envgen.commands.install.from_bundle import install_from_bundle
-from envgen.commands.install.options import InstallOptions
+from envgen.commands.install.options import Installed, InstallOptions
 from envgen.commands.lock.freshness import require_fresh
 from envgen.errors import EnvgenError, InputError
 from envgen.inputs.credentials import lock_credentials
@@ -82,9 +82,9 @@ def removed_unless_installed(prefix: Path) -> Iterator[None]:
         raise exc.with_hint(f"{exc.hint}; {note}" if exc.hint else note) from exc
 
 
-def install_lock(project: Project, env: str, options: InstallOptions) -> Path:
+def install_lock(project: Project, env: str, options: InstallOptions) -> Installed:
     """Install the lock of `env` for this host's platform into `options.prefix`; returns its
-    absolute path.
+    absolute path and the lock installed.
 
     A tampered lock (lockio/integrity.py) is refused with exit 4, a stale one
     (commands/lock/freshness.py) with exit 1 unless `options.frozen`, both before anything is
@@ -114,7 +114,7 @@ def install_lock(project: Project, env: str, options: InstallOptions) -> Path:
             destination(prefix, venv=options.venv, settings=settings, compiled=tool.runs_env_pip),
             tool,
         )
-        return prefix.absolute()
+        return Installed(prefix.absolute(), lock)
 
 
 def how_to_use(env: str, prefix: Path, *, venv: bool, cann: bool = True) -> list[str]:

@@ -29,7 +29,7 @@ from envgen.commands.install.bundle_trust import (
     trust_root,
     trusted_lock,
 )
-from envgen.commands.install.options import InstallOptions
+from envgen.commands.install.options import Installed, InstallOptions
 from envgen.commands.lock.freshness import require_fresh
 from envgen.errors import VerificationError
 from envgen.installer.core import Request, check_request, install
@@ -132,10 +132,11 @@ def opened_bundle(
 
 def install_from_bundle(
     project: Project, env: str, bundle: Path, options: InstallOptions, settings: Settings
-) -> Path:
+) -> Installed:
     """Install the lock of `env` from `bundle` for this host into `options.prefix`, with no
-    network; returns the prefix. The bundle is trusted through the project's lock (refused when
-    stale, unless `options.frozen`) or `options.lock_sha256`. Every tool runs in `settings`."""
+    network; returns the prefix and the bundle's lock. The bundle is trusted through the project's
+    lock (refused when stale, unless `options.frozen`) or `options.lock_sha256`. Every tool runs in
+    `settings`."""
     platform = host_platform()
     prefix = options.prefix
     installer = installer_named(options.installer, settings)
@@ -153,4 +154,4 @@ def install_from_bundle(
             ),
             installer,
         )
-    return prefix.absolute()
+    return Installed(prefix.absolute(), opened.lock)

@@ -1,4 +1,4 @@
-"""What `envgen install` was asked, as one value the command line builds once."""
+"""What `envgen install` was asked, as one value the command line builds once, and what it made."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envgen.installer.tools import InstallerName
+from envgen.model import Lock
 
 
 @dataclass(frozen=True)
@@ -24,3 +25,11 @@ class InstallOptions:
     bundle: Path | None = None
     lock_sha256: str | None = None
     frozen: bool = False
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What an install made: the env's prefix (absolute) and the lock it holds."""
+
+    prefix: Path
+    lock: Lock
