@@ -43,6 +43,9 @@ def envgen(
     see."""
     argv = [*(user or []), sys.executable, "-c", "from envgen.cli import main; main()", *args]
     full = {**os.environ, **(env or {})}
+    if user:
+        # `make coverage` measures children; one run as another user cannot write its data file.
+        full = {k: v for k, v in full.items() if not k.startswith("COVERAGE_PROCESS_")}
     return subprocess.run(
         argv, capture_output=True, text=True, timeout=timeout, check=False, env=full
     )
