@@ -7,7 +7,9 @@ question and ends when the repository is released. Objects fetched meanwhile are
 for new packs when an object is not in the ones it knows.
 
 A name is one line of git's protocol: a name holding a line break or a NUL is no object (a path
-from a matrix must never be read as two requests).
+from a matrix must never be read as two requests). A reader whose git ended without answering (a
+repository another process is still creating, a git killed by an interrupt) answers "no object", as
+`git cat-file -e` failing did; the next question starts git again.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ class ObjectReader:
         sha, kind, size = header
         data = self._stdout().read(size + 1)  # the object, then git's line break
         if len(data) != size + 1:
-            raise self._broken()
+            self._ended()
+            return None
         return Found(sha, kind), data[:size]
 
     def close(self) -> None:
@@ -80,11 +83,13 @@ class ObjectReader:
         try:
             stdin.write(f"{command} {name}\n".encode())
             stdin.flush()
-        except OSError as exc:
-            raise self._broken() from exc
+        except OSError:
+            self._ended()
+            return None
         line = self._stdout().readline()
         if not line.endswith(b"\n"):
-            raise self._broken()
+            self._ended()
+            return None
         # "<sha> <type> <size>"; else "<name> missing" or "<name> ambiguous"
         fields = line.decode(errors="replace").rstrip("\n").split(" ")
         if len(fields) == 3 and is_full_commit(fields[0]) and fields[1] in _TYPES:
@@ -118,14 +123,10 @@ class ObjectReader:
         assert self._proc is not None and self._proc.stdout is not None
         return self._proc.stdout
 
-    def _broken(self) -> ToolError:
+    def _ended(self) -> None:
+        """git ended before answering: no object (an interrupt's stop is the interrupt's)."""
         self.close()
-        # Killed by an interrupt (envgen.interrupts stops every child): that is the interrupt's.
         interrupts.check()
-        return ToolError(
-            f"git cat-file in {self._repo} ended before answering",
-            hint="check that git works and the cache is readable, then retry",
-        )
 
 
 _TYPES = frozenset({"commit", "tree", "blob", "tag"})
