@@ -2,60 +2,63 @@
 
 The keys and types are those of conda-lock's v1 model (`conda_lock.lockfile.v1.models`, published
 as `conda-lock-v1.schema.json`), narrowed to what envgen writes: one category (`main`), no
-`source`, no time, git or input metadata, channels as mappings. Strict: an unknown key, a missing
-one, a value of another type (a number where a string belongs), a conda entry without md5, an empty
-URL or a package listed twice is refused, naming the key. conda-lock's own parser is what the tests
-prove every shape envgen writes against (tests/unit/test_lockfile.py,
-tests/integration/test_lockfile_condalock.py).
+`source`, no time, git or input metadata, channels as mappings. Strict (msgspec Structs read by
+lockio/strict_schema.py): an unknown key, a missing one, a value of another type (a number where a
+string belongs), a conda entry without md5, an empty URL or a package listed twice is refused,
+naming the key. conda-lock's own parser is what the tests prove every shape envgen writes against
+(tests/unit/test_lockfile.py, tests/integration/test_lockfile_condalock.py).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-import pydantic
-from pydantic import BaseModel, ConfigDict
+import msgspec
+
+from envgen.lockio.strict_schema import Refusal, converted
 
 
 class Refused(ValueError):
     """A document that is not a version 1 lock as envgen writes it; the message names the key."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A mapping of the document: its keys and no other. (Each subclass says `frozen=True` again,
+    as msgspec would not need: mypy reads the class arguments of each dataclass-like class.)"""
 
 
-class Hash(_Strict):
+class Hash(_Strict, frozen=True):
     md5: str | None = None
     sha256: str | None = None
 
 
-class Package(_Strict):
+# keyword-only: required keys follow optional ones
+class Package(_Strict, frozen=True, kw_only=True):
     name: str
     version: str
     manager: Literal["conda", "pip"]
     platform: str
     dependencies: dict[str, str] = {}
-    url: str = pydantic.Field(min_length=1)
+    url: Annotated[str, msgspec.Meta(min_length=1)]
     hash: Hash
     build: str | None = None
     category: Literal["main"] = "main"
     optional: Literal[False]
 
-    @pydantic.model_validator(mode="after")
-    def _conda_has_md5(self) -> Package:
-        # conda-lock's own rule: its installer checks a conda file by md5
+    def problem(self) -> str | None:
+        """conda-lock's own rule (lockio/strict_schema.py applies it): its installer checks a conda
+        file by md5."""
         if self.manager == "conda" and not self.hash.md5:
-            raise ValueError("a conda package's hash needs an md5")
-        return self
+            return "a conda package's hash needs an md5"
+        return None
 
 
-class Channel(_Strict):
+class Channel(_Strict, frozen=True):
     url: str
     used_env_vars: list[str]
 
 
-class Metadata(_Strict):
+class Metadata(_Strict, frozen=True):
     content_hash: dict[str, str]
     channels: list[Channel]
     platforms: list[str]
@@ -63,32 +66,29 @@ class Metadata(_Strict):
     custom_metadata: dict[str, str] | None = None
 
 
-class Lockfile(_Strict):
+class Lockfile(_Strict, frozen=True):
     version: Literal[1]
     metadata: Metadata
     package: list[Package]
 
-    @pydantic.model_validator(mode="after")
-    def _each_package_once(self) -> Lockfile:
+    def problem(self) -> str | None:
+        """Each package once (lockio/strict_schema.py applies it)."""
         seen: set[tuple[str, str, str]] = set()
         for package in self.package:
             key = (package.manager, package.name, package.platform)
             if key in seen:
-                raise ValueError(
+                return (
                     f"package {package.name!r} ({package.manager}, {package.platform}) is listed "
                     "twice"
                 )
             seen.add(key)
-        return self
+        return None
 
 
 def validated(document: object) -> Lockfile:
     """`document` (a parsed YAML mapping) as a Lockfile; Refused names the first key at fault."""
     try:
-        return Lockfile.model_validate(document)
-    except pydantic.ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the document"
-        more = exc.error_count() - 1
-        others = f" (and {more} more)" if more else ""
-        raise Refused(f"{where}: {first['msg']}{others}") from None
+        return converted(document, Lockfile)
+    except Refusal as refusal:
+        where = ".".join(str(part) for part in refusal.path) or "the document"
+        raise Refused(f"{where}: {refusal.message}") from None

@@ -9,9 +9,8 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 
+import msgspec
 import tomli_w
-from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from envgen.errors import InputError, Problem
 from envgen.inputs.files import bounded_nesting
@@ -39,6 +38,7 @@ from envgen.lockio.sources_schema import (
     SourcesDocument,
     SubmoduleRow,
 )
+from envgen.lockio.strict_schema import Refusal, converted
 from envgen.model import (
     AppliedOverride,
     ArchiveMember,
@@ -69,7 +69,7 @@ HINT = "the file was edited by hand or tampered with: re-run `envgen lock` to re
 
 def _requirement_row(req: TracedRequirement) -> RequirementRow:
     origin = req.origin
-    return RequirementRow.model_construct(
+    return RequirementRow(
         text=req.text,
         file=origin.file,
         key=origin.key,
@@ -81,7 +81,7 @@ def _requirement_row(req: TracedRequirement) -> RequirementRow:
 
 def _source_row(locked: LockedSource) -> SourceRow:
     src = locked.source
-    return SourceRow.model_construct(
+    return SourceRow(
         name=src.name,
         url=strip_credentials(src.url),
         ref=src.ref,
@@ -96,7 +96,7 @@ def _source_row(locked: LockedSource) -> SourceRow:
         build_isolation=src.build_isolation,
         needs_cann=src.needs_cann,
         submodules=[
-            SubmoduleRow.model_construct(path=s.path, url=strip_credentials(s.url), commit=s.commit)
+            SubmoduleRow(path=s.path, url=strip_credentials(s.url), commit=s.commit)
             for s in locked.submodules
         ],
         submodules_reason=None if src.submodules else src.submodules_reason,
@@ -115,17 +115,17 @@ def _source_row(locked: LockedSource) -> SourceRow:
 
 
 def _replacement_row(replacement: Replacement) -> ReplacementRow:
-    return ReplacementRow.model_construct(source=replacement.source, target=replacement.target)
+    return ReplacementRow(source=replacement.source, target=replacement.target)
 
 
 def _archive_row(archive: LockedArchive) -> ArchiveRow:
     members = [
-        MemberRow.model_construct(
+        MemberRow(
             path=m.path, name=m.name, version=m.version, sha256=m.sha256, requires=list(m.requires)
         )
         for m in archive.members
     ]
-    return ArchiveRow.model_construct(
+    return ArchiveRow(
         name=archive.name,
         platform=archive.platform,
         url=archive.url,
@@ -139,7 +139,7 @@ def _index_row(lock: Lock, index: Index) -> IndexRow:
     """An index without credentials (a `${VAR}` reference to one is kept: it is no secret, and the
     derived requirements.txt, rendered again from the lock read back, names it too), with the other
     hosts its artifacts came from."""
-    return IndexRow.model_construct(
+    return IndexRow(
         name=index.name,
         url=written_url(index.url),
         explicit=index.explicit,
@@ -150,7 +150,7 @@ def _index_row(lock: Lock, index: Index) -> IndexRow:
 
 def _override_row(applied: AppliedOverride) -> OverrideRow:
     override = applied.override
-    return OverrideRow.model_construct(
+    return OverrideRow(
         name=override.name,
         requirement=override.requirement,
         reason=override.reason,
@@ -161,27 +161,26 @@ def _override_row(applied: AppliedOverride) -> OverrideRow:
 
 
 def _channel_row(channel: Channel) -> ChannelRow:
-    return ChannelRow.model_construct(name=channel.name, url=written_url(channel.url))
+    return ChannelRow(name=channel.name, url=written_url(channel.url))
 
 
 def _activation_row(lock: Lock) -> ActivationRow | None:
     profiles = [
-        ProfileRow.model_construct(name=p.name, description=p.description, env=dict(p.env))
+        ProfileRow(name=p.name, description=p.description, env=dict(p.env))
         for p in sorted(lock.profiles, key=lambda p: p.name)
     ]
     if not lock.activation_env and not profiles:
         return None
-    return ActivationRow.model_construct(env=dict(lock.activation_env), profiles=profiles)
+    return ActivationRow(env=dict(lock.activation_env), profiles=profiles)
 
 
 def sources_document(lock: Lock) -> SourcesDocument:
     """The document of `lock`, its strings as they are (the reader, not the writer, judges them)."""
     cann = lock.cann
     pinned = sorted((e.platform, e.name, e.index) for e in lock.pip if e.index)
-    row = PipIndexRow.model_construct
-    pip_indexes = [row(platform=p, package=n, index=i) for p, n, i in pinned]
+    pip_indexes = [PipIndexRow(platform=p, package=n, index=i) for p, n, i in pinned]
     channels = [_channel_row(c) for c in lock.channels]
-    return SourcesDocument.model_construct(
+    return SourcesDocument(
         schema_version=LOCK_SCHEMA,
         env=lock.env,
         input_hash=lock.input_hash,
@@ -191,17 +190,17 @@ def sources_document(lock: Lock) -> SourcesDocument:
         inputs=dict(sorted(lock.inputs)),
         channels=channels,
         indexes=[_index_row(lock, i) for i in lock.indexes],
-        cann=None if cann is None else CannRow.model_construct(**vars(cann)),
+        cann=None if cann is None else CannRow(**vars(cann)),
         activation=_activation_row(lock),
         sources=[_source_row(s) for s in lock.sources],
         pip_indexes=pip_indexes,
         overrides=[_override_row(o) for o in sorted(lock.overrides, key=lambda o: o.override.name)],
-        pending=[PendingRow.model_construct(name=p.name, note=p.note) for p in lock.pending],
-        checks=[CheckRow.model_construct(**vars(c)) for c in lock.checks],
+        pending=[PendingRow(name=p.name, note=p.note) for p in lock.pending],
+        checks=[CheckRow(**vars(c)) for c in lock.checks],
         archives=[_archive_row(a) for a in lock.archives],
-        links=[LinkRow.model_construct(**vars(link)) for link in lock.links],
+        links=[LinkRow(**vars(link)) for link in lock.links],
         excluded=[
-            ExcludedRow.model_construct(name=e.name, reason=e.reason, platforms=list(e.platforms))
+            ExcludedRow(name=e.name, reason=e.reason, platforms=list(e.platforms))
             for e in lock.exclusions
         ],
     )
@@ -211,7 +210,7 @@ def render_sources_toml(lock: Lock) -> str:
     """locks/<env>.sources.toml: everything of a Lock that is not a package, canonical and
     commented; what a field holds by default is left out. The content hash and the derived hash
     are UNSEALED until `seal.with_derived` and `seal.seal` fill them in."""
-    document = sources_document(lock).model_dump(by_alias=True, exclude_defaults=True)
+    document = msgspec.to_builtins(sources_document(lock))
     comment = f"Generated by `envgen lock {lock.env}`: do not edit. The recipe is built from it."
     return f"# {comment}\n{tomli_w.dumps(document)}"
 
@@ -230,29 +229,20 @@ class SourcesToml:
     file_hosts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-# What a pydantic error type says in the terms of the matrix reader's messages.
+# What msgspec calls a type, in the terms of the matrix reader's messages.
 _EXPECTED = {
-    "string_type": "a string",
-    "bool_type": "true or false",
-    "int_type": "an integer",
-    "list_type": "an array",
-    "dict_type": "a table",
-    "model_type": "a table",
-    "model_attributes_type": "a table",
+    "str": "a string",
+    "bool": "true or false",
+    "int": "an integer",
+    "array": "an array",
+    "object": "a table",
 }
 
 
-def _message(error: ErrorDetails) -> str:
-    kind = error["type"]
-    if kind == "missing":
-        return "missing"
-    if kind == "extra_forbidden":
-        return "unknown key"
-    if kind in _EXPECTED:
-        return f"expected {_EXPECTED[kind]}, got {type_name(error['input'])}"
-    if kind == "value_error":
-        return str(error["ctx"]["error"])
-    return error["msg"]
+def _message(refusal: Refusal) -> str:
+    if refusal.kind == "type" and refusal.expected in _EXPECTED:
+        return f"expected {_EXPECTED[refusal.expected]}, got {type_name(refusal.found)}"
+    return refusal.message
 
 
 def _located(where: str, text: str, path: KeyPath, message: str) -> InputError:
@@ -271,14 +261,9 @@ def _validated(text: str, where: str) -> SourcesDocument:
         raise syntax_problem(where, text, exc).error(HINT) from exc
     try:
         with bounded_nesting(where):
-            document = SourcesDocument.model_validate(data)
-    except ValidationError as exc:
-        errors = exc.errors()
-        # An unknown key is what was edited (a renamed key is also a missing one): it is named
-        # first.
-        error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        path = tuple(part for part in error["loc"] if part != "[key]")
-        raise _located(where, text, path, _message(error)) from exc
+            document = converted(data, SourcesDocument)
+    except Refusal as refusal:
+        raise _located(where, text, refusal.path, _message(refusal)) from refusal
     if document.schema_version != LOCK_SCHEMA:
         found = document.schema_version
         raise _located(
@@ -319,10 +304,10 @@ def _lock(document: SourcesDocument) -> Lock:
         pending=tuple(Pending(p.name, p.note) for p in document.pending),
         channels=tuple(Channel(c.name, c.url) for c in document.channels),
         indexes=tuple(Index(i.name, i.url, i.explicit, i.trusted_host) for i in document.indexes),
-        cann=None if document.cann is None else Cann(**dict(document.cann)),
+        cann=None if document.cann is None else Cann(**msgspec.structs.asdict(document.cann)),
         activation_env=tuple(activation.env.items()),
         profiles=tuple(profiles),
-        checks=tuple(ImportCheck(**dict(c)) for c in document.checks),
+        checks=tuple(ImportCheck(**msgspec.structs.asdict(c)) for c in document.checks),
         inputs=tuple(sorted(document.inputs.items())),
         archives=tuple(map(_locked_archive, document.archives)),
         links=tuple(Link(row.target, row.reason, row.directory) for row in document.links),
