@@ -48,6 +48,7 @@ NEVER = ("conda_lock",)
 RESOLVING = (
     "rattler",
     "pydantic",
+    "msgspec",
     "yaml",
     "filelock",
     "requests",

@@ -1,8 +1,8 @@
 """The input digests of an env's lock and their hash, and whether the digests a lock recorded still
 hold.
 
-Kept apart from the yml's module (its schema imports pydantic) so a no-op `envgen lock` stays
-fast."""
+Kept apart from the yml's module (its schema imports msgspec and PyYAML) so a no-op `envgen lock`
+stays fast."""
 
 from __future__ import annotations
 

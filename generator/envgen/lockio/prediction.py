@@ -73,7 +73,7 @@ def predict(texts: LockTexts) -> Prediction | None:
 
 def recorded_sources(texts: LockTexts) -> tuple[LockedSource, ...] | None:
     """The sources the lock records (its sources.toml, read through its schema); None when it does
-    not read. Asked only for a matrix with sources: the schema (pydantic) is not imported before uv
+    not read. Asked only for a matrix with sources: the schema (msgspec) is not imported before uv
     starts otherwise."""
     from envgen.lockio.sources_toml import parse_sources_toml
 

@@ -150,7 +150,7 @@ def parse_lock(yml_text: str, sources_text: str, yml_where: str, sources_where: 
     return parse_lock_parts(yml_text, sources_text, yml_where, sources_where)[0]
 
 
-# Pure, and most of reading a lock (pydantic validates every package): a re-lock reads the previous
+# Pure, and most of reading a lock (the schema converts every package): a re-lock reads the previous
 # lock in its preflight and again under the env's mutex, and `lock --check` checks its integrity
 # and then its freshness, so the last few texts parsed are kept with their Lock.
 @functools.lru_cache(maxsize=8)
