@@ -252,6 +252,8 @@ def test_sources_toml_is_canonical() -> None:
         ),
         ("schema = 1", "schema = 99", "schema: this envgen reads schema 1"),
         ("SOC_VERSION = ", '"SOC VERSION" = ', r'sources\[0\].env."SOC VERSION": .*variable'),
+        # a value of a table: msgspec's path has no key for it, the message still names it
+        ("SOC_VERSION = ", "SOC_VERSION = 1 #", r"sources\[0\].env.SOC_VERSION: expected a string"),
         ('    "1111', '    "-x",\n    "1111', r"sources\[0\].cherry-picks\[0\]: .*40-hex"),
         ('url = "https://pypi.org/simple"', 'url = "https://pypi.org/s x"', r"indexes\[0\].url: "),
         ('[[sources]]\nname = "verl"', '[[sources]\nname = "verl"', "TOML syntax error"),
