@@ -47,7 +47,6 @@ def locked(
 NEVER = ("conda_lock",)
 RESOLVING = (
     "rattler",
-    "pydantic",
     "msgspec",
     "yaml",
     "filelock",
