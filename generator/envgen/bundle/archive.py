@@ -120,9 +120,15 @@ def _members(bundle: Path) -> Iterator[Iterator[_Member]]:
         with _open_tar(bundle) as tar:
             yield _regular(bundle, tar)
     except (tarfile.TarError, zstandard.ZstdError, EOFError) as exc:
-        raise VerificationError(f"{bundle} is not a readable bundle: {exc}", hint=_AGAIN) from exc
+        reason = f"is not a readable bundle: {exc}"
+        raise VerificationError(
+            f"{bundle} {reason}", hint=_AGAIN, file=str(bundle), reason=reason
+        ) from exc
     except OSError as exc:
-        raise InputError(f"cannot read the bundle {bundle}: {exc.strerror or exc}") from exc
+        why = str(exc.strerror or exc)
+        raise InputError(
+            f"cannot read the bundle {bundle}: {why}", file=str(bundle), reason=why
+        ) from exc
 
 
 def _regular(bundle: Path, tar: tarfile.TarFile) -> Iterator[_Member]:
@@ -263,8 +269,14 @@ def extract_members(
             if name in done:
                 continue
             if name not in expected:
-                unlisted = f"{bundle}: member {name!r} is not a file the lock names"
-                raise VerificationError(f"{unlisted} (refused before it was written)", hint=_AGAIN)
+                reason = "is not a file the lock names (refused before it was written)"
+                raise VerificationError(
+                    f"{bundle}: member {name!r} {reason}",
+                    hint=_AGAIN,
+                    file=str(bundle),
+                    key=name,
+                    reason=reason,
+                )
             _extract(bundle, member, dest, expected[name])
     missing = sorted(set(expected) - seen)
     if missing:

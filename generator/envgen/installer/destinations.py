@@ -209,7 +209,8 @@ def create_venv(
         return
     if prefix.exists() and any(prefix.iterdir()):
         hint = "choose an empty or new directory for --prefix"
-        raise InputError(f"{prefix} exists and is not a venv", hint=hint)
+        reason = "exists and is not a venv"
+        raise InputError(f"{prefix} {reason}", hint=hint, file=str(prefix), reason=reason)
     log.info("creating a venv (python %s) at %s", have, prefix)
     seeds = sorted(Path(bundled).glob("*.whl")) if bundled else []
     make_venv(python, prefix, seeds, compiled=compiled)

@@ -78,7 +78,8 @@ def repo_path(root: Path, path: Path) -> str:
     try:
         return absolute.relative_to(Path(os.path.realpath(root))).as_posix()
     except ValueError:
-        raise InputError(f"{path} is outside the git repository at {root}") from None
+        reason = f"is outside the git repository at {root}"
+        raise InputError(f"{path} {reason}", file=str(path), reason=reason) from None
 
 
 def show_at_rev(root: Path, rev: str, relpath: str) -> str | None:

@@ -136,7 +136,8 @@ def _stream(archive: object, name: str) -> IO[bytes]:
     assert isinstance(archive, tarfile.TarFile)
     handle = archive.extractfile(name)
     if handle is None:
-        raise VerificationError(f"{name} is not a regular file of its archive")
+        reason = "is not a regular file of its archive"
+        raise VerificationError(f"{name} {reason}", file=name, reason=reason)
     return handle
 
 
@@ -227,7 +228,10 @@ def _member(
             info = [n for n in names if n.endswith(".dist-info/METADATA") and n.count("/") == 1]
             text = wheel.read(info[0]).decode("utf-8", errors="replace") if info else ""
     except zipfile.BadZipFile as exc:
-        raise VerificationError(f"{path} of its archive is not a wheel that reads: {exc}") from exc
+        reason = f"is not a wheel that reads: {exc}"
+        raise VerificationError(
+            f"{path} of its archive {reason}", file=path, reason=reason
+        ) from exc
     finally:
         dest.unlink(missing_ok=True)
     requires = uv_pylock.parse_metadata(text, path).requires

@@ -218,7 +218,8 @@ def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[
         return None
     if response.status_code != 200:
         # The host answered: the page is not what an index serves (a proxy's or a server's error).
-        raise ResolutionError(f"{shown} answered HTTP {response.status_code}")
+        reason = f"answered HTTP {response.status_code}"
+        raise ResolutionError(f"{shown} {reason}", host=shown, reason=reason, package=name)
     if "json" in response.headers.get("Content-Type", ""):
         try:
             files = response.json()["files"]
