@@ -21,6 +21,8 @@ def _named(lock: Lock, platform: str) -> str:
             f"--platform {platform}: the lock of {lock.env} has no such part (it has "
             f"{', '.join(lock.platforms)})",
             hint="name one of the lock's platforms",
+            key="--platform",
+            platform=platform,
         )
     return platform
 

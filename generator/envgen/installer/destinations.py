@@ -193,6 +193,8 @@ def create_venv(
         raise InputError(
             f"the lock of {lock.env} holds no single python for {platform}, {unchecked}",
             hint="add `python X.Y.*` to [conda] specs and re-lock, or install without --venv",
+            platform=platform,
+            package="python",
         )
     proc = run_interpreter([python, "-c", PROBE])
     have, _, bundled = proc.stdout.strip().partition("\n")

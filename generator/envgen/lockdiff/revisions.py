@@ -165,6 +165,7 @@ def read_side(spec: str, cwd: Path) -> LockText:
         raise InputError(
             f"no lock file at {path}",
             hint="give a path like locks/a5.yml or REV:path like HEAD:locks/a5.yml",
+            file=str(path),
         )
     root = repo_root(cwd / rel)
     verify_rev(root, rev)
@@ -174,6 +175,7 @@ def read_side(spec: str, cwd: Path) -> LockText:
         raise InputError(
             f"{relpath} does not exist at revision {rev} in {root}",
             hint=f"list what it holds with `git ls-tree -r --name-only {rev}`",
+            file=relpath,
         )
     return side
 

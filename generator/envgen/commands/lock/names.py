@@ -68,6 +68,8 @@ def check_upgrade_names(
             f"--upgrade-package {unknown[0]}: no package or source of that name in {envs} "
             f"(matrix or recorded lock){did_you_mean(unknown[0], known)}",
             hint=f"name {what}; or use --upgrade for everything",
+            key="--upgrade-package",
+            package=unknown[0],
         )
 
 

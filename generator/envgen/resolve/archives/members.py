@@ -210,6 +210,8 @@ def read_members(
                     f"{wanted} that installs on {platform} with python {matrix.python}; it holds "
                     f"{held}",
                     hint=f"check archives.{archive.name} (wheels, url.{platform}) in {matrix.path}",
+                    package=wanted,
+                    platform=platform,
                 )
             best = min(fits, key=lambda w: min(priority[t] for t in w[3] if t in priority))
             members.append(_member(opened, best[0], best[1], best[2], path, environment))
@@ -329,5 +331,6 @@ def _located(archive: LockedArchive, local: Mapping[str, Path]) -> dict[str, Pat
                 f"the bundle holds no {member.filename} (archive {archive.name} of "
                 f"{archive.platform})",
                 hint="make the bundle again from this lock (nothing was installed)",
+                platform=archive.platform,
             )
     return {m.sha256: local[m.sha256] for m in archive.members}

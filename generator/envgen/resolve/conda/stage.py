@@ -63,6 +63,8 @@ def _entry(record: rattler.RepoDataRecord, platform: str) -> CondaEntry:
             f"{redact_url(record.channel or record.url)} has no md5 or "
             "sha256 in its repodata",
             hint="a lock needs both hashes: use a channel whose repodata.json records them",
+            package=record.name.normalized,
+            platform=platform,
         )
     return CondaEntry(
         name=record.name.normalized,

@@ -137,6 +137,8 @@ def choose_artifact(package: LockedPackage, priority: Mapping[Tag, int], platfor
         f"(offered: {offered})",
         hint=f"pin another version of {package.name} in the matrix, or lower the platforms "
         "it is locked for",
+        package=package.name,
+        platform=platform,
     )
 
 
