@@ -17,10 +17,11 @@ FORMATS = ("requirements", "pylock", "nix", "cyclonedx")
 
 def _named(lock: Lock, platform: str) -> str:
     if platform not in lock.platforms:
+        reason = f"the lock of {lock.env} has no such part (it has {', '.join(lock.platforms)})"
         raise InputError(
-            f"--platform {platform}: the lock of {lock.env} has no such part (it has "
-            f"{', '.join(lock.platforms)})",
+            f"--platform {platform}: {reason}",
             hint="name one of the lock's platforms",
+            reason=reason,
             key="--platform",
             platform=platform,
         )
