@@ -80,6 +80,7 @@ def write_archive(
                 raise VerificationError(
                     f"{path} (for {name}) has sha256 {reader.digest.hexdigest()}, not {sha256}",
                     hint=f"delete {path} (a damaged cache entry) and run again",
+                    file=str(path),
                 )
 
 
@@ -140,6 +141,8 @@ def _regular(bundle: Path, tar: tarfile.TarFile) -> Iterator[_Member]:
             raise VerificationError(
                 f"{bundle}: member {info.name!r} is not a regular file",
                 hint=_AGAIN,
+                file=str(bundle),
+                key=info.name,
             )
         yield info, data
 
@@ -173,6 +176,8 @@ def _extract(bundle: Path, member: _Member, dest: Path, want: Member | None) -> 
         raise VerificationError(
             f"{bundle}: member {info.name} has sha256 {digest.hexdigest()}, not {want.sha256}",
             hint=_AGAIN,
+            file=str(bundle),
+            key=info.name,
         )
     return target
 
@@ -217,6 +222,7 @@ def _check_total(bundle: Path, manifest: Manifest) -> None:
             f"{bundle}: bundle.json lists {total} bytes of members, more than the ceiling of "
             f"{limit} bytes ({RATIO} times the bundle's size)",
             hint="a bundle unpacks to little more than its own size: this one would fill the disk",
+            file=str(bundle),
         )
 
 

@@ -54,6 +54,7 @@ class CondaPrefix:
                 f"{part} put no python at {self.python}",
                 hint="add `python X.Y.*` to [conda] specs and re-lock, or install into a venv of "
                 "this python with --venv",
+                package="python",
             )
         ensure_own_python(self.path, self.settings)
         compile_noarch_python(self.path, self.settings)
@@ -205,6 +206,7 @@ def create_venv(
         raise InputError(
             f"{python} is python {have}, but {locked}",
             hint=f"run envgen with a python {minor} interpreter{other}",
+            package="python",
         )
     if (prefix / "pyvenv.cfg").is_file():
         log.info("reusing the venv at %s", prefix)

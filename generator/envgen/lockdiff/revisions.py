@@ -39,6 +39,7 @@ def repo_root(path: Path) -> Path:
             f"{path} is not inside a git repository: `git rev-parse --show-toplevel` "
             f"in {probe} failed",
             hint="give a lock file path instead of REV:path, or run inside the repository",
+            file=str(path),
         )
     return Path(proc.stdout.strip())
 
@@ -236,6 +237,7 @@ def _lock_yml(side: LockText) -> LockYml:
             f"1): {reason}",
             hint="give two lock files, e.g. `envgen diff HEAD:locks/a5.yml locks/a5.yml`, "
             "or `envgen diff --git`",
+            file=side.label,
         ) from exc
 
 

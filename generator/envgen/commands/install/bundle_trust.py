@@ -86,6 +86,8 @@ def _same_as_project(root: LockTexts, bundled: LockTexts) -> None:
             f"the bundle carries another lock than the project's: {name} differs from {our_name} "
             f"at line {line} (the project's: {_shown(have)}; the bundle's: {_shown(got)})",
             hint="make the bundle again from this lock, or use the checkout it was made from",
+            file=name,
+            line=line,
         )
 
 

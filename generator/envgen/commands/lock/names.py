@@ -42,6 +42,7 @@ def check_update_names(
             f"--update {unknown[0]}: no source of that name in {envs} (matrix or recorded lock)"
             f"{did_you_mean(unknown[0], known)}",
             hint=f"name one of the sources: {names}; or use --update-all",
+            key="--update",
         )
 
 

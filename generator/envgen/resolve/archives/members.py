@@ -155,6 +155,7 @@ def _copy(archive: object, name: str, dest: Path, *, ceiling: int, expect: str |
                     f"{name} of its archive expands past {ceiling} bytes, more than a wheel "
                     "that archive could hold; nothing of it was kept",
                     hint="check the URL names the release archive",
+                    file=name,
                 )
             digest.update(chunk)
             part.handle.write(chunk)
@@ -274,6 +275,7 @@ def archive_wheels(
                 raise VerificationError(
                     f"the archive {shown} holds no {member.path}, named by {where}",
                     hint="the lock does not describe this archive: re-lock",
+                    key=member.path,
                 )
             sha256 = _copy(opened, member.path, dest, ceiling=_ceiling(path), expect=member.sha256)
             if sha256 != member.sha256:
@@ -281,6 +283,7 @@ def archive_wheels(
                     f"{member.path} of the archive {redact_url(locked.url)} has sha256 {sha256}, "
                     f"{where} says {member.sha256}",
                     hint="the archive is not the one locked: find out why, then re-lock",
+                    key=member.path,
                 )
             found[member.sha256] = dest
     return found

@@ -134,6 +134,9 @@ def _unsatisfiable(matrix: Matrix, platform: str, said: str) -> ResolutionError:
         f"{matrix.file_of('conda', 'specs')}: [conda] specs cannot be satisfied for {platform} "
         f"(glibc {matrix.glibc}): {', '.join(matrix.conda_specs)}\n{said}",
         hint="relax the specs named above, or check that the channels carry them for this platform",
+        file=matrix.file_of("conda", "specs"),
+        key="conda.specs",
+        platform=platform,
     )
 
 

@@ -228,6 +228,8 @@ def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[
             raise ResolutionError(
                 f"{shown} answered with a page that is not PEP 691 JSON ({type(exc).__name__})",
                 hint="check the index URL in channels/ (a proxy error page?)",
+                host=shown,
+                package=name,
             ) from exc
     return _html_filenames(response.text)
 

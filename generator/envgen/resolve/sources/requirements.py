@@ -35,6 +35,7 @@ def read_requirements(
                     "dependencies cannot be read",
                     hint='name a requirements file instead of "pyproject" in the source\'s '
                     "`requirements`",
+                    file="pyproject.toml",
                 )
             files.setdefault("pyproject.toml", data)
             lines.extend(

@@ -95,6 +95,7 @@ def check_paths(source: Source, commit: str, listed: Lister) -> None:
         raise InputError(
             f"{where}: subdirectory {source.subdirectory!r} is not a directory of its tree",
             hint=f"fix sources.{source.name}.subdirectory in the matrix",
+            key=f"sources.{source.name}.subdirectory",
         )
     for i, replacement in enumerate(source.replacements):
         key = f"sources.{source.name}.replace[{i}]"
@@ -103,6 +104,7 @@ def check_paths(source: Source, commit: str, listed: Lister) -> None:
                 f"{where}: {key}.from: {replacement.source!r} is not a regular file of its own "
                 "tree (a symbolic link, a directory, a submodule's file or none)",
                 hint="name a file the source's tree holds",
+                key=f"{key}.from",
             )
         parent = replacement.target.rpartition("/")[0]
         target = _kind(listed, replacement.target)
@@ -111,6 +113,7 @@ def check_paths(source: Source, commit: str, listed: Lister) -> None:
                 f"{where}: {key}.to: {replacement.target!r} is not a regular file, or a new "
                 "one, in a directory of its own tree",
                 hint="name a path of the source's tree no symbolic link or submodule leads through",
+                key=f"{key}.to",
             )
 
 
@@ -151,6 +154,8 @@ def extras_lines(tree: InstalledTree, context: str) -> tuple[Line, ...]:
             "there)",
             hint="list their requirements in a file of `requirements`, or set "
             f'dependencies = "files" on sources.{source.name}',
+            file="pyproject.toml",
+            package=source.name,
         )
     file = tree.origin("pyproject.toml")
     text = (data or b"").decode("utf-8", errors="replace").splitlines()
