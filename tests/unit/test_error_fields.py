@@ -8,10 +8,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.cli.output import envelope
+from envgen.commands.lock.command import read_previous
 from envgen.errors import InputError
+from envgen.lockio.store import LockTexts
 from envgen.network import Limits
 from envgen.project import Project
 from envgen.resolve.git.remote import unreachable
@@ -97,3 +100,20 @@ def test_an_unreachable_host_is_carried_as_the_host() -> None:
     assert error["error"]["host"] == "https://***@example.com/x.git" == failed.hosts[0].host
     assert "s3cret" not in json.dumps(error)
     assert error["error"]["host"] in error["error"]["message"]
+
+
+def test_an_unreadable_previous_lock_keeps_the_parts_of_what_is_wrong_in_it() -> None:
+    """Before: the re-lock's error said the parse error's words again but carried none of its
+    parts."""
+    names = ("locks/a5.yml", "locks/a5.sources.toml", "locks/a5.install.sh")
+    texts = LockTexts("a5", "version: 2\n", "", "", names)
+    with pytest.raises(InputError) as raised:
+        read_previous(texts, afresh=False, telling=False)
+    error = raised.value
+    assert (error.file, error.key, error.reason) == (
+        "locks/a5.yml",
+        "version",
+        "expected a conda-lock version 1 file",
+    )
+    assert error.message.startswith("locks/a5.yml: version: expected a conda-lock version 1 file\n")
+    assert "envgen lock a5 --upgrade" in (error.hint or "")

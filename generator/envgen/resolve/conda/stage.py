@@ -318,5 +318,6 @@ def python_version(entries: Sequence[CondaEntry]) -> str:
         raise ResolutionError(
             f"the conda solve must choose exactly one python; it has {found}",
             hint="add one `python X.Y.*` to [conda] specs in the matrix",
+            package="python",
         )
     return versions[0]
