@@ -25,8 +25,10 @@ class EnvgenError(Exception):
     """Root of every error envgen reports to a user (never a bug).
 
     Its message is given, or composed (`placed`) from the parts of a problem found in an input:
-    the `reason`, in `file` (at `line`) under `key`; those parts stay on the error as data (`--json`
-    carries them). `headline` is the message's first line, or the one given where the error is
+    the `reason`, in `file` (at `line`) under `key`. Where the problem is one package's, one
+    platform's or one host's, `package`, `platform` and `host` name it. Those parts stay on the
+    error as data (`--json` carries them), whether they composed the message or a given message
+    names them. `headline` is the message's first line, or the one given where the error is
     built."""
 
     exit_code = 1
@@ -41,6 +43,9 @@ class EnvgenError(Exception):
         line: int | None = None,
         key: str | None = None,
         reason: str | None = None,
+        package: str | None = None,
+        platform: str | None = None,
+        host: str | None = None,
     ) -> None:
         if message is None:
             message = placed(file, line, key, reason or "")
@@ -48,6 +53,7 @@ class EnvgenError(Exception):
         self.message = message
         self.hint = hint
         self.file, self.line, self.key, self.reason = file, line, key, reason
+        self.package, self.platform, self.host = package, platform, host
         self.headline = _first_line(message) if headline is None else headline
 
     def __str__(self) -> str:
@@ -72,8 +78,17 @@ class EnvgenError(Exception):
         return f"{self.headline} {rest[0]}" if rest else self.headline.rstrip(":")
 
     def parts(self) -> dict[str, str | int]:
-        """The parts the error was built from (file, line, key, reason), those known."""
-        given = {"file": self.file, "line": self.line, "key": self.key, "reason": self.reason}
+        """The parts the error was built from (file, line, key, reason, package, platform, host),
+        those known."""
+        given = {
+            "file": self.file,
+            "line": self.line,
+            "key": self.key,
+            "reason": self.reason,
+            "package": self.package,
+            "platform": self.platform,
+            "host": self.host,
+        }
         return {name: value for name, value in given.items() if value is not None}
 
     def reworded(self, message: str) -> Self:
@@ -128,10 +143,11 @@ class NetworkError(ResolutionError):
 
     Besides the message (composed from them where it is raised), its parts: `hosts`, each host not
     reached and why (one for most failures, every one when a probe or a download asked several at
-    once, none when the tool named no host); `platform`, the platform being locked or installed,
-    when one was; `listed`, whether the message names each host on a line of its own under a
-    headline; `failure`, the line `check` reports: that headline, or the message, and for a
-    resolution (grouped across platforms there) without the platform."""
+    once, none when the tool named no host), and `host` the one host when only one was not reached;
+    `platform`, the platform being locked or installed, when one was (both carried by `--json`);
+    `listed`, whether the message names each host on a line of its own under a headline;
+    `failure`, the line `check` reports: that headline, or the message, and for a resolution
+    (grouped across platforms there) without the platform."""
 
     def __init__(
         self,
@@ -143,9 +159,10 @@ class NetworkError(ResolutionError):
         failure: str | None = None,
         listed: bool = False,
     ) -> None:
-        super().__init__(message, hint, headline=failure if listed else None)
+        single = hosts[0].host if len(hosts) == 1 else None
+        headline = failure if listed else None
+        super().__init__(message, hint, headline=headline, platform=platform, host=single)
         self.hosts = tuple(hosts)
-        self.platform = platform
         self.failure = message if failure is None else failure
         self.listed = listed
 

@@ -329,9 +329,8 @@ class Origin:
 
     def error(self, reason: str) -> InputError:
         """`reason` as an error about this place (a matrix's key as data, a source's as text)."""
-        if self.source:
-            return InputError(f"{self}: {reason}")
-        return InputError(file=self.file, key=self.key, reason=reason)
+        said, line = (f"{self}: {reason}", self.line) if self.source else (None, None)
+        return InputError(said, file=self.file, line=line, key=self.key, reason=reason)
 
 
 @dataclass(frozen=True)

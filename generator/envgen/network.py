@@ -95,7 +95,9 @@ def limits(environ: Mapping[str, str] | None = None) -> Limits:
         if not _allowed(field, value):
             kind = _KINDS.get(field, "a number of seconds above 0")
             raise InputError(
-                f"{name}={text!r} is not {kind}", hint=f"unset it for the default, {seconds(field)}"
+                f"{name}={text!r} is not {kind}",
+                hint=f"unset it for the default, {seconds(field)}",
+                key=name,
             )
         values[field] = value
     return Limits(**values)

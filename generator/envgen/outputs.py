@@ -25,7 +25,10 @@ def checked_output(path: Path, project: Project) -> None:
     except FileNotFoundError:
         mode = None
     except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}", hint=_HINT) from exc
+        why = str(exc.strerror)
+        raise InputError(
+            f"cannot write {path}: {why}", hint=_HINT, file=str(path), reason=why
+        ) from exc
     if mode is not None and stat.S_ISLNK(mode):
         problem = "is a symbolic link: an output is never written through one"
     elif mode is not None and not stat.S_ISREG(mode):
@@ -34,7 +37,7 @@ def checked_output(path: Path, project: Project) -> None:
         problem = f"is in {project.locks_dir}, which only `envgen lock` writes"
     else:
         return
-    raise InputError(f"{path} {problem}", hint=_HINT)
+    raise InputError(f"{path} {problem}", hint=_HINT, file=str(path), reason=problem)
 
 
 def _inside(directory: Path, locks: Path) -> bool:
@@ -61,4 +64,7 @@ def output_file(path: Path, project: Project) -> Iterator[BinaryIO]:
     except OSError as exc:
         if opened:
             raise
-        raise InputError(f"cannot write {path}: {exc.strerror}", hint=_HINT) from exc
+        why = str(exc.strerror)
+        raise InputError(
+            f"cannot write {path}: {why}", hint=_HINT, file=str(path), reason=why
+        ) from exc

@@ -70,6 +70,7 @@ def glibc_virtual_packages(platform: str, glibc: str) -> tuple[str, ...]:
             f"cannot solve conda specs for platform {platform!r}: envgen knows "
             f"{', '.join(sorted(PLATFORMS))}",
             hint="list only known platforms in [env] platforms",
+            platform=platform,
         )
     return (
         f"__archspec=1={PLATFORMS[platform]}",

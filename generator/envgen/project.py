@@ -70,11 +70,13 @@ class Project:
                 f"unknown env {env!r}: no {self.template(env)}; available envs: {listed}",
                 hint=f"name one of the available envs, or create env-templates/{env}.toml "
                 "(see docs/matrix.md)",
+                file=str(self.template(env)),
             )
         if not envs and not available:
             raise InputError(
                 f"no env in {self.templates_dir} (no *.toml)",
                 hint="add a matrix there (see docs/matrix.md), or run `envgen init` for an example",
+                file=str(self.templates_dir),
             )
         return list(envs) or available
 

@@ -80,6 +80,7 @@ def write_archive(
                 raise VerificationError(
                     f"{path} (for {name}) has sha256 {reader.digest.hexdigest()}, not {sha256}",
                     hint=f"delete {path} (a damaged cache entry) and run again",
+                    file=str(path),
                 )
 
 
@@ -120,9 +121,15 @@ def _members(bundle: Path) -> Iterator[Iterator[_Member]]:
         with _open_tar(bundle) as tar:
             yield _regular(bundle, tar)
     except (tarfile.TarError, zstandard.ZstdError, EOFError) as exc:
-        raise VerificationError(f"{bundle} is not a readable bundle: {exc}", hint=_AGAIN) from exc
+        reason = f"is not a readable bundle: {exc}"
+        raise VerificationError(
+            f"{bundle} {reason}", hint=_AGAIN, file=str(bundle), reason=reason
+        ) from exc
     except OSError as exc:
-        raise InputError(f"cannot read the bundle {bundle}: {exc.strerror or exc}") from exc
+        why = str(exc.strerror or exc)
+        raise InputError(
+            f"cannot read the bundle {bundle}: {why}", file=str(bundle), reason=why
+        ) from exc
 
 
 def _regular(bundle: Path, tar: tarfile.TarFile) -> Iterator[_Member]:
@@ -134,6 +141,8 @@ def _regular(bundle: Path, tar: tarfile.TarFile) -> Iterator[_Member]:
             raise VerificationError(
                 f"{bundle}: member {info.name!r} is not a regular file",
                 hint=_AGAIN,
+                file=str(bundle),
+                key=info.name,
             )
         yield info, data
 
@@ -167,6 +176,8 @@ def _extract(bundle: Path, member: _Member, dest: Path, want: Member | None) -> 
         raise VerificationError(
             f"{bundle}: member {info.name} has sha256 {digest.hexdigest()}, not {want.sha256}",
             hint=_AGAIN,
+            file=str(bundle),
+            key=info.name,
         )
     return target
 
@@ -211,6 +222,7 @@ def _check_total(bundle: Path, manifest: Manifest) -> None:
             f"{bundle}: bundle.json lists {total} bytes of members, more than the ceiling of "
             f"{limit} bytes ({RATIO} times the bundle's size)",
             hint="a bundle unpacks to little more than its own size: this one would fill the disk",
+            file=str(bundle),
         )
 
 
@@ -263,8 +275,14 @@ def extract_members(
             if name in done:
                 continue
             if name not in expected:
-                unlisted = f"{bundle}: member {name!r} is not a file the lock names"
-                raise VerificationError(f"{unlisted} (refused before it was written)", hint=_AGAIN)
+                reason = "is not a file the lock names (refused before it was written)"
+                raise VerificationError(
+                    f"{bundle}: member {name!r} {reason}",
+                    hint=_AGAIN,
+                    file=str(bundle),
+                    key=name,
+                    reason=reason,
+                )
             _extract(bundle, member, dest, expected[name])
     missing = sorted(set(expected) - seen)
     if missing:

@@ -90,6 +90,7 @@ def make_mirror(pack: GitPack, bundle_file: Path, mirror: Path, git: GitEnv) -> 
             f"{pack.path} (source {pack.source}) is not a usable git "
             f"bundle:\n{tail(proc.stderr, 5)}",
             hint="make the bundle again",
+            file=str(pack.path),
         )
     for sha in pack.commits:
         have = run(
@@ -99,7 +100,8 @@ def make_mirror(pack: GitPack, bundle_file: Path, mirror: Path, git: GitEnv) -> 
         )
         if have.returncode != 0:
             raise VerificationError(
-                f"{pack.path} (source {pack.source}) lacks the locked commit {sha}"
+                f"{pack.path} (source {pack.source}) lacks the locked commit {sha}",
+                file=str(pack.path),
             )
 
 

@@ -231,6 +231,7 @@ def check_fits(manifest: Manifest, env: str, platform: str) -> None:
         raise InputError(
             f"the bundle carries {', '.join(manifest.platforms)}, this host is {platform}",
             hint=f"run `envgen bundle {env} --platform {platform}`",
+            platform=platform,
         )
 
 

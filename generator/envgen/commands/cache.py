@@ -79,11 +79,13 @@ def clean_cache(cache: Path) -> Removed:
         raise InputError(
             f"{link}: envgen removes its cache only where it is, never through a link",
             hint="set ENVGEN_CACHE_DIR to the directory itself, or remove it yourself",
+            file=str(link),
         )
     if not cache.is_dir():
         raise InputError(
             f"the cache {cache} is not a directory",
             hint="set ENVGEN_CACHE_DIR to envgen's cache directory",
+            file=str(cache),
         )
     names = sorted(entry.name for entry in cache.iterdir() if entry.name != TAG)
     if names and not _tagged(cache):
@@ -92,6 +94,7 @@ def clean_cache(cache: Path) -> Removed:
             "removed",
             hint="is ENVGEN_CACHE_DIR right? envgen tags the cache directory it creates; remove "
             "this one yourself if it is envgen's",
+            file=str(cache),
         )
     foreign = [name for name in names if name not in CACHE_ENTRIES]
     if foreign:
@@ -100,6 +103,7 @@ def clean_cache(cache: Path) -> Removed:
         raise InputError(
             f"{cache} holds {shown}, which envgen does not put in its cache: nothing was removed",
             hint=f"is ENVGEN_CACHE_DIR right? envgen's cache holds only {', '.join(CACHE_ENTRIES)}",
+            file=str(cache),
         )
     return Removed(cache, _remove_all(cache, names))
 

@@ -17,10 +17,13 @@ FORMATS = ("requirements", "pylock", "nix", "cyclonedx")
 
 def _named(lock: Lock, platform: str) -> str:
     if platform not in lock.platforms:
+        reason = f"the lock of {lock.env} has no such part (it has {', '.join(lock.platforms)})"
         raise InputError(
-            f"--platform {platform}: the lock of {lock.env} has no such part (it has "
-            f"{', '.join(lock.platforms)})",
+            f"--platform {platform}: {reason}",
             hint="name one of the lock's platforms",
+            reason=reason,
+            key="--platform",
+            platform=platform,
         )
     return platform
 
@@ -56,7 +59,9 @@ def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = 
     requirements file alone, for its comments)."""
     if fmt not in FORMATS:
         raise InputError(
-            f"--format {fmt}: unknown format", hint=f"use one of: {', '.join(FORMATS)}"
+            f"--format {fmt}: unknown format",
+            hint=f"use one of: {', '.join(FORMATS)}",
+            key="--format",
         )
     lock = require_lock(project, env)
     if fmt == "nix":
@@ -64,7 +69,9 @@ def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = 
 
         if platform is not None:
             raise InputError(
-                "--platform: a Nix export holds every platform", hint="leave out --platform"
+                "--platform: a Nix export holds every platform",
+                hint="leave out --platform",
+                key="--platform",
             )
         return render_nix(lock)
     if fmt == "cyclonedx":

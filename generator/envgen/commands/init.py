@@ -75,6 +75,7 @@ def _inside(directory: Path, path: Path) -> None:
         raise InputError(
             f"{path} leads through a symbolic link to {real}, {outside}",
             hint="remove the link, or run `envgen init` in another directory",
+            file=str(path),
         )
 
 

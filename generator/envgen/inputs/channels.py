@@ -37,6 +37,7 @@ def read_channels(channels_dir: Path) -> tuple[dict[str, Channel | Index], list[
             f"no channels directory at {channels_dir}",
             hint="create it with one <name>.toml per conda channel or pip index (kind = "
             '"conda" | "pip")',
+            file=str(channels_dir),
         )
     channels: dict[str, Channel | Index] = {}
     problems: list[Problem] = []

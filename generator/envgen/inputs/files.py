@@ -36,28 +36,37 @@ def read_input_text(path: Path, hint: str, shown: str | None = None) -> str:
     except OSError as exc:
         if exc.errno == errno.ELOOP and path.is_symlink():
             raise InputError(
-                f"{shown} is a symbolic link", hint="replace it with a regular file"
+                f"{shown} is a symbolic link",
+                hint="replace it with a regular file",
+                file=shown,
+                reason="is a symbolic link",
             ) from exc
-        raise InputError(f"cannot read {shown}: {exc.strerror or exc}", hint=hint) from exc
+        raise _unreadable(shown, str(exc.strerror or exc), hint) from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise InputError(
                 f"{shown} is not a regular file",
                 hint="replace it with a regular file, or remove it",
+                file=shown,
+                reason="is not a regular file",
             )
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read()
     except OSError as exc:
-        raise InputError(f"cannot read {shown}: {exc.strerror or exc}", hint=hint) from exc
+        raise _unreadable(shown, str(exc.strerror or exc), hint) from exc
     finally:
         os.close(fd)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(
-            f"cannot read {shown}: not UTF-8 text ({exc.reason} at byte {exc.start})", hint=hint
-        ) from exc
+        why = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise _unreadable(shown, why, hint) from exc
+
+
+def _unreadable(shown: str, why: str, hint: str | None) -> InputError:
+    """The one message of a file that cannot be read: `cannot read FILE: why`, its parts carried."""
+    return InputError(f"cannot read {shown}: {why}", hint=hint, file=shown, reason=why)
 
 
 def open_input(path: Path, hint: str) -> BinaryIO:
@@ -67,10 +76,11 @@ def open_input(path: Path, hint: str) -> BinaryIO:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}", hint=hint) from exc
+        raise _unreadable(str(path), str(exc.strerror or exc), hint) from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise InputError(f"{path} is not a regular file", hint=hint)
+        reason = "is not a regular file"
+        raise InputError(f"{path} {reason}", hint=hint, file=str(path), reason=reason)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 

@@ -71,6 +71,7 @@ def load_matrix(path: Path, channels_dir: Path, *, conda_specs: bool = True) -> 
         raise InputError(
             f"no matrix at {path}; available envs: {available}",
             hint=f"name one of the available envs, or create {path.name} (see docs/matrix.md)",
+            file=str(path),
         )
     channels, channel_problems = read_channels(channels_dir)
     broken = {p.stem for p in channels_dir.glob("*.toml")} - set(channels)

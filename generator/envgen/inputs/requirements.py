@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 
-from envgen.errors import InputError, ResolutionError
+from envgen.errors import InputError, ResolutionError, placed
 from envgen.inputs.files import bounded_nesting
 from envgen.names import vcs_of
 
@@ -94,7 +94,7 @@ def parse_requirement_files(paths: tuple[str, ...], read: Reader, *, context: st
     state = _State(read=read, context=context)
     for path in paths:
         state.parse(
-            _normalise(path, context=context, where=path), constraint=False, included_from=None
+            _normalise(path, context=context, file=path), constraint=False, included_from=None
         )
     return Parsed(tuple(state.lines), tuple(state.ignored), tuple(state.files))
 
@@ -106,27 +106,34 @@ def parse_pyproject(text: str, path: str, *, context: str) -> tuple[Line, ...]:
         with bounded_nesting(f"{context}: {path}"):
             data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{context}: {path} is not valid TOML: {exc}") from exc
+        reason = f"is not valid TOML: {exc}"
+        raise InputError(f"{context}: {path} {reason}", file=path, reason=reason) from exc
     project = data.get("project")
     if not isinstance(project, dict):
+        reason = "has no [project] table, so it declares no PEP 621 dependencies"
         raise InputError(
-            f"{context}: {path} has no [project] table, so it declares no PEP 621 dependencies",
+            f"{context}: {path} {reason}",
             hint='list a requirements file instead of "pyproject" in the source\'s `requirements`',
+            file=path,
+            reason=reason,
         )
     if "dependencies" in project.get("dynamic", []):
+        reason = "declares `dependencies` as dynamic; they are only known by running its build"
         raise InputError(
-            f"{context}: {path} declares `dependencies` as dynamic; they are only "
-            "known by running its build",
+            f"{context}: {path} {reason}",
+            file=path,
+            reason=reason,
             hint='name the requirements file the build reads instead of "pyproject" in the '
             "source's `requirements`",
         )
     deps = project.get("dependencies", [])
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
-        raise InputError(f"{context}: {path}: [project] dependencies is not a list of strings")
+        reason = "[project] dependencies is not a list of strings"
+        raise InputError(f"{context}: {path}: {reason}", file=path, reason=reason)
     source_lines = text.splitlines()
     lines = []
     for dep in deps:
-        _validate(dep, context=context, where=path)
+        _validate(dep, context=context, file=path)
         lines.append(Line(text=_canonical(dep), file=path, line=_line_of(dep, source_lines)))
     return tuple(lines)
 
@@ -160,6 +167,8 @@ class _State:
             raise ResolutionError(
                 f"{self.context}: requirement file {path}{where} does not exist at that commit",
                 hint="fix the path in the matrix's `requirements`, or pin a ref that has the file",
+                file=path,
+                reason="does not exist at that commit",
             )
         self.files.append((path, data))
         text = data.decode("utf-8", errors="replace")
@@ -169,7 +178,7 @@ class _State:
                 self._option(logical, path=path, number=number, constraint=constraint)
                 continue
             req = _PER_REQUIREMENT.sub("", f" {logical}").strip()
-            _validate(req, context=self.context, where=where)
+            _validate(req, context=self.context, file=path, line=number)
             self.lines.append(Line(_canonical(req), path, number, constraint=constraint))
 
     def _option(self, logical: str, *, path: str, number: int, constraint: bool) -> None:
@@ -187,9 +196,15 @@ class _State:
         value = value.strip()
         if option in ("-r", "--requirement", "-c", "--constraint"):
             if not value:
-                raise InputError(f"{self.context}: {where}: `{option}` names no file")
+                reason = f"`{option}` names no file"
+                raise InputError(
+                    f"{self.context}: {where}: {reason}", file=path, line=number, reason=reason
+                )
             included = _normalise(
-                posixpath.join(posixpath.dirname(path), value), context=self.context, where=where
+                posixpath.join(posixpath.dirname(path), value),
+                context=self.context,
+                file=path,
+                line=number,
             )
             self.parse(
                 included,
@@ -200,16 +215,22 @@ class _State:
             target = shlex.split(value)[0] if value else ""
             req = _editable_requirement(target)
             if req is None:
+                reason = f"editable requirement `{target}` is not a git URL with #egg=<name>"
                 raise InputError(
-                    f"{self.context}: {where}: editable requirement `{target}` is not "
-                    "a git URL with #egg=<name>",
+                    f"{self.context}: {where}: {reason}",
                     hint="declare local projects as sources in the matrix instead",
+                    file=path,
+                    line=number,
+                    reason=reason,
                 )
             self.lines.append(Line(req, path, number, constraint=constraint, editable=True))
         elif option in INDEX_OPTIONS or option in GLOBAL_OPTIONS:
             self.ignored.append(Ignored(option, path, number))
         else:
-            raise InputError(f"{self.context}: {where}: unknown requirement-file option `{option}`")
+            reason = f"unknown requirement-file option `{option}`"
+            raise InputError(
+                f"{self.context}: {where}: {reason}", file=path, line=number, reason=reason
+            )
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -245,20 +266,27 @@ def _editable_requirement(target: str) -> str | None:
     return f"{name} @ {url}" if name else None
 
 
-def _normalise(path: str, *, context: str, where: str) -> str:
+def _normalise(path: str, *, context: str, file: str, line: int | None = None) -> str:
+    """`path` normalised, refused (naming `file`, at `line`, that names it) outside the tree."""
     normal = posixpath.normpath(path)
     if normal.startswith("../") or normal == ".." or posixpath.isabs(normal):
-        raise InputError(f"{context}: {where}: requirement file {path} is outside the source tree")
+        reason = f"requirement file {path} is outside the source tree"
+        where = placed(file, line, None, reason)
+        raise InputError(f"{context}: {where}", file=file, line=line, reason=reason)
     return normal
 
 
-def _validate(text: str, *, context: str, where: str) -> None:
+def _validate(text: str, *, context: str, file: str, line: int | None = None) -> None:
     try:
         Pep508(text)
     except InvalidRequirement as exc:
+        reason = f"`{text}` is not a valid requirement: {exc}"
         raise InputError(
-            f"{context}: {where}: `{text}` is not a valid requirement: {exc}",
+            f"{context}: {placed(file, line, None, reason)}",
             hint="pin a ref whose requirement files pip can read, or add an override in the matrix",
+            file=file,
+            line=line,
+            reason=reason,
         ) from exc
 
 

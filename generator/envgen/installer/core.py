@@ -196,6 +196,7 @@ def check_request(request: Request) -> None:
         raise InputError(
             f"the lock of {lock.env} has no {platform} part (it has {', '.join(lock.platforms)})",
             hint=f"add {platform} to [env] platforms and re-lock",
+            platform=platform,
         )
     known = [p.name for p in lock.profiles]
     unknown = [p for p in request.profiles if p not in known]

@@ -54,6 +54,7 @@ class CondaPrefix:
                 f"{part} put no python at {self.python}",
                 hint="add `python X.Y.*` to [conda] specs and re-lock, or install into a venv of "
                 "this python with --venv",
+                package="python",
             )
         ensure_own_python(self.path, self.settings)
         compile_noarch_python(self.path, self.settings)
@@ -193,6 +194,8 @@ def create_venv(
         raise InputError(
             f"the lock of {lock.env} holds no single python for {platform}, {unchecked}",
             hint="add `python X.Y.*` to [conda] specs and re-lock, or install without --venv",
+            platform=platform,
+            package="python",
         )
     proc = run_interpreter([python, "-c", PROBE])
     have, _, bundled = proc.stdout.strip().partition("\n")
@@ -203,13 +206,15 @@ def create_venv(
         raise InputError(
             f"{python} is python {have}, but {locked}",
             hint=f"run envgen with a python {minor} interpreter{other}",
+            package="python",
         )
     if (prefix / "pyvenv.cfg").is_file():
         log.info("reusing the venv at %s", prefix)
         return
     if prefix.exists() and any(prefix.iterdir()):
         hint = "choose an empty or new directory for --prefix"
-        raise InputError(f"{prefix} exists and is not a venv", hint=hint)
+        reason = "exists and is not a venv"
+        raise InputError(f"{prefix} {reason}", hint=hint, file=str(prefix), reason=reason)
     log.info("creating a venv (python %s) at %s", have, prefix)
     seeds = sorted(Path(bundled).glob("*.whl")) if bundled else []
     make_venv(python, prefix, seeds, compiled=compiled)

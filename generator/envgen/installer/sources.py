@@ -42,7 +42,12 @@ class IndexSource:
         path = self.project.install_sh(lock.env)
         if texts.recipe is None:
             why = texts.unreadable.message if texts.unreadable is not None else "it is missing"
-            raise InputError(f"cannot read the recipe {path}: {why}", hint=repair_hint(lock.env))
+            raise InputError(
+                f"cannot read the recipe {path}: {why}",
+                hint=repair_hint(lock.env),
+                file=str(path),
+                reason=why,
+            )
         return Recipe(path, texts.recipe, self.settings.variables, self.credentials.git)
 
     def conda(self, lock: Lock, platform: str) -> CondaPart:

@@ -39,6 +39,7 @@ def repo_root(path: Path) -> Path:
             f"{path} is not inside a git repository: `git rev-parse --show-toplevel` "
             f"in {probe} failed",
             hint="give a lock file path instead of REV:path, or run inside the repository",
+            file=str(path),
         )
     return Path(proc.stdout.strip())
 
@@ -78,7 +79,8 @@ def repo_path(root: Path, path: Path) -> str:
     try:
         return absolute.relative_to(Path(os.path.realpath(root))).as_posix()
     except ValueError:
-        raise InputError(f"{path} is outside the git repository at {root}") from None
+        reason = f"is outside the git repository at {root}"
+        raise InputError(f"{path} {reason}", file=str(path), reason=reason) from None
 
 
 def show_at_rev(root: Path, rev: str, relpath: str) -> str | None:
@@ -164,6 +166,7 @@ def read_side(spec: str, cwd: Path) -> LockText:
         raise InputError(
             f"no lock file at {path}",
             hint="give a path like locks/a5.yml or REV:path like HEAD:locks/a5.yml",
+            file=str(path),
         )
     root = repo_root(cwd / rel)
     verify_rev(root, rev)
@@ -173,6 +176,7 @@ def read_side(spec: str, cwd: Path) -> LockText:
         raise InputError(
             f"{relpath} does not exist at revision {rev} in {root}",
             hint=f"list what it holds with `git ls-tree -r --name-only {rev}`",
+            file=relpath,
         )
     return side
 
@@ -233,6 +237,7 @@ def _lock_yml(side: LockText) -> LockYml:
             f"1): {reason}",
             hint="give two lock files, e.g. `envgen diff HEAD:locks/a5.yml locks/a5.yml`, "
             "or `envgen diff --git`",
+            file=side.label,
         ) from exc
 
 

@@ -148,6 +148,8 @@ def _entry(dep: schema.Package, where: str) -> CondaEntry | PipEntry:
             key=f"package {dep.name!r} ({dep.platform})",
             reason=problems[0],
             hint="this file was not written by `envgen lock`, or was edited: re-run `envgen lock`",
+            package=dep.name,
+            platform=dep.platform,
         )
     return entry
 
@@ -159,6 +161,8 @@ def _plain_entry(dep: schema.Package, where: str) -> CondaEntry | PipEntry:
             file=where,
             reason=f"package {dep.name} ({dep.platform}) has no sha256",
             hint="envgen locks every artifact by sha256: re-run `envgen lock`",
+            package=dep.name,
+            platform=dep.platform,
         )
     if dep.manager == "conda":
         return CondaEntry(
@@ -204,6 +208,7 @@ def _lock_yml(lockfile: schema.Lockfile, where: str) -> LockYml:
                 "or not in metadata.platforms",
                 hint="this file was not written by `envgen lock`, or was edited: re-run "
                 "`envgen lock`",
+                platform=platform,
             )
     entries = [_entry(dep, where) for dep in lockfile.package]
     return LockYml(

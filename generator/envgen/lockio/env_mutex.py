@@ -54,4 +54,5 @@ def _acquire(guard: filelock.SoftFileLock, env: str) -> None:
         raise InputError(
             f"cannot take the per-env lock {path}: {exc.strerror or exc}",
             hint="locks/ must be writable by you; remove a .<env>.lock another user left",
+            file=str(path),
         ) from exc

@@ -85,7 +85,7 @@ def _file_digest(path: Path, what: str) -> str:
     try:
         return _sha256(read_input_text(path, hint="check the file exists").encode())
     except InputError as exc:
-        raise InputError(f"{what}: {exc.message}", hint=exc.hint) from exc
+        raise exc.reworded(f"{what}: {exc.message}") from exc
 
 
 def _specs_digest(specs: Sequence[str]) -> str:

@@ -190,6 +190,7 @@ def lock_of(texts: LockTexts) -> Lock | None:
         raise InputError(
             f"{missing} is missing while its sibling exists",
             hint=f"re-run `envgen lock {texts.env}`",
+            file=missing,
         )
     lock = parse_lock(texts.yml, texts.sources, yml_name, sources_name)
     if lock.env != texts.env:
@@ -228,6 +229,7 @@ def no_lock(project: Project, env: str) -> InputError:
         f"no lock for {env} yet: {project.lock_yml(env)} does not exist",
         hint=f"run `envgen lock {env}` (a checkout gets locks/ from the relock workflow or "
         "`make lock`)",
+        file=str(project.lock_yml(env)),
     )
 
 
@@ -261,6 +263,7 @@ def _refuse_special(targets: Sequence[Path]) -> None:
             raise InputError(
                 f"{target} is not a regular file: envgen does not write over it",
                 hint="remove it (a lock's files are regular files), then run `envgen lock` again",
+                file=str(target),
             )
 
 

@@ -28,6 +28,7 @@ def service_url(environ: Mapping[str, str]) -> str:
         raise InputError(
             f"{VARIABLE}={base!r} is not an http(s) URL of a PyPI JSON API",
             hint=f"unset it for {DEFAULT_URL}, or name a mirror serving /pypi/NAME/VERSION/json",
+            key=VARIABLE,
         )
     return base
 

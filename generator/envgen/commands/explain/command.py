@@ -39,10 +39,13 @@ def graphs(project: Project, env: str, platform: str | None) -> list[Graph]:
     """The graph of each platform of the lock of `env` (only `platform` when given)."""
     lock = require_lock(project, env)
     if platform is not None and platform not in lock.platforms:
+        reason = f"the lock of {env} has no such part (it has {', '.join(lock.platforms)})"
         raise InputError(
-            f"--platform {platform}: the lock of {env} has no such part (it has "
-            f"{', '.join(lock.platforms)})",
+            f"--platform {platform}: {reason}",
             hint="name one of the lock's platforms, or leave out --platform for all of them",
+            key="--platform",
+            platform=platform,
+            reason=reason,
         )
     chosen = (platform,) if platform else lock.platforms
     return [_graph(project, lock, p) for p in chosen]

@@ -78,6 +78,8 @@ def _platforms(lock: Lock, chosen: Sequence[str]) -> tuple[str, ...]:
             f"the lock of {lock.env} has no {', '.join(unknown)} part (it has "
             f"{', '.join(lock.platforms)})",
             hint="choose --platform among the lock's platforms",
+            key="--platform",
+            platform=unknown[0],
         )
     return tuple(dict.fromkeys(chosen)) or lock.platforms
 

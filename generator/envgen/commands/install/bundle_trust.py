@@ -44,7 +44,10 @@ def trust_root(project: Project, env: str, sha256: str | None) -> TrustRoot:
     """The project's lock of `env` when it has one (refused, exit 4, when tampered); without one,
     the `--lock-sha256` that must then be given (exit 2 when it is not)."""
     if sha256 is not None and not is_sha256(sha256):
-        raise InputError(f"--lock-sha256 {sha256!r} is not a sha256", hint=_SHA256_HINT)
+        reason = f"{sha256!r} is not a sha256"
+        raise InputError(
+            f"--lock-sha256 {reason}", hint=_SHA256_HINT, key="--lock-sha256", reason=reason
+        )
     if checked_lock(project, env) is not None:
         return TrustRoot(read_files(project, env), require_intact(project, env), sha256)
     if sha256 is None:
@@ -83,6 +86,8 @@ def _same_as_project(root: LockTexts, bundled: LockTexts) -> None:
             f"the bundle carries another lock than the project's: {name} differs from {our_name} "
             f"at line {line} (the project's: {_shown(have)}; the bundle's: {_shown(got)})",
             hint="make the bundle again from this lock, or use the checkout it was made from",
+            file=name,
+            line=line,
         )
 
 

@@ -351,10 +351,12 @@ def read_previous(texts: LockTexts, *, afresh: bool, telling: bool) -> Lock | No
         if afresh:
             log.warning("%s: ignoring the unreadable previous lock: %s", env, exc.message)
             return None
-        raise InputError(
-            f"{exc.message}\n(the previous lock is read to keep the commits and versions it pins)",
-            hint=f"restore locks/{env}.* (e.g. `git checkout -- locks/`), or run "
-            f"`envgen lock {env} --upgrade` to lock everything afresh",
+        said = (
+            f"{exc.message}\n(the previous lock is read to keep the commits and versions it pins)"
+        )
+        raise exc.reworded(said).with_hint(
+            f"restore locks/{env}.* (e.g. `git checkout -- locks/`), or run "
+            f"`envgen lock {env} --upgrade` to lock everything afresh"
         ) from exc
 
 

@@ -42,6 +42,7 @@ def check_update_names(
             f"--update {unknown[0]}: no source of that name in {envs} (matrix or recorded lock)"
             f"{did_you_mean(unknown[0], known)}",
             hint=f"name one of the sources: {names}; or use --update-all",
+            key="--update",
         )
 
 
@@ -68,6 +69,8 @@ def check_upgrade_names(
             f"--upgrade-package {unknown[0]}: no package or source of that name in {envs} "
             f"(matrix or recorded lock){did_you_mean(unknown[0], known)}",
             hint=f"name {what}; or use --upgrade for everything",
+            key="--upgrade-package",
+            package=unknown[0],
         )
 
 

@@ -195,7 +195,8 @@ def _page_findings(matrix: Matrix, asked: _Asked) -> Found:
         try:
             upstream = resolve_ref(refs, page.ref, url=page.url, source=who)
             if not is_full_commit(upstream):  # what a remote says goes into a link, not only to git
-                raise ResolutionError(f"{who}: {page.ref} names {upstream!r}, not a commit")
+                reason = f"{page.ref} names {upstream!r}, not a commit"
+                raise ResolutionError(f"{who}: {reason}", host=page.url, reason=reason)
             settings = asked.settings
             with cached_repo(settings.cache, page.url, who, settings.git) as repo:
                 repo.fetch(upstream, depth=1, what="commit")

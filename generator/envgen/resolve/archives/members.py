@@ -136,7 +136,8 @@ def _stream(archive: object, name: str) -> IO[bytes]:
     assert isinstance(archive, tarfile.TarFile)
     handle = archive.extractfile(name)
     if handle is None:
-        raise VerificationError(f"{name} is not a regular file of its archive")
+        reason = "is not a regular file of its archive"
+        raise VerificationError(f"{name} {reason}", file=name, reason=reason)
     return handle
 
 
@@ -154,6 +155,7 @@ def _copy(archive: object, name: str, dest: Path, *, ceiling: int, expect: str |
                     f"{name} of its archive expands past {ceiling} bytes, more than a wheel "
                     "that archive could hold; nothing of it was kept",
                     hint="check the URL names the release archive",
+                    file=name,
                 )
             digest.update(chunk)
             part.handle.write(chunk)
@@ -209,6 +211,8 @@ def read_members(
                     f"{wanted} that installs on {platform} with python {matrix.python}; it holds "
                     f"{held}",
                     hint=f"check archives.{archive.name} (wheels, url.{platform}) in {matrix.path}",
+                    package=wanted,
+                    platform=platform,
                 )
             best = min(fits, key=lambda w: min(priority[t] for t in w[3] if t in priority))
             members.append(_member(opened, best[0], best[1], best[2], path, environment))
@@ -227,7 +231,10 @@ def _member(
             info = [n for n in names if n.endswith(".dist-info/METADATA") and n.count("/") == 1]
             text = wheel.read(info[0]).decode("utf-8", errors="replace") if info else ""
     except zipfile.BadZipFile as exc:
-        raise VerificationError(f"{path} of its archive is not a wheel that reads: {exc}") from exc
+        reason = f"is not a wheel that reads: {exc}"
+        raise VerificationError(
+            f"{path} of its archive {reason}", file=path, reason=reason
+        ) from exc
     finally:
         dest.unlink(missing_ok=True)
     requires = uv_pylock.parse_metadata(text, path).requires
@@ -268,6 +275,7 @@ def archive_wheels(
                 raise VerificationError(
                     f"the archive {shown} holds no {member.path}, named by {where}",
                     hint="the lock does not describe this archive: re-lock",
+                    key=member.path,
                 )
             sha256 = _copy(opened, member.path, dest, ceiling=_ceiling(path), expect=member.sha256)
             if sha256 != member.sha256:
@@ -275,6 +283,7 @@ def archive_wheels(
                     f"{member.path} of the archive {redact_url(locked.url)} has sha256 {sha256}, "
                     f"{where} says {member.sha256}",
                     hint="the archive is not the one locked: find out why, then re-lock",
+                    key=member.path,
                 )
             found[member.sha256] = dest
     return found
@@ -325,5 +334,6 @@ def _located(archive: LockedArchive, local: Mapping[str, Path]) -> dict[str, Pat
                 f"the bundle holds no {member.filename} (archive {archive.name} of "
                 f"{archive.platform})",
                 hint="make the bundle again from this lock (nothing was installed)",
+                platform=archive.platform,
             )
     return {m.sha256: local[m.sha256] for m in archive.members}

@@ -74,6 +74,7 @@ def followed(
     raise ResolutionError(
         f"archive {name}: {redact_url(url)} redirects more than {MAX_REDIRECTS} times",
         hint="check the URL names the release archive",
+        host=url_host_name(url),
     )
 
 
@@ -81,6 +82,7 @@ def _no_url(name: str, url: str, what: str) -> ResolutionError:
     return ResolutionError(
         f"archive {name}: {redact_url(url)} redirects to {what}",
         hint="check the URL names the release archive",
+        host=url_host_name(url),
     )
 
 
@@ -92,4 +94,5 @@ def _refused(name: str, url: str, target: str) -> ResolutionError:
         f"port only, unless archives.{name}.redirect-hosts names the other host",
         hint=f'if {host} rightly serves the archive (a release\'s download host), add "{host}" to '
         f"archives.{name}.redirect-hosts in the matrix and lock again",
+        host=host,
     )

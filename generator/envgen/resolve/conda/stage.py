@@ -63,6 +63,8 @@ def _entry(record: rattler.RepoDataRecord, platform: str) -> CondaEntry:
             f"{redact_url(record.channel or record.url)} has no md5 or "
             "sha256 in its repodata",
             hint="a lock needs both hashes: use a channel whose repodata.json records them",
+            package=record.name.normalized,
+            platform=platform,
         )
     return CondaEntry(
         name=record.name.normalized,
@@ -132,6 +134,9 @@ def _unsatisfiable(matrix: Matrix, platform: str, said: str) -> ResolutionError:
         f"{matrix.file_of('conda', 'specs')}: [conda] specs cannot be satisfied for {platform} "
         f"(glibc {matrix.glibc}): {', '.join(matrix.conda_specs)}\n{said}",
         hint="relax the specs named above, or check that the channels carry them for this platform",
+        file=matrix.file_of("conda", "specs"),
+        key="conda.specs",
+        platform=platform,
     )
 
 
@@ -313,5 +318,6 @@ def python_version(entries: Sequence[CondaEntry]) -> str:
         raise ResolutionError(
             f"the conda solve must choose exactly one python; it has {found}",
             hint="add one `python X.Y.*` to [conda] specs in the matrix",
+            package="python",
         )
     return versions[0]

@@ -74,6 +74,7 @@ class CachedRepo:
                 f"source {self.source} at commit {commit}: {path} is not UTF-8 text ({exc.reason})",
                 hint="a requirement file must be UTF-8; pin another ref or add overrides in "
                 "the matrix",
+                file=path,
             ) from exc
         return text.replace("\r\n", "\n").replace("\r", "\n").encode()
 
@@ -125,12 +126,14 @@ class CachedRepo:
                 f"source {self.source}: fetching {what} {sha} from {redact_url(self.url)} failed:\n"
                 f"{redact_text(tail(shallow.stderr + full.stderr, 5))}",
                 hint="check that the commit exists upstream",
+                host=redact_url(self.url),
             )
         if not self.has_commit(sha):
             raise ResolutionError(
                 f"source {self.source}: {what} {sha} does not exist at {redact_url(self.url)}",
                 hint="check the sha (force-pushed away?) or pin a branch or tag in the "
                 "matrix instead",
+                host=redact_url(self.url),
             )
 
 

@@ -141,6 +141,7 @@ def resolve_ref(refs: Mapping[str, str], ref: str, *, url: str, source: str) -> 
     raise ResolutionError(
         f"source {source}: ref {ref!r} not found at {redact_url(url)}",
         hint=f"{hint}; fix `ref` in the matrix, or give a full 40-hex commit",
+        host=redact_url(url),
     )
 
 

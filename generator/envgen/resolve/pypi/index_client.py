@@ -218,7 +218,8 @@ def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[
         return None
     if response.status_code != 200:
         # The host answered: the page is not what an index serves (a proxy's or a server's error).
-        raise ResolutionError(f"{shown} answered HTTP {response.status_code}")
+        reason = f"answered HTTP {response.status_code}"
+        raise ResolutionError(f"{shown} {reason}", host=shown, reason=reason, package=name)
     if "json" in response.headers.get("Content-Type", ""):
         try:
             files = response.json()["files"]
@@ -227,6 +228,8 @@ def fetch_filenames(client: IndexClient, index: IndexAccess, name: str) -> list[
             raise ResolutionError(
                 f"{shown} answered with a page that is not PEP 691 JSON ({type(exc).__name__})",
                 hint="check the index URL in channels/ (a proxy error page?)",
+                host=shown,
+                package=name,
             ) from exc
     return _html_filenames(response.text)
 

@@ -284,8 +284,7 @@ def lock_pypi(
     for package in matrix.packages:
         index = package.index_for(platform)
         if index and index not in accesses:
-            where = matrix.origin("pip", "packages", package.name, "index")
-            raise InputError(f"{where} names {index!r}, which is not an index")
+            raise _not_an_index(matrix, package.name, index, platform)
     log.info("%s: resolving %d PyPI requirements with uv", platform, len(inputs.requirements))
     job = plan_uv_compile(
         matrix,
@@ -309,6 +308,19 @@ def lock_pypi(
         entries=tuple(sorted(entries, key=lambda e: e.name)),
         overrides=apply_overrides(matrix, inputs, entries, platform, environment),
         requirements=inputs.requirements,
+    )
+
+
+def _not_an_index(matrix: Matrix, package: str, index: str, platform: str) -> InputError:
+    where = matrix.origin("pip", "packages", package, "index")
+    reason = f"names {index!r}, which is not an index"
+    return InputError(
+        f"{where} {reason}",
+        file=where.file,
+        key=where.key,
+        reason=reason,
+        package=package,
+        platform=platform,
     )
 
 

@@ -161,6 +161,8 @@ def explain_failure(
             f"index {index.name} at {index.shown} refused access while locking {platform}\n{said}",
             hint=f"check the credentials of index {index.name} (user:token@ or ${{VAR}} in "
             "its URL)",
+            host=index.shown,
+            platform=platform,
         )
     if "No solution found" in stderr:
         if offline and ("offline" in stderr or "cache" in stderr):
@@ -168,6 +170,7 @@ def explain_failure(
                 f"cannot lock PyPI packages for {platform} offline: uv's cache lacks "
                 f"what they need\n{said}",
                 hint="run once without --offline to fill the cache",
+                platform=platform,
             )
         names = _mentioned(stderr)
         involved = [r for r in inputs.requirements if package_key(name_of(r.text)) in names]
@@ -187,7 +190,9 @@ def explain_failure(
     if urls:
         return _unreachable(stderr, reached, urls, platform, limits, secrets)
     return ToolError(
-        f"uv pip compile failed for {platform}:\n{said}", hint="read uv's message above"
+        f"uv pip compile failed for {platform}:\n{said}",
+        hint="read uv's message above",
+        platform=platform,
     )
 
 

@@ -83,7 +83,8 @@ def parse_pylock(text: str) -> tuple[LockedPackage, ...]:
         name, version = package_key(table["name"]), str(table.get("version", ""))
         if "vcs" in table or "directory" in table:
             raise ToolError(
-                f"uv locked {name} from a VCS or directory, which envgen only takes as a source"
+                f"uv locked {name} from a VCS or directory, which envgen only takes as a source",
+                package=name,
             )
         wheels = tuple(_artifact(w, name) for w in table.get("wheels", ()))
         sdist = _artifact(table["sdist"], name) if "sdist" in table else None
@@ -137,6 +138,8 @@ def choose_artifact(package: LockedPackage, priority: Mapping[Tag, int], platfor
         f"(offered: {offered})",
         hint=f"pin another version of {package.name} in the matrix, or lower the platforms "
         "it is locked for",
+        package=package.name,
+        platform=platform,
     )
 
 

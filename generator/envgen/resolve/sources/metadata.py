@@ -146,7 +146,10 @@ def _project_table(data: bytes, context: str) -> dict[str, Any] | None:
         with bounded_nesting(f"{context}: pyproject.toml"):
             parsed = tomllib.loads(data.decode("utf-8", errors="replace"))
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{context}: pyproject.toml is not valid TOML: {exc}") from exc
+        reason = f"is not valid TOML: {exc}"
+        raise InputError(
+            f"{context}: pyproject.toml {reason}", file="pyproject.toml", reason=reason
+        ) from exc
     project = parsed.get("project")
     return project if isinstance(project, dict) else None
 

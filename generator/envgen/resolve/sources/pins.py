@@ -75,6 +75,7 @@ def _pin(
             raise InputError(
                 f"source {source.name}: cherry-pick {pick!r} is not a full 40-hex commit",
                 hint="name each cherry-pick by its full commit sha",
+                key=f"sources.{source.name}.cherry-picks",
             )
     if kept:
         commit = kept

@@ -35,6 +35,7 @@ def read_requirements(
                     "dependencies cannot be read",
                     hint='name a requirements file instead of "pyproject" in the source\'s '
                     "`requirements`",
+                    file="pyproject.toml",
                 )
             files.setdefault("pyproject.toml", data)
             lines.extend(
@@ -91,6 +92,9 @@ def split_requirements(
             raise InputError(
                 f"{where}: `{line.text}` is a {vcs} requirement; only git sources are supported",
                 hint="declare it as a source in the matrix with a git URL, or add an override",
+                file=line.file,
+                line=line.line,
+                package=source.name,
             )
         name = package_key(req.name)
         if name in matrix_names:

@@ -72,6 +72,7 @@ def gitlinks(repo: CachedRepo, commit: str) -> list[Submodule]:
             f"{where} names no URL for the submodule(s) {', '.join(missing)}",
             hint="pin a commit whose .gitmodules is complete, or set submodules = false "
             "(with submodules-reason)",
+            file=".gitmodules",
         )
     found = []
     for path, sha in sorted(links.items()):
@@ -81,6 +82,9 @@ def gitlinks(repo: CachedRepo, commit: str) -> list[Submodule]:
             raise InputError(
                 f"{where}: submodule {path!r} ({url}): {problem}",
                 hint="pin another commit, or set submodules = false (with submodules-reason)",
+                file=".gitmodules",
+                key=path,
+                reason=problem,
             )
         found.append(Submodule(path, url, sha))
     return found

@@ -23,7 +23,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 
 from envgen.commits import short_commit
-from envgen.errors import InputError
+from envgen.errors import InputError, placed
 from envgen.inputs.files import bounded_nesting
 from envgen.inputs.requirements import Line
 from envgen.model import Source
@@ -95,6 +95,7 @@ def check_paths(source: Source, commit: str, listed: Lister) -> None:
         raise InputError(
             f"{where}: subdirectory {source.subdirectory!r} is not a directory of its tree",
             hint=f"fix sources.{source.name}.subdirectory in the matrix",
+            key=f"sources.{source.name}.subdirectory",
         )
     for i, replacement in enumerate(source.replacements):
         key = f"sources.{source.name}.replace[{i}]"
@@ -103,6 +104,7 @@ def check_paths(source: Source, commit: str, listed: Lister) -> None:
                 f"{where}: {key}.from: {replacement.source!r} is not a regular file of its own "
                 "tree (a symbolic link, a directory, a submodule's file or none)",
                 hint="name a file the source's tree holds",
+                key=f"{key}.from",
             )
         parent = replacement.target.rpartition("/")[0]
         target = _kind(listed, replacement.target)
@@ -111,6 +113,7 @@ def check_paths(source: Source, commit: str, listed: Lister) -> None:
                 f"{where}: {key}.to: {replacement.target!r} is not a regular file, or a new "
                 "one, in a directory of its own tree",
                 hint="name a path of the source's tree no symbolic link or submodule leads through",
+                key=f"{key}.to",
             )
 
 
@@ -151,6 +154,8 @@ def extras_lines(tree: InstalledTree, context: str) -> tuple[Line, ...]:
             "there)",
             hint="list their requirements in a file of `requirements`, or set "
             f'dependencies = "files" on sources.{source.name}',
+            file="pyproject.toml",
+            package=source.name,
         )
     file = tree.origin("pyproject.toml")
     text = (data or b"").decode("utf-8", errors="replace").splitlines()
@@ -162,7 +167,7 @@ def extras_lines(tree: InstalledTree, context: str) -> tuple[Line, ...]:
             continue
         seen.add(extra)
         for dep in optional.get(extra, ()):
-            requirement = _requirement(dep, f"{context}: {file}: optional-dependencies.{extra}")
+            requirement = _requirement(dep, context, file, f"optional-dependencies.{extra}")
             if package_key(requirement.name) == package_key(source.distribution):
                 wanted += [package_key(e) for e in requirement.extras]
                 continue
@@ -175,7 +180,10 @@ def _optional_dependencies(data: bytes, context: str) -> dict[str, list[str]] | 
         with bounded_nesting(f"{context}: pyproject.toml"):
             parsed = tomllib.loads(data.decode("utf-8", errors="replace"))
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{context}: pyproject.toml is not valid TOML: {exc}") from exc
+        reason = f"is not valid TOML: {exc}"
+        raise InputError(
+            f"{context}: pyproject.toml {reason}", file="pyproject.toml", reason=reason
+        ) from exc
     project: Any = parsed.get("project")
     if not isinstance(project, dict) or "optional-dependencies" in project.get("dynamic", []):
         return None
@@ -183,15 +191,23 @@ def _optional_dependencies(data: bytes, context: str) -> dict[str, list[str]] | 
     if not isinstance(table, dict) or not all(
         isinstance(deps, list) and all(isinstance(d, str) for d in deps) for deps in table.values()
     ):
-        raise InputError(f"{context}: [project.optional-dependencies] is not a table of lists")
+        reason = "is not a table of lists"
+        raise InputError(
+            f"{context}: [project.optional-dependencies] {reason}",
+            file="pyproject.toml",
+            key="project.optional-dependencies",
+            reason=reason,
+        )
     return {package_key(name): deps for name, deps in table.items()}
 
 
-def _requirement(text: str, where: str) -> Pep508:
+def _requirement(text: str, context: str, file: str, key: str) -> Pep508:
     try:
         return Pep508(text)
     except InvalidRequirement as exc:
-        raise InputError(f"{where}: {text!r} is not a PEP 508 requirement: {exc}") from exc
+        reason = f"{text!r} is not a PEP 508 requirement: {exc}"
+        where = placed(file, None, key, reason)
+        raise InputError(f"{context}: {where}", file=file, key=key, reason=reason) from exc
 
 
 def _line_of(dep: str, lines: list[str]) -> int:
