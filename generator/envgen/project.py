@@ -121,6 +121,7 @@ CACHE_ENTRIES = (
     "artifacts",  # the files a bundle packs, by sha256 (bundle/downloads.py)
     "conda",  # channels' repodata (resolve/conda/stage.py) and packages (installer/)
     "git",  # bare repositories of the sources (resolve/git/cache.py)
+    "lock-documents",  # the YAML documents of locks read before (lockio/yml_documents.py)
     "pip",  # pip's cache of the installs (installer/)
     "pypi-metadata",  # package metadata by sha256 (resolve/pypi/indexes.py)
     "source-metadata",  # a source's dependencies at a tree (resolve/sources/metadata.py)

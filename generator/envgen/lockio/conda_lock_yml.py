@@ -12,6 +12,7 @@ whole command line (about 0.6 s before any lock is read).
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -21,9 +22,12 @@ from envgen.inputs.files import bounded_nesting, safe_yaml
 from envgen.inputs.untrusted import entry_problems, input_hash_problem
 from envgen.lockio import conda_lock_schema as schema
 from envgen.lockio.input_hashes import LOCK_SCHEMA
+from envgen.lockio.yml_documents import cached_document, keep_document
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.platforms import PLATFORMS
 from envgen.redact import strip_credentials
+
+log = logging.getLogger(__name__)
 
 # --- canonical order ------------------------------------------------------------------------------
 
@@ -246,9 +250,31 @@ def load_lock_yml(text: str, where: str = "lock file") -> dict[str, Any]:
 
 
 def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
-    """Read locks/<env>.yml: YAML through the safe loader, then the schema of the v1 format."""
+    """Read locks/<env>.yml: YAML through the safe loader, then the schema of the v1 format. The
+    document of a text read before is read back from envgen's cache instead of parsed again
+    (lockio/yml_documents.py), and validated all the same."""
+    kept = cached_document(text)
+    if kept is not None:
+        try:
+            return _validated(kept, where)
+        except InputError as exc:
+            log.debug("%s: its kept document does not validate (%s): parsed again", where, exc)
+    document = load_lock_yml(text, where)
+    read = _validated(document, where)
+    keep_document(text, document)
+    return read
+
+
+def lock_document(text: str, where: str = "lock file") -> dict[str, Any]:
+    """The YAML document of locks/<env>.yml, not yet validated: kept (as `parse_lock_yml` reads
+    it) or parsed."""
+    kept = cached_document(text)
+    return kept if kept is not None else load_lock_yml(text, where)
+
+
+def _validated(document: dict[str, Any], where: str) -> LockYml:
     try:
-        lockfile = schema.validated(load_lock_yml(text, where))
+        lockfile = schema.validated(document)
     except schema.Refused as refused:
         raise InputError(
             file=where,

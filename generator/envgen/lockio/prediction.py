@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from envgen.digests import is_sha256
 from envgen.errors import InputError
-from envgen.lockio.conda_lock_yml import load_lock_yml
+from envgen.lockio.conda_lock_yml import lock_document
 from envgen.lockio.store import LockTexts
 from envgen.model import LockedArchive, LockedSource
 
@@ -52,7 +52,7 @@ def predict(texts: LockTexts) -> Prediction | None:
     if texts.unreadable is not None or texts.yml is None or texts.sources is None:
         return None
     try:
-        packages = load_lock_yml(texts.yml, texts.names[0]).get("package")
+        packages = lock_document(texts.yml, texts.names[0]).get("package")
     except InputError:
         return None
     if not isinstance(packages, list) or not all(_plain(entry) for entry in packages):
