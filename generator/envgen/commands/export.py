@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from envgen.errors import InputError
-from envgen.lockio.store import require_lock
+from envgen.lockio.store import require_lock, require_platforms
 from envgen.model import Lock
 from envgen.outputs import output_file
 from envgen.platforms import host_platform
@@ -15,24 +15,12 @@ from envgen.project import Project
 FORMATS = ("requirements", "pylock", "nix", "cyclonedx")
 
 
-def _named(lock: Lock, platform: str) -> str:
-    if platform not in lock.platforms:
-        reason = f"the lock of {lock.env} has no such part (it has {', '.join(lock.platforms)})"
-        raise InputError(
-            f"--platform {platform}: {reason}",
-            hint="name one of the lock's platforms",
-            reason=reason,
-            key="--platform",
-            platform=platform,
-        )
-    return platform
-
-
 def _one_platform(lock: Lock, platform: str | None, host: str | None) -> str:
     """The platform a per-platform file is for: the one named, else this host's, else the lock's
     only one."""
     if platform is not None:
-        return _named(lock, platform)
+        require_platforms(lock, (platform,), hint="name one of the lock's platforms")
+        return platform
     if len(lock.platforms) == 1:
         return lock.platforms[0]
     if host in lock.platforms:
@@ -77,7 +65,10 @@ def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = 
     if fmt == "cyclonedx":
         from envgen.lockio.exports.sbom import render_cyclonedx
 
-        return render_cyclonedx(lock, None if platform is None else (_named(lock, platform),))
+        if platform is None:
+            return render_cyclonedx(lock, None)
+        require_platforms(lock, (platform,), hint="name one of the lock's platforms")
+        return render_cyclonedx(lock, (platform,))
     chosen = _one_platform(lock, platform, this_platform())
     if fmt == "pylock":
         from envgen.lockio.exports.pylock import render_pylock

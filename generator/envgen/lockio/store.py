@@ -233,6 +233,21 @@ def no_lock(project: Project, env: str) -> InputError:
     )
 
 
+def require_platforms(lock: Lock, chosen: Sequence[str], hint: str) -> None:
+    """Each platform `chosen` (by --platform) one the lock has a part for; else InputError naming
+    the first that is not, and the lock's platforms."""
+    unknown = [p for p in chosen if p not in lock.platforms]
+    if unknown:
+        reason = f"the lock of {lock.env} has no such part (it has {', '.join(lock.platforms)})"
+        raise InputError(
+            f"--platform {unknown[0]}: {reason}",
+            hint=hint,
+            key="--platform",
+            platform=unknown[0],
+            reason=reason,
+        )
+
+
 def require_lock(project: Project, env: str) -> Lock:
     lock = read_lock(project, env)
     if lock is None:

@@ -7,13 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from envgen.errors import InputError
 from envgen.lockgraph.graph import Graph, build
 from envgen.lockgraph.render import row_document, shown, tree_text, why_document, why_text
 from envgen.lockgraph.walk import MAX_DEPTH, nearest, tree, why
 from envgen.lockio.exports.names import recorded_hash, requirements_name
 from envgen.lockio.exports.requirements_txt import matrix_keys
-from envgen.lockio.store import read_derived, require_lock
+from envgen.lockio.store import read_derived, require_lock, require_platforms
 from envgen.model import Lock
 from envgen.names import package_key
 from envgen.project import Project
@@ -38,15 +37,11 @@ class Explained:
 def graphs(project: Project, env: str, platform: str | None) -> list[Graph]:
     """The graph of each platform of the lock of `env` (only `platform` when given)."""
     lock = require_lock(project, env)
-    if platform is not None and platform not in lock.platforms:
-        reason = f"the lock of {env} has no such part (it has {', '.join(lock.platforms)})"
-        raise InputError(
-            f"--platform {platform}: {reason}",
-            hint="name one of the lock's platforms, or leave out --platform for all of them",
-            key="--platform",
-            platform=platform,
-            reason=reason,
-        )
+    require_platforms(
+        lock,
+        () if platform is None else (platform,),
+        hint="name one of the lock's platforms, or leave out --platform for all of them",
+    )
     chosen = (platform,) if platform else lock.platforms
     return [_graph(project, lock, p) for p in chosen]
 

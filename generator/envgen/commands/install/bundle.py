@@ -26,11 +26,10 @@ from envgen.bundle.manifest import (
     wanted_artifacts,
 )
 from envgen.commands.install.bundle_trust import lock_sha256
-from envgen.errors import InputError
 from envgen.inputs.credentials import lock_credentials
 from envgen.lockio.exports.requirements_txt import render_find_links
 from envgen.lockio.integrity import require_intact
-from envgen.lockio.store import read_files
+from envgen.lockio.store import read_files, require_platforms
 from envgen.model import Lock
 from envgen.outputs import checked_output
 from envgen.project import Project
@@ -72,15 +71,7 @@ class BundleSummary:
 
 
 def _platforms(lock: Lock, chosen: Sequence[str]) -> tuple[str, ...]:
-    unknown = [p for p in chosen if p not in lock.platforms]
-    if unknown:
-        raise InputError(
-            f"the lock of {lock.env} has no {', '.join(unknown)} part (it has "
-            f"{', '.join(lock.platforms)})",
-            hint="choose --platform among the lock's platforms",
-            key="--platform",
-            platform=unknown[0],
-        )
+    require_platforms(lock, chosen, hint="choose --platform among the lock's platforms")
     return tuple(dict.fromkeys(chosen)) or lock.platforms
 
 
