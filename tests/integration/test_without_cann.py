@@ -120,13 +120,23 @@ def test_install_into_a_conda_prefix_writes_and_says_nothing_of_cann(
 
 
 def test_an_install_from_a_bundle_says_nothing_of_cann(example: Example, tmp_path: Path) -> None:
-    """The advice an install ends with comes from the lock installed: a bundle's too."""
+    """The advice an install ends with comes from the lock installed: a bundle's too. The pip part
+    by uv, as above: pip's install from a bundle into a conda prefix is test_demo's (its pip runs
+    about half a dozen times, seconds of CPU for the same advice)."""
     bundle = tmp_path / "demo.tar"
     code, out, err = envgen(example, "bundle", ENV, "--platform", "linux-64", "-o", str(bundle))
     assert code == 0, out + err
     prefix = tmp_path / "env"
     code, out, err = envgen(
-        example, "install", ENV, "--prefix", str(prefix), "--from-bundle", str(bundle)
+        example,
+        "install",
+        ENV,
+        "--prefix",
+        str(prefix),
+        "--from-bundle",
+        str(bundle),
+        "--installer",
+        "uv",
     )
     assert code == 0, out + err
     assert "for the env's variables (profiles) too, activate it" in err
