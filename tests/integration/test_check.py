@@ -30,23 +30,19 @@ from envgen.project import Project, cache_dir
 
 from tests.support.builders import at, make_lock, tools_at
 from tests.support.chk_venv import copied_install
-from tests.support.example import served_example
 from tests.support.venvs import fresh_venv
 
 ENV = "demo"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
-        env = {
-            "GIT_CONFIG_GLOBAL": str(example.gitconfig),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "PIP_CONFIG_FILE": "/dev/null",
-        }
-        result = CliRunner().invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)], env=env)
-        assert result.exit_code == 0, result.output
-        yield example
+def served(read_only_served: Example, worker_first_lock: dict[str, bytes]) -> Example:
+    """The worker's served example, locked: the module's copy of its project with the worker's first
+    lock in locks/ (tests/integration/conftest.py). The module edits only its project (the matrix,
+    locks/), each test putting it back; upstream and what is served it only reads."""
+    for name, data in worker_first_lock.items():
+        (read_only_served.root / "locks" / name).write_bytes(data)
+    return read_only_served
 
 
 @pytest.fixture

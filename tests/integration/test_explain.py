@@ -16,7 +16,6 @@ from envgen.project import Project
 
 from tests.support.builders import make_lock, pip_entry, write_intact
 from tests.support.example import run_envgen
-from tests.support.lk_locked import lock_once
 from tests.support.schemas import validate
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "cli.schema.json").read_text())
@@ -26,11 +25,13 @@ P = "linux-64"
 
 
 @pytest.fixture(scope="module")
-def locked(served: Example) -> Example:
-    """The module's served example, locked once; the tests only read its locks/."""
-    for name, data in lock_once(served, ENV).items():
-        (served.root / "locks" / name).write_bytes(data)
-    return served
+def locked(read_only_served: Example, worker_first_lock: dict[str, bytes]) -> Example:
+    """The worker's served example, locked: the module's copy of its project with the worker's
+    first lock in locks/ (tests/integration/conftest.py). The tests only read its locks/, and
+    nothing upstream or served."""
+    for name, data in worker_first_lock.items():
+        (read_only_served.root / "locks" / name).write_bytes(data)
+    return read_only_served
 
 
 def why(example: Example, *args: str) -> tuple[int, str, str]:

@@ -42,13 +42,19 @@ HOST = (
 
 
 @pytest.fixture(scope="module")
-def written(served: Example) -> dict[Path, bytes]:
-    """The module's example locked once: what `envgen lock` wrote in locks/."""
-    patch = pytest.MonkeyPatch()
-    use_git_config(served.gitconfig, patch)
-    code, _, err = run_envgen(served, "lock", ENV, "-q")
-    patch.undo()
-    assert code == 0, err
+def served(read_only_served: Example) -> Example:
+    """The worker's served example, a copy of its project for this module
+    (tests/integration/conftest.py): the module edits its project (channel files, locks/), each
+    test putting it back; what is served it reads, but for one served wheel that a test alters and
+    puts back before it ends (a worker runs one test at a time)."""
+    return read_only_served
+
+
+@pytest.fixture(scope="module")
+def written(served: Example, worker_first_lock: dict[str, bytes]) -> dict[Path, bytes]:
+    """The module's example locked (the worker's first lock): what `envgen lock` wrote in locks/."""
+    for name, data in worker_first_lock.items():
+        (served.root / "locks" / name).write_bytes(data)
     return {p: p.read_bytes() for p in (served.root / "locks").iterdir()}
 
 

@@ -29,13 +29,16 @@ CONDA_LOCK = Path(sys.executable).parent / "conda-lock"
 
 
 @pytest.fixture(scope="module")
-def locked(served: Example) -> Iterator[Example]:
-    """The module's example, locked once."""
+def locked(read_only_served: Example, worker_first_lock: dict[str, bytes]) -> Iterator[Example]:
+    """The worker's example, locked: the module's copy of its project with the worker's first lock
+    (tests/integration/conftest.py). The tests that start from it edit only its project (the
+    matrix, locks/: `project` puts them back); the one that changes what is served has an example
+    of its own."""
+    for name, data in worker_first_lock.items():
+        (read_only_served.root / "locks" / name).write_bytes(data)
     patch = pytest.MonkeyPatch()
-    use_git_config(served.gitconfig, patch)
-    code, _, err = run_envgen(served, "lock", ENV, "-q")
-    assert code == 0, err
-    yield served
+    use_git_config(read_only_served.gitconfig, patch)
+    yield read_only_served
     patch.undo()
 
 

@@ -29,7 +29,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.support.example import run_envgen
-from tests.support.lk_locked import lock_once, locked_example
+from tests.support.lk_locked import locked_example
 from tests.support.stalling import closed_url
 
 ENV = "demo"
@@ -38,9 +38,19 @@ UV_RUN = re.compile(r"ran `\S+/uv pip compile ")
 
 
 @pytest.fixture(scope="module")
-def first_lock(served: Example) -> dict[str, bytes]:
-    """The module's served example locked once; each test starts from these files."""
-    return lock_once(served, ENV)
+def served(read_only_served: Example) -> Example:
+    """The worker's served example, a copy of its project for this module
+    (tests/integration/conftest.py): the tests that start from it edit only its project (its
+    matrix, channel files, locks/), each putting it back; the one that changes what is served has an
+    example of its own."""
+    return read_only_served
+
+
+@pytest.fixture(scope="module")
+def first_lock(worker_first_lock: dict[str, bytes]) -> dict[str, bytes]:
+    """The worker's example locked once (tests/integration/conftest.py); each test starts from
+    these files."""
+    return worker_first_lock
 
 
 @pytest.fixture

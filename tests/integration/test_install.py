@@ -4,6 +4,7 @@ lock's own derived file (requirements.txt for pip, the pylock for uv), the recip
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,7 +33,8 @@ from envgen.recipe.render import render_recipe
 from envgen.resolve.conda.stage import solve_conda
 
 from tests.support.builders import at, bare_at, conda_entry, make_lock, make_matrix, tools_at
-from tests.support.venvs import fresh_venv
+from tests.support.shared import build_once
+from tests.support.venvs import fresh_venv, link_or_copy
 
 HOST = host_platform()
 PYTHON = ".".join(map(str, sys.version_info[:3]))
@@ -253,15 +255,53 @@ def libdemo_entry(entries: tuple[CondaEntry, ...]) -> CondaEntry:
     return next(e for e in entries if e.name == "libdemo")
 
 
+def _built_prefix(path: Path) -> None:
+    """`path/env`: the fixture channel's python and pip, installed by CondaPrefix.create;
+    `path/sha256`: the sha256 of each package in it, a line each."""
+    write_channel(path / "channel" / "demo", demo_packages())
+    with serve_directory(path / "channel") as channel:
+        entries = solve_conda(_conda_matrix(f"{channel}/demo"), HOST, at(path / "cache"))
+        CondaPrefix(path / "env", tools_at(path / "cache")).create(
+            demo_lock(conda=entries), HOST, CondaPart(entries)
+        )
+    (path / "sha256").write_text("".join(sorted(f"{e.sha256}\n" for e in entries)))
+
+
+@pytest.fixture
+def conda_part_copied(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CondaPrefix.create replaced by a copy of the session's prefix of the fixture channel (made
+    once by the real create: rattler's install, the prefix's own python, its noarch bytecode), for
+    the tests whose subject is what goes into a conda prefix after its conda part: the pip part by
+    the prefix's python, the sources, the recipe. The real create, each time, is
+    test_a_conda_prefix_has_the_bytecode_of_its_noarch_python_packages_before_any_python_runs_there
+    (and every conda-prefix install of test_check, test_without_cann, test_demo).
+
+    The copy's files are hard links where the file system allows (venvs.link_or_copy: nothing
+    writes into an installed file); the prefix's paths inside it name the shared prefix only in
+    pip's own console scripts, which the install does not run (it runs `python -m pip`)."""
+    shared = build_once(tmp_path_factory, "install-conda-prefix", _built_prefix)
+
+    def copied(self: CondaPrefix, lock: Lock, platform: str, conda: CondaPart) -> None:
+        # the very packages the shared prefix holds (the channel's URL differs: another server)
+        wanted = "".join(sorted(f"{e.sha256}\n" for e in conda.entries))
+        assert wanted == (shared / "sha256").read_text()
+        shutil.copytree(shared / "env", self.path, symlinks=True, copy_function=link_or_copy)
+
+    monkeypatch.setattr(CondaPrefix, "create", copied)
+
+
 @pytest.mark.parametrize("installer", INSTALLER_NAMES)
 def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_then_the_recipe(
     installer: InstallerName,
     wheelhouse: tuple[str, dict[str, Path]],
     tmp_path: Path,
+    conda_part_copied: None,
 ) -> None:
     """The researchers' env: rattler installs the conda part (the example's python is this host's
-    interpreter behind a pyvenv.cfg), the prefix's python installs the pip part into the prefix,
-    the recipe the source."""
+    interpreter behind a pyvenv.cfg; here a copy of the session's, `conda_part_copied`), the
+    prefix's python installs the pip part into the prefix, the recipe the source."""
     base, files = wheelhouse
     repo = backend_project(tmp_path / "srcfix", "srcfix", "0.9.0")
     source = LockedSource(Source("srcfix", repo.url, "main", "srcfix"), repo.rev())
@@ -288,7 +328,7 @@ def test_a_conda_prefix_gets_the_conda_part_then_the_pip_part_by_its_own_python_
 
 
 def test_a_pythonpath_source_imports_from_a_conda_prefix_with_nothing_activated(
-    tmp_path: Path,
+    tmp_path: Path, conda_part_copied: None
 ) -> None:
     """A source with pythonpath = true (its module importable from its checkout only) imports by
     the prefix's python from a shell with nothing sourced: no conda activate, no activate.d hook.

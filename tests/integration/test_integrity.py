@@ -27,32 +27,24 @@ from envgen.lockio.exports.derived import derived_files
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 
-from tests.support.example import run_envgen, served_example
+from tests.support.example import run_envgen
 
 ENV = "demo"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    """The example, locked and committed (the lock is HEAD's)."""
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as example:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("GIT_CONFIG_GLOBAL", str(example.gitconfig))
-            patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-            code, _, err = run_envgen(example, "lock", ENV, "-q")
-            assert code == 0, err
-            git = [
-                "git",
-                "-C",
-                str(example.root),
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@localhost",
-            ]
-            for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "lock"]):
-                subprocess.run([*git, *args], check=True, capture_output=True)
-        yield example
+def served(read_only_served: Example, worker_first_lock: dict[str, bytes]) -> Example:
+    """The example, locked and committed (the lock is HEAD's): the module's copy of the worker's
+    project with the worker's first lock (tests/integration/conftest.py). The module edits only its
+    project (its lock files, put back after each test); upstream and what is served it only
+    reads."""
+    example = read_only_served
+    for name, data in worker_first_lock.items():
+        (example.root / "locks" / name).write_bytes(data)
+    git = ["git", "-C", str(example.root), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "lock"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    return example
 
 
 @pytest.fixture

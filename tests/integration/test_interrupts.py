@@ -15,7 +15,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,19 +22,17 @@ from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.example.project import Example, bump_version
 
-from tests.support.example import served_example
-
 ENV = "demo"
 WRITTEN = "interrupted: the new lock of demo was written"
 NOT_WRITTEN = "interrupted: nothing was written (the previous lock files are unchanged)"
 
 
 @pytest.fixture(scope="module")
-def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    """A copy of the session's example artifacts, served (this module's upstream and locks are its
-    own)."""
-    with served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as served:
-        yield served
+def example(read_only_served: Example) -> Example:
+    """The worker's served example, a copy of its project for this module
+    (tests/integration/conftest.py): the module's locks are its own; upstream and what is served
+    its locks only read (each interrupted one with a cache of its own)."""
+    return read_only_served
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -94,14 +91,17 @@ def interrupted_lock(
 
 
 @pytest.fixture(scope="module")
-def generations(example: Example) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """The old lock files and the new ones a version bump gives, made once per module (in process:
-    their making is not the subject); the matrix stays bumped, so each `envgen lock` below re-locks
-    from the old files to the new ones."""
+def generations(
+    example: Example, worker_first_lock: dict[str, bytes]
+) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The old lock files (the worker's first lock) and the new ones a version bump gives, made once
+    per module (in process: their making is not the subject); the matrix stays bumped, so each
+    `envgen lock` below re-locks from the old files to the new ones."""
     runner = CliRunner()
+    for name, data in worker_first_lock.items():
+        (example.root / "locks" / name).write_bytes(data)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GIT_CONFIG_GLOBAL", str(example.gitconfig))
-        assert runner.invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)]).exit_code == 0
         old = files(example.root)
         bump_version(example, "demo-torch", "2.10.0", "2.10.1")
         assert runner.invoke(cli, ["lock", ENV, "-q", "--root", str(example.root)]).exit_code == 0

@@ -17,7 +17,7 @@ from envgen.lockio.store import read_lock
 from envgen.project import Project
 
 from tests.support.example import run_envgen
-from tests.support.lk_locked import lock_once, locked_example
+from tests.support.lk_locked import locked_example
 from tests.support.schemas import validate
 
 ENV = "demo"
@@ -30,9 +30,18 @@ envgen = run_envgen
 
 
 @pytest.fixture(scope="module")
-def first_lock(served: Example) -> dict[str, bytes]:
-    """The module's served example locked once; each test starts from these files."""
-    return lock_once(served, ENV)
+def served(read_only_served: Example) -> Example:
+    """The worker's served example, a copy of its project for this module
+    (tests/integration/conftest.py): the module edits only its project (its matrix, channel files,
+    locks/), each test putting it back; upstream and what is served it only reads."""
+    return read_only_served
+
+
+@pytest.fixture(scope="module")
+def first_lock(worker_first_lock: dict[str, bytes]) -> dict[str, bytes]:
+    """The worker's example locked once (tests/integration/conftest.py); each test starts from
+    these files."""
+    return worker_first_lock
 
 
 @pytest.fixture

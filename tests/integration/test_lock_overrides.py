@@ -15,15 +15,35 @@ from envgen.platforms import host_platform
 from envgen.project import Project
 
 from tests.support.example import restored_example, run_envgen
+from tests.support.lk_locked import locked_example
 
 ENV = "demo"
 OVERRIDE = "[overrides.demo-transformers]\n"
 VIOLATION = "demo-peft==0.18.0 needs demo-transformers>=5.0"
 
 
+@pytest.fixture(scope="module")
+def served(read_only_served: Example) -> Example:
+    """The worker's served example, a copy of its project for this module
+    (tests/integration/conftest.py): the module edits only its project (its matrices, locks/),
+    each test putting it back; upstream and what is served it only reads."""
+    return read_only_served
+
+
 @pytest.fixture
 def example(served: Example, monkeypatch: pytest.MonkeyPatch) -> Iterator[Example]:
     with restored_example(served, ENV, monkeypatch) as example:
+        yield example
+
+
+@pytest.fixture
+def locked(
+    served: Example, worker_first_lock: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Example]:
+    """The example with the worker's first lock in locks/, for the tests whose subject comes after
+    a first lock: their own `envgen lock` of it is then a no-op (its locking is the first test's
+    subject)."""
+    with locked_example(served, ENV, worker_first_lock, monkeypatch) as example:
         yield example
 
 
@@ -59,7 +79,8 @@ def test_the_scoped_override_keeps_an_older_release_that_agrees_with_it(example:
     )
 
 
-def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Example) -> None:
+def test_a_transitive_override_is_recorded_shown_diffed_and_checked(locked: Example) -> None:
+    example = locked
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     before = example.root / "before"
     before.mkdir(exist_ok=True)
@@ -113,8 +134,9 @@ def test_a_transitive_override_is_recorded_shown_diffed_and_checked(example: Exa
 
 
 def test_a_host_the_lock_has_no_part_for_gets_a_verdict_naming_the_skipped_env(
-    example: Example, monkeypatch: pytest.MonkeyPatch
+    locked: Example, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    example = locked
     assert envgen(example, "lock", ENV, "-q")[0] == 0
     monkeypatch.setattr(check, "host_platform", lambda: "linux-ppc64le")
     code, out, _ = envgen(example, "check", ENV, "--no-solve")

@@ -14,16 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from envgen.cli import cli
 from envgen.example.project import Example
 from envgen.lockio.store import read_lock
 from envgen.model import Lock
 from envgen.project import Project
 from packaging.utils import canonicalize_name
 from uv import find_uv_bin
-
-from tests.support.example import served_example
 
 ENV = "demo"
 REPO = Path(__file__).resolve().parents[2]
@@ -57,18 +53,16 @@ def nix(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
-    with (
-        served_example(tmp_path_factory, tmp_path_factory.mktemp("example")) as served,
-        pytest.MonkeyPatch.context() as patch,
-    ):
-        patch.setenv("GIT_CONFIG_GLOBAL", str(served.gitconfig))
+def example(read_only_served: Example, worker_first_lock: dict[str, bytes]) -> Iterator[Example]:
+    """The worker's served example, locked: the module's copy of its project with the worker's
+    first lock (tests/integration/conftest.py). What is served the module reads, but for one served
+    wheel that a test alters and puts back before it ends (a worker runs one test at a time)."""
+    for name, data in worker_first_lock.items():
+        (read_only_served.root / "locks" / name).write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GIT_CONFIG_GLOBAL", str(read_only_served.gitconfig))
         patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        result = CliRunner().invoke(
-            cli, ["lock", ENV, "-q", "--root", str(served.root)], catch_exceptions=False
-        )
-        assert result.exit_code == 0, result.stderr
-        yield served
+        yield read_only_served
 
 
 def the_lock(example: Example) -> Lock:

@@ -16,7 +16,8 @@ from envgen.example.project import Example
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 
-from tests.support.example import locked_variant
+from tests.support.chk_venv import copied_install
+from tests.support.example import locked_variant, use_git_config
 
 ENV = "demo"
 CANN_TABLE = (
@@ -51,6 +52,25 @@ def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     return served
+
+
+@pytest.fixture
+def installed(
+    example: Example,
+    read_only_served: Example,
+    worker_first_lock: dict[str, bytes],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Check's throwaway install replaced by a copy of the session's venv of the example's lock
+    (chk_venv.py, built from the worker's example and first lock if no module built it yet): the
+    same wheels and sources as this lock's, which differs in its CANN parts only. The subject here
+    is what check decides and says; this lock's own install is the two install tests' below."""
+    for name, data in worker_first_lock.items():
+        (read_only_served.root / "locks" / name).write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch:
+        use_git_config(read_only_served.gitconfig, patch)
+        copied_install(tmp_path_factory, read_only_served, monkeypatch)
 
 
 def cann_lines(text: str) -> list[str]:
@@ -91,7 +111,7 @@ def test_show_names_no_cann(example: Example) -> None:
     assert [p["name"] for p in document["pending"]] == ["demo-npu"]
 
 
-def test_check_passes_with_no_cann_step(example: Example) -> None:
+def test_check_passes_with_no_cann_step(example: Example, installed: None) -> None:
     code, out, err = envgen(
         example, "check", ENV, "--venv", "--installer", "uv", "--no-solve", "--json"
     )
@@ -120,13 +140,23 @@ def test_install_into_a_conda_prefix_writes_and_says_nothing_of_cann(
 
 
 def test_an_install_from_a_bundle_says_nothing_of_cann(example: Example, tmp_path: Path) -> None:
-    """The advice an install ends with comes from the lock installed: a bundle's too."""
+    """The advice an install ends with comes from the lock installed: a bundle's too. The pip part
+    by uv, as above: pip's install from a bundle into a conda prefix is test_demo's (its pip runs
+    about half a dozen times, seconds of CPU for the same advice)."""
     bundle = tmp_path / "demo.tar"
     code, out, err = envgen(example, "bundle", ENV, "--platform", "linux-64", "-o", str(bundle))
     assert code == 0, out + err
     prefix = tmp_path / "env"
     code, out, err = envgen(
-        example, "install", ENV, "--prefix", str(prefix), "--from-bundle", str(bundle)
+        example,
+        "install",
+        ENV,
+        "--prefix",
+        str(prefix),
+        "--from-bundle",
+        str(bundle),
+        "--installer",
+        "uv",
     )
     assert code == 0, out + err
     assert "for the env's variables (profiles) too, activate it" in err
