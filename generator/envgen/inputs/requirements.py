@@ -8,6 +8,7 @@ import shlex
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
@@ -99,9 +100,9 @@ def parse_requirement_files(paths: tuple[str, ...], read: Reader, *, context: st
     return Parsed(tuple(state.lines), tuple(state.ignored), tuple(state.files))
 
 
-def parse_pyproject(text: str, path: str, *, context: str) -> tuple[Line, ...]:
-    """The PEP 621 `[project] dependencies` of a pyproject.toml, each with the line it is written
-    on."""
+def project_table(text: str, path: str, *, context: str) -> dict[str, Any] | None:
+    """The `[project]` table of a pyproject.toml (`path`, of `context`); None when it has none.
+    InputError when the file is not TOML."""
     try:
         with bounded_nesting(f"{context}: {path}"):
             data = tomllib.loads(text)
@@ -109,7 +110,14 @@ def parse_pyproject(text: str, path: str, *, context: str) -> tuple[Line, ...]:
         reason = f"is not valid TOML: {exc}"
         raise InputError(f"{context}: {path} {reason}", file=path, reason=reason) from exc
     project = data.get("project")
-    if not isinstance(project, dict):
+    return project if isinstance(project, dict) else None
+
+
+def parse_pyproject(text: str, path: str, *, context: str) -> tuple[Line, ...]:
+    """The PEP 621 `[project] dependencies` of a pyproject.toml, each with the line it is written
+    on."""
+    project = project_table(text, path, context=context)
+    if project is None:
         reason = "has no [project] table, so it declares no PEP 621 dependencies"
         raise InputError(
             f"{context}: {path} {reason}",

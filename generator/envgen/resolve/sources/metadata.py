@@ -38,8 +38,12 @@ from envgen import atomic, network
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import InputError, ToolError
 from envgen.inputs.channels import IndexAccess
-from envgen.inputs.files import bounded_nesting
-from envgen.inputs.requirements import Line, parse_pyproject, parse_requirement_files
+from envgen.inputs.requirements import (
+    Line,
+    parse_pyproject,
+    parse_requirement_files,
+    project_table,
+)
 from envgen.inputs.untrusted import one_line
 from envgen.model import Origin, Source, TracedRequirement
 from envgen.names import package_key
@@ -121,15 +125,14 @@ def declared_dependencies(
     the tree of the locked `commit`."""
     context = f"source {source.name} at tree {short_commit(tree)}"
     data = read("pyproject.toml")
-    project = _project_table(data, context) if data is not None else None
+    text = None if data is None else data.decode("utf-8", errors="replace")
+    project = None if text is None else project_table(text, "pyproject.toml", context=context)
     if (
-        data is not None
+        text is not None
         and project is not None
         and "dependencies" not in project.get("dynamic", [])
     ):
-        lines = parse_pyproject(
-            data.decode("utf-8", errors="replace"), "pyproject.toml", context=context
-        )
+        lines = parse_pyproject(text, "pyproject.toml", context=context)
         # An editable install requests no extras, so a requirement guarded by one never applies.
         return Declared(tuple(line for line in lines if not needs_extra(line.requirement)))
     if data is None and read("setup.py") is None:
@@ -139,19 +142,6 @@ def declared_dependencies(
     if error:
         return Declared(fallback=error)
     return Declared(_declared_lines(requires, data, read, context))
-
-
-def _project_table(data: bytes, context: str) -> dict[str, Any] | None:
-    try:
-        with bounded_nesting(f"{context}: pyproject.toml"):
-            parsed = tomllib.loads(data.decode("utf-8", errors="replace"))
-    except tomllib.TOMLDecodeError as exc:
-        reason = f"is not valid TOML: {exc}"
-        raise InputError(
-            f"{context}: pyproject.toml {reason}", file="pyproject.toml", reason=reason
-        ) from exc
-    project = parsed.get("project")
-    return project if isinstance(project, dict) else None
 
 
 def _declared_lines(

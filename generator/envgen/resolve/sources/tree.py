@@ -13,19 +13,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 
 from envgen.commits import short_commit
 from envgen.errors import InputError, placed
-from envgen.inputs.files import bounded_nesting
-from envgen.inputs.requirements import Line
+from envgen.inputs.requirements import Line, project_table
 from envgen.model import Source
 from envgen.names import package_key
 
@@ -176,16 +173,9 @@ def extras_lines(tree: InstalledTree, context: str) -> tuple[Line, ...]:
 
 
 def _optional_dependencies(data: bytes, context: str) -> dict[str, list[str]] | None:
-    try:
-        with bounded_nesting(f"{context}: pyproject.toml"):
-            parsed = tomllib.loads(data.decode("utf-8", errors="replace"))
-    except tomllib.TOMLDecodeError as exc:
-        reason = f"is not valid TOML: {exc}"
-        raise InputError(
-            f"{context}: pyproject.toml {reason}", file="pyproject.toml", reason=reason
-        ) from exc
-    project: Any = parsed.get("project")
-    if not isinstance(project, dict) or "optional-dependencies" in project.get("dynamic", []):
+    text = data.decode("utf-8", errors="replace")
+    project = project_table(text, "pyproject.toml", context=context)
+    if project is None or "optional-dependencies" in project.get("dynamic", []):
         return None
     table = project.get("optional-dependencies", {})
     if not isinstance(table, dict) or not all(
