@@ -18,6 +18,7 @@ from envgen.bundle.manifest import Wanted
 from envgen.errors import VerificationError
 from envgen.redact import redact_url
 from envgen.resolve.pypi.index_client import IndexClient
+from envgen.urls import url_host
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,8 @@ def _download(
                 f"{redact_url(wanted.url)} has sha256 {digest.hexdigest()}, the lock "
                 f"says {wanted.sha256}",
                 hint="the index serves other bytes than were locked: find out why, then re-lock",
+                host=url_host(wanted.url),
+                reason=f"has sha256 {digest.hexdigest()}, the lock says {wanted.sha256}",
             )
         part.place(target)
     return size

@@ -15,6 +15,7 @@ from envgen.inputs.untrusted import host_problem, index_url_problem
 from envgen.model import Channel, Index
 from envgen.names import is_plain_name
 from envgen.redact import masked_url, redact_url, strip_credentials
+from envgen.urls import url_host
 
 KINDS = ("conda", "pip")
 _KEYS = {"conda": ("kind", "url"), "pip": ("kind", "url", "trusted_host", "explicit")}
@@ -135,6 +136,8 @@ def expand_url(url: str, what: str, environ: Mapping[str, str]) -> str:
             raise InputError(
                 f"{what}: its URL {redact_url(url)} refers to ${{{name}}}, which is not set",
                 hint=f"export {name} (e.g. the index token) and run again",
+                host=url_host(url),
+                reason=f"${{{name}}} is not set",
             )
         return environ[name]
 

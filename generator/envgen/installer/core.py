@@ -205,6 +205,8 @@ def check_request(request: Request) -> None:
         raise InputError(
             f"the lock of {lock.env} has no profile {', '.join(map(repr, unknown))}",
             hint=f"known profiles: {listed} (they are [activation.profiles] in the matrix)",
+            key="--profile",
+            reason=f"no profile {', '.join(map(repr, unknown))}",
         )
 
 

@@ -20,6 +20,7 @@ from envgen.errors import ResolutionError, VerificationError
 from envgen.redact import redact_url
 from envgen.resolve.archives.redirects import followed
 from envgen.resolve.pypi.index_client import IndexClient, arrived
+from envgen.urls import url_host
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ def fetch(
                 hint="it is not the archive that was pinned: find out why; if the new one "
                 "is wanted, "
                 "write its sha256 into the matrix (archives.<name>.sha256) and lock again",
+                host=url_host(url),
+                reason=f"has sha256 {found}, but {expected_by} says {sha256}",
             )
         part.handle.flush()
         archive_format(part.path, url)

@@ -24,6 +24,7 @@ from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.pypi import uv_pylock
 from envgen.resolve.pypi.index_client import IndexClient, offers
 from envgen.resolve.pypi.offered import Offers, fetch_offers
+from envgen.urls import url_host
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ def fetch_metadata(
                     f"but uv locked {artifact.sha256}",
                     hint="the index changed a published file; re-lock, and report it to the "
                     "index owner",
+                    host=url_host(url),
+                    reason=f"has sha256 {digest}, but uv locked {artifact.sha256}",
                 )
             text = _metadata_from_archive(response.content, artifact.filename)
     except requests.RequestException as exc:

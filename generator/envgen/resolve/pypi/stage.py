@@ -35,7 +35,7 @@ from envgen.resolve.pypi.uv_compile import (
     run_uv_compile,
 )
 from envgen.resolve.settings import Settings
-from envgen.urls import index_of
+from envgen.urls import index_of, url_host
 
 log = logging.getLogger(__name__)
 
@@ -232,6 +232,9 @@ def _check_matrix_hashes(choices: Sequence[uv_pylock.Choice], inputs: Inputs) ->
                 f"{choice.artifact.sha256}, "
                 f"but {expected[1]} says {expected[0]}",
                 hint="fix the sha256 in the matrix if the file was replaced on purpose",
+                package=choice.package.name,
+                host=url_host(choice.artifact.url),
+                reason=f"has sha256 {choice.artifact.sha256}, but {expected[1]} says {expected[0]}",
             )
 
 
