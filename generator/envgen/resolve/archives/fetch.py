@@ -57,6 +57,8 @@ def fetch(
         raise ResolutionError(
             f"the archive {redact_url(url)} is not in envgen's cache; nothing is fetched offline",
             hint="lock once without --offline to fetch it",
+            host=url_host(url),
+            reason="not in envgen's cache; nothing is fetched offline",
         )
     key = hashlib.sha256(url.encode()).hexdigest()[:16]
     partial = cache / "archives" / "partial" / key
@@ -123,6 +125,7 @@ def _download(
                         f"the archive {redact_url(url)} did not arrive within "
                         f"{network.seconds('budget', limits)} ({size} bytes by then)",
                         hint=network.raise_hint("budget", limits),
+                        host=url_host(url),
                     )
                 digest.update(chunk)
                 out.write(chunk)
@@ -137,6 +140,7 @@ def _too_large(url: str, what: str, limits: network.Limits) -> ResolutionError:
         f"{network.seconds('download', limits)}; nothing of it was kept",
         hint=f"check the URL names the release archive; if it is that large, raise "
         f"{network.variable('download')}",
+        host=url_host(url),
     )
 
 
@@ -165,4 +169,5 @@ def archive_format(path: Path, url: str) -> _Format:
         f"the archive {redact_url(url)} is neither a zip nor a tar archive (gzip, bzip2, xz or "
         "plain); nothing of it was kept",
         hint="check the URL names the release archive",
+        host=url_host(url),
     )

@@ -36,6 +36,7 @@ from envgen.resolve.pypi import uv_pylock
 from envgen.resolve.pypi.index_client import IndexClient
 from envgen.resolve.settings import Settings
 from envgen.scratch import scratch_dir
+from envgen.urls import url_host
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,7 @@ def _opened(path: Path, url: str) -> Iterator[tuple[list[str], object]]:
         raise VerificationError(
             f"the archive {redact_url(url)} is neither a zip nor a tar archive that reads: {exc}",
             hint="check the URL names the release archive",
+            host=url_host(url),
         ) from exc
 
 

@@ -103,6 +103,7 @@ def fetch_metadata(
             f"offline: the metadata of {artifact.filename} ({redact_url(url)}) is not "
             f"in {cached.parent}",
             hint="run once without --offline to fill the cache",
+            host=url_host(url),
         )
     text = None
     try:
@@ -128,7 +129,9 @@ def fetch_metadata(
         raise client.unreachable(f"read the metadata of {artifact.filename} at", url, exc) from exc
     except (zipfile.BadZipFile, tarfile.TarError, StopIteration, ValueError) as exc:
         raise ResolutionError(
-            f"{artifact.filename} at {redact_url(url)} has no readable metadata: {exc}"
+            f"{artifact.filename} at {redact_url(url)} has no readable metadata: {exc}",
+            host=url_host(url),
+            reason=f"has no readable metadata: {exc}",
         ) from exc
     cached.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_file(cached, text.encode())
