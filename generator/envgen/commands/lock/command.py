@@ -5,18 +5,17 @@ the modes that write nothing (`--check`, `--dry-run`), compared with the files o
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from envgen import interrupts
+from envgen.collector import collector_paused
 from envgen.commands.cache import claimed_cache
 from envgen.commands.lock.fresh import require_untouched, unchanged_hash
 from envgen.commands.lock.names import check_update_names, check_upgrade_names
@@ -157,32 +156,12 @@ def lock_envs(
 
         settings = Settings.read(os.environ, cache=cache or claimed_cache(), offline=offline)
         options = LockOptions(update, upgrade, settings, relocking, mode)
-        with _collector_paused():
+        # Paused: its passes over a re-lock's objects took a tenth of its CPU (collector.py).
+        with collector_paused():
             done |= _relock_stale(project, [files[env] for env in stale], options, preflight)
     # The CLI says "up to date", once per env (and -q silences it).
     kept = {env: LockResult(env, "up-to-date", digest) for env, digest in fresh.items() if digest}
     return [done.get(env) or kept[env] for env in envs]
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while envs re-lock: their imports (conda-lock's
-    whole command line comes with its models) and parsed locks leave over a hundred thousand
-    objects for it to track, and its hundreds of passes over them took a tenth of envgen's own
-    CPU in a re-lock of the A5 lock, some of it while the lock is written. A re-lock leaves little
-    cyclic garbage (its peak memory is the same either way); the collector resumes after it."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        # What the re-lock made goes to the oldest generation at once (freeze, then unfreeze):
-        # resumed with it all in the youngest, the collector would scan it all at the next
-        # allocation, while the command is still reporting.
-        gc.freeze()
-        gc.unfreeze()
-        if paused:
-            gc.enable()
 
 
 def _absent(texts: LockTexts) -> LockResult:
