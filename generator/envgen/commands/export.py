@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from envgen.collector import collector_paused
 from envgen.errors import InputError
 from envgen.lockio.store import require_lock, require_platforms
 from envgen.model import Lock
@@ -63,12 +64,15 @@ def export_lock(project: Project, env: str, fmt: str, *, platform: str | None = 
             )
         return render_nix(lock)
     if fmt == "cyclonedx":
-        from envgen.lockio.exports.sbom import render_cyclonedx
+        # Paused: the library and the SBOM's model (some 20 objects a component, all alive until
+        # the text is out) gave the collector passes that freed nothing, about 0.05 s of CPU for a
+        # real-sized lock.
+        with collector_paused():
+            from envgen.lockio.exports.sbom import render_cyclonedx
 
-        if platform is None:
-            return render_cyclonedx(lock, None)
-        require_platforms(lock, (platform,), hint="name one of the lock's platforms")
-        return render_cyclonedx(lock, (platform,))
+            if platform is not None:
+                require_platforms(lock, (platform,), hint="name one of the lock's platforms")
+            return render_cyclonedx(lock, None if platform is None else (platform,))
     chosen = _one_platform(lock, platform, this_platform())
     if fmt == "pylock":
         from envgen.lockio.exports.pylock import render_pylock
