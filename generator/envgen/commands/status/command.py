@@ -18,7 +18,6 @@ from envgen.commands.status.watch_findings import WatchReport
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError
 from envgen.inputs.matrix import load_env
-from envgen.lockdiff.compare import compare_url
 from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.names import package_key
@@ -26,6 +25,7 @@ from envgen.project import Project, cache_dir
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git.remote import GitEnv, upstream_commit
 from envgen.resolve.settings import Settings
+from envgen.urls import compare_url
 
 if TYPE_CHECKING:
     # The index client (requests, urllib3, ssl) is imported by --outdated alone.
