@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from packaging.version import Version
 
 from envgen.commands.lock.freshness import freshness
-from envgen.commands.status.watch_findings import WatchReport
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError
 from envgen.inputs.matrix import load_env
@@ -28,7 +27,9 @@ from envgen.resolve.settings import Settings
 from envgen.urls import compare_url
 
 if TYPE_CHECKING:
-    # The index client (requests, urllib3, ssl) is imported by --outdated alone.
+    # The watch's findings (their requirement checks) come with --watch alone, and the index client
+    # (requests, urllib3, ssl) with --outdated.
+    from envgen.commands.status.watch_findings import WatchReport
     from envgen.resolve.pypi.index_client import IndexClient
 
 log = logging.getLogger(__name__)
