@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,6 +49,8 @@ def part_file(beside: Path, *, mode: int | None = None) -> Iterator[Part]:
     it was placed. Created as any new file is (mode 0666 less the umask), or with exactly `mode`. It
     is made inside the block that removes it, so an interrupt as it is made leaves nothing; a name
     of 64 random bits is never taken (one that is, is another's and never removed)."""
+    import secrets  # here: hmac and base64 come with it, and most commands write nothing
+
     path = beside.with_name(f".{beside.name}.{secrets.token_hex(8)}{_SUFFIX}")
     theirs = False
     part: Part | None = None

@@ -4,6 +4,7 @@ URL names (pure; light, every command imports it)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from urllib.parse import urlsplit
 
@@ -11,6 +12,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _PROJECT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?", re.ASCII)
 
 
+# Kept: a lock's names come back thousands of times (each package, each dependency of each) as its
+# derived files are rendered and compared.
+@functools.lru_cache(maxsize=8192)
 def package_key(name: str) -> str:
     """One spelling per package across pip (PEP 503) and conda (lower case) names."""
     # Imported here: packaging.utils loads packaging.tags and sysconfig, which a no-op lock never

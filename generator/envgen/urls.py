@@ -2,10 +2,12 @@
 name alone, `url_host_name`, where a tool knows no port), whether it is on an index's host, so the
 index's credentials apply to it (`same_host`), and the index whose URL it lies under (`index_of`,
 `under`, `path_under`). Credentials in either URL never count; scheme and host compare in any
-case."""
+case. And a forge's page of the commits between two commits of a repository (`compare_url`: the
+lock diff's links, and `status`'s, which loads no lock diff)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -50,3 +52,22 @@ def path_under(path: str, base: str) -> bool:
 def index_of(url: str, indexes: Iterable[tuple[Key, str]]) -> Key | None:
     """The key of the first index (key, its URL) that `url` lies under, or None."""
     return next((key for key, base in indexes if under(url, base)), None)
+
+
+_FORGES = {"github.com": "https://github.com", "gitcode.com": "https://gitcode.com"}
+# Owner and repository as the forges allow them: the link goes into markdown, where `)` or `<` would
+# end it.
+FORGE_URL = re.compile(
+    r"^(?:https?://(?:[^/@]+@)?|ssh://(?:[^/@]+@)?|[^/@:]+@)(?P<host>github\.com|gitcode\.com)[:/]"
+    r"(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+?)(?:\.git)?/?$"
+)
+
+
+def compare_url(url: str, old_commit: str, new_commit: str) -> str | None:
+    """The forge's compare page between two commits of `url`, for GitHub and GitCode
+    repositories."""
+    match = FORGE_URL.match(url)
+    if not match:
+        return None
+    base = _FORGES[match["host"]]
+    return f"{base}/{match['owner']}/{match['repo']}/compare/{old_commit}...{new_commit}"

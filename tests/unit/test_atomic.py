@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def test_a_refused_target_is_not_replaced_and_no_part_file_is_left(tmp_path: Pat
 def test_a_part_name_that_is_taken_is_never_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(atomic.secrets, "token_hex", lambda _: "0" * 16)
+    monkeypatch.setattr(secrets, "token_hex", lambda _: "0" * 16)
     theirs = tmp_path / f".out.txt.{'0' * 16}.part"
     theirs.write_bytes(b"another's")
     with pytest.raises(FileExistsError), atomic.part_file(tmp_path / "out.txt"):

@@ -15,9 +15,10 @@ import pytest
 import yaml
 from envgen.commands.diff_via import explain
 from envgen.lockdiff.changes import LockDiff
-from envgen.lockdiff.compare import compare_url, diff_locks, with_via
+from envgen.lockdiff.compare import diff_locks, with_via
 from envgen.lockdiff.render import MARKER, OPEN_ROWS, render_json, render_markdown, render_text
 from envgen.model import AppliedOverride, Lock, Override, Pending, Submodule
+from envgen.urls import compare_url
 
 from tests.support.builders import (
     DIFF_PLATFORMS,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from envgen.commits import is_abbreviated_commit, is_full_commit
 from envgen.digests import is_sha256
@@ -124,9 +124,9 @@ def archive_url_problem(url: str) -> str | None:
     scheme, sep, _ = url.partition("://")
     if not sep or scheme.lower() not in ("https", "http"):
         return f"{_shown(url)} is not an https:// or http:// URL"
-    if problem := _unparsable(url):
-        return problem
-    parts = urlsplit(url)
+    parts = _split(url)
+    if isinstance(parts, str):
+        return parts
     if not parts.hostname or not parts.path.strip("/"):
         return f"{_shown(url)} names no host or no file"
     if parts.username is not None or parts.password is not None:
@@ -176,9 +176,9 @@ def git_url_problem(url: str) -> str | None:
     if url.startswith("-"):
         return f"{_shown(url)} starts with '-'; {expected}"
     if "://" in url:
-        if problem := _unparsable(url):
-            return f"{problem}; {expected}"
-        parts = urlsplit(url)
+        parts = _split(url)
+        if isinstance(parts, str):
+            return f"{parts}; {expected}"
         if parts.scheme.lower() not in _GIT_SCHEMES:
             return f"{_shown(url)}: scheme {parts.scheme!r} is not allowed; {expected}"
         host = parts.hostname or ""
@@ -425,22 +425,24 @@ def index_url_problem(url: str) -> str | None:
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in _INDEX_SCHEMES or not rest.strip("/"):
         return f"{_shown(url)} is not an https://, http:// or file:// URL"
-    if problem := _unparsable(url):
-        return problem
-    if scheme.lower() != "file" and not urlsplit(url).hostname:
+    parts = _split(url)
+    if isinstance(parts, str):
+        return parts
+    if scheme.lower() != "file" and not parts.hostname:
         return f"{_shown(url)} names no host"
     return None
 
 
-def _unparsable(url: str) -> str | None:
-    """Why `url` cannot be split into its parts (a bad IPv6 bracket, a port that is no number), or
-    None: every later use (a request, git, a redaction) splits it."""
+def _split(url: str) -> SplitResult | str:
+    """`url` split into its parts, or why it cannot be (a bad IPv6 bracket, a port that is no
+    number, port 0): every later use (a request, git, a redaction) splits it."""
     try:
-        if urlsplit(url).port == 0:  # reading the port is what checks it
+        parts = urlsplit(url)
+        if parts.port == 0:  # reading the port is what checks it
             return f"{_shown(url)} names port 0"
     except ValueError as exc:
         return f"{_shown(url)} is not a valid URL ({exc})"
-    return None
+    return parts
 
 
 def _shown(url: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterable, Mapping
 
 from packaging.version import InvalidVersion
@@ -30,14 +29,7 @@ from envgen.model import (
 )
 from envgen.names import package_key
 from envgen.redact import redact_url
-
-_FORGES = {"github.com": "https://github.com", "gitcode.com": "https://gitcode.com"}
-# Owner and repository as the forges allow them: the link goes into markdown, where `)` or `<` would
-# end it.
-_FORGE_URL = re.compile(
-    r"^(?:https?://(?:[^/@]+@)?|ssh://(?:[^/@]+@)?|[^/@:]+@)(?P<host>github\.com|gitcode\.com)[:/]"
-    r"(?P<owner>[A-Za-z0-9_.-]+)/(?P<repo>[A-Za-z0-9_.-]+?)(?:\.git)?/?$"
-)
+from envgen.urls import FORGE_URL, compare_url
 
 
 def diff_locks(old: Lock, new: Lock, *, labels: tuple[str, str] = ("old", "new")) -> LockDiff:
@@ -154,18 +146,8 @@ def _hash(entry: CondaEntry | PipEntry | None) -> str | None:
     return entry.sha256
 
 
-def compare_url(url: str, old_commit: str, new_commit: str) -> str | None:
-    """The forge's compare page between two commits of `url`, for GitHub and GitCode
-    repositories."""
-    match = _FORGE_URL.match(url)
-    if not match:
-        return None
-    base = _FORGES[match["host"]]
-    return f"{base}/{match['owner']}/{match['repo']}/compare/{old_commit}...{new_commit}"
-
-
 def _same_repo(a: str, b: str) -> bool:
-    ma, mb = _FORGE_URL.match(a), _FORGE_URL.match(b)
+    ma, mb = FORGE_URL.match(a), FORGE_URL.match(b)
     if ma and mb:
         return (ma["host"], ma["owner"].lower(), ma["repo"].lower()) == (
             mb["host"],

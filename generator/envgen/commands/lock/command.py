@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from envgen import interrupts
 from envgen.collector import collector_paused
-from envgen.commands.cache import claimed_cache
 from envgen.commands.lock.fresh import require_untouched, unchanged_hash
 from envgen.commands.lock.names import check_update_names, check_upgrade_names
 from envgen.errors import EnvgenError, InputError
@@ -150,8 +149,9 @@ def lock_envs(
     done = {env: _absent(files[env]) for env in envs if mode == "check" and not files[env].present}
     stale = [env for env in envs if fresh[env] is None and env not in done]
     if stale:
-        # Imported here: the settings (uv located) and the matrix loader (packaging) matter only
-        # when something may move.
+        # Imported here: the settings (uv located), the matrix loader (packaging) and the cache's
+        # claim matter only when something may move.
+        from envgen.commands.cache import claimed_cache
         from envgen.resolve.settings import Settings
 
         settings = Settings.read(os.environ, cache=cache or claimed_cache(), offline=offline)

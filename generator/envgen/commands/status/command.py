@@ -14,11 +14,9 @@ from typing import TYPE_CHECKING
 from packaging.version import Version
 
 from envgen.commands.lock.freshness import freshness
-from envgen.commands.status.watch_findings import WatchReport
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError
 from envgen.inputs.matrix import load_env
-from envgen.lockdiff.compare import compare_url
 from envgen.lockio.integrity import checked_lock, repair_hint
 from envgen.model import Lock, LockedSource, Matrix
 from envgen.names import package_key
@@ -26,9 +24,12 @@ from envgen.project import Project, cache_dir
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git.remote import GitEnv, upstream_commit
 from envgen.resolve.settings import Settings
+from envgen.urls import compare_url
 
 if TYPE_CHECKING:
-    # The index client (requests, urllib3, ssl) is imported by --outdated alone.
+    # The watch's findings (their requirement checks) come with --watch alone, and the index client
+    # (requests, urllib3, ssl) with --outdated.
+    from envgen.commands.status.watch_findings import WatchReport
     from envgen.resolve.pypi.index_client import IndexClient
 
 log = logging.getLogger(__name__)

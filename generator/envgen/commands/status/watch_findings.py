@@ -16,12 +16,12 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envgen.commits import is_full_commit, short_commit
-from envgen.lockdiff.compare import compare_url
 from envgen.model import Page, TracedRequirement
 from envgen.names import package_key
 from envgen.redact import redact_url
 from envgen.resolve.pypi.conflicts import by_name, find_conflicts, met_by
 from envgen.resolve.pypi.offered import Offer
+from envgen.urls import compare_url
 
 INSTALLABLE, CONFLICT, RELEASE_REFS, NEWER, PAGE = (
     "installable",

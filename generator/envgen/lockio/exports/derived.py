@@ -37,12 +37,13 @@ class Artifact(Protocol):
 @dataclass(frozen=True)
 class Derived:
     """One derived file: its name in locks/, its text, how to list the artifacts a file of its kind
-    names, and what the tool installing from it reads of a text (comments aside)."""
+    names, the artifacts the lock says it names (listed only when a file on disk differs from
+    `text`), and what the tool installing from it reads of a text (comments aside)."""
 
     name: str
     text: str
     artifacts: Callable[[str, str], Sequence[Artifact]]
-    expected: Sequence[Artifact]
+    expected: Callable[[], Sequence[Artifact]]
     reads: Callable[[str], object]
 
 
@@ -57,7 +58,7 @@ def derived_files(lock: Lock, matrix: Matrix | None) -> list[Derived]:
                 requirements_name(lock.env, platform),
                 render_requirements(lock, platform, matrix),
                 parse_requirements,
-                expected_requirements(lock, platform),
+                functools.partial(expected_requirements, lock, platform),
                 pip_reads,
             )
         )
@@ -77,13 +78,17 @@ def _matrix_free(lock: Lock) -> tuple[tuple[Derived, ...], Derived]:
             pylock_name(lock.env, platform),
             render_pylock(lock, platform),
             parse_pylock,
-            expected_pylock(lock, platform),
+            functools.partial(expected_pylock, lock, platform),
             uv_reads,
         )
         for platform in lock.platforms
     )
     return pylocks, Derived(
-        nix_name(lock.env), render_nix(lock), parse_nix, expected_nix(lock), str
+        nix_name(lock.env),
+        render_nix(lock),
+        parse_nix,
+        functools.partial(expected_nix, lock),
+        str,
     )
 
 
@@ -152,7 +157,7 @@ def _text_problem(file: Derived, text: str, lock: Lock, *, as_read: bool) -> str
         found = file.artifacts(text, f"locks/{file.name}")
     except InputError as exc:
         return exc.message
-    differences = _differences(found, file.expected)
+    differences = _differences(found, file.expected())
     if differences:
         listed = "; ".join(differences[:5])
         return f"locks/{file.name} does not carry the yml's artifacts and hashes: {listed}"

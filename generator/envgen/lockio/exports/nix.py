@@ -9,6 +9,7 @@ flake.nix at the repository root builds dev shells from it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -49,26 +50,28 @@ def _string(text: str) -> str:
     return f'"{escaped}"'
 
 
+@functools.lru_cache(maxsize=256)  # the same few keys in every package
 def _key(name: str) -> str:
     return name if _IDENTIFIER.fullmatch(name) and name not in _KEYWORDS else _string(name)
 
 
 def _render(value: Value, indent: str) -> str:
     inner = indent + "  "
+    # The types lock_value builds tested first: an ABC's isinstance is slow.
+    if isinstance(value, str):
+        return _string(value)
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str):
-        return _string(value)
-    if isinstance(value, Mapping):
+    if isinstance(value, dict) or (not isinstance(value, list) and isinstance(value, Mapping)):
         if not value:
             return "{ }"
-        items = "".join(f"{inner}{_key(k)} = {_render(v, inner)};\n" for k, v in value.items())
-        return "{\n" + items + indent + "}"
+        items = [f"{inner}{_key(k)} = {_render(v, inner)};\n" for k, v in value.items()]
+        return "{\n" + "".join(items) + indent + "}"
     if not value:
         return "[ ]"
-    return "[\n" + "".join(f"{inner}{_render(v, inner)}\n" for v in value) + indent + "]"
+    return "[\n" + "".join([f"{inner}{_render(v, inner)}\n" for v in value]) + indent + "]"
 
 
 def store_name(url: str) -> str:

@@ -169,7 +169,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     lines: list[tuple[int, str]] = []
     pending: tuple[int, str] | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = _COMMENT.sub("", raw)
+        line = _COMMENT.sub("", raw) if "#" in raw else raw
         start, before = pending if pending else (number, "")
         if line.endswith("\\"):
             pending = (start, before + line[:-1] + " ")
