@@ -20,7 +20,7 @@ from uv import find_uv_bin
 
 from tests.support.builders import make_lock
 from tests.support.shared import build_once
-from tests.support.submodules import locked_parent, nested_submodules
+from tests.support.submodules import NestedSubmodules, locked_parent, shared_nested_submodules
 from tests.support.venvs import fresh_venv
 
 
@@ -335,13 +335,24 @@ def test_several_cann_scripts_are_sourced_in_order(tmp_path: Path, venv: Path) -
     assert hook.index(f". '{toolkit}'") + 1 == hook.index(f". '{nnal}'")
 
 
+@pytest.fixture(scope="session")
+def submodules(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[NestedSubmodules, LockedSource]:
+    """The session's nested submodules (shared_nested_submodules: the recipe only clones and
+    fetches them) and their parent as `envgen lock` pins it, resolved once per worker into a git
+    cache of the worker's own; the tests below only read both."""
+    repos = shared_nested_submodules(tmp_path_factory)
+    return repos, locked_parent(repos, tmp_path_factory.mktemp("submodules-cache"))
+
+
 def test_submodules_are_checked_out_recursively_at_the_recorded_commits(
-    tmp_path: Path, venv: Path
+    submodules: tuple[NestedSubmodules, LockedSource], venv: Path
 ) -> None:
     """The parent's commit fixes its submodules (gitlinks): later commits on their branches stay
     out. Their URLs are relative, so they resolve against the parent's locked URL as they did when
     locking."""
-    repos = nested_submodules(tmp_path / "up")
+    repos, parent = submodules
     # the fixtures are file:// remotes, which git refuses for submodules unless allowed
     allow = {
         "GIT_CONFIG_COUNT": "1",
@@ -349,7 +360,6 @@ def test_submodules_are_checked_out_recursively_at_the_recorded_commits(
         "GIT_CONFIG_VALUE_0": "always",
     }
 
-    parent = locked_parent(repos, tmp_path / "cache")
     assert parent.submodules == repos.recorded
     proc = run_recipe(demo_lock(parent), venv, env=allow, uv=True)
     assert proc.returncode == 0, proc.stderr
@@ -376,17 +386,16 @@ def test_submodules_are_checked_out_recursively_at_the_recorded_commits(
 
 
 def test_a_submodule_commit_the_tree_does_not_record_fails_the_recipe(
-    tmp_path: Path, venv: Path
+    submodules: tuple[NestedSubmodules, LockedSource], venv: Path
 ) -> None:
     """A lock whose recorded submodule commit was altered (or a tree whose gitlink differs from the
     lock's) stops the recipe before pip runs, naming the submodule and both commits."""
-    repos = nested_submodules(tmp_path / "up")
+    repos, parent = submodules
     allow = {
         "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": "protocol.file.allow",
         "GIT_CONFIG_VALUE_0": "always",
     }
-    parent = locked_parent(repos, tmp_path / "cache")
     moved = repos.child.rev()
     kernels, grand = parent.submodules
     tampered = replace(parent, submodules=(replace(kernels, commit=moved), grand))

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -78,19 +79,67 @@ def secret_hits(*roots: Path) -> tuple[int, list[str]]:
     return scanned, hits
 
 
-@pytest.fixture
-def project(
-    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Path]:
-    """The example served behind basic auth, with credentials in its channel files and one source
-    URL."""
-    workdir = tmp_path / "work"
+def envgen(root: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, [*args, "--root", str(root)], catch_exceptions=False)
+    return result.exit_code, result.stdout + result.stderr
+
+
+def installed_by(root: Path, prefix: Path) -> set[str]:
+    """The installers named by the dist-info of the lock's pip part in `prefix`."""
+    lock = read_lock(Project(root), ENV)
+    assert lock is not None
+    names = {canonicalize_name(e.name) for e in lock.pip_for(host_platform())}
+    infos = [
+        p
+        for p in prefix.glob("lib/python*/site-packages/*.dist-info")
+        if canonicalize_name(p.stem.split("-")[0]) in names
+    ]
+    assert len(infos) == len(names), (sorted(names), infos)
+    return {(p / "INSTALLER").read_text().strip() for p in infos}
+
+
+@dataclass(frozen=True)
+class Served:
+    """The example served behind basic auth and locked once (`served_with_credentials`)."""
+
+    root: Path
+    gitconfig: Path
+    # What the lock used and left: its cache, temporary directory and home.
+    cache: Path
+    temp: Path
+    home: Path
+
+
+def use_credentials(
+    monkeypatch: pytest.MonkeyPatch, gitconfig: Path, cache: Path, temp: Path, home: Path
+) -> None:
+    """The tokens `${VAR}` names, git's mirror rule, and a cache, temporary directory and home of
+    the command's own (anything a tool writes under ~, a cache or a config, is scanned too)."""
+    monkeypatch.setenv("CONDA_TOKEN", PAIRS["conda"][1])
+    monkeypatch.setenv("EXTRA_TOKEN", PAIRS["extra"][1])
+    use_git_config(gitconfig, monkeypatch)
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+
+
+@pytest.fixture(scope="session")
+def served_with_credentials(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The example served behind basic auth for this worker's session, with credentials in its
+    channel files and one source URL, and locked once: the lock is the `lock` case's subject and
+    what every other command reads.
+
+    Once per worker (a lock names the ports of the servers it was made against, and these servers
+    are this worker's), so that the commands' cases spread over the workers without each locking
+    again. Shared read only: each case works on a copy of the locked project and of the lock's
+    cache (`project`); the lock's own cache, temporary directory and home are only scanned.
+    """
+    workdir = tmp_path_factory.mktemp("secrets") / "work"
     shutil.copytree(
         build_once(tmp_path_factory, "example-artifacts", build_example), workdir, symlinks=True
     )
     repos = {path.name: GitRepo(path) for path in sorted((workdir / "upstream").iterdir())}
-    monkeypatch.setenv("CONDA_TOKEN", PAIRS["conda"][1])
-    monkeypatch.setenv("EXTRA_TOKEN", PAIRS["extra"][1])
     with ExitStack() as stack:
         hosts = {
             # Each on a host of its own: pip and uv get credentials by host (a netrc).
@@ -119,77 +168,101 @@ def project(
             matrix.read_text().replace("https://github.com/envgen-demo/rollout.git", git_url)
         )
         # The other sources come from local repositories through a mirror rule, as in the demo.
-        use_git_config(write_gitconfig(workdir / "gitconfig", repos), monkeypatch)
-        monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
-        temp = tmp_path / "tmp"
-        temp.mkdir()
-        # A home of its own: anything a tool writes under ~ (a cache, a config) is scanned too.
-        (tmp_path / "home").mkdir()
-        monkeypatch.setenv("HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("TMPDIR", str(temp))
-        monkeypatch.setattr(tempfile, "tempdir", str(temp))
-        yield root
+        gitconfig = write_gitconfig(workdir / "gitconfig", repos)
+        served = Served(root, gitconfig, workdir / "cache", workdir / "tmp", workdir / "home")
+        served.temp.mkdir()
+        served.home.mkdir()
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            use_credentials(monkeypatch, gitconfig, served.cache, served.temp, served.home)
+            code, out = envgen(root, "lock", ENV)
+        assert code == 0, out
+        for secret in SECRETS:
+            assert secret not in out
+        yield served
 
 
-def envgen(root: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, [*args, "--root", str(root)], catch_exceptions=False)
-    return result.exit_code, result.stdout + result.stderr
-
-
-def installed_by(root: Path, prefix: Path) -> set[str]:
-    """The installers named by the dist-info of the lock's pip part in `prefix`."""
-    lock = read_lock(Project(root), ENV)
-    assert lock is not None
-    names = {canonicalize_name(e.name) for e in lock.pip_for(host_platform())}
-    infos = [
-        p
-        for p in prefix.glob("lib/python*/site-packages/*.dist-info")
-        if canonicalize_name(p.stem.split("-")[0]) in names
-    ]
-    assert len(infos) == len(names), (sorted(names), infos)
-    return {(p / "INSTALLER").read_text().strip() for p in infos}
-
-
-@pytest.mark.long
-def test_every_command_uses_credentials_and_writes_none(project: Path, tmp_path: Path) -> None:
-    code, out = envgen(project, "lock", ENV)
-    assert code == 0, out
-    code, out = envgen(project, "status", ENV)
-    assert code == 0, out
-    # Each installer takes the credentials once: pip in check's throwaway env (kept, to be scanned),
-    # uv in install's prefix. The two commands install through the same Installer, so a check by uv
-    # and an install by pip would only repeat those paths (a full env each).
-    code, out = envgen(project, "check", ENV, "--venv", "--keep", "--installer", "pip")
-    assert code == 0, out
-    assert "env: install (venv)" in out
-    prefix = tmp_path / "prefix"
-    code, out = envgen(
-        project, "install", ENV, "--venv", "--prefix", str(prefix), "--installer", "uv"
+@pytest.fixture
+def project(
+    served_with_credentials: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A copy of the locked project, the credentials, and of the test's own: a copy of the lock's
+    cache (tmp_path/cache, which the command fills as it would after that lock), a temporary
+    directory (tmp_path/tmp) and a home (tmp_path/home)."""
+    served = served_with_credentials
+    root = tmp_path / "project"
+    shutil.copytree(served.root, root, symlinks=True)
+    shutil.copytree(served.cache, tmp_path / "cache", symlinks=True)
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "home").mkdir()
+    use_credentials(
+        monkeypatch, served.gitconfig, tmp_path / "cache", tmp_path / "tmp", tmp_path / "home"
     )
-    assert code == 0, out
-    assert (prefix / "src" / "rollout").is_dir() or any(prefix.rglob("rollout*"))
-    code, out = envgen(project, "bundle", ENV, "-o", str(tmp_path / "demo.tar"))
+    return root
+
+
+# What the cache holds (at least) after each command, on top of the lock's (the lock's uv resolve
+# fills uv/): between them, every kind of entry the five commands cache for real.
+LOCKED = {"uv", "git", "conda", "pypi-metadata"}
+CACHED = {"lock": LOCKED, "status": LOCKED, "check": LOCKED, "install": LOCKED}
+CACHED["bundle"] = LOCKED | {"artifacts"}
+
+
+def assert_no_secret_written(command: str, cache: Path, *roots: Path) -> None:
+    """No file of the cache or `roots` holds a secret, and the cache holds only what envgen puts
+    there, in the directory the first command created and tagged."""
+    scanned, hits = secret_hits(cache, *roots)
+    assert scanned > 100
+    assert hits == []
+    cached = {p.name for p in cache.iterdir()} - {TAG}
+    assert (cache / TAG).read_text() == TAG_TEXT
+    assert CACHED[command] <= cached, sorted(cached)
+    assert cached <= set(CACHE_ENTRIES), sorted(cached - set(CACHE_ENTRIES))
+
+
+def test_the_lock_uses_credentials_and_writes_none(served_with_credentials: Served) -> None:
+    """The worker's one lock (served_with_credentials, which asserts its exit code and that its
+    output names no secret): what it wrote and cached."""
+    served = served_with_credentials
+    assert_no_secret_written("lock", served.cache, served.root / "locks", served.temp, served.home)
+
+
+@pytest.mark.parametrize(
+    # check's full env by pip is the longest: started first.
+    "command",
+    ["status", pytest.param("check", marks=pytest.mark.long), "install", "bundle"],
+)
+def test_every_command_uses_credentials_and_writes_none(
+    command: str, project: Path, tmp_path: Path
+) -> None:
+    """Each command after the lock, on a copy of the locked project and of the lock's cache. Each
+    installer takes the credentials once: pip in check's throwaway env (kept, to be scanned), uv in
+    install's prefix. The two commands install through the same Installer, so a check by uv and an
+    install by pip would only repeat those paths (a full env each)."""
+    prefix = tmp_path / "prefix"
+    args = {
+        "status": ["status", ENV],
+        "check": ["check", ENV, "--venv", "--keep", "--installer", "pip"],
+        "install": ["install", ENV, "--venv", "--prefix", str(prefix), "--installer", "uv"],
+        "bundle": ["bundle", ENV, "-o", str(tmp_path / "demo.tar")],
+    }[command]
+    code, out = envgen(project, *args)
     assert code == 0, out
     for secret in SECRETS:
         assert secret not in out
-    # The kept throwaway env is in the temporary directory the scan reads.
-    kept = sorted((tmp_path / "tmp").glob("envgen-check-*"))
-    assert len(kept) == 1 and all((path / "env" / "bin" / "python").exists() for path in kept)
-    # Which installer put the locked wheels there: each records itself in the dist-info.
-    assert installed_by(project, kept[0] / "env") == {"pip"} and installed_by(project, prefix) == {
-        "uv"
-    }
-    scanned, hits = secret_hits(
-        tmp_path / "cache", project / "locks", prefix, tmp_path / "tmp", tmp_path / "home"
-    )
-    assert scanned > 100
-    assert hits == []
-    # The cache the five commands filled for real (pip's and uv's installs included) holds only
-    # what envgen puts there, in the directory the first of them created and tagged.
-    cached = {p.name for p in (tmp_path / "cache").iterdir()} - {TAG}
-    assert (tmp_path / "cache" / TAG).read_text() == TAG_TEXT
-    assert {"uv", "git", "conda", "pypi-metadata", "artifacts"} <= cached
-    assert cached <= set(CACHE_ENTRIES), sorted(cached - set(CACHE_ENTRIES))
+    if command == "check":
+        assert "env: install (venv)" in out
+        # The kept throwaway env is in the temporary directory the scan reads.
+        kept = sorted((tmp_path / "tmp").glob("envgen-check-*"))
+        assert len(kept) == 1 and all((path / "env" / "bin" / "python").exists() for path in kept)
+        # Which installer put the locked wheels there: each records itself in the dist-info.
+        assert installed_by(project, kept[0] / "env") == {"pip"}
+    if command == "install":
+        assert (prefix / "src" / "rollout").is_dir() or any(prefix.rglob("rollout*"))
+        assert installed_by(project, prefix) == {"uv"}
+    written = [project / "locks", tmp_path / "tmp", tmp_path / "home"]
+    if command == "install":
+        written.append(prefix)
+    assert_no_secret_written(command, tmp_path / "cache", *written)
 
 
 def test_a_conda_prefix_installs_from_an_authenticated_channel_and_keeps_no_credential(

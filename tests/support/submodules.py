@@ -5,15 +5,18 @@ repository naming them."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from envgen.example.gitrepos import GitRepo
 from envgen.example.srcprojects import backend_project
 from envgen.model import FILES, LockedSource, Source, Submodule
 from envgen.resolve.sources.pins import resolve_sources
 
 from tests.support.builders import at, make_matrix
+from tests.support.shared import build_once
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,25 @@ def nested_submodules(root: Path) -> NestedSubmodules:
     grand.commit({"grand.txt": "moved\n"}, "upstream moves")
     child.commit({"kernel.txt": "moved\n"}, "upstream moves")
     return NestedSubmodules(parent, child, grand, child_locked, grand_locked)
+
+
+def shared_nested_submodules(factory: pytest.TempPathFactory) -> NestedSubmodules:
+    """`nested_submodules` made once per session (build_once), for the tests that only read the
+    repositories (clone and fetch them): none may commit to them, move a branch, change their
+    config or delete them."""
+
+    def build(path: Path) -> None:
+        repos = nested_submodules(path)
+        locked = {"child": repos.child_locked, "grand": repos.grand_locked}
+        (path / "locked.json").write_text(json.dumps(locked))
+
+    root = build_once(factory, "nested-submodules", build)
+    locked = json.loads((root / "locked.json").read_text())
+    return NestedSubmodules(
+        *(GitRepo(root / name) for name in ("parent", "child", "grand")),
+        locked["child"],
+        locked["grand"],
+    )
 
 
 def locked_parent(repos: NestedSubmodules, cache: Path, **fields: object) -> LockedSource:
