@@ -13,6 +13,8 @@ from envgen.lockgraph.walk import Paths, Row
 def shown(text: str) -> str:
     """`text` on one line, every character that is not printable escaped (`\\x1b`)."""
     flat = " ".join(text.split())
+    if flat.isprintable():  # almost every name: no character to look at one by one
+        return flat
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in flat)
 
 
