@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 from envgen.errors import InputError, ResolutionError
-from envgen.inputs.requirements import Ignored, Line, parse_pyproject, parse_requirement_files
+from envgen.inputs.requirements import (
+    Ignored,
+    Line,
+    parse_pyproject,
+    parse_requirement_files,
+    project_table,
+)
 
 CTX = "source demo at commit abc"
 
@@ -155,3 +161,16 @@ def test_pyproject_dynamic_dependencies_are_an_input_error() -> None:
     assert err.value.hint and "requirements file" in err.value.hint
     with pytest.raises(InputError, match=r"no \[project\] table"):
         parse_pyproject("[tool.x]\n", "pyproject.toml", context=CTX)
+
+
+def test_the_project_table_of_a_pyproject_or_none_and_a_file_that_is_not_toml_named() -> None:
+    assert project_table('[project]\nname = "x"\n', "pyproject.toml", context="source s") == {
+        "name": "x"
+    }
+    assert project_table("[tool.x]\na = 1\n", "pyproject.toml", context="source s") is None
+    with pytest.raises(InputError) as raised:
+        project_table("[project\n", "pyproject.toml", context="source s at tree 0123abc")
+    error = raised.value
+    assert error.message.startswith("source s at tree 0123abc: pyproject.toml is not valid TOML: ")
+    assert error.file == "pyproject.toml"
+    assert (error.reason or "").startswith("is not valid TOML: ")
