@@ -66,6 +66,15 @@ def read_only_served(worker_example: tuple[Example, dict[str, bytes]]) -> Exampl
     return dataclasses.replace(worker, root=root)
 
 
+@pytest.fixture(scope="module")
+def read_only_locked(read_only_served: Example, worker_first_lock: dict[str, bytes]) -> Example:
+    """`read_only_served` with the worker's first lock in its locks/ (the bytes a lock there
+    writes): for a module whose tests start from the example, locked."""
+    for name, data in worker_first_lock.items():
+        (read_only_served.root / "locks" / name).write_bytes(data)
+    return read_only_served
+
+
 @pytest.fixture
 def example(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

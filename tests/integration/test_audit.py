@@ -42,13 +42,10 @@ ADVISORY = {
 
 
 @pytest.fixture(scope="module")
-def locked(read_only_served: Example, worker_first_lock: dict[str, bytes]) -> Example:
-    """The worker's served example, locked: the module's copy of its project with the worker's
-    first lock in locks/ (tests/integration/conftest.py). The tests only read its locks/, and
-    nothing upstream or served."""
-    for name, data in worker_first_lock.items():
-        (read_only_served.root / "locks" / name).write_bytes(data)
-    return read_only_served
+def locked(read_only_locked: Example) -> Example:
+    """The worker's served example, locked (tests/integration/conftest.py). The tests only read its
+    locks/, and nothing upstream or served."""
+    return read_only_locked
 
 
 @pytest.fixture

@@ -33,14 +33,12 @@ ENV = "demo"
 
 
 @pytest.fixture(scope="module")
-def served(read_only_served: Example, worker_first_lock: dict[str, bytes]) -> Example:
+def served(read_only_locked: Example) -> Example:
     """The example, locked and committed (the lock is HEAD's): the module's copy of the worker's
     project with the worker's first lock (tests/integration/conftest.py). The module edits only its
     project (its lock files, put back after each test); upstream and what is served it only
     reads."""
-    example = read_only_served
-    for name, data in worker_first_lock.items():
-        (example.root / "locks" / name).write_bytes(data)
+    example = read_only_locked
     git = ["git", "-C", str(example.root), "-c", "user.name=t", "-c", "user.email=t@localhost"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "lock"]):
         subprocess.run([*git, *args], check=True, capture_output=True)
