@@ -135,7 +135,14 @@ def _read_tree(
         repo.fetch(pick, depth=2, what="cherry-pick")
     picked = apply_cherry_picks(repo, commit, source.cherry_picks) if source.cherry_picks else ()
     head = picked[-1] if picked else commit
-    tree = repo.git("rev-parse", "--verify", "--end-of-options", f"{head}^{{tree}}").strip()
+    # Asked of the repository's object reader (no git process of its own); git's own failure
+    # message where the reader has no answer.
+    found = repo.objects.info(f"{head}^{{tree}}")
+    tree = (
+        found.sha
+        if found is not None
+        else repo.git("rev-parse", "--verify", "--end-of-options", f"{head}^{{tree}}").strip()
+    )
     view = _installed_tree(repo, source, head)
     lines, files = read_requirements(source, view.read_listed, head)
     declared = Declared()
