@@ -119,6 +119,7 @@ CACHE_ENTRIES = (
     "advisories",  # the PyPI JSON API's answers by name and version (resolve/pypi/advisories.py)
     "archives",  # release archives and their wheels, by sha256 (resolve/archives/members.py)
     "artifacts",  # the files a bundle packs, by sha256 (bundle/downloads.py)
+    "bytecode",  # python bytecode of installed sources, by sha256 (installer/bytecode.py)
     "conda",  # channels' repodata (resolve/conda/stage.py) and packages (installer/)
     "git",  # bare repositories of the sources (resolve/git/cache.py)
     "lock-documents",  # the YAML documents of locks read before (lockio/yml_documents.py)

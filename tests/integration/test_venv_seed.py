@@ -39,10 +39,9 @@ def test_uv_seeds_the_wheels_ensurepip_would_install(
     ensurepip = pip_site_packages.parents[2]
     # The venvs are made side by side: neither reads the other.
     with ThreadPoolExecutor(2) as pool:
-        made = [pool.submit(make_venv, sys.executable, tmp_path / "uv", wheels)]
-        made.append(
-            pool.submit(make_venv, sys.executable, tmp_path / "plain", wheels, compiled=False)
-        )
+        compiled = {"bytecode": tmp_path / "cache"}
+        made = [pool.submit(make_venv, sys.executable, tmp_path / "uv", wheels, **compiled)]
+        made.append(pool.submit(make_venv, sys.executable, tmp_path / "plain", wheels))
     for future in made:
         future.result()
     # pip compiled as ensurepip leaves it, whatever PYTHONDONTWRITEBYTECODE says (asked before pip

@@ -15,6 +15,7 @@ from uv import find_uv_bin
 
 from envgen.errors import InputError, VerificationError
 from envgen.inputs.files import read_input_text
+from envgen.installer.bytecode import compile_sources
 from envgen.installer.conda import install_conda
 from envgen.installer.core import CondaPart, Destination
 from envgen.installer.interpreter import run_interpreter
@@ -94,7 +95,8 @@ class Venv:
 
     def create(self, lock: Lock, platform: str, conda: CondaPart) -> None:
         del conda  # a venv takes none
-        create_venv(self.path, lock, platform, python=self.interpreter, compiled=self.compiled)
+        bytecode = self.settings.cache if self.compiled else None
+        create_venv(self.path, lock, platform, python=self.interpreter, bytecode=bytecode)
         ensure_own_python(self.path, self.settings)
 
     def activation(self, env: str) -> str:
@@ -132,31 +134,15 @@ def ensure_own_python(prefix: Path, settings: Settings) -> None:
 
 def compile_noarch_python(prefix: Path, settings: Settings) -> None:
     """The bytecode of the packages in the prefix that ship python sources without it (`noarch:
-    python` ones: a bundle's records name their subdir as the platform's), compiled by the prefix's
-    own python, as conda compiles it when it links them (rattler does not).
-
-    Without it every run of the prefix's pip (a noarch package) compiles pip anew where bytecode
-    cannot be written (PYTHONDONTWRITEBYTECODE, many container images; a read-only prefix): the pip
-    part and each source of the recipe take about twice the CPU. A file that does not compile is
-    left as it is, as conda leaves it; python then compiles it when imported, as before."""
+    python` ones: a bundle's records name their subdir as the platform's), by the prefix's own
+    python (bytecode.py), as conda compiles them when it links them (rattler does not)."""
     sources = [
-        name
+        prefix / name
         for record in sorted((prefix / "conda-meta").glob("*.json"))
         for name in _uncompiled(record)
     ]
-    if not sources:
-        return
-    log.debug(
-        "compiling the bytecode of %d files of noarch python packages in %s", len(sources), prefix
-    )
-    compile_files = [str(prefix / "bin" / "python"), "-m", "compileall", "-q", "-i", "-"]
-    listed = "".join(f"{prefix / name}\n" for name in sources)
-    env = tool_environment(settings)
-    proc = run_interpreter(compile_files, env=env, input=listed, check=False)
-    if proc.returncode != 0:
-        log.debug(
-            "some did not compile (python compiles them on import):\n%s", proc.stdout + proc.stderr
-        )
+    python = prefix / "bin" / "python"
+    compile_sources(python, sources, settings.cache, tool_environment(settings))
 
 
 def _uncompiled(record: Path) -> list[str]:
@@ -184,10 +170,15 @@ def _uncompiled(record: Path) -> list[str]:
 
 
 def create_venv(
-    prefix: Path, lock: Lock, platform: str, *, python: str = sys.executable, compiled: bool = True
+    prefix: Path,
+    lock: Lock,
+    platform: str,
+    *,
+    python: str = sys.executable,
+    bytecode: Path | None = None,
 ) -> None:
     """A venv at `prefix` made by `python` (this interpreter by default), whose version must be the
-    locked one; its seeds `compiled` or not (make_venv)."""
+    locked one; its seeds compiled from the cache `bytecode`, or not compiled (make_venv)."""
     wanted = lock.python_for(platform)
     if wanted is None:
         unchecked = "so a venv cannot be checked against it"
@@ -217,7 +208,7 @@ def create_venv(
         raise InputError(f"{prefix} {reason}", hint=hint, file=str(prefix), reason=reason)
     log.info("creating a venv (python %s) at %s", have, prefix)
     seeds = sorted(Path(bundled).glob("*.whl")) if bundled else []
-    make_venv(python, prefix, seeds, compiled=compiled)
+    make_venv(python, prefix, seeds, bytecode=bytecode)
 
 
 # The interpreter's version, and the directory of the wheels its ensurepip installs (pip; setuptools
@@ -234,7 +225,9 @@ except ImportError:
 """
 
 
-def make_venv(python: str, prefix: Path, seeds: Sequence[Path], *, compiled: bool = True) -> None:
+def make_venv(
+    python: str, prefix: Path, seeds: Sequence[Path], *, bytecode: Path | None = None
+) -> None:
     """`python -m venv` at `prefix` with the wheels ensurepip would install, put there by uv from
     those same files.
 
@@ -242,18 +235,21 @@ def make_venv(python: str, prefix: Path, seeds: Sequence[Path], *, compiled: boo
     a fifth of that when it does not compile them. Without those wheels at hand, venv seeds itself
     as usual (and compiled).
 
-    `compiled`: uv compiles their bytecode, as ensurepip does, about 2.5 s of CPU. Where pip
+    `bytecode`: the cache the seeds' bytecode comes from (bytecode.py), as ensurepip leaves them
+    compiled; compiling them costs about 2.5 s of CPU, the first time on a machine. Where pip
     installs the env it runs once per source, and where PYTHONDONTWRITEBYTECODE is set (many
     container images) each run would otherwise compile pip anew, about 0.5 s of CPU apiece; where
-    uv installs it, pip runs once (pip check), and compiles on import only what that imports."""
+    uv installs it (None), pip runs once (pip check), and compiles on import only what that
+    imports."""
     if not seeds:
         run_interpreter([python, "-m", "venv", str(prefix)])
         return
     run_interpreter([python, "-m", "venv", "--without-pip", str(prefix)])
     offline = ["--no-config", "--offline", "--no-index", "--no-cache", "--no-deps", "--quiet"]
-    target = [
-        *(["--compile-bytecode"] if compiled else []),
-        "--python",
-        str(prefix / "bin" / "python"),
-    ]
-    run([find_uv_bin(), "pip", "install", *offline, *target, *map(str, seeds)])
+    python_of_venv = prefix / "bin" / "python"
+    into = ["--python", str(python_of_venv)]
+    run([find_uv_bin(), "pip", "install", *offline, *into, *map(str, seeds)])
+    if bytecode is not None:
+        # a new venv: its site-packages hold the seeds alone
+        sources = sorted(prefix.glob("lib/python*/site-packages/**/*.py"))
+        compile_sources(python_of_venv, sources, bytecode)
