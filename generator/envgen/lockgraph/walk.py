@@ -51,10 +51,16 @@ def why(graph: Graph, target: Key) -> Paths:
     found is a shortest one even when the bounds stop the walk early.
     """
     depth = distances(graph)
+    far = len(depth)
+    # Each key's parents, nearest a root first: sorted once, however often the walk comes back.
+    ordered: dict[Key, list[Edge]] = {}
 
     def ups(key: Key) -> Iterator[Edge]:
-        edges = graph.parents.get(key, ())
-        return iter(sorted(edges, key=lambda e: depth.get(e.parent, len(depth))))
+        edges = ordered.get(key)
+        if edges is None:
+            edges = sorted(graph.parents.get(key, ()), key=lambda e: depth.get(e.parent, far))
+            ordered[key] = edges
+        return iter(edges)
 
     found: list[tuple[Edge, ...]] = []
     trail: list[Edge] = []  # the edges walked up from `target`, nearest it first
