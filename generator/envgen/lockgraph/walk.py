@@ -5,7 +5,6 @@ package, shortest first), `tree` (the graph from its roots, or up from one packa
 
 from __future__ import annotations
 
-import difflib
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -102,6 +101,8 @@ def _ordered(found: list[tuple[Edge, ...]]) -> tuple[tuple[Edge, ...], ...]:
 
 def nearest(graph: Graph, name: str, count: int = 5) -> list[str]:
     """The names of the graph closest to `name` (difflib's ratio), closest first."""
+    import difflib  # imported here: only a package the lock does not hold needs it
+
     names = graph.names()
     lowered = {n.lower(): n for n in names}
     close = difflib.get_close_matches(name.lower(), list(lowered), n=count, cutoff=0.6)
