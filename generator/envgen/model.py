@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
-# The install steps' data lives in model_steps.py, a lock's entries (one package of one platform) in
-# model_entries.py; both are part of the model.
+# model_steps.py holds the install steps' data, model_entries.py a lock's entries: both are model.
 from envgen.errors import InputError
 from envgen.model_entries import CondaEntry as CondaEntry
 from envgen.model_entries import PipEntry as PipEntry
@@ -20,15 +20,16 @@ from envgen.model_steps import Link as Link
 from envgen.model_steps import LockedArchive as LockedArchive
 from envgen.model_steps import Replacement as Replacement
 from envgen.names import package_key
-from envgen.npu import Npu
+
+if TYPE_CHECKING:  # a Matrix's NPU: the readers of a Lock need none of the NPU generations' data
+    from envgen.npu import Npu
 
 # How a source's requirements are read: a file path inside the tree, or this word for PEP 621
 # dependencies.
 PYPROJECT = "pyproject"
 
-# Which of a source's requirements count (`dependencies` of a source): what `pip install -e .` would
-# install (its declared metadata, plus the listed files), only the listed requirement files, or
-# nothing.
+# Which of a source's requirements count (its `dependencies`): what `pip install -e .` would install
+# (its declared metadata, plus the listed files), only the listed requirement files, or nothing.
 METADATA, FILES, NONE = "metadata", "files", "none"
 DEPENDENCY_MODES = (METADATA, FILES, NONE)
 

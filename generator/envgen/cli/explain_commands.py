@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from envgen.cli.options import common_options, current_project, env_names, epilog
+from envgen.cli.options import common_options, current_project, env_names, epilog, settings
 from envgen.cli.output import Outcome
 from envgen.cli.running import reporting
 from envgen.lockgraph.walk import MAX_DEPTH
@@ -46,7 +46,7 @@ def why_command(env: str, package: str, platform: str | None, limit: int) -> Out
 
     proj = current_project()
     proj.known_envs([env], locked=True)
-    found = why_env(proj, env, package, platform=platform, limit=limit)
+    found = why_env(proj, env, package, platform=platform, limit=limit, as_json=settings().as_json)
     return _outcome(found)
 
 
@@ -81,7 +81,9 @@ def tree_command(env: str, platform: str | None, depth: int, invert: str | None)
 
     proj = current_project()
     proj.known_envs([env], locked=True)
-    found = tree_env(proj, env, platform=platform, depth=depth, invert=invert)
+    found = tree_env(
+        proj, env, platform=platform, depth=depth, invert=invert, as_json=settings().as_json
+    )
     return _outcome(found)
 
 

@@ -86,20 +86,26 @@ def why_document(graph: Graph, found: Paths, limit: int) -> dict[str, Any]:
         "found": True,
         "package": node_document(graph, found.target),
         "paths": paths,
-        "more": max(0, len(found.paths) - limit),
+        "more": _more(found, limit),
         "complete": found.complete,
     }
 
 
 def why_text(graph: Graph, found: Paths, limit: int) -> list[str]:
-    document = why_document(graph, found, limit)
+    """`why_document`'s answer as lines: the package, each path shown, how many more."""
     count = len(found.paths)
+    more = _more(found, limit)
     lines = [f"{node_text(graph, found.target)} on {graph.platform}: {_count(count, found)}"]
-    lines += [f"  {path['text']}" for path in document["paths"]]
-    if document["more"] or not found.complete:
+    lines += [f"  {path_text(path)}" for path in found.paths[:limit]]
+    if more or not found.complete:
         at_least = "" if found.complete else "at least "
-        lines.append(f"  and {at_least}{document['more']} more (--limit N shows more)")
+        lines.append(f"  and {at_least}{more} more (--limit N shows more)")
     return lines
+
+
+def _more(found: Paths, limit: int) -> int:
+    """How many of the paths found are not shown."""
+    return max(0, len(found.paths) - limit)
 
 
 def _count(count: int, found: Paths) -> str:

@@ -5,7 +5,6 @@ package, shortest first), `tree` (the graph from its roots, or up from one packa
 
 from __future__ import annotations
 
-import difflib
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,10 +50,16 @@ def why(graph: Graph, target: Key) -> Paths:
     found is a shortest one even when the bounds stop the walk early.
     """
     depth = distances(graph)
+    far = len(depth)
+    # Each key's parents, nearest a root first: sorted once, however often the walk comes back.
+    ordered: dict[Key, list[Edge]] = {}
 
     def ups(key: Key) -> Iterator[Edge]:
-        edges = graph.parents.get(key, ())
-        return iter(sorted(edges, key=lambda e: depth.get(e.parent, len(depth))))
+        edges = ordered.get(key)
+        if edges is None:
+            edges = sorted(graph.parents.get(key, ()), key=lambda e: depth.get(e.parent, far))
+            ordered[key] = edges
+        return iter(edges)
 
     found: list[tuple[Edge, ...]] = []
     trail: list[Edge] = []  # the edges walked up from `target`, nearest it first
@@ -96,6 +101,8 @@ def _ordered(found: list[tuple[Edge, ...]]) -> tuple[tuple[Edge, ...], ...]:
 
 def nearest(graph: Graph, name: str, count: int = 5) -> list[str]:
     """The names of the graph closest to `name` (difflib's ratio), closest first."""
+    import difflib  # imported here: only a package the lock does not hold needs it
+
     names = graph.names()
     lowered = {n.lower(): n for n in names}
     close = difflib.get_close_matches(name.lower(), list(lowered), n=count, cutoff=0.6)

@@ -22,7 +22,8 @@ from envgen.project import Project
 class Explained:
     """What `why`, `tree` and `audit` print: one result per platform, the text (or markdown), notes
     for stderr, the exit code (1: the package asked about is on no platform of the lock; for
-    `audit`, a finding no ignore covers)."""
+    `audit`, a finding no ignore covers). `why` and `tree` give the results for --json only, the
+    text otherwise."""
 
     results: list[dict[str, Any]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
@@ -60,25 +61,37 @@ def _graph(project: Project, lock: Lock, platform: str) -> Graph:
 
 
 def why_env(
-    project: Project, env: str, package: str, *, platform: str | None = None, limit: int = 10
+    project: Project,
+    env: str,
+    package: str,
+    *,
+    platform: str | None = None,
+    limit: int = 10,
+    as_json: bool = False,
 ) -> Explained:
-    """Every path from the roots of the lock of `env` down to `package`, per platform."""
+    """Every path from the roots of the lock of `env` down to `package`, per platform: the results
+    with `as_json`, else the text."""
     out = Explained()
     missing = []
+    held = False
     for graph in graphs(project, env, platform):
         out.notes += [f"{graph.platform}: {note}" for note in graph.notes]
         keys = graph.find(package)
         if not keys:
             missing.append(graph)
             continue
+        held = True
         for key in keys:
             found = why(graph, key)
-            out.results.append(why_document(graph, found, limit))
-            out.lines += ([""] if out.lines else []) + why_text(graph, found, limit)
-    if missing and not out.results:
+            if as_json:
+                out.results.append(why_document(graph, found, limit))
+            else:
+                out.lines += ([""] if out.lines else []) + why_text(graph, found, limit)
+    if missing and not held:
         out.exit_code = 1
     for graph in missing:
-        out.results.append(_absent(graph, package))
+        if as_json:
+            out.results.append(_absent(graph, package))
         out.notes.append(_absent_text(graph, package))
     return out
 
@@ -111,17 +124,25 @@ def tree_env(
     platform: str | None = None,
     depth: int = MAX_DEPTH,
     invert: str | None = None,
+    as_json: bool = False,
 ) -> Explained:
-    """The lock of `env` as a tree per platform: from its roots, or up from `invert`."""
+    """The lock of `env` as a tree per platform, from its roots or up from `invert`: the results
+    with `as_json`, else the text."""
     out = Explained()
+    held = False
     for graph in graphs(project, env, platform):
         out.notes += [f"{graph.platform}: {note}" for note in graph.notes]
         starts = graph.find(invert)[:1] if invert is not None else [None]
         if not starts:
-            out.results.append(_absent(graph, invert or ""))
+            if as_json:
+                out.results.append(_absent(graph, invert or ""))
             out.notes.append(_absent_text(graph, invert or ""))
             continue
+        held = True
         rows = tree(graph, depth, starts[0])
+        if not as_json:
+            out.lines += ([""] if out.lines else []) + tree_text(graph, rows)
+            continue
         out.results.append(
             {
                 "env": graph.env,
@@ -131,7 +152,6 @@ def tree_env(
                 "rows": [row_document(graph, row) for row in rows],
             }
         )
-        out.lines += ([""] if out.lines else []) + tree_text(graph, rows)
-    if invert is not None and not out.lines:
+    if invert is not None and not held:
         out.exit_code = 1
     return out

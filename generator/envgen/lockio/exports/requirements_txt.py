@@ -222,6 +222,7 @@ def parse_requirements(text: str, where: str) -> tuple[RequirementLine, ...]:
 _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)[ =@\\]")
 _VIA = re.compile(r"^\s+# via (.+)$|^\s+#   (.+)$")
 _MATRIX_KEY = re.compile(r"^\S+\.toml: pip\.packages\.\S+$")
+_MATRIX_KEY_PART = ".toml: pip.packages."  # what every text _MATRIX_KEY matches holds
 
 
 def matrix_keys(text: str) -> dict[str, tuple[str, ...]]:
@@ -234,6 +235,8 @@ def matrix_keys(text: str) -> dict[str, tuple[str, ...]]:
         pinned = _PINNED.match(line)
         if pinned:
             name = package_key(pinned.group(1))
+            continue
+        if _MATRIX_KEY_PART not in line:  # no matrix key: the other `# via` lines, the hashes
             continue
         via = _VIA.match(line)
         reason = via and (via.group(1) or via.group(2)).strip()
