@@ -4,6 +4,7 @@ sizes, only the CLI layer prints or exits, no resolve/ module reads the process.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "generator" / "envgen"
+Nodes = tuple[ast.AST, ...]
 
 
 # The CLI layer: the cli package (commands, options, output, exit codes); it may import anything.
@@ -61,22 +63,30 @@ def test_a_contract_breaks_on_what_it_forbids(tmp_path: Path, case: tuple[str, s
     assert f"{importer} -> {imported}" in done.stdout
 
 
-def _modules() -> list[tuple[str, ast.Module, int]]:
+@functools.cache
+def _modules() -> tuple[tuple[str, Nodes, int], ...]:
+    """Every module of envgen: its name, its nodes and its line count, parsed and walked once for
+    all the rules below (a second of CPU each time)."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         text = path.read_text()
-        found.append((name, ast.parse(text), text.count("\n")))
-    return found
+        found.append((name, _nodes(text), text.count("\n")))
+    return tuple(found)
+
+
+def _nodes(text: str) -> Nodes:
+    """Every node of the module `text`, in ast.walk's order."""
+    return tuple(ast.walk(ast.parse(text)))
 
 
 def test_sizes_and_that_only_the_cli_prints_or_exits() -> None:
     problems = []
-    for name, tree, lines in _modules():
+    for name, nodes, lines in _modules():
         if lines > 450:
             problems.append(f"{name}: {lines} lines")
-        for node in ast.walk(tree):
+        for node in nodes:
             length = (node.end_lineno or 0) - node.lineno + 1 if isinstance(node, ast.stmt) else 0
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and length > 60:
                 problems.append(f"{name}.{node.name}: {length} lines")
@@ -93,10 +103,10 @@ def test_sizes_and_that_only_the_cli_prints_or_exits() -> None:
     assert problems == []
 
 
-def _process_reads(tree: ast.Module) -> list[int]:
-    """The lines of `tree` that read the process: `os.environ`, or `limits()` with no environment
+def _process_reads(nodes: Nodes) -> list[int]:
+    """The lines of a module that read the process: `os.environ`, or `limits()` with no environment
     given (it reads os.environ then)."""
-    return [node.lineno for node in ast.walk(tree) if _environ(node) or _process_limits(node)]
+    return [node.lineno for node in nodes if _environ(node) or _process_limits(node)]
 
 
 def _environ(node: ast.AST) -> bool:
@@ -114,18 +124,18 @@ def _process_limits(node: ast.AST) -> bool:
 def test_no_resolve_module_reads_the_process() -> None:
     """What resolving takes from the process comes in the Settings a command built once
     (resolve/settings.py, given the environment it reads)."""
-    resolving = [(name, tree) for name, tree, _ in _modules() if name.startswith("resolve.")]
-    found = [f"{name}:{line}" for name, tree in resolving for line in _process_reads(tree)]
+    resolving = [(name, nodes) for name, nodes, _ in _modules() if name.startswith("resolve.")]
+    found = [f"{name}:{line}" for name, nodes in resolving for line in _process_reads(nodes)]
     assert found == []
-    main = ast.parse((PACKAGE / "commands" / "lock" / "command.py").read_text())
+    main = _nodes((PACKAGE / "commands" / "lock" / "command.py").read_text())
     assert _process_reads(main), "the rule sees what it looks for (the command reads os.environ)"
 
 
-def _root_errors(tree: ast.Module) -> list[int]:
-    """The lines of `tree` that make an `EnvgenError` itself (not one of its classes): raised,
+def _root_errors(nodes: Nodes) -> list[int]:
+    """The lines of a module that make an `EnvgenError` itself (not one of its classes): raised,
     returned or kept, any call of the root counts."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call):
             func = node.func
             name = (
@@ -143,9 +153,9 @@ def _root_errors(tree: ast.Module) -> list[int]:
 def test_no_module_makes_the_root_error() -> None:
     """Every error envgen reports is of a class saying what failed, with its exit code
     (errors.py): the bare root would be exit 1, the code of a stale lock."""
-    found = [f"{name}:{line}" for name, tree, _ in _modules() for line in _root_errors(tree)]
+    found = [f"{name}:{line}" for name, nodes, _ in _modules() for line in _root_errors(nodes)]
     assert found == []
-    made = ast.parse(
+    made = _nodes(
         "from envgen import errors\nraise errors.EnvgenError('x')\nerror = EnvgenError('y')\n"
     )
     assert _root_errors(made) == [2, 3], "the rule sees what it looks for"
@@ -155,12 +165,12 @@ def test_no_module_makes_the_root_error() -> None:
 _HANDLING = {"signal", "pthread_sigmask", "set_wakeup_fd", "siginterrupt"}
 
 
-def _handles_signals(tree: ast.Module) -> list[int]:
-    """The lines of `tree` that call `signal.signal`, `signal.pthread_sigmask` and their kind
+def _handles_signals(nodes: Nodes) -> list[int]:
+    """The lines of a module that call `signal.signal`, `signal.pthread_sigmask` and their kind
     (or the same of `_signal`, the C module behind `signal`)."""
     return [
         node.lineno
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in _HANDLING
@@ -173,16 +183,16 @@ def test_only_interrupts_installs_signal_handlers() -> None:
     line and the demo call it (sending a signal to a child, os.killpg, is anyone's). __main__ sets
     the one handler of start-up, before anything (interrupts.py either) is imported."""
     allowed = {"interrupts", "__main__"}
-    others = [(name, tree) for name, tree, _ in _modules() if name not in allowed]
-    found = [f"{name}:{line}" for name, tree in others for line in _handles_signals(tree)]
+    others = [(name, nodes) for name, nodes, _ in _modules() if name not in allowed]
+    found = [f"{name}:{line}" for name, nodes in others for line in _handles_signals(nodes)]
     assert found == []
-    made = ast.parse(
+    made = _nodes(
         "import signal\nsignal.signal(signal.SIGINT, "
         "signal.SIG_IGN)\nsignal.pthread_sigmask(0, set())\n_signal.signal(2, f)\n"
     )
     assert _handles_signals(made) == [2, 3, 4], "the rule sees what it looks for"
-    assert _handles_signals(ast.parse((PACKAGE / "interrupts.py").read_text()))
-    assert len(_handles_signals(ast.parse((PACKAGE / "__main__.py").read_text()))) == 1
+    assert _handles_signals(_nodes((PACKAGE / "interrupts.py").read_text()))
+    assert len(_handles_signals(_nodes((PACKAGE / "__main__.py").read_text()))) == 1
 
 
 def test_every_module_the_map_names_exists() -> None:
