@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from envgen import interrupts
 from envgen.bundle import archive
@@ -269,7 +270,7 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     (project.root / "locks").mkdir(parents=True)
     out = tmp_path / "sub.tar"
     with serve_directory(tmp_path / "channel") as base:
-        python = dataclasses.replace(
+        python = msgspec.structs.replace(
             python,
             url=f"{base}/{HOST}/python.conda",
             sha256=hashlib.sha256(served.read_bytes()).hexdigest(),

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
@@ -333,8 +334,8 @@ def test_static_checks_pass_on_the_fresh_lock(example: Example) -> None:
 def test_a_package_from_the_wrong_index_is_reported(example: Example) -> None:
     matrix, lock = _loaded(example)
     pip = tuple(
-        dataclasses.replace(e, index="pypi") if e.name == "demo-triton" else
-        dataclasses.replace(e, index="extra") if e.name == "demo-numpy" else e
+        msgspec.structs.replace(e, index="pypi") if e.name == "demo-triton" else
+        msgspec.structs.replace(e, index="extra") if e.name == "demo-numpy" else e
         for e in lock.pip
     )  # fmt: skip
     problems = index_problems(matrix, dataclasses.replace(lock, pip=pip))
@@ -350,7 +351,7 @@ def test_a_package_from_the_wrong_index_is_reported(example: Example) -> None:
 def test_an_unmet_pin_and_a_missing_dependency_are_reported(example: Example) -> None:
     matrix, lock = _loaded(example)
     pip = tuple(
-        dataclasses.replace(e, version="2.10.1") if e.name == "demo-torch" else e
+        msgspec.structs.replace(e, version="2.10.1") if e.name == "demo-torch" else e
         for e in lock.pip
         if e.name != "demo-numpy"
     )
@@ -392,7 +393,8 @@ def test_the_solve_step_reports_an_artifact_the_indexes_no_longer_resolve_to(
     matrix, lock = _loaded(example)
     assert solve_step(matrix, lock, at(cache_dir())).status == "ok"
     pip = tuple(
-        dataclasses.replace(e, sha256="f" * 64) if e.name == "demo-numpy" else e for e in lock.pip
+        msgspec.structs.replace(e, sha256="f" * 64) if e.name == "demo-numpy" else e
+        for e in lock.pip
     )
     step = solve_step(matrix, dataclasses.replace(lock, pip=pip), at(cache_dir()))
     assert step.status == "failed"

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner, Result
 from envgen.cli import cli
@@ -112,7 +113,9 @@ def test_yml_without_its_sources_toml_compares_packages(repo: GitRepo, tmp_path:
 
 def test_a_rebuilt_artifact_is_flagged_through_the_files(repo: GitRepo) -> None:
     old = diff_lock()
-    rebuilt = tuple(replace(e, sha256="ee" * 32) if e.name == "torch" else e for e in old.pip)
+    rebuilt = tuple(
+        msgspec.structs.replace(e, sha256="ee" * 32) if e.name == "torch" else e for e in old.pip
+    )
     put(repo.path, replace(old, pip=rebuilt))
     result = envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--exit-code")
     assert result.exit_code == 1

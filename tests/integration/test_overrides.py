@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.errors import ResolutionError
 from envgen.example.http import serve_directory
@@ -143,7 +144,7 @@ def test_any_other_contradiction_fails_the_lock_naming_both_packages(
     m = matrix(urls, (PipPackage("pkg-b"),))
     pypi = lock_pip(m, PLATFORM, "3.11", (), at(tmp_path))
     broken = tuple(
-        dataclasses.replace(e, version="1.26") if e.name == "base" else e for e in pypi.entries
+        msgspec.structs.replace(e, version="1.26") if e.name == "base" else e for e in pypi.entries
     )
     with pytest.raises(ResolutionError) as caught:
         consistent(as_lock(m, dataclasses.replace(pypi, entries=broken), ()), m)

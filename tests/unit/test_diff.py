@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 from envgen.commands.diff_via import explain
@@ -111,13 +112,13 @@ def test_versions_order_by_each_managers_rules() -> None:
 def test_same_version_with_another_hash_is_flagged_loudly() -> None:
     old = diff_lock()
     pip_new = tuple(
-        dataclasses.replace(e, sha256="ee" * 32)
+        msgspec.structs.replace(e, sha256="ee" * 32)
         if e.name == "torch" and e.platform == "linux-aarch64"
         else e
         for e in old.pip
     )
     conda_new = tuple(
-        dataclasses.replace(e, build="h1_1", sha256="ff" * 32)
+        msgspec.structs.replace(e, build="h1_1", sha256="ff" * 32)
         if e.name == "pip" and e.platform == "linux-64"
         else e
         for e in old.conda
@@ -171,7 +172,7 @@ def test_small_platform_tables_start_unfolded_and_large_ones_folded() -> None:
 def test_pip_names_compare_normalised() -> None:
     old = diff_lock()
     new = dataclasses.replace(
-        old, pip=tuple(dataclasses.replace(e, name=e.name.capitalize()) for e in old.pip)
+        old, pip=tuple(msgspec.structs.replace(e, name=e.name.capitalize()) for e in old.pip)
     )
     assert diff_locks(old, new).empty
 
@@ -272,7 +273,7 @@ def test_overrides_pending_and_inputs() -> None:
 
 def test_credentials_never_appear_in_renderings() -> None:
     old = diff_lock()
-    secret = dataclasses.replace(
+    secret = msgspec.structs.replace(
         old.pip[0],
         url="https://user:s3cret@private.example.org/mbridge-0.14.0-py3-none-any.whl",
         version="0.14.0",

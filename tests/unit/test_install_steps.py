@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.errors import InputError
 from envgen.lockdiff.compare import diff_locks
@@ -83,7 +84,7 @@ def test_sources_toml_records_every_step_and_reads_it_back() -> None:
 def test_an_archive_s_redirect_hosts_are_recorded_read_back_and_given_to_the_recipe() -> None:
     """Only an archive that lists some records the key: a lock from before it reads the same."""
     hosts = ("objects.githubusercontent.com", "cdn.example.com")
-    listed = dataclasses.replace(archive("linux-64"), redirect_hosts=hosts)
+    listed = msgspec.structs.replace(archive("linux-64"), redirect_hosts=hosts)
     lock = route_lock(archives=(archive("linux-aarch64"), listed))
     text = render_sources_toml(lock)
     assert text.count("redirect-hosts = [") == 1
@@ -193,10 +194,12 @@ def test_the_recipe_with_every_step_is_valid_sh(shell: str, tmp_path: Path) -> N
 
 def test_a_diff_names_an_archive_or_wheel_that_moved_and_a_step_added() -> None:
     old = route_lock()
-    moved = dataclasses.replace(old.archives[1], sha256=digest("new zip"))
-    members = (dataclasses.replace(moved.members[0], version="1.0.1", sha256=digest("new wheel")),)
+    moved = msgspec.structs.replace(old.archives[1], sha256=digest("new zip"))
+    members = (
+        msgspec.structs.replace(moved.members[0], version="1.0.1", sha256=digest("new wheel")),
+    )
     new = route_lock(
-        archives=(old.archives[0], dataclasses.replace(moved, members=members)),
+        archives=(old.archives[0], msgspec.structs.replace(moved, members=members)),
         exclusions=(*old.exclusions, Exclusion("triton", "xgrammar's", ("linux-64",))),
     )
     changes = {(c.section, c.name, c.kind): (c.old, c.new) for c in diff_locks(old, new).items}

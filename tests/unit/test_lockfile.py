@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import filelock
+import msgspec
 import pytest
 from conda_lock.lockfile import parse_conda_lock_file
 from envgen.errors import InputError
@@ -54,7 +55,7 @@ def test_yml_round_trips_through_our_parser() -> None:
     expected = stripped(lock)
     assert yml.conda == expected.conda
     # the index a pip entry came from lives in sources.toml, not in the conda-lock file
-    assert yml.pip == tuple(dataclasses.replace(e, index=None) for e in expected.pip)
+    assert yml.pip == tuple(msgspec.structs.replace(e, index=None) for e in expected.pip)
     assert [e.sdist for e in yml.pip if e.name == "mbridge"] == [True]
 
 
@@ -147,7 +148,7 @@ def test_yml_same_inputs_same_bytes_whatever_the_entry_order() -> None:
 def test_yml_changes_with_one_version_in_one_line() -> None:
     lock = sample_lock()
     bumped = dataclasses.replace(
-        lock, pip=(dataclasses.replace(lock.pip[0], version="1.1"), *lock.pip[1:])
+        lock, pip=(msgspec.structs.replace(lock.pip[0], version="1.1"), *lock.pip[1:])
     )
     old, new = render_lock_yml(lock).splitlines(), render_lock_yml(bumped).splitlines()
     assert len(old) == len(new)
@@ -207,7 +208,7 @@ def test_yml_refuses_a_package_listed_twice_and_a_conda_entry_without_md5() -> N
 
 def test_render_rejects_an_entry_conda_lock_refuses() -> None:
     lock = sample_lock()
-    broken = dataclasses.replace(lock, pip=(dataclasses.replace(lock.pip[0], url=""),))
+    broken = dataclasses.replace(lock, pip=(msgspec.structs.replace(lock.pip[0], url=""),))
     with pytest.raises(InputError, match=r"the lock of env 'a5' is not a conda-lock file: package"):
         render_lock_yml(broken)
 
@@ -491,7 +492,7 @@ def test_failed_render_leaves_old_files_intact(tmp_path: Path) -> None:
     write_lock(project, "a5", sample_lock(), RECIPE)
     before = _snapshot(project)
     broken = dataclasses.replace(
-        sample_lock(), pip=(dataclasses.replace(sample_lock().pip[0], url=""),)
+        sample_lock(), pip=(msgspec.structs.replace(sample_lock().pip[0], url=""),)
     )
 
     with pytest.raises(InputError):
@@ -695,7 +696,7 @@ def test_yml_refuses_an_entry_whose_strings_could_become_pip_options(
     # as such.
     lock = sample_lock()
     hostile = dataclasses.replace(
-        lock, pip=(dataclasses.replace(lock.pip[0], **{field: value}), *lock.pip[1:])
+        lock, pip=(msgspec.structs.replace(lock.pip[0], **{field: value}), *lock.pip[1:])
     )
     with pytest.raises(InputError, match=rf"x.yml: package .*: {field}: "):
         parse_lock_yml(render_lock_yml(hostile), "x.yml")

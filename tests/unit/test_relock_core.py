@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
+import msgspec
 import pytest
 import tomli_w
 from envgen.commands.lock.changes import EDITED
@@ -260,7 +261,10 @@ def test_a_moved_pin_moves_that_package_alone_and_says_why() -> None:
 def test_an_upgrade_moves_only_what_it_names_and_the_sources_it_covers() -> None:
     newest = first_lock().lock
     numpy = next(e for e in newest.pip if e.name == "demo-numpy")
-    pip = [dataclasses.replace(numpy, version="1.26.4"), *(e for e in newest.pip if e is not numpy)]
+    pip = [
+        msgspec.structs.replace(numpy, version="1.26.4"),
+        *(e for e in newest.pip if e is not numpy),
+    ]
     older = dataclasses.replace(newest, pip=tuple(pip))
     kept = relock(Relock(demo(), older, FILE_DIGESTS), SETTINGS, fakes())
     assert versions(kept)["demo-numpy"] == "1.26.4"
@@ -459,7 +463,7 @@ def test_each_platform_is_resolved_on_its_own_and_a_relock_keeps_each_ones_versi
     # The aarch64 half was locked with numpy 1.26.4 (as if before its 2.0.0 was chosen): kept there.
     url = wheel("demo-numpy", "1.26.4")
     older = tuple(
-        dataclasses.replace(e, version="1.26.4", url=url, sha256=digest(url))
+        msgspec.structs.replace(e, version="1.26.4", url=url, sha256=digest(url))
         if (e.platform, e.name) == ("linux-aarch64", "demo-numpy")
         else e
         for e in first.lock.pip

@@ -197,7 +197,7 @@ def sources_document(lock: Lock) -> SourcesDocument:
         pending=[PendingRow(name=p.name, note=p.note) for p in lock.pending],
         checks=[CheckRow(**vars(c)) for c in lock.checks],
         archives=[_archive_row(a) for a in lock.archives],
-        links=[LinkRow(**vars(link)) for link in lock.links],
+        links=[LinkRow(**msgspec.structs.asdict(link)) for link in lock.links],
         excluded=[
             ExcludedRow(name=e.name, reason=e.reason, platforms=list(e.platforms))
             for e in lock.exclusions

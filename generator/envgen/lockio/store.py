@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from envgen import atomic, interrupts
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting, read_input_text
@@ -173,7 +175,7 @@ def parse_lock_parts(
             hint=f"re-run `envgen lock {sources.lock.env}` to write both again",
         )
     index = dict(sources.pip_indexes)
-    pip = tuple(replace(e, index=index.get((e.platform, e.name))) for e in yml.pip)
+    pip = tuple(msgspec.structs.replace(e, index=index.get((e.platform, e.name))) for e in yml.pip)
     return replace(sources.lock, platforms=yml.platforms, conda=yml.conda, pip=pip), sources
 
 
