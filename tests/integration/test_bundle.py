@@ -4,7 +4,6 @@ interrupts."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -172,7 +171,7 @@ def test_a_bundle_of_another_platform_or_lock_is_refused(offline: Bundled, tmp_p
     lock = read_lock(project, ENV)
     assert lock is not None
     saved = {path: path.read_bytes() for path in project.locks_dir.glob(f"{ENV}.*")}
-    moved = dataclasses.replace(lock, input_hash="f" * 64)
+    moved = msgspec.structs.replace(lock, input_hash="f" * 64)
     write_lock(project, ENV, moved, render_recipe(moved))
     try:
         code, out = invoke("install", ENV, "--from-bundle", str(offline.bundle), *args)

@@ -154,7 +154,7 @@ def test_any_other_contradiction_fails_the_lock_naming_both_packages(
     # contradiction.
     scoped = dataclasses.replace(pypi, entries=broken, overrides=())
     lock = as_lock(m, scoped, ())
-    lock = dataclasses.replace(
+    lock = msgspec.structs.replace(
         lock,
         overrides=lock_pip(
             matrix(urls, (PipPackage("pkg-b"),), Override("base", BASE_126, "r")),
@@ -231,10 +231,10 @@ def test_override_diagnostics_golden(
         "base>=2", "base<3", "base>=1.5 ; platform_machine == 'aarch64'", "base ; extra == 'test'"
     )
     scoped = Override("base", BASE_126, "kernels")
-    transitive = dataclasses.replace(scoped, transitive=True)
+    transitive = msgspec.structs.replace(scoped, transitive=True)
     lines = []
     for override, packages in ((scoped, ("pkg-b", "big")), (transitive, ("pkg-b", "big"))):
-        m = dataclasses.replace(
+        m = msgspec.structs.replace(
             matrix(urls, tuple(PipPackage(p) for p in packages), override), platforms=PLATFORMS
         )
         caplog.clear()

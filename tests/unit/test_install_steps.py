@@ -4,7 +4,6 @@ is."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 from pathlib import Path
@@ -172,10 +171,14 @@ def test_the_recipe_takes_each_platform_s_archive_replaces_before_building_and_l
 def test_a_source_s_install_key_moves_with_its_layout_and_only_then() -> None:
     lock = route_lock()
     locked = lock.sources[0]
-    bare = dataclasses.replace(locked, source=dataclasses.replace(locked.source, replacements=()))
+    bare = msgspec.structs.replace(
+        locked, source=msgspec.structs.replace(locked.source, replacements=())
+    )
     assert install_key(lock, locked) != install_key(lock, bare)
-    other = dataclasses.replace(locked.source, extras=())
-    assert install_key(lock, dataclasses.replace(locked, source=other)) != install_key(lock, locked)
+    other = msgspec.structs.replace(locked.source, extras=())
+    assert install_key(lock, msgspec.structs.replace(locked, source=other)) != install_key(
+        lock, locked
+    )
 
 
 @pytest.mark.parametrize("shell", ["sh", "bash --posix", "dash"])

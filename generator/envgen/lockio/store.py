@@ -16,7 +16,7 @@ import stat
 import tomllib
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -176,7 +176,9 @@ def parse_lock_parts(
         )
     index = dict(sources.pip_indexes)
     pip = tuple(msgspec.structs.replace(e, index=index.get((e.platform, e.name))) for e in yml.pip)
-    return replace(sources.lock, platforms=yml.platforms, conda=yml.conda, pip=pip), sources
+    return msgspec.structs.replace(
+        sources.lock, platforms=yml.platforms, conda=yml.conda, pip=pip
+    ), sources
 
 
 def lock_of(texts: LockTexts) -> Lock | None:
