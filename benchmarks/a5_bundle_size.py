@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import requests
 from envgen.model import PipPackage
 from packaging.utils import canonicalize_name
@@ -52,7 +52,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     matrix = a5_pypi_matrix((args.platform,))
-    matrix = replace(matrix, packages=matrix.packages + tuple(PipPackage(n) for n in args.add))
+    matrix = msgspec.structs.replace(
+        matrix, packages=matrix.packages + tuple(PipPackage(n) for n in args.add)
+    )
     with tempfile.TemporaryDirectory(prefix="envgen-a5-size-") as tmp:
         lock = lock_pip(matrix, args.platform, "3.11", (), at(Path(tmp) / "cache"))
     rows = []

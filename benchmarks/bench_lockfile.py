@@ -19,7 +19,6 @@ with its derived files), so the no-op lock finds it fresh. Then:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import resource
 import statistics
@@ -31,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import envgen as envgen_package
+import msgspec
 from envgen.commands.lock.command import lock_envs
 from envgen.example.project import ENV, Example, serve_example
 from envgen.inputs.matrix import load_env
@@ -76,7 +76,7 @@ def grown(lock: Lock, pip: int, conda: int) -> Lock:
             pips.append(pip_entry(name, f"1.{i}.0", platform, tag=tag, depends=depends))
         libs = [f"bench-lib{i:02d}" for i in range(conda)]
         condas += [conda_entry(name, "1.0", platform, channel=channel) for name in libs]
-    return dataclasses.replace(lock, pip=tuple(pips), conda=tuple(condas))
+    return msgspec.structs.replace(lock, pip=tuple(pips), conda=tuple(condas))
 
 
 def locked_example(example: Example, tmp: Path) -> tuple[dict[str, str], Project, Lock]:

@@ -4,9 +4,10 @@ I/O."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
+
+import msgspec
 
 # model_steps.py holds the install steps' data, model_entries.py a lock's entries: both are model.
 from envgen.errors import InputError
@@ -53,16 +54,14 @@ def env_dict(env: Env) -> dict[str, str]:
 # ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Channel:
+class Channel(msgspec.Struct, frozen=True):
     """A conda channel named in channels/*.toml."""
 
     name: str
     url: str
 
 
-@dataclass(frozen=True)
-class Index:
+class Index(msgspec.Struct, frozen=True):
     """A PEP 503 pip index named in channels/*.toml.
 
     `url` is as written: it may carry `${VAR}` references or credentials and is expanded only when
@@ -80,8 +79,7 @@ class Index:
 # ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Cann:
+class Cann(msgspec.Struct, frozen=True):
     """CANN, a system toolkit rather than a package: a version or "pending", and where its env
     scripts are.
 
@@ -102,8 +100,7 @@ class Cann:
         return tuple(self.set_env.split(CANN_SCRIPT_SEPARATOR))
 
 
-@dataclass(frozen=True)
-class PipPackage:
+class PipPackage(msgspec.Struct, frozen=True):
     """One pip requirement of the matrix.
 
     `specifier` is a PEP 440 specifier set; "" means unpinned but locked to whatever resolves.
@@ -132,8 +129,7 @@ class PipPackage:
         return f"{self.name}{extras}{self.specifier}{marker}"
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(msgspec.Struct, frozen=True):
     """A git source: where, which ref, and how it installs.
 
     `requirements` names the files whose requirements enter the resolution (paths in the tree, or
@@ -169,8 +165,7 @@ class Source:
     replacements: tuple[Replacement, ...] = ()
 
 
-@dataclass(frozen=True)
-class Override:
+class Override(msgspec.Struct, frozen=True):
     """A deliberate replacement of upstream requirements on `name` by `requirement`, with its
     reason.
 
@@ -185,8 +180,7 @@ class Override:
     transitive: bool = False
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(msgspec.Struct, frozen=True):
     """A named, optional set of activation variables (e.g. the HCCL whitelist for the checkpoint
     engine)."""
 
@@ -195,8 +189,7 @@ class Profile:
     env: Env
 
 
-@dataclass(frozen=True)
-class ImportCheck:
+class ImportCheck(msgspec.Struct, frozen=True):
     """A smoke import after install: module, the distribution whose version is compared, what it
     needs."""
 
@@ -206,8 +199,7 @@ class ImportCheck:
     needs: str = "none"
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(msgspec.Struct, frozen=True):
     """An upstream page the matrix encodes (an install guide, a script): its repository, the branch
     or tag it is read on, its path, the blob the matrix was written from and a commit holding that
     blob (where a compare link starts)."""
@@ -219,8 +211,7 @@ class Page:
     commit: str
 
 
-@dataclass(frozen=True)
-class Watch:
+class Watch(msgspec.Struct, frozen=True):
     """What `envgen status --watch` follows besides the lock: the pages the matrix encodes, and per
     source the patterns of its release refs (`releases/v*`)."""
 
@@ -228,8 +219,7 @@ class Watch:
     releases: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-@dataclass(frozen=True)
-class Matrix:
+class Matrix(msgspec.Struct, frozen=True, dict=True):  # dict: where _key_files is cached
     """A whole environment template, validated and normalised. Sources are in install order."""
 
     name: str
@@ -309,8 +299,7 @@ class Matrix:
 # ---------------------------------------------
 
 
-@dataclass(frozen=True)
-class Origin:
+class Origin(msgspec.Struct, frozen=True):
     """Where a requirement came from: the matrix (file + key) or a source's file and line."""
 
     file: str
@@ -334,8 +323,7 @@ class Origin:
         return InputError(said, file=self.file, line=line, key=self.key, reason=reason)
 
 
-@dataclass(frozen=True)
-class TracedRequirement:
+class TracedRequirement(msgspec.Struct, frozen=True):
     """A PEP 508 requirement string and where it came from."""
 
     text: str
@@ -344,8 +332,7 @@ class TracedRequirement:
     constraint: bool = False
 
 
-@dataclass(frozen=True)
-class Submodule:
+class Submodule(msgspec.Struct, frozen=True):
     """A git submodule of a locked source (nested ones too): its path from the source's root, its
     canonical URL (a relative URL of `.gitmodules` resolved against the URL of the repository naming
     it) and the commit the tree records for it (the gitlink), never a branch."""
@@ -355,8 +342,7 @@ class Submodule:
     commit: str
 
 
-@dataclass(frozen=True)
-class LockedSource:
+class LockedSource(msgspec.Struct, frozen=True):
     """A source pinned to a commit, with the requirements read from its tree at that commit."""
 
     source: Source
@@ -378,8 +364,7 @@ class LockedSource:
     submodules: tuple[Submodule, ...] = ()
 
 
-@dataclass(frozen=True)
-class AppliedOverride:
+class AppliedOverride(msgspec.Struct, frozen=True):
     """An override as applied: the direct-layer requirements it replaced, and for a transitive
     override the third-party requirements the lock contradicts because of it ("pkg-b==3.0 needs
     base>=2")."""
@@ -389,16 +374,14 @@ class AppliedOverride:
     violates: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(msgspec.Struct, frozen=True):
     """Something the matrix wants that has no public release yet (torch_npu, CANN)."""
 
     name: str
     note: str
 
 
-@dataclass(frozen=True)
-class Lock:
+class Lock(msgspec.Struct, frozen=True):
     """Everything resolved for one env. Tuples are kept in canonical order (see
     lockio/conda_lock_yml.py)."""
 
@@ -411,7 +394,7 @@ class Lock:
     overrides: tuple[AppliedOverride, ...] = ()
     pending: tuple[Pending, ...] = ()
     channels: tuple[Channel, ...] = ()
-    indexes: tuple[Index, ...] = field(default=())
+    indexes: tuple[Index, ...] = ()
     cann: Cann | None = None
     activation_env: Env = ()
     profiles: tuple[Profile, ...] = ()

@@ -4,11 +4,11 @@ python among the conda entries. `model.py` holds them in a Lock."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 
-@dataclass(frozen=True)
-class CondaEntry:
+class CondaEntry(msgspec.Struct, frozen=True):
     """A locked conda package for one platform."""
 
     name: str
@@ -21,8 +21,7 @@ class CondaEntry:
     depends: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class PipEntry:
+class PipEntry(msgspec.Struct, frozen=True):
     """A locked pip artifact for one platform: one wheel (or an sdist, flagged) pinned by URL and
     sha256."""
 

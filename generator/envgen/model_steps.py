@@ -5,11 +5,10 @@ Lock."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True)
-class Replacement:
+class Replacement(msgspec.Struct, frozen=True):
     """A file of a source's own tree copied over another before it builds (SGLang's
     `python/pyproject_npu.toml` over `python/pyproject.toml`): both paths relative to the tree's
     root."""
@@ -18,8 +17,7 @@ class Replacement:
     target: str
 
 
-@dataclass(frozen=True)
-class Archive:
+class Archive(msgspec.Struct, frozen=True):
     """Wheels that come inside a release archive (sgl-kernel-npu's zip): its URL per platform, the
     sha256 the matrix pins for it there (optional: else the lock pins what it downloaded), and the
     distributions whose wheels are taken from it."""
@@ -39,8 +37,7 @@ class Archive:
         return dict(self.sha256).get(platform)
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(msgspec.Struct, frozen=True):
     """A symbolic link made in the env after everything is installed: `target` (relative to
     site-packages; one `*` may stand for a part of its file name, matching exactly one file)
     linked into `directory` (relative to site-packages, "" for site-packages itself) under its
@@ -51,8 +48,7 @@ class Link:
     directory: str = ""
 
 
-@dataclass(frozen=True)
-class Exclusion:
+class Exclusion(msgspec.Struct, frozen=True):
     """A package the lock leaves out on purpose although something requires it (`timm`, which the
     SGLang route uninstalls), on the platforms named (all when empty), with its reason."""
 
@@ -64,8 +60,7 @@ class Exclusion:
         return not self.platforms or platform in self.platforms
 
 
-@dataclass(frozen=True)
-class ArchiveMember:
+class ArchiveMember(msgspec.Struct, frozen=True):
     """A wheel taken from a locked archive: its path in the archive, its distribution and version,
     its sha256, and the requirements its metadata declares on the archive's platform (evaluated
     there, without extras)."""
@@ -81,8 +76,7 @@ class ArchiveMember:
         return self.path.rsplit("/", 1)[-1]
 
 
-@dataclass(frozen=True)
-class LockedArchive:
+class LockedArchive(msgspec.Struct, frozen=True):
     """An archive of the matrix as locked for one platform: the URL, the archive's sha256, the
     wheels taken from it, and the other hosts the URL may redirect to (the matrix's)."""
 

@@ -8,11 +8,10 @@ for, and the device type such a build records.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True)
-class Generation:
+class Generation(msgspec.Struct, frozen=True):
     """One hardware generation: what torch_npu reports on it and how builds name it.
 
     `chips` is vllm-ascend's own table of SOC_VERSION values for the generation (`setup.py`
@@ -108,8 +107,7 @@ DEVICE_TYPE_ATTRIBUTE = "__device_type__"
 LEGACY_SOC_ATTRIBUTE = "__soc_version__"
 
 
-@dataclass(frozen=True)
-class Npu:
+class Npu(msgspec.Struct, frozen=True):
     """The hardware a matrix targets ([system.npu]).
 
     `soc_version` is the chip the env's sources are built for (SOC_VERSION); `build_info` names the
@@ -122,8 +120,7 @@ class Npu:
     build_info: str | None = None
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(msgspec.Struct, frozen=True):
     """What the host reported: npu-smi's outcome and, from torch_npu in the env, devices, SOC code
     and name; and what the env's build recorded: its device type, or an older build's chip."""
 

@@ -11,13 +11,13 @@ byte.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import subprocess
 import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.errors import InputError
 from envgen.inputs.untrusted import lock_problems
@@ -121,9 +121,9 @@ def placeholders(lock: Lock) -> Lock:
         return tuple((name, "v") for name, _ in values)
 
     sources = tuple(
-        dataclasses.replace(
+        msgspec.structs.replace(
             s,
-            source=dataclasses.replace(
+            source=msgspec.structs.replace(
                 s.source,
                 url="https://h.example/x.git",
                 ref="main",
@@ -134,12 +134,12 @@ def placeholders(lock: Lock) -> Lock:
         )
         for s in lock.sources
     )
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         lock,
         sources=sources,
         indexes=tuple(
             # A trusted host adds two arguments to the install command: keep whether there is one.
-            dataclasses.replace(
+            msgspec.structs.replace(
                 i, url="https://i.example/", trusted_host="h" if i.trusted_host else ""
             )
             for i in lock.indexes
@@ -151,7 +151,7 @@ def placeholders(lock: Lock) -> Lock:
         ),
         activation_env=env(lock.activation_env),
         profiles=tuple(
-            dataclasses.replace(p, description="d", env=env(p.env)) for p in lock.profiles
+            msgspec.structs.replace(p, description="d", env=env(p.env)) for p in lock.profiles
         ),
     )
 

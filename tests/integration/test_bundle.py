@@ -4,7 +4,6 @@ interrupts."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from envgen import interrupts
 from envgen.bundle import archive
@@ -171,7 +171,7 @@ def test_a_bundle_of_another_platform_or_lock_is_refused(offline: Bundled, tmp_p
     lock = read_lock(project, ENV)
     assert lock is not None
     saved = {path: path.read_bytes() for path in project.locks_dir.glob(f"{ENV}.*")}
-    moved = dataclasses.replace(lock, input_hash="f" * 64)
+    moved = msgspec.structs.replace(lock, input_hash="f" * 64)
     write_lock(project, ENV, moved, render_recipe(moved))
     try:
         code, out = invoke("install", ENV, "--from-bundle", str(offline.bundle), *args)
@@ -269,7 +269,7 @@ def test_submodules_travel_in_the_bundle_at_the_commits_the_locked_tree_records(
     (project.root / "locks").mkdir(parents=True)
     out = tmp_path / "sub.tar"
     with serve_directory(tmp_path / "channel") as base:
-        python = dataclasses.replace(
+        python = msgspec.structs.replace(
             python,
             url=f"{base}/{HOST}/python.conda",
             sha256=hashlib.sha256(served.read_bytes()).hexdigest(),

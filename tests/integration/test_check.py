@@ -3,13 +3,13 @@ throwaway venv."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
@@ -333,11 +333,11 @@ def test_static_checks_pass_on_the_fresh_lock(example: Example) -> None:
 def test_a_package_from_the_wrong_index_is_reported(example: Example) -> None:
     matrix, lock = _loaded(example)
     pip = tuple(
-        dataclasses.replace(e, index="pypi") if e.name == "demo-triton" else
-        dataclasses.replace(e, index="extra") if e.name == "demo-numpy" else e
+        msgspec.structs.replace(e, index="pypi") if e.name == "demo-triton" else
+        msgspec.structs.replace(e, index="extra") if e.name == "demo-numpy" else e
         for e in lock.pip
     )  # fmt: skip
-    problems = index_problems(matrix, dataclasses.replace(lock, pip=pip))
+    problems = index_problems(matrix, msgspec.structs.replace(lock, pip=pip))
     assert any(
         p.startswith("demo-triton 3.2.2 (linux-64) must come from extra, came from pypi")
         for p in problems
@@ -350,11 +350,11 @@ def test_a_package_from_the_wrong_index_is_reported(example: Example) -> None:
 def test_an_unmet_pin_and_a_missing_dependency_are_reported(example: Example) -> None:
     matrix, lock = _loaded(example)
     pip = tuple(
-        dataclasses.replace(e, version="2.10.1") if e.name == "demo-torch" else e
+        msgspec.structs.replace(e, version="2.10.1") if e.name == "demo-torch" else e
         for e in lock.pip
         if e.name != "demo-numpy"
     )
-    changed = dataclasses.replace(lock, pip=pip)
+    changed = msgspec.structs.replace(lock, pip=pip)
     assert any(
         "demo-torch: wants ==2.10.0, linux-aarch64 has 2.10.1" in p
         for p in pin_problems(matrix, changed)
@@ -369,9 +369,11 @@ def test_a_pin_an_override_replaces_is_held_to_the_override(example: Example) ->
     matrix, lock = _loaded(example)
     guide = {"demo-transformers": "==5.0.0"}  # as a guide's table might say; the override decides
     pins = matrix.packages
-    table = tuple(dataclasses.replace(p, specifier=guide.get(p.name, p.specifier)) for p in pins)
-    assert pin_problems(dataclasses.replace(matrix, packages=table), lock) == []
-    without = pin_problems(dataclasses.replace(matrix, packages=table, overrides=()), lock)
+    table = tuple(
+        msgspec.structs.replace(p, specifier=guide.get(p.name, p.specifier)) for p in pins
+    )
+    assert pin_problems(msgspec.structs.replace(matrix, packages=table), lock) == []
+    without = pin_problems(msgspec.structs.replace(matrix, packages=table, overrides=()), lock)
     assert any("demo-transformers: wants ==5.0.0, linux-64 has 4.57.6" in p for p in without)
 
 
@@ -379,7 +381,7 @@ def test_a_marker_keeps_an_x86_only_dependency_out_of_the_aarch64_check(example:
     matrix, lock = _loaded(example)
     helper = [e for e in lock.pip if e.name == "demo-x86-helper"]
     assert [e.platform for e in helper] == ["linux-64"]
-    without = dataclasses.replace(
+    without = msgspec.structs.replace(
         lock, pip=tuple(e for e in lock.pip if e.name != "demo-x86-helper")
     )
     unmet = dependencies_step(without, _python).problems
@@ -392,9 +394,10 @@ def test_the_solve_step_reports_an_artifact_the_indexes_no_longer_resolve_to(
     matrix, lock = _loaded(example)
     assert solve_step(matrix, lock, at(cache_dir())).status == "ok"
     pip = tuple(
-        dataclasses.replace(e, sha256="f" * 64) if e.name == "demo-numpy" else e for e in lock.pip
+        msgspec.structs.replace(e, sha256="f" * 64) if e.name == "demo-numpy" else e
+        for e in lock.pip
     )
-    step = solve_step(matrix, dataclasses.replace(lock, pip=pip), at(cache_dir()))
+    step = solve_step(matrix, msgspec.structs.replace(lock, pip=pip), at(cache_dir()))
     assert step.status == "failed"
     assert (
         "linux-64: the lock has demo-numpy 1.26.4 (ffffffffffff), not resolved now" in step.problems

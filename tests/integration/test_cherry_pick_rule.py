@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.cherry_picks import PICK_ENV
 from envgen.example.gitrepos import side_commit
@@ -46,7 +46,7 @@ def test_the_recipe_reproduces_the_locked_cherry_pick(
     base = repo.rev()
     fix = side_commit(repo, "fix", {"picky/fix.py": "FIXED = True\n"}, MESSAGE, start=base)
     source = Source("picky", repo.url, base, "picky", cherry_picks=(fix,), dependencies=FILES)
-    matrix = replace(a5_pypi_matrix(("linux-64",)), sources=(source,))
+    matrix = msgspec.structs.replace(a5_pypi_matrix(("linux-64",)), sources=(source,))
 
     (locked,) = resolve_sources(matrix, at(tmp_path / "cache"))
     assert locked.commit == base and len(locked.picked) == 1

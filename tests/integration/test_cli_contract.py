@@ -9,7 +9,6 @@ variable of its environment (PATH, FORCE_COLOR), the exit status a real process 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import pty
@@ -20,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 from click import Command, Context, Group, Option
 from click.testing import CliRunner
@@ -95,7 +95,7 @@ def project(tmp_path: Path) -> Path:
 def with_lock(root: Path) -> None:
     """A lock for `valid` that parses but was not made from today's matrix (check finds it
     stale)."""
-    write_intact(Project(root), dataclasses.replace(sample_lock(), env="valid"))
+    write_intact(Project(root), msgspec.structs.replace(sample_lock(), env="valid"))
 
 
 # --- 1. project discovery

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner, Result
 from envgen.cli import cli
@@ -112,8 +112,10 @@ def test_yml_without_its_sources_toml_compares_packages(repo: GitRepo, tmp_path:
 
 def test_a_rebuilt_artifact_is_flagged_through_the_files(repo: GitRepo) -> None:
     old = diff_lock()
-    rebuilt = tuple(replace(e, sha256="ee" * 32) if e.name == "torch" else e for e in old.pip)
-    put(repo.path, replace(old, pip=rebuilt))
+    rebuilt = tuple(
+        msgspec.structs.replace(e, sha256="ee" * 32) if e.name == "torch" else e for e in old.pip
+    )
+    put(repo.path, msgspec.structs.replace(old, pip=rebuilt))
     result = envgen("diff", "HEAD:locks/a5.yml", "locks/a5.yml", "--exit-code")
     assert result.exit_code == 1
     assert (
@@ -185,10 +187,10 @@ def with_accelerate(lock: Lock, origin: Origin | None) -> Lock:
     added = tuple(pip_entry("accelerate", "1.0", p) for p in DIFF_PLATFORMS)
     declared = (TracedRequirement("accelerate>=1.0", origin),) if origin else ()
     sources = tuple(
-        replace(s, requirements=declared) if s.source.name == "vllm-ascend" else s
+        msgspec.structs.replace(s, requirements=declared) if s.source.name == "vllm-ascend" else s
         for s in lock.sources
     )
-    return replace(lock, pip=lock.pip + added, sources=sources)
+    return msgspec.structs.replace(lock, pip=lock.pip + added, sources=sources)
 
 
 def vias(result: Result, name: str) -> dict[str, tuple[str, str | None]]:

@@ -7,10 +7,10 @@ asserts the marker file is absent afterwards, besides the error it expects.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
@@ -177,7 +177,7 @@ def test_status_never_passes_a_tampered_lock_url_to_git(
     (root / "env-templates").mkdir()
     shutil.copy(TEMPLATES / "env-templates" / "valid.toml", root / "env-templates" / "valid.toml")
     (root / "locks").mkdir()
-    lock = dataclasses.replace(sample_lock(), env="valid")
+    lock = msgspec.structs.replace(sample_lock(), env="valid")
     (root / "locks" / "valid.yml").write_text(render_lock_yml(lock))
     text = render_sources_toml(lock)
     assert text.count("https://github.com/verl-project/verl.git") == 1

@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.errors import ResolutionError
 from envgen.example.http import serve_directory
@@ -143,7 +144,7 @@ def test_any_other_contradiction_fails_the_lock_naming_both_packages(
     m = matrix(urls, (PipPackage("pkg-b"),))
     pypi = lock_pip(m, PLATFORM, "3.11", (), at(tmp_path))
     broken = tuple(
-        dataclasses.replace(e, version="1.26") if e.name == "base" else e for e in pypi.entries
+        msgspec.structs.replace(e, version="1.26") if e.name == "base" else e for e in pypi.entries
     )
     with pytest.raises(ResolutionError) as caught:
         consistent(as_lock(m, dataclasses.replace(pypi, entries=broken), ()), m)
@@ -153,7 +154,7 @@ def test_any_other_contradiction_fails_the_lock_naming_both_packages(
     # contradiction.
     scoped = dataclasses.replace(pypi, entries=broken, overrides=())
     lock = as_lock(m, scoped, ())
-    lock = dataclasses.replace(
+    lock = msgspec.structs.replace(
         lock,
         overrides=lock_pip(
             matrix(urls, (PipPackage("pkg-b"),), Override("base", BASE_126, "r")),
@@ -230,10 +231,10 @@ def test_override_diagnostics_golden(
         "base>=2", "base<3", "base>=1.5 ; platform_machine == 'aarch64'", "base ; extra == 'test'"
     )
     scoped = Override("base", BASE_126, "kernels")
-    transitive = dataclasses.replace(scoped, transitive=True)
+    transitive = msgspec.structs.replace(scoped, transitive=True)
     lines = []
     for override, packages in ((scoped, ("pkg-b", "big")), (transitive, ("pkg-b", "big"))):
-        m = dataclasses.replace(
+        m = msgspec.structs.replace(
             matrix(urls, tuple(PipPackage(p) for p in packages), override), platforms=PLATFORMS
         )
         caplog.clear()

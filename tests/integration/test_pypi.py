@@ -3,7 +3,6 @@ uv."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import shutil
@@ -11,6 +10,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.errors import InputError, ResolutionError, VerificationError
 from envgen.example.http import serve_directory
@@ -191,7 +191,7 @@ def test_glibc_floor_excludes_newer_manylinux(urls: tuple[str, str], cache: Path
     entries = by_name(lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache)))
     assert entries["fastlib"].url.endswith("fastlib-1.0-cp311-cp311-manylinux_2_28_aarch64.whl")
     assert entries["newlib"].version == "1.0"
-    raised = dataclasses.replace(matrix, glibc="2.34")
+    raised = msgspec.structs.replace(matrix, glibc="2.34")
     entries = by_name(lock_pip(raised, "linux-aarch64", "3.11", (), at(cache)))
     assert entries["fastlib"].url.endswith("manylinux_2_34_aarch64.whl")
     assert entries["newlib"].version == "2.0"
@@ -224,7 +224,7 @@ def test_constraints_of_a_source_limit_versions_without_requiring(
         TracedRequirement("dep<1.1", origin, constraint=True),
         TracedRequirement("xonly==2.0", origin, constraint=True),
     )
-    verl = dataclasses.replace(verl, requirements=verl.requirements + limits)
+    verl = msgspec.structs.replace(verl, requirements=verl.requirements + limits)
     entries = by_name(lock_pip(matrix, "linux-64", "3.11", (verl,), at(cache)))
     assert {name: e.version for name, e in entries.items()} == {"dep": "1.0"}
 
@@ -252,7 +252,7 @@ def test_a_package_locked_by_url_keeps_its_url_and_hash(
     assert (x86["app"].url, x86["app"].sha256, x86["app"].index) == (url, sha256, None)
     assert {"dep", "plus", "speedy", "xonly"} <= set(x86)
     assert lock_pip(matrix, "linux-aarch64", "3.11", (), at(cache)).entries == ()
-    tampered = pypi_matrix(pypi, extra, (dataclasses.replace(private, sha256="0" * 64),))
+    tampered = pypi_matrix(pypi, extra, (msgspec.structs.replace(private, sha256="0" * 64),))
     with pytest.raises(VerificationError, match=r"pip\.packages\.app\.sha256"):
         lock_pip(tampered, "linux-64", "3.11", (), at(cache))
 
@@ -357,7 +357,7 @@ def closed_port() -> int:
 def test_unreachable_index_names_the_redacted_url(urls: tuple[str, str], cache: Path) -> None:
     pypi, extra = urls
     dead = f"http://bob:hunter22@127.0.0.1:{closed_port()}/pypi/simple/"
-    matrix = dataclasses.replace(
+    matrix = msgspec.structs.replace(
         pypi_matrix(pypi, extra, (PipPackage("dep"),)), indexes=(Index("mirror", dead),)
     )
     with pytest.raises(ResolutionError) as raised:
@@ -411,7 +411,7 @@ def test_trusted_host_reaches_an_index_whose_certificate_is_not_verified(
             lock_pip(untrusted, "linux-aarch64", "3.11", (), at(tmp_path / "cache-untrusted"))
         assert "set trusted_host in channels/extra.toml" in str(raised.value)
         host = base.removeprefix("https://")
-        trusted = dataclasses.replace(
+        trusted = msgspec.structs.replace(
             untrusted,
             indexes=(
                 Index("pypi", pypi),

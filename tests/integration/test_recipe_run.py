@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
 from envgen.example.gitrepos import GitRepo, side_commit
@@ -200,8 +200,10 @@ def test_a_pythonpath_source_wins_over_an_installed_distribution_of_its_import_n
     code = "import msfix; print(msfix.__version__)"
     assert bare_python(venv, code).stdout.strip() == "0.1.0"
 
-    plain = replace(lock.sources[0], source=replace(lock.sources[0].source, pythonpath=False))
-    again = run_recipe(replace(lock, sources=(plain,)), venv, uv=True)
+    plain = msgspec.structs.replace(
+        lock.sources[0], source=msgspec.structs.replace(lock.sources[0].source, pythonpath=False)
+    )
+    again = run_recipe(msgspec.structs.replace(lock, sources=(plain,)), venv, uv=True)
     assert again.returncode == 0, again.stderr
     assert "removed" in again.stderr and not list(
         venv.glob("lib/python*/site-packages/envgen-*.pth")
@@ -377,7 +379,9 @@ def test_submodules_are_checked_out_recursively_at_the_recorded_commits(
     again = run_recipe(demo_lock(parent), venv, env=allow, uv=True)
     assert again.returncode == 0, again.stderr
 
-    plain = run_recipe(demo_lock(replace(parent, submodules=())), venv, env=allow, uv=True)
+    plain = run_recipe(
+        demo_lock(msgspec.structs.replace(parent, submodules=())), venv, env=allow, uv=True
+    )
     assert plain.returncode == 0, plain.stderr
     assert (
         "submodules at the commits" in proc.stderr
@@ -398,7 +402,9 @@ def test_a_submodule_commit_the_tree_does_not_record_fails_the_recipe(
     }
     moved = repos.child.rev()
     kernels, grand = parent.submodules
-    tampered = replace(parent, submodules=(replace(kernels, commit=moved), grand))
+    tampered = msgspec.structs.replace(
+        parent, submodules=(msgspec.structs.replace(kernels, commit=moved), grand)
+    )
     proc = run_recipe(demo_lock(tampered), venv, env=allow)
     assert proc.returncode != 0
     assert (
@@ -408,7 +414,9 @@ def test_a_submodule_commit_the_tree_does_not_record_fails_the_recipe(
     assert "are not those the lock recorded" in proc.stderr and "pip install" not in proc.stderr
     assert in_env(venv, "import parentpkg").returncode != 0
 
-    missing = run_recipe(demo_lock(replace(parent, submodules=(kernels,))), venv, env=allow)
+    missing = run_recipe(
+        demo_lock(msgspec.structs.replace(parent, submodules=(kernels,))), venv, env=allow
+    )
     assert missing.returncode != 0 and "csrc/kernels/third_party/grand" in missing.stderr
 
 

@@ -12,9 +12,9 @@ import subprocess
 import tomllib
 import zipfile
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.example.project import RELEASES, Example
 from envgen.example.releases import MACHINES, archive_name, build_release, kernel_dists
@@ -372,8 +372,11 @@ def test_the_recipe_applies_archive_replacement_and_link_under_bash_posix_in_a_r
     moved = repo.commit({"CHANGES.txt": "moved\n"}, "a later commit")
     serving = next(s for s in lock.sources if s.source.name == "serving")
     tree = repo.git("rev-parse", f"{moved}^{{tree}}")
-    sources = [replace(s, commit=moved, tree=tree) if s is serving else s for s in lock.sources]
-    relocked = replace(lock, sources=tuple(sources))
+    sources = [
+        msgspec.structs.replace(s, commit=moved, tree=tree) if s is serving else s
+        for s in lock.sources
+    ]
+    relocked = msgspec.structs.replace(lock, sources=tuple(sources))
     recipe = tmp_path / "moved.install.sh"
     recipe.write_text(render_recipe(relocked))
     proc = posix_recipe(recipe, prefix)

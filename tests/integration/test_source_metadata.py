@@ -3,12 +3,12 @@ cache, the lock."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
@@ -199,7 +199,7 @@ def test_a_vcs_discovered_source_has_its_declared_dependencies_honoured(
     entries = {e.name: e.version for e in locked.entries}
     # base 2.1 is the newest release, but queue's metadata excludes it.
     assert entries == {"base": "1.5"}
-    without = dataclasses.replace(sources[1], requirements=())
+    without = msgspec.structs.replace(sources[1], requirements=())
     unchecked = lock_pip(matrix, "linux-64", "3.11", (sources[0], without), at(tmp_path / "cache"))
     assert {e.name: e.version for e in unchecked.entries} == {"base": "2.1"}
 
@@ -294,12 +294,12 @@ def test_a_build_requirement_the_matrix_takes_from_an_index_on_this_platform_com
         free = make_matrix("t", indexes=indexes, sources=(source("needs", repo),))
         (locked,) = resolve_sources(free, at(tmp_path / "cache"))
         assert set(origins(locked)) == {"base==9.9"}
-        pinned = dataclasses.replace(free, packages=(helper,))
+        pinned = msgspec.structs.replace(free, packages=(helper,))
         (locked,) = resolve_sources(pinned, at(tmp_path / "cache"))
         assert set(origins(locked)) == {"base==1.0"}
         # The pinned index has no release the build asks for: the reason says so, on one line.
         newer = repo.commit({"pyproject.toml": build.replace('"helper"', '"helper>=2"')}, "newer")
-        moved = dataclasses.replace(pinned, sources=(source("needs", repo, ref=newer),))
+        moved = msgspec.structs.replace(pinned, sources=(source("needs", repo, ref=newer),))
         (locked,) = resolve_sources(moved, at(tmp_path / "cache"))
     assert locked.metadata_fallback is not None
     assert locked.metadata_fallback.startswith(

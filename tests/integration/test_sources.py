@@ -3,7 +3,6 @@ errors."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import build
+import msgspec
 import pytest
 from envgen.errors import InputError, ResolutionError
 from envgen.example.gitrepos import GitRepo, python_project, side_commit
@@ -344,8 +344,9 @@ def test_a_url_with_credentials_keeps_its_recorded_commit(
     m = matrix(source("proj", "https://ci:t0ken@git.example/example/proj.git", "main"))
     (first,) = resolve_sources(m, at(cache))
     # What sources.toml gives back: the URL without its credentials.
-    recorded = dataclasses.replace(
-        first, source=dataclasses.replace(first.source, url="https://git.example/example/proj.git")
+    recorded = msgspec.structs.replace(
+        first,
+        source=msgspec.structs.replace(first.source, url="https://git.example/example/proj.git"),
     )
     repo.commit({"a.txt": "2\n"}, "moved")
     (kept,) = resolve_sources(m, at(cache), previous={"proj": recorded})

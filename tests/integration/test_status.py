@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner, Result
 from envgen.cli import cli
@@ -289,10 +289,12 @@ def test_mirror_config_is_honoured(
     lock = demo.lock()
     canonical = "https://github.com/example/tool.git"
     sources = tuple(
-        replace(s, source=replace(s.source, url=canonical)) if s.source.name == "tool" else s
+        msgspec.structs.replace(s, source=msgspec.structs.replace(s.source, url=canonical))
+        if s.source.name == "tool"
+        else s
         for s in lock.sources
     )
-    write_whole_lock(demo.project, replace(lock, sources=sources))
+    write_whole_lock(demo.project, msgspec.structs.replace(lock, sources=sources))
     config = tmp_path / "gitconfig"
     config.write_text(f'[url "{demo.tool.url}"]\n\tinsteadOf = {canonical}\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
@@ -310,10 +312,12 @@ def test_unreachable_remote_is_reported_not_raised(demo: Demo, tmp_path: Path) -
     lock = demo.lock()
     gone = (tmp_path / "gone").as_uri()
     sources = tuple(
-        replace(s, source=replace(s.source, url=gone)) if s.source.name == "tool" else s
+        msgspec.structs.replace(s, source=msgspec.structs.replace(s.source, url=gone))
+        if s.source.name == "tool"
+        else s
         for s in lock.sources
     )
-    write_whole_lock(demo.project, replace(lock, sources=sources))
+    write_whole_lock(demo.project, msgspec.structs.replace(lock, sources=sources))
     result = demo.status()
     assert result.exit_code == 1
     assert "demo: fresh against its inputs, but 1 remote unreachable\n" in result.stdout

@@ -3,7 +3,6 @@ and an exit code."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -11,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 from envgen import cli as cli_module
@@ -70,7 +70,7 @@ def assert_clean_exit(proc: subprocess.CompletedProcess[str], code: int, *parts:
 
 
 def with_lock(project: Path) -> None:
-    write_intact(Project(project), dataclasses.replace(sample_lock(), env="valid"))
+    write_intact(Project(project), msgspec.structs.replace(sample_lock(), env="valid"))
 
 
 @pytest.mark.parametrize("where", ["env-templates/valid.toml", "channels/pypi.toml"])

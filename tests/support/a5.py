@@ -7,9 +7,9 @@ stay out.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 from envgen.inputs.matrix import load_matrix
 from envgen.model import Index, Matrix, PipPackage
 
@@ -35,8 +35,8 @@ def a5_pypi_matrix(
     on_pypi = (
         p for p in a5.packages if not p.pending and not any(p.index_for(x) for x in platforms)
     )
-    from_pypi = tuple(replace(p, index=()) for p in on_pypi)
-    return replace(
+    from_pypi = tuple(msgspec.structs.replace(p, index=()) for p in on_pypi)
+    return msgspec.structs.replace(
         a5,
         platforms=platforms,
         channels=(),

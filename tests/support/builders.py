@@ -8,13 +8,13 @@ file's readers and writers) and `bump` (an A5 lock before and after a version bu
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from envgen import network
 from envgen.lockio.input_hashes import LOCK_SCHEMA, input_hash
 from envgen.lockio.store import read_lock, write_lock
@@ -300,18 +300,22 @@ def sample_lock() -> Lock:
 
 def stripped(lock: Lock) -> Lock:
     """What a lock is expected to read back as: credentials gone, canonical order."""
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         lock,
         conda=tuple(sorted(lock.conda, key=lambda e: (SAMPLE_PLATFORMS.index(e.platform), e.name))),
         pip=tuple(sorted(lock.pip, key=lambda e: (SAMPLE_PLATFORMS.index(e.platform), e.name))),
         sources=tuple(
-            dataclasses.replace(
+            msgspec.structs.replace(
                 s,
-                source=dataclasses.replace(s.source, url=s.source.url.replace("user:secret@", "")),
+                source=msgspec.structs.replace(
+                    s.source, url=s.source.url.replace("user:secret@", "")
+                ),
             )
             for s in lock.sources
         ),
-        indexes=tuple(dataclasses.replace(i, url=i.url.replace("u:p@", "")) for i in lock.indexes),
+        indexes=tuple(
+            msgspec.structs.replace(i, url=i.url.replace("u:p@", "")) for i in lock.indexes
+        ),
         overrides=tuple(sorted(lock.overrides, key=lambda o: o.override.name)),
         profiles=tuple(sorted(lock.profiles, key=lambda p: p.name)),
     )
@@ -375,7 +379,7 @@ def diff_lock(
         ),
         pending=(Pending("torch-npu", "commercial release due Q2"),),
     )
-    return dataclasses.replace(lock, **changes)  # type: ignore[arg-type]
+    return msgspec.structs.replace(lock, **changes)
 
 
 # What brings the bumped pip packages in, on both sides: transformers a requirement vllm-ascend
@@ -388,11 +392,13 @@ def _with_reasons(lock: Lock) -> Lock:
         "transformers>=4.57", Origin("requirements.txt", line=38, source="vllm-ascend")
     )
     sources = tuple(
-        dataclasses.replace(s, requirements=(declared,)) if s.source.name == "vllm-ascend" else s
+        msgspec.structs.replace(s, requirements=(declared,))
+        if s.source.name == "vllm-ascend"
+        else s
         for s in lock.sources
     )
     override = AppliedOverride(Override("mbridge", "mbridge>=0.13", "mcore 0.15"))
-    return dataclasses.replace(lock, sources=sources, overrides=(override,))
+    return msgspec.structs.replace(lock, sources=sources, overrides=(override,))
 
 
 def bump() -> tuple[Lock, Lock]:
@@ -418,7 +424,7 @@ def write_intact(project: Project, lock: Lock) -> Lock:
         *lock.indexes,
         *(Index(name, f"https://{url_host(url)}/simple") for name, url in sorted(missing.items())),
     )
-    write_lock(project, lock.env, dataclasses.replace(lock, indexes=indexes), "")
+    write_lock(project, lock.env, msgspec.structs.replace(lock, indexes=indexes), "")
     back = read_lock(project, lock.env)
     assert back is not None
     write_lock(project, lock.env, back, render_recipe(back))

@@ -15,7 +15,6 @@ pointed by `insteadOf` at a path that does not exist so that no remote is ever r
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import shutil
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
 
+import msgspec
 from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.errors import ResolutionError
@@ -125,7 +125,7 @@ def template_project(where: Path) -> Path:
     sample = sample_lock()
     # torch's
     indexes = (*sample.indexes, Index("pytorch-cpu", "https://download.pytorch.org/whl/cpu", True))
-    lock = dataclasses.replace(
+    lock = msgspec.structs.replace(
         sample,
         env=ENV,
         sources=sources,

@@ -6,12 +6,12 @@ such a command's time)."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 from envgen.lockio.store import write_lock
 from envgen.project import Project
 
@@ -53,7 +53,7 @@ def test_read_only_commands_import_none_of_the_heavy_packages(tmp_path: Path) ->
         assert imported("export", "a5", "--format", fmt, "-o", out, "-q", *root) == "[]", fmt
     # Two locks of pip changes only (a conda version change is compared by rattler's rules).
     before, after = bump()
-    pip_only = dataclasses.replace(after, conda=before.conda)
+    pip_only = msgspec.structs.replace(after, conda=before.conda)
     for name, lock in (("a", before), ("b", pip_only)):
         other = Project(tmp_path / name)
         write_lock(other, lock.env, lock, "")

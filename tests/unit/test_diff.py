@@ -3,7 +3,6 @@ files."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -11,6 +10,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 from envgen.commands.diff_via import explain
@@ -99,8 +99,12 @@ def test_versions_order_by_each_managers_rules() -> None:
     old = diff_lock(python="3.11.10", transformers="5.0.0", mbridge="0.15.1")
     new = diff_lock(python="3.11.9", transformers="5.0.0rc1", mbridge="0.15.1")
     diff = diff_locks(
-        dataclasses.replace(old, conda=old.conda + (conda_entry("tzdata", "2024.9", "linux-64"),)),
-        dataclasses.replace(new, conda=new.conda + (conda_entry("tzdata", "2024.10", "linux-64"),)),
+        msgspec.structs.replace(
+            old, conda=old.conda + (conda_entry("tzdata", "2024.9", "linux-64"),)
+        ),
+        msgspec.structs.replace(
+            new, conda=new.conda + (conda_entry("tzdata", "2024.10", "linux-64"),)
+        ),
     )
     kinds = {(c.platform, c.name): c.kind for c in diff.packages}
     assert kinds[("linux-64", "python")] == "downgraded"
@@ -111,18 +115,18 @@ def test_versions_order_by_each_managers_rules() -> None:
 def test_same_version_with_another_hash_is_flagged_loudly() -> None:
     old = diff_lock()
     pip_new = tuple(
-        dataclasses.replace(e, sha256="ee" * 32)
+        msgspec.structs.replace(e, sha256="ee" * 32)
         if e.name == "torch" and e.platform == "linux-aarch64"
         else e
         for e in old.pip
     )
     conda_new = tuple(
-        dataclasses.replace(e, build="h1_1", sha256="ff" * 32)
+        msgspec.structs.replace(e, build="h1_1", sha256="ff" * 32)
         if e.name == "pip" and e.platform == "linux-64"
         else e
         for e in old.conda
     )
-    diff = diff_locks(old, dataclasses.replace(old, pip=pip_new, conda=conda_new))
+    diff = diff_locks(old, msgspec.structs.replace(old, pip=pip_new, conda=conda_new))
     assert [(c.platform, c.manager, c.name, c.kind) for c in diff.loud] == [
         ("linux-64", "conda", "pip", "rebuilt"),
         ("linux-aarch64", "pip", "torch", "replaced"),
@@ -140,7 +144,7 @@ def test_same_version_with_another_hash_is_flagged_loudly() -> None:
 
 def test_added_removed_packages_and_platforms() -> None:
     old = diff_lock()
-    new = dataclasses.replace(
+    new = msgspec.structs.replace(
         old,
         platforms=("linux-aarch64", "osx-arm64"),
         conda=old.conda_for("linux-aarch64") + (conda_entry("python", "3.11.8", "osx-arm64"),),
@@ -159,7 +163,7 @@ def test_added_removed_packages_and_platforms() -> None:
 def test_small_platform_tables_start_unfolded_and_large_ones_folded() -> None:
     old = diff_lock()
     many = tuple(pip_entry(f"pkg{i:02}", "1.0", "linux-64") for i in range(OPEN_ROWS + 1))
-    markdown = render_markdown([diff_locks(old, dataclasses.replace(old, pip=old.pip + many))])
+    markdown = render_markdown([diff_locks(old, msgspec.structs.replace(old, pip=old.pip + many))])
     assert (
         f"<details><summary><b>linux-64</b>: {OPEN_ROWS + 1} package changes</summary>" in markdown
     )
@@ -170,8 +174,8 @@ def test_small_platform_tables_start_unfolded_and_large_ones_folded() -> None:
 
 def test_pip_names_compare_normalised() -> None:
     old = diff_lock()
-    new = dataclasses.replace(
-        old, pip=tuple(dataclasses.replace(e, name=e.name.capitalize()) for e in old.pip)
+    new = msgspec.structs.replace(
+        old, pip=tuple(msgspec.structs.replace(e, name=e.name.capitalize()) for e in old.pip)
     )
     assert diff_locks(old, new).empty
 
@@ -185,7 +189,7 @@ def test_moved_branch_ref_change_and_cherry_picks() -> None:
         locked_source("vllm-ascend", VLLM_ASCEND, "releases/v0.24.0", NEW_COMMIT),
         locked_source("verl", "https://github.com/verl-project/verl.git", "HEAD", "7" * 40),
     )
-    diff = diff_locks(old, dataclasses.replace(old, sources=new_sources))
+    diff = diff_locks(old, msgspec.structs.replace(old, sources=new_sources))
     by_name = {s.name: s for s in diff.sources}
     assert by_name["verl"].kind == "added"
     assert by_name["mindspeed"].cherry_picks_added == ("abc1234",)
@@ -207,7 +211,7 @@ def test_source_moved_to_another_repository_has_no_compare_link() -> None:
     fork = locked_source(
         "vllm-ascend", "https://github.com/someone/vllm-ascend.git", "releases/v0.23.0", NEW_COMMIT
     )
-    diff = diff_locks(old, dataclasses.replace(old, sources=(old.sources[0], fork)))
+    diff = diff_locks(old, msgspec.structs.replace(old, sources=(old.sources[0], fork)))
     (change,) = diff.sources
     assert change.compare_url is None
     assert (
@@ -224,12 +228,12 @@ def test_submodules_added_removed_and_moved_are_changes_of_their_source() -> Non
 
     def with_subs(*subs: Submodule) -> Lock:
         first, *rest = old.sources
-        return dataclasses.replace(
-            old, sources=(dataclasses.replace(first, submodules=subs), *rest)
+        return msgspec.structs.replace(
+            old, sources=(msgspec.structs.replace(first, submodules=subs), *rest)
         )
 
-    moved = dataclasses.replace(kernels, commit="4" * 40)
-    forked = dataclasses.replace(docs, url="https://github.com/fork/theme.git", commit="5" * 40)
+    moved = msgspec.structs.replace(kernels, commit="4" * 40)
+    forked = msgspec.structs.replace(docs, url="https://github.com/fork/theme.git", commit="5" * 40)
     diff = diff_locks(with_subs(kernels, docs, recipe), with_subs(moved, forked))
     (change,) = diff.sources
     # the source itself did not move
@@ -272,12 +276,12 @@ def test_overrides_pending_and_inputs() -> None:
 
 def test_credentials_never_appear_in_renderings() -> None:
     old = diff_lock()
-    secret = dataclasses.replace(
+    secret = msgspec.structs.replace(
         old.pip[0],
         url="https://user:s3cret@private.example.org/mbridge-0.14.0-py3-none-any.whl",
         version="0.14.0",
     )
-    diff = diff_locks(old, dataclasses.replace(old, pip=(secret,) + old.pip[1:]))
+    diff = diff_locks(old, msgspec.structs.replace(old, pip=(secret,) + old.pip[1:]))
     for render in (render_text, render_markdown, render_json):
         assert "s3cret" not in render([diff])
 
@@ -398,8 +402,8 @@ def test_hostile_roots_give_one_escaped_line_and_a_cycle_no_root() -> None:
         pip_entry("c", "1.0", platform),
     )
     reason = "red \x1b[31m\nnext line"
-    old = dataclasses.replace(diff_lock(), platforms=(platform,), conda=(), pip=(), sources=())
-    new = dataclasses.replace(
+    old = msgspec.structs.replace(diff_lock(), platforms=(platform,), conda=(), pip=(), sources=())
+    new = msgspec.structs.replace(
         old, pip=cycle, overrides=(AppliedOverride(Override("c", "c==1.0", reason)),)
     )
     asked: list[str] = []

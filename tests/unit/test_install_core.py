@@ -4,13 +4,13 @@ touched."""
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.credentials import Credential, Credentials
 from envgen.errors import InputError, ToolError, VerificationError
@@ -163,7 +163,7 @@ def fakes(*, takes_conda: bool = True, kind: str = "conda prefix") -> Fakes:
 
 def test_a_conda_prefix_gets_the_platforms_conda_part_then_its_pip_part_then_the_recipe() -> None:
     log, source, prefix, installer, runner = fakes()
-    lock = dataclasses.replace(demo_lock(), cann=CANN)
+    lock = msgspec.structs.replace(demo_lock(), cann=CANN)
     request = Request(lock, PLATFORM, profiles=("quiet",), skip_cann=True)
     install(request, source, prefix, installer, runner=runner)
     assert log.events == [

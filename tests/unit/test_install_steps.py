@@ -4,11 +4,11 @@ is."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.errors import InputError
 from envgen.lockdiff.compare import diff_locks
@@ -83,7 +83,7 @@ def test_sources_toml_records_every_step_and_reads_it_back() -> None:
 def test_an_archive_s_redirect_hosts_are_recorded_read_back_and_given_to_the_recipe() -> None:
     """Only an archive that lists some records the key: a lock from before it reads the same."""
     hosts = ("objects.githubusercontent.com", "cdn.example.com")
-    listed = dataclasses.replace(archive("linux-64"), redirect_hosts=hosts)
+    listed = msgspec.structs.replace(archive("linux-64"), redirect_hosts=hosts)
     lock = route_lock(archives=(archive("linux-aarch64"), listed))
     text = render_sources_toml(lock)
     assert text.count("redirect-hosts = [") == 1
@@ -171,10 +171,14 @@ def test_the_recipe_takes_each_platform_s_archive_replaces_before_building_and_l
 def test_a_source_s_install_key_moves_with_its_layout_and_only_then() -> None:
     lock = route_lock()
     locked = lock.sources[0]
-    bare = dataclasses.replace(locked, source=dataclasses.replace(locked.source, replacements=()))
+    bare = msgspec.structs.replace(
+        locked, source=msgspec.structs.replace(locked.source, replacements=())
+    )
     assert install_key(lock, locked) != install_key(lock, bare)
-    other = dataclasses.replace(locked.source, extras=())
-    assert install_key(lock, dataclasses.replace(locked, source=other)) != install_key(lock, locked)
+    other = msgspec.structs.replace(locked.source, extras=())
+    assert install_key(lock, msgspec.structs.replace(locked, source=other)) != install_key(
+        lock, locked
+    )
 
 
 @pytest.mark.parametrize("shell", ["sh", "bash --posix", "dash"])
@@ -193,10 +197,12 @@ def test_the_recipe_with_every_step_is_valid_sh(shell: str, tmp_path: Path) -> N
 
 def test_a_diff_names_an_archive_or_wheel_that_moved_and_a_step_added() -> None:
     old = route_lock()
-    moved = dataclasses.replace(old.archives[1], sha256=digest("new zip"))
-    members = (dataclasses.replace(moved.members[0], version="1.0.1", sha256=digest("new wheel")),)
+    moved = msgspec.structs.replace(old.archives[1], sha256=digest("new zip"))
+    members = (
+        msgspec.structs.replace(moved.members[0], version="1.0.1", sha256=digest("new wheel")),
+    )
     new = route_lock(
-        archives=(old.archives[0], dataclasses.replace(moved, members=members)),
+        archives=(old.archives[0], msgspec.structs.replace(moved, members=members)),
         exclusions=(*old.exclusions, Exclusion("triton", "xgrammar's", ("linux-64",))),
     )
     changes = {(c.section, c.name, c.kind): (c.old, c.new) for c in diff_locks(old, new).items}

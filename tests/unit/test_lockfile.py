@@ -3,7 +3,6 @@ nothing."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import re
@@ -15,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import filelock
+import msgspec
 import pytest
 from conda_lock.lockfile import parse_conda_lock_file
 from envgen.errors import InputError
@@ -54,7 +54,7 @@ def test_yml_round_trips_through_our_parser() -> None:
     expected = stripped(lock)
     assert yml.conda == expected.conda
     # the index a pip entry came from lives in sources.toml, not in the conda-lock file
-    assert yml.pip == tuple(dataclasses.replace(e, index=None) for e in expected.pip)
+    assert yml.pip == tuple(msgspec.structs.replace(e, index=None) for e in expected.pip)
     assert [e.sdist for e in yml.pip if e.name == "mbridge"] == [True]
 
 
@@ -140,14 +140,14 @@ def test_libyaml_writes_and_reads_the_yml() -> None:
 
 def test_yml_same_inputs_same_bytes_whatever_the_entry_order() -> None:
     lock = sample_lock()
-    shuffled = dataclasses.replace(lock, conda=lock.conda[::-1], pip=lock.pip[::-1])
+    shuffled = msgspec.structs.replace(lock, conda=lock.conda[::-1], pip=lock.pip[::-1])
     assert render_lock_yml(lock) == render_lock_yml(lock) == render_lock_yml(shuffled)
 
 
 def test_yml_changes_with_one_version_in_one_line() -> None:
     lock = sample_lock()
-    bumped = dataclasses.replace(
-        lock, pip=(dataclasses.replace(lock.pip[0], version="1.1"), *lock.pip[1:])
+    bumped = msgspec.structs.replace(
+        lock, pip=(msgspec.structs.replace(lock.pip[0], version="1.1"), *lock.pip[1:])
     )
     old, new = render_lock_yml(lock).splitlines(), render_lock_yml(bumped).splitlines()
     assert len(old) == len(new)
@@ -207,7 +207,7 @@ def test_yml_refuses_a_package_listed_twice_and_a_conda_entry_without_md5() -> N
 
 def test_render_rejects_an_entry_conda_lock_refuses() -> None:
     lock = sample_lock()
-    broken = dataclasses.replace(lock, pip=(dataclasses.replace(lock.pip[0], url=""),))
+    broken = msgspec.structs.replace(lock, pip=(msgspec.structs.replace(lock.pip[0], url=""),))
     with pytest.raises(InputError, match=r"the lock of env 'a5' is not a conda-lock file: package"):
         render_lock_yml(broken)
 
@@ -221,7 +221,7 @@ def test_sources_toml_round_trips() -> None:
     text = render_sources_toml(lock)
     parsed = parse_sources_toml(text)
     expected = stripped(lock)
-    assert parsed.lock == dataclasses.replace(expected, platforms=(), conda=(), pip=())
+    assert parsed.lock == msgspec.structs.replace(expected, platforms=(), conda=(), pip=())
     assert dict(parsed.pip_indexes) == {
         ("linux-aarch64", "triton-ascend"): "triton-ascend",
         ("linux-64", "torch"): "pytorch-cpu",
@@ -232,7 +232,7 @@ def test_sources_toml_round_trips() -> None:
 
 def test_sources_toml_is_canonical() -> None:
     lock = sample_lock()
-    reordered = dataclasses.replace(
+    reordered = msgspec.structs.replace(
         lock, overrides=lock.overrides[::-1], profiles=lock.profiles[::-1]
     )
     assert render_sources_toml(lock) == render_sources_toml(reordered)
@@ -298,21 +298,23 @@ def test_free_text_reads_back(texts: list[str], name: str) -> None:
     # PEP 508 strings have no escapes: neither their quote nor a backslash inside
     quoted = '"' + texts[0].replace('"', "").replace("\\", "") + '"'
     marked = f"demo; platform_version == {quoted}"
-    req = dataclasses.replace(source.requirements[0], text=marked, origin=origin)
-    source = dataclasses.replace(source, requirements=(req,), metadata_fallback=texts[5])
-    reason = dataclasses.replace(override.override, reason=texts[4])
-    override = dataclasses.replace(override, override=reason)
-    lock = dataclasses.replace(
+    req = msgspec.structs.replace(source.requirements[0], text=marked, origin=origin)
+    source = msgspec.structs.replace(source, requirements=(req,), metadata_fallback=texts[5])
+    reason = msgspec.structs.replace(override.override, reason=texts[4])
+    override = msgspec.structs.replace(override, override=reason)
+    lock = msgspec.structs.replace(
         base,
         sources=(source, *base.sources[1:]),
         overrides=(override, *base.overrides[1:]),
         activation_env=(("PYTHONPATH", texts[6]),),
         inputs=((name, texts[7]), *base.inputs),
-        pending=(dataclasses.replace(base.pending[0], note=texts[8]),),
+        pending=(msgspec.structs.replace(base.pending[0], note=texts[8]),),
     )
     parsed = parse_sources_toml(render_sources_toml(lock)).lock
     inputs = tuple(dict(sorted(lock.inputs)).items())  # one value per key, sorted, as written
-    expected = dataclasses.replace(stripped(lock), platforms=(), conda=(), pip=(), inputs=inputs)
+    expected = msgspec.structs.replace(
+        stripped(lock), platforms=(), conda=(), pip=(), inputs=inputs
+    )
     assert parsed == expected
 
 
@@ -323,7 +325,7 @@ def test_any_lock_is_written_as_toml_the_same_each_time_with_one_line_to_seal(lo
     pylocks are TOML, the same bytes for the same Lock, and the sources.toml has the one
     content-hash line `seal` fills."""
     text = render_sources_toml(lock)
-    assert render_sources_toml(dataclasses.replace(lock)) == text
+    assert render_sources_toml(msgspec.structs.replace(lock)) == text
     assert tomllib.loads(text)["content-hash"] == UNSEALED
     assert text.count(f'\ncontent-hash = "{UNSEALED}"\n') == 1
     for platform in lock.platforms:
@@ -406,7 +408,7 @@ def test_input_hash_follows_sources_and_virtual_packages(tmp_path: Path) -> None
     matrix, channels = _inputs_tree(tmp_path, "https://conda.example.org/forge")
     sources = sample_lock().sources
     base = input_digests(matrix, channels, sources, {"linux-64": ["__glibc=2.28=0"]})
-    moved = (dataclasses.replace(sources[0], digest=digest("moved")), *sources[1:])
+    moved = (msgspec.structs.replace(sources[0], digest=digest("moved")), *sources[1:])
     assert input_hash(base) != input_hash(
         input_digests(matrix, channels, moved, {"linux-64": ["__glibc=2.28=0"]})
     )
@@ -459,7 +461,7 @@ def test_parse_lock_joins_both_files_without_touching_disk() -> None:
     lock = sample_lock()
     joined = parse_lock(render_lock_yml(lock), render_sources_toml(lock), "a.yml", "a.sources.toml")
     assert joined == stripped(lock)
-    other = render_sources_toml(dataclasses.replace(lock, input_hash=digest("other")))
+    other = render_sources_toml(msgspec.structs.replace(lock, input_hash=digest("other")))
     with pytest.raises(InputError, match="a.yml and a.sources.toml are not from one"):
         parse_lock(render_lock_yml(lock), other, "a.yml", "a.sources.toml")
 
@@ -477,7 +479,7 @@ def test_read_lock_refuses_files_of_two_runs(tmp_path: Path) -> None:
     project = Project(tmp_path)
     lock = sample_lock()
     write_lock(project, "a5", lock, RECIPE)
-    other = dataclasses.replace(lock, input_hash=digest("other"))
+    other = msgspec.structs.replace(lock, input_hash=digest("other"))
     project.sources_toml("a5").write_text(render_sources_toml(other))
     with pytest.raises(InputError, match="not from one `envgen lock` run"):
         read_lock(project, "a5")
@@ -490,8 +492,8 @@ def test_failed_render_leaves_old_files_intact(tmp_path: Path) -> None:
     project = Project(tmp_path)
     write_lock(project, "a5", sample_lock(), RECIPE)
     before = _snapshot(project)
-    broken = dataclasses.replace(
-        sample_lock(), pip=(dataclasses.replace(sample_lock().pip[0], url=""),)
+    broken = msgspec.structs.replace(
+        sample_lock(), pip=(msgspec.structs.replace(sample_lock().pip[0], url=""),)
     )
 
     with pytest.raises(InputError):
@@ -504,7 +506,7 @@ def test_failed_write_midway_leaves_old_files_intact(tmp_path: Path) -> None:
     project = Project(tmp_path)
     write_lock(project, "a5", sample_lock(), RECIPE)
     before = _snapshot(project)
-    newer = dataclasses.replace(sample_lock(), pending=(), input_hash=digest("newer"))
+    newer = msgspec.structs.replace(sample_lock(), pending=(), input_hash=digest("newer"))
 
     # The third file cannot be encoded: the first two temp files exist by then and must not survive.
     with pytest.raises(InputError, match="cannot write the lock of env 'a5'"):
@@ -532,7 +534,7 @@ def test_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path) -> No
         write_lock(
             project,
             "a5",
-            dataclasses.replace(sample_lock(), pending=(), input_hash=digest("newer")),
+            msgspec.structs.replace(sample_lock(), pending=(), input_hash=digest("newer")),
             RECIPE,
         )
 
@@ -563,7 +565,9 @@ def test_the_recorded_inputs_are_the_sources_tomls_and_the_source_digests(tmp_pa
     project = Project(tmp_path)
     assert recorded_inputs(read_files(project, "a5")) is None
     lock = sample_lock()
-    lock = dataclasses.replace(lock, inputs=(*lock.inputs, ("source:vllm", digest("vllm-files"))))
+    lock = msgspec.structs.replace(
+        lock, inputs=(*lock.inputs, ("source:vllm", digest("vllm-files")))
+    )
     write_lock(project, "a5", lock, RECIPE)
     recorded = recorded_inputs(read_files(project, "a5"))
     assert recorded is not None
@@ -571,7 +575,7 @@ def test_the_recorded_inputs_are_the_sources_tomls_and_the_source_digests(tmp_pa
     assert recorded.inputs == dict(lock.inputs)
     assert recorded.sources == {"vllm": digest("vllm-files")}
     assert read_files(project, "a5").intact
-    other = dataclasses.replace(lock, input_hash=digest("other"))
+    other = msgspec.structs.replace(lock, input_hash=digest("other"))
     project.sources_toml("a5").write_text(render_sources_toml(other))
     assert not read_files(project, "a5").intact  # the files disagree: the no-op lock re-locks
 
@@ -605,7 +609,7 @@ def test_a_planted_sources_toml_is_refused_unread_and_never_written_over(
         read_lock(project, "a5")
     before = project.lock_yml("a5").read_bytes()
     with pytest.raises(InputError, match="sources.toml is not a regular file: envgen does not"):
-        write_lock(project, "a5", dataclasses.replace(sample_lock(), pending=()), RECIPE)
+        write_lock(project, "a5", msgspec.structs.replace(sample_lock(), pending=()), RECIPE)
     assert project.lock_yml("a5").read_bytes() == before
     assert path.is_fifo() if kind == "fifo" else path.is_symlink()
     assert (tmp_path / "outside.toml").exists() or kind == "fifo"
@@ -617,10 +621,10 @@ NESTED = Submodule("csrc/kernels/third_party/grand", "https://github.com/org/gra
 
 def with_submodules(lock: Lock, *subs: Submodule, **source: object) -> Lock:
     first, *rest = lock.sources
-    changed = dataclasses.replace(
-        first, source=dataclasses.replace(first.source, **source), submodules=subs
+    changed = msgspec.structs.replace(
+        first, source=msgspec.structs.replace(first.source, **source), submodules=subs
     )
-    return dataclasses.replace(lock, sources=(changed, *rest))
+    return msgspec.structs.replace(lock, sources=(changed, *rest))
 
 
 def test_sources_toml_records_each_submodule_and_an_opt_out_with_its_reason() -> None:
@@ -661,7 +665,9 @@ def test_sources_toml_records_each_submodule_and_an_opt_out_with_its_reason() ->
 def test_sources_toml_refuses_a_tampered_submodule(field: str, value: str, problem: str) -> None:
     # The recipe checks out and verifies what these name: a lock edited in a pull request is
     # untrusted.
-    lock = with_submodules(sample_lock(), KERNELS, dataclasses.replace(NESTED, **{field: value}))
+    lock = with_submodules(
+        sample_lock(), KERNELS, msgspec.structs.replace(NESTED, **{field: value})
+    )
     with pytest.raises(
         InputError,
         match=rf"locks/x.sources.toml:\d+: sources\[0\]\.submodules\[1\]\.{field}: .*{problem}",
@@ -694,8 +700,8 @@ def test_yml_refuses_an_entry_whose_strings_could_become_pip_options(
     # leading `-` would add an option line (an index, an editable install) that no lock diff shows
     # as such.
     lock = sample_lock()
-    hostile = dataclasses.replace(
-        lock, pip=(dataclasses.replace(lock.pip[0], **{field: value}), *lock.pip[1:])
+    hostile = msgspec.structs.replace(
+        lock, pip=(msgspec.structs.replace(lock.pip[0], **{field: value}), *lock.pip[1:])
     )
     with pytest.raises(InputError, match=rf"x.yml: package .*: {field}: "):
         parse_lock_yml(render_lock_yml(hostile), "x.yml")
@@ -761,7 +767,7 @@ def test_a_lock_is_parsed_once_per_text(tmp_path: Path) -> None:
     write_lock(project, "a5", lock, "#!/bin/sh\n")
     first = read_lock(project, "a5")
     assert first is not None and first.pending and read_lock(project, "a5") is first
-    write_lock(project, "a5", dataclasses.replace(lock, pending=()), "#!/bin/sh\n")
+    write_lock(project, "a5", msgspec.structs.replace(lock, pending=()), "#!/bin/sh\n")
     second = read_lock(project, "a5")
     assert second is not None and second.pending == () and read_lock(project, "a5") is second
     yml = project.lock_yml("a5")

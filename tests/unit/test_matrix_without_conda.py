@@ -4,9 +4,9 @@ python and no conda entry, and reads back as written (a conda-lock file conda-lo
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 from conda_lock.lockfile import parse_conda_lock_file
@@ -34,7 +34,7 @@ def without_conda(tmp_path: Path, text: str = VALID) -> Path:
 
 
 def pip_only(lock: Lock) -> Lock:
-    return dataclasses.replace(lock, conda=(), channels=(), python="3.11")
+    return msgspec.structs.replace(lock, conda=(), channels=(), python="3.11")
 
 
 def test_a_matrix_with_conda_reads_as_before() -> None:

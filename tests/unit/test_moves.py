@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import tomllib
 
+import msgspec
 from envgen.model import (
     CondaEntry,
     LockedSource,
@@ -161,7 +161,7 @@ def test_submodules_move_with_their_source_and_say_why() -> None:
     kernels = Submodule("csrc/kernels", "https://github.com/org/kernels.git", "1" * 40)
     old = LockedSource(source, "a" * 40, submodules=(kernels,))
     bumped = LockedSource(
-        source, "b" * 40, submodules=(dataclasses.replace(kernels, commit="2" * 40),)
+        source, "b" * 40, submodules=(msgspec.structs.replace(kernels, commit="2" * 40),)
     )
     moves = explain_sources([old], [bumped], Movable.sources(names=["vllm-ascend"]), NOTHING)
     assert [(m.manager, m.name, m.old, m.new, m.reason) for m in moves] == [
@@ -175,7 +175,7 @@ def test_submodules_move_with_their_source_and_say_why() -> None:
         ),
     ]
     opted_out = LockedSource(
-        dataclasses.replace(source, submodules=False, submodules_reason="no kernels"), "a" * 40
+        msgspec.structs.replace(source, submodules=False, submodules_reason="no kernels"), "a" * 40
     )
     (move,) = explain_sources([old], [opted_out], NOTHING, NOTHING)
     assert (move.name, move.old, move.new) == ("vllm-ascend/csrc/kernels", "1" * 40, None)

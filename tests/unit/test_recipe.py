@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 import shutil
 import subprocess
 import venv
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.model import Cann, Index, Lock, LockedSource, Profile, Source, Submodule
 from envgen.recipe.render import hook_prefix, install_key, render_recipe
@@ -144,11 +144,11 @@ def test_source_credentials_stay_out_of_the_recipe() -> None:
     """git's own credential helpers supply them at clone time; the recipe file is committed."""
     lock = a5_like_lock()
     first = lock.sources[0]
-    private = dataclasses.replace(
+    private = msgspec.structs.replace(
         first.source, url="https://ci-bot:t0ken@gitcode.com/Ascend/MindSpeed.git"
     )
     text = render_recipe(
-        dataclasses.replace(lock, sources=(dataclasses.replace(first, source=private),))
+        msgspec.structs.replace(lock, sources=(msgspec.structs.replace(first, source=private),))
     )
     assert "t0ken" not in text and "ci-bot" not in text
     assert "checkout vllm https://gitcode.com/Ascend/MindSpeed.git " in text
@@ -333,9 +333,9 @@ def test_the_usage_counts_one_cherry_pick_and_one_submodule_in_the_singular() ->
     """Before: "1 cherry-picks"."""
     lock = a5_like_lock()
     ascend = next(s for s in lock.sources if s.source.name == "vllm-ascend")
-    one = dataclasses.replace(ascend, submodules=ascend.submodules[:1])
+    one = msgspec.structs.replace(ascend, submodules=ascend.submodules[:1])
     sources = tuple(one if s is ascend else s for s in lock.sources)
-    text = render_recipe(dataclasses.replace(lock, sources=sources))
+    text = render_recipe(msgspec.structs.replace(lock, sources=sources))
     assert "(editable, needs CANN, 1 cherry-pick, 1 submodule)" in text
     assert "1 cherry-picks" not in render_recipe(lock)
     assert "2 submodules" in render_recipe(lock)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
+import msgspec
 import pytest
 import tomli_w
 from envgen.commands.lock.changes import EDITED
@@ -260,8 +261,11 @@ def test_a_moved_pin_moves_that_package_alone_and_says_why() -> None:
 def test_an_upgrade_moves_only_what_it_names_and_the_sources_it_covers() -> None:
     newest = first_lock().lock
     numpy = next(e for e in newest.pip if e.name == "demo-numpy")
-    pip = [dataclasses.replace(numpy, version="1.26.4"), *(e for e in newest.pip if e is not numpy)]
-    older = dataclasses.replace(newest, pip=tuple(pip))
+    pip = [
+        msgspec.structs.replace(numpy, version="1.26.4"),
+        *(e for e in newest.pip if e is not numpy),
+    ]
+    older = msgspec.structs.replace(newest, pip=tuple(pip))
     kept = relock(Relock(demo(), older, FILE_DIGESTS), SETTINGS, fakes())
     assert versions(kept)["demo-numpy"] == "1.26.4"
     git = FakeGit(commit="c" * 40)
@@ -450,7 +454,7 @@ def test_a_conflict_is_explained_from_the_index_reader_the_core_is_given(
 def test_each_platform_is_resolved_on_its_own_and_a_relock_keeps_each_ones_versions() -> None:
     """Two platforms: uv runs once for each with that platform's inputs, rattler is asked per
     platform, and a re-lock prefers each platform's own previous versions."""
-    both = dataclasses.replace(demo(), platforms=("linux-64", "linux-aarch64"))
+    both = msgspec.structs.replace(demo(), platforms=("linux-64", "linux-aarch64"))
     uv, conda = FakeUv(), FakeConda()
     first = relock(Relock(both, files=FILE_DIGESTS), SETTINGS, fakes(uv=uv, conda=conda))
     assert sorted(first.lock.platforms) == ["linux-64", "linux-aarch64"]
@@ -459,12 +463,12 @@ def test_each_platform_is_resolved_on_its_own_and_a_relock_keeps_each_ones_versi
     # The aarch64 half was locked with numpy 1.26.4 (as if before its 2.0.0 was chosen): kept there.
     url = wheel("demo-numpy", "1.26.4")
     older = tuple(
-        dataclasses.replace(e, version="1.26.4", url=url, sha256=digest(url))
+        msgspec.structs.replace(e, version="1.26.4", url=url, sha256=digest(url))
         if (e.platform, e.name) == ("linux-aarch64", "demo-numpy")
         else e
         for e in first.lock.pip
     )
-    previous = dataclasses.replace(first.lock, pip=older)
+    previous = msgspec.structs.replace(first.lock, pip=older)
     again = relock(Relock(both, previous, FILE_DIGESTS), SETTINGS, fakes())
     found = {(e.platform, e.name): e.version for e in again.lock.pip}
     assert found[("linux-aarch64", "demo-numpy")] == "1.26.4"
@@ -502,7 +506,7 @@ def test_an_archives_wheels_are_locked_through_the_archive_resolver_and_constrai
     archive = Archive(
         "kernels", ((PLATFORM, "https://files.example/kernels.zip"),), ("demo-kernel",)
     )
-    matrix = dataclasses.replace(demo(), archives=(archive,))
+    matrix = msgspec.structs.replace(demo(), archives=(archive,))
     archives = FakeArchives()
     first = relock(Relock(matrix, files=FILE_DIGESTS), SETTINGS, fakes(archives=archives))
     (locked,) = first.lock.archives

@@ -3,9 +3,9 @@ problems found."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
+import msgspec
 import pytest
 from envgen.errors import VerificationError
 from envgen.lockio.conda_lock_yml import render_lock_yml
@@ -75,7 +75,7 @@ def test_file_hosts_are_those_other_than_the_index_own() -> None:
     pytorch = Index("pytorch-cpu", "https://download.pytorch.org/whl/cpu")
     assert file_hosts(lock, pytorch) == ("files.example.org",)
     assert file_hosts(lock, Index("pytorch-cpu", "https://files.example.org/simple")) == ()
-    lock = dataclasses.replace(lock, indexes=(*lock.indexes, pytorch))
+    lock = msgspec.structs.replace(lock, indexes=(*lock.indexes, pytorch))
     triton = {"triton-ascend": ("files.example.org",)}
     assert host_problems(lock, {**triton, "pytorch-cpu": ("files.example.org",)}) == []
     (problem,) = host_problems(lock, triton)
@@ -108,7 +108,7 @@ def test_a_resealed_edit_is_still_caught_by_the_rules_beside_the_hash(
     yml, sources, recipe = written
     lock, _ = parse_lock_parts(yml, sources, NAMES[0], NAMES[1])
     gone = next(e for e in lock.pip if e.index)
-    removed = dataclasses.replace(lock, pip=tuple(e for e in lock.pip if e != gone))
+    removed = msgspec.structs.replace(lock, pip=tuple(e for e in lock.pip if e != gone))
     new_yml = render_lock_yml(removed)
     new_recipe = recipe + "echo extra\n"
     problems = problems_of(new_yml, seal(new_yml, sources, new_recipe), new_recipe)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.version import InvalidVersion, Version
@@ -94,7 +94,9 @@ def load_matrix(path: Path, channels_dir: Path, *, conda_specs: bool = True) -> 
         raise MatrixError(found)
     # Which file wrote each key matters only when there are several files.
     key_files = tuple(problems.files.items()) if layered.bases else ()
-    return replace(matrix, bases=tuple(str(p) for p in layered.bases), key_files=key_files)
+    return msgspec.structs.replace(
+        matrix, bases=tuple(str(p) for p in layered.bases), key_files=key_files
+    )
 
 
 def load_env(project: Project, env: str, *, conda_specs: bool = True) -> Matrix:
@@ -108,7 +110,9 @@ def load_env(project: Project, env: str, *, conda_specs: bool = True) -> Matrix:
 
     bases = tuple(map(relative, matrix.bases))
     key_files = tuple((key, relative(file)) for key, file in matrix.key_files)
-    return replace(matrix, path=relative(str(path)), bases=bases, key_files=key_files)
+    return msgspec.structs.replace(
+        matrix, path=relative(str(path)), bases=bases, key_files=key_files
+    )
 
 
 def conda_spec_problem(spec: str) -> str | None:

@@ -3,12 +3,13 @@ files already on this host and verified (`LocalSource`: a bundle's, unpacked).""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
+
+import msgspec
 
 from envgen.credentials import NO_LOCK_CREDENTIALS, LockCredentials
 from envgen.errors import InputError, VerificationError
@@ -87,7 +88,7 @@ class LocalSource:
 
     def conda(self, lock: Lock, platform: str) -> CondaPart:
         entries = self._located(lock.conda_for(platform))
-        return CondaPart(tuple(dataclasses.replace(e, url=self._uri(e)) for e in entries))
+        return CondaPart(tuple(msgspec.structs.replace(e, url=self._uri(e)) for e in entries))
 
     def pip(self, lock: Lock, platform: str, installer: Installer) -> PipPart | None:
         del installer  # pip and uv read the same file here: a pylock names URLs, not local files

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
+import msgspec
 from packaging.version import InvalidVersion
 from packaging.version import Version as PipVersion
 
@@ -159,7 +160,7 @@ def _same_repo(a: str, b: str) -> bool:
 
 _SOURCE_FIELDS = tuple(
     f.name
-    for f in dataclasses.fields(Source)
+    for f in msgspec.structs.fields(Source)
     if f.name not in ("name", "url", "ref", "cherry_picks")
 )
 

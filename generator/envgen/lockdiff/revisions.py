@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import msgspec
+
 from envgen.errors import InputError
 from envgen.inputs.files import read_input_text
 from envgen.lockdiff.changes import LockDiff, Via
@@ -222,7 +224,7 @@ def parse_side(side: LockText, *, with_sources: bool = True) -> Lock:
     # Named by its file: an env read from the sources.toml (another, when edited) is an integrity
     # problem of the work tree's lock (`working_integrity`), never the name a diff is headed with.
     lock = parse_lock(side.yml, side.sources, side.label, sibling_sources(side.label))
-    return replace(lock, env=side.env)
+    return msgspec.structs.replace(lock, env=side.env)
 
 
 def _lock_yml(side: LockText) -> LockYml:

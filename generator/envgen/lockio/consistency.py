@@ -10,11 +10,11 @@ same way.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+import msgspec
 from packaging.requirements import Requirement as Pep508
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -165,7 +165,9 @@ def record(lock: Lock, found: Sequence[Violation]) -> tuple[Lock, list[Violation
         else:
             others.append(violation)
     overrides = tuple(
-        dataclasses.replace(o, violates=tuple(sorted(pairs.get(package_key(o.override.name), ()))))
+        msgspec.structs.replace(
+            o, violates=tuple(sorted(pairs.get(package_key(o.override.name), ())))
+        )
         for o in lock.overrides
     )
-    return dataclasses.replace(lock, overrides=overrides), others
+    return msgspec.structs.replace(lock, overrides=overrides), others

@@ -189,15 +189,15 @@ def sources_document(lock: Lock) -> SourcesDocument:
         inputs=dict(sorted(lock.inputs)),
         channels=channels,
         indexes=[_index_row(lock, i) for i in lock.indexes],
-        cann=None if cann is None else CannRow(**vars(cann)),
+        cann=None if cann is None else CannRow(**msgspec.structs.asdict(cann)),
         activation=_activation_row(lock),
         sources=[_source_row(s) for s in lock.sources],
         pip_indexes=pip_indexes,
         overrides=[_override_row(o) for o in sorted(lock.overrides, key=lambda o: o.override.name)],
         pending=[PendingRow(name=p.name, note=p.note) for p in lock.pending],
-        checks=[CheckRow(**vars(c)) for c in lock.checks],
+        checks=[CheckRow(**msgspec.structs.asdict(c)) for c in lock.checks],
         archives=[_archive_row(a) for a in lock.archives],
-        links=[LinkRow(**vars(link)) for link in lock.links],
+        links=[LinkRow(**msgspec.structs.asdict(link)) for link in lock.links],
         excluded=[
             ExcludedRow(name=e.name, reason=e.reason, platforms=list(e.platforms))
             for e in lock.exclusions

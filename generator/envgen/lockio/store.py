@@ -16,9 +16,11 @@ import stat
 import tomllib
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from envgen import atomic, interrupts
 from envgen.errors import InputError
@@ -173,8 +175,10 @@ def parse_lock_parts(
             hint=f"re-run `envgen lock {sources.lock.env}` to write both again",
         )
     index = dict(sources.pip_indexes)
-    pip = tuple(replace(e, index=index.get((e.platform, e.name))) for e in yml.pip)
-    return replace(sources.lock, platforms=yml.platforms, conda=yml.conda, pip=pip), sources
+    pip = tuple(msgspec.structs.replace(e, index=index.get((e.platform, e.name))) for e in yml.pip)
+    return msgspec.structs.replace(
+        sources.lock, platforms=yml.platforms, conda=yml.conda, pip=pip
+    ), sources
 
 
 def lock_of(texts: LockTexts) -> Lock | None:

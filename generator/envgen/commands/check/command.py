@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import msgspec
+
 from envgen.commands.check.from_bundle import check_from_bundle
 from envgen.commands.check.options import CheckOptions
 from envgen.commands.check.report import FAILED, OK, SKIPPED, CheckReport, Step, step_of
@@ -47,14 +49,14 @@ def pinned_matrix(matrix: Matrix, lock: Lock, platform: str) -> Matrix:
         named.add(name)
         entry = entries.get(name)
         if entry is not None and package.url is None and package.pending is None:
-            package = dataclasses.replace(package, specifier=f"=={entry.version}")
+            package = msgspec.structs.replace(package, specifier=f"=={entry.version}")
         packages.append(package)
     packages += [
         PipPackage(e.name, f"=={e.version}")
         for key, e in sorted(entries.items())
         if key not in named
     ]
-    return dataclasses.replace(matrix, packages=tuple(packages))
+    return msgspec.structs.replace(matrix, packages=tuple(packages))
 
 
 def solve_step(matrix: Matrix, lock: Lock, settings: Settings) -> Step:
@@ -190,7 +192,7 @@ def _load(project: Project, env: str) -> tuple[Lock, Matrix, tuple[str, ...]] | 
         return Step("static: lock parses", FAILED, "; ".join(checked.problems))
     # Named by the env asked for: an env read from the file (another, when edited) is an
     # integrity problem, never the name of a message, file or hint.
-    return dataclasses.replace(checked.lock, env=env), load_env(project, env), checked.problems
+    return msgspec.structs.replace(checked.lock, env=env), load_env(project, env), checked.problems
 
 
 def _static_and_solve(

@@ -8,8 +8,8 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import replace
 
+import msgspec
 import rattler
 from packaging.markers import Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -93,7 +93,7 @@ def _own_pins(matrix: Matrix) -> list[PipPackage]:
     own = []
     for package in matrix.packages:
         replaced = package_key(package.name) in gone
-        own.append(replace(package, specifier="") if replaced else package)
+        own.append(msgspec.structs.replace(package, specifier="") if replaced else package)
     return own
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
 from packaging.version import Version
 
 from envgen.commands.lock.freshness import freshness
@@ -303,7 +304,7 @@ def check_drift(
         src = locked.source
         url = redact_url(src.url)
         try:
-            asked = dataclasses.replace(src, url=given.get(strip_credentials(src.url), src.url))
+            asked = msgspec.structs.replace(src, url=given.get(strip_credentials(src.url), src.url))
             now = upstream_commit(asked, git)
         except EnvgenError as exc:
             log.warning("%s: cannot ask %s for %s: %s", src.name, url, src.ref, exc.message)
