@@ -14,6 +14,7 @@ import pytest
 from hypothesis import settings
 
 from tests.support import budget, venvs
+from tests.support.shared import session_root
 
 # Every property's example count is fixed (tests/support/budget.py); `make fuzz` scales it.
 settings.load_profile(budget.PROFILE)
@@ -100,8 +101,11 @@ _cache: dict[str, Path] = {}
 
 
 def _session_cache(factory: pytest.TempPathFactory) -> Path:
+    """One envgen cache for the whole run, every worker's: what one fetched, built or compiled the
+    others find, as concurrent envgen processes on one machine share theirs."""
     if "dir" not in _cache:
-        _cache["dir"] = factory.mktemp("envgen-cache")
+        _cache["dir"] = session_root(factory) / "envgen-cache"
+        _cache["dir"].mkdir(exist_ok=True)
     return _cache["dir"]
 
 

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from envgen import atomic, interrupts
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting, read_input_text
@@ -174,6 +172,8 @@ def parse_lock_parts(
             "(their input hashes differ)",
             hint=f"re-run `envgen lock {sources.lock.env}` to write both again",
         )
+    import msgspec  # imported here: a no-op lock reads no lock's parts (the schemas import it)
+
     index = dict(sources.pip_indexes)
     pip = tuple(msgspec.structs.replace(e, index=index.get((e.platform, e.name))) for e in yml.pip)
     return msgspec.structs.replace(
