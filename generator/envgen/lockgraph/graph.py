@@ -165,12 +165,13 @@ def _graph(
         default,
         b.nodes,
         {k: tuple(v) for k, v in children.items()},
-        {
-            k: tuple(sorted(v, key=lambda e: (e.parent, e.via, e.requirement)))
-            for k, v in parents.items()
-        },
+        {k: tuple(v if len(v) == 1 else sorted(v, key=_by_parent)) for k, v in parents.items()},
         notes,
     )
+
+
+def _by_parent(edge: Edge) -> tuple[Key, str, str]:
+    return (edge.parent, edge.via, edge.requirement)
 
 
 def _overridden(applied: AppliedOverride | None, *, direct: bool) -> str:
@@ -201,15 +202,14 @@ def _conda(b: _Builder, lock: Lock, platform: str) -> None:
 
 
 def _pip(b: _Builder, lock: Lock, platform: str, overrides: Mapping[str, AppliedOverride]) -> None:
-    entries = lock.pip_for(platform)
-    for e in entries:
-        name = package_key(e.name)
+    entries = [(package_key(e.name), e) for e in lock.pip_for(platform)]
+    for name, e in entries:
         b.nodes[(PIP, name)] = Node(PIP, name, e.version, PIP, e.index)
-    for e in entries:
+    for name, e in entries:
         for dependency, spec in e.depends:
             child = package_key(dependency)
             over = _overridden(overrides.get(child), direct=False)
-            b.add(Edge((PIP, package_key(e.name)), (PIP, child), f"{child}{spec}", "", over))
+            b.add(Edge((PIP, name), (PIP, child), f"{child}{spec}", "", over))
 
 
 def _sources(b: _Builder, lock: Lock, overrides: Mapping[str, AppliedOverride]) -> None:
