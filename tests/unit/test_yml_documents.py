@@ -18,8 +18,14 @@ from tests.support.builders import sample_lock
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
-    conda_lock_yml.load_lock_yml.cache_clear()
+    _forget()
     return tmp_path / "cache"
+
+
+def _forget() -> None:
+    """Nothing of a text read before kept in this process: the next read goes to the cache."""
+    conda_lock_yml.load_lock_yml.cache_clear()
+    conda_lock_yml.parse_lock_yml.cache_clear()
 
 
 def _kept(cache: Path, text: str) -> Path:
@@ -33,7 +39,7 @@ def _no_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(files, "safe_yaml", refused)
     monkeypatch.setattr(conda_lock_yml, "safe_yaml", refused)
-    conda_lock_yml.load_lock_yml.cache_clear()
+    _forget()
 
 
 def test_a_text_read_again_is_not_parsed_and_reads_the_same(
@@ -55,7 +61,7 @@ def test_a_kept_document_that_no_longer_validates_or_reads_is_parsed_again(cache
     kept = _kept(cache, text)
     for damaged in (b'{"version": 1, "metadata": {}, "package": []}', b"{not json", b"[]"):
         kept.write_bytes(damaged)
-        conda_lock_yml.load_lock_yml.cache_clear()
+        _forget()
         assert parse_lock_yml(text, "a5.yml") == first
     assert b'"envgen_input_hash"' in kept.read_bytes()  # written again from the yml
 

@@ -249,6 +249,10 @@ def load_lock_yml(text: str, where: str = "lock file") -> dict[str, Any]:
     return content
 
 
+# Pure: `diff` reads a side's yml for its packages and again with its sources.toml, and `diff
+# --git` the work tree's once more for its integrity, so the last few texts read are kept with
+# what they read as.
+@functools.lru_cache(maxsize=4)
 def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
     """Read locks/<env>.yml: YAML through the safe loader, then the schema of the v1 format. The
     document of a text read before is read back from envgen's cache instead of parsed again
