@@ -3,7 +3,6 @@ call runs in."""
 
 from __future__ import annotations
 
-import difflib
 import logging
 import subprocess
 from collections.abc import Mapping
@@ -132,6 +131,8 @@ def resolve_ref(refs: Mapping[str, str], ref: str, *, url: str, source: str) -> 
     names = sorted(
         {r.removeprefix("refs/heads/").removeprefix("refs/tags/") for r in refs if _named(r)}
     )
+    import difflib  # imported here: only a ref the remote does not have needs it
+
     close = difflib.get_close_matches(ref, names, n=3, cutoff=0.5)
     hint = (
         f"closest branches/tags: {', '.join(close)}"
