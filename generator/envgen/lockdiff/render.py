@@ -4,7 +4,6 @@ the same text."""
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 from collections.abc import Sequence
 
@@ -194,6 +193,8 @@ def _arrow(change: PackageChange) -> tuple[str]:
 
 def _cell(text: str | None) -> str:
     """Text safe in a markdown table cell: no pipes, newlines or HTML from package data."""
+    import html  # imported here: only the markdown rendering escapes (html.entities, about 1 ms)
+
     return html.escape(text or "-", quote=False).replace("|", "\\|").replace("\n", " ")
 
 
