@@ -3,9 +3,11 @@ the same text."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
+from typing import Any
+
+import msgspec
 
 from envgen.commits import is_full_commit, short_commit
 from envgen.digests import short_digest
@@ -306,7 +308,7 @@ def _source_row(s: SourceChange) -> str:
 
 
 def _as_json(diff: LockDiff) -> dict[str, object]:
-    data = dataclasses.asdict(diff)
+    data: dict[str, Any] = msgspec.to_builtins(diff)
     data["summary"] = diff.summary()
     data["warnings"] = [_warning(c) for c in diff.loud]
     for source, change in zip(data["sources"], diff.sources, strict=True):
