@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import msgspec
 
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting, safe_yaml
@@ -43,8 +44,7 @@ def canonical_entries(entries: Sequence[_E], platforms: Sequence[str]) -> tuple[
     )
 
 
-@dataclass(frozen=True)
-class LockYml:
+class LockYml(msgspec.Struct, frozen=True):
     """What locks/<env>.yml holds for envgen: platforms, channel URLs, entries and the input
     hash."""
 

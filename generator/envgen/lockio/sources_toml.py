@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import tomllib
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -224,8 +223,7 @@ def render_sources_toml(lock: Lock) -> str:
 # --- reading: the document validated, then a Lock -------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SourcesToml:
+class SourcesToml(msgspec.Struct, frozen=True):
     """What locks/<env>.sources.toml holds: the Lock without its packages and platforms."""
 
     lock: Lock
