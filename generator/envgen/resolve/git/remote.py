@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+
+import msgspec
 
 from envgen import network
 from envgen.commits import is_full_commit
@@ -31,8 +32,7 @@ MIRROR_HINT = (
 )
 
 
-@dataclass(frozen=True)
-class GitEnv:
+class GitEnv(msgspec.Struct, frozen=True):
     """What every git call runs with: the user's variables (so their git config, insteadOf mirrors
     and credentials apply) as the command read them, and envgen's network limits."""
 
