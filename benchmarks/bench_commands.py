@@ -51,9 +51,9 @@ is not where the time goes, and none of the heavy packages is imported.
 The lock read without pydantic or a second YAML parse (`--repeats 5` before, `--repeats 7` after,
 nothing else running, load under 2; before: the tree at 7b8d61a, after: both lock schemas on msgspec
 (lockio/strict_schema.py), the yml's parsed document kept by its sha256 (lockio/yml_documents.py,
-warm after the first of the runs), the SBOM's components added in the library's order with the
-collector paused, the derived files' renderers and `package_key` lighter, `status` without the
-lock-diff code):
+since lockio/lock_documents.py; warm after the first of the runs), the SBOM's components added in
+the library's order with the collector paused, the derived files' renderers and `package_key`
+lighter, `status` without the lock-diff code):
 
     command              before    after    x --version before, after
     version              0.079 s   0.086 s

@@ -16,8 +16,9 @@ import base64
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
+
+import msgspec
 
 from envgen.redact import strip_credentials
 from envgen.urls import path_under, same_host, url_host_name
@@ -25,8 +26,7 @@ from envgen.urls import path_under, same_host, url_host_name
 _HTTP = ("http", "https")
 
 
-@dataclass(frozen=True)
-class Credential:
+class Credential(msgspec.Struct, frozen=True):
     """A user name and password for the URLs under `url` (a bare http(s) URL: no userinfo)."""
 
     url: str
@@ -70,8 +70,7 @@ def split_credential(url: str) -> tuple[str, Credential | None]:
     return bare, Credential(bare, unquote(parts.username or ""), unquote(parts.password or ""))
 
 
-@dataclass(frozen=True)
-class Credentials:
+class Credentials(msgspec.Struct, frozen=True):
     """The credentials one command may send; the first that covers a URL is used."""
 
     items: tuple[Credential, ...] = ()
@@ -132,8 +131,7 @@ class Credentials:
 NO_CREDENTIALS = Credentials()
 
 
-@dataclass(frozen=True)
-class LockCredentials:
+class LockCredentials(msgspec.Struct, frozen=True):
     """What installing a lock may send, by the tool that sends it: rattler the conda channels', pip
     and uv the indexes', git the sources' (a netrc knows hosts only, so pip never sees a channel's
     credential)."""

@@ -122,7 +122,7 @@ CACHE_ENTRIES = (
     "bytecode",  # python bytecode of installed sources, by sha256 (installer/bytecode.py)
     "conda",  # channels' repodata (resolve/conda/stage.py) and packages (installer/)
     "git",  # bare repositories of the sources (resolve/git/cache.py)
-    "lock-documents",  # the YAML documents of locks read before (lockio/yml_documents.py)
+    "lock-documents",  # the parsed yml and sources.toml read before (lockio/lock_documents.py)
     "pip",  # pip's cache of the installs (installer/)
     "pypi-metadata",  # package metadata by sha256 (resolve/pypi/indexes.py)
     "source-metadata",  # a source's dependencies at a tree (resolve/sources/metadata.py)

@@ -89,7 +89,7 @@ def test_check_is_0_on_a_fresh_lock_and_1_after_a_matrix_edit_and_writes_nothing
 ) -> None:
     before = locks(example)
     # A fresh lock needs no resolving: nothing is fetched into the cache; at most the lock's parsed
-    # YAML is kept there (lockio/yml_documents.py).
+    # yml and sources.toml are kept there (lockio/lock_documents.py).
     untouched = tmp_path / "untouched"
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(untouched))
     code, _, err = envgen(example, "lock", ENV, "--check")

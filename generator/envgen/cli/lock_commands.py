@@ -233,10 +233,13 @@ def status_command(envs: tuple[str, ...], outdated: bool, watch: bool) -> Outcom
     found the matrix no longer true; 3 when --watch could not ask a host; 4 when a lock's files
     were edited after `envgen lock` wrote them (tampered).
     """
-    from envgen.commands.cache import claimed_cache
     from envgen.commands.status.command import render_status, status_env, status_exit_code
 
-    proj, cache = current_project(), claimed_cache() if watch else None
+    proj, cache = current_project(), None
+    if watch:
+        from envgen.commands.cache import claimed_cache  # the watch's cache: with --watch alone
+
+        cache = claimed_cache()
     named = proj.known_envs(envs, locked=True)
     reports = [status_env(proj, env, outdated=outdated, watch=cache) for env in named]
     text, code = render_status(reports), status_exit_code(reports)

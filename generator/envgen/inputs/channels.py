@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+import msgspec
 
 from envgen.errors import InputError, MatrixError, Problem
 from envgen.inputs.toml_reader import check_keys, get_bool, get_str, read_toml
@@ -90,8 +91,7 @@ def read_channel(path: Path) -> tuple[Channel | Index | None, list[Problem]]:
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-@dataclass(frozen=True)
-class IndexAccess:
+class IndexAccess(msgspec.Struct, frozen=True):
     """An index ready to use: its URL expanded and without credentials, and the credentials
     apart."""
 

@@ -1,10 +1,12 @@
 """What a LockDiff holds (pure data): the package, source, submodule, field and item changes
-between two Locks of one env, and their counts by kind."""
+between two Locks of one env, and their counts by kind. Frozen msgspec Structs (classes made in C,
+not by dataclasses' generated code); a copy with a field changed through msgspec.structs.replace."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from envgen.commits import short_commit
 
@@ -19,8 +21,7 @@ HASH_KINDS = ("rebuilt", "replaced")
 Via = Callable[[str, str], str | None]
 
 
-@dataclass(frozen=True)
-class PackageChange:
+class PackageChange(msgspec.Struct, frozen=True):
     """One package that differs between two locks on one platform."""
 
     platform: str
@@ -44,8 +45,7 @@ class PackageChange:
         return self.kind in HASH_KINDS
 
 
-@dataclass(frozen=True)
-class FieldChange:
+class FieldChange(msgspec.Struct, frozen=True):
     """One field of a source other than ref, commit, url and cherry-picks (env, install flags,
     ...)."""
 
@@ -54,8 +54,7 @@ class FieldChange:
     new: str
 
 
-@dataclass(frozen=True)
-class SubmoduleChange:
+class SubmoduleChange(msgspec.Struct, frozen=True):
     """A submodule of a source (by path) added, removed or moved to another commit or URL."""
 
     path: str
@@ -67,8 +66,7 @@ class SubmoduleChange:
     compare_url: str | None = None
 
 
-@dataclass(frozen=True)
-class SourceChange:
+class SourceChange(msgspec.Struct, frozen=True):
     """A git source added, removed or moved to another ref, commit, URL, cherry-picks or
     settings."""
 
@@ -95,8 +93,7 @@ class SourceChange:
         return short_commit(self.new_commit) if self.new_commit else None
 
 
-@dataclass(frozen=True)
-class ItemChange:
+class ItemChange(msgspec.Struct, frozen=True):
     """A named item of a section (override, pending, channel, index, input digest, ...)
     added/removed/changed."""
 
@@ -107,8 +104,7 @@ class ItemChange:
     new: str | None = None
 
 
-@dataclass(frozen=True)
-class LockDiff:
+class LockDiff(msgspec.Struct, frozen=True):
     """Everything that differs between an old and a new lock of one env; empty when they are
     equivalent."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
 import msgspec
@@ -352,7 +351,7 @@ def with_via(diff: LockDiff, old: Via, new: Via) -> LockDiff:
     """`diff` with each pip change naming the root that brought the package in: on the new side,
     and for a removed package on the old one (see changes.Via)."""
     packages = tuple(
-        dataclasses.replace(
+        msgspec.structs.replace(
             c,
             via=(old if c.kind == "removed" else new)(c.platform, package_key(c.name)),
         )
@@ -360,4 +359,4 @@ def with_via(diff: LockDiff, old: Via, new: Via) -> LockDiff:
         else c
         for c in diff.packages
     )
-    return dataclasses.replace(diff, packages=packages)
+    return msgspec.structs.replace(diff, packages=packages)

@@ -6,7 +6,7 @@ import logging
 import os
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -302,7 +302,7 @@ def diff_against_rev(project: Project, rev: str, explain: Explain | None = None)
             lock, none = parse_side(old), Lock(old.env, (), "", (), (), ())
             diff = diff_locks(lock, none, labels=(old.label, "deleted"))
             diff = _explained(diff, explain, (lock, old.derived), (none, _no_file))
-        diff = replace(diff, tampered=problems)
+        diff = msgspec.structs.replace(diff, tampered=problems)
         if not diff.empty:
             diffs.append(diff)
     return diffs

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 
+import msgspec
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envgen.model import AppliedOverride, Lock, LockedSource, Origin
@@ -43,8 +43,7 @@ ROOT_LABELS = {
 Key = tuple[str, str]  # (part, name): CONDA, PIP or ROOT, and the name (canonical for pip)
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(msgspec.Struct, frozen=True):
     """A package of the platform: its part, name, version and what it is (`kind`: conda, pip,
     source or archive), the index it came from (pip; None for a wheel named by URL), and `detail`
     (a conda build, a source's commit, an archive's name)."""
@@ -57,8 +56,7 @@ class Node:
     detail: str = ""
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(msgspec.Struct, frozen=True):
     """A requirement of `parent` on `child`: its text as the parent states it, where it is stated
     (a source's file and line, a matrix key, an override's reason), and the override that replaces
     it ("" when none does)."""
@@ -70,8 +68,7 @@ class Edge:
     overridden: str = ""
 
 
-@dataclass(frozen=True)
-class Graph:
+class Graph(msgspec.Struct, frozen=True):
     """One platform of a lock: nodes by key, each key's edges down (`children`) and up
     (`parents`), both in a fixed order, and what the walk could not use (`notes`)."""
 
@@ -83,7 +80,7 @@ class Graph:
     parents: Mapping[Key, tuple[Edge, ...]]
     notes: tuple[str, ...] = ()
     # Why the lock holds no entry of a name it knows: pending, or left out on purpose here.
-    absent: Mapping[str, str] = field(default_factory=dict)
+    absent: Mapping[str, str] = msgspec.field(default_factory=dict)
 
     @property
     def roots(self) -> tuple[Key, ...]:
@@ -100,10 +97,9 @@ class Graph:
         return tuple(sorted({name for part, name in self.nodes if part != ROOT}))
 
 
-@dataclass
-class _Builder:
-    nodes: dict[Key, Node] = field(default_factory=dict)
-    edges: dict[tuple[Key, Key, str, str], Edge] = field(default_factory=dict)
+class _Builder(msgspec.Struct):
+    nodes: dict[Key, Node] = msgspec.field(default_factory=dict)
+    edges: dict[tuple[Key, Key, str, str], Edge] = msgspec.field(default_factory=dict)
 
     def add(self, edge: Edge) -> None:
         if edge.child in self.nodes and edge.parent != edge.child:
@@ -136,7 +132,9 @@ def build(
     for e in (e for e in lock.exclusions if e.applies(platform)):
         absent[package_key(e.name)] = f"left out on purpose: {e.reason}"
     default = next((i.name for i in lock.indexes if not i.explicit), None)
-    return replace(_graph(b, lock.env, platform, default, tuple(notes)), absent=absent)
+    return msgspec.structs.replace(
+        _graph(b, lock.env, platform, default, tuple(notes)), absent=absent
+    )
 
 
 def _matrix(

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+import msgspec
 
 from envgen.lockgraph.graph import ROOT, SOURCES, Edge, Graph, Key
 
@@ -19,8 +20,7 @@ MAX_WORK = 2_000_000
 MAX_DEPTH = 100
 
 
-@dataclass(frozen=True)
-class Paths:
+class Paths(msgspec.Struct, frozen=True):
     """The paths to `target`, each a tuple of edges from a root down to it, shortest first;
     `complete`: every path was found (else the walk stopped at its bounds, and more exist)."""
 
@@ -109,8 +109,7 @@ def nearest(graph: Graph, name: str, count: int = 5) -> list[str]:
     return [lowered[n] for n in close]
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(msgspec.Struct, frozen=True):
     """One line of a tree: its depth, the node, the edge it was reached by (None for where the
     tree starts), and whether its subtree is shown elsewhere (`seen`), closes a cycle (`cycle`) or
     lies past the depth asked (`cut`)."""

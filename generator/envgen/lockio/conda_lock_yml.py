@@ -14,15 +14,16 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import msgspec
 
 from envgen.errors import InputError
 from envgen.inputs.files import bounded_nesting, safe_yaml
 from envgen.inputs.untrusted import entry_problems, input_hash_problem
 from envgen.lockio import conda_lock_schema as schema
 from envgen.lockio.input_hashes import LOCK_SCHEMA
-from envgen.lockio.yml_documents import cached_document, keep_document
+from envgen.lockio.lock_documents import cached_document, keep_document
 from envgen.model import CondaEntry, Lock, PipEntry
 from envgen.platforms import PLATFORMS
 from envgen.redact import strip_credentials
@@ -43,8 +44,7 @@ def canonical_entries(entries: Sequence[_E], platforms: Sequence[str]) -> tuple[
     )
 
 
-@dataclass(frozen=True)
-class LockYml:
+class LockYml(msgspec.Struct, frozen=True):
     """What locks/<env>.yml holds for envgen: platforms, channel URLs, entries and the input
     hash."""
 
@@ -249,11 +249,15 @@ def load_lock_yml(text: str, where: str = "lock file") -> dict[str, Any]:
     return content
 
 
+# Pure: `diff` reads a side's yml for its packages and again with its sources.toml, and `diff
+# --git` the work tree's once more for its integrity, so the last few texts read are kept with
+# what they read as.
+@functools.lru_cache(maxsize=4)
 def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
     """Read locks/<env>.yml: YAML through the safe loader, then the schema of the v1 format. The
     document of a text read before is read back from envgen's cache instead of parsed again
-    (lockio/yml_documents.py), and validated all the same."""
-    kept = cached_document(text)
+    (lockio/lock_documents.py), and validated all the same."""
+    kept = cached_document("yml", text)
     if kept is not None:
         try:
             return _validated(kept, where)
@@ -261,14 +265,14 @@ def parse_lock_yml(text: str, where: str = "lock file") -> LockYml:
             log.debug("%s: its kept document does not validate (%s): parsed again", where, exc)
     document = load_lock_yml(text, where)
     read = _validated(document, where)
-    keep_document(text, document)
+    keep_document("yml", text, document)
     return read
 
 
 def lock_document(text: str, where: str = "lock file") -> dict[str, Any]:
     """The YAML document of locks/<env>.yml, not yet validated: kept (as `parse_lock_yml` reads
     it) or parsed."""
-    kept = cached_document(text)
+    kept = cached_document("yml", text)
     return kept if kept is not None else load_lock_yml(text, where)
 
 

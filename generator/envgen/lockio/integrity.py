@@ -10,7 +10,8 @@ than the one the lock renders; an artifact URL on a host its index or channels d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from envgen.digests import short_digest
 from envgen.errors import VerificationError
@@ -117,8 +118,7 @@ def tampered(problems: Sequence[str], env: str) -> VerificationError:
 # --- the files under locks/, read by lockio/store.py ----------------------------------------------
 
 
-@dataclass(frozen=True)
-class Checked:
+class Checked(msgspec.Struct, frozen=True):
     """The lock of an env (None when its yml or sources.toml is missing) and its integrity
     problems."""
 

@@ -11,6 +11,7 @@ served from when locked, when other than the index's own. Pure functions of text
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -42,6 +43,9 @@ class Recorded:
     computed: str
 
 
+# Pure, and a sha256 over a whole lock: `lock --check` checks the integrity of the files, then
+# whether they are intact for the no-op's verdict, so the last few texts hashed are kept.
+@functools.lru_cache(maxsize=4)
 def recorded(yml: str, sources: str, recipe: str) -> Recorded:
     """The content hash the sources.toml records, and the one the three texts hash to."""
     found = _LINE.findall(sources)

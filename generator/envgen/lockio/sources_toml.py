@@ -1,13 +1,14 @@
 """locks/<env>.sources.toml: everything of a Lock that is not a package, written from and read back
 through one schema (lockio/sources_schema.py): the writer dumps the schema's document through
-tomli-w, the reader validates what tomllib parsed against it; every problem names file, line and
-key.
+tomli-w, the reader validates what tomllib parsed against it (a text read before: the document
+kept in envgen's cache, lockio/lock_documents.py); every problem names file, line and key.
 """
 
 from __future__ import annotations
 
+import logging
 import tomllib
-from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -16,6 +17,7 @@ from envgen.inputs.files import bounded_nesting
 from envgen.inputs.toml_reader import KeyPath, Problems, key_lines, syntax_problem, type_name
 from envgen.inputs.untrusted import lock_problems
 from envgen.lockio.input_hashes import LOCK_SCHEMA
+from envgen.lockio.lock_documents import cached_document, keep_document
 from envgen.lockio.seal import UNSEALED, file_hosts
 from envgen.lockio.sources_schema import (
     ActivationRow,
@@ -60,6 +62,8 @@ from envgen.model import (
     TracedRequirement,
 )
 from envgen.redact import strip_credentials, written_url
+
+log = logging.getLogger(__name__)
 
 HINT = "the file was edited by hand or tampered with: re-run `envgen lock` to rewrite it"
 
@@ -219,8 +223,7 @@ def render_sources_toml(lock: Lock) -> str:
 # --- reading: the document validated, then a Lock -------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SourcesToml:
+class SourcesToml(msgspec.Struct, frozen=True):
     """What locks/<env>.sources.toml holds: the Lock without its packages and platforms."""
 
     lock: Lock
@@ -255,11 +258,28 @@ def _located(where: str, text: str, path: KeyPath, message: str) -> InputError:
 
 
 def _validated(text: str, where: str) -> SourcesDocument:
+    """The schema's document of the sources.toml `text`. The TOML of a text read before is read back
+    from envgen's cache instead of parsed again (lockio/lock_documents.py), and validated all the
+    same."""
+    kept = cached_document("sources", text)
+    if kept is not None:
+        try:
+            return _schema_document(kept, text, where)
+        except InputError as exc:
+            log.debug("%s: its kept document does not validate (%s): parsed again", where, exc)
     try:
         with bounded_nesting(where):
             data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise syntax_problem(where, text, exc).error(HINT) from exc
+    document = _schema_document(data, text, where)
+    keep_document("sources", text, data)
+    return document
+
+
+def _schema_document(data: dict[str, Any], text: str, where: str) -> SourcesDocument:
+    """The TOML document `data` of `text` as the schema reads it; InputError naming the line of
+    what it refuses."""
     try:
         with bounded_nesting(where):
             document = converted(data, SourcesDocument)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pkgutil
 import re
-from importlib import resources
 from shlex import quote
 
 from envgen.cherry_picks import PICK_ENV, PICK_FLAGS
@@ -25,9 +25,18 @@ from envgen.model import (
 from envgen.recipe.usage import has_cann, usage
 from envgen.redact import strip_credentials
 
+
+def _package_text(name: str) -> str:
+    data = pkgutil.get_data("envgen.recipe", name)
+    if data is None:  # a loader that reads no package data: envgen is installed incompletely
+        raise ImportError(f"envgen.recipe: cannot read its {name}")
+    return data.decode("utf-8")
+
+
 # Shell functions every recipe shares (package data, kept as shell so it reads as shell); the
-# env-specific parts are rendered around them.
-_FUNCTIONS = resources.files("envgen.recipe").joinpath("functions.sh").read_text(encoding="utf-8")
+# env-specific parts are rendered around them. Read through its package's loader (pkgutil), which
+# importlib.resources' readers (zipfile, tempfile) would add about 5 ms to.
+_FUNCTIONS = _package_text("functions.sh")
 
 
 def render_recipe(lock: Lock) -> str:

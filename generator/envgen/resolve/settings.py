@@ -5,9 +5,10 @@ the cache directory, whether to stay offline, and where uv is. No stage reads th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+
+import msgspec
 
 from envgen import network
 from envgen.errors import InputError
@@ -17,8 +18,7 @@ from envgen.platforms import host_platform
 from envgen.resolve.git.remote import GitEnv
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(msgspec.Struct, frozen=True):
     """The environment a re-lock (or a re-solve, or the watch) resolves in, or an install (or a
     check's env) installs in."""
 

@@ -5,8 +5,9 @@ unless --frozen)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from envgen.digests import short_digest
 from envgen.errors import StaleError
@@ -41,8 +42,7 @@ def stale_reasons(
     return tuple(reasons)
 
 
-@dataclass(frozen=True)
-class Freshness:
+class Freshness(msgspec.Struct, frozen=True):
     """A lock's freshness: what changed among its inputs, which derived files it no longer
     renders, and the matrix now (None when its file is gone)."""
 

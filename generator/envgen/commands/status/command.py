@@ -3,11 +3,9 @@ pending or outdated; with --watch, does the matrix still say what upstream says.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,8 +39,7 @@ NO_LOCK = "no lock yet"
 # ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SourceDrift:
+class SourceDrift(msgspec.Struct, frozen=True):
     """A source pinned from a moving ref: the commit locked and the one the ref names upstream
     now."""
 
@@ -76,8 +73,7 @@ class SourceDrift:
         return f"{self.name} {self.ref}: up to date at {short_commit(self.locked)}"
 
 
-@dataclass(frozen=True)
-class Outdated:
+class Outdated(msgspec.Struct, frozen=True):
     """An unpinned pip package of the matrix: the versions locked and the newest on the default
     indexes."""
 
@@ -103,8 +99,7 @@ class Outdated:
         return f"{self.name}: locked {locked}; {state}"
 
 
-@dataclass(frozen=True)
-class StatusReport:
+class StatusReport(msgspec.Struct, frozen=True):
     """The status of one env's lock."""
 
     env: str
@@ -276,7 +271,7 @@ def _watched(
     )
 
     drifted = [(d.name, d.ref, d.upstream) for d in drift if d.upstream and d.drifted]
-    return dataclasses.replace(report, watch=watch_env(matrix, lock, drifted, settings))
+    return msgspec.structs.replace(report, watch=watch_env(matrix, lock, drifted, settings))
 
 
 def status_exit_code(reports: Sequence[StatusReport]) -> int:

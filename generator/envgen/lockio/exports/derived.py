@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+import msgspec
 
 from envgen.digests import short_digest
 from envgen.errors import InputError, VerificationError
@@ -34,8 +35,7 @@ class Artifact(Protocol):
     def detail(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class Derived:
+class Derived(msgspec.Struct, frozen=True):
     """One derived file: its name in locks/, its text, how to list the artifacts a file of its kind
     names, the artifacts the lock says it names (listed only when a file on disk differs from
     `text`), and what the tool installing from it reads of a text (comments aside)."""

@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from posixpath import basename
 from typing import TypeAlias
 from urllib.parse import unquote, urlsplit
+
+import msgspec
 
 from envgen.digests import SHA256_HEX, short_digest
 from envgen.lockio.exports.common import bare_url, header
@@ -255,8 +256,7 @@ def render_nix(lock: Lock) -> str:
 _FETCHURL = re.compile(rf'fetchurl = \{{\s*url = "([^"]*)";\s*sha256 = "({SHA256_HEX})";')
 
 
-@dataclass(frozen=True, order=True)
-class Fetched:
+class Fetched(msgspec.Struct, frozen=True, order=True):
     """One artifact a Nix expression fetches: its URL and sha256."""
 
     url: str

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from posixpath import basename
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import msgspec
 import tomli_w
 
 from envgen.digests import short_digest
@@ -107,8 +107,7 @@ def _steps(lock: Lock, platform: str) -> dict[str, Any]:
 # -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, order=True)
-class LockedFile:
+class LockedFile(msgspec.Struct, frozen=True, order=True):
     """One file a pylock installs: package name, version, URL and sha256."""
 
     name: str

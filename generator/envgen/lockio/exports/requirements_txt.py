@@ -4,8 +4,8 @@ back; every requirement line pinned by sha256 that envgen writes is rendered her
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 
@@ -142,8 +142,7 @@ def render_requirements(lock: Lock, platform: str, matrix: Matrix | None = None)
 # -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, order=True)
-class RequirementLine:
+class RequirementLine(msgspec.Struct, frozen=True, order=True):
     """One requirement of a hash-pinned file: the name, a version or a direct URL, and its
     hashes."""
 

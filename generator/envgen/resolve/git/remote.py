@@ -3,13 +3,13 @@ call runs in."""
 
 from __future__ import annotations
 
-import difflib
 import logging
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+
+import msgspec
 
 from envgen import network
 from envgen.commits import is_full_commit
@@ -32,8 +32,7 @@ MIRROR_HINT = (
 )
 
 
-@dataclass(frozen=True)
-class GitEnv:
+class GitEnv(msgspec.Struct, frozen=True):
     """What every git call runs with: the user's variables (so their git config, insteadOf mirrors
     and credentials apply) as the command read them, and envgen's network limits."""
 
@@ -132,6 +131,8 @@ def resolve_ref(refs: Mapping[str, str], ref: str, *, url: str, source: str) -> 
     names = sorted(
         {r.removeprefix("refs/heads/").removeprefix("refs/tags/") for r in refs if _named(r)}
     )
+    import difflib  # imported here: only a ref the remote does not have needs it
+
     close = difflib.get_close_matches(ref, names, n=3, cutoff=0.5)
     hint = (
         f"closest branches/tags: {', '.join(close)}"

@@ -14,7 +14,6 @@ rebuilds.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.metadata
 import json
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import build
+import msgspec
 from build.env import DefaultIsolatedEnv
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
@@ -95,7 +95,7 @@ class BuildSettings:
         then the explicit indexes a package is taken from (only for those packages)."""
         used = [i for i in self.indexes if not i.explicit]
         used += [
-            dataclasses.replace(i, explicit=False)
+            msgspec.structs.replace(i, explicit=False)
             for i in self.indexes
             if i.name == source.build_index
         ]
