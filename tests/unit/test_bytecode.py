@@ -3,13 +3,16 @@ bytes elsewhere take it from the cache, and it is valid only for those bytes."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import io
 import logging
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from envgen.installer import pyc_worker
 from envgen.installer.bytecode import ENTRY, compile_sources
 
 SOURCE = "def where():\n    import inspect\n    return inspect.getsourcefile(where)\n\nVALUE = 1\n"
@@ -85,3 +88,26 @@ def test_a_damaged_entry_is_compiled_again_and_a_broken_source_left_as_it_is(
     assert not Path(importlib.util.cache_from_source(str(broken))).exists()
     assert not Path(importlib.util.cache_from_source(str(odd))).exists()
     assert _run(tmp_path / "two", "import pkg.mod as m; print(m.VALUE)") == "1"
+
+
+def test_the_worker_counts_what_it_took_compiled_and_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pyc_worker's own run, in this process (the tests above run it as the env's python does):
+    a store entry written whole and taken back; a source that does not read is left."""
+    store = tmp_path / "store"
+    sources = _tree(tmp_path / "one")
+    missing = tmp_path / "one" / "pkg" / "missing.py"
+
+    def work(*names: Path) -> str:
+        monkeypatch.setattr(sys, "argv", ["pyc_worker.py", str(store)])
+        monkeypatch.setattr(sys, "stdin", io.StringIO("".join(f"{n}\n" for n in names)))
+        pyc_worker.main()
+        return capsys.readouterr().out
+
+    assert work(*sources, missing) == "0 from the store, 2 compiled, 1 left as they are\n"
+    (entry,) = store.rglob(f"{hashlib.sha256(SOURCE.encode()).hexdigest()}.pyc")
+    assert not list(store.rglob("*.tmp"))
+    assert work(*_tree(tmp_path / "two")) == "2 from the store, 0 compiled, 0 left as they are\n"
+    entry.write_bytes(b"not bytecode")
+    assert work(*_tree(tmp_path / "three")) == "1 from the store, 1 compiled, 0 left as they are\n"
