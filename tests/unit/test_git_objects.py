@@ -59,6 +59,33 @@ def test_commits_files_and_blobs_are_found_and_what_is_not_is_none(repo: Path) -
         reader.close()
 
 
+def test_an_entry_is_what_ls_tree_says_of_its_path(repo: Path) -> None:
+    """Mode and type of each kind of path, as `git ls-tree COMMIT -- PATH` gives them: a file, an
+    executable, a directory, a symbolic link, a submodule; none for a path the tree lacks or one
+    under a file."""
+    commit(repo, {"a.txt": b"1", "run.sh": b"#!/bin/sh\n", "d/e/f.txt": b"2", "d/g.txt": b"3"})
+    os.chmod(repo / "run.sh", 0o755)
+    (repo / "d" / "link").symlink_to("/etc/passwd")
+    git(repo, "add", "--", "run.sh", "d/link")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},d/sub")
+    git(repo, "commit", "--quiet", "-m", "kinds")
+    head = git(repo, "rev-parse", "HEAD")
+    paths = ["a.txt", "run.sh", "d", "d/e", "d/e/f.txt", "d/link", "d/sub", "d/g.txt"]
+    absent = ["missing", "d/missing", "a.txt/x", "d/sub/x", "d/link/x", "d/e/f.txt/y", "d/", ""]
+    reader = ObjectReader(repo, os.environ)
+    try:
+        for path in [*paths, *absent]:
+            listed = git(repo, "ls-tree", head, "--", path) if path else ""
+            expected = tuple(listed.split()[:2]) if listed and path in paths else None
+            assert reader.entry(head, path) == expected, path
+        assert reader.entry(head, "d/link") == ("120000", "blob")
+        assert reader.entry(head, "d/sub") == ("160000", "commit")
+        assert reader.entry(head, "d/e") == ("040000", "tree")
+        assert reader.entry("0" * 40, "a.txt") is None
+    finally:
+        reader.close()
+
+
 def test_objects_that_arrive_later_are_found_by_the_same_reader(repo: Path) -> None:
     first = commit(repo, {"a.txt": b"1\n"})
     reader = ObjectReader(repo, os.environ)

@@ -24,6 +24,10 @@ def _git_env() -> dict[str, str]:
     env.update(
         GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0", LC_ALL="C"
     )
+    # A fixture repository is a few small commits: no `git maintenance` after each one.
+    env.update(
+        GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="maintenance.auto", GIT_CONFIG_VALUE_0="false"
+    )
     return env
 
 

@@ -61,6 +61,17 @@ class ObjectReader:
             return None
         return Found(sha, kind), data[:size]
 
+    def entry(self, commit: str, path: str) -> tuple[str, str] | None:
+        """What `git ls-tree COMMIT -- PATH` says of `path` (mode and type: `100644 blob`, `040000
+        tree`, `120000 blob` for a symbolic link, `160000 commit` for a submodule), read from the
+        tree of its directory; None when that tree holds no such entry (or a parent is no
+        directory)."""
+        directory, _, name = path.rpartition("/")
+        found = self.contents(f"{commit}:{directory}" if directory else f"{commit}^{{tree}}")
+        if found is None or found[0].type != "tree" or not name:
+            return None
+        return _tree_entry(found[1], name.encode())
+
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
@@ -130,3 +141,20 @@ class ObjectReader:
 
 
 _TYPES = frozenset({"commit", "tree", "blob", "tag"})
+
+
+def _tree_entry(tree: bytes, name: bytes) -> tuple[str, str] | None:
+    """The mode and type of `name` in a tree object (`<mode> <name>\\0<20-byte id>` per entry, git's
+    own format); ls-tree's six-digit mode."""
+    at = 0
+    while at < len(tree):
+        space = tree.find(b" ", at)
+        nul = tree.find(b"\0", space + 1)
+        if space < 0 or nul < 0:
+            return None
+        if tree[space + 1 : nul] == name:
+            mode = tree[at:space].decode("ascii", "replace").zfill(6)
+            kind = "tree" if mode == "040000" else "commit" if mode == "160000" else "blob"
+            return mode, kind
+        at = nul + 21
+    return None

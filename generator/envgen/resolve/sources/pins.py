@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import EnvgenError, InputError, MatrixError
-from envgen.model import METADATA, LockedSource, Matrix, Source, Submodule, TracedRequirement
+from envgen.model import METADATA, LockedSource, Matrix, Source, TracedRequirement
 from envgen.names import package_key
 from envgen.redact import redact_url, strip_credentials
 from envgen.resolve.git.cache import CachedRepo, apply_cherry_picks, cached_repo, has_commits
@@ -21,7 +21,7 @@ from envgen.resolve.movable import NOTHING, Movable
 from envgen.resolve.settings import Settings
 from envgen.resolve.sources.metadata import BuildSettings, Declared, declared_dependencies
 from envgen.resolve.sources.requirements import digest_files, read_requirements, split_requirements
-from envgen.resolve.sources.submodules import lock_submodules
+from envgen.resolve.sources.submodules import gitlinks, lock_submodules
 from envgen.resolve.sources.tree import InstalledTree, check_paths, extras_lines, relabelled
 
 logger = logging.getLogger(__name__)
@@ -86,6 +86,8 @@ def _pin(
     with cached_repo(settings.cache, source.url, source.name, settings.git) as repo:
         what = "recorded commit" if kept else "commit"
         read = _read_tree(repo, source, commit, what, matrix_names, build)
+        # The installed tree's gitlinks, fixed by its commit; none for a source that opts out.
+        links = gitlinks(repo, read.head) if source.submodules else []
     logger.info("source %s: %s -> %s", source.name, source.ref, commit)
     locked = LockedSource(
         source,
@@ -95,16 +97,9 @@ def _pin(
         tree=read.tree,
         picked=read.picked,
         metadata_fallback=read.fallback,
-        submodules=_submodules(source, settings, read.head),
+        submodules=lock_submodules(settings.cache, source.name, links, settings.git),
     )
     return locked, read.discovered
-
-
-def _submodules(source: Source, settings: Settings, head: str) -> tuple[Submodule, ...]:
-    """The submodules of the installed tree, recursively; none for a source that opts out."""
-    if not source.submodules:
-        return ()
-    return lock_submodules(settings.cache, source.name, source.url, head, settings.git)
 
 
 @dataclass(frozen=True)
@@ -173,12 +168,7 @@ def _read_tree(
 
 def _installed_tree(repo: CachedRepo, source: Source, head: str) -> InstalledTree:
     """The tree at `head` as the source's install sees it, its declared paths checked against it."""
-
-    def listed(path: str) -> tuple[str, str] | None:
-        entry = repo.git("ls-tree", "--end-of-options", head, "--", path).partition("\t")[0].split()
-        return (entry[0], entry[1]) if len(entry) == 3 else None
-
-    check_paths(source, head, listed)
+    check_paths(source, head, functools.partial(repo.objects.entry, head))
     read, export = functools.partial(repo.read, head), functools.partial(repo.export, head)
     return InstalledTree(source, read, export)
 

@@ -91,23 +91,19 @@ def gitlinks(repo: CachedRepo, commit: str) -> list[Submodule]:
 
 
 def lock_submodules(
-    cache: Path,
-    source: str,
-    url: str,
-    commit: str,
-    git: GitEnv,
+    cache: Path, source: str, links: list[Submodule], git: GitEnv
 ) -> tuple[Submodule, ...]:
-    """Every submodule of `commit` (of the repository at `url`, cached), recursively: each gitlink
-    commit fetched from its URL (mirrors apply) and read in turn; nested paths are given from the
-    outermost repository's root."""
-    with cached_repo(cache, url, source, git) as repo:
-        links = gitlinks(repo, commit)
+    """Each of `links` (the gitlinks of a commit of `source`, `gitlinks`) and their submodules,
+    recursively: each gitlink commit fetched from its URL (mirrors apply) and read in turn; nested
+    paths are given from the outermost repository's root. One cache repository is held at a time (a
+    submodule may name its parent's URL)."""
     found: list[Submodule] = []
     for link in links:
         owner = f"{source} submodule {link.path}"
         with cached_repo(cache, link.url, owner, git) as sub:
             sub.fetch(link.commit, depth=1, what="submodule commit")
+            nested_links = gitlinks(sub, link.commit)
         found.append(link)
-        nested = lock_submodules(cache, owner, link.url, link.commit, git)
+        nested = lock_submodules(cache, owner, nested_links, git)
         found += [Submodule(f"{link.path}/{n.path}", n.url, n.commit) for n in nested]
     return tuple(found)

@@ -28,7 +28,7 @@ from envgen.names import package_key
 
 Reader = Callable[[str], bytes | None]
 Exporter = Callable[[Path], None]
-# What `git ls-tree` says a path is: mode, type, object, path.
+# What `git ls-tree` says of a path: its mode and type.
 Lister = Callable[[str], tuple[str, str] | None]
 
 _FILE_MODES = ("100644", "100755")
