@@ -51,7 +51,7 @@ from tests.support.bundles import (
 from tests.support.example import served_example
 from tests.support.proc_bundled import bundled_copy
 from tests.support.submodules import locked_parent, nested_submodules
-from tests.support.venvs import fresh_venv, site_packages
+from tests.support.venvs import fresh_venv, seeded_cache, site_packages
 
 
 @pytest.fixture(scope="module")
@@ -343,14 +343,15 @@ def test_check_from_the_bundle_with_nothing_served_and_no_project(
 
 
 def test_the_conda_part_installs_from_the_bundle_with_nothing_served(
-    offline: Bundled, tmp_path: Path
+    offline: Bundled, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """rattler links the bundle's packages with no channel, then uv installs the pip part into the
     prefix's own python from the bundle's wheels and the recipe its sources (uv: the subject is the
     conda part; pip's install from a bundle is the recipe's below and test_demo's into a conda
     prefix)."""
     prefix = tmp_path / "prefix"
-    cache = tmp_path / "cold-cache"  # rattler's package cache too: nothing of the example in it
+    # rattler's package cache too: nothing of the example in it
+    cache = seeded_cache(tmp_path_factory, tmp_path / "cold-cache")
     code, out = invoke(
         "install",
         ENV,
@@ -372,7 +373,10 @@ def test_the_conda_part_installs_from_the_bundle_with_nothing_served(
 
 
 def test_a_conda_install_that_fails_after_the_prefix_is_touched_removes_only_a_new_prefix(
-    offline: Bundled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    offline: Bundled,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The recipe fails once the conda and pip parts are in place: a new prefix is then removed
     (half an env would look installed); one that held an env before is left as far as the install
@@ -383,7 +387,7 @@ def test_a_conda_install_that_fails_after_the_prefix_is_touched_removes_only_a_n
 
     monkeypatch.setattr("envgen.installer.core.run_recipe", failing_recipe)
     prefix = tmp_path / "prefix"
-    cache = tmp_path / "cold-cache"
+    cache = seeded_cache(tmp_path_factory, tmp_path / "cold-cache")
     args = (
         "install",
         ENV,

@@ -37,6 +37,7 @@ from envgen.resolve.pypi.index_client import IndexClient, fetch_filenames
 
 from tests.support.proc_bundled import bundled_copy
 from tests.support.stalling import MODES, closed_url, stalling_server
+from tests.support.venvs import seeded_cache
 
 # Far above any limit the tests set: only a wait that ignores them reaches it.
 HANG = 60.0
@@ -325,19 +326,20 @@ def test_install_from_unreachable_indexes_exits_3_one_line_per_host(
 
 
 def test_check_with_unreachable_indexes_exits_3_one_line_per_host(
-    locked_then_gone: Gone, tmp_path: Path
+    locked_then_gone: Gone, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Before: ~25 s of retries, exit 4, and pip's and uv's raw retry lines pasted into the results
     table."""
     # Only the archives' wheels from the lock's cache: the indexes and the channel are asked again.
-    shutil.copytree(lock_cache(locked_then_gone) / "archives", tmp_path / "cache" / "archives")
+    cache = seeded_cache(tmp_path_factory, tmp_path / "cache")
+    shutil.copytree(lock_cache(locked_then_gone) / "archives", cache / "archives")
     code, stdout, err = in_process(
         locked_then_gone.root,
         "check",
         "demo",
         "--venv",
         retries="0",
-        cache_dir=str(tmp_path / "cache"),
+        cache_dir=str(cache),
     )
     assert code == 3, err
     table = [line.strip() for line in stdout.splitlines()]

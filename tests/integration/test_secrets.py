@@ -51,6 +51,7 @@ from tests.support.builders import at, make_lock, make_matrix
 from tests.support.example import use_git_config
 from tests.support.githttp import serve_git
 from tests.support.shared import build_once
+from tests.support.venvs import seeded_cache
 
 PAIRS = {
     "conda": ("condauser", "cOnDa-t0ken-9f31"),
@@ -169,7 +170,8 @@ def served_with_credentials(tmp_path_factory: pytest.TempPathFactory) -> Iterato
         )
         # The other sources come from local repositories through a mirror rule, as in the demo.
         gitconfig = write_gitconfig(workdir / "gitconfig", repos)
-        served = Served(root, gitconfig, workdir / "cache", workdir / "tmp", workdir / "home")
+        cache = seeded_cache(tmp_path_factory, workdir / "cache")
+        served = Served(root, gitconfig, cache, workdir / "tmp", workdir / "home")
         served.temp.mkdir()
         served.home.mkdir()
         with pytest.MonkeyPatch.context() as monkeypatch:

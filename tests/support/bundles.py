@@ -21,6 +21,7 @@ from envgen.cli import cli
 from envgen.platforms import host_platform
 
 from tests.support.example import served_example
+from tests.support.venvs import seeded_cache
 
 ENV = "demo"
 HOST = host_platform()
@@ -49,7 +50,7 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 def bundle_example(factory: pytest.TempPathFactory) -> Iterator[Bundled]:
     """The example locked and bundled for this host while served; then nothing is served."""
     work = factory.mktemp("bundle")
-    cache = work / "cache"
+    cache = seeded_cache(factory, work / "cache")
     with served_example(factory, work / "example") as example:
         env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
         env["ENVGEN_CACHE_DIR"] = str(cache)

@@ -14,10 +14,11 @@ import pytest
 from tests.support.bundles import ENV, HOST, OTHER, Bundled, invoke
 from tests.support.example import served_example
 from tests.support.shared import build_once
+from tests.support.venvs import seeded_cache
 
 
 def _build(where: Path, factory: pytest.TempPathFactory) -> None:
-    cache = where / "cache"
+    cache = seeded_cache(factory, where / "cache")
     with served_example(factory, where / "example") as example:
         env = {"GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
         env["ENVGEN_CACHE_DIR"] = str(cache)

@@ -15,6 +15,9 @@ import venv
 from pathlib import Path
 
 import pytest
+from envgen.commands.cache import TAG, TAG_TEXT
+from envgen.example.condapkgs import bundled_pip_wheel
+from envgen.installer import bytecode
 from envgen.installer.destinations import make_venv
 
 from tests.support.shared import build_once
@@ -60,3 +63,27 @@ def link_or_copy(source: str | Path, target: str | Path) -> None:
         os.link(source, target)
     except OSError:
         shutil.copy2(source, target)
+
+
+def seeded_cache(factory: pytest.TempPathFactory, cache: Path) -> Path:
+    """`cache` made as envgen leaves its cache after the first env on a machine: tagged, and holding
+    the bytecode of this interpreter's venv seeds, pip and setuptools (the example's conda pip is
+    made from the same pip wheel: its files have the same bytes), compiled once per session by
+    envgen's own make_venv.
+
+    For a test whose cache is its own for another reason (nothing of the example in it, a cache to
+    scan, a killed child's leftovers kept apart): its envs' pip then starts compiled, as on a
+    machine after its first env, instead of compiling pip and setuptools anew, one to two seconds
+    of CPU each time. Compiling into an empty cache is test_bytecode's and test_install's subject.
+    The files are hard links: pyc_worker writes each file anew, never into one."""
+
+    def build(path: Path) -> None:
+        seeds = sorted(bundled_pip_wheel().parent.glob("*.whl"))
+        make_venv(sys.executable, path / "venv", seeds, bytecode=path / "cache")
+
+    store = build_once(factory, "bytecode-store", build) / "cache" / bytecode.ENTRY
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / TAG).write_text(TAG_TEXT)
+    if store.is_dir():  # none where this python's ensurepip has no wheels to seed a venv from
+        shutil.copytree(store, cache / bytecode.ENTRY, copy_function=link_or_copy)
+    return cache
