@@ -13,12 +13,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from envgen.example.http import LoopbackServer
 from envgen.example.project import Example, advance_branch, bump_version
 from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
@@ -250,7 +251,7 @@ def test_sigint_during_a_lock_leaves_the_previous_files_byte_identical(
     arrived, release = threading.Event(), threading.Event()
     handler = type("Gate", (_GateHandler,), {"arrived": arrived, "release": release})
     pypi_dir = Path(locked.root).parent / "pypi"
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(pypi_dir)))
+    server = LoopbackServer(("127.0.0.1", 0), partial(handler, directory=str(pypi_dir)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     channel = locked.root / "channels" / "pypi.toml"
     original = channel.read_text()

@@ -14,8 +14,10 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from envgen.example.http import LoopbackServer
 
 
 class _GitHandler(BaseHTTPRequestHandler):
@@ -85,8 +87,7 @@ def serve_git(root: Path, auth: str) -> Iterator[tuple[str, list[str]]]:
     request paths seen."""
     seen: list[str] = []
     handler = functools.partial(_GitHandler, root=root, auth=auth, seen=seen)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
+    server = LoopbackServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(
         target=functools.partial(server.serve_forever, poll_interval=0.02), daemon=True
     )

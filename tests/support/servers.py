@@ -6,7 +6,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from envgen.example.http import LoopbackServer
 
 
 @contextmanager
@@ -14,8 +16,7 @@ def serving(
     handler: Callable[..., BaseHTTPRequestHandler], host: str = "127.0.0.1"
 ) -> Iterator[str]:
     """The base URL (`http://HOST:PORT`) of a server answering every request with `handler`."""
-    server = ThreadingHTTPServer((host, 0), handler)
-    server.daemon_threads = True
+    server = LoopbackServer((host, 0), handler)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
