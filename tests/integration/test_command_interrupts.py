@@ -5,7 +5,6 @@ children (pip, uv, git) made is gone, though the children are killed mid-work.""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from envgen.cli import cli
 
 from tests.support.bundles import ENV, HOST, Bundled, go_offline
 from tests.support.proc_bundled import bundled_copy
+from tests.support.stalling import git_waiting
 
 TRIALS = 3
 MIRRORING = '*" fetch --quiet -- "*'  # git filling a mirror from a bundle's pack
@@ -34,17 +34,6 @@ def offline(
     its project and cache: one lock and bundle per run, not one per worker, and a killed child's
     leftovers in the cache are this test's alone."""
     return go_offline(bundled_copy(tmp_path_factory, tmp_path / "bundled"), monkeypatch, tmp_path)
-
-
-def git_waiting(tmp_path: Path, pattern: str) -> dict[str, str]:
-    """PATH with a git that, given arguments matching the case `pattern`, marks tmp_path/marker and
-    waits there."""
-    shims, marker, real = tmp_path / "shims", tmp_path / "marker", shutil.which("git")
-    shims.mkdir(exist_ok=True)
-    script = f'case " $* " in {pattern}) : >{marker}; exec sleep 120 ;; esac\nexec {real} "$@"\n'
-    (shims / "git").write_text(f"#!/bin/sh\n{script}")
-    (shims / "git").chmod(0o755)
-    return {"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
 
 
 def interrupted_when(

@@ -22,6 +22,8 @@ from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.example.project import Example, bump_version
 
+from tests.support.stalling import git_waiting
+
 ENV = "demo"
 WRITTEN = "interrupted: the new lock of demo was written"
 NOT_WRITTEN = "interrupted: nothing was written (the previous lock files are unchanged)"
@@ -52,11 +54,17 @@ def restore(root: Path, wanted: dict[str, bytes]) -> None:
 
 
 def interrupted_lock(
-    example: Example, sig: signal.Signals, *, line: int | None, delay: float
+    example: Example,
+    sig: signal.Signals,
+    *,
+    line: int | None,
+    delay: float,
+    extra: dict[str, str] | None = None,
 ) -> tuple[int, str]:
-    """Run `envgen lock` in a child process and send `sig` after its `line`-th log line (or after
-    `delay`)."""
+    """Run `envgen lock` in a child process (`extra` in its environment) and send `sig` after its
+    `line`-th log line (or after `delay`)."""
     env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
+    env.update(extra or {})
     # A cache of its own: a kill can leave git's config.lock in a cached repository, which would
     # fail every later lock sharing the session's cache (tests/conftest.py).
     env["ENVGEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="interrupted-cache-", dir=example.root.parent)
@@ -110,9 +118,11 @@ def generations(
     return old, new
 
 
+# A re-lock of the served example with a cache of its own logs about 25 lines in under a second:
+# the git sources (lines 1-12), the solves and uv (to about 22), the write (about 24).
 POINTS = [
-    *((sig, n, 0.0) for n in (1, 2, 3, 4, 5, 6, 8) for sig in (signal.SIGINT, signal.SIGTERM)),
-    *((sig, None, t) for t in (0.3, 0.8, 1.5, 2.5) for sig in (signal.SIGINT, signal.SIGTERM)),
+    *((sig, n, 0.0) for n in (1, 2, 4, 8, 14, 20, 24) for sig in (signal.SIGINT, signal.SIGTERM)),
+    *((sig, None, t) for t in (0.2, 0.4, 0.6, 0.8) for sig in (signal.SIGINT, signal.SIGTERM)),
 ]
 
 
@@ -127,13 +137,18 @@ def test_every_interrupt_leaves_one_generation_and_says_which(
     sig: signal.Signals,
     line: int | None,
     delay: float,
+    tmp_path: Path,
 ) -> None:
     """One interrupt point per case (workers share them). The first two lines a lock logs come
-    seconds before it writes anything (the git sources and the conda solves are still ahead): an
-    interrupt there stops it before the commit point, so the points span the run."""
+    before it has fetched its git sources, so before it can write anything: there its git waits at
+    its first fetch (a lock of the served example takes a fraction of a second, and a signal sent
+    on a loaded machine could otherwise arrive after the commit), and an interrupt stops it before
+    the commit point. The points span the run."""
     old, new = generations
     restore(example.root, old)
-    code, err = interrupted_lock(example, sig, line=line, delay=delay)
+    early = line is not None and line <= 2
+    held = git_waiting(tmp_path, '*" fetch "*') if early else None
+    code, err = interrupted_lock(example, sig, line=line, delay=delay, extra=held)
     where = f"{sig.name} after {'line ' + str(line) if line else f'{delay} s'}: exit {code}\n{err}"
     assert "Traceback" not in err, where
     assert leftovers(example.root) == [], where
@@ -152,7 +167,7 @@ def test_every_interrupt_leaves_one_generation_and_says_which(
         outcome = "written" if WRITTEN in err else "not written"
         assert (WRITTEN in err) != (NOT_WRITTEN in err), where
         assert now == (new if outcome == "written" else old), where
-    if line is not None and line <= 2:
+    if early:
         assert outcome == "not written", where
 
 

@@ -1,13 +1,16 @@
 """Servers on 127.0.0.1 that take a connection and then never finish answering: the hosts envgen
 must not wait on forever. `silent` accepts and never says a word; `headers` reads the request, sends
-a 200 status and headers announcing a body, then stalls."""
+a 200 status and headers announcing a body, then stalls. And a git that waits at a given command."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 
 MODES = ("silent", "headers")
 _HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000000\r\n\r\n{"
@@ -60,3 +63,14 @@ def closed_url(path: str = "") -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}{path}"
+
+
+def git_waiting(tmp_path: Path, pattern: str) -> dict[str, str]:
+    """PATH with a git that, given arguments matching the case `pattern`, marks tmp_path/marker and
+    waits there (until killed: envgen kills the children of an interrupted command)."""
+    shims, marker, real = tmp_path / "shims", tmp_path / "marker", shutil.which("git")
+    shims.mkdir(exist_ok=True)
+    script = f'case " $* " in {pattern}) : >{marker}; exec sleep 120 ;; esac\nexec {real} "$@"\n'
+    (shims / "git").write_text(f"#!/bin/sh\n{script}")
+    (shims / "git").chmod(0o755)
+    return {"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
