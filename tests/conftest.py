@@ -51,7 +51,7 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The collector's cycles less often in the suite's own processes: a worker keeps the
-    collected modules, Hypothesis and every library imported for hours of tests, and the tests
+    collected modules, Hypothesis and every library imported for the whole run, and the tests
     build lock graphs of 100,000 nodes and thousands of records in process; with Python's default
     threshold (a collection every 700 allocations, a full one every 100 of those) a quarter of a
     unit-test worker's CPU went to the collector, a tenth of an integration worker's. What exists
