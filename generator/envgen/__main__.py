@@ -29,6 +29,9 @@ for _signum in (_signal.SIGINT, _signal.SIGTERM):
 
 
 def run() -> None:
+    from envgen.collector import for_a_command
+
+    for_a_command()
     from envgen.cli import main
 
     main()
