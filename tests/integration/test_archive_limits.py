@@ -25,7 +25,7 @@ from envgen.resolve.archives.fetch import archive_path
 from envgen.resolve.archives.members import archive_wheels
 from envgen.resolve.pypi.index_client import IndexClient
 
-from tests.support.example import run_envgen
+from tests.support.example import run_envgen, with_example_metadata
 from tests.support.servers import serving
 
 ENV = "demo"
@@ -87,8 +87,12 @@ def nothing_cached(cache: Path) -> bool:
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "cache"
+def cache(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The test's own cache (what it holds is the subject), holding what the example's build
+    backends said, as after a first lock."""
+    path = with_example_metadata(tmp_path_factory, tmp_path / "cache")
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(path))
     return path
 

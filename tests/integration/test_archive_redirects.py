@@ -25,7 +25,7 @@ from envgen.platforms import host_platform
 from tests.integration.test_archive_limits import nothing_cached
 from tests.integration.test_recipe_run import in_env, run_recipe
 from tests.support.builders import make_lock
-from tests.support.example import run_envgen
+from tests.support.example import run_envgen, with_example_metadata
 from tests.support.servers import serving
 from tests.support.venvs import fresh_venv
 
@@ -64,8 +64,12 @@ def redirector(root: Path, to: dict[str, str]) -> Iterator[str]:
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "cache"
+def cache(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The test's own cache (what it holds is the subject), holding what the example's build
+    backends said, as after a first lock."""
+    path = with_example_metadata(tmp_path_factory, tmp_path / "cache")
     monkeypatch.setenv("ENVGEN_CACHE_DIR", str(path))
     return path
 

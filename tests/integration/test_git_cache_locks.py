@@ -14,7 +14,7 @@ from envgen.lockio.store import read_lock
 from envgen.project import Project
 from envgen.resolve.git.cache import remove_stale_git_locks
 
-from tests.support.example import restored_example, run_envgen
+from tests.support.example import restored_example, run_envgen, with_example_metadata
 
 ENV = "demo"
 # What a SIGKILL during `git config`, a shallow fetch, a ref update or a pack can leave behind.
@@ -28,9 +28,15 @@ STALE = (
 
 
 @pytest.fixture
-def example(served: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Example]:
+def example(
+    served: Example,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Example]:
     # planted locks must not reach other tests
-    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache"))
+    cache = with_example_metadata(tmp_path_factory, tmp_path / "cache")
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))
     with restored_example(served, ENV, monkeypatch) as example:
         yield example
 

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from envgen.cli import cli
 from envgen.example.project import Example, bump_version
 
+from tests.support.example import with_example_metadata
 from tests.support.stalling import git_waiting
 
 ENV = "demo"
@@ -54,6 +55,7 @@ def restore(root: Path, wanted: dict[str, bytes]) -> None:
 
 
 def interrupted_lock(
+    factory: pytest.TempPathFactory,
     example: Example,
     sig: signal.Signals,
     *,
@@ -66,8 +68,10 @@ def interrupted_lock(
     env = {**os.environ, "GIT_CONFIG_GLOBAL": str(example.gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}
     env.update(extra or {})
     # A cache of its own: a kill can leave git's config.lock in a cached repository, which would
-    # fail every later lock sharing the session's cache (tests/conftest.py).
-    env["ENVGEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="interrupted-cache-", dir=example.root.parent)
+    # fail every later lock sharing the session's cache (tests/conftest.py). It holds what the
+    # sources' build backends said, as a machine's cache does after its first lock.
+    cache = tempfile.mkdtemp(prefix="interrupted-cache-", dir=example.root.parent)
+    env["ENVGEN_CACHE_DIR"] = str(with_example_metadata(factory, Path(cache)))
     proc = subprocess.Popen(
         [sys.executable, "-m", "envgen", "lock", ENV, "--root", str(example.root)],
         env=env,
@@ -118,11 +122,11 @@ def generations(
     return old, new
 
 
-# A re-lock of the served example with a cache of its own logs about 25 lines in under a second:
-# the git sources (lines 1-12), the solves and uv (to about 22), the write (about 24).
+# A re-lock of the served example with a cache of its own logs 27 lines in under a second: the git
+# sources and archives (lines 1-11), the solves and uv (to 19), the write (20), what moved (21-27).
 POINTS = [
     *((sig, n, 0.0) for n in (1, 2, 4, 8, 14, 20, 24) for sig in (signal.SIGINT, signal.SIGTERM)),
-    *((sig, None, t) for t in (0.2, 0.4, 0.6, 0.8) for sig in (signal.SIGINT, signal.SIGTERM)),
+    *((sig, None, t) for t in (0.15, 0.3, 0.45, 0.6) for sig in (signal.SIGINT, signal.SIGTERM)),
 ]
 
 
@@ -138,6 +142,7 @@ def test_every_interrupt_leaves_one_generation_and_says_which(
     line: int | None,
     delay: float,
     tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """One interrupt point per case (workers share them). The first two lines a lock logs come
     before it has fetched its git sources, so before it can write anything: there its git waits at
@@ -148,7 +153,7 @@ def test_every_interrupt_leaves_one_generation_and_says_which(
     restore(example.root, old)
     early = line is not None and line <= 2
     held = git_waiting(tmp_path, '*" fetch "*') if early else None
-    code, err = interrupted_lock(example, sig, line=line, delay=delay, extra=held)
+    code, err = interrupted_lock(tmp_path_factory, example, sig, line=line, delay=delay, extra=held)
     where = f"{sig.name} after {'line ' + str(line) if line else f'{delay} s'}: exit {code}\n{err}"
     assert "Traceback" not in err, where
     assert leftovers(example.root) == [], where

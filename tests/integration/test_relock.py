@@ -22,7 +22,7 @@ from envgen.project import Project
 from envgen.resolve.pypi.indexes import Indexes
 
 from tests.support.builders import at
-from tests.support.example import restored_example, run_envgen
+from tests.support.example import restored_example, run_envgen, with_example_metadata
 from tests.support.lk_locked import lock_once, locked_example, restore_served
 
 ENV = "demo"
@@ -95,19 +95,23 @@ def moved_names(moved: dict[str, list[dict[str, str | None]]]) -> dict[str, set[
     return {platform: {m["name"] for m in moves} for platform, moves in moved.items()}
 
 
-def later(example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def later(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, factory: pytest.TempPathFactory) -> None:
     """Time passes: the caches no longer hold the index pages and repodata read for the first
-    lock."""
-    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(tmp_path / "cache-later"))
+    lock (what the sources' build backends said of a tree stays true, and stays)."""
+    cache = with_example_metadata(factory, tmp_path / "cache-later")
+    monkeypatch.setenv("ENVGEN_CACHE_DIR", str(cache))
 
 
 def test_a_pin_bump_moves_only_that_pin_and_upgrades_move_the_rest_on_request(
-    unlocked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    unlocked: Example,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     assert lock(unlocked) == {p: [] for p in PLATFORMS}
     first = versions(unlocked)
     republish(unlocked, pypi=PYPI_DISTS + NEWER, conda=(*demo_packages(), NEWER_DATA))
-    later(unlocked, monkeypatch, tmp_path)
+    later(monkeypatch, tmp_path, tmp_path_factory)
 
     bump_version(unlocked, "demo-torch", "2.10.0", "2.10.1")
     moved = lock(unlocked)
@@ -142,14 +146,17 @@ def test_a_pin_bump_moves_only_that_pin_and_upgrades_move_the_rest_on_request(
 
 
 def test_a_package_no_longer_required_leaves_and_a_new_one_arrives_each_with_its_reason(
-    locked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    locked: Example,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     accel = (
         FixtureDist("demo-accel", "1.0.0", requires=("demo-accel-core>=2",)),
         FixtureDist("demo-accel-core", "2.1"),
     )
     republish(locked, pypi=PYPI_DISTS + accel)
-    later(locked, monkeypatch, tmp_path)
+    later(monkeypatch, tmp_path, tmp_path_factory)
     text = locked.matrix.read_text()
     text = text.replace(
         "demo-bridge = {}", 'demo-bridge = { version = "==0.1.0" }\ndemo-accel = {}'
@@ -178,12 +185,15 @@ def test_a_package_no_longer_required_leaves_and_a_new_one_arrives_each_with_its
 
 
 def test_a_previous_version_gone_from_the_index_falls_back_with_a_warning(
-    locked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    locked: Example,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     bridge_020 = [d for d in PYPI_DISTS if (d.name, d.version) != ("demo-bridge", "0.2.0")]
     data = [NEWER_DATA if p.name == "demo-data" else p for p in demo_packages()]
     republish(locked, pypi=(*bridge_020, FixtureDist("demo-bridge", "0.3.0")), conda=data)
-    later(locked, monkeypatch, tmp_path)
+    later(monkeypatch, tmp_path, tmp_path_factory)
 
     code, out, err = envgen(locked, "lock", ENV, "--force", "--json")
     assert code == 0, err
@@ -223,10 +233,13 @@ def test_a_source_is_upgraded_by_name_and_its_move_reported(locked: Example) -> 
 
 
 def test_the_text_report_lists_what_moved_per_platform(
-    locked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    locked: Example,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     republish(locked, pypi=PYPI_DISTS + NEWER)
-    later(locked, monkeypatch, tmp_path)
+    later(monkeypatch, tmp_path, tmp_path_factory)
     code, _, err = envgen(locked, "lock", ENV, "--upgrade-package", "demo-tokenizers")
     assert code == 0, err
     assert (
@@ -279,7 +292,10 @@ def test_the_index_is_asked_whether_a_previous_version_is_still_offered(
 
 
 def test_a_changed_conda_spec_moves_that_package_with_its_reason(
-    locked: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    locked: Example,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     newer = [
         CondaPackage(
@@ -288,7 +304,7 @@ def test_a_changed_conda_spec_moves_that_package_with_its_reason(
         for subdir in PLATFORMS
     ]
     republish(locked, conda=(*demo_packages(), *newer, NEWER_DATA))
-    later(locked, monkeypatch, tmp_path)
+    later(monkeypatch, tmp_path, tmp_path_factory)
     locked.matrix.write_text(locked.matrix.read_text().replace('"libdemo"]', '"libdemo >=1.1"]'))
     moved = lock(locked)
     for platform in PLATFORMS:

@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from envgen.cli import cli
+from envgen.commands.cache import TAG, TAG_TEXT
 from envgen.example.project import Example, build_example, serve_built_example
+from envgen.resolve.sources import metadata
 
 from tests.support.shared import build_once
+from tests.support.venvs import link_or_copy
 
 
 @contextmanager
@@ -83,3 +86,32 @@ def locked_variant(
             code, _, err = run_envgen(example, "lock", env, "-q")
         assert code == 0, err
         yield example
+
+
+def with_example_metadata(factory: pytest.TempPathFactory, cache: Path) -> Path:
+    """`cache` made as envgen leaves its cache after a lock of the example on a machine: tagged, and
+    holding what its sources' build backends said of their dependencies, built once per session by
+    a lock of a copy of the example (envgen keys each answer by the source's tree, its build
+    settings and the indexes' names, never by the servers' ports).
+
+    For a test whose cache is its own for another reason (a killed lock's leftovers kept apart,
+    "nothing cached", a cache that stands for a later day) and whose subject is not that build:
+    each of its locks then skips the example's three isolated builds, about 0.4 s of CPU, as a
+    re-lock on a machine does. The build itself is test_source_metadata's subject. The files are
+    hard links: envgen writes each entry anew, never into one."""
+
+    def build(path: Path) -> None:
+        with (
+            served_example(factory, path / "example") as example,
+            pytest.MonkeyPatch.context() as patch,
+        ):
+            use_git_config(example.gitconfig, patch)
+            patch.setenv("ENVGEN_CACHE_DIR", str(path / "cache"))
+            code, _, err = run_envgen(example, "lock", "demo", "-q")
+            assert code == 0, err
+
+    store = build_once(factory, "example-metadata", build) / "cache" / metadata.ENTRY
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / TAG).write_text(TAG_TEXT)
+    shutil.copytree(store, cache / metadata.ENTRY, copy_function=link_or_copy)
+    return cache

@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 # (2: setuptools-scm is told the ref's version: a version it could not find is no failure now;
 # 3: keyed by the indexes' names, not their URLs).
 CACHE_FORMAT = 3
+ENTRY = "source-metadata"  # its directory in envgen's cache (project.CACHE_ENTRIES)
 INSTALL_TIMEOUT = 1800.0
 # A backend's metadata hook (setup.py egg_info and the like) that runs longer than this is stuck.
 HOOK_TIMEOUT = 900.0
@@ -240,7 +241,7 @@ def _cached_build(
 ) -> tuple[tuple[str, ...], str | None]:
     """The backend's answer (requirements, or why there is none), built once per cache key."""
     key = _cache_key(source, tree, settings, version)
-    path = settings.cache / "source-metadata" / f"{key}.json"
+    path = settings.cache / ENTRY / f"{key}.json"
     if path.exists():
         cached = json.loads(path.read_text())
         return tuple(cached.get("requires", ())), cached.get("error")
