@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -130,6 +132,36 @@ def example_hash(example: Example) -> str:
     lock = read_lock(Project(example.root), ENV)
     assert lock is not None
     return lock.input_hash
+
+
+# `envgen ARGS...` in a fresh interpreter; then whether it imported rattler.
+RATTLER = """
+import sys
+from envgen.cli import cli
+try:
+    cli(sys.argv[1:], prog_name="envgen")
+except SystemExit as exc:
+    print("exit", exc.code or 0, "rattler" in sys.modules)
+"""
+
+
+def test_a_fresh_lock_is_judged_without_rattler_and_an_edited_spec_it_refuses_is_exit_2(
+    example: Example,
+) -> None:
+    """The matrix's bytes are those the lock was made from: its conda specs were read by the lock's
+    solve, and rattler (a tenth of the command) is not imported to parse them again. Once the
+    matrix changed they are parsed, and one rattler refuses is the matrix's error, located."""
+    argv = ["lock", ENV, "--check", "-q", "--root", str(example.root)]
+    done = subprocess.run(
+        [sys.executable, "-c", RATTLER, *argv], capture_output=True, text=True, check=False
+    )
+    assert done.stdout.split() == ["exit", "0", "False"], done.stdout + done.stderr
+    text = example.matrix.read_text()
+    example.matrix.write_text(text.replace('"libdemo"]', '"libdemo >>2"]'))
+    code, out, err = envgen(example, "lock", ENV, "--check")
+    assert code == 2, out + err
+    assert "conda.specs[2]" in err and "'libdemo >>2' is not a conda match spec" in err, err
+    assert not (example.root / "locks" / f".{ENV}.lock").exists()
 
 
 def test_dry_run_says_what_the_re_lock_moves_and_why_and_writes_nothing(example: Example) -> None:

@@ -11,7 +11,7 @@ import msgspec
 
 from envgen.digests import short_digest
 from envgen.errors import StaleError
-from envgen.inputs.matrix import load_env
+from envgen.inputs.matrix import check_conda_specs, load_env
 from envgen.lockio.exports.derived import derived_problems
 from envgen.lockio.input_hashes import input_hash, project_inputs
 from envgen.model import Lock, Matrix
@@ -72,9 +72,13 @@ def freshness(project: Project, env: str, lock: Lock) -> Freshness:
     template = project.template(env)
     if not template.is_file():
         return Freshness((f"matrix {_shown(project, template)} removed",), (), None)
-    matrix = load_env(project, env)
+    # The conda specs parsed by rattler only when an input changed: a matrix whose bytes are those
+    # the lock was made from had specs the lock's solve read (rattler's import is a tenth of a
+    # `status`). A malformed one is then reported as before (MatrixError).
+    matrix = load_env(project, env, conda_specs=False)
     inputs = input_changes(project, matrix, lock)
     if inputs:
+        check_conda_specs(project, env, matrix)
         return Freshness(inputs, (), matrix)
     problems = derived_problems(project.locks_dir, lock, matrix)
     derived = tuple(f"{p}: `envgen lock {env} --force` writes it again" for p in problems)
