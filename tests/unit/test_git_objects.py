@@ -125,3 +125,36 @@ def test_a_git_that_ends_without_answering_answers_no_object_and_starts_again(
         assert found is not None and found.sha == head
     finally:
         reader.close()
+
+
+def test_a_commit_found_in_the_cache_is_not_looked_for_again(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock asks whether the cache holds a source's commits twice (its head start, then its
+    preflight): the second time starts no `git cat-file`. A commit not found is looked for again
+    (a fetch may bring it)."""
+    from envgen.resolve.git import cache as git_cache
+    from envgen.resolve.git.remote import GitEnv
+
+    first = commit(repo, {"a": b"1"})
+    url = "https://git.example.invalid/up.git"
+    bare = git_cache.repo_path(tmp_path / "cache", url)
+    bare.parent.mkdir(parents=True)
+    git(tmp_path, "clone", "--quiet", "--bare", str(repo), str(bare))
+    env = GitEnv.read({"PATH": os.environ["PATH"]})
+    started: list[list[str]] = []
+    real = subprocess.Popen
+
+    def counting(args: list[str], *rest: object, **kw: object) -> subprocess.Popen[bytes]:
+        started.append(list(args))
+        return real(args, *rest, **kw)  # type: ignore[call-overload, no-any-return]
+
+    monkeypatch.setattr(subprocess, "Popen", counting)
+    absent = "0" * 40
+    assert git_cache.has_commits(tmp_path / "cache", url, [first], env)
+    assert not git_cache.has_commits(tmp_path / "cache", url, [first, absent], env)
+    assert len(started) == 2
+    assert git_cache.has_commits(tmp_path / "cache", url, [first], env)
+    assert len(started) == 2
+    assert not git_cache.has_commits(tmp_path / "cache", url, [absent], env)
+    assert len(started) == 3

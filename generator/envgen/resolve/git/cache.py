@@ -148,14 +148,27 @@ def repo_path(cache: Path, url: str) -> Path:
     return cache / "git" / f"{slug}-{hashlib.sha256(bare.encode()).hexdigest()[:12]}.git"
 
 
+# The commits found in a cache repository by this process, by repository: a lock asks for the same
+# ones twice (its head start, then its preflight), each time through a `git cat-file` of its own.
+# Only an answer for the choice of asking the remote: pinning reads the commit in the repository.
+_PRESENT: set[tuple[Path, str]] = set()
+
+
 def has_commits(cache: Path, url: str, shas: Sequence[str], git: GitEnv) -> bool:
     """Whether the cache already holds every commit of `shas` from `url` (then a lock need not ask
     the remote)."""
     path = repo_path(cache, url)
+    unseen = [sha for sha in shas if (path, sha) not in _PRESENT]
+    if not unseen:
+        return True
     if not (path / "HEAD").exists():
         return False
     with closing(CachedRepo(path, url, "", git)) as repo:
-        return all(repo.has_commit(sha) for sha in shas)
+        for sha in unseen:
+            if not repo.has_commit(sha):
+                return False
+            _PRESENT.add((path, sha))
+    return True
 
 
 @contextmanager
