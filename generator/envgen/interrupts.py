@@ -2,8 +2,9 @@
 written.
 
 The one module that installs, restores and blocks signal handlers (`on_signals`, `ignore_signals`,
-`held`, `worker_thread`): the command line says what a handler does, this module makes it one. The
-exception is the instant before it is imported: `envgen.__main__` sets the handler of start-up.
+`held`, `held_during_a_wait`, `worker_thread`): the command line says what a handler does, this
+module makes it one. The exception is the instant before it is imported: `envgen.__main__` sets the
+handler of start-up.
 
 Envs are locked in worker threads, but a signal interrupts only the main thread. So an interrupt
 sets `cancelled`, kills the child processes (uv, git) the workers wait on, and waits for any lock
@@ -132,6 +133,23 @@ def held() -> Iterator[list[int]]:
         yield signals
     finally:
         restore(previous)
+
+
+@contextmanager
+def held_during_a_wait() -> Iterator[None]:
+    """SIGINT and SIGTERM held while the main thread blocks on other threads (a future, a
+    condition), then delivered to their handlers once the wait returned (it must have a timeout).
+
+    A handler that raises inside `threading`'s waiting can leave its lock released twice: the
+    interrupt then surfaced as "RuntimeError: release unlocked lock", an internal error, instead of
+    its message. Elsewhere than in the main thread a signal never arrives: nothing is held."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    with held() as signals:
+        yield
+    for number in dict.fromkeys(signals):
+        signal.raise_signal(number)
 
 
 def check() -> None:

@@ -106,3 +106,33 @@ def test_a_background_thread_runs_lower_and_takes_no_signal() -> None:
     assert niceness == min(19, own + interrupts.BACKGROUND_NICE)
     assert set(interrupts.SIGNALS) <= blocked
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
+
+
+def test_a_signal_during_a_wait_reaches_its_handler_once_the_wait_returned() -> None:
+    """Held while the main thread blocks on another thread, then delivered to the handler it was
+    held from (a raise inside `threading`'s waiting could release a lock twice)."""
+    seen: list[int] = []
+    previous = interrupts.on_signals(lambda number, _frame: seen.append(number))
+    try:
+        done = threading.Event()
+        with interrupts.held_during_a_wait():
+            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            assert not done.wait(0.3)
+            assert seen == []
+        signal.getsignal(signal.SIGINT)  # a bytecode or two: the handler has run
+        assert seen == [signal.SIGTERM]
+    finally:
+        interrupts.restore(previous)
+
+
+def test_an_interrupt_stops_the_main_threads_wait_on_the_re_locks() -> None:
+    """`lock`'s main thread waits on its re-locks in slices: Ctrl-C raises KeyboardInterrupt there,
+    between them."""
+    from concurrent.futures import Future
+
+    from envgen.commands.lock.command import _wait_for
+
+    never: Future[object] = Future()
+    threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        _wait_for({"env": never}, None)  # type: ignore[dict-item]

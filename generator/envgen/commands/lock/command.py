@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 # Seconds the re-locks get to end once a failed preflight stopped them (a killed child ends them at
 # once).
 STOP_WAIT = 2.0
+# How often the main thread, waiting on the re-locks, takes an interrupt (interrupts.py).
+_SLICE = 0.1
 
 # What a lock does with a re-lock's result: write it, or only compare it with the files on disk
 # ("check": a missing lock is told without resolving; "dry-run": resolved like any other).
@@ -380,7 +382,9 @@ def _wait_for(
     """
     waiting: set[Future[Any]] = set(futures.values()) | ({asked} if asked is not None else set())
     while waiting:
-        done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+        # In slices: an interrupt is taken between them, never inside the wait's locks.
+        with interrupts.held_during_a_wait():
+            done, waiting = wait(waiting, timeout=_SLICE, return_when=FIRST_COMPLETED)
         if asked in done and asked.exception() is not None:
             _stop(futures.values())
             raise asked.exception()  # type: ignore[misc]
