@@ -59,7 +59,7 @@ class GitRepo:
         repo = cls(path)
         repo.git("init", "--quiet", f"--initial-branch={branch}")
         if allow_sha_wants:
-            repo.git("config", "uploadpack.allowReachableSHA1InWant", "true")
+            # any object, so any reachable one too (uploadpack.allowReachableSHA1InWant)
             repo.git("config", "uploadpack.allowAnySHA1InWant", "true")
         repo.commit(files, "initial commit")
         return repo
