@@ -4,12 +4,16 @@ cache, the lock."""
 from __future__ import annotations
 
 import logging
+import os
+import threading
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 import pytest
+from envgen import interrupts
 from envgen.example.gitrepos import GitRepo
 from envgen.example.http import serve_directory
 from envgen.example.srcprojects import backend_project
@@ -356,3 +360,35 @@ def test_declared_dependencies_are_labelled_by_the_file_that_declares_them(
         "six": "source liketq: requirements.txt:1 (dynamic)",
         "base<2": "source liketq: requirements.txt:3 (dynamic)",
     }
+
+
+def test_an_interrupted_metadata_build_is_no_failure_of_the_tree_and_nothing_is_cached(
+    tmp_path: Path, index: str
+) -> None:
+    """Ctrl-C while the backend reads its dynamic dependencies: the lock stops as interrupted, and
+    the cache records nothing for the tree. Recorded as a failed build, it would leave every later
+    lock without the source's declared dependencies."""
+    held = tmp_path / "deps"  # a FIFO: the backend's read waits for a writer
+    os.mkfifo(held)
+    repo = backend_project(tmp_path / "slow", "slow", dependencies_file=str(held))
+    matrix = index_matrix(index, source("slow", repo))
+
+    def interrupt_once_read() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                writer = os.open(held, os.O_WRONLY | os.O_NONBLOCK)  # fails until a reader waits
+            except OSError:
+                time.sleep(0.02)
+                continue
+            interrupts.interrupt()
+            os.close(writer)
+            return
+
+    threading.Thread(target=interrupt_once_read, daemon=True).start()
+    try:
+        with pytest.raises(interrupts.Interrupted):
+            resolve_sources(matrix, at(tmp_path / "cache"))
+    finally:
+        interrupts.reset()
+    assert not list((tmp_path / "cache").glob("source-metadata/*.json"))

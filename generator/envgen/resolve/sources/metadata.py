@@ -34,7 +34,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Pep508
 from packaging.version import InvalidVersion, Version
 
-from envgen import atomic, network
+from envgen import atomic, interrupts, network
 from envgen.commits import is_full_commit, short_commit
 from envgen.errors import InputError, ToolError
 from envgen.inputs.channels import IndexAccess
@@ -260,6 +260,9 @@ def _cached_build(
             subprocess.CalledProcessError,
             OSError,
         ) as exc:
+            # A build an interrupt ended says nothing of the tree either: recorded as a failure,
+            # every later lock would go without the source's declared dependencies.
+            interrupts.check()
             # The temporary tree's path would make the recorded reason differ from run to run.
             outcome = {"error": _why(exc, settings).replace(str(srcdir), "<tree>")}
         except ToolError as exc:
