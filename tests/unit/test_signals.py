@@ -136,3 +136,38 @@ def test_an_interrupt_stops_the_main_threads_wait_on_the_re_locks() -> None:
     threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
     with pytest.raises(KeyboardInterrupt):
         _wait_for({"env": never}, None)  # type: ignore[dict-item]
+
+
+def test_off_the_main_thread_a_wait_holds_nothing() -> None:
+    """A signal only ever reaches the main thread: a wait elsewhere leaves the handlers alone (and
+    could not set them)."""
+    before = {sig: signal.getsignal(sig) for sig in interrupts.SIGNALS}
+    seen: list[dict[int, object]] = []
+
+    def waiting() -> None:
+        with interrupts.held_during_a_wait():
+            seen.append({sig: signal.getsignal(sig) for sig in interrupts.SIGNALS})
+
+    thread = threading.Thread(target=waiting)
+    thread.start()
+    thread.join()
+    assert seen == [before]
+
+
+@pytest.mark.parametrize("working", [False, True])
+def test_a_sigterm_says_what_was_written_or_stops_the_work(
+    working: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Outside a command's work (parsing, printing) the handler says so and exits 143; inside it,
+    it stops the work as Ctrl-C does, remembering that it was a SIGTERM."""
+    from envgen.cli import running
+    from envgen.cli.exit_codes import TERMINATED
+
+    monkeypatch.setattr(running, "_terminated", [])
+    monkeypatch.setattr(running, "_working", [True] if working else [])
+    with pytest.raises(KeyboardInterrupt if working else SystemExit) as stopped:
+        running.on_signal(signal.SIGTERM, None)
+    assert running._terminated == [signal.SIGTERM]
+    if not working:
+        assert stopped.value.code == TERMINATED
+        assert capsys.readouterr().err.startswith("interrupted: ")
