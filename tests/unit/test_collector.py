@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import gc
 import subprocess
 import sys
@@ -31,7 +32,7 @@ def test_a_command_runs_with_the_commands_thresholds_and_its_imports_make_no_ful
     )
     thresholds, passes = proc.stdout.strip().splitlines()[-1].split(") ")
     assert thresholds + ")" == str(collector.THRESHOLDS)
-    young, middle, full = eval(passes)  # a list of three ints, printed by REPORT
+    young, middle, full = ast.literal_eval(passes)
     assert young <= 5 and middle == 0 and full == 0, passes
 
 
