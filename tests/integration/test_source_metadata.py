@@ -392,3 +392,23 @@ def test_an_interrupted_metadata_build_is_no_failure_of_the_tree_and_nothing_is_
     finally:
         interrupts.reset()
     assert not list((tmp_path / "cache").glob("source-metadata/*.json"))
+
+
+def test_a_hook_that_hangs_past_its_timeout_is_no_failure_of_the_tree_and_nothing_is_cached(
+    tmp_path: Path, index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend's read never ends (a FIFO nobody writes): its hook is stopped at the timeout, the
+    lock goes on with the source's files and says the build did not complete, and the cache
+    records nothing, so the next lock builds again."""
+    from envgen.resolve.sources import metadata
+
+    never = tmp_path / "deps"
+    os.mkfifo(never)
+    repo = backend_project(tmp_path / "stuck", "stuck", dependencies_file=str(never))
+    monkeypatch.setattr(metadata, "HOOK_TIMEOUT", 1.0)
+    (locked,) = resolve_sources(index_matrix(index, source("stuck", repo)), at(tmp_path / "cache"))
+    assert locked.metadata_fallback is not None
+    assert locked.metadata_fallback.startswith("the metadata build did not complete"), (
+        locked.metadata_fallback
+    )
+    assert not list((tmp_path / "cache").glob("source-metadata/*.json"))

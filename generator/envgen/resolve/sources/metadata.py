@@ -252,7 +252,14 @@ def _cached_build(
         srcdir = tmp / "src"
         export(srcdir)
         try:
-            requires = build_requires(srcdir, source, settings, version)
+            try:
+                requires = build_requires(srcdir, source, settings, version)
+            except build.BuildBackendException as exc:
+                # build wraps what the hook's runner raised: a hook that hung (TimedOut), a tool
+                # that could not start, an interrupt; those are the runner's, not the tree's.
+                if isinstance(exc.exception, ToolError | interrupts.Interrupted):
+                    raise exc.exception from exc
+                raise
             outcome: dict[str, Any] = {"requires": requires}
         except (
             build.BuildException,
