@@ -2,9 +2,9 @@
 written.
 
 The one module that installs, restores and blocks signal handlers (`on_signals`, `ignore_signals`,
-`held`, `held_during_a_wait`, `worker_thread`): the command line says what a handler does, this
-module makes it one. The exception is the instant before it is imported: `envgen.__main__` sets the
-handler of start-up.
+`held`, `worker_thread`), or has them wait (`held_during_a_wait`): the command line says what a
+handler does, this module makes it one. The exception is the instant before it is imported:
+`envgen.__main__` sets the handler of start-up.
 
 Envs are locked in worker threads, but a signal interrupts only the main thread. So an interrupt
 sets `cancelled`, kills the child processes (uv, git) the workers wait on, and waits for any lock
@@ -135,20 +135,42 @@ def held() -> Iterator[list[int]]:
         restore(previous)
 
 
+# Set while the main thread blocks on other threads in slices (`held_during_a_wait`); the signals
+# that came meanwhile, for it to deliver between the slices.
+_waiting: list[bool] = []
+_deferred: list[int] = []
+
+
+def deferred(signum: int) -> bool:
+    """For the command line's handler: whether the main thread is inside a wait that takes signals
+    only between its slices; the signal is then kept for it, and the handler returns at once."""
+    if not _waiting:
+        return False
+    _deferred.append(signum)
+    return True
+
+
 @contextmanager
 def held_during_a_wait() -> Iterator[None]:
-    """SIGINT and SIGTERM held while the main thread blocks on other threads (a future, a
-    condition), then delivered to their handlers once the wait returned (it must have a timeout).
+    """A wait of the main thread on other threads (a future, a condition; it must have a timeout)
+    during which the handler defers SIGINT and SIGTERM (`deferred`), delivered again to it once the
+    wait returned, SIGTERM first (its exit status says a supervisor stopped envgen).
 
     A handler that raises inside `threading`'s waiting can leave its lock released twice: the
     interrupt then surfaced as "RuntimeError: release unlocked lock", an internal error, instead of
-    its message. Elsewhere than in the main thread a signal never arrives: nothing is held."""
+    its message. Nothing is swapped: entering and leaving set and clear one flag. Elsewhere than in
+    the main thread a signal never arrives: nothing is deferred."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    with held() as signals:
+    _waiting.append(True)
+    try:
         yield
-    for number in dict.fromkeys(signals):
+    finally:
+        _waiting.pop()
+    kept = sorted(set(_deferred), key=lambda number: number != signal.SIGTERM)
+    _deferred.clear()
+    for number in kept:
         signal.raise_signal(number)
 
 

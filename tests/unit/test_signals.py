@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -108,24 +109,52 @@ def test_a_background_thread_runs_lower_and_takes_no_signal() -> None:
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
 
 
-def test_a_signal_during_a_wait_reaches_its_handler_once_the_wait_returned() -> None:
-    """Held while the main thread blocks on another thread, then delivered to the handler it was
-    held from (a raise inside `threading`'s waiting could release a lock twice)."""
-    seen: list[int] = []
-    previous = interrupts.on_signals(lambda number, _frame: seen.append(number))
+@pytest.fixture
+def command_handler(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The command line's handler on SIGINT and SIGTERM, inside a command's work; what it recorded
+    as SIGTERMs."""
+    from envgen.cli import running
+
+    terminated: list[int] = []
+    monkeypatch.setattr(running, "_terminated", terminated)
+    monkeypatch.setattr(running, "_working", [True])
+    previous = interrupts.on_signals(running.on_signal)
     try:
-        done = threading.Event()
-        with interrupts.held_during_a_wait():
-            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
-            assert not done.wait(0.3)
-            assert seen == []
-        signal.getsignal(signal.SIGINT)  # a bytecode or two: the handler has run
-        assert seen == [signal.SIGTERM]
+        yield terminated
     finally:
         interrupts.restore(previous)
 
 
-def test_an_interrupt_stops_the_main_threads_wait_on_the_re_locks() -> None:
+def test_a_signal_during_a_wait_reaches_the_handler_once_the_wait_returned(
+    command_handler: list[int],
+) -> None:
+    """The command line's handler defers a signal while the main thread blocks on another thread
+    (a raise inside `threading`'s waiting could release a lock twice), and gets it again after."""
+    done, inside = threading.Event(), []
+    with pytest.raises(KeyboardInterrupt), interrupts.held_during_a_wait():
+        timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM))
+        timer.start()
+        assert not done.wait(0.3)
+        timer.join()
+        inside.append(list(command_handler))  # the wait ran to its end: nothing raised in it
+    assert inside == [[]]
+    assert command_handler == [signal.SIGTERM]
+
+
+def test_a_sigterm_kept_with_a_sigint_is_delivered_first(command_handler: list[int]) -> None:
+    """Both came during the wait: the exit status is SIGTERM's (143), a supervisor's stop."""
+    inside = []
+    with pytest.raises(KeyboardInterrupt), interrupts.held_during_a_wait():
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        inside.append(list(command_handler))  # the handler has run for both, and kept them
+    assert inside == [[]]
+    assert command_handler == [signal.SIGTERM]
+
+
+def test_an_interrupt_stops_the_main_threads_wait_on_the_re_locks(
+    command_handler: list[int],
+) -> None:
     """`lock`'s main thread waits on its re-locks in slices: Ctrl-C raises KeyboardInterrupt there,
     between them."""
     from concurrent.futures import Future
@@ -134,24 +163,28 @@ def test_an_interrupt_stops_the_main_threads_wait_on_the_re_locks() -> None:
 
     never: Future[object] = Future()
     threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
-    with pytest.raises(KeyboardInterrupt):
-        _wait_for({"env": never}, None)  # type: ignore[dict-item]
+    ends = threading.Timer(30, never.set_result, (None,))  # a failed test ends, never hangs
+    ends.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _wait_for({"env": never}, None)  # type: ignore[dict-item]
+    finally:
+        ends.cancel()
+    assert command_handler == []
 
 
-def test_off_the_main_thread_a_wait_holds_nothing() -> None:
-    """A signal only ever reaches the main thread: a wait elsewhere leaves the handlers alone (and
-    could not set them)."""
-    before = {sig: signal.getsignal(sig) for sig in interrupts.SIGNALS}
-    seen: list[dict[int, object]] = []
+def test_off_the_main_thread_a_wait_defers_nothing() -> None:
+    """A signal only ever reaches the main thread: a wait elsewhere changes nothing for it."""
+    seen: list[bool] = []
 
     def waiting() -> None:
         with interrupts.held_during_a_wait():
-            seen.append({sig: signal.getsignal(sig) for sig in interrupts.SIGNALS})
+            seen.append(interrupts.deferred(signal.SIGINT))
 
     thread = threading.Thread(target=waiting)
     thread.start()
     thread.join()
-    assert seen == [before]
+    assert seen == [False]
 
 
 @pytest.mark.parametrize("working", [False, True])

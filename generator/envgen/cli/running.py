@@ -33,6 +33,8 @@ _working: list[bool] = []  # inside a command's work, where an interrupt says wh
 def on_signal(signum: int, frame: FrameType | None) -> None:
     """SIGINT, and SIGTERM (a CI job cancelled, a supervisor stopping envgen) alike, stop the
     work."""
+    if interrupts.deferred(signum):  # the main thread takes it between the slices of its wait
+        return
     if signum == signal.SIGTERM:
         _terminated.append(signum)
     if not _working:  # before or after the work (parsing, printing): nothing is being written now

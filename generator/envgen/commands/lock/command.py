@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -403,7 +404,10 @@ def _stop(futures: Iterable[Future[LockResult]]) -> None:
     they have all ended, the process may go on with other work (a re-lock stuck in a library call
     leaves it stopped)."""
     interrupts.interrupt()
-    _, running = wait(list(futures), timeout=STOP_WAIT)
+    running, deadline = set(futures), time.monotonic() + STOP_WAIT
+    while running and time.monotonic() < deadline:
+        with interrupts.held_during_a_wait():
+            _, running = wait(running, timeout=_SLICE)
     if not running:
         interrupts.reset()
 
