@@ -21,8 +21,8 @@ def for_a_command() -> None:
     With Python's own (a pass per 700 new objects, a full one per 100 passes) the imports alone
     made 38 passes, and reading a real-sized lock 20 to 140 more, over objects that all live as
     long as the command: 4 ms of `envgen --version`'s 76, up to 25 ms of `status`'s 210. With
-    these a read-only command makes none, and a long one (an install, the demo's servers) still
-    collects its young cycles within every 50,000 objects."""
+    these a read-only command makes next to none, and a long one (an install, the demo's servers)
+    still collects its young cycles within every 50,000 objects."""
     gc.set_threshold(*THRESHOLDS)
 
 

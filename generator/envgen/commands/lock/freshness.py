@@ -67,8 +67,9 @@ def input_changes(project: Project, matrix: Matrix, lock: Lock) -> tuple[str, ..
 
 
 def freshness(project: Project, env: str, lock: Lock) -> Freshness:
-    """The freshness of `lock`, the lock of `env`: its matrix loaded (InputError when malformed),
-    the recorded input digests compared with the current ones, then each derived file."""
+    """The freshness of `lock`, the lock of `env`: its matrix loaded (InputError when malformed;
+    its conda specs parsed only once an input changed), the recorded input digests compared with
+    the current ones, then each derived file."""
     template = project.template(env)
     if not template.is_file():
         return Freshness((f"matrix {_shown(project, template)} removed",), (), None)

@@ -158,11 +158,11 @@ def has_commits(cache: Path, url: str, shas: Sequence[str], git: GitEnv) -> bool
     """Whether the cache already holds every commit of `shas` from `url` (then a lock need not ask
     the remote)."""
     path = repo_path(cache, url)
+    if not (path / "HEAD").exists():  # never made, or removed since (`envgen cache clean`)
+        return False
     unseen = [sha for sha in shas if (path, sha) not in _PRESENT]
     if not unseen:
         return True
-    if not (path / "HEAD").exists():
-        return False
     with closing(CachedRepo(path, url, "", git)) as repo:
         for sha in unseen:
             if not repo.has_commit(sha):
