@@ -2,7 +2,7 @@
 written.
 
 The one module that installs, restores and blocks signal handlers (`on_signals`, `ignore_signals`,
-`held`, `worker_thread`), or has them wait (`held_during_a_wait`): the command line says what a
+`held`, `worker_thread`), or has them wait (`deferring`): the command line says what a
 handler does, this module makes it one. The exception is the instant before it is imported:
 `envgen.__main__` sets the handler of start-up.
 
@@ -135,15 +135,15 @@ def held() -> Iterator[list[int]]:
         restore(previous)
 
 
-# Set while the main thread blocks on other threads in slices (`held_during_a_wait`); the signals
-# that came meanwhile, for it to deliver between the slices.
+# Set while the main thread runs a block a signal must not break (`deferring`); the signals that
+# came meanwhile, delivered once it ends.
 _waiting: list[bool] = []
 _deferred: list[int] = []
 
 
 def deferred(signum: int) -> bool:
-    """For the command line's handler: whether the main thread is inside a wait that takes signals
-    only between its slices; the signal is then kept for it, and the handler returns at once."""
+    """For the command line's handler: whether the main thread is inside a block a signal must not
+    break (`deferring`); the signal is then kept for it, and the handler returns at once."""
     if not _waiting:
         return False
     _deferred.append(signum)
@@ -151,15 +151,17 @@ def deferred(signum: int) -> bool:
 
 
 @contextmanager
-def held_during_a_wait() -> Iterator[None]:
-    """A wait of the main thread on other threads (a future, a condition; it must have a timeout)
-    during which the handler defers SIGINT and SIGTERM (`deferred`), delivered again to it once the
-    wait returned, SIGTERM first (its exit status says a supervisor stopped envgen).
-
-    A handler that raises inside `threading`'s waiting can leave its lock released twice: the
-    interrupt then surfaced as "RuntimeError: release unlocked lock", an internal error, instead of
-    its message. Nothing is swapped: entering and leaving set and clear one flag. Elsewhere than in
-    the main thread a signal never arrives: nothing is deferred."""
+def deferring() -> Iterator[None]:
+    """SIGINT and SIGTERM deferred while the main thread runs the block (the command line's handler
+    asks `deferred`), then delivered to the handler again, SIGTERM first (its exit status says a
+    supervisor stopped envgen). For what a raise in the middle would leave broken:
+    - a wait on other threads (a future, a condition; it must have a timeout): a raise inside
+      `threading`'s waiting can leave its lock released twice, and the interrupt then surfaced as
+      "RuntimeError: release unlocked lock", an internal error, instead of its message;
+    - the start of a child process: raised between its fork and `track`, it would leave the child
+      running, unknown to the interrupt that kills the others.
+    Nothing is swapped: entering and leaving set and clear one flag. Elsewhere than in the main
+    thread a signal never arrives: nothing is deferred."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -168,10 +170,10 @@ def held_during_a_wait() -> Iterator[None]:
         yield
     finally:
         _waiting.pop()
-    kept = sorted(set(_deferred), key=lambda number: number != signal.SIGTERM)
-    _deferred.clear()
-    for number in kept:
-        signal.raise_signal(number)
+        kept = sorted(set(_deferred), key=lambda number: number != signal.SIGTERM)
+        _deferred.clear()
+        for number in kept:  # the handler's raise wins over one of the block's own
+            signal.raise_signal(number)
 
 
 def check() -> None:

@@ -122,25 +122,27 @@ def start(
     argv = [os.fspath(c) for c in cmd]
     shown = redact_text(" ".join(argv), secrets)
     interrupts.check()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            # Its own process group: Ctrl-C reaches envgen alone, which stops the children itself
-            # and so knows why they ended (envgen.interrupts).
-            process_group=0,
-            pass_fds=tuple(pass_fds),
-        )
-    except FileNotFoundError as exc:
-        raise ToolError(
-            f"cannot run `{shown}`: {exc.strerror}", hint=f"install {argv[0]!r} and retry"
-        ) from exc
-    interrupts.track(proc)
+    # An interrupt between the fork and `track` would leave the child unknown: taken after both.
+    with interrupts.deferring():
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                # Its own process group: Ctrl-C reaches envgen alone, which stops the children
+                # itself and so knows why they ended (envgen.interrupts).
+                process_group=0,
+                pass_fds=tuple(pass_fds),
+            )
+        except FileNotFoundError as exc:
+            raise ToolError(
+                f"cannot run `{shown}`: {exc.strerror}", hint=f"install {argv[0]!r} and retry"
+            ) from exc
+        interrupts.track(proc)
     return Running(proc, shown, secrets, input)
 
 

@@ -131,7 +131,7 @@ def test_a_signal_during_a_wait_reaches_the_handler_once_the_wait_returned(
     """The command line's handler defers a signal while the main thread blocks on another thread
     (a raise inside `threading`'s waiting could release a lock twice), and gets it again after."""
     done, inside = threading.Event(), []
-    with pytest.raises(KeyboardInterrupt), interrupts.held_during_a_wait():
+    with pytest.raises(KeyboardInterrupt), interrupts.deferring():
         timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM))
         timer.start()
         assert not done.wait(0.3)
@@ -144,7 +144,7 @@ def test_a_signal_during_a_wait_reaches_the_handler_once_the_wait_returned(
 def test_a_sigterm_kept_with_a_sigint_is_delivered_first(command_handler: list[int]) -> None:
     """Both came during the wait: the exit status is SIGTERM's (143), a supervisor's stop."""
     inside = []
-    with pytest.raises(KeyboardInterrupt), interrupts.held_during_a_wait():
+    with pytest.raises(KeyboardInterrupt), interrupts.deferring():
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGTERM)
         inside.append(list(command_handler))  # the handler has run for both, and kept them
@@ -178,7 +178,7 @@ def test_off_the_main_thread_a_wait_defers_nothing() -> None:
     seen: list[bool] = []
 
     def waiting() -> None:
-        with interrupts.held_during_a_wait():
+        with interrupts.deferring():
             seen.append(interrupts.deferred(signal.SIGINT))
 
     thread = threading.Thread(target=waiting)
@@ -204,3 +204,32 @@ def test_a_sigterm_says_what_was_written_or_stops_the_work(
     if not working:
         assert stopped.value.code == TERMINATED
         assert capsys.readouterr().err.startswith("interrupted: ")
+
+
+def test_a_signal_while_a_child_starts_is_taken_once_it_is_tracked(
+    command_handler: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C right after the fork: the KeyboardInterrupt comes once the child is tracked, so the
+    interrupt that follows kills it instead of leaving it running unknown."""
+    from envgen import process
+
+    real = subprocess.Popen
+    started: list[subprocess.Popen[str]] = []
+
+    def forked_then_interrupted(*args: object, **kw: object) -> subprocess.Popen[str]:
+        child = real(*args, **kw)  # type: ignore[call-overload]
+        started.append(child)
+        os.kill(os.getpid(), signal.SIGINT)
+        return child  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(subprocess, "Popen", forked_then_interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            process.start(["sleep", "30"])
+        (child,) = started
+        assert child in interrupts._children
+    finally:
+        for child in started:
+            interrupts.kill_group(child)
+            child.wait()
+            interrupts.untrack(child)

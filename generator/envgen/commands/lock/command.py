@@ -384,7 +384,7 @@ def _wait_for(
     waiting: set[Future[Any]] = set(futures.values()) | ({asked} if asked is not None else set())
     while waiting:
         # In slices: an interrupt is taken between them, never inside the wait's locks.
-        with interrupts.held_during_a_wait():
+        with interrupts.deferring():
             done, waiting = wait(waiting, timeout=_SLICE, return_when=FIRST_COMPLETED)
         if asked in done and asked.exception() is not None:
             _stop(futures.values())
@@ -406,7 +406,7 @@ def _stop(futures: Iterable[Future[LockResult]]) -> None:
     interrupts.interrupt()
     running, deadline = set(futures), time.monotonic() + STOP_WAIT
     while running and time.monotonic() < deadline:
-        with interrupts.held_during_a_wait():
+        with interrupts.deferring():
             _, running = wait(running, timeout=_SLICE)
     if not running:
         interrupts.reset()

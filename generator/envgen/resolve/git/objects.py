@@ -110,24 +110,26 @@ class ObjectReader:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None:
             interrupts.check()
-            try:
-                self._proc = subprocess.Popen(
-                    ["git", "cat-file", "--batch-command"],
-                    cwd=self._repo,
-                    env=self._environ,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    # As every envgen child: its own process group, stopped by envgen on an
-                    # interrupt.
-                    process_group=0,
-                )
-            except OSError as exc:
-                raise ToolError(
-                    f"cannot run `git cat-file` in {self._repo}: {exc.strerror}",
-                    hint="install git, or check that the cache is readable, and retry",
-                ) from exc
-            interrupts.track(self._proc)
+            # as process.start: the child tracked before an interrupt is taken
+            with interrupts.deferring():
+                try:
+                    self._proc = subprocess.Popen(
+                        ["git", "cat-file", "--batch-command"],
+                        cwd=self._repo,
+                        env=self._environ,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                        # As every envgen child: its own process group, stopped by envgen on an
+                        # interrupt.
+                        process_group=0,
+                    )
+                except OSError as exc:
+                    raise ToolError(
+                        f"cannot run `git cat-file` in {self._repo}: {exc.strerror}",
+                        hint="install git, or check that the cache is readable, and retry",
+                    ) from exc
+                interrupts.track(self._proc)
         return self._proc
 
     def _stdout(self) -> IO[bytes]:
