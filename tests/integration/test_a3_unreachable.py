@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from envgen.example.gitrepos import GitRepo, python_project
 from envgen.example.http import serve_directory
 from envgen.resolve.preflight import host_of
 
+from tests.support.closed import closed_url
 from tests.support.preflight import verdict
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,14 +45,6 @@ SOURCES = {
         {"requirements-npu.txt": "triton-ascend==3.2.2\n"},
     ),
 }
-
-
-def closed_url(path: str = "") -> str:
-    """A loopback URL nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}{path}"
 
 
 @pytest.fixture

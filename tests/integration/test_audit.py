@@ -21,10 +21,11 @@ from envgen.project import Project
 
 from tests.support.advisories import releases, stand_in
 from tests.support.builders import make_lock, pip_entry, write_intact
+from tests.support.closed import closed_url
 from tests.support.example import run_envgen
 from tests.support.schemas import validate
 from tests.support.servers import serving as loopback
-from tests.support.stalling import closed_url, stalling_server
+from tests.support.stalling import stalling_server
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "cli.schema.json").read_text())
 ENV = "demo"

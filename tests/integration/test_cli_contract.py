@@ -14,7 +14,6 @@ import os
 import pty
 import select
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from envgen.cli.exit_codes import EXIT_CODES
 from envgen.project import Project
 
 from tests.support.builders import sample_lock, write_intact
+from tests.support.closed import closed_url
 from tests.support.schemas import validate
 
 DATA = Path(__file__).parents[1] / "data" / "matrices"
@@ -340,13 +340,6 @@ def test_an_external_tool_failing_is_exit_5(project: Path, tmp_path: Path) -> No
         )
         assert "hint: install 'git' and retry" in proc.stderr and "Traceback" not in proc.stderr
         assert list(project.glob("locks/valid.*")) == []
-
-
-def closed_url() -> str:
-    """A loopback URL nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 # --- 3. output flags

@@ -6,7 +6,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import urllib.request
 import zipfile
@@ -34,6 +33,7 @@ from envgen.platforms import virtual_packages
 from envgen.resolve.conda.stage import python_version, solve_conda
 
 from tests.support.builders import at, make_matrix
+from tests.support.closed import closed_url
 
 
 @pytest.fixture(scope="module")
@@ -153,10 +153,7 @@ def test_only_too_new_candidates_is_unsatisfiable(channel_url: str, tmp_path: Pa
 
 
 def test_unreachable_channel_names_the_url(tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/conda-forge"
+    url = closed_url("/conda-forge")
     with pytest.raises(ResolutionError) as info:
         solve_conda(matrix(url), "linux-64", at(tmp_path))
     assert url in str(info.value)

@@ -28,9 +28,9 @@ from envgen.resolve import pipeline
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.support.closed import closed_url
 from tests.support.example import run_envgen
 from tests.support.lk_locked import locked_example
-from tests.support.stalling import closed_url
 
 ENV = "demo"
 PLATFORMS = ("linux-64", "linux-aarch64")

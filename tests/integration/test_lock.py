@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ from envgen.lockio.conda_lock_yml import parse_lock_yml
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 
+from tests.support.closed import closed_url
 from tests.support.example import restored_example, run_envgen
 from tests.support.lk_locked import lock_once, locked_example
 from tests.support.preflight import verdict
@@ -306,9 +306,7 @@ def test_the_preflight_asks_only_for_envs_to_re_lock(
     """A fresh lock asks nothing; a re-lock asks first every host it will need: a git remote only
     when it moves a source or lacks a commit (the commits kept are in the cache)."""
     before = lock_files(locked)
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        down = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    down = closed_url("/")
     # The git remotes' mirror goes away; the matrix, and so the input hash, stays the same.
     (tmp_path / "gitconfig").write_text(f'[url "{down}"]\n\tinsteadOf = https://github.com/\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))

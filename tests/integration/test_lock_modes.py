@@ -4,7 +4,6 @@ lock` would run, compared with locks/ and never written (not even the env's mute
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from envgen.example.project import Example, bump_version
 from envgen.lockio.store import read_lock
 from envgen.project import Project
 
+from tests.support.closed import closed_url
 from tests.support.example import run_envgen
 from tests.support.lk_locked import locked_example
 from tests.support.schemas import validate
@@ -78,12 +78,6 @@ def document(out: str) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(out)
     validate(found, SCHEMA)
     return found
-
-
-def dead_port() -> str:
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def test_check_is_0_on_a_fresh_lock_and_1_after_a_matrix_edit_and_writes_nothing(
@@ -206,7 +200,7 @@ def test_an_unreachable_host_is_exit_3_naming_it_and_a_missing_lock_needs_no_hos
     example: Example,
 ) -> None:
     pypi = example.root / "channels" / "pypi.toml"
-    down = dead_port()
+    down = closed_url()
     pypi.write_text(pypi.read_text().replace(example.pypi_url, down))
     before = locks(example)
     for mode in ("--check", "--dry-run"):

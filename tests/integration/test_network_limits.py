@@ -35,8 +35,9 @@ from envgen.inputs.channels import IndexAccess
 from envgen.resolve.git.remote import GitEnv, ls_remote
 from envgen.resolve.pypi.index_client import IndexClient, fetch_filenames
 
+from tests.support.closed import closed_url
 from tests.support.proc_bundled import bundled_copy
-from tests.support.stalling import MODES, closed_url, stalling_server
+from tests.support.stalling import MODES, stalling_server
 from tests.support.venvs import seeded_cache
 
 # Far above any limit the tests set: only a wait that ignores them reaches it.

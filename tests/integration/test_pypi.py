@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from envgen.model import (
 from envgen.resolve.pypi.stage import PypiLock
 
 from tests.support.builders import at, lock_pip, make_matrix
+from tests.support.closed import closed_port
 from tests.support.tls import serve_tls
 
 MATRIX = "env-templates/test.toml"
@@ -346,12 +346,6 @@ def test_basic_auth_index_and_no_credential_leaks(
 def tmp_cache(cache: Path) -> Path:
     """A cache of its own, so uv cannot answer from what an authorised run stored."""
     return cache.with_name(cache.name + "-other")
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_unreachable_index_names_the_redacted_url(urls: tuple[str, str], cache: Path) -> None:

@@ -16,8 +16,8 @@ from envgen.example.http import serve_directory
 from envgen.example.project import ENV, GITHUB, Example, advance_branch
 
 from tests.support.advisories import stand_in
+from tests.support.closed import closed_url
 from tests.support.example import served_example
-from tests.support.stalling import closed_url
 
 SCRIPT = Path(__file__).resolve().parents[2] / "ci" / "relock.py"
 TORCH_NEWS = "demo-torch ==2.10.0: newer in 2.10 on pypi: 2.10.1"

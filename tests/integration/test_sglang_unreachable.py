@@ -17,7 +17,8 @@ import pytest
 from envgen.example.gitrepos import GitRepo, python_project
 from envgen.resolve.preflight import host_of
 
-from tests.integration.test_a3_unreachable import INDEXES, channel, closed_url, lock, url_of
+from tests.integration.test_a3_unreachable import INDEXES, channel, lock, url_of
+from tests.support.closed import closed_url
 from tests.support.preflight import verdict
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from envgen.example.project import GITHUB, PYPI_DISTS, Example, bump_version, republish
 from envgen.example.wheels import FixtureDist
 
+from tests.support.closed import closed_port
 from tests.support.example import run_envgen
 from tests.support.lk_locked import lock_once, locked_example
 from tests.support.schemas import validate
@@ -185,12 +185,6 @@ def without_timings(text: str) -> str:
     """git's curl errors say how long a refused connect took ("after 4 ms"): two asks differ in
     that alone."""
     return re.sub(r"after \d+ ms", "after N ms", text)
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_a_host_that_does_not_answer_is_exit_3_naming_it(locked: Example) -> None:

@@ -57,14 +57,6 @@ def stalling_server(mode: str) -> Iterator[str]:
         thread.join(timeout=5)
 
 
-def closed_url(path: str = "") -> str:
-    """A loopback URL nothing listens on (connections are refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}{path}"
-
-
 def git_waiting(tmp_path: Path, pattern: str) -> dict[str, str]:
     """PATH with a git that, given arguments matching the case `pattern`, marks tmp_path/marker and
     waits there (until killed: envgen kills the children of an interrupted command)."""

@@ -3,7 +3,6 @@ nothing)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
@@ -16,6 +15,7 @@ from envgen.resolve.preflight import host_of, preflight, targets, unreachable_ho
 from envgen.resolve.request import Relock
 
 from tests.support.builders import at, locked_source, make_lock, make_matrix
+from tests.support.closed import closed_port
 from tests.support.preflight import verdict
 from tests.support.servers import serving
 
@@ -118,12 +118,6 @@ def test_an_index_is_asked_with_head_and_a_get_only_when_head_is_not_taken(
     assert [(why.split(" (")[0] if why else why) for _, _, why in failed] == (
         [reason] if reason else []
     )
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_the_error_names_every_target_of_a_host_and_the_hint_opens_with_the_channels(
