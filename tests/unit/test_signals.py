@@ -233,3 +233,38 @@ def test_a_signal_while_a_child_starts_is_taken_once_it_is_tracked(
             interrupts.kill_group(child)
             child.wait()
             interrupts.untrack(child)
+
+
+def test_a_second_signal_while_a_write_finishes_is_no_traceback_and_the_write_is_waited_for(
+    command_handler: list[int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second Ctrl-C (or a SIGTERM) while the first waits for the lock being written: said once,
+    the wait goes on, and the command exits with the interrupt's message and the status of the
+    last signal's kind; the writer finishes, so the message names its env."""
+    from envgen.cli import running
+    from envgen.cli.options import Settings
+
+    writing, finish = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with interrupts.commit_point("demo"):
+            writing.set()
+            finish.wait(5)
+
+    def body() -> None:
+        thread.start()
+        assert writing.wait(5)
+        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        threading.Timer(0.4, finish.set).start()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the first signal raises here
+
+    thread = threading.Thread(target=writer)
+    with pytest.raises(SystemExit) as exited:
+        running._work(body, Settings(color="never"))
+    thread.join(5)
+    err = capsys.readouterr().err
+    assert exited.value.code == 143, err  # the SIGTERM that came meanwhile
+    assert err.count("still stopping") == 1, err
+    assert "demo" in err.splitlines()[-1], err
