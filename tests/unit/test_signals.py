@@ -118,6 +118,7 @@ def command_handler(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     terminated: list[int] = []
     monkeypatch.setattr(running, "_terminated", terminated)
     monkeypatch.setattr(running, "_working", [True])
+    monkeypatch.setattr(running, "_stopping", [])
     previous = interrupts.on_signals(running.on_signal)
     try:
         yield terminated
@@ -266,5 +267,33 @@ def test_a_second_signal_while_a_write_finishes_is_no_traceback_and_the_write_is
     thread.join(5)
     err = capsys.readouterr().err
     assert exited.value.code == 143, err  # the SIGTERM that came meanwhile
-    assert err.count("still stopping") == 1, err
+    assert err.count("already stopping") == 1, err
     assert "demo" in err.splitlines()[-1], err
+
+
+def test_a_second_signal_during_the_clean_up_of_an_interrupted_command_lets_it_finish(
+    command_handler: list[int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the work does on its way out after the first Ctrl-C (removing a new prefix, a scratch
+    directory) is not cut short by a second one: it ends, and the command exits 130."""
+    from envgen.cli import running
+    from envgen.cli.options import Settings
+
+    cleaned = []
+
+    def body() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the first signal raises here
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            cleaned.append(True)
+
+    with pytest.raises(SystemExit) as exited:
+        running._work(body, Settings(color="never"))
+    err = capsys.readouterr().err
+    assert exited.value.code == 130, err
+    assert cleaned == [True], err
+    assert err.count("already stopping") == 1, err
+    assert not running._stopping

@@ -28,7 +28,7 @@ log = logging.getLogger("envgen.cli")
 
 _terminated: list[int] = []
 _working: list[bool] = []  # inside a command's work, where an interrupt says what was written
-_stopping: list[bool] = []  # an interrupt taken: waiting for a write in progress, then leaving
+_stopping: list[bool] = []  # an interrupt taken: the work cleans up, then the command leaves
 
 
 def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -39,15 +39,19 @@ def on_signal(signum: int, frame: FrameType | None) -> None:
     if signum == signal.SIGTERM:
         _terminated.append(signum)
     if _stopping:
-        # Stopping already: the wait for a write in progress goes on (cut short, it would leave an
-        # env's files from two runs), then the command leaves as the first signal said it would.
+        # Stopping already: what the first signal started (a write in progress finished, a new
+        # prefix removed, the children killed) is not cut short, which would leave an env's files
+        # from two runs or half an env; the command then leaves as the first signal said.
         if len(_stopping) == 1:  # said once: a second entry records that it was
             _stopping.append(True)
-            sys.stderr.write("envgen: still stopping: waiting for the lock being written\n")
+            sys.stderr.write(
+                "envgen: already stopping: finishing what is being written and cleaning up\n"
+            )
         return
     if not _working:  # before or after the work (parsing, printing): nothing is being written now
         sys.stderr.write(interrupts.message(interrupts.written()) + "\n")
         sys.exit(TERMINATED if _terminated else INTERRUPTED)
+    _stopping.append(True)
     raise KeyboardInterrupt
 
 
@@ -61,13 +65,9 @@ def _work(body: Callable[..., Outcome], flags: Settings, *args: Any, **kwargs: A
     except KeyboardInterrupt:
         # Workers may be writing a lock right now: stop them and wait for a write in progress,
         # then say what is on disk (each env's files are from one run: the old or the new ones).
-        _stopping.append(True)
-        try:
-            message = interrupts.message(interrupts.interrupt())
-            sys.stderr.write(paint(message, flags, sys.stderr, "red") + "\n")
-            sys.exit(TERMINATED if _terminated else INTERRUPTED)
-        finally:
-            _stopping.clear()
+        message = interrupts.message(interrupts.interrupt())
+        sys.stderr.write(paint(message, flags, sys.stderr, "red") + "\n")
+        sys.exit(TERMINATED if _terminated else INTERRUPTED)
     except (EnvgenError, click.ClickException, OSError) as exc:
         error = _error_of(exc)
         if error is None:
@@ -75,6 +75,7 @@ def _work(body: Callable[..., Outcome], flags: Settings, *args: Any, **kwargs: A
         return Outcome(exit_code=error.exit_code, error=error)
     finally:
         _working.pop()
+        _stopping.clear()
 
 
 def _error_of(exc: BaseException) -> EnvgenError | None:
